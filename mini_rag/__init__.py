@@ -1,0 +1,25 @@
+"""mini_rag: a pure-Python retrieval-augmented QA system that writes scoreable traces.
+
+Stages, one module each, passing plain records (``records.py``) that serialize to JSON:
+
+====================  =====================================================
+module                stage
+====================  =====================================================
+``corpus``            text files / BEIR JSONL -> documents -> chunks
+``analysis``          tokenizer, stopwords, Snowball English stemmer
+``index``             inverted index with per-posting weights, JSON manifest
+``retrieve``          BM25 / TF-IDF top-k, thresholds, fallback, expansion, MMR
+``facts``             phase A: retrieval hits -> facts
+``filter``            phase B: noise, relevance, de-duplication
+``synthesize``        phase C: extractive answer sentences, confidence
+``validate``          the QA contract's two validators for external JSON
+``guards``            citations, conflicts, freshness, risk, ambiguity
+``decision``          ANSWER / ABSTAIN / CLARIFY / BLOCK by precedence
+``trace``             the trace row that ``score_eval.py`` reads
+``pipeline``          question -> trace row, wiring the stages
+====================  =====================================================
+
+Run ``python -m mini_rag --help`` for the command line.
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,51 @@
+"""Command line: ``python -m mini_rag <command> ...``.
+
+Each command lives with the stage it drives; this module only gathers them:
+
+* ``cmd_retrieval``: ``index``, ``search``
+* ``cmd_answer``: ``ask``, ``run``, ``eval``, ``compare``
+* ``cmd_gold``: ``check-gold``, ``perturb``
+
+A command module exposes ``register(subparsers)`` which adds its parsers with
+``set_defaults(func=handler)``; a handler takes the parsed arguments and returns the exit
+status.  Bad input raises :class:`~mini_rag.errors.MiniRagError`, which becomes a message
+on stderr and exit status 2, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import List, Optional
+
+from .errors import MiniRagError
+
+COMMAND_MODULES = ("cmd_retrieval", "cmd_answer", "cmd_gold")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m mini_rag",
+        description="A pure-Python retrieval-augmented QA system that writes traces for score_eval.py.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module("mini_rag." + name).register(sub)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except MiniRagError as exc:
+        print("mini_rag: %s" % exc, file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("mini_rag: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

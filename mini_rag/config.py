@@ -1,0 +1,177 @@
+"""One configuration for every retrieval and answering setting.
+
+The defaults below are the QA contract's (seed 001) where it sets a value, and are
+committed verbatim in ``configs/default.toml`` (a test keeps the two equal).  Another
+file given with ``--config FILE`` overrides any subset of them::
+
+    [retrieval]
+    min_similarity = 0.15
+
+Rules: a section or key that is not below is an error that names the closest known one;
+a value must have the type of its default (an int is accepted where a float is expected);
+paths are relative to the working directory.  The ``[expansion.NAME]`` tables are query
+expansion rules, each ``match = "phrase"`` and ``add = ["phrase", ...]``.
+
+Python 3.11+ reads TOML with ``tomllib``; 3.9 and 3.10 use the small reader of the
+documented TOML subset in ``score_eval.py`` (the scorer's, so both read one dialect).
+"""
+from __future__ import annotations
+
+import copy
+import difflib
+import importlib.util
+import os
+from typing import Any, Dict, Optional
+
+from .errors import MiniRagError
+
+DEFAULT_CONFIG_PATH = os.path.join("configs", "default.toml")
+
+# Every setting, grouped by the stage that reads it.  Types are taken from these values.
+DEFAULTS: Dict[str, Dict[str, Any]] = {
+    "corpus": {
+        "path": "gold/corpus",
+        "max_chunk_chars": 0,            # 0: one chunk per paragraph (the seeds' rule)
+    },
+    "analysis": {
+        "stopwords": "english",          # "english" | "none"
+        "stemmer": "english",            # "english" (Snowball 3.1 Porter2) | "none"
+    },
+    "index": {
+        "path": "runs/index.json.gz",
+        "k1": 1.2,
+        "b": 0.75,
+    },
+    "retrieval": {
+        "scoring": "bm25",               # ranking function: "bm25" | "tfidf"
+        "top_k": 8,
+        "max_context_chunks": 6,
+        "min_similarity": 0.20,
+        "use_mmr": True,
+        "mmr_lambda": 0.60,
+        "fallback_min_similarity": 0.18,
+        "fallback_only_if_empty": True,
+        "authority_scope": "MIXED",      # MIXED (all) or one authority, e.g. FDA, EMA, ICH, SOPS
+    },
+    # [expansion.NAME] tables: match = "continuous processing", add = ["...", "..."]
+    "expansion": {
+        "continuous_processing": {
+            "match": "continuous processing",
+            "add": ["continuous manufacturing", "ICH Q13"],
+        },
+    },
+    "answer": {
+        "refusal": "not in context",     # seed 002's token; the QA contract's is "Not found in provided PDFs"
+        "max_sentences": 6,
+    },
+    "guards": {
+        "as_of": "2026-11-01",           # freshness is measured against this date, never today
+        "max_citations": 5,
+    },
+}
+
+_RULE_KEYS = {"match": "", "add": [""]}
+
+
+def _suggest(name: str, known) -> str:
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    return "; did you mean %r?" % close[0] if close else ""
+
+
+def read_toml(path: str) -> Dict[str, Any]:
+    """Parse a TOML file into a dict (tomllib, or the scorer's subset reader before 3.11)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise MiniRagError("%s: cannot read config: %s" % (path, exc.strerror)) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MiniRagError("%s: config is not UTF-8 text" % path) from None
+    try:
+        import tomllib  # Python 3.11+
+    except ImportError:
+        return _scorer().parse_toml(text, path)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise MiniRagError("%s: invalid TOML: %s" % (path, exc)) from None
+
+
+def _scorer():
+    """Load score_eval.py (repository root) for its TOML subset reader."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location("score_eval", os.path.join(here, "score_eval.py"))
+    if spec is None or spec.loader is None:
+        raise MiniRagError("score_eval.py not found next to mini_rag/: needed to read TOML before Python 3.11")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _check_value(where: str, default: Any, value: Any) -> Any:
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        value = float(value) if ok else value
+    elif isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif isinstance(default, list):
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+    else:
+        ok = isinstance(value, type(default))
+    if not ok:
+        raise MiniRagError("%s must be %s, got %r" % (where, _type_name(default), value))
+    return value
+
+
+def _type_name(default: Any) -> str:
+    if isinstance(default, bool):
+        return "true or false"
+    if isinstance(default, float):
+        return "a number"
+    if isinstance(default, int):
+        return "an integer"
+    if isinstance(default, list):
+        return "a list of strings"
+    return "a string"
+
+
+def merge(base: Dict[str, Any], override: Dict[str, Any], origin: str) -> Dict[str, Any]:
+    """Validate ``override`` against DEFAULTS and lay it over ``base`` (a full config)."""
+    out = copy.deepcopy(base)
+    for section, table in override.items():
+        if section not in DEFAULTS:
+            raise MiniRagError("%s: unknown section [%s]%s" % (origin, section, _suggest(section, DEFAULTS)))
+        if not isinstance(table, dict):
+            raise MiniRagError("%s: [%s] must be a table, got %r" % (origin, section, table))
+        if section == "expansion":
+            for name, rule in table.items():
+                where = "%s: [expansion.%s]" % (origin, name)
+                if not isinstance(rule, dict):
+                    raise MiniRagError("%s must be a table with match and add, got %r" % (where, rule))
+                for key in rule:
+                    if key not in _RULE_KEYS:
+                        raise MiniRagError("%s: unknown key %r%s" % (where, key, _suggest(key, _RULE_KEYS)))
+                if "match" not in rule or "add" not in rule:
+                    raise MiniRagError("%s needs both match and add" % where)
+                out["expansion"][name] = {k: _check_value("%s %s" % (where, k), _RULE_KEYS[k], rule[k])
+                                          for k in ("match", "add")}
+            continue
+        for key, value in table.items():
+            if key not in DEFAULTS[section]:
+                raise MiniRagError("%s: unknown key %r in [%s]%s"
+                                   % (origin, key, section, _suggest(key, DEFAULTS[section])))
+            out[section][key] = _check_value("%s: [%s] %s" % (origin, section, key),
+                                             DEFAULTS[section][key], value)
+    return out
+
+
+def load_config(path: Optional[str] = None) -> Dict[str, Any]:
+    """The defaults, overridden by ``path`` when given.  Returns a fresh nested dict."""
+    config = copy.deepcopy(DEFAULTS)
+    if path:
+        config = merge(config, read_toml(path), path)
+    return config

@@ -1,0 +1,91 @@
+"""Reading JSONL with line numbers, and writing files so that a crash never leaves half a file.
+
+Every output of mini_rag goes through :func:`atomic_write_text` / :func:`atomic_write_bytes`:
+the data is written to a temporary file in the target's folder, flushed and fsynced, then
+renamed over the target.  An interrupted run leaves the previous good file in place.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Iterator, List, Tuple
+
+from .errors import MiniRagError
+
+MAX_REPORTED = 20   # bad lines listed one by one before the rest are only counted
+
+
+def atomic_write_bytes(path: str, data: bytes) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def atomic_write_text(path: str, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def dumps_jsonl(rows) -> str:
+    """One compact JSON object a line, keys in the order given, non-ASCII kept as is."""
+    return "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows)
+
+
+def read_jsonl(path: str) -> List[Tuple[int, dict]]:
+    """``(line number, object)`` for each non-blank line; every bad line is reported at once.
+
+    A UTF-8 byte-order mark and CRLF line ends are accepted.  Raises MiniRagError listing
+    ``path:line: what is wrong, got <value>`` for up to MAX_REPORTED bad lines.
+    """
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise MiniRagError("%s: cannot read: %s" % (path, exc.strerror)) from None
+    rows, errors = [], []
+    for lineno, raw in _lines(data):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            errors.append("%s:%d: not UTF-8, got byte 0x%02x" % (path, lineno, raw[exc.start]))
+            continue
+        if lineno == 1 and line.startswith("\ufeff"):
+            line = line[1:]
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            errors.append("%s:%d: invalid JSON (%s), got %r" % (path, lineno, exc.args[0].split(":")[0], line[:60]))
+            continue
+        if not isinstance(obj, dict):
+            errors.append("%s:%d: expected a JSON object, got %r" % (path, lineno, line[:60]))
+            continue
+        rows.append((lineno, obj))
+    if errors:
+        raise MiniRagError(join_errors(errors))
+    return rows
+
+
+def join_errors(errors: List[str]) -> str:
+    shown = errors[:MAX_REPORTED]
+    if len(errors) > MAX_REPORTED:
+        shown.append("... and %d more" % (len(errors) - MAX_REPORTED))
+    return "\n".join(shown)
+
+
+def _lines(data: bytes) -> Iterator[Tuple[int, bytes]]:
+    for i, raw in enumerate(data.split(b"\n"), 1):
+        yield i, raw.rstrip(b"\r")
