@@ -272,13 +272,15 @@ def _heading_text(text: str, is_txt: bool) -> str:
     m = _ATX.match(text)
     if m:
         return m.group(1)
-    if not is_txt or len(text) > 80 or text[-1] in ".?!;:," or _STRUCTURED.match(text):
+    if not is_txt or len(text) > 80 or text[-1] in ".?!;:,":
         return ""
     letters = [c for c in text if c.isalpha()]
     if not letters:
         return ""
-    if _NUMBERED_HEADING.match(text):
+    if _NUMBERED_HEADING.match(text):    # before the list test: "1. Purpose" is numbered
         return text
+    if _STRUCTURED.match(text):
+        return ""
     if len(letters) >= 2 and all(c.isupper() for c in letters):
         return text
     words = [w for w in re.split(r"[\s/-]+", text) if len(w) > 3 and w[0].isalpha()]
