@@ -4,7 +4,7 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test check-gold index bench bench-scorer bench-retrieval bench-squad compare clean
+.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad compare clean
 
 eval:
 	@$(PYTHON) -m mini_rag eval
@@ -13,7 +13,11 @@ test:
 	@$(PYTHON) tests/run.py
 
 check-gold:
-	@$(PYTHON) -m mini_rag check-gold gold/gold.jsonl gold/gold_perturb.jsonl
+	@$(PYTHON) -m mini_rag check-gold gold/gold.jsonl gold/gold_perturb.jsonl --source gold/gold.jsonl
+
+gold-perturb:
+	@$(PYTHON) -m mini_rag perturb gold/gold.jsonl --out gold/gold_perturb.jsonl \
+		--paraphrases gold/paraphrases.policies.jsonl gold/paraphrases.regulatory.jsonl
 
 index:
 	@$(PYTHON) -m mini_rag index

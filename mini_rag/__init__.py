@@ -10,9 +10,11 @@ module                stage
 ``index``             inverted index with per-posting weights, JSON manifest
 ``retrieve``          BM25 / TF-IDF top-k, thresholds, fallback, expansion, MMR
 ``facts``             phase A: retrieval hits -> facts
-``filter``            phase B: noise, relevance, de-duplication
+``relevance``         phase B: noise, relevance, de-duplication
 ``synthesize``        phase C: extractive answer sentences, confidence
 ``validate``          the QA contract's two validators for external JSON
+``generator``         the pluggable phase C generator (extractive, external command)
+``conflicts``         polarity and numeric conflicts between documents
 ``guards``            citations, conflicts, freshness, risk, ambiguity
 ``decision``          ANSWER / ABSTAIN / CLARIFY / BLOCK by precedence
 ``trace``             the trace row that ``score_eval.py`` reads
