@@ -52,6 +52,7 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         "fallback_min_similarity": 0.18,
         "fallback_only_if_empty": True,
         "authority_scope": "MIXED",      # MIXED (all) or one authority, e.g. FDA, EMA, ICH, SOPS
+        "typo_correction": True,         # unknown query terms -> nearest vocabulary term (retrieve.py)
     },
     # [expansion.NAME] tables: match = "continuous processing", add = ["...", "..."]
     "expansion": {
@@ -63,10 +64,50 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
     "answer": {
         "refusal": "not in context",     # seed 002's token; the QA contract's is "Not found in provided PDFs"
         "max_sentences": 6,
+        # generator.py: which phase C generator runs ("extractive" | "command")
+        "generator": "extractive",
+        "generator_command": [],         # argv of the "command" generator (JSON in on stdin, out on stdout)
+        "generator_timeout": 30.0,       # seconds before the command generator is killed
+        # relevance.py (phase B)
+        "min_fact_overlap": 0.15,        # IDF-weighted share of question terms a fact must contain
+        "dedup_jaccard": 0.9,            # word-set Jaccard at which two facts are near-identical
+        # synthesize.py (phase C), rules in its docstring
+        "key_idf_ratio": 0.6,            # key terms: idf >= this * the question's largest idf
+        "min_key_coverage": 0.7,         # IDF-weighted share of key terms the evidence chunk must contain
+        "min_score": 0.3,                # best sentence score below this -> refuse (below_threshold)
+        "weight_coverage": 0.55,         # sentence score = weighted sum of these four parts
+        "weight_type": 0.2,
+        "weight_proximity": 0.1,
+        "weight_retrieval": 0.15,
+        "extra_sentence_margin": 0.15,   # a 2nd/3rd sentence must score within this of the best
+        "max_extra_sentences": 2,
+        "confidence_high": 0.7,          # High: best score >= this and margin >= confidence_margin
+        "confidence_medium": 0.45,       # Medium: best score >= this; Low otherwise
+        "confidence_margin": 0.1,
     },
     "guards": {
         "as_of": "2026-11-01",           # freshness is measured against this date, never today
         "max_citations": 5,
+        "min_chunks": 1,                 # fewer accepted hits -> ABSTAIN (see guards.py: 1, not seed 000's 2)
+        "freshness_days_high_risk": 365, # effective date older than this -> stale (high risk)
+        "freshness_days": 730,           # ... (medium risk; low risk never abstains)
+        "conflict_min_shared_terms": 2,  # topic terms two sides must share to be "the same subject"
+        "variant_min_overlap": 0.5,      # share of question terms a unit needs for the variant rule
+    },
+    # Risk classes: keyword phrases matched on analyzed question terms (decision_policy.md).
+    "risk": {
+        "high": ["policy", "legal", "compliance", "security", "personal data", "PII", "SSN", "SSNs",
+                 "encryption", "refund", "chargeback", "pricing", "price", "limit", "retention", "retain",
+                 "deletion", "delete", "GDPR", "HIPAA", "SOC2"],
+        "medium": ["rate limit", "SLA", "uptime", "quota"],
+    },
+    # Ambiguity (CLARIFY) cues, see guards.check_ambiguity.
+    "clarify": {
+        "vague_referents": ["it", "its", "that", "this", "these", "those", "they", "them", "their"],
+        "vague_max_terms": 2,
+        "dimension_values": ["free", "starter", "basic", "pro", "professional", "premium",
+                             "enterprise", "EU", "EEA", "US", "UK", "APAC", "EMEA"],
+        "dimension_nouns": ["plan", "tier", "edition", "region", "package"],
     },
 }
 

@@ -1,0 +1,536 @@
+"""Stage 2: the inverted index, with per-posting weights and a JSON manifest.
+
+Every chunk of the corpus becomes a bag of terms (``Analyzer.analyze`` of its *indexed
+text*, below).  The index keeps, for every term, the postings list of chunks that contain
+it (ascending chunk position) with the term frequency, and turns those into per-posting
+weights once, when the index is built or loaded.  A query never looks at a chunk that
+shares no term with it (see ``retrieve.py``).
+
+Public API
+==========
+
+================================  ==========================================================
+``build_index(chunks, ...)``      chunks -> :class:`Index` (analysis + postings + weights)
+``build_or_load(config)``         the index at ``[index] path``, rebuilt when stale
+``load_index(path)``              read an index file (manifest and body hash checked)
+``save_index(index, path)``       write it atomically (gzip when the path ends in ``.gz``)
+``Index.chunks``                  list of :class:`~mini_rag.records.Chunk`, corpus order
+``Index.chunk(chunk_id)``         one chunk by id (MiniRagError when unknown)
+``Index.idf(term)``               BM25 idf (Lucene's), defined for df = 0 too
+``Index.doc_freq(term)``          number of chunks containing the term
+``Index.has_term(term)``          term in the vocabulary?
+``Index.vocabulary``              sorted list of every term
+``Index.num_chunks``              number of chunks (``num_searchable``: N, those with a term)
+``Index.terms(position)``         ``{term: tf}`` of one chunk (its analyzed bag of words)
+``Index.postings(term, scoring)`` ``(positions, weights)`` lists, never copied
+================================  ==========================================================
+
+Indexed text of a chunk
+-----------------------
+``title``, then ``heading`` (only when the chunk is not itself the heading and the
+heading differs from the title), then ``text``, joined by newlines.  The title is
+repeated in every chunk of a document so that a question naming the document finds
+all its paragraphs; the heading gives a paragraph the topic its section states once.
+A chunk that is a heading standing alone (``Chunk.is_heading``) gets no terms: it is
+kept (its id stays citable) but never retrieved, since it states nothing and its words
+already count in every paragraph under it.
+
+Scoring functions (weights per posting)
+---------------------------------------
+``bm25`` (default): Okapi BM25 with Lucene's idf, as in Lucene's ``BM25Similarity``
+(Lucene >= 6) and the ``lucene`` variant of bm25s (Kamphuis et al., "Which BM25 Do You
+Mean? A Large-Scale Reproducibility Study of Scoring Variants", ECIR 2020)::
+
+    idf(t)    = ln(1 + (N - df + 0.5) / (df + 0.5))
+    w(t, c)   = idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+
+with ``dl`` the number of terms of the chunk's indexed text, ``N`` the number of
+searchable chunks (at least one term; a heading standing alone has none, see below),
+``avgdl`` the mean ``dl`` over them, ``k1 = 1.2`` and ``b = 0.75`` by default (Lucene's defaults; Robertson &
+Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond", 2009, section 3).
+Unlike Lucene, document lengths are exact (no 1-byte length encoding), and the
+``(k1 + 1)`` factor is kept, so a term seen once in a chunk of average length weighs
+exactly ``idf(t)`` (the retriever's similarity rule relies on that).  The idf is never
+negative (no epsilon floor as in rank_bm25) and is defined for df = 0.
+
+``tfidf``: cosine of sublinear TF-IDF vectors (SMART ``ltc``; idf as scikit-learn's
+``smooth_idf``)::
+
+    idf(t)    = ln((1 + N) / (1 + df)) + 1
+    w(t, c)   = (1 + ln tf) * idf(t) / || c ||      (|| c ||: Euclidean norm of the chunk)
+
+Persistence
+-----------
+The file has two lines of compact JSON, gzip-compressed when the path ends in ``.gz``
+(deterministic: fixed header, mtime 0): line 1 is the manifest, line 2 the body.  The
+manifest records the format version, the corpus path and the sha256 of every corpus
+file, the chunking, analysis and scoring settings, a content hash per document, counts,
+and the sha256 of the body line.  Reading only the first line is enough to tell whether
+the index is stale.  The body holds the chunks (as records), the sorted vocabulary and,
+per chunk, its ``[term id, tf, ...]`` pairs; postings and weights are rebuilt from them
+on load (cheaper than storing them twice, and bit-identical: same operations, same order).
+
+Staleness: :func:`build_or_load` compares the manifest with the corpus on disk and the
+configured settings.  A changed, added or removed file, another corpus path or other
+settings make it rebuild, saying on stderr what was stale; the term counts of chunks
+whose document and indexed text are unchanged are reused (only global statistics are
+recomputed).  A file that is not an index, has another format version or a body that
+does not match its hash is an error, never used.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import math
+import os
+import struct
+import sys
+import zlib
+from collections import Counter
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .analysis import Analyzer
+from .corpus import chunk_document, corpus_files, load_corpus
+from .errors import MiniRagError
+from .fileio import atomic_write_bytes
+from .records import Chunk
+
+FORMAT = "mini_rag-index"
+FORMAT_VERSION = 1
+SCORINGS = ("bm25", "tfidf")
+BM25_VARIANT = "lucene"
+BM25_IDF = "ln(1 + (N - df + 0.5) / (df + 0.5))"
+TFIDF_IDF = "ln((1 + N) / (1 + df)) + 1"
+INDEXED_FIELDS = "title + heading (when not the chunk itself and not the title) + text"
+CHUNKING_RULE = "mini_rag-paragraphs-1"
+
+
+def indexed_text(chunk: Chunk) -> str:
+    """The text whose terms represent a chunk (see "Indexed text" in the module docstring)."""
+    parts = []
+    if chunk.title:
+        parts.append(chunk.title)
+    if chunk.heading and not chunk.is_heading and chunk.heading != chunk.title:
+        parts.append(chunk.heading)
+    parts.append(chunk.text)
+    return "\n".join(parts)
+
+
+def bm25_idf(n: int, df: int) -> float:
+    """Lucene's BM25 idf; positive for every 0 <= df <= N."""
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def tfidf_idf(n: int, df: int) -> float:
+    """Smoothed idf (scikit-learn's ``smooth_idf=True``); positive for every df."""
+    return math.log((1.0 + n) / (1.0 + df)) + 1.0
+
+
+class Index:
+    """An inverted index over chunks.  Build with :func:`build_index`, never directly."""
+
+    def __init__(self, chunks: List[Chunk], chunk_terms: List[Dict[str, int]],
+                 analyzer: Analyzer, k1: float = 1.2, b: float = 0.75,
+                 manifest: Optional[Dict[str, Any]] = None) -> None:
+        if k1 < 0 or not 0.0 <= b <= 1.0:
+            raise MiniRagError("BM25 needs k1 >= 0 and 0 <= b <= 1, got k1=%r b=%r" % (k1, b))
+        self.analyzer = analyzer
+        self.chunks = chunks
+        self.k1 = float(k1)
+        self.b = float(b)
+        self.manifest: Dict[str, Any] = manifest or {}
+        self._terms = chunk_terms
+        self.num_chunks = len(chunks)
+        self._by_id = {c.chunk_id: i for i, c in enumerate(chunks)}
+        if len(self._by_id) != len(chunks):
+            dup = [c.chunk_id for c in chunks if self._by_id.get(c.chunk_id) is None]
+            raise MiniRagError("duplicate chunk ids in the index, got %r" % dup[:3])
+        # Postings: term -> (positions ascending, term frequencies).  Built chunk by chunk
+        # in corpus order, so every list is sorted by position without a sort.
+        positions: Dict[str, List[int]] = {}
+        freqs: Dict[str, List[int]] = {}
+        lengths = []
+        for pos, bag in enumerate(chunk_terms):
+            total = 0
+            for term, tf in bag.items():
+                p = positions.get(term)
+                if p is None:
+                    positions[term] = [pos]
+                    freqs[term] = [tf]
+                else:
+                    p.append(pos)
+                    freqs[term].append(tf)
+                total += tf
+            lengths.append(total)
+        self._positions = positions
+        self._freqs = freqs
+        self.lengths = lengths
+        # N and avgdl count searchable chunks only (those with at least one term): a bare
+        # heading or a chunk of stopwords must not dilute the collection statistics.
+        self.num_searchable = sum(1 for n in lengths if n)
+        # fsum: the exact mean, whatever the order of the additions.
+        self.avgdl = math.fsum(lengths) / self.num_searchable if self.num_searchable else 0.0
+        self._weights: Dict[str, Dict[str, List[float]]] = {}
+        self._vocabulary: Optional[List[str]] = None
+        # Tie-break rank: chunks ordered by chunk_id (code point order).  Rankings sort
+        # on (score descending, chunk_id ascending); comparing these ints is the same.
+        order = sorted(range(len(chunks)), key=lambda i: chunks[i].chunk_id)
+        self.tie_rank = [0] * len(chunks)
+        for r, i in enumerate(order):
+            self.tie_rank[i] = r
+
+    # ------------------------------------------------------------ lookups
+
+    def chunk(self, chunk_id: str) -> Chunk:
+        pos = self._by_id.get(chunk_id)
+        if pos is None:
+            raise MiniRagError("unknown chunk id, got %r" % chunk_id)
+        return self.chunks[pos]
+
+    def position(self, chunk_id: str) -> int:
+        """0-based position of a chunk in :attr:`chunks` (KeyError-free: -1 when unknown)."""
+        return self._by_id.get(chunk_id, -1)
+
+    def doc_freq(self, term: str) -> int:
+        p = self._positions.get(term)
+        return len(p) if p is not None else 0
+
+    def idf(self, term: str) -> float:
+        """BM25 (Lucene) idf of a term; a term not in the index gets the df = 0 value."""
+        return bm25_idf(self.num_searchable, self.doc_freq(term))
+
+    def tfidf_idf(self, term: str) -> float:
+        return tfidf_idf(self.num_searchable, self.doc_freq(term))
+
+    def has_term(self, term: str) -> bool:
+        return term in self._positions
+
+    @property
+    def vocabulary(self) -> List[str]:
+        """Every indexed term, sorted (code point order)."""
+        if self._vocabulary is None:
+            self._vocabulary = sorted(self._positions)
+        return self._vocabulary
+
+    def terms(self, position: int) -> Dict[str, int]:
+        """``{term: tf}`` of the chunk at ``position`` (do not modify)."""
+        return self._terms[position]
+
+    def settings(self) -> Dict[str, Any]:
+        return scoring_settings(self.k1, self.b)
+
+    # ------------------------------------------------------------ weights
+
+    def prepare(self, scoring: str = "bm25") -> Dict[str, List[float]]:
+        """Per-posting weights of a scoring function, computed once for every term."""
+        table = self._weights.get(scoring)
+        if table is not None:
+            return table
+        if scoring not in SCORINGS:
+            raise MiniRagError("scoring must be one of %s, got %r" % (", ".join(SCORINGS), scoring))
+        n = self.num_searchable
+        table = {}
+        if scoring == "bm25":
+            k1, b = self.k1, self.b
+            avgdl = self.avgdl or 1.0
+            # norm[pos] = k1 * (1 - b + b * dl / avgdl), one per chunk.
+            norm = [k1 * (1.0 - b + b * dl / avgdl) for dl in self.lengths]
+            k1p1 = k1 + 1.0
+            for term, pos_list in self._positions.items():
+                idf = bm25_idf(n, len(pos_list))
+                table[term] = [idf * (tf * k1p1) / (tf + norm[p])
+                               for p, tf in zip(pos_list, self._freqs[term])]
+        else:
+            idfs = {t: tfidf_idf(n, len(p)) for t, p in self._positions.items()}
+            norms = []
+            for bag in self._terms:
+                # fsum: a norm independent of the order of the chunk's terms.
+                norms.append(math.sqrt(math.fsum(((1.0 + math.log(tf)) * idfs[t]) ** 2
+                                                 for t, tf in bag.items())) or 1.0)
+            for term, pos_list in self._positions.items():
+                idf = idfs[term]
+                table[term] = [(1.0 + math.log(tf)) * idf / norms[p]
+                               for p, tf in zip(pos_list, self._freqs[term])]
+        self._weights[scoring] = table
+        return table
+
+    def postings(self, term: str, scoring: str = "bm25") -> Tuple[List[int], List[float]]:
+        """``(positions, weights)`` of a term; two empty lists for an unknown term."""
+        table = self._weights.get(scoring) or self.prepare(scoring)
+        w = table.get(term)
+        if w is None:
+            return [], []
+        return self._positions[term], w
+
+
+# ---------------------------------------------------------------- building
+
+def scoring_settings(k1: float, b: float) -> Dict[str, Any]:
+    return {"function": "bm25", "variant": BM25_VARIANT, "idf": BM25_IDF,
+            "tf": "tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))",
+            "k1": float(k1), "b": float(b), "tfidf_idf": TFIDF_IDF,
+            "fields": INDEXED_FIELDS}
+
+
+def analyze_chunks(chunks: Sequence[Chunk], analyzer: Analyzer, progress=None) -> List[Dict[str, int]]:
+    """The bag of terms of every chunk, as ``{term: tf}`` in first-occurrence order."""
+    out = []
+    analyze = analyzer.analyze
+    for i, c in enumerate(chunks):
+        # A heading standing alone is not searchable by itself: it states nothing, and its
+        # words are indexed with every paragraph under it (see indexed_text).
+        out.append({} if c.is_heading else dict(Counter(analyze(indexed_text(c)))))
+        if progress is not None and i % 256 == 0:
+            progress.update(i)
+    return out
+
+
+def build_index(chunks: List[Chunk], analyzer: Optional[Analyzer] = None, k1: float = 1.2,
+                b: float = 0.75, manifest: Optional[Dict[str, Any]] = None,
+                chunk_terms: Optional[List[Dict[str, int]]] = None, progress=None) -> Index:
+    """Analyze ``chunks`` (unless ``chunk_terms`` are given) and index them."""
+    analyzer = analyzer or Analyzer()
+    if chunk_terms is None:
+        chunk_terms = analyze_chunks(chunks, analyzer, progress)
+    return Index(list(chunks), chunk_terms, analyzer, k1, b, manifest)
+
+
+def analyzer_from_config(config: Dict[str, Any]) -> Analyzer:
+    a = config["analysis"]
+    return Analyzer(stopwords=a["stopwords"], stemmer=a["stemmer"])
+
+
+def _manifest(config: Dict[str, Any], corpus_path: str, files, docs, analyzer: Analyzer,
+              chunks: List[Chunk], num_terms: int, num_postings: int) -> Dict[str, Any]:
+    from . import __version__
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "mini_rag_version": __version__,
+        "corpus": {"path": corpus_path, "files": [list(f) for f in files]},
+        "chunking": {"rule": CHUNKING_RULE,
+                     "max_chunk_chars": config["corpus"]["max_chunk_chars"]},
+        "analysis": analyzer.settings(),
+        "scoring": scoring_settings(config["index"]["k1"], config["index"]["b"]),
+        "documents": {d.doc_id: d.content_hash for d in docs},
+        "stats": {"documents": len(docs), "chunks": len(chunks), "terms": num_terms,
+                  "postings": num_postings},
+    }
+
+
+def _expected(config: Dict[str, Any], corpus_path: str, files, analyzer: Analyzer) -> Dict[str, Any]:
+    """The manifest fields an up-to-date index must have."""
+    return {
+        "corpus": {"path": corpus_path, "files": [list(f) for f in files]},
+        "chunking": {"rule": CHUNKING_RULE,
+                     "max_chunk_chars": config["corpus"]["max_chunk_chars"]},
+        "analysis": analyzer.settings(),
+        "scoring": scoring_settings(config["index"]["k1"], config["index"]["b"]),
+    }
+
+
+def stale_reasons(manifest: Dict[str, Any], expected: Dict[str, Any]) -> List[str]:
+    """Why an index with ``manifest`` does not serve ``expected`` ([] when it does)."""
+    reasons = []
+    old_c, new_c = manifest.get("corpus") or {}, expected["corpus"]
+    if old_c.get("path") != new_c["path"]:
+        reasons.append("it was built for corpus %r, not %r" % (old_c.get("path"), new_c["path"]))
+    else:
+        old = dict(tuple(f) for f in old_c.get("files") or [])
+        new = dict(tuple(f) for f in new_c["files"])
+        changed = sorted(f for f in new if f in old and old[f] != new[f])
+        added = sorted(f for f in new if f not in old)
+        removed = sorted(f for f in old if f not in new)
+        for label, names in (("changed", changed), ("added", added), ("removed", removed)):
+            if names:
+                shown = ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
+                reasons.append("%d file%s %s (%s)" % (len(names), "" if len(names) == 1 else "s",
+                                                      label, shown))
+    for key in ("chunking", "analysis", "scoring"):
+        old_s, new_s = manifest.get(key) or {}, expected[key]
+        if old_s != new_s:
+            diff = sorted(k for k in set(old_s) | set(new_s) if old_s.get(k) != new_s.get(k))
+            reasons.append("%s settings differ (%s)" % (key, ", ".join(diff)))
+    return reasons
+
+
+def build_from_config(config: Dict[str, Any], corpus_path: Optional[str] = None,
+                      reuse: Optional[Index] = None, progress=None) -> Index:
+    """Read the corpus, chunk it and index it; reuse ``reuse``'s term counts where valid."""
+    corpus_path = corpus_path or config["corpus"]["path"]
+    files = corpus_files(corpus_path)
+    docs = load_corpus(corpus_path)
+    analyzer = analyzer_from_config(config)
+    max_chars = config["corpus"]["max_chunk_chars"]
+    chunks: List[Chunk] = []
+    for d in docs:
+        chunks.extend(chunk_document(d, max_chars))
+    # Reuse: an unchanged document (same content hash) under the same analysis settings
+    # yields the same chunk text, hence the same bag of terms.  Indexed text is compared
+    # too, so a change in the chunking code can never leave an old bag in place.
+    old_bags: Dict[str, Tuple[str, Dict[str, int]]] = {}
+    if reuse is not None and reuse.manifest.get("analysis") == analyzer.settings():
+        old_docs = reuse.manifest.get("documents") or {}
+        new_docs = {d.doc_id: d.content_hash for d in docs}
+        for pos, c in enumerate(reuse.chunks):
+            if old_docs.get(c.doc_id) and old_docs.get(c.doc_id) == new_docs.get(c.doc_id):
+                old_bags[c.chunk_id] = (indexed_text(c), reuse.terms(pos))
+    bags: List[Optional[Dict[str, int]]] = []
+    todo = []
+    for i, c in enumerate(chunks):
+        old = old_bags.get(c.chunk_id)
+        if old is not None and old[0] == indexed_text(c):
+            bags.append(old[1])
+        else:
+            bags.append(None)
+            todo.append(i)
+    fresh = analyze_chunks([chunks[i] for i in todo], analyzer, progress)
+    for i, bag in zip(todo, fresh):
+        bags[i] = bag
+    index = Index(chunks, bags, analyzer, config["index"]["k1"], config["index"]["b"])  # type: ignore[arg-type]
+    index.manifest = _manifest(config, corpus_path, files, docs, analyzer, chunks,
+                               len(index._positions), sum(len(p) for p in index._positions.values()))
+    index.reused_chunks = len(chunks) - len(todo)  # type: ignore[attr-defined]
+    return index
+
+
+# ---------------------------------------------------------------- persistence
+
+def _gzip_bytes(data: bytes) -> bytes:
+    """gzip with a fixed header (mtime 0, no name, OS 255): same bytes on every Python."""
+    comp = zlib.compressobj(6, zlib.DEFLATED, -15)
+    body = comp.compress(data) + comp.flush()
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+    return header + body + struct.pack("<II", zlib.crc32(data) & 0xFFFFFFFF, len(data) & 0xFFFFFFFF)
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def index_bytes(index: Index) -> bytes:
+    """The two-line serialization of an index (uncompressed)."""
+    vocab = index.vocabulary
+    tid = {t: i for i, t in enumerate(vocab)}
+    rows = []
+    for bag in index._terms:
+        flat: List[int] = []
+        for t in sorted(bag, key=tid.__getitem__):
+            flat.append(tid[t])
+            flat.append(bag[t])
+        rows.append(flat)
+    body = {"chunks": [c.to_json() for c in index.chunks], "vocabulary": vocab, "chunk_terms": rows}
+    body_line = _dumps(body).encode("utf-8")
+    manifest = dict(index.manifest)
+    manifest["body_sha256"] = hashlib.sha256(body_line).hexdigest()
+    index.manifest = manifest
+    return _dumps(manifest).encode("utf-8") + b"\n" + body_line + b"\n"
+
+
+def save_index(index: Index, path: str) -> int:
+    """Write the index atomically; returns the number of bytes written."""
+    data = index_bytes(index)
+    if path.endswith(".gz"):
+        data = _gzip_bytes(data)
+    atomic_write_bytes(path, data)
+    return len(data)
+
+
+def _open(path: str):
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise MiniRagError("%s: cannot read index: %s" % (path, exc.strerror)) from None
+    magic = fh.read(2)
+    fh.seek(0)
+    if magic == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=fh, mode="rb")
+    return fh
+
+
+def read_manifest(path: str) -> Dict[str, Any]:
+    """The manifest line of an index file (the body is not read)."""
+    with _open(path) as fh:
+        try:
+            line = fh.readline()
+        except (OSError, EOFError, zlib.error) as exc:
+            raise MiniRagError("%s: not a readable index file (%s)" % (path, exc)) from None
+    return _parse_manifest(line, path)
+
+
+def _parse_manifest(line: bytes, path: str) -> Dict[str, Any]:
+    try:
+        manifest = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise MiniRagError("%s:1: not a mini_rag index (the first line is not a JSON manifest), got %r"
+                           % (path, line[:40])) from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise MiniRagError("%s:1: not a mini_rag index, got format %r"
+                           % (path, manifest.get("format") if isinstance(manifest, dict) else manifest))
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise MiniRagError("%s:1: index format version must be %d, got %r; rebuild it with "
+                           "'python -m mini_rag index --force'"
+                           % (path, FORMAT_VERSION, manifest.get("format_version")))
+    return manifest
+
+
+def load_index(path: str) -> Index:
+    """Read an index file; its manifest, body hash and analysis settings are checked."""
+    with _open(path) as fh:
+        try:
+            first = fh.readline()
+            body_line = fh.readline().rstrip(b"\n")
+        except (OSError, EOFError, zlib.error) as exc:
+            raise MiniRagError("%s: not a readable index file (%s)" % (path, exc)) from None
+    manifest = _parse_manifest(first, path)
+    if hashlib.sha256(body_line).hexdigest() != manifest.get("body_sha256"):
+        raise MiniRagError("%s:2: index body does not match the manifest's body_sha256 "
+                           "(truncated or edited); rebuild it with 'python -m mini_rag index --force'"
+                           % path)
+    body = json.loads(body_line.decode("utf-8"))
+    analyzer = Analyzer.from_settings(manifest.get("analysis"))
+    vocab = body["vocabulary"]
+    bags = []
+    for flat in body["chunk_terms"]:
+        bags.append({vocab[flat[i]]: flat[i + 1] for i in range(0, len(flat), 2)})
+    chunks = [Chunk.from_json(c) for c in body["chunks"]]
+    scoring = manifest.get("scoring") or {}
+    return Index(chunks, bags, analyzer, scoring.get("k1", 1.2), scoring.get("b", 0.75), manifest)
+
+
+def build_or_load(config: Dict[str, Any], corpus_path: Optional[str] = None, force: bool = False,
+                  log=None, progress=None) -> Index:
+    """The index for ``config`` (and ``corpus_path``, default ``[corpus] path``).
+
+    Loads ``[index] path`` when its manifest matches the corpus files and the settings;
+    otherwise rebuilds it (reusing unchanged documents' term counts), tells ``log``
+    (default stderr) why, and saves it.  ``force`` rebuilds from scratch.
+    """
+    log = log if log is not None else sys.stderr
+    corpus_path = corpus_path or config["corpus"]["path"]
+    path = config["index"]["path"]
+    files = corpus_files(corpus_path)
+    expected = _expected(config, corpus_path, files, analyzer_from_config(config))
+    old: Optional[Index] = None
+    if os.path.exists(path) and not force:
+        try:
+            manifest = read_manifest(path)
+        except MiniRagError as exc:
+            print("mini_rag: index %s is unusable, rebuilding: %s" % (path, exc), file=log)
+        else:
+            reasons = stale_reasons(manifest, expected)
+            if not reasons:
+                return load_index(path)
+            print("mini_rag: index %s is stale: %s; rebuilding" % (path, "; ".join(reasons)), file=log)
+            try:
+                old = load_index(path)
+            except MiniRagError:
+                old = None
+    index = build_from_config(config, corpus_path, reuse=old, progress=progress)
+    save_index(index, path)
+    return index
+
+
+__all__ = ["Index", "build_index", "build_or_load", "build_from_config", "load_index",
+           "save_index", "read_manifest", "stale_reasons", "indexed_text", "bm25_idf", "tfidf_idf"]

@@ -1,0 +1,523 @@
+"""Stage 3: ranked retrieval over the index, and the QA contract's retrieval rules.
+
+Public API
+==========
+
+===================================  =======================================================
+``Retriever(index, config)``         a retriever over an :class:`~mini_rag.index.Index`
+``Retriever.search(query, k)``       plain ranking: the k best chunks as :class:`Hit`
+``Retriever.retrieve(question)``     the QA contract flow -> :class:`Retrieval`
+``open_retriever(config)``           ``Retriever(build_or_load(config), config)``
+``similarity_ceiling(...)``          the denominator of the BM25 similarity (below)
+===================================  =======================================================
+
+Ranking (``search``)
+--------------------
+The query is analyzed like the chunks.  For each distinct query term its postings are
+added into a score accumulator, term at a time, with the per-posting weights computed
+at index time (``index.py``), multiplied by the term's count in the query when it is
+more than 1 (``tfidf``: by its query weight).  Terms are added in a fixed order
+(longest postings list first, then term), so a chunk's score is the same sum in the same
+order on every run and Python version.  Only chunks that share a term with the query are
+ever touched.  The top k are taken with a heap; **ties are broken by chunk_id ascending**
+(code point order), here and in every list this module returns.
+
+Similarity in [0, 1] (what the thresholds compare)
+--------------------------------------------------
+``bm25``: the BM25 score divided by the score of a *reference chunk* that contains every
+query term exactly once and has the average length, clipped to 1::
+
+    similarity = min(1, bm25(q, c) / sum_t qtf(t) * idf(t))
+
+Because a term seen once in a chunk of average length weighs exactly ``idf(t)``, the
+denominator is that reference score.  It reads as "the share of the question's idf mass
+that the chunk matches": a paragraph that contains the rare words of the question scores
+high, one that shares only a common word scores low.  A query term that is not in the
+index (after typo correction) still counts in the denominator with the idf of df = 0 (the
+largest there is): a question about something the corpus never mentions cannot reach the
+threshold on its common words alone.  Within one query the similarity is the BM25 score
+times a constant, so thresholds cut the ranking, they never reorder it.
+
+``tfidf``: the cosine itself (SMART ltc.ltc, idf as in ``index.py``), the query vector
+including unknown terms at df = 0.
+
+The QA contract flow (``retrieve``), seed 001, every value from ``[retrieval]``
+--------------------------------------------------------------------------------
+1. Analyze the question; correct typos (below).
+2. Expansion: each ``[expansion.NAME]`` rule (in name order) whose ``match`` phrase occurs
+   in the question (case-insensitive, white space collapsed, whole words) yields one
+   variant per ``add`` phrase that is not already in the question: the question with the
+   matched phrase replaced by the added one.  The original question always runs first.
+3. Each variant retrieves its ``top_k`` best chunks within the authority scope
+   (``authority_scope``: ``MIXED`` keeps every chunk, any other value keeps chunks whose
+   authority equals it, case-insensitively).  Results are merged by (doc_id, page,
+   chunk_id) keeping the best similarity (an earlier variant wins a tie); the ``top_k``
+   best of the merge are the *candidates*.
+4. Threshold: candidates with similarity >= ``min_similarity`` are accepted.
+5. Fallback, when nothing was accepted (``fallback_only_if_empty = true``; with false it
+   is also tried when something was): if the top candidate has similarity >=
+   ``fallback_min_similarity`` and passes the gate, every candidate with similarity >=
+   ``fallback_min_similarity`` is accepted and ``fallback_used`` is true.  The gate:
+   at least one analyzed term of the question or of an expansion that ran appears among
+   the analyzed terms of the top candidate's doc_id (``-``, ``_``, ``.`` read as spaces)
+   or title: the question names the document.
+6. MMR (``use_mmr``): accepted hits are reordered by maximal marginal relevance,
+   repeatedly taking the hit maximizing ``lambda * similarity - (1 - lambda) * max
+   cos(hit, already taken)`` with ``lambda = mmr_lambda`` and cos the TF-IDF cosine of
+   the two chunks' bags of terms (tie: chunk_id).  Otherwise similarity order.
+   ``max_context_chunks`` is applied by the answering stage, not here.
+7. Signals over the accepted hits (seed 000): ``max``, ``mean`` of similarity (0.0 when
+   there is no hit), ``gap`` = best minus second best (``None`` with fewer than two),
+   ``hit_count``, ``candidate_count``, ``threshold`` used, ``oldest_effective`` /
+   ``newest_effective`` among hits with a date (``None`` when none), ``as_of`` from
+   ``[guards] as_of`` and ``oldest_age_days`` (as_of minus oldest_effective).
+
+Typo correction (``retrieve`` only; ``search`` ranks the query as written)
+-------------------------------------------------------------------------
+A query token (``analysis.tokenize``) whose analyzed terms are not all in the index,
+that has no digit (codes and numbers are never changed) and has 4 or more characters,
+is replaced by the corpus word (a token of some chunk's indexed text whose terms are
+all indexed) within edit distance 1, or 2 for tokens of 8 or more characters; distance
+is the optimal string alignment distance (insert, delete, substitute, swap two adjacent
+characters).  Comparing words before stemming finds a typo anywhere in the word
+(``requirments`` -> ``requirements``).  Among candidates the smallest distance wins,
+then the highest document frequency of the word's term (a stopword counts as more
+frequent than any term), then the smallest word.  A typo of a stopword (``whta``) is
+corrected to no term at all, so it no longer counts against the similarity.
+Candidates come from a deletion-neighbourhood map of the corpus words (SymSpell's idea),
+built on first need, so a query never scans the vocabulary.  ``Retrieval.corrections``
+maps each corrected token to the term(s) used, space-separated (``""`` for a stopword).  Caveat: a real word that the corpus
+does not contain (``bake``) can be "corrected" to a corpus word (``base``); the
+similarity threshold and the answering stage's evidence checks must still reject it.
+"""
+from __future__ import annotations
+
+import datetime
+import heapq
+import math
+import re
+from collections import Counter
+from itertools import compress, repeat
+from operator import add, mul
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from .errors import MiniRagError
+from .analysis import ENGLISH_STOPWORDS, tokenize
+from .index import Index, bm25_idf, build_or_load, indexed_text, tfidf_idf
+from .records import Hit, Retrieval
+
+_HAS_DIGIT = re.compile(r"\d").search
+_SPACES = re.compile(r"\s+")
+_ID_SEPARATORS = re.compile(r"[-_.]+")
+
+
+# ---------------------------------------------------------------- helpers
+
+def osa_distance(a: str, b: str, limit: int = 2) -> int:
+    """Optimal string alignment distance, or ``limit + 1`` once it must exceed ``limit``.
+
+    >>> osa_distance("refnud", "refund"), osa_distance("polcy", "policy")
+    (1, 1)
+    """
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    prev2: List[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            v = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                v = min(v, prev2[j - 2] + 1)
+            cur[j] = v
+        if min(cur) > limit:
+            return limit + 1
+        prev2, prev = prev, cur
+    return prev[-1] if prev[-1] <= limit else limit + 1
+
+
+def _deletes(word: str, depth: int) -> List[str]:
+    """Every string made by deleting 1..depth characters of ``word`` (distinct, sorted)."""
+    out = set()
+    frontier = {word}
+    for _ in range(depth):
+        nxt = set()
+        for w in frontier:
+            for i in range(len(w)):
+                nxt.add(w[:i] + w[i + 1:])
+        out |= nxt
+        frontier = nxt
+    return sorted(out)
+
+
+def max_edits(term: str) -> int:
+    """Edits allowed when correcting ``term``: 0 (< 4 chars or has a digit), 1, or 2 (>= 8)."""
+    if _HAS_DIGIT(term) or len(term) < 4:
+        return 0
+    return 2 if len(term) >= 8 else 1
+
+
+def _norm_phrase(text: str) -> str:
+    return _SPACES.sub(" ", text.casefold()).strip()
+
+
+def _phrase_re(phrase: str):
+    words = [re.escape(w) for w in _norm_phrase(phrase).split(" ") if w]
+    return re.compile(r"(?<!\w)" + r"\s+".join(words) + r"(?!\w)", re.IGNORECASE)
+
+
+def similarity_ceiling(index: Index, qtf: Dict[str, int]) -> float:
+    """``sum_t qtf(t) * idf(t)`` over the distinct query terms (unknown terms: df = 0)."""
+    n = index.num_searchable
+    return math.fsum(q * bm25_idf(n, index.doc_freq(t)) for t, q in qtf.items())
+
+
+def _cosine(a: Dict[str, int], b: Dict[str, int], idf) -> float:
+    """TF-IDF (ltc) cosine of two bags of terms; 0.0 when either is empty."""
+    if not a or not b:
+        return 0.0
+    wa = {t: (1.0 + math.log(tf)) * idf(t) for t, tf in a.items()}
+    wb = {t: (1.0 + math.log(tf)) * idf(t) for t, tf in b.items()}
+    dot = math.fsum(wa[t] * wb[t] for t in sorted(wa) if t in wb)
+    if dot == 0.0:
+        return 0.0
+    na = math.sqrt(math.fsum(v * v for v in wa.values()))
+    nb = math.sqrt(math.fsum(v * v for v in wb.values()))
+    return min(1.0, dot / (na * nb))
+
+
+# ---------------------------------------------------------------- retriever
+
+class Retriever:
+    """Ranked retrieval and the QA contract flow over one index and one config."""
+
+    def __init__(self, index: Index, config: Optional[Dict[str, Any]] = None) -> None:
+        if config is None:
+            from .config import load_config
+            config = load_config()
+        self.index = index
+        self.config = config
+        r = config["retrieval"]
+        self.scoring = r["scoring"]
+        self.top_k = r["top_k"]
+        if self.top_k < 1:
+            raise MiniRagError("[retrieval] top_k must be >= 1, got %r" % self.top_k)
+        self._weights = index.prepare(self.scoring)
+        self._positions = index._positions
+        self._tie = index.tie_rank
+        self._scopes: Dict[str, frozenset] = {}
+        self._typo_map: Optional[Dict[str, List[str]]] = None
+        self._surface: Dict[str, Tuple[str, ...]] = {}
+        self._rules = self._compile_rules(config.get("expansion") or {})
+
+    # ------------------------------------------------------------ ranking core
+
+    def _accumulate(self, qtf: Dict[str, int]) -> Dict[int, float]:
+        """Scores of every chunk sharing a term with the query (the hot loop)."""
+        positions, weights = self._positions, self._weights
+        terms = [t for t in qtf if t in weights]
+        if not terms:
+            return {}
+        # Longest postings first (built at C speed by dict()), then by term: a fixed order.
+        terms.sort(key=lambda t: (-len(positions[t]), t))
+        if self.scoring == "tfidf":
+            n = self.index.num_searchable
+            qw = {t: (1.0 + math.log(q)) * tfidf_idf(n, self.index.doc_freq(t)) for t, q in qtf.items()}
+            qnorm = math.sqrt(math.fsum(v * v for v in qw.values()))
+            mult = {t: qw[t] / qnorm for t in terms}
+        else:
+            mult = {t: float(qtf[t]) for t in terms if qtf[t] != 1}
+        acc: Dict[int, float] = {}
+        get = acc.get
+        for i, t in enumerate(terms):
+            pos, ws = positions[t], weights[t]
+            m = mult.get(t)
+            if m is not None:
+                ws = list(map(mul, ws, repeat(m)))
+            if i == 0:
+                acc.update(zip(pos, ws))
+            else:
+                # acc[p] = acc.get(p, 0.0) + w for every posting, in C.  Positions in one
+                # postings list are distinct, so each read precedes its own write.
+                acc.update(zip(pos, map(add, map(get, pos, repeat(0.0)), ws)))
+        return acc
+
+    def _top(self, acc: Dict[int, float], k: int) -> List[Tuple[int, float]]:
+        """The k best ``(position, score)``: score descending, then chunk_id ascending."""
+        if not acc or k <= 0:
+            return []
+        if len(acc) > k:
+            kth = heapq.nlargest(k, acc.values())[-1]
+            # Every chunk scoring at least the k-th score (ties at the cut included).
+            keys = list(compress(acc.keys(), map(kth.__le__, acc.values())))
+        else:
+            keys = list(acc)
+        scores = [acc[p] for p in keys]
+        if len(set(scores)) == len(scores):
+            # No tie: sorting on the score alone (at C speed) gives the same order.
+            keys.sort(key=acc.__getitem__, reverse=True)
+        else:
+            tie = self._tie
+            keys.sort(key=lambda p: (-acc[p], tie[p]))
+        return [(p, acc[p]) for p in keys[:k]]
+
+    def _scope_filter(self, scope: str) -> Optional[frozenset]:
+        if not scope or scope.upper() == "MIXED":
+            return None
+        key = scope.casefold()
+        allowed = self._scopes.get(key)
+        if allowed is None:
+            allowed = frozenset(i for i, c in enumerate(self.index.chunks)
+                                if c.authority.casefold() == key)
+            self._scopes[key] = allowed
+        return allowed
+
+    def rank_terms(self, terms: Sequence[str], k: int, scope: str = "MIXED") -> List[Tuple[int, float, float]]:
+        """``(position, score, similarity)`` of the k best chunks for analyzed ``terms``."""
+        qtf = dict(Counter(terms))
+        acc = self._accumulate(qtf)
+        allowed = self._scope_filter(scope)
+        if allowed is not None:
+            acc = {p: s for p, s in acc.items() if p in allowed}
+        top = self._top(acc, k)
+        if self.scoring == "tfidf":
+            return [(p, s, min(1.0, s)) for p, s in top]
+        ceiling = similarity_ceiling(self.index, qtf)
+        if ceiling <= 0.0:
+            return [(p, s, 0.0) for p, s in top]
+        return [(p, s, min(1.0, s / ceiling)) for p, s in top]
+
+    def _hit(self, pos: int, score: float, sim: float, rank: int, query: str) -> Hit:
+        c = self.index.chunks[pos]
+        return Hit(chunk_id=c.chunk_id, doc_id=c.doc_id, rank=rank, score=score, similarity=sim,
+                   page=c.page, text=c.text, title=c.title, heading=c.heading,
+                   authority=c.authority, effective=c.effective, query=query,
+                   metadata=dict(c.metadata))
+
+    def search(self, query: str, k: int = 10, scope: str = "MIXED") -> List[Hit]:
+        """Plain ranking of ``query`` (no thresholds, expansion or typo correction)."""
+        terms = self.index.analyzer.analyze(query)
+        return [self._hit(p, s, sim, r, query)
+                for r, (p, s, sim) in enumerate(self.rank_terms(terms, k, scope), 1)]
+
+    # ------------------------------------------------------------ typo correction
+
+    def _build_typo_map(self) -> None:
+        """Surface words of the corpus and their deletion neighbourhoods, built on first need.
+
+        ``_surface``: every distinct token of the chunks' indexed text (``tokenize``) whose
+        analyzed terms are all indexed, with those terms.  ``_typo_map``: deletion string ->
+        surface words producing it (1 deletion for words of 3+ characters, 2 for 6+: enough
+        for every query token the rule corrects).
+        """
+        analyze = self.index.analyzer.analyze
+        lowercase = self.index.analyzer.lowercase
+        surface: Dict[str, Tuple[str, ...]] = {}
+        seen = set()
+        for c in self.index.chunks:
+            for tok in tokenize(indexed_text(c), lowercase):
+                if tok in seen:
+                    continue
+                seen.add(tok)
+                if _HAS_DIGIT(tok) or len(tok) < 3:
+                    continue
+                terms = tuple(analyze(tok))
+                # A stopword has no terms: a typo of it ("whta") is corrected to nothing.
+                if all(self.index.has_term(t) for t in terms):
+                    surface[tok] = terms
+        if self.index.analyzer.stopwords == "english":
+            for word in ENGLISH_STOPWORDS:
+                surface.setdefault(word, ())
+        m: Dict[str, List[str]] = {}
+        for word in sorted(surface):                 # sorted, so each list is sorted
+            depth = 2 if len(word) >= 6 else 1
+            for d in [word] + _deletes(word, depth):
+                lst = m.get(d)
+                if lst is None:
+                    m[d] = [word]
+                else:
+                    lst.append(word)
+        self._surface = surface
+        self._typo_map = m
+
+    def correct(self, token: str) -> Optional[Tuple[str, ...]]:
+        """The indexed terms replacing a query token whose terms are not all indexed, or None.
+
+        The token is compared with the corpus's own words (before stemming), so a typo
+        anywhere in the word is found: ``requirments`` -> ``requirements`` -> ``requir``.
+        """
+        limit = max_edits(token)
+        if not limit:
+            return None
+        if self._typo_map is None:
+            self._build_typo_map()
+        best = None
+        tried = set()
+        for d in [token] + _deletes(token, limit):
+            for cand in self._typo_map.get(d, ()):  # type: ignore[union-attr]
+                if cand in tried or cand == token:
+                    continue
+                tried.add(cand)
+                dist = osa_distance(token, cand, limit)
+                if dist > limit:
+                    continue
+                terms = self._surface[cand]
+                # A stopword counts as the most frequent word there is.
+                df = self.index.doc_freq(terms[0]) if terms else self.index.num_chunks + 1
+                key = (dist, -df, cand)
+                if best is None or key < best[0]:
+                    best = (key, terms)
+        return best[1] if best else None
+
+    def query_terms(self, text: str, corrections: Optional[Dict[str, str]] = None) -> List[str]:
+        """Analyzed terms of ``text``; with ``corrections`` (a dict), typos are corrected
+        and recorded in it as ``token -> "term ..."``."""
+        analyzer = self.index.analyzer
+        if corrections is None or not self.config["retrieval"].get("typo_correction", True):
+            return analyzer.analyze(text)
+        out: List[str] = []
+        has_term = self.index.has_term
+        for tok in tokenize(text, analyzer.lowercase):
+            terms = analyzer.analyze(tok)
+            if not all(has_term(t) for t in terms):
+                fix = self.correct(tok)
+                if fix is not None:
+                    corrections[tok] = " ".join(fix)
+                    terms = list(fix)
+            out.extend(terms)
+        return out
+
+    # ------------------------------------------------------------ QA contract flow
+
+    @staticmethod
+    def _compile_rules(rules: Dict[str, Any]):
+        out = []
+        for name in sorted(rules):
+            rule = rules[name]
+            out.append((name, _phrase_re(rule["match"]), [p for p in rule["add"]]))
+        return out
+
+    def expansions(self, question: str) -> List[str]:
+        """Expanded variants of ``question`` (rule 2 of the module docstring), in order."""
+        norm = _norm_phrase(question)
+        out: List[str] = []
+        for _name, pattern, adds in self._rules:
+            if not pattern.search(norm):
+                continue
+            for phrase in adds:
+                if _phrase_re(phrase).search(norm):
+                    continue          # "if missing": the question already says it
+                # The pattern ignores case and spacing, so it matches the question as typed.
+                variant = pattern.sub(lambda _m, p=phrase: p, question)
+                if variant not in out and variant != question:
+                    out.append(variant)
+        return out
+
+    def _gate(self, pos: int, terms: Iterable[str]) -> bool:
+        """Fallback gate: a query term is among the doc_id's or title's analyzed terms."""
+        c = self.index.chunks[pos]
+        analyze = self.index.analyzer.analyze
+        names = set(analyze(_ID_SEPARATORS.sub(" ", c.doc_id))) | set(analyze(c.title))
+        return any(t in names for t in terms)
+
+    def _mmr(self, hits: List[Hit], lam: float) -> List[Hit]:
+        idx = self.index
+        bags = {h.chunk_id: idx.terms(idx.position(h.chunk_id)) for h in hits}
+        idf = idx.tfidf_idf
+        pair: Dict[Tuple[str, str], float] = {}
+
+        def cos(a: str, b: str) -> float:
+            key = (a, b) if a < b else (b, a)
+            v = pair.get(key)
+            if v is None:
+                v = pair[key] = _cosine(bags[a], bags[b], idf)
+            return v
+
+        remaining = sorted(hits, key=lambda h: (-h.similarity, h.chunk_id))
+        chosen: List[Hit] = []
+        while remaining:
+            best, best_key = 0, None
+            for i, h in enumerate(remaining):
+                red = max((cos(h.chunk_id, s.chunk_id) for s in chosen), default=0.0)
+                key = (-(lam * h.similarity - (1.0 - lam) * red), h.chunk_id)
+                if best_key is None or key < best_key:
+                    best, best_key = i, key
+            chosen.append(remaining.pop(best))
+        return chosen
+
+    def retrieve(self, question: str) -> Retrieval:
+        """Run the QA contract's retrieval flow for one question (see module docstring)."""
+        r = self.config["retrieval"]
+        top_k = r["top_k"]
+        scope = r["authority_scope"] or "MIXED"
+        corrections: Dict[str, str] = {}
+        terms = self.query_terms(question, corrections)
+        variants = [question] + self.expansions(question)
+        merged: Dict[Tuple[str, int, str], Tuple[float, float, int, str]] = {}
+        gate_terms: List[str] = list(terms)
+        for vi, variant in enumerate(variants):
+            vterms = terms if vi == 0 else self.query_terms(variant, corrections)
+            if vi:
+                gate_terms.extend(vterms)
+            for pos, score, sim in self.rank_terms(vterms, top_k, scope):
+                c = self.index.chunks[pos]
+                key = (c.doc_id, c.page, c.chunk_id)
+                old = merged.get(key)
+                if old is None or sim > old[0]:
+                    merged[key] = (sim, score, pos, variant)
+        ranked = sorted(merged.values(), key=lambda v: (-v[0], self.index.chunks[v[2]].chunk_id))[:top_k]
+        candidates = [self._hit(pos, score, sim, i, variant)
+                      for i, (sim, score, pos, variant) in enumerate(ranked, 1)]
+        threshold = r["min_similarity"]
+        accepted = [h for h in candidates if h.similarity >= threshold]
+        fallback_used = False
+        if candidates and (not accepted or not r["fallback_only_if_empty"]):
+            fb = r["fallback_min_similarity"]
+            top = candidates[0]
+            if top.similarity >= fb and self._gate(ranked[0][2], gate_terms):
+                extra = [h for h in candidates if h.similarity >= fb]
+                if len(extra) > len(accepted):
+                    accepted, fallback_used, threshold = extra, True, fb
+        hits = [Hit.from_json(h.to_json()) for h in accepted]
+        if r["use_mmr"] and len(hits) > 1:
+            hits = self._mmr(hits, r["mmr_lambda"])
+        for i, h in enumerate(hits, 1):
+            h.rank = i
+        return Retrieval(question=question, hits=hits, candidates=candidates,
+                         fallback_used=fallback_used, expansions=variants[1:], scope=scope,
+                         query_terms=list(dict.fromkeys(terms)), corrections=corrections,
+                         signals=self.signals(hits, threshold, len(candidates)))
+
+    def signals(self, hits: List[Hit], threshold: float, candidate_count: int) -> Dict[str, Any]:
+        """Seed 000's retrieval quality signals over the accepted hits."""
+        sims = sorted((h.similarity for h in hits), reverse=True)
+        dates = sorted(h.effective for h in hits if h.effective)
+        as_of = self.config.get("guards", {}).get("as_of", "")
+        age = None
+        if dates and as_of:
+            try:
+                age = (datetime.date.fromisoformat(as_of) - datetime.date.fromisoformat(dates[0])).days
+            except ValueError:
+                raise MiniRagError("[guards] as_of must be an ISO date YYYY-MM-DD, got %r" % as_of) from None
+        return {
+            "max": sims[0] if sims else 0.0,
+            "mean": math.fsum(sims) / len(sims) if sims else 0.0,
+            "gap": sims[0] - sims[1] if len(sims) > 1 else None,
+            "hit_count": len(sims),
+            "candidate_count": candidate_count,
+            "threshold": threshold,
+            "oldest_effective": dates[0] if dates else None,
+            "newest_effective": dates[-1] if dates else None,
+            "as_of": as_of or None,
+            "oldest_age_days": age,
+        }
+
+
+def open_retriever(config: Dict[str, Any], corpus_path: Optional[str] = None,
+                   force: bool = False, progress=None) -> Retriever:
+    """A retriever over the configured index, rebuilt first when stale."""
+    return Retriever(build_or_load(config, corpus_path, force=force, progress=progress), config)
+
+
+__all__ = ["Retriever", "open_retriever", "osa_distance", "similarity_ceiling", "max_edits"]

@@ -1,0 +1,362 @@
+"""The QA contract's retrieval rules (mini_rag/retrieve.py), each on a small fixture:
+threshold, fallback and its gate, expansion merge, MMR order, scope filter, typo
+correction, signals, determinism and the command line."""
+import argparse
+import contextlib
+import copy
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+from mini_rag import cmd_retrieval
+from mini_rag.analysis import Analyzer
+from mini_rag.config import DEFAULTS
+from mini_rag.errors import MiniRagError
+from mini_rag.index import build_index
+from mini_rag.records import Chunk
+from mini_rag.retrieve import Retriever, osa_distance
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = str(ROOT / "tests" / "fixtures" / "corpus")
+PLAIN = Analyzer(stopwords="none", stemmer="none")
+
+
+def chunk(cid, text, **kw):
+    return Chunk(chunk_id=cid, doc_id=cid.split("#")[0], ordinal=int(cid.split("#p")[1]),
+                 page=kw.pop("page", 1), text=text, **kw)
+
+
+def config(expansion=None, **retrieval):
+    cfg = copy.deepcopy(DEFAULTS)
+    cfg["retrieval"].update(retrieval)
+    if expansion is not None:
+        cfg["expansion"] = expansion
+    return cfg
+
+
+# The three-document corpus of test_index, with doc ids chosen for the fallback gate.
+# Query "apple cherry": N = 3, avgdl = 3, k1 = 1.2, b = 0.75.
+IDF_APPLE = math.log(1 + 2.5 / 1.5)
+IDF_CHERRY = math.log(1 + 1.5 / 2.5)
+CEILING = IDF_APPLE + IDF_CHERRY
+SIM_D1 = IDF_APPLE * 2 * 2.2 / (2 + 1.2) / CEILING            # 0.9296...
+SIM_D3 = IDF_CHERRY * 3 * 2.2 / (3 + 1.2 * 1.25) / CEILING    # 0.4751...
+SIM_D2 = IDF_CHERRY * 2.2 / (1 + 1.2 * 0.75) / CEILING        # 0.3751...
+
+
+def fruit_index(first_id="apple-notes"):
+    return build_index([chunk(first_id + "#p0", "apple banana apple", authority="FDA",
+                              effective="2024-01-15"),
+                        chunk("d2#p0", "banana cherry", authority="EMA", effective="2020-03-01"),
+                        chunk("d3#p0", "cherry cherry cherry date", authority="fda")], PLAIN)
+
+
+class Threshold(unittest.TestCase):
+    def test_min_similarity(self):
+        table = [(0.20, ["apple-notes#p0", "d3#p0", "d2#p0"]),
+                 (0.40, ["apple-notes#p0", "d3#p0"]),
+                 (0.50, ["apple-notes#p0"]),
+                 (0.95, [])]
+        for threshold, ids in table:
+            with self.subTest(min_similarity=threshold):
+                r = Retriever(fruit_index(), config(min_similarity=threshold, use_mmr=False,
+                                                    fallback_min_similarity=0.99))
+                result = r.retrieve("apple cherry")
+                self.assertEqual([h.chunk_id for h in result.hits], ids)
+                self.assertEqual(len(result.candidates), 3)       # before the threshold
+                self.assertFalse(result.fallback_used)
+                self.assertEqual(result.signals["threshold"], threshold)
+
+    def test_similarity_values(self):
+        r = Retriever(fruit_index(), config(use_mmr=False))
+        sims = {h.chunk_id: h.similarity for h in r.retrieve("apple cherry").hits}
+        self.assertAlmostEqual(sims["apple-notes#p0"], SIM_D1, places=12)
+        self.assertAlmostEqual(sims["d3#p0"], SIM_D3, places=12)
+        self.assertAlmostEqual(sims["d2#p0"], SIM_D2, places=12)
+
+    def test_top_k_caps_candidates(self):
+        r = Retriever(fruit_index(), config(top_k=2, use_mmr=False))
+        result = r.retrieve("apple cherry")
+        self.assertEqual([h.chunk_id for h in result.candidates], ["apple-notes#p0", "d3#p0"])
+
+
+class Fallback(unittest.TestCase):
+    # Nothing reaches 0.95; the top candidate (0.9296) reaches the fallback's 0.90.
+    def run_case(self, doc_id, question="apple cherry", **kw):
+        settings = dict(min_similarity=0.95, fallback_min_similarity=0.90, use_mmr=False)
+        settings.update(kw)
+        return Retriever(fruit_index(doc_id), config(**settings)).retrieve(question)
+
+    def test_gate(self):
+        table = [
+            ("apple-notes", True),        # the question's term 'apple' is in the doc id
+            ("fruit-notes", False),       # no question term names the document
+            ("cherry_guide", True),       # '_' separates words in a doc id
+        ]
+        for doc_id, passes in table:
+            with self.subTest(doc_id=doc_id):
+                result = self.run_case(doc_id)
+                self.assertEqual(result.fallback_used, passes)
+                self.assertEqual([h.chunk_id for h in result.hits], [doc_id + "#p0"] if passes else [])
+                self.assertEqual(result.signals["threshold"], 0.90 if passes else 0.95)
+
+    def test_title_counts_as_document_name(self):
+        index = build_index([chunk("x1#p0", "apple banana apple", title="Cherry Handbook"),
+                             chunk("d2#p0", "banana cherry"), chunk("d3#p0", "cherry date")], PLAIN)
+        # The title is indexed, so x1 reaches similarity 1.0: a threshold above 1 makes
+        # sure nothing passes without the fallback.
+        r = Retriever(index, config(min_similarity=1.5, fallback_min_similarity=0.10, use_mmr=False))
+        result = r.retrieve("apple cherry")
+        self.assertTrue(result.fallback_used)
+        self.assertEqual(result.hits[0].chunk_id, "x1#p0")
+
+    def test_top1_below_fallback_threshold(self):
+        result = self.run_case("apple-notes", fallback_min_similarity=0.93)
+        self.assertFalse(result.fallback_used)
+        self.assertEqual(result.hits, [])
+
+    def test_only_if_empty(self):
+        # With a hit at 0.40 the fallback (0.30) is not tried ...
+        result = self.run_case("apple-notes", min_similarity=0.40, fallback_min_similarity=0.30)
+        self.assertEqual([h.chunk_id for h in result.hits], ["apple-notes#p0", "d3#p0"])
+        self.assertFalse(result.fallback_used)
+        # ... unless fallback_only_if_empty is false.
+        result = self.run_case("apple-notes", min_similarity=0.40, fallback_min_similarity=0.30,
+                               fallback_only_if_empty=False)
+        self.assertEqual([h.chunk_id for h in result.hits], ["apple-notes#p0", "d3#p0", "d2#p0"])
+        self.assertTrue(result.fallback_used)
+
+
+class Expansion(unittest.TestCase):
+    RULES = {"fruit": {"match": "red fruit", "add": ["cherry", "apple"]}}
+
+    def test_variants_and_merge(self):
+        r = Retriever(fruit_index(), config(expansion=self.RULES, use_mmr=False, typo_correction=False))
+        # 'apple' is already in the question: only the 'cherry' variant runs ("if missing").
+        self.assertEqual(r.expansions("Red  Fruit apple"), ["cherry apple"])
+        self.assertEqual(r.expansions("red fruitcake"), [])        # whole words only
+        self.assertEqual(r.expansions("RED FRUIT"), ["cherry", "apple"])
+        result = r.retrieve("Red  Fruit apple")
+        self.assertEqual(result.expansions, ["cherry apple"])
+        by_id = {h.chunk_id: h for h in result.candidates}
+        # d1 scores better for "cherry apple" (0.93) than for "red fruit apple", whose
+        # unknown words 'red' and 'fruit' weigh in the denominator; d3 is only found by
+        # the variant.  Each chunk appears once, with its best similarity and variant.
+        self.assertEqual([h.chunk_id for h in result.candidates], ["apple-notes#p0", "d3#p0", "d2#p0"])
+        self.assertAlmostEqual(by_id["apple-notes#p0"].similarity, SIM_D1, places=12)
+        self.assertEqual(by_id["apple-notes#p0"].query, "cherry apple")
+        self.assertEqual(by_id["d3#p0"].query, "cherry apple")
+        original = {h.chunk_id: h for h in r.search("Red  Fruit apple", 5)}
+        self.assertLess(original["apple-notes#p0"].similarity, SIM_D1)
+
+    def test_default_contract_rule(self):
+        r = Retriever(fruit_index(), config())
+        self.assertEqual(r.expansions("What is continuous processing?"),
+                         ["What is continuous manufacturing?", "What is ICH Q13?"])
+        self.assertEqual(r.expansions("continuous processing per ICH Q13"),
+                         ["continuous manufacturing per ICH Q13"])
+
+
+class Mmr(unittest.TestCase):
+    def index(self):
+        # a and b are the same text (cosine 1); c has both query terms and two others.
+        return build_index([chunk("a#p0", "apple cherry"), chunk("b#p0", "apple cherry"),
+                            chunk("c#p0", "apple cherry date fig"), chunk("z#p0", "date fig kiwi")], PLAIN)
+
+    def test_order(self):
+        plain = Retriever(self.index(), config(use_mmr=False, min_similarity=0.0)).retrieve("apple cherry")
+        self.assertEqual([h.chunk_id for h in plain.hits], ["a#p0", "b#p0", "c#p0"])
+        mmr = Retriever(self.index(), config(use_mmr=True, mmr_lambda=0.6, min_similarity=0.0)).retrieve("apple cherry")
+        self.assertEqual([h.chunk_id for h in mmr.hits], ["a#p0", "c#p0", "b#p0"])
+        self.assertEqual([h.rank for h in mmr.hits], [1, 2, 3])
+        # Why, by hand: N = 4, smoothed idf i3 = ln(5/4) + 1 (apple, cherry: df 3) and
+        # i2 = ln(5/3) + 1 (date, fig: df 2); cos(a, c) = 2 i3^2 / (sqrt(2) i3 * sqrt(2 i3^2 + 2 i2^2)).
+        i3, i2 = math.log(5 / 4) + 1, math.log(5 / 3) + 1
+        cos_ac = 2 * i3 * i3 / (math.sqrt(2) * i3 * math.sqrt(2 * i3 * i3 + 2 * i2 * i2))
+        s = {h.chunk_id: h.similarity for h in plain.hits}
+        self.assertEqual((s["a#p0"], s["b#p0"]), (1.0, 1.0))   # clipped at 1
+        # after a: b is worth 0.6 * 1 - 0.4 * 1, c is worth 0.6 * sim(c) - 0.4 * cos(a, c)
+        self.assertGreater(0.6 * s["c#p0"] - 0.4 * cos_ac, 0.6 * 1.0 - 0.4 * 1.0)
+        # lambda = 1 is pure relevance: similarity order again.
+        pure = Retriever(self.index(), config(mmr_lambda=1.0, min_similarity=0.0)).retrieve("apple cherry")
+        self.assertEqual([h.chunk_id for h in pure.hits], ["a#p0", "b#p0", "c#p0"])
+        # lambda = 0.9: relevance dominates, b (1.0) beats c again: 0.9 - 0.1 > 0.9 * 0.84 - 0.1 * 0.63
+        mild = Retriever(self.index(), config(mmr_lambda=0.9, min_similarity=0.0)).retrieve("apple cherry")
+        self.assertEqual([h.chunk_id for h in mild.hits], ["a#p0", "b#p0", "c#p0"])
+
+
+class Scope(unittest.TestCase):
+    def test_authority_scope(self):
+        table = [("MIXED", ["apple-notes#p0", "d3#p0", "d2#p0"]),
+                 ("FDA", ["apple-notes#p0", "d3#p0"]),        # case-insensitive: 'fda' too
+                 ("ema", ["d2#p0"]),
+                 ("ICH", [])]
+        for scope, ids in table:
+            with self.subTest(scope=scope):
+                r = Retriever(fruit_index(), config(authority_scope=scope, use_mmr=False, min_similarity=0.0))
+                result = r.retrieve("apple cherry")
+                self.assertEqual([h.chunk_id for h in result.hits], ids)
+                self.assertEqual(result.scope, scope)
+
+
+class Typos(unittest.TestCase):
+    def setUp(self):
+        chunks = [chunk("r#p0", "The refund window for annual plans is 30 days."),
+                  chunk("r#p1", "Refund requests need the invoice number."),
+                  chunk("s#p0", "Quarterly access reviews are required for production."),
+                  chunk("s#p1", "Requirements for Q13 and WH-12 codes.")]
+        self.r = Retriever(build_index(chunks, Analyzer()), config())
+
+    def test_corrections(self):
+        table = [
+            ("refnud", {"refnud": "refund"}),                    # adjacent swap: 1 edit
+            ("windw", {"windw": "window"}),                      # deletion
+            ("requiremnts", {"requiremnts": "requir"}),          # compared before stemming
+            ("quartrely reveiws", {"quartrely": "quarter", "reveiws": "review"}),  # 8+ chars: 2 edits
+            ("whta", {"whta": ""}),                              # a stopword's typo: dropped
+            ("rfnd", {}),                                        # 2 edits on 4 chars: too far
+            ("abc", {}),                                         # under 4 characters
+            ("q14", {}),                                         # codes are never changed
+            ("wh-13", {}),
+            ("refund", {}),                                      # known: unchanged
+        ]
+        for question, corrections in table:
+            with self.subTest(question=question):
+                result = self.r.retrieve(question)
+                self.assertEqual(result.corrections, corrections)
+
+    def test_query_terms_after_correction(self):
+        result = self.r.retrieve("Whta is the refnud windw?")
+        self.assertEqual(result.query_terms, ["refund", "window"])
+        self.assertEqual(result.hits[0].chunk_id, "r#p0")
+
+    def test_osa_distance(self):
+        table = [("refund", "refund", 0), ("refnud", "refund", 1), ("rfund", "refund", 1),
+                 ("refundd", "refund", 1), ("rfnud", "refund", 2), ("abc", "xyz", 3),
+                 ("", "ab", 2)]
+        for a, b, d in table:
+            with self.subTest(a=a, b=b):
+                self.assertEqual(osa_distance(a, b, limit=2), min(d, 3))
+
+    def test_disabled(self):
+        self.r.config["retrieval"]["typo_correction"] = False
+        self.assertEqual(self.r.retrieve("refnud").corrections, {})
+
+
+class Signals(unittest.TestCase):
+    def test_signals(self):
+        r = Retriever(fruit_index(), config(use_mmr=False))
+        s = r.retrieve("apple cherry").signals
+        self.assertAlmostEqual(s["max"], SIM_D1, places=12)
+        self.assertAlmostEqual(s["mean"], (SIM_D1 + SIM_D3 + SIM_D2) / 3, places=12)
+        self.assertAlmostEqual(s["gap"], SIM_D1 - SIM_D3, places=12)
+        self.assertEqual(s["hit_count"], 3)
+        self.assertEqual((s["oldest_effective"], s["newest_effective"], s["as_of"]),
+                         ("2020-03-01", "2024-01-15", "2026-11-01"))
+        # 2020-03-01 -> 2026-11-01: 2020-03-01..2026-03-01 is 6 years with leap days of
+        # 2024 (2020's Feb 29 is before Mar 1): 6 * 365 + 1; then Mar..Oct = 245 days.
+        self.assertEqual(s["oldest_age_days"], 6 * 365 + 1 + (31 + 30 + 31 + 30 + 31 + 31 + 30 + 31))
+
+    def test_empty(self):
+        r = Retriever(fruit_index(), config())
+        result = r.retrieve("zebra")
+        self.assertEqual(result.hits, [])
+        s = result.signals
+        self.assertEqual((s["max"], s["mean"], s["gap"], s["hit_count"], s["oldest_effective"]),
+                         (0.0, 0.0, None, 0, None))
+
+    def test_json_round_trip(self):
+        result = Retriever(fruit_index(), config()).retrieve("apple cherry")
+        from mini_rag.records import Retrieval
+        self.assertEqual(Retrieval.from_json(json.loads(json.dumps(result.to_json()))), result)
+
+
+def _cli(argv):
+    parser = argparse.ArgumentParser(prog="mini_rag")
+    cmd_retrieval.register(parser.add_subparsers())
+    args = parser.parse_args(argv)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = args.func(args)
+        except MiniRagError as exc:
+            print("mini_rag: %s" % exc, file=sys.stderr)
+            code = 2
+    return code, out.getvalue(), err.getvalue()
+
+
+class CommandLine(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.index = os.path.join(self.tmp.name, "i.json.gz")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_index_and_search(self):
+        code, out, err = _cli(["index", "--corpus", FIXTURE, "--index", self.index])
+        self.assertEqual((code, err), (0, ""))
+        self.assertIn("3 documents, 14 chunks", out)
+        code, out, err = _cli(["search", "refund purchase date", "--corpus", FIXTURE,
+                               "--index", self.index, "--json", "--k", "2"])
+        self.assertEqual(code, 0)
+        hits = json.loads(out)
+        self.assertEqual([h["chunk_id"] for h in hits][:1], ["alpha-guide#p1"])
+        self.assertEqual(len(hits), 2)
+        code, out, err = _cli(["search", "continuous processing", "--corpus", FIXTURE,
+                               "--index", self.index, "--contract", "--json"])
+        result = json.loads(out)
+        self.assertEqual(result["expansions"], ["continuous manufacturing", "ICH Q13"])
+        self.assertEqual(result["hits"][0]["doc_id"], "gamma-note")
+
+    def test_errors(self):
+        missing = os.path.join(self.tmp.name, "none")
+        table = [
+            (["index", "--corpus", missing, "--index", self.index], "%s: corpus not found" % missing),
+            (["search", "x", "--corpus", FIXTURE, "--index", self.index, "--k", "0"], "--k must be >= 1, got 0"),
+            (["index", "--corpus", FIXTURE, "--config", missing], "%s: cannot read config" % missing),
+        ]
+        for argv, message in table:
+            with self.subTest(argv=argv):
+                code, out, err = _cli(argv)
+                self.assertEqual(code, 2)
+                self.assertEqual(out, "")
+                self.assertIn(message, err)
+
+    def test_every_flag_has_help(self):
+        parser = argparse.ArgumentParser(prog="mini_rag")
+        sub = parser.add_subparsers()
+        cmd_retrieval.register(sub)
+        for name, p in sub.choices.items():
+            for action in p._actions:
+                with self.subTest(command=name, flag=action.dest):
+                    self.assertTrue(action.help, "%s %s has no help" % (name, action.dest))
+
+
+class Determinism(unittest.TestCase):
+    def test_same_output_whatever_the_hash_seed(self):
+        code = ("import json, sys; sys.path.insert(0, %r)\n"
+                "from mini_rag.config import load_config\n"
+                "from mini_rag.corpus import load_chunks\n"
+                "from mini_rag.index import build_index\n"
+                "from mini_rag.retrieve import Retriever\n"
+                "r = Retriever(build_index(load_chunks(%r)), load_config())\n"
+                "print(json.dumps([r.retrieve(q).to_json() for q in "
+                "['refund within 30 days', 'continuous processing', 'data requsts', 'audit logs']]))\n"
+                % (str(ROOT), FIXTURE))
+        outs = set()
+        for seed in ("0", "1", "12345"):
+            env = dict(os.environ, PYTHONHASHSEED=seed)
+            outs.add(subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                                    stdout=subprocess.PIPE).stdout)
+        self.assertEqual(len(outs), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
