@@ -32,8 +32,12 @@ def main(argv=None):
         suite = loader.discover("tests", pattern="test_*.py", top_level_dir=root)
     runner = unittest.TextTestRunner(verbosity=2 if args.verbose else 1, stream=sys.stderr)
     result = runner.run(suite)
-    failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
-    skipped = len(result.skipped)
+    # A failing subTest is reported once per subtest; count each test method once.
+    def owner(test):
+        return getattr(test, "test_case", test).id()
+    failed = len({owner(t) for t, _ in result.failures + result.errors}
+                 | {owner(t) for t in result.unexpectedSuccesses})
+    skipped = len({owner(t) for t, _ in result.skipped})
     passed = result.testsRun - failed - skipped
     print("python %s" % sys.version.split()[0])
     print("tests: %d passed, %d failed, %d skipped" % (passed, failed, skipped))

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Bench: score_eval.py against seed 002's reference scorer on generated gold + trace rows.
+
+Usage: python3 bench/bench_scorer.py [--rows 1000000] [--seed 7] [--keep DIR]
+
+1. Generates ``--rows`` gold rows and as many trace rows (seeded random, so every run sees the
+   same bytes) in a temporary directory.  Trace rows carry everything the full metric suite
+   reads: retrieved_ids with retrieved_scores, answer_json, cited_chunks (hallucination),
+   decision (decision accuracy), fallback_used; gold rows carry category and
+   expected_decision.  About 1% of trace rows are duplicates and 1% of gold items have no trace.
+2. Extracts the reference scorer from the seed (the ```python block of
+   ../shared/seeds/002_080cdb9eab6f891d.txt) into that directory at run time; it is never
+   committed.
+3. Runs both as child processes of this one, one after the other, and reads each child's wall
+   time and peak resident memory (``os.wait4`` returns the child's own ``ru_maxrss``).
+4. Checks that the seed's keys agree, then prints the ratios ours / reference (< 1 is better).
+
+Exit status: 0 when the numbers agree, 1 when they differ, 2 when the seed is missing.
+"""
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED = Path(os.environ.get("MINI_RAG_SEEDS", ROOT.parent / "shared" / "seeds")) / "002_080cdb9eab6f891d.txt"
+SEED_KEYS = ("answered", "refused", "answerable", "unanswerable", "precision", "chr", "under_refusal",
+             "over_refusal", "recall@k", "k", "gates", "pass")
+GATES = "precision=0.80,chr=0.75,under=0.05,over=0.10"
+
+WORDS = ("retention policy records archive legal hold billing refund invoice customer account "
+         "encryption plaintext storage key rotation access review audit vendor contract limit "
+         "request hour minute region backup restore incident severity response window quarter "
+         "approval manager exception promotion discount renewal notice period days months").split()
+
+
+def extract_reference(seed_text: str) -> str:
+    """The seed's ```python block that defines the reference scorer."""
+    for block in re.findall(r"```python\n(.*?)```", seed_text, re.S):
+        if "def citation_hit" in block and "REFUSAL" in block:
+            return block
+    raise SystemExit("bench: no reference scorer block in %s" % SEED)
+
+
+def chunk_text(rng: random.Random) -> str:
+    words = [rng.choice(WORDS) for _ in range(rng.randint(18, 30))]
+    words.insert(rng.randint(0, len(words)), str(rng.randint(1, 5000)))
+    return " ".join(words).capitalize() + "."
+
+
+def generate(folder: Path, rows: int, seed: int) -> None:
+    rng = random.Random(seed)
+    n_chunks = max(100, rows // 4)
+    texts = {}
+
+    def text_of(cid):
+        t = texts.get(cid)
+        if t is None:
+            t = texts[cid] = chunk_text(random.Random(cid))
+        return t
+
+    cats = ["answerable_direct", "answerable_numeric", "conflict", "stale", "unanswerable_absent",
+            "unanswerable_near_miss", "ambiguous"]
+    with open(folder / "gold.jsonl", "w", encoding="utf-8") as g, open(folder / "trace.jsonl", "w", encoding="utf-8") as t:
+        for n in range(rows):
+            qid = "Q%07d" % n
+            answerable = rng.random() < 0.6
+            gold_cits = ["doc%d#p%d" % divmod(rng.randrange(n_chunks), 8) for _ in range(rng.choice((1, 1, 2)))] \
+                if answerable else []
+            sub = " ".join(text_of(gold_cits[0]).lower().rstrip(".").split()[2:5]) if answerable else None
+            expected = "ANSWER" if answerable else rng.choice(("ABSTAIN", "ABSTAIN", "CLARIFY", "BLOCK"))
+            g.write(json.dumps({"qid": qid, "question": "What does the policy say about %s?" % rng.choice(WORDS),
+                                "answerable": answerable, "gold_claim_substr": [sub] if sub else [],
+                                "gold_citations": gold_cits, "category": rng.choice(cats[:4] if answerable else cats[4:]),
+                                "expected_decision": expected}) + "\n")
+            if rng.random() < 0.01:
+                continue                       # a missing trace
+            retrieved = ["doc%d#p%d" % divmod(rng.randrange(n_chunks), 8) for _ in range(8)]
+            if answerable and rng.random() < 0.85:
+                retrieved[rng.randrange(8)] = gold_cits[0]
+            retrieved = list(dict.fromkeys(retrieved))
+            scores = sorted((round(rng.random(), 4) for _ in retrieved), reverse=True)
+            ship = (answerable and rng.random() < 0.9) or (not answerable and rng.random() < 0.05)
+            if ship:
+                cited = [retrieved[rng.randrange(len(retrieved))] if rng.random() < 0.3 else
+                         (gold_cits[0] if gold_cits and gold_cits[0] in retrieved else retrieved[0])]
+                words = text_of(cited[0]).rstrip(".").split()
+                claim = " ".join(words[:9]) + "."
+                if rng.random() < 0.03:
+                    claim += " Within 48 hours."
+                answer = {"claim": claim, "citations": cited}
+                chunks = {c: text_of(c) for c in cited}
+                decision = "ANSWER"
+            else:
+                answer = {"claim": "not in context", "citations": []}
+                chunks = {}
+                decision = expected if not answerable else "ABSTAIN"
+            row = {"qid": qid, "q": "question %d" % n, "retrieved_ids": retrieved, "retrieved_scores": scores,
+                   "answer_json": answer, "cited_chunks": chunks, "decision": decision,
+                   "fallback_used": rng.random() < 0.1, "timings_ms": {"retrieve": 3.1, "answer": 0.4}}
+            line = json.dumps(row) + "\n"
+            t.write(line)
+            if rng.random() < 0.01:
+                t.write(line)                  # a duplicate row (last wins)
+
+
+def measure(cmd, out_path: Path):
+    """Run ``cmd`` with stdout to ``out_path``; return (exit status, wall seconds, peak RSS MiB)."""
+    with open(out_path, "wb") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, cwd=str(ROOT))
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else status >> 8
+    return proc.returncode, wall, usage.ru_maxrss / 1024.0   # Linux reports KiB
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=1_000_000, help="gold rows to generate (default 1000000)")
+    ap.add_argument("--seed", type=int, default=7, help="random seed for the generated data (default 7)")
+    ap.add_argument("--keep", help="generate into this directory and keep it (default: a temp dir, removed)")
+    args = ap.parse_args(argv)
+    if not SEED.exists():
+        print("bench: seed file not found: %s" % SEED, file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="bench_scorer_") as tmp:
+        folder = Path(args.keep or tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        ref = folder / "reference_score_eval.py"
+        ref.write_text(extract_reference(SEED.read_text(encoding="utf-8")), encoding="utf-8")
+        t0 = time.perf_counter()
+        generate(folder, args.rows, args.seed)
+        size = sum((folder / f).stat().st_size for f in ("gold.jsonl", "trace.jsonl")) / 2 ** 20
+        print("generated %d gold rows + trace rows (%.0f MiB) in %.1fs" % (args.rows, size, time.perf_counter() - t0))
+        gold, trace = str(folder / "gold.jsonl"), str(folder / "trace.jsonl")
+        py = sys.executable
+        runs = {
+            "reference": [py, str(ref), "--gold", gold, "--trace", trace, "--k", "5", "--gates", GATES],
+            "score_eval": [py, str(ROOT / "score_eval.py"), "--gold", gold, "--trace", trace, "--k", "5",
+                           "--gates", GATES],
+        }
+        results = {}
+        for name, cmd in runs.items():
+            code, wall, rss = measure(cmd, folder / (name + ".json"))
+            results[name] = (code, wall, rss)
+            print("%-11s exit %d  wall %7.2fs  peak RSS %8.1f MiB" % (name, code, wall, rss))
+        ref_out = json.loads((folder / "reference.json").read_text())
+        ours = json.loads((folder / "score_eval.json").read_text())
+        diff = [k for k in SEED_KEYS if ref_out.get(k) != ours.get(k)]
+        print("seed keys agree: %s" % ("yes" if not diff else "NO, differ: %s" % ", ".join(diff)))
+        r, o = results["reference"], results["score_eval"]
+        print("ratio ours/reference: wall %.2f, peak memory %.2f (full metric suite: %d metrics incl. "
+              "hallucination %s)" % (o[1] / r[1], o[2] / r[2], len(ours["metrics"]),
+                                     "measured" if ours["metrics"]["hallucination"]["value"] is not None else "NOT measured"))
+        return 0 if not diff else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

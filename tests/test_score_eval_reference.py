@@ -1,0 +1,141 @@
+"""score_eval.py against seed 002's own reference scorer, and the seed's CI snippet end to end.
+
+The reference is extracted at run time from the seed file (the ```python block); it is never
+committed.  Random gold/trace sets full of the seed's edge cases (refusals in other case and
+spacing, null claims, missing traces, duplicate rows, q_id, empty and short substrings, empty
+gold citations, citations outside retrieved_ids) must give identical seed keys.
+"""
+import contextlib
+import importlib.util
+import io
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tests.test_score_eval import run_cli, write_jsonl  # noqa: E402
+
+SEED = Path(os.environ.get("MINI_RAG_SEEDS", ROOT.parent / "shared" / "seeds")) / "002_080cdb9eab6f891d.txt"
+sys.path.insert(0, str(ROOT / "bench"))
+SEED_KEYS = ("answered", "refused", "answerable", "unanswerable", "precision", "chr", "under_refusal",
+             "over_refusal", "recall@k", "k", "gates", "pass")
+IDS = ["p%d#%d" % (d, p) for d in range(4) for p in range(3)]
+PHRASES = ["rejects null keys", "only domain example.com", "keys", "retention is thirty days", "ssn"]
+
+
+def load_reference(folder: Path):
+    from bench_scorer import extract_reference     # the same extraction the bench uses
+    path = folder / "reference_score_eval.py"
+    path.write_text(extract_reference(SEED.read_text(encoding="utf-8")), encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("reference_score_eval", str(path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_reference(module, argv):
+    out = io.StringIO()
+    old = sys.argv
+    sys.argv = ["score_eval.py"] + [str(a) for a in argv]
+    try:
+        with contextlib.redirect_stdout(out):
+            module.main()
+    finally:
+        sys.argv = old
+    return json.loads(out.getvalue())
+
+
+def random_case(rng: random.Random):
+    gold, trace = [], []
+    for n in range(rng.randint(1, 25)):
+        qid = "Q%d" % n
+        answerable = rng.random() < 0.6
+        row = {"qid": qid, "question": "q", "answerable": answerable}
+        r = rng.random()
+        if r < 0.15:
+            row["gold_claim_substr"] = []
+        elif r < 0.2:
+            pass                                   # missing: contains nothing
+        else:
+            row["gold_claim_substr"] = rng.sample(PHRASES, rng.randint(1, 2))
+        if rng.random() < 0.9:
+            row["gold_citations"] = rng.sample(IDS, rng.choice((0, 1, 1, 2))) if answerable else \
+                rng.sample(IDS, rng.choice((0, 0, 1)))
+        gold.append(row)
+        for _ in range(rng.choice((0, 1, 1, 1, 2))):   # missing, one, or a duplicate row
+            retrieved = rng.sample(IDS, rng.randint(0, 6))
+            refusal = rng.random() < 0.35
+            claim = rng.choice(["not in context", " Not In Context ", "NOT IN CONTEXT\n"]) if refusal else \
+                rng.choice([None, "", "X " + rng.choice(PHRASES) + ".", "something else entirely"])
+            cits = rng.sample(IDS, rng.randint(0, 2)) if rng.random() < 0.3 else \
+                rng.sample(retrieved, min(len(retrieved), rng.randint(0, 2)))
+            aj = {"claim": claim} if claim is not None or rng.random() < 0.5 else None
+            if aj is not None and rng.random() < 0.9:
+                aj["citations"] = cits
+            t = {"q_id" if rng.random() < 0.1 else "qid": qid, "retrieved_ids": retrieved, "answer_json": aj}
+            if rng.random() < 0.05:
+                del t["retrieved_ids"]
+            trace.append(t)
+    rng.shuffle(trace)
+    return gold, trace
+
+
+@unittest.skipUnless(SEED.exists(), "seed file not found: %s" % SEED)
+class AgainstReference(unittest.TestCase):
+    def setUp(self):
+        self.dir = Path(tempfile.mkdtemp(prefix="score_eval_ref_"))
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.ref = load_reference(self.dir)
+
+    def test_random_inputs_give_the_seed_numbers(self):
+        rng = random.Random(2024)
+        gates = "precision=0.80,chr=0.75,under=0.05,over=0.10"
+        for case in range(150):
+            gold, trace = random_case(rng)
+            g = write_jsonl(self.dir / "g.jsonl", gold)
+            t = write_jsonl(self.dir / "t.jsonl", trace)
+            k = rng.choice((1, 2, 3, 5))
+            with self.subTest(case=case):
+                want = run_reference(self.ref, ["--gold", g, "--trace", t, "--k", k, "--gates", gates])
+                code, got, err = run_cli(["--gold", g, "--trace", t, "--k", k, "--gates", gates], cwd=self.dir)
+                self.assertIn(code, (0, 1), err)
+                self.assertEqual({key: got[key] for key in SEED_KEYS}, want)
+                self.assertEqual(code, 0 if want["pass"] else 1)
+
+    def test_seed_worked_example(self):
+        argv = ["--gold", ROOT / "examples/seed/gold.jsonl", "--trace", ROOT / "examples/seed/trace.jsonl",
+                "--k", "5", "--gates", "precision=0.80,chr=0.75,under=0.05,over=0.10"]
+        want = run_reference(self.ref, argv)
+        code, got, _ = run_cli(argv)
+        self.assertEqual({key: got[key] for key in SEED_KEYS}, want)
+
+
+@unittest.skipUnless(shutil.which("jq") and shutil.which("bash"), "jq or bash not found")
+class SeedCiSnippet(unittest.TestCase):
+    def test_snippet_as_written(self):
+        folder = Path(tempfile.mkdtemp(prefix="score_eval_ci_"))
+        self.addCleanup(shutil.rmtree, folder, True)
+        (folder / "eval").mkdir()
+        script = (
+            '"$PY" "$SE" \\\n  --gold "$EX/gold.jsonl" \\\n  --trace "$EX/trace.jsonl" \\\n  --k 5 \\\n'
+            "  --gates precision=0.80,chr=0.75,under=0.05,over=0.10 \\\n| tee eval/last_report.json\n\n"
+            "jq -e '.pass == true' eval/last_report.json\n")
+        env = dict(os.environ, PY=sys.executable, SE=str(ROOT / "score_eval.py"), EX=str(ROOT / "examples/seed"))
+        ok = subprocess.run(["bash", "-c", script], cwd=str(folder), env=env, capture_output=True)
+        self.assertEqual(ok.returncode, 0, ok.stderr)
+        self.assertTrue(ok.stdout.decode().rstrip().endswith("true"))
+        failing = script.replace("precision=0.80", "precision=1.01")
+        bad = subprocess.run(["bash", "-c", failing], cwd=str(folder), env=env, capture_output=True)
+        self.assertEqual(bad.returncode, 1)      # jq -e exits 1 when .pass is false
+        self.assertTrue(bad.stdout.decode().rstrip().endswith("false"))
+
+
+if __name__ == "__main__":
+    unittest.main()
