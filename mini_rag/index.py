@@ -79,6 +79,8 @@ does not match its hash is an error, never used.
 """
 from __future__ import annotations
 
+import functools
+import gc
 import gzip
 import hashlib
 import json
@@ -87,7 +89,6 @@ import os
 import struct
 import sys
 import zlib
-from collections import Counter
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .analysis import Analyzer
@@ -104,6 +105,26 @@ BM25_IDF = "ln(1 + (N - df + 0.5) / (df + 0.5))"
 TFIDF_IDF = "ln((1 + N) / (1 + df)) + 1"
 INDEXED_FIELDS = "title + heading (when not the chunk itself and not the title) + text"
 CHUNKING_RULE = "mini_rag-paragraphs-1"
+
+
+def _gc_paused(func):
+    """Run ``func`` with Python's cyclic garbage collector paused (restored afterwards).
+
+    Building an index allocates millions of small containers (term tuples, bags, postings
+    lists) that never form reference cycles; reference counting frees them all the same.
+    With the collector running, every few hundred allocations it re-traverses the growing
+    heap for nothing: about a quarter of SciFact's build time.  Nothing else changes.
+    """
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            if was_enabled:
+                gc.enable()
+    return wrapper
 
 
 def indexed_text(chunk: Chunk) -> str:
@@ -130,6 +151,7 @@ def tfidf_idf(n: int, df: int) -> float:
 class Index:
     """An inverted index over chunks.  Build with :func:`build_index`, never directly."""
 
+    @_gc_paused
     def __init__(self, chunks: List[Chunk], chunk_terms: List[Dict[str, int]],
                  analyzer: Analyzer, k1: float = 1.2, b: float = 0.75,
                  manifest: Optional[Dict[str, Any]] = None) -> None:
@@ -222,6 +244,7 @@ class Index:
 
     # ------------------------------------------------------------ weights
 
+    @_gc_paused
     def prepare(self, scoring: str = "bm25") -> Dict[str, List[float]]:
         """Per-posting weights of a scoring function, computed once for every term."""
         table = self._weights.get(scoring)
@@ -273,14 +296,15 @@ def scoring_settings(k1: float, b: float) -> Dict[str, Any]:
             "fields": INDEXED_FIELDS}
 
 
+@_gc_paused
 def analyze_chunks(chunks: Sequence[Chunk], analyzer: Analyzer, progress=None) -> List[Dict[str, int]]:
     """The bag of terms of every chunk, as ``{term: tf}`` in first-occurrence order."""
     out = []
-    analyze = analyzer.analyze
+    counts = analyzer.term_counts
     for i, c in enumerate(chunks):
         # A heading standing alone is not searchable by itself: it states nothing, and its
         # words are indexed with every paragraph under it (see indexed_text).
-        out.append({} if c.is_heading else dict(Counter(analyze(indexed_text(c)))))
+        out.append({} if c.is_heading else counts(indexed_text(c)))
         if progress is not None and i % 256 == 0:
             progress.update(i)
     return out
@@ -475,6 +499,7 @@ def _parse_manifest(line: bytes, path: str) -> Dict[str, Any]:
     return manifest
 
 
+@_gc_paused
 def load_index(path: str) -> Index:
     """Read an index file; its manifest, body hash and analysis settings are checked."""
     with _open(path) as fh:

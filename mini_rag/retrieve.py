@@ -6,6 +6,8 @@ Public API
 ===================================  =======================================================
 ``Retriever(index, config)``         a retriever over an :class:`~mini_rag.index.Index`
 ``Retriever.search(query, k)``       plain ranking: the k best chunks as :class:`Hit`
+``Retriever.rank(terms, k)``         the same ranking of analyzed terms, as
+                                     ``(position, score)`` pairs (no records built)
 ``Retriever.retrieve(question)``     the QA contract flow -> :class:`Retrieval`
 ``open_retriever(config)``           ``Retriever(build_or_load(config), config)``
 ``similarity_ceiling(...)``          the denominator of the BM25 similarity (below)
@@ -19,7 +21,8 @@ at index time (``index.py``), multiplied by the term's count in the query when i
 more than 1 (``tfidf``: by its query weight).  Terms are added in a fixed order
 (longest postings list first, then term), so a chunk's score is the same sum in the same
 order on every run and Python version.  Only chunks that share a term with the query are
-ever touched.  The top k are taken with a heap; **ties are broken by chunk_id ascending**
+ever touched.  The top k are selected exactly (``_top``: a sampled score threshold, then
+C-level sorts); **ties are broken by chunk_id ascending**
 (code point order), here and in every list this module returns.
 
 Similarity in [0, 1] (what the thresholds compare)
@@ -93,11 +96,10 @@ similarity threshold and the answering stage's evidence checks must still reject
 from __future__ import annotations
 
 import datetime
-import heapq
 import math
 import re
 from collections import Counter
-from itertools import compress, repeat
+from itertools import islice, repeat
 from operator import add, mul
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -244,23 +246,46 @@ class Retriever:
         return acc
 
     def _top(self, acc: Dict[int, float], k: int) -> List[Tuple[int, float]]:
-        """The k best ``(position, score)``: score descending, then chunk_id ascending."""
+        """The k best ``(position, score)``: score descending, then chunk_id ascending.
+
+        Exact, and all in C-level calls (no Python code per accumulator):
+
+        1. When there are many more accumulators than k, a threshold ``theta`` is read
+           off a strided sample of the scores, chosen so that about 2k scores (and
+           surely at least k) are >= it; only those chunks are kept.  Whether at least
+           k were kept is checked, and when not (possible only for an unlucky sample),
+           every chunk is kept.  Either way every chunk of the true top k, ties at the
+           cut included, is kept: when >= k scores are >= theta, the k-th best is too.
+        2. The kept chunks are sorted by score descending.  When two of the k best (or
+           the k-th and the next) have equal scores, they are sorted by tie rank
+           (chunk_id order) first and then stably by score: the order (score
+           descending, chunk_id ascending).
+        """
         if not acc or k <= 0:
             return []
-        if len(acc) > k:
-            kth = heapq.nlargest(k, acc.values())[-1]
-            # Every chunk scoring at least the k-th score (ties at the cut included).
-            keys = list(compress(acc.keys(), map(kth.__le__, acc.values())))
-        else:
+        n = len(acc)
+        keys = None
+        if n > 4 * k + 64:
+            step = n // (4 * k)
+            sample = sorted(islice(acc.values(), 0, None, step), reverse=True)
+            # ~k / step of the sample are expected among the top k; twice that plus a
+            # margin puts theta near the 2k-th best score.
+            theta = sample[min(len(sample), 2 * (-(-k // step)) + 8) - 1]
+            keys = [p for p, s in acc.items() if s >= theta]
+            if len(keys) < k:
+                keys = None
+        if keys is None:
             keys = list(acc)
-        scores = [acc[p] for p in keys]
-        if len(set(scores)) == len(scores):
-            # No tie: sorting on the score alone (at C speed) gives the same order.
-            keys.sort(key=acc.__getitem__, reverse=True)
-        else:
-            tie = self._tie
-            keys.sort(key=lambda p: (-acc[p], tie[p]))
-        return [(p, acc[p]) for p in keys[:k]]
+        score = acc.__getitem__
+        keys.sort(key=score, reverse=True)
+        head = list(map(score, keys[:k + 1]))
+        if len(set(head)) < len(head):
+            # A tie within the k best or at the cut: chunk_id order first, then a stable
+            # sort on the score keeps it among equal scores.
+            keys.sort(key=self._tie.__getitem__)
+            keys.sort(key=score, reverse=True)
+        del keys[k:]
+        return list(zip(keys, map(score, keys)))
 
     def _scope_filter(self, scope: str) -> Optional[frozenset]:
         if not scope or scope.upper() == "MIXED":
@@ -273,14 +298,24 @@ class Retriever:
             self._scopes[key] = allowed
         return allowed
 
-    def rank_terms(self, terms: Sequence[str], k: int, scope: str = "MIXED") -> List[Tuple[int, float, float]]:
-        """``(position, score, similarity)`` of the k best chunks for analyzed ``terms``."""
+    def rank(self, terms: Sequence[str], k: int, scope: str = "MIXED") -> List[Tuple[int, float]]:
+        """``(position, score)`` of the k best chunks for analyzed ``terms``: the ranking
+        core that :meth:`rank_terms`, :meth:`search` and :meth:`retrieve` all use, with
+        nothing added (``index.chunks[position]`` is the chunk)."""
         qtf = dict(Counter(terms))
+        return self._rank(qtf, k, scope)
+
+    def _rank(self, qtf: Dict[str, int], k: int, scope: str) -> List[Tuple[int, float]]:
         acc = self._accumulate(qtf)
         allowed = self._scope_filter(scope)
         if allowed is not None:
             acc = {p: s for p, s in acc.items() if p in allowed}
-        top = self._top(acc, k)
+        return self._top(acc, k)
+
+    def rank_terms(self, terms: Sequence[str], k: int, scope: str = "MIXED") -> List[Tuple[int, float, float]]:
+        """``(position, score, similarity)`` of the k best chunks for analyzed ``terms``."""
+        qtf = dict(Counter(terms))
+        top = self._rank(qtf, k, scope)
         if self.scoring == "tfidf":
             return [(p, s, min(1.0, s)) for p, s in top]
         ceiling = similarity_ceiling(self.index, qtf)

@@ -342,3 +342,69 @@ class DocstringExamplesTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class FastPathMatchesRule(unittest.TestCase):
+    """``Analyzer.analyze`` splits on white space and caches per piece; these tests compare
+    it with the rule applied directly (``_TOKEN_RE`` over the whole normalized text, then
+    steps 2-5 per match), an independent path through the same definitions."""
+
+    @staticmethod
+    def reference(analyzer, text):
+        from mini_rag import analysis
+        out = []
+        for raw in analysis._TOKEN_RE.findall(analysis._normalize(text, analyzer.lowercase)):
+            out.extend(analyzer._terms_of(raw))
+        return out
+
+    def test_tricky_texts(self):
+        rows = [
+            "(WH-12), 'quoted' text; 1,000. and 1, 000 or 2,5%",
+            "e.g. -5 x--y co-op's covid-19's non-refundable/and/or 24/7.",
+            "Q13—ICH Q13… «continuous» “manufacturing” [ISO-27001]: p53-dependent?!",
+            "It’s don't 'tis o'neill's ''double'' ...dots... ,comma-led 3.14.",
+            "मनुष्य के अधिकार\u00a0العَرَبِيَّة café\u2003naïve ＱＡ ﬁne ² Straße",
+            "under_score a_b 1_2 #hash @at $5.00 50% x^2 a+b=c ~tilde |pipe| \\back`tick`",
+            "",
+            "   \t\n ",
+        ]
+        settings = [{}, {"stopwords": "none", "stemmer": "none"}, {"lowercase": False},
+                    {"code_parts": False, "min_token_len": 2}]
+        for kwargs in settings:
+            analyzer = Analyzer(**kwargs)
+            for text in rows:
+                with self.subTest(settings=kwargs, text=text):
+                    expected = self.reference(Analyzer(**kwargs), text)
+                    self.assertEqual(analyzer.analyze(text), expected)
+                    self.assertEqual(analyzer.analyze(text), expected)   # second time: cached
+
+    def test_every_white_space_character_separates(self):
+        # No token match can cross white space, so splitting on it first is exact.
+        from mini_rag import analysis
+        spaces = [chr(cp) for cp in range(0x110000) if chr(cp).isspace()]
+        self.assertGreater(len(spaces), 20)
+        analyzer = Analyzer(stopwords="none", stemmer="none")
+        for ch in spaces:
+            for left, right in (("wh-12", "x"), ("1,", "000"), ("a'", "b"), ("a.", "b"), ("a", "\u0301b")):
+                text = left + ch + right
+                with self.subTest(char=hex(ord(ch)), text=text):
+                    self.assertEqual(analyzer.analyze(text), self.reference(analyzer, text))
+                    self.assertNotIn(ch, "".join(analysis._TOKEN_RE.findall(text)))
+
+    def test_edge_separators_are_never_token_characters(self):
+        from mini_rag import analysis
+        for ch in analysis._EDGE_SEPARATORS:
+            with self.subTest(char=ch):
+                self.assertFalse(ch.isalnum())
+                self.assertNotEqual(__import__("unicodedata").category(ch)[0], "M")
+
+    def test_term_counts(self):
+        a = Analyzer()
+        text = "Refunds refunded; WH-12 and wh-12's non-refundable refund."
+        for _ in range(2):   # cold, then cached
+            counts = a.term_counts(text)
+            self.assertEqual(list(counts.items()),
+                             [("refund", 4), ("wh-12", 2), ("wh", 2), ("12", 2), ("non", 1)])
+        with self.assertRaises(MiniRagError) as ctx:
+            a.term_counts(None)
+        self.assertEqual(str(ctx.exception), "analyze: text must be a str, got NoneType")

@@ -230,3 +230,20 @@ class Persistence(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class GarbageCollectorPause(unittest.TestCase):
+    def test_state_restored(self):
+        import gc
+        chunks = [Chunk(chunk_id="d#p0", doc_id="d", ordinal=0, page=1, text="apple banana")]
+        was = gc.isenabled()
+        try:
+            for enabled in (True, False):
+                with self.subTest(enabled=enabled):
+                    (gc.enable if enabled else gc.disable)()
+                    index = build_index(chunks)
+                    index.prepare("tfidf")
+                    self.assertEqual(gc.isenabled(), enabled)
+                    self.assertEqual(index.doc_freq("appl"), 1)
+        finally:
+            (gc.enable if was else gc.disable)()

@@ -360,3 +360,35 @@ class Determinism(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TopK(unittest.TestCase):
+    """``Retriever._top`` (sampled threshold, then C-level sorts) against the definition:
+    sort every accumulator on (score descending, chunk_id ascending), keep k."""
+
+    def test_matches_full_sort(self):
+        import random
+        n_chunks = 3000
+        chunks = [chunk("d%04d#p0" % ((i * 7919) % n_chunks), "w%d" % (i % 50)) for i in range(n_chunks)]
+        r = Retriever(build_index(chunks, PLAIN), config())
+        cid = [c.chunk_id for c in r.index.chunks]
+        rng = random.Random(3)
+        for n, k, levels in ((3000, 100, 1000000), (3000, 100, 7), (2500, 10, 50), (900, 200, 3),
+                             (150, 100, 40), (50, 100, 5), (3000, 1, 2), (3000, 3000, 9)):
+            # Few distinct levels make many ties, at the cut too; insertion order is shuffled.
+            positions = rng.sample(range(n_chunks), n)
+            acc = {p: float(rng.randrange(levels)) / 8 for p in positions}
+            expected = sorted(acc.items(), key=lambda ps: (-ps[1], cid[ps[0]]))[:k]
+            with self.subTest(n=n, k=k, levels=levels):
+                self.assertEqual(r._top(acc, k), expected)
+        self.assertEqual(r._top({}, 5), [])
+        self.assertEqual(r._top({1: 1.0}, 0), [])
+
+    def test_rank_is_rank_terms_without_similarity(self):
+        r = Retriever(fruit_index(), config())
+        for terms in (["apple", "cherry"], ["cherry", "cherry", "banana"], ["kiwi"], []):
+            with self.subTest(terms=terms):
+                self.assertEqual(r.rank(terms, 3), [(p, s) for p, s, _sim in r.rank_terms(terms, 3)])
+        # Scope filter applies to rank too: only the FDA chunks (d1, d3), case-insensitive.
+        self.assertEqual([r.index.chunks[p].chunk_id for p, _ in r.rank(["cherry", "apple"], 3, "fda")],
+                         ["apple-notes#p0", "d3#p0"])

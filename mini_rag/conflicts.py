@@ -1,0 +1,518 @@
+"""Guard stage: contradictions between evidence chunks of different documents.
+
+Seed 000's conflict detector, restated as rules that do not depend on any corpus.  The
+input is the phase-B facts (the evidence the answer may rest on, already filtered to the
+question); the output is a list of :class:`ConflictPair`, each naming both sources with
+an evidence snippet, which the decision stage turns into ``ABSTAIN`` (policy rule 2).
+
+===========================  ==========================================================
+function                     what it does
+===========================  ==========================================================
+``evidence_units(text)``     a chunk's claims: list items, table rows and sentences
+``polarity(unit)``           ``{axis: "pos"|"neg"}`` for the three polarity axes
+``quantities(unit)``         ``[(value, unit)]``: numbers that carry a unit
+``qualifiers(unit, ...)``    plan / tier / region / product names a unit is scoped to
+``find_conflicts(...)``      the pairs of contradicting units, sorted, one per chunk pair
+===========================  ==========================================================
+
+The rule, exactly.  Two evidence units *a* and *b* conflict when all of these hold:
+
+1. They come from chunks of **different documents** (chunks of one document never
+   conflict: a document that states two values states them for two cases).
+2. They are about **the same subject**:
+
+   a. each contains at least one question term (analyzed, so ``limits`` = ``limit``);
+   b. their *topic terms* (analyzed terms minus numbers, units, modal and polarity words)
+      share at least ``guards.conflict_min_shared_terms`` terms (default 2) -- sharing
+      only a unit ("days") or only a polarity word ("may") is not a shared subject;
+   c. both chunks (text, heading and document title) contain every question term that
+      occurs anywhere in the evidence: the question's subject is what the evidence can
+      speak to, and a pair that leaves part of it out is about something else (the
+      exception rule: asked "Are promotional purchases refundable?", two documents that
+      disagree on the general refund window do not conflict *on the question*, and
+      "Promotional purchases are non-refundable" is narrower than a general rule that
+      never mentions promotions);
+   d. they are not scoped to different variants: when both name qualifiers (``Free`` vs
+      ``Enterprise`` plan, ``EU`` vs ``US``) and the qualifier sets differ, the units
+      describe two variants -- that is the ambiguity guard's business, not a conflict;
+   e. neither is scoped to variants the question excludes: when the question names
+      qualifiers, a unit whose qualifiers are all different ones is about another variant
+      (asked about the Pro plan, two documents disagreeing on the Free plan do not
+      conflict on the question).
+
+3. They **contradict**, in one of two ways:
+
+   * *polarity*: on one axis, one unit is positive and the other negative.  Axes:
+     ``permission`` (may / can / is allowed / is permitted  vs  must not / may not /
+     cannot / is prohibited / is forbidden / is not allowed / never), ``refund``
+     (refundable / eligible for a refund  vs  non-refundable / not refundable / no
+     refunds) and ``encryption`` (stored in plaintext / unencrypted  vs  encrypted, or a
+     negated plaintext).  A unit carrying both signs on an axis ("may ... but must not
+     ...") makes no claim on that axis.
+   * *numeric*: both state values with the same unit (``30 days``; ``1000 requests per
+     hour``; ``20%``; ``$5``) and the value sets for that unit are disjoint.  Numbers
+     that are part of codes (``AES-256``, ``WH-12``), dates, and bare years (1900-2099
+     with no unit or currency) are not quantities.
+
+Each pair of chunks is reported once (the first contradiction found in unit order,
+polarity before numeric), and pairs are sorted by (chunk id of a, chunk id of b) with
+``a < b``, so the output does not depend on retrieval order or hash seeds.
+
+False positives make answerable questions abstain, so every condition above errs towards
+"no conflict"; the tests (tests/test_conflicts.py) hold one fixture per condition.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
+
+__all__ = [
+    "ConflictPair",
+    "evidence_units",
+    "find_conflicts",
+    "polarity",
+    "quantities",
+    "qualifiers",
+    "topic_terms",
+]
+
+# -------------------------------------------------------------- evidence units
+
+# A sentence ends at . ! ? followed by space and an upper-case letter, digit, quote or
+# bracket; "e.g. the", "2.5 days" and "v2.1" do not end sentences.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
+_ABBREV_END = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|approx|incl|no|fig|sec|art|dr|mr|ms|mrs|st)\.|\b[A-Z]\.)$",
+                         re.IGNORECASE)
+
+
+def evidence_units(text: str) -> List[str]:
+    """Split chunk text into claims: each line is a unit when the chunk keeps line
+    breaks (list items, table rows), and each line is split into sentences.
+
+    A Markdown table (a header row, a ``|---|`` separator, data rows) yields one unit per
+    data row, each cell followed by its column header in lower case, so that a value
+    carries its unit and a row its variant: ``| Pro | 300 |`` under ``| Plan |
+    Requests per minute |`` reads ``| Pro plan | 300 requests per minute |``.
+
+    >>> evidence_units("Refunds take 14 days. See e.g. Annex B.\\n- Pro plan: 30 days")
+    ['Refunds take 14 days.', 'See e.g. Annex B.', '- Pro plan: 30 days']
+    >>> evidence_units("| Plan | Requests per minute |\\n|---|---|\\n| Free | 60 |\\n| Pro | 300 |")
+    ['| Free plan | 60 requests per minute |', '| Pro plan | 300 requests per minute |']
+    """
+    units: List[str] = []
+    lines = [line.strip() for line in text.split("\n")]
+    header: Optional[List[str]] = None
+    for i, line in enumerate(lines):
+        if not line:
+            header = None
+            continue
+        if line.startswith("|"):
+            if _TABLE_RULE.match(line):
+                header = _cells(lines[i - 1]) if i > 0 and lines[i - 1].startswith("|") else None
+                if header is not None and units and units[-1] == lines[i - 1]:
+                    units.pop()                       # the header row is not a claim
+                continue
+            if header is not None:
+                cells = _cells(line)
+                parts = []
+                for n, cell in enumerate(cells):
+                    head = header[n] if n < len(header) else ""
+                    parts.append("%s %s" % (cell, head.lower()) if cell and head else cell)
+                units.append("| " + " | ".join(parts) + " |")
+                continue
+            units.append(line)
+            continue
+        header = None
+        pieces = _SENTENCE_END.split(line)
+        merged: List[str] = []
+        for piece in pieces:
+            if merged and _ABBREV_END.search(merged[-1]):
+                merged[-1] = merged[-1] + " " + piece
+            else:
+                merged.append(piece)
+        units.extend(p.strip() for p in merged if p.strip())
+    return units
+
+
+_TABLE_RULE = re.compile(r"^\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?$")
+
+
+def _cells(row: str) -> List[str]:
+    inner = row.strip()
+    if inner.startswith("|"):
+        inner = inner[1:]
+    if inner.endswith("|"):
+        inner = inner[:-1]
+    return [c.strip() for c in inner.split("|")]
+
+
+# -------------------------------------------------------------- polarity
+
+_NEG_CUES = r"(?:must\s+not|may\s+not|shall\s+not|should\s+not|cannot|can\s*not|can't|mustn't|" \
+            r"is\s+not\s+(?:allowed|permitted)|are\s+not\s+(?:allowed|permitted)|not\s+(?:be\s+)?(?:allowed|permitted)|" \
+            r"prohibited|forbidden|never|disallowed)"
+_POS_CUES = r"(?:may|can|is\s+allowed|are\s+allowed|is\s+permitted|are\s+permitted|allowed|permitted)"
+
+_AXES: Tuple[Tuple[str, "re.Pattern[str]", "re.Pattern[str]"], ...] = (
+    ("permission",
+     re.compile(r"\b" + _POS_CUES + r"\b(?!\s+not\b)", re.IGNORECASE),
+     re.compile(r"\b" + _NEG_CUES + r"\b", re.IGNORECASE)),
+    ("refund",
+     re.compile(r"(?<!non-)(?<!non)(?<!not )\brefundable\b|\beligible\s+for\s+an?\s+(?:full\s+|partial\s+)?refund"
+                r"|\brefunds?\s+(?:is|are)\s+(?:available|issued|allowed|permitted)", re.IGNORECASE),
+     re.compile(r"\bnon-?\s?refundable\b|\bnot\s+refundable\b|\bno\s+refunds?\b"
+                r"|\bnot\s+eligible\s+for\s+an?\s+(?:full\s+|partial\s+)?refund"
+                r"|\brefunds?\s+(?:is|are)\s+not\b", re.IGNORECASE)),
+)
+_PLAINTEXT = re.compile(r"\b(?:plain\s?text|unencrypted|clear\s?text|in\s+the\s+clear)\b", re.IGNORECASE)
+_ENCRYPTED = re.compile(r"\bencrypt(?:ed|ion|s)?\b", re.IGNORECASE)
+_NEGATION = re.compile(r"\b(?:not|never|no|cannot|can't|mustn't|prohibited|forbidden)\b", re.IGNORECASE)
+
+# Words that carry polarity, modality or the axis itself: they never count as the subject.
+POLARITY_WORDS = ("may", "can", "cannot", "must", "shall", "should", "will", "might", "not", "no",
+                  "never", "allowed", "allow", "permitted", "permit", "prohibited", "prohibit",
+                  "forbidden", "forbid", "disallowed", "refundable", "refund", "refunds", "non",
+                  "eligible", "plaintext", "unencrypted", "encrypted", "encryption", "encrypt",
+                  "clear", "text", "plain")
+
+
+def polarity(unit: str) -> Dict[str, str]:
+    """``{axis: "pos" | "neg"}`` for each axis on which ``unit`` takes one side.
+
+    >>> polarity("SSNs must not be stored in plaintext.")
+    {'permission': 'neg', 'encryption': 'encrypted'}
+    >>> polarity("Promotional purchases are non-refundable.")
+    {'refund': 'neg'}
+    """
+    out: Dict[str, str] = {}
+    for axis, pos_re, neg_re in _AXES:
+        neg = bool(neg_re.search(unit))
+        pos = bool(pos_re.search(neg_re.sub(" ", unit)))   # "may not" is not also "may"
+        if neg != pos:
+            out[axis] = "neg" if neg else "pos"
+    plain = bool(_PLAINTEXT.search(unit))
+    if plain:
+        out["encryption"] = "encrypted" if _NEGATION.search(unit) else "plaintext"
+    elif _ENCRYPTED.search(unit) and not _NEGATION.search(unit):
+        out["encryption"] = "encrypted"
+    return out
+
+
+# -------------------------------------------------------------- quantities
+
+_NUMBER = re.compile(
+    r"(?<![\w\-./])(?P<cur>[$\u20ac\u00a3]\s?)?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    r"(?![\w\-]|[./]\d)(?P<pct>\s?%|\s+percent\b)?")
+_WORD = re.compile(r"\s*([A-Za-z][A-Za-z']*)")
+_PER = re.compile(r"\s*(?:per\s+|/\s*)([A-Za-z][A-Za-z']*)")
+# Modifiers skipped between a number and its unit ("30 calendar days" = "30 days").
+UNIT_MODIFIERS = frozenset("calendar business working consecutive full additional more "
+                           "extra total maximum minimum max min".split())
+
+
+def quantities(unit: str, stem=None) -> List[Tuple[str, str]]:
+    """``(value, unit)`` for each number in ``unit`` that carries a unit.
+
+    The value is normalized (``1,000`` -> ``1000``, ``2.50`` -> ``2.5``).  The unit is
+    ``%`` for percentages, the currency sign for amounts, else the first word after the
+    number (modifiers such as "calendar" skipped), stemmed with ``stem`` when given,
+    plus ``/word`` for a following "per word" or "/word".  In "30 or 60 days" and "2 to
+    8 hours" the first number takes the unit of the second.  Year-like numbers (1900-2099)
+    are dates unless they are amounts, percentages or rates; numbers with no unit word
+    (section numbers, "in 2021,") are dropped, and so are identifiers: a number right
+    after a label word ("Section 4.2", "version 2", "Article 17") or a capitals code
+    ("ISO 27001", "SOC 2").
+
+    >>> quantities("The limit is 1,000 requests per hour, 99.9% uptime, $5 per user.")
+    [('1000', 'requests/hour'), ('99.9', '%'), ('5', '$/user')]
+    """
+    out: List[Tuple[str, str]] = []
+    pending: List[str] = []          # "30 or 60 days": 30 takes the unit of the next number
+    for m in _NUMBER.finditer(unit):
+        label = _LABEL_BEFORE.search(unit, 0, m.start())
+        if label and not m.group("cur"):
+            continue                                  # "ISO 27001", "Section 4.2": identifiers
+        value = _norm_number(m.group("num"))
+        rest = unit[m.end():]
+        if m.group("pct"):
+            name = "%"
+        elif m.group("cur"):
+            name = m.group("cur").strip()
+        else:
+            name = ""
+            pos = 0
+            for _ in range(3):                       # skip up to two modifiers
+                w = _WORD.match(rest, pos)
+                if not w:
+                    break
+                word = w.group(1).lower()
+                pos = w.end()
+                if word in UNIT_MODIFIERS:
+                    continue
+                name = stem(word) if stem else word
+                rest = rest[pos:]
+                break
+            if not name or name in _NOT_UNITS:
+                if _JOINED.match(unit, m.end()):
+                    pending.append(value)
+                else:
+                    pending = []
+                continue
+        per = _PER.match(rest)
+        if per:
+            second = per.group(1).lower()
+            name = "%s/%s" % (name, stem(second) if stem else second)
+        elif _YEAR.fullmatch(value) and not (m.group("pct") or m.group("cur")):
+            pending = []
+            continue                                  # "2021 policy": a date, not a quantity
+        out.extend((v, name) for v in pending)
+        pending = []
+        out.append((value, name))
+    return out
+
+
+# A number right after a label word or an all-capitals code word is an identifier.
+_LABEL_BEFORE = re.compile(r"(?:(?i:\b(?:section|sections|article|clause|version|chapter|part|annex|appendix|"
+                           r"step|table|figure|fig|item|rule|no|number|level|phase|form|page|p|v|class|grade|"
+                           r"schedule|tier|stage|exhibit))|\b[A-Z]{2,}[A-Za-z]*)\.?\s*#?\s*$")
+# "30 or 60 days", "2 to 8 hours": the first number shares the second's unit.
+_JOINED = re.compile(r"\s*(?:or|and|to|-|\u2013)\s*[$\u20ac\u00a3]?\d")
+# Words after a number that are not units ("within 30 and 60", "in 2021 the").
+_NOT_UNITS = frozenset("and or to the a an of in on at by for with from than is are was were "
+                       "be it this that these those".split())
+# A year-like number is a date unless it is an amount, a percentage or a rate ("2000 requests per hour").
+_YEAR = re.compile(r"(?:19|20)\d\d")
+
+
+def _norm_number(s: str) -> str:
+    s = s.replace(",", "")
+    if "." in s:
+        s = s.rstrip("0").rstrip(".")
+    return s
+
+
+# -------------------------------------------------------------- qualifiers
+
+def qualifiers(unit: str, values: Sequence[str], nouns: Sequence[str]) -> FrozenSet[str]:
+    """The variants ``unit`` is scoped to, lower-cased.
+
+    A qualifier is (1) a word of ``values`` (an entry written in capitals, such as
+    ``US``, matches only in capitals, so the pronoun "us" is not the region; other
+    entries match in any case), or (2) a capitalized word right before one of ``nouns``
+    ("Growth plan", "Gold tier": the name of a plan the list does not know).
+
+    >>> sorted(qualifiers("On the Enterprise plan, EU data stays in Frankfurt.", ["enterprise", "EU"], ["plan"]))
+    ['enterprise', 'eu']
+    """
+    value_res, noun_re = _qualifier_patterns(tuple(values), tuple(nouns))
+    found: Set[str] = set()
+    for v, rx in value_res:
+        if rx.search(unit):
+            found.add(v.lower())
+    if noun_re is not None:
+        for m in noun_re.finditer(unit):
+            word = m.group(1)
+            if m.start() == 0 or word.lower() in _NOT_NAMES:
+                continue                              # sentence-initial capital is not a name
+            found.add(word.lower())
+    return frozenset(found)
+
+
+_QUAL_CACHE: Dict[Tuple[Tuple[str, ...], Tuple[str, ...]], Tuple[list, Optional["re.Pattern[str]"]]] = {}
+
+
+def _qualifier_patterns(values: Tuple[str, ...], nouns: Tuple[str, ...]):
+    got = _QUAL_CACHE.get((values, nouns))
+    if got is None:
+        value_res = []
+        for v in values:
+            if v:
+                flags = 0 if (v.isupper() and len(v) > 1) else re.IGNORECASE
+                value_res.append((v, re.compile(r"(?<![\w-])" + re.escape(v) + r"(?![\w-])", flags)))
+        noun_re = None
+        if nouns:
+            noun_re = re.compile(r"\b([A-Z][A-Za-z0-9+]*)\s+(?:%s)s?\b" % "|".join(re.escape(n) for n in nouns))
+        got = _QUAL_CACHE[(values, nouns)] = (value_res, noun_re)
+    return got
+
+
+_NOT_NAMES = frozenset("the a an this that each every your our their any all new current old "
+                       "same other which what".split())
+
+
+# -------------------------------------------------------------- topic terms
+
+def topic_terms(unit: str, analyzer, drop: Iterable[str] = ()) -> Set[str]:
+    """Analyzed terms of ``unit`` minus numbers, polarity/modal words and ``drop``."""
+    excluded = _polarity_terms(analyzer) | set(drop)
+    return {t for t in analyzer.analyze(unit)
+            if t not in excluded and not any(ch.isdigit() for ch in t)}
+
+
+_POLARITY_CACHE: Dict[int, FrozenSet[str]] = {}
+
+
+def _polarity_terms(analyzer) -> FrozenSet[str]:
+    key = id(analyzer)
+    got = _POLARITY_CACHE.get(key)
+    if got is None:
+        terms: Set[str] = set()
+        for w in POLARITY_WORDS:
+            terms.update(analyzer.analyze(w))
+        got = _POLARITY_CACHE[key] = frozenset(terms)
+    return got
+
+
+# -------------------------------------------------------------- detection
+
+@dataclass
+class ConflictPair:
+    kind: str            # "polarity" | "numeric"
+    axis: str            # polarity axis, or the unit of the numeric values
+    doc_a: str
+    chunk_a: str
+    snippet_a: str
+    doc_b: str
+    chunk_b: str
+    snippet_b: str
+    reason: str
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    def compact(self) -> dict:
+        """The trace's form: kind, axis, both chunk ids, the reason."""
+        return {"kind": self.kind, "axis": self.axis, "a": self.chunk_a, "b": self.chunk_b,
+                "reason": self.reason}
+
+
+@dataclass
+class _Unit:
+    text: str
+    doc: str
+    chunk: str
+    chunk_terms: FrozenSet[str]
+    topic: Set[str]
+    qterms: Set[str]
+    quals: FrozenSet[str]
+    pol: Dict[str, str]
+    qty: Dict[str, Set[str]]
+
+
+def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
+                   guards: Optional[dict] = None, clarify: Optional[dict] = None,
+                   context: Optional[Dict[str, str]] = None, question: str = "") -> List[ConflictPair]:
+    """Contradicting unit pairs among ``facts`` (records.Fact: quote, pdf = doc id,
+    chunk_id), by the rule in the module docstring.  ``question_terms`` are the
+    question's analyzed terms; ``guards`` and ``clarify`` are the config sections
+    (``conflict_min_shared_terms``; ``dimension_values``, ``dimension_nouns``);
+    ``context`` maps a chunk id to its heading and document title (rule 2c);
+    ``question`` is the question's text, for the qualifiers it names (rule 2e)."""
+    guards = guards or {}
+    clarify = clarify or {}
+    min_shared = int(guards.get("conflict_min_shared_terms", 2))
+    values = clarify.get("dimension_values", [])
+    nouns = clarify.get("dimension_nouns", [])
+    stem = _stemmer(analyzer)
+    qset = set(question_terms) - _polarity_terms(analyzer)
+    q_quals = qualifiers(question, values, nouns) if question else frozenset()
+
+    polarity_terms = _polarity_terms(analyzer)
+    all_terms: Set[str] = set()                        # every term of every evidence chunk
+    units: List[_Unit] = []
+    seen_chunks: Set[str] = set()
+    for fact in facts:
+        if fact.chunk_id in seen_chunks:
+            continue
+        seen_chunks.add(fact.chunk_id)
+        chunk_terms: Set[str] = set(analyzer.analyze((context or {}).get(fact.chunk_id, "")))
+        pending: List[Tuple[str, List[str]]] = []
+        for text in evidence_units(fact.quote):
+            terms = analyzer.analyze(text)
+            chunk_terms.update(terms)
+            if qset.intersection(terms):               # a unit without a question term never pairs
+                pending.append((text, terms))
+        frozen = frozenset(chunk_terms)
+        all_terms |= frozen
+        for text, terms in pending:
+            qty: Dict[str, Set[str]] = {}
+            for value, unit_name in quantities(text, stem):
+                qty.setdefault(unit_name, set()).add(value)
+            pol = polarity(text)
+            if not pol and not qty:
+                continue                               # states nothing that could contradict
+            drop = set(polarity_terms)
+            for name in qty:
+                drop.update(t for part in name.split("/") for t in analyzer.analyze(part))
+            topic = {t for t in terms if t not in drop and not any(ch.isdigit() for ch in t)}
+            quals = qualifiers(text, values, nouns)
+            if q_quals and quals and not (quals & q_quals):
+                continue                               # rule 2e: another variant than asked
+            units.append(_Unit(text, fact.pdf, fact.chunk_id, frozen, topic, topic & qset,
+                               quals, pol, qty))
+
+    # Rule 2c: the question terms the evidence can speak to must be in both chunks.
+    evidence_q = frozenset(qset & all_terms)
+    found: Dict[Tuple[str, str], ConflictPair] = {}
+    for i, a in enumerate(units):
+        if not a.qterms:
+            continue
+        for b in units[i + 1:]:
+            if b.doc == a.doc or not b.qterms:
+                continue
+            first, second = (a, b) if a.chunk < b.chunk else (b, a)
+            key = (first.chunk, second.chunk)
+            if key in found or not _same_subject(first, second, min_shared, evidence_q):
+                continue
+            pair = _contradiction(first, second)
+            if pair is not None:
+                found[key] = pair
+    return [found[k] for k in sorted(found)]
+
+
+def _same_subject(a: _Unit, b: _Unit, min_shared: int, evidence_q: FrozenSet[str]) -> bool:
+    if len(a.topic & b.topic) < min_shared:
+        return False
+    if not (evidence_q <= a.chunk_terms and evidence_q <= b.chunk_terms):
+        return False                                   # rule 2c: a side leaves the subject out
+    if a.quals and b.quals and a.quals != b.quals:
+        return False                                   # rule 2d: two variants
+    return True
+
+
+def _contradiction(a: _Unit, b: _Unit) -> Optional[ConflictPair]:
+    for axis in ("permission", "refund", "encryption"):
+        pa, pb = a.pol.get(axis), b.pol.get(axis)
+        if pa and pb and pa != pb:
+            return _pair("polarity", axis, a, b, "%s: %s vs %s" % (axis, pa, pb))
+    for name in sorted(set(a.qty) & set(b.qty)):
+        va, vb = a.qty[name], b.qty[name]
+        if va.isdisjoint(vb):
+            return _pair("numeric", name, a, b, "%s %s vs %s %s" % (
+                "/".join(sorted(va, key=_num_key)), name, "/".join(sorted(vb, key=_num_key)), name))
+    return None
+
+
+def _num_key(v: str):
+    try:
+        return (float(v), v)
+    except ValueError:
+        return (float("inf"), v)
+
+
+def _pair(kind: str, axis: str, a: _Unit, b: _Unit, reason: str) -> ConflictPair:
+    return ConflictPair(kind, axis, a.doc, a.chunk, _snippet(a.text), b.doc, b.chunk, _snippet(b.text), reason)
+
+
+def _snippet(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 3].rstrip() + "..."
+
+
+def _stemmer(analyzer):
+    """A one-word stem function from the analyzer (units compare by stem: hour = hours)."""
+    def stem(word: str) -> str:
+        terms = analyzer.analyze(word)
+        return terms[0] if terms else word.lower()
+    return stem

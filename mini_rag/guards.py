@@ -1,0 +1,378 @@
+"""Guard stage: checks on an answer before it ships (seed 000/003, docs/decision_policy.md).
+
+Each guard is a pure function of its inputs (no I/O, no clock) and returns a small record
+that the decision stage (:mod:`mini_rag.decision`) reads and the trace records.
+
+==============================  =================================================================
+function                        rule
+==============================  =================================================================
+``validate_citations(...)``     ids among the retrieved chunks, unique, at most ``max_citations``,
+                                none missing on a non-refusal -> errors (BLOCK); a sentence that
+                                shares no keyword with its cited chunk -> warning only
+``classify_risk(q, ...)``       high / medium / low from keyword phrases on analyzed terms
+``check_freshness(...)``        cited chunks stale at ``as_of`` (review_by, else effective age)
+``check_ambiguity(...)``        vague reference, or evidence that varies by plan/region/product
+``low_confidence(...)``         no hits, fewer than ``min_chunks`` hits, or phase C refused
+==============================  =================================================================
+
+Conflicts between documents are in :mod:`mini_rag.conflicts`.  Config sections: ``[guards]``
+(as_of, max_citations, min_chunks, freshness_days_high_risk, freshness_days,
+conflict_min_shared_terms, variant_min_overlap), ``[risk]`` (high, medium) and
+``[clarify]`` (vague_referents, vague_max_terms, dimension_values, dimension_nouns).
+"""
+from __future__ import annotations
+
+import datetime
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from . import conflicts as _conf
+from .errors import MiniRagError
+
+__all__ = [
+    "AmbiguityResult",
+    "CitationCheck",
+    "FreshnessResult",
+    "RiskResult",
+    "check_ambiguity",
+    "check_freshness",
+    "classify_risk",
+    "low_confidence",
+    "parse_date",
+    "validate_citations",
+]
+
+RISK_LEVELS = ("low", "medium", "high")          # ascending
+
+
+# ------------------------------------------------------------------ citations
+
+@dataclass
+class CitationCheck:
+    valid: bool
+    errors: List[str] = field(default_factory=list)
+    warnings: List[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def validate_citations(citations: Sequence[Any], retrieved_ids: Sequence[str], is_refusal: bool,
+                       max_citations: int = 5, sentences: Optional[Sequence[str]] = None,
+                       chunk_texts: Optional[Dict[str, str]] = None, analyzer=None) -> CitationCheck:
+    """Seed 000/003's citation rules, on the citations as the generator declared them
+    (one per answer sentence, in order; a missing one is ``None`` or ``""``).
+
+    Errors (each makes the decision BLOCK), in this order:
+
+    * ``answer has no citations`` -- a non-refusal that cites nothing;
+    * ``sentence N has no citation`` -- a cited slot that is empty or not a string;
+    * ``citation 'X' does not match any retrieved chunk``;
+    * ``duplicate citation 'X'``;
+    * ``N citations, at most M allowed`` (counted over distinct ids).
+
+    A refusal may cite nothing.  Warning (non-blocking): ``sentence N shares no keyword
+    with its cited chunk 'X'`` -- computed when ``sentences``, ``chunk_texts`` and
+    ``analyzer`` are given, on analyzed terms.
+
+    >>> validate_citations(["a#p0", "a#p0"], ["a#p0"], False).errors
+    ["duplicate citation 'a#p0'"]
+    """
+    errors: List[str] = []
+    warnings: List[str] = []
+    retrieved = set(retrieved_ids)
+    if not is_refusal and not citations:
+        errors.append("answer has no citations")
+    seen: List[str] = []
+    for i, cid in enumerate(citations, 1):
+        if not isinstance(cid, str) or not cid:
+            errors.append("sentence %d has no citation" % i)
+            continue
+        if cid not in retrieved:
+            errors.append("citation %r does not match any retrieved chunk" % cid)
+        if cid in seen:
+            errors.append("duplicate citation %r" % cid)
+        else:
+            seen.append(cid)
+    if len(seen) > max_citations:
+        errors.append("%d citations, at most %d allowed" % (len(seen), max_citations))
+    if sentences is not None and chunk_texts is not None and analyzer is not None:
+        for i, (sentence, cid) in enumerate(zip(sentences, citations), 1):
+            text = chunk_texts.get(cid) if isinstance(cid, str) else None
+            if text is None:
+                continue
+            if not set(analyzer.analyze(sentence)) & set(analyzer.analyze(text)):
+                warnings.append("sentence %d shares no keyword with its cited chunk %r" % (i, cid))
+    return CitationCheck(not errors, errors, warnings)
+
+
+# ------------------------------------------------------------------ risk
+
+@dataclass
+class RiskResult:
+    level: str                                   # "high" | "medium" | "low"
+    matched: List[str] = field(default_factory=list)   # keyword phrases that decided it
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def classify_risk(question: str, analyzer, risk: Dict[str, List[str]]) -> RiskResult:
+    """Risk class of a question from the ``[risk]`` keyword lists.
+
+    Each keyword phrase is analyzed like the question (so ``limits`` matches ``limit``
+    and ``deletion`` matches ``deleted``) and matches where its terms occur
+    consecutively in the question's analyzed terms.  Longer matches take their
+    positions first, so "rate limit" (medium) claims the "limit" that would otherwise
+    match the high-risk "limit"; among equal lengths high beats medium.  The level is
+    the highest level among the matches that keep at least one position; no match is
+    ``low``.  ``matched`` lists those phrases, sorted.
+
+    >>> from mini_rag.analysis import Analyzer
+    >>> classify_risk("What is the API rate limit?", Analyzer(), {"high": ["limit"], "medium": ["rate limit"]}).level
+    'medium'
+    """
+    terms = analyzer.analyze(question)
+    matches: List[Tuple[int, int, int, str]] = []       # (-length, -level, start, phrase)
+    for level_name in ("high", "medium"):
+        level = RISK_LEVELS.index(level_name)
+        for phrase in risk.get(level_name, []):
+            pterms = analyzer.analyze(phrase)
+            n = len(pterms)
+            if not n:
+                continue
+            for start in range(len(terms) - n + 1):
+                if terms[start:start + n] == pterms:
+                    matches.append((-n, -level, start, phrase))
+    matches.sort()
+    taken = [False] * len(terms)
+    best = 0
+    kept = set()
+    for neg_len, neg_level, start, phrase in matches:
+        span = range(start, start - neg_len)
+        if all(taken[i] for i in span):
+            continue
+        for i in span:
+            taken[i] = True
+        best = max(best, -neg_level)
+        kept.add(phrase)
+    return RiskResult(RISK_LEVELS[best], sorted(kept))
+
+
+# ------------------------------------------------------------------ freshness
+
+_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def parse_date(value: Any, where: str = "date") -> datetime.date:
+    """An ISO ``YYYY-MM-DD`` date (``datetime.date`` values pass through)."""
+    if isinstance(value, datetime.date):
+        return value
+    if isinstance(value, str) and _ISO.match(value.strip()):
+        try:
+            return datetime.date.fromisoformat(value.strip())
+        except ValueError:
+            pass
+    raise MiniRagError("%s must be a date YYYY-MM-DD, got %r" % (where, value))
+
+
+@dataclass
+class FreshnessResult:
+    stale: bool                                  # some cited chunk is stale for this risk level
+    threshold_days: int                          # the effective-age limit applied
+    as_of: str
+    sources: List[Dict[str, Any]] = field(default_factory=list)   # one per stale cited chunk
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def check_freshness(cited: Sequence[Tuple[str, str, str, Dict[str, Any]]], risk_level: str,
+                    guards: Dict[str, Any]) -> FreshnessResult:
+    """Staleness of the chunks an answer cites, at the configured ``as_of`` date.
+
+    ``cited`` holds ``(chunk_id, doc_id, effective, metadata)`` per cited chunk.  A chunk
+    is stale when (decision_policy.md rule 4):
+
+    1. its document has ``review_by`` and ``as_of`` is after that date (a ``review_by``
+       that is not a YYYY-MM-DD date counts as stale: nothing vouches for the document);
+    2. otherwise, its ``effective`` date is more than ``freshness_days_high_risk`` (365)
+       days before ``as_of`` for a high-risk question, ``freshness_days`` (730) otherwise;
+    3. a chunk with neither date is not stale (there is nothing to measure).
+
+    Staleness is computed for every risk level (the trace shows it); only the decision
+    stage decides that low-risk questions are answered from old documents anyway.
+    """
+    as_of = parse_date(guards.get("as_of"), "config [guards] as_of")
+    limit = int(guards["freshness_days_high_risk"] if risk_level == "high" else guards["freshness_days"])
+    sources: List[Dict[str, Any]] = []
+    for chunk_id, doc_id, effective, metadata in cited:
+        review_by = (metadata or {}).get("review_by")
+        row: Optional[Dict[str, Any]] = None
+        if review_by not in (None, ""):
+            try:
+                due = parse_date(review_by)
+            except MiniRagError:
+                row = {"rule": "invalid_review_by", "date": str(review_by)}
+            else:
+                if as_of > due:
+                    row = {"rule": "review_by", "date": due.isoformat()}
+        elif effective:
+            try:
+                eff = parse_date(effective)
+            except MiniRagError:
+                row = {"rule": "invalid_effective", "date": str(effective)}
+            else:
+                age = (as_of - eff).days
+                if age > limit:
+                    row = {"rule": "effective", "date": eff.isoformat(), "age_days": age}
+        if row is not None:
+            sources.append(dict([("chunk_id", chunk_id), ("doc_id", doc_id)] + sorted(row.items())))
+    return FreshnessResult(bool(sources), limit, as_of.isoformat(), sources)
+
+
+# ------------------------------------------------------------------ ambiguity
+
+@dataclass
+class AmbiguityResult:
+    ambiguous: bool
+    kind: str = ""                               # "" | "vague_reference" | "variant"
+    detail: Dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+# Modal verbs are not stopwords for the analyzer, but they name nothing.
+_MODALS = ("can", "may", "must", "will", "shall", "might", "need", "ought")
+_NEGATION = re.compile(r"\b(?:no|not|never|none|without|cannot|can't|non)\b|n't\b", re.IGNORECASE)
+
+
+def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str, Any],
+                    guards: Dict[str, Any], context: Optional[Dict[str, Tuple[str, str]]] = None
+                    ) -> AmbiguityResult:
+    """Does answering need a choice the user has not made?  (decision_policy.md rule 5)
+
+    (a) **Vague reference**: the question contains one of ``vague_referents`` (it, that,
+        this, ... as whole words) and has at most ``vague_max_terms`` (2) content terms
+        (analyzed terms minus modal verbs).  "Is it allowed?" and "What is the limit for
+        that?" point at something never named; "Is it allowed to store SSNs in
+        plaintext?" names its subject (3 content terms) and is not vague.
+
+    (b) **Variant dependence**: split the evidence ``facts`` (phase B) into units (list
+        items, table rows, sentences).  A unit *speaks to the question* when it, its
+        chunk's heading and its document's title together contain at least
+        ``ceil(variant_min_overlap * n)`` of the question's n content terms (qualifier
+        words excluded; the heading scopes a paragraph such as "The Pro plan allows 600
+        requests per minute." under "Rate limits") and the unit states a value: a
+        quantity, or a polarity cue (may/can/allowed/no/not/without/...).  Its
+        qualifiers are the plan / tier / region / product names that the unit or its
+        heading names (:func:`mini_rag.conflicts.qualifiers` with ``dimension_values``
+        and ``dimension_nouns``).  The question is ambiguous when two such units have
+        different non-empty qualifier sets and different values, and the question names
+        none of the qualifiers of the units that speak to it.  Different values: both
+        units state quantities with a common unit and different values for it (a count
+        and a distance are not the same quantity); or not both state quantities and
+        they differ in negation or in stating one ("no penalty" vs "a penalty of 20%").
+        ``context`` maps a chunk id to its (heading, title).
+
+    (a) is checked first.  ``detail`` carries the referent, or the qualifiers found.
+    """
+    values = clarify.get("dimension_values", [])
+    nouns = clarify.get("dimension_nouns", [])
+    modal_terms = set()
+    for m in _MODALS:
+        modal_terms.update(analyzer.analyze(m))
+    q_terms = [t for t in analyzer.analyze(question) if t not in modal_terms]
+
+    words = re.findall(r"[a-z']+", question.lower())
+    referents = [w for w in clarify.get("vague_referents", []) if w.lower() in words]
+    if referents and len(set(q_terms)) <= int(clarify.get("vague_max_terms", 2)):
+        return AmbiguityResult(True, "vague_reference", {"referents": sorted(referents),
+                                                        "content_terms": sorted(set(q_terms))})
+
+    q_quals = _conf.qualifiers(question, values, nouns)
+    qual_terms = set()
+    for v in values:
+        qual_terms.update(analyzer.analyze(v))
+    for n in nouns:
+        qual_terms.update(analyzer.analyze(n))
+    needed_terms = set(q_terms) - qual_terms
+    if not needed_terms:
+        return AmbiguityResult(False)
+    need = max(1, math.ceil(float(guards.get("variant_min_overlap", 0.5)) * len(needed_terms)))
+    stem = _conf._stemmer(analyzer)
+
+    speaking: List[Tuple[frozenset, Tuple, str]] = []     # (qualifiers, value signature, chunk id)
+    for fact in facts:
+        heading, title = (context or {}).get(fact.chunk_id, ("", ""))
+        scope_terms = set(analyzer.analyze(heading + "\n" + title)) if (heading or title) else set()
+        heading_quals = _conf.qualifiers(heading, values, nouns) if heading else frozenset()
+        for unit in _conf.evidence_units(fact.quote):
+            if len(needed_terms & (scope_terms | set(analyzer.analyze(unit)))) < need:
+                continue
+            qty = tuple(sorted(set(_conf.quantities(unit, stem))))
+            negated = bool(_NEGATION.search(unit))
+            if not qty and not negated and not _conf.polarity(unit):
+                continue                                    # states no value
+            quals = _conf.qualifiers(unit, values, nouns) | heading_quals
+            if quals:
+                speaking.append((quals, (qty, negated), fact.chunk_id))
+    all_quals = sorted(set().union(*[q for q, _, _ in speaking])) if speaking else []
+    if q_quals & set(all_quals):
+        return AmbiguityResult(False)
+    for i, (qa, va, ca) in enumerate(speaking):
+        for qb, vb, cb in speaking[i + 1:]:
+            if qa != qb and _values_differ(va, vb):
+                return AmbiguityResult(True, "variant", {"qualifiers": all_quals,
+                                                         "chunks": sorted({ca, cb})})
+    return AmbiguityResult(False)
+
+
+def _values_differ(a: Tuple, b: Tuple) -> bool:
+    """Two units give different values for the same asked quantity: when both state
+    quantities, they share a unit and the values for it differ (60 vs 300 requests per
+    minute; a count and a distance are not the same quantity); otherwise only one
+    states a quantity, or their negation differs ("no penalty" vs "a penalty of 20%")."""
+    (qa, na), (qb, nb) = a, b
+    if qa and qb:
+        units_a: Dict[str, set] = {}
+        units_b: Dict[str, set] = {}
+        for value, unit in qa:
+            units_a.setdefault(unit, set()).add(value)
+        for value, unit in qb:
+            units_b.setdefault(unit, set()).add(value)
+        return any(units_a[u] != units_b[u] for u in set(units_a) & set(units_b))
+    return na != nb or bool(qa) != bool(qb)
+
+
+# ------------------------------------------------------------------ low confidence
+
+def low_confidence(hit_count: int, refused: bool, refusal_reasons: Sequence[str],
+                   guards: Dict[str, Any]) -> List[str]:
+    """Reasons for ABSTAIN (low confidence), empty when confident enough.
+
+    * ``no_hits``: nothing was accepted above the similarity threshold (after fallback);
+    * ``too_few_hits``: fewer than ``min_chunks`` accepted hits.  The default is 1, not
+      seed 000's 2: under the QA contract every accepted hit has already passed
+      ``min_similarity`` (0.20, fallback 0.18), and one paragraph can fully answer a
+      question (one sentence, one citation), so demanding two would refuse every fact
+      stated once in the corpus;
+    * ``answer_refused:<reason>``: phase C (or the plugged-in generator, after
+      validation) produced no answer -- the evidence does not cover the question's key
+      terms, lacks the asked kind of value, or is below its threshold.
+    """
+    reasons: List[str] = []
+    min_chunks = int(guards.get("min_chunks", 1))
+    if hit_count == 0:
+        reasons.append("no_hits")
+    elif hit_count < min_chunks:
+        reasons.append("too_few_hits")
+    if refused and hit_count > 0:
+        if refusal_reasons:
+            reasons.extend("answer_refused:%s" % r for r in refusal_reasons)
+        else:
+            reasons.append("answer_refused")
+    return reasons

@@ -1,0 +1,653 @@
+"""Phase C of the QA contract (seed 001): choose answer sentences, copied verbatim, or refuse.
+
+The extractive, rule-based claim generator.  Its output has the contract's phase C shape
+(``answer_sentences`` with one citation each, ``confidence``), the same shape an LLM
+plugged in through ``generator.py`` must return.
+
+==============================================  ==============================================
+``phase_c(question, facts, retrieval, index,    :class:`Answer`: sentences or a refusal
+config)``
+``split_sentences(text)``                       verbatim sentence units of a chunk text
+``question_type(question)``                     expected answer type, see the cue table
+``value_match(kind, sentence)``                 1.0 / 0.5 / 0.0: does a sentence state one?
+``split_question(question)``                    the parts of a two-part question
+``format_answer(answer, refusal)``              the contract's text form
+``AnswerSentence``, ``Answer``                  the records (``to_json``)
+==============================================  ==============================================
+
+Rules, in order, for each part of the question (``split_question``: a question splits at
+``?`` and ``;`` and before ``and``/``but``/``or`` followed by a question word or an
+auxiliary verb, so "What is X and does it apply to Y?" has two parts):
+
+1. Terms.  ``Q`` = the part's content terms (``relevance.question_terms``: analyzed,
+   typo-corrected, question scaffold removed), weighted by idf (``Index.idf``).  A term
+   no chunk contains (df = 0) is *unknown*: the asker's own word, which no document can
+   match.  No content terms -> refuse ``no_question_terms``.
+   Names: a word of the question written as a name or code (a capital not at the
+   start, an acronym, a digit: ``Germany``, ``HIPAA``, ``Q3D``) whose terms are all
+   unknown -> refuse ``unknown_name`` (``unknown_names``): the question is about
+   something the corpus never mentions.
+   The *key terms* ``K`` are the known terms of ``Q`` whose idf is at least ``[answer]
+   key_idf_ratio`` (0.6) times the largest idf among them: the rarest terms the corpus
+   knows, which carry what the question is specifically about.
+2. Topic.  A fact is *on topic* when its chunk (its text, heading and document title;
+   expansion rules bridge terms, see ``relevance``) holds an idf-weighted share of
+   ``K`` of at least ``[answer] min_key_coverage`` (0.7) and a share of the whole of
+   ``Q``, unknown terms included, of at least ``[answer] min_question_share`` (0.3).
+   No fact on topic -> refuse ``key_terms_not_covered`` (the near-miss rule: the corpus
+   talks about the subject but not about the thing the question names; and a question
+   mostly made of words the corpus never uses is not about the corpus).
+3. Answer type.  When the question asks for a value (``question_type`` is ``number``,
+   ``amount``, ``duration``, ``date`` or ``percentage``) and no sentence of an
+   on-topic fact states one (``value_match`` > 0) -> refuse ``answer_type_missing``.
+4. Score every sentence of every on-topic fact (headings, table rules and text-free
+   units excluded) as the weighted sum (weights ``[answer] weight_*``, which sum to 1)
+   of four parts, each in [0, 1]:
+
+   * coverage = 0.7 x (idf-weighted share of ``Q`` in the sentence) + 0.3 x (the same
+     share in its chunk, heading and title): a sentence is judged mostly by its own
+     words, partly by its chunk's, because pronouns refer back ("It lasts 30 days");
+   * type = ``value_match`` of the expected type (1 when the question has no cue);
+   * proximity = ``m / w`` for the ``m`` >= 2 distinct question terms in the sentence
+     and ``w`` the length (in terms) of the shortest span containing all of them;
+     0.5 for a single matched term, 0 for none;
+   * retrieval = the fact's score (the hit's similarity).
+
+   With a value-type question only sentences that state a value may be the first
+   sentence.  Ties: higher score, then earlier fact (retrieval rank), then earlier
+   sentence.
+5. Threshold.  The best score below ``[answer] min_score`` (0.3) -> refuse
+   ``below_threshold``.
+6. More sentences.  Another candidate is added, best first, when its score is within
+   ``[answer] extra_sentence_margin`` (0.15) of the best and it contains a key term no
+   chosen sentence contains; at most ``[answer] max_extra_sentences`` (2) per part.
+7. Confidence (of the part): ``High`` when the best score is >= ``confidence_high``
+   (0.7) and exceeds the runner-up sentence by >= ``confidence_margin`` (0.1);
+   ``Medium`` when >= ``confidence_medium`` (0.45); else ``Low``.
+
+The answer is the parts that were answered, in question order (the whole answer's
+confidence is the lowest of theirs); it is refused only when no part is answered, with
+each part's reason.  At most ``[answer] max_sentences`` (6) sentences in all.
+Sentences of one chunk are emitted as one :class:`AnswerSentence` (joined with one
+space, in text order) because the contract allows one row per ``(pdf, page,
+chunk_id)``; each sentence is a verbatim substring of its fact's quote.
+
+>>> split_sentences("Refunds take 2.5 days, e.g. for cards. See Sec. 4 below! Done?")
+['Refunds take 2.5 days, e.g. for cards.', 'See Sec. 4 below!', 'Done?']
+>>> [question_type(q) for q in ("How long are logs kept?", "When does it renew?",
+...                             "How much does Pro cost?", "Can I export data?")]
+['duration', 'date', 'amount', 'polarity']
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .records import Fact, Retrieval
+from .relevance import (Bridges, _hit_map, analyzer_of, chunk_context, covered, expansion_bridges,
+                        question_terms, term_weights, weighted_share)
+
+__all__ = ["AnswerSentence", "Answer", "phase_c", "split_sentences", "sentence_spans",
+           "question_type", "value_match", "split_question", "format_answer",
+           "REFUSAL_REASONS", "CONFIDENCE_LEVELS", "VALUE_TYPES", "SENTENCE_SHARE"]
+
+CONFIDENCE_LEVELS = ("High", "Medium", "Low")
+
+#: Why phase C refused, in the order the rules test them.
+REFUSAL_REASONS = ("unknown_name", "no_evidence", "no_question_terms", "key_terms_not_covered",
+                   "answer_type_missing", "below_threshold", "no_valid_sentence")
+
+#: Question types that ask for a value; the others (person, polarity) only rank.
+VALUE_TYPES = ("number", "amount", "duration", "date", "percentage")
+
+#: Share of a sentence's coverage that comes from its own words (the rest: its chunk's).
+SENTENCE_SHARE = 0.7
+
+
+# ------------------------------------------------------------------ records
+
+@dataclass
+class AnswerSentence:
+    """One answer sentence copied verbatim from a fact, with its one citation."""
+    sentence: str
+    pdf: str
+    page: int
+    chunk_id: str
+
+    def key(self):
+        return (self.pdf, self.page, self.chunk_id)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Answer:
+    """Phase C output: the contract's ``answer_sentences`` + ``confidence``, plus why.
+
+    ``refused`` is True when no sentence is shipped; ``reasons`` then names why (see
+    REFUSAL_REASONS).  ``detail`` carries the numbers the outcome rested on (terms, key
+    terms, coverage, question type, scores) for the trace.
+    """
+    sentences: List[AnswerSentence]
+    confidence: str = "Low"
+    refused: bool = False
+    reasons: List[str] = field(default_factory=list)
+    detail: Dict[str, Any] = field(default_factory=dict)
+
+    def claim(self, refusal: str) -> str:
+        """The claim shipped in the trace: the sentences joined by one space, or ``refusal``."""
+        if self.refused or not self.sentences:
+            return refusal
+        return " ".join(s.sentence for s in self.sentences)
+
+    def citations(self) -> List[str]:
+        """The cited chunk ids in sentence order, each once ([] when refused)."""
+        if self.refused:
+            return []
+        return list(dict.fromkeys(s.chunk_id for s in self.sentences))
+
+    def to_json(self) -> dict:
+        return {"answer_sentences": [s.to_json() for s in self.sentences],
+                "confidence": self.confidence, "refused": self.refused,
+                "reasons": list(self.reasons), "detail": self.detail}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Answer":
+        return cls(sentences=[AnswerSentence(**s) for s in d.get("answer_sentences", [])],
+                   confidence=d.get("confidence", "Low"), refused=bool(d.get("refused", False)),
+                   reasons=list(d.get("reasons", [])), detail=dict(d.get("detail", {})))
+
+
+def format_answer(answer: Answer, refusal: str) -> str:
+    """The contract's text form: ``ANSWER:``, numbered sentences with ``(pdf, p<page>,
+    <chunk_id>)``, then ``CONFIDENCE: <level>``; a refused answer is the refusal text alone.
+
+    >>> a = Answer([AnswerSentence("Refunds take 5 days.", "refunds", 1, "refunds#p2")], "High")
+    >>> print(format_answer(a, "not in context"))
+    ANSWER:
+    1. Refunds take 5 days. (refunds, p1, refunds#p2)
+    CONFIDENCE: High
+    """
+    if answer.refused or not answer.sentences:
+        return refusal
+    lines = ["ANSWER:"]
+    for n, s in enumerate(answer.sentences, 1):
+        lines.append("%d. %s (%s, p%d, %s)" % (n, " ".join(s.sentence.split()), s.pdf, s.page, s.chunk_id))
+    lines.append("CONFIDENCE: %s" % answer.confidence)
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ sentence splitting
+
+# Words after which a period does not end a sentence (lower case, inner dots kept).
+_ABBREVIATIONS = frozenset(
+    "e.g i.e cf vs v viz al approx appx ca mr mrs ms dr prof sr jr st no nos nr art sec secs "
+    "fig figs eq eqs ch chap vol vols p pp para ref refs dept est inc ltd co corp bros "
+    "jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun "
+    "u.s u.k e.u u.n min max incl excl resp".split())
+
+_UNIT_LINE = re.compile(r"^(?:[-*+\u2022]\s|\d+[.)]\s|\||#)")
+_BOUNDARY = re.compile(r"[.!?][\"'\u201d\u2019)\]]*(?=\s+[\"'\u201c\u2018(\[]?[A-Z0-9])")
+_WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z.]*)\.$")
+
+
+def _is_boundary(text: str, end: int) -> bool:
+    """Is the punctuation run ending at ``end`` (exclusive) a sentence end?"""
+    punct_at = end - 1
+    while punct_at >= 0 and text[punct_at] not in ".!?":
+        punct_at -= 1
+    if text[punct_at] in "!?":
+        return True
+    m = _WORD_BEFORE.search(text, 0, punct_at + 1)
+    if not m:
+        return True
+    word = m.group(1)
+    if len(word) == 1 and word.isupper():
+        return False          # an initial: "J. Smith"
+    return word.lower().rstrip(".") not in _ABBREVIATIONS
+
+
+def sentence_spans(text: str) -> List[Tuple[int, int]]:
+    """``(start, end)`` offsets of the sentence units of ``text``, in order.
+
+    A line that is a list item (``-``, ``*``, ``+``, ``1.``, ``1)``), a table row (``|``)
+    or a Markdown heading (``#``) is one unit.  Other lines split after ``.``, ``!`` or
+    ``?`` (and closing quotes/brackets) when white space and then a capital, a digit or
+    an opening quote/bracket follow, except after an abbreviation (``e.g.``, ``Sec.``,
+    ``No.``...) or an initial (``J.``).  Decimals (``2.5``) and codes (``v1.2``) never
+    split: no white space follows their dot.  Units are stripped of white space.
+    """
+    spans: List[Tuple[int, int]] = []
+    offset = 0
+    for line in text.split("\n"):
+        start = offset
+        offset += len(line) + 1
+        lead = len(line) - len(line.lstrip())
+        body = line.strip()
+        if not body:
+            continue
+        b0 = start + lead
+        if _UNIT_LINE.match(body):
+            spans.append((b0, b0 + len(body)))
+            continue
+        s = 0
+        for m in _BOUNDARY.finditer(body):
+            if _is_boundary(body, m.end()):
+                piece = body[s:m.end()]
+                if piece.strip():
+                    a = s + (len(piece) - len(piece.lstrip()))
+                    spans.append((b0 + a, b0 + m.end()))
+                s = m.end()
+        piece = body[s:]
+        if piece.strip():
+            a = s + (len(piece) - len(piece.lstrip()))
+            spans.append((b0 + a, b0 + len(body)))
+    return spans
+
+
+def split_sentences(text: str) -> List[str]:
+    """The sentence units of ``text`` (see ``sentence_spans``), each a substring of it."""
+    return [text[a:b] for a, b in sentence_spans(text)]
+
+
+# ------------------------------------------------------------------ question types
+
+_NUM_WORDS = (r"(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
+              r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|"
+              r"sixty|seventy|eighty|ninety|hundred|thousand|million|billion|trillion|dozen|"
+              r"single|double|triple|twice|thrice|once|half|several)")
+_AUX = (r"(?:is|are|was|were|am|do|does|did|can|could|may|might|must|shall|should|will|would|"
+        r"has|have|had)")
+_I = re.IGNORECASE
+
+#: The question-type cue table: (type, pattern), first match wins.
+QUESTION_CUES: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
+    ("percentage", re.compile(r"\bpercent(?:age)?s?\b|%|\b(?:what|which|how\s+much\s+of\s+(?:a|the))\s+"
+                              r"(?:\w+\s+){0,2}?(?:proportion|fraction|share)\b", _I)),
+    ("amount", re.compile(r"\bhow\s+much\b.*\b(?:costs?|costing|charged?|charges|pay|paid|price[sd]?|fees?|"
+                          r"spen[dt]|worth|owe[sd]?|money)\b|\bhow\s+much\s+money\b|"
+                          r"\b(?:what|which)\s+(?:is\s+|are\s+|was\s+|were\s+)?(?:the\s+)?(?:\w+\s+){0,3}?"
+                          r"(?:price|prices|cost|costs|fee|fees|charge|charges|amount|salary|budget|"
+                          r"deposit|premium)\b", _I)),
+    ("duration", re.compile(r"\bhow\s+(?:long|soon|quickly|often|frequently)\b|"
+                            r"\bhow\s+(?:many|much)\s+(?:\w+\s+)?(?:seconds|minutes|hours|days|weeks|months|"
+                            r"years|decades|centuries|time)\b|"
+                            r"\b(?:within|in|after|for)\s+(?:what|which)\s+(?:\w+\s+)?(?:period|time|timeframe)\b|"
+                            r"\b(?:what|which)\s+(?:is\s+|are\s+|was\s+)?(?:the\s+)?(?:\w+\s+){0,3}?"
+                            r"(?:period|periods|duration|timeframe|time\s+frame|window|lifetime|"
+                            r"interval|frequency|length\s+of\s+time)\b", _I)),
+    ("date", re.compile(r"^\W*when\b|[,;]\s*when\b|\bwhen\s+" + _AUX + r"\b|\bby\s+when\b|\bdeadline\b|"
+                        r"\b(?:what|which)\s+(?:\w+\s+)?(?:date|dates|day|year|month|time|century|decade|era)\b",
+                        _I)),
+    ("number", re.compile(r"\bhow\s+(?:many|much|large|big|high|low|far|old|tall|fast|heavy|wide|deep|"
+                          r"small|short|long)\b|"
+                          r"\b(?:what|which)\s+(?:is\s+|are\s+|was\s+|were\s+)?(?:the\s+)?(?:\w+\s+){0,3}?"
+                          r"(?:number|numbers|maximum|minimum|max|min|limit|limits|count|total|size|cap|"
+                          r"threshold|quota|rate|ratio|version|population|capacity|score)\b", _I)),
+    ("person", re.compile(r"^\W*(?:who|whom|whose)\b|[,;]\s*who\b|"
+                          r"\b(?:which|what)\s+(?:\w+\s+)?(?:team|person|people|department|role|group|"
+                          r"committee|officer|manager|owner|individual|company|organi[sz]ation)\b", _I)),
+    ("polarity", re.compile(r"^\W*" + _AUX + r"\b", _I)),
+)
+
+
+def question_type(question: str) -> Optional[str]:
+    """The answer type a question asks for, by the first matching cue of QUESTION_CUES.
+
+    ``percentage``, ``amount``, ``duration``, ``date``, ``number`` ask for a value;
+    ``person`` (who / which team) and ``polarity`` (a yes/no question starting with an
+    auxiliary verb) only rank sentences.  None when no cue matches.
+    """
+    for kind, pattern in QUESTION_CUES:
+        if pattern.search(question):
+            return kind
+    return None
+
+
+_NUMBER = re.compile(r"\d|\b" + _NUM_WORDS + r"\b|\bunlimited\b|\bno\s+(?:limit|maximum|cap)\b", _I)
+_TIME_UNIT = (r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|nights?|weeks?|fortnights?|months?|"
+              r"years?|yrs?|quarters?|decades?|centuries|century|semesters?)")
+_DURATION = re.compile(
+    r"(?:\d[\d,.]*|\b" + _NUM_WORDS + r"|\ban?|\bfew|\bmany)[\s-]+(?:(?:business|calendar|working|full|"
+    r"consecutive|additional|more)[\s-]+)?" + _TIME_UNIT + r"\b|"
+    r"\b(?:hourly|daily|nightly|weekly|fortnightly|biweekly|monthly|quarterly|annually|yearly|"
+    r"biannually|semiannually|indefinitely|permanently|immediately|overnight)\b|"
+    r"\b(?:every|each|per|a|one|the\s+same)\s+(?:\w+\s+)?" + _TIME_UNIT + r"\b", _I)
+_MONTHS = (r"(?:january|february|march|april|june|july|august|september|october|november|december|"
+           r"jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)")
+_DATE = re.compile(
+    r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b\d{1,2}\.\d{1,2}\.\d{4}\b|"
+    r"\b" + _MONTHS + r"\b\.?|\bmay\s+\d|\d\s+may\b|"
+    r"\b(?:1\d{3}|20\d{2})s?\b|\b\d{1,2}(?:st|nd|rd|th)\s+century\b|"
+    r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekdays?|weekends?|"
+    r"today|tomorrow|yesterday|noon|midnight|spring|summer|autumn|fall|winter)\b|"
+    r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\s*(?:a\.m\.|p\.m\.|am\b|pm\b)|\bq[1-4]\s*\d{2,4}\b|"
+    r"\b(?:before|after|upon|prior\s+to|until|till|within|during|since|ago|by\s+the\s+end|"
+    r"at\s+the\s+(?:end|start|beginning|time)|on\s+the\s+(?:first|last)|end\s+of)\b", _I)
+_PERCENT = re.compile(r"\d\s*%|\bper\s*cent\b|\bpercent(?:age)?s?\b|\bbasis\s+points?\b|"
+                      r"\b(?:half|one[\s-]third|two[\s-]thirds|a\s+third|a\s+quarter|three[\s-]quarters)\b", _I)
+_CURRENCY = re.compile(r"[$\u20ac\u00a3\u00a5\u20b9]\s*\d|\d\s*(?:usd|eur|gbp|jpy|chf|cad|aud|dollars?|euros?|"
+                       r"pounds?|cents?|yen|pence)\b|\b(?:usd|eur|gbp|jpy|chf|cad|aud)\s*\d|"
+                       r"\bfree(?:\s+of\s+charge)?\b|\bno\s+(?:additional\s+|extra\s+)?(?:charge|cost|fee)s?\b|"
+                       r"\bat\s+no\s+(?:additional\s+|extra\s+)?cost\b", _I)
+_PRICE_WORD = re.compile(r"\b(?:costs?|price[sd]?|fees?|charged?|charges|pay|paid|billed|priced)\b", _I)
+_ROLE = re.compile(r"\b(?:team|teams|department|officer|manager|managers|owner|owners|administrator|"
+                   r"administrators|admin|admins|committee|board|lead|staff|employee|employees|director|"
+                   r"head|person|people|group|vendor|vendors|contractor|contractors|controller|processor|"
+                   r"engineer|engineers|council|agency|authority|president|king|queen|founder)\b", _I)
+_PROPER = re.compile(r"(?<=[a-z,;:)]\s)[A-Z][a-z]+")
+_POLARITY = re.compile(r"\b(?:may|can|cannot|can't|must|mustn't|shall|should|not|no|never|only|yes|allowed|"
+                       r"permitted|prohibited|forbidden|required|requires|eligible|entitled|except|unless|"
+                       r"non-\w+|optional|mandatory)\b", _I)
+
+
+def value_match(kind: Optional[str], sentence: str) -> float:
+    """1.0 when ``sentence`` states a value of ``kind``; 0.5 when it states only some
+    number (``kind`` is a value type other than number); 0.0 otherwise.
+
+    No kind -> 1.0 (nothing asked, nothing missing).  For ``person`` and ``polarity``
+    1.0 when a role/name or a modal/polarity word is present, else 0.0.
+    """
+    if kind is None:
+        return 1.0
+    if kind == "person":
+        return 1.0 if (_ROLE.search(sentence) or _PROPER.search(sentence)) else 0.0
+    if kind == "polarity":
+        return 1.0 if _POLARITY.search(sentence) else 0.0
+    has_number = bool(_NUMBER.search(sentence))
+    if kind == "number":
+        return 1.0 if has_number else 0.0
+    if kind == "percentage":
+        full = bool(_PERCENT.search(sentence))
+    elif kind == "amount":
+        full = bool(_CURRENCY.search(sentence)) or (has_number and bool(_PRICE_WORD.search(sentence)))
+    elif kind == "duration":
+        full = bool(_DURATION.search(sentence))
+    elif kind == "date":
+        full = bool(_DATE.search(sentence)) or bool(_DURATION.search(sentence))
+    else:
+        full = False
+    if full:
+        return 1.0
+    return 0.5 if has_number else 0.0
+
+
+_PART_SPLIT = re.compile(r"[?;]+|\s*,?\s+(?:and|but|or|also)\s+(?=(?:what|when|where|who|whom|whose|which|"
+                         r"why|how|" + _AUX[3:-1] + r")\b)", _I)
+
+
+def split_question(question: str) -> List[str]:
+    """The parts of a question (see the module docstring); never empty for a non-empty text.
+
+    >>> split_question("What is the refund window and does it apply to gift cards?")
+    ['What is the refund window', 'does it apply to gift cards']
+    """
+    parts = [p.strip() for p in _PART_SPLIT.split(question)]
+    parts = [p for p in parts if any(c.isalnum() for c in p)]
+    return parts or [question.strip()]
+
+
+# ------------------------------------------------------------------ scoring
+
+def _proximity(q_set: Any, sent_terms: Sequence[str], bridges: Bridges) -> float:
+    """m / w over the shortest span holding all m matched distinct question terms."""
+    positions = [(i, t) for i, t in enumerate(sent_terms) if t in q_set]
+    distinct = {t for _, t in positions}
+    m = len(distinct)
+    if m == 0:
+        return 0.0
+    if m == 1:
+        return 0.5
+    best = len(sent_terms)
+    counts: Dict[str, int] = {}
+    have = 0
+    left = 0
+    for right in range(len(positions)):
+        t = positions[right][1]
+        counts[t] = counts.get(t, 0) + 1
+        if counts[t] == 1:
+            have += 1
+        while have == m:
+            width = positions[right][0] - positions[left][0] + 1
+            best = min(best, width)
+            lt = positions[left][1]
+            counts[lt] -= 1
+            if counts[lt] == 0:
+                have -= 1
+            left += 1
+    return m / best
+
+
+@dataclass
+class _Unit:
+    fact_idx: int
+    sent_idx: int
+    start: int
+    text: str
+    terms: List[str]
+    term_set: frozenset
+
+
+@dataclass
+class _FactInfo:
+    fact: Fact
+    chunk_terms: frozenset
+    units: List[_Unit]
+
+
+def _known_terms(q_terms: Sequence[str], index: Any, bridges: Bridges) -> List[str]:
+    """The question terms the corpus has seen (or that an expansion rule bridges).
+
+    A term no chunk contains cannot tell one chunk from another, so it never decides
+    which fact is on topic; it still weighs in the share of the question a fact covers.
+    """
+    df = getattr(index, "doc_freq", None)
+    if df is None:
+        return list(q_terms)
+    return [t for t in q_terms if df(t) > 0 or t in bridges]
+
+
+_NAME_TOKEN = re.compile(r"\b(?:[A-Z][\w'-]*[A-Z0-9][\w'-]*|[A-Za-z]*\d[\w'-]*)\b|(?<=\w\s)[A-Z][a-z][\w'-]*")
+
+
+def unknown_names(question: str, index: Any, bridges: Optional[Bridges] = None) -> List[str]:
+    """Names and codes in ``question`` whose every term the corpus has never seen.
+
+    A name is a word written with a capital not at the start of the question
+    (``Germany``, ``GraphQL``), an acronym (``HIPAA``) or a word with a digit (``401k``,
+    ``Q3D``).  When the corpus knows none of its terms, the question asks about
+    something the documents do not cover, however well its other words match.
+    """
+    df = getattr(index, "doc_freq", None)
+    analyzer = getattr(index, "analyzer", None)
+    if df is None or analyzer is None:
+        return []
+    out = []
+    for m in _NAME_TOKEN.finditer(question):
+        terms = [t for t in analyzer.analyze(m.group(0)) if t not in (bridges or {})]
+        if terms and all(df(t) == 0 for t in terms):
+            out.append(m.group(0))
+    return list(dict.fromkeys(out))
+
+
+def _is_candidate(text: str) -> bool:
+    """Headings and units without a letter or digit are never answer sentences."""
+    return not text.lstrip().startswith("#") and any(c.isalnum() for c in text)
+
+
+def _prepare(facts: Sequence[Fact], retrieval: Retrieval, index: Any, analyzer) -> List[_FactInfo]:
+    hits = _hit_map(retrieval)
+    infos = []
+    for fi, fact in enumerate(facts):
+        heading, title, _ = chunk_context(fact.chunk_id, retrieval, index, hits)
+        chunk_terms = frozenset(analyzer.analyze(fact.quote + "\n" + heading + "\n" + title))
+        units = []
+        for si, (a, b) in enumerate(sentence_spans(fact.quote)):
+            text = fact.quote[a:b]
+            if not _is_candidate(text):
+                continue
+            terms = analyzer.analyze(text)
+            units.append(_Unit(fi, si, a, text, terms, frozenset(terms)))
+        infos.append(_FactInfo(fact, chunk_terms, units))
+    return infos
+
+
+def _r(x: float) -> float:
+    return round(x, 6)
+
+
+def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: Any,
+                 bridges: Bridges, cfg: Dict[str, Any]) -> Dict[str, Any]:
+    """Rules 1-7 for one question part: a dict with outcome, chosen units and numbers."""
+    kind = question_type(part)
+    out: Dict[str, Any] = {"part": part, "terms": list(q_terms), "question_type": kind}
+    if not q_terms:
+        out["outcome"] = "no_question_terms"
+        return out
+    weights = term_weights(q_terms, index)
+    known = _known_terms(q_terms, index, bridges)
+    out["unknown_terms"] = [t for t in q_terms if t not in known]
+    # 1b. a name or code the corpus has never seen: the question is about something else
+    names = unknown_names(part, index, bridges)
+    if names:
+        out["unknown_names"] = names
+        out["outcome"] = "unknown_name"
+        return out
+    top = max([weights[t] for t in known] or [0.0])
+    ratio = float(cfg["key_idf_ratio"])
+    key = [t for t in known if weights[t] >= ratio * top] if top > 0 else list(known)
+    out["key_terms"] = key
+    out["idf"] = {t: _r(weights[t]) for t in q_terms}
+
+    # 2. on-topic facts: the rarest known terms, and enough of the whole question
+    min_share = float(cfg["min_question_share"])
+    coverage = []
+    for info in infos:
+        kc = (weighted_share(key, weights, info.chunk_terms, bridges) if top > 0 else
+              (1.0 if key and all(covered(t, info.chunk_terms, bridges) for t in key) else 0.0))
+        qs = weighted_share(q_terms, weights, info.chunk_terms, bridges)
+        coverage.append(kc if qs >= min_share else 0.0)
+    out["key_coverage"] = _r(max(coverage)) if coverage else 0.0
+    on_topic = [i for i, c in enumerate(coverage) if c >= float(cfg["min_key_coverage"])]
+    if not on_topic:
+        out["outcome"] = "key_terms_not_covered"
+        return out
+
+    # 3.-4. candidates and scores
+    wc, wt, wp, wr = (float(cfg["weight_coverage"]), float(cfg["weight_type"]),
+                      float(cfg["weight_proximity"]), float(cfg["weight_retrieval"]))
+    q_set = set(q_terms)
+    scored = []   # (score, fact_idx, sent_idx, unit, type_match)
+    for i in on_topic:
+        info = infos[i]
+        chunk_share = weighted_share(q_terms, weights, info.chunk_terms, bridges)
+        for unit in info.units:
+            sent_share = weighted_share(q_terms, weights, unit.term_set, bridges)
+            cov = SENTENCE_SHARE * sent_share + (1.0 - SENTENCE_SHARE) * chunk_share
+            tm = value_match(kind, unit.text)
+            prox = _proximity(q_set, unit.terms, bridges)
+            score = wc * cov + wt * tm + wp * prox + wr * max(0.0, min(1.0, info.fact.score))
+            scored.append((score, unit.fact_idx, unit.sent_idx, unit, tm))
+    scored.sort(key=lambda s: (-s[0], s[1], s[2]))
+    if not scored:
+        out["outcome"] = "key_terms_not_covered"
+        return out
+    pool = scored
+    if kind in VALUE_TYPES:
+        pool = [s for s in scored if s[4] > 0.0]
+        if not pool:
+            out["outcome"] = "answer_type_missing"
+            return out
+    best = pool[0]
+    runner = next((s[0] for s in scored if s is not best), 0.0)
+    out["best_score"] = _r(best[0])
+    out["runner_up"] = _r(runner)
+    if best[0] < float(cfg["min_score"]):
+        out["outcome"] = "below_threshold"
+        return out
+
+    # 6. extra sentences that bring key terms the chosen ones lack
+    chosen = [best]
+    have = set(t for t in key if covered(t, best[3].term_set, bridges))
+    for cand in scored:
+        if len(chosen) > int(cfg["max_extra_sentences"]):
+            break
+        if cand is best or cand[0] < best[0] - float(cfg["extra_sentence_margin"]):
+            continue
+        new = [t for t in key if t not in have and covered(t, cand[3].term_set, bridges)]
+        if new:
+            chosen.append(cand)
+            have.update(new)
+
+    # 7. confidence
+    margin = best[0] - runner
+    if best[0] >= float(cfg["confidence_high"]) and margin >= float(cfg["confidence_margin"]):
+        confidence = "High"
+    elif best[0] >= float(cfg["confidence_medium"]):
+        confidence = "Medium"
+    else:
+        confidence = "Low"
+    out.update(outcome="answered", confidence=confidence,
+               chosen=[{"chunk_id": infos[c[1]].fact.chunk_id, "sentence": c[2], "score": _r(c[0]),
+                        "type_match": c[4]} for c in chosen])
+    out["_units"] = [c[3] for c in chosen]
+    return out
+
+
+def _cfg(config: Dict[str, Any]) -> Dict[str, Any]:
+    from .config import DEFAULTS   # defaults for keys a partial config dict leaves out
+    merged = dict(DEFAULTS["answer"])
+    merged.update(config.get("answer", {}))
+    return merged
+
+
+def phase_c(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
+            config: Dict[str, Any]) -> Answer:
+    """The extractive answer to ``question`` from the phase B ``facts`` (rules 1-7 above)."""
+    cfg = _cfg(config)
+    if not facts:
+        return Answer(sentences=[], confidence="Low", refused=True, reasons=["no_evidence"],
+                      detail={"parts": []})
+    analyzer = analyzer_of(index, config)
+    bridges = expansion_bridges(question, config, analyzer)
+    infos = _prepare(facts, retrieval, index, analyzer)
+    parts = []
+    for part in split_question(question):
+        q_terms = question_terms(part, retrieval, analyzer)
+        parts.append(_answer_part(part, q_terms, infos, index, bridges, cfg))
+
+    answered = [p for p in parts if p["outcome"] == "answered"]
+    if not answered:
+        reasons = list(dict.fromkeys(p["outcome"] for p in parts))
+        return Answer(sentences=[], confidence="Low", refused=True, reasons=reasons,
+                      detail={"parts": parts})
+
+    # Gather the chosen units in part order, at most max_sentences, each once.
+    units: List[_Unit] = []
+    seen = set()
+    for p in answered:
+        for u in p.pop("_units"):
+            if (u.fact_idx, u.sent_idx) not in seen and len(units) < int(cfg["max_sentences"]):
+                seen.add((u.fact_idx, u.sent_idx))
+                units.append(u)
+    # One AnswerSentence per chunk: join a chunk's sentences in text order.
+    by_fact: Dict[int, List[_Unit]] = {}
+    order: List[int] = []
+    for u in units:
+        if u.fact_idx not in by_fact:
+            order.append(u.fact_idx)
+            by_fact[u.fact_idx] = []
+        by_fact[u.fact_idx].append(u)
+    sentences = []
+    for fi in order:
+        fact = infos[fi].fact
+        text = " ".join(u.text for u in sorted(by_fact[fi], key=lambda u: u.start))
+        sentences.append(AnswerSentence(sentence=text, pdf=fact.pdf, page=fact.page, chunk_id=fact.chunk_id))
+    rank = {level: n for n, level in enumerate(CONFIDENCE_LEVELS)}
+    confidence = max((p["confidence"] for p in answered), key=lambda c: rank[c])
+    for p in parts:
+        p.pop("_units", None)
+    return Answer(sentences=sentences, confidence=confidence, refused=False, reasons=[],
+                  detail={"parts": parts})

@@ -1,0 +1,109 @@
+"""Trace stage: the one JSON row per question that ``score_eval.py`` reads (seed 002).
+
+A trace row carries seed 002's fields first (``qid``, ``q``, ``retrieved_ids``,
+``answer_json``), then what a person debugging the answer needs.  Keys, in this order:
+
+====================  ===================================================================
+key                   value
+====================  ===================================================================
+``qid``               the gold item's id ("" for ``ask``)
+``q``                 the question as asked
+``retrieved_ids``     accepted hits' chunk ids, in rank order (what the answerer saw;
+                      citations must be among them)
+``retrieved_scores``  their similarity in [0, 1], parallel to ``retrieved_ids``
+``answer_json``       ``{"claim": str, "citations": [ids]}``; the refusal token and ``[]``
+                      for every non-ANSWER decision
+``cited_chunks``      ``{id: full chunk text}`` for the citations (the scorer's
+                      hallucination check); ``{}`` on a refusal
+``decision``          ANSWER | ABSTAIN | CLARIFY | BLOCK
+``reasons``           every guard that fired, precedence order (``decision.py``)
+``message``           the text for a person ("" on ANSWER)
+``confidence``        High | Medium | Low (phase C's on ANSWER; Low otherwise)
+``fallback_used``     the retrieval fell back to ``fallback_min_similarity``
+``expansions``        expanded query strings that were run
+``corrections``       ``{query token: index term}`` typo corrections
+``risk``              ``{"level": ..., "matched": [...]}``
+``conflicts``         compact pairs ``{"kind", "axis", "a", "b", "reason"}``
+``signals``           the retrieval signals (max, mean, gap, hit_count, dates, as_of, ...)
+``timings_ms``        only with ``--timings``: per-stage wall times.  Off by default
+                      because times differ run to run and the trace must be byte-identical
+====================  ===================================================================
+
+Rows are written with :func:`mini_rag.fileio.dumps_jsonl` (compact, keys in this order,
+non-ASCII kept), so two runs over the same inputs give the same bytes.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence
+
+__all__ = ["TRACE_KEYS", "build_row", "format_text"]
+
+TRACE_KEYS = ("qid", "q", "retrieved_ids", "retrieved_scores", "answer_json", "cited_chunks",
+              "decision", "reasons", "message", "confidence", "fallback_used", "expansions",
+              "corrections", "risk", "conflicts", "signals")
+
+
+def build_row(qid: str, question: str, hits: Sequence[Any], claim: str, citations: Sequence[str],
+              cited_chunks: Dict[str, str], decision: str, reasons: Sequence[str], message: str,
+              confidence: str, fallback_used: bool, expansions: Sequence[str],
+              corrections: Dict[str, str], risk: Dict[str, Any], conflicts: Sequence[Dict[str, Any]],
+              signals: Dict[str, Any], timings_ms: Optional[Dict[str, float]] = None) -> Dict[str, Any]:
+    """The trace row, keys in :data:`TRACE_KEYS` order (plus ``timings_ms`` when given).
+
+    ``hits`` are records.Hit in rank order.  Dicts whose order is not meaningful
+    (``cited_chunks`` follows the citation order; ``corrections`` is sorted by key).
+    """
+    row: Dict[str, Any] = {
+        "qid": qid,
+        "q": question,
+        "retrieved_ids": [h.chunk_id for h in hits],
+        "retrieved_scores": [float(h.similarity) for h in hits],
+        "answer_json": {"claim": claim, "citations": list(citations)},
+        "cited_chunks": {cid: cited_chunks[cid] for cid in citations if cid in cited_chunks},
+        "decision": decision,
+        "reasons": list(reasons),
+        "message": message,
+        "confidence": confidence,
+        "fallback_used": bool(fallback_used),
+        "expansions": list(expansions),
+        "corrections": {k: corrections[k] for k in sorted(corrections)},
+        "risk": risk,
+        "conflicts": list(conflicts),
+        "signals": signals,
+    }
+    if timings_ms is not None:
+        row["timings_ms"] = timings_ms
+    return row
+
+
+def format_text(decision: str, sentences: Sequence[Any], confidence: str, refusal: str,
+                message: str = "") -> str:
+    """The QA contract's text form, as ``ask`` prints it (no trailing newline).
+
+    ANSWER::
+
+        ANSWER:
+        1. <sentence> (<doc>, p<page>, <chunk_id>)
+        CONFIDENCE: High|Medium|Low
+
+    Any other decision: the refusal token alone on the first line (exactly the
+    contract's refusal line, so a script can compare it), then the human message on
+    the second line when there is one.
+
+    >>> from types import SimpleNamespace as S
+    >>> print(format_text("ANSWER", [S(sentence="Refunds take 5 days.", pdf="refunds", page=1,
+    ...                                 chunk_id="refunds#p2")], "High", "not in context"))
+    ANSWER:
+    1. Refunds take 5 days. (refunds, p1, refunds#p2)
+    CONFIDENCE: High
+    >>> print(format_text("ABSTAIN", [], "Low", "not in context", "No evidence."))
+    not in context
+    No evidence.
+    """
+    if decision != "ANSWER" or not sentences:
+        return refusal + ("\n" + message if message else "")
+    lines: List[str] = ["ANSWER:"]
+    for n, s in enumerate(sentences, 1):
+        lines.append("%d. %s (%s, p%d, %s)" % (n, " ".join(s.sentence.split()), s.pdf, s.page, s.chunk_id))
+    lines.append("CONFIDENCE: %s" % confidence)
+    return "\n".join(lines)

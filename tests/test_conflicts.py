@@ -1,0 +1,205 @@
+"""Conflict detection (mini_rag/conflicts.py): each rule of the module docstring on a fixture."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from mini_rag.analysis import Analyzer  # noqa: E402
+from mini_rag.config import DEFAULTS  # noqa: E402
+from mini_rag.conflicts import (evidence_units, find_conflicts, polarity, qualifiers,  # noqa: E402
+                                quantities)
+from mini_rag.records import Fact  # noqa: E402
+
+AN = Analyzer()
+GUARDS = DEFAULTS["guards"]
+CLARIFY = DEFAULTS["clarify"]
+
+
+def stem(word):
+    terms = AN.analyze(word)
+    return terms[0] if terms else word
+
+
+def fact(doc, n, text):
+    return Fact(quote=text, pdf=doc, page=1, chunk_id="%s#p%d" % (doc, n), score=0.5)
+
+
+def detect(question, facts, context=None):
+    return find_conflicts(AN.analyze(question), facts, AN, GUARDS, CLARIFY, context, question)
+
+
+class EvidenceUnits(unittest.TestCase):
+    def test_table(self):
+        cases = [
+            ("One. Two.", ["One.", "Two."]),
+            ("Refunds take 2.5 days. See e.g. Annex B.", ["Refunds take 2.5 days.", "See e.g. Annex B."]),
+            ("- Starter plan: free\n- Pro plan: $5", ["- Starter plan: free", "- Pro plan: $5"]),
+            ("| Plan | Days |\n| Pro | 30 |", ["| Plan | Days |", "| Pro | 30 |"]),   # no |---| rule: lines
+            ("| Plan | Requests per minute | Burst |\n|---|---:|---|\n| Free | 60 | 5 |\n| Pro | 1,000 |",
+             ["| Free plan | 60 requests per minute | 5 burst |", "| Pro plan | 1,000 requests per minute |"]),
+            ("Limits:\n\n| Plan |\n| --- |\n| Pro |", ["Limits:", "| Pro plan |"]),
+            ("Version v2.1 applies. Next.", ["Version v2.1 applies.", "Next."]),
+            ("", []),
+        ]
+        for text, want in cases:
+            with self.subTest(text=text):
+                self.assertEqual(evidence_units(text), want)
+
+
+class Polarity(unittest.TestCase):
+    def test_table(self):
+        cases = [
+            ("SSNs may be stored in plaintext.", {"permission": "pos", "encryption": "plaintext"}),
+            ("SSNs must not be stored in plaintext.", {"permission": "neg", "encryption": "encrypted"}),
+            ("Exports may not include PII.", {"permission": "neg"}),
+            ("You can export reports.", {"permission": "pos"}),
+            ("You cannot export reports.", {"permission": "neg"}),
+            ("Resale is prohibited.", {"permission": "neg"}),
+            ("Resale is not allowed.", {"permission": "neg"}),
+            ("Resale is allowed.", {"permission": "pos"}),
+            # both signs in one unit: no claim on that axis
+            ("Customers may request a refund but must not resell.", {}),
+            ("Purchases are refundable within 30 days.", {"refund": "pos"}),
+            ("Promotional purchases are non-refundable.", {"refund": "neg"}),
+            ("Gift cards are not refundable.", {"refund": "neg"}),
+            ("There are no refunds for setup fees.", {"refund": "neg"}),
+            ("Backups are encrypted with AES-256.", {"encryption": "encrypted"}),
+            ("Backups are never encrypted.", {"permission": "neg"}),
+            ("Reports are generated nightly.", {}),
+        ]
+        for text, want in cases:
+            with self.subTest(text=text):
+                self.assertEqual(polarity(text), want)
+
+
+class Quantities(unittest.TestCase):
+    def test_table(self):
+        cases = [
+            ("Data is kept for 30 calendar days.", [("30", "day")]),
+            ("The limit is 1,000 requests per hour.", [("1000", "request/hour")]),
+            ("Uptime is 99.90% monthly.", [("99.9", "%")]),
+            ("It costs $5/month or \u20ac50 per year.", [("5", "$/month"), ("50", "\u20ac/year")]),
+            ("Use AES-256 and ISO 27001 since 2024-01-15.", []),     # codes, identifiers, dates
+            ("Section 4.2 applies.", []),                            # label + number = identifier
+            ("The 2021 policy is retired.", []),                     # a year is a date
+            ("Support answers 24/7.", []),
+            ("In 2021, we moved.", []),
+            ("Up to 2000 requests per hour.", [("2000", "request/hour")]),   # a rate, not a year
+        ]
+        for text, want in cases:
+            with self.subTest(text=text):
+                self.assertEqual(quantities(text, stem), want)
+
+
+class Qualifiers(unittest.TestCase):
+    def test_table(self):
+        values = ["enterprise", "pro", "EU", "US"]
+        nouns = ["plan", "tier"]
+        cases = [
+            ("On the Enterprise plan, EU data stays in Frankfurt.", ["enterprise", "eu"]),
+            ("Let us know.", []),                                  # capitals entry: pronoun is not the region
+            ("Data of US customers stays in Ohio.", ["us"]),
+            ("The Growth plan includes SSO.", ["growth"]),         # capitalized name before a noun
+            ("Growth plan includes SSO.", []),                     # sentence-initial capital is no name
+            ("Your plan includes SSO.", []),
+            ("The pro-rata refund applies.", []),                  # hyphenated word is not "pro"
+        ]
+        for text, want in cases:
+            with self.subTest(text=text):
+                self.assertEqual(sorted(qualifiers(text, values, nouns)), want)
+
+
+class FindConflicts(unittest.TestCase):
+    def test_polarity_pair_names_both_sources(self):
+        facts = [fact("enc-std", 1, "Social security numbers must not be stored in plaintext."),
+                 fact("legacy", 1, "Social security numbers may be stored in plaintext on the file server.")]
+        pairs = detect("Can we store social security numbers in plaintext?", facts)
+        self.assertEqual(len(pairs), 1)
+        p = pairs[0]
+        self.assertEqual((p.kind, p.axis, p.doc_a, p.chunk_a, p.doc_b, p.chunk_b),
+                         ("polarity", "permission", "enc-std", "enc-std#p1", "legacy", "legacy#p1"))
+        self.assertIn("must not be stored", p.snippet_a)
+        self.assertIn("may be stored", p.snippet_b)
+        self.assertEqual(p.compact(), {"kind": "polarity", "axis": "permission", "a": "enc-std#p1",
+                                       "b": "legacy#p1", "reason": "permission: neg vs pos"})
+
+    def test_numeric_pair(self):
+        facts = [fact("limits-2026", 2, "The API rate limit is 300 requests per hour."),
+                 fact("limits-2021", 2, "The API rate limit is 1000 requests per hour.")]
+        pairs = detect("What is the API rate limit?", facts)
+        self.assertEqual([(p.kind, p.axis, p.chunk_a, p.chunk_b, p.reason) for p in pairs],
+                         [("numeric", "request/hour", "limits-2021#p2", "limits-2026#p2",
+                           "1000 request/hour vs 300 request/hour")])
+
+    def test_table_rows_of_two_documents(self):
+        table = "| Plan | Requests per minute |\n|---|---|\n| Free | %d |\n| Pro | %d |"
+        # the Free rows differ too, but the question names the Pro plan (rule 2e)
+        facts = [fact("limits-2021", 3, table % (60, 300)), fact("limits-2026", 5, table % (100, 600))]
+        pairs = detect("What is the API rate limit on the Pro plan?", facts,
+                       context={"limits-2021#p3": "API Rate Limits", "limits-2026#p5": "API Rate Limits"})
+        self.assertEqual([(p.kind, p.reason, p.snippet_a, p.snippet_b) for p in pairs],
+                         [("numeric", "300 request/minut vs 600 request/minut",
+                           "| Pro plan | 300 requests per minute |", "| Pro plan | 600 requests per minute |")])
+
+    def test_no_conflict_cases(self):
+        cases = [
+            ("same document never conflicts", "What is the API rate limit?",
+             [fact("limits", 1, "The API rate limit is 300 requests per hour."),
+              fact("limits", 2, "The API rate limit is 1000 requests per hour.")]),
+            ("equal values agree", "What is the API rate limit?",
+             [fact("a", 1, "The API rate limit is 300 requests per hour."),
+              fact("b", 1, "The API rate limit is 300 requests per hour per key.")]),
+            ("overlapping value sets agree", "What is the API rate limit?",
+             [fact("a", 1, "The API rate limit is 300 requests per hour."),
+              fact("b", 1, "The API rate limit is 300 or 1000 requests per hour.")]),
+            ("only the unit is shared", "How many days?",
+             [fact("a", 1, "Invoices are due within 30 days."),
+              fact("b", 1, "Tickets are closed after 7 days.")]),
+            ("different units", "What is the API rate limit?",
+             [fact("a", 1, "The API rate limit is 300 requests per hour."),
+              fact("b", 1, "The API rate limit is 20 requests per second.")]),
+            ("different variants (qualifiers)", "What is the API rate limit?",
+             [fact("a", 1, "On the Pro plan the API rate limit is 300 requests per hour."),
+              fact("b", 1, "On the Enterprise plan the API rate limit is 1000 requests per hour.")]),
+            ("exception: question names a narrower subject one side lacks",
+             "Are promotional purchases refundable?",
+             [fact("promo", 1, "Promotional purchases are non-refundable."),
+              fact("policy", 1, "Purchases are refundable within 30 days.")]),
+            ("pair off the question's subject", "Are promotional purchases refundable?",
+             [fact("promo", 1, "Promotional purchases are non-refundable."),
+              fact("new", 1, "Customers may request a refund within 30 days of purchase."),
+              fact("old", 1, "Customers may request a refund within 14 days of purchase.")]),
+            ("no question term in the units", "Who owns the cafeteria?",
+             [fact("a", 1, "The API rate limit is 300 requests per hour."),
+              fact("b", 1, "The API rate limit is 1000 requests per hour.")]),
+            ("same sign", "Can we store social security numbers in plaintext?",
+             [fact("a", 1, "Social security numbers must not be stored in plaintext."),
+              fact("b", 1, "Social security numbers must never be stored in plaintext.")]),
+        ]
+        for name, question, facts in cases:
+            with self.subTest(name):
+                self.assertEqual(detect(question, facts), [])
+
+    def test_context_supplies_heading_terms(self):
+        # rule 2c: the question term "api" is only in one chunk's text, the other has it in its title
+        facts = [fact("a", 1, "The API rate limit is 300 requests per hour."),
+                 fact("b", 1, "The rate limit is 1000 requests per hour.")]
+        q = "What is the API rate limit?"
+        self.assertEqual(detect(q, facts), [])
+        pairs = detect(q, facts, context={"b#p1": "Limits\nAPI Rate Limits (2021)"})
+        self.assertEqual([(p.chunk_a, p.chunk_b) for p in pairs], [("a#p1", "b#p1")])
+
+    def test_order_does_not_depend_on_input_order(self):
+        facts = [fact("c", 1, "The API rate limit is 50 requests per hour."),
+                 fact("b", 1, "The API rate limit is 1000 requests per hour."),
+                 fact("a", 1, "The API rate limit is 300 requests per hour.")]
+        q = "What is the API rate limit?"
+        want = [("a#p1", "b#p1"), ("a#p1", "c#p1"), ("b#p1", "c#p1")]
+        for order in (facts, facts[::-1], [facts[1], facts[2], facts[0]]):
+            with self.subTest(order=[f.chunk_id for f in order]):
+                self.assertEqual([(p.chunk_a, p.chunk_b) for p in detect(q, order)], want)
+
+
+if __name__ == "__main__":
+    unittest.main()

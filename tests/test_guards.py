@@ -1,0 +1,200 @@
+"""Guards (mini_rag/guards.py): citations, risk, freshness, ambiguity, low confidence."""
+import datetime
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from mini_rag import guards  # noqa: E402
+from mini_rag.analysis import Analyzer  # noqa: E402
+from mini_rag.config import DEFAULTS  # noqa: E402
+from mini_rag.errors import MiniRagError  # noqa: E402
+from mini_rag.records import Fact  # noqa: E402
+
+AN = Analyzer()
+GUARDS = dict(DEFAULTS["guards"], as_of="2026-11-01")
+
+
+def fact(doc, n, text):
+    return Fact(quote=text, pdf=doc, page=1, chunk_id="%s#p%d" % (doc, n), score=0.5)
+
+
+class Citations(unittest.TestCase):
+    RET = ["a#p0", "a#p1", "b#p0", "c#p0", "d#p0", "e#p0", "f#p0"]
+
+    def test_table(self):
+        cases = [
+            ("valid answer", ["a#p0", "b#p0"], False, []),
+            ("refusal may cite nothing", [], True, []),
+            ("non-refusal without citations", [], False, ["answer has no citations"]),
+            ("unknown id", ["a#p0", "x#p9"], False, ["citation 'x#p9' does not match any retrieved chunk"]),
+            ("duplicate", ["a#p0", "a#p0"], False, ["duplicate citation 'a#p0'"]),
+            ("missing slot", ["a#p0", None], False, ["sentence 2 has no citation"]),
+            ("empty string slot", [""], False, ["sentence 1 has no citation"]),
+            ("six distinct, at most five", ["a#p0", "a#p1", "b#p0", "c#p0", "d#p0", "e#p0"], False,
+             ["6 citations, at most 5 allowed"]),
+            ("five is fine", ["a#p0", "a#p1", "b#p0", "c#p0", "d#p0"], False, []),
+            ("errors collected together", ["x#p1", "x#p1"], False,
+             ["citation 'x#p1' does not match any retrieved chunk",
+              "citation 'x#p1' does not match any retrieved chunk", "duplicate citation 'x#p1'"]),
+        ]
+        for name, cites, refusal, errors in cases:
+            with self.subTest(name):
+                check = guards.validate_citations(cites, self.RET, refusal, max_citations=5)
+                self.assertEqual(check.errors, errors)
+                self.assertEqual(check.valid, not errors)
+
+    def test_keyword_overlap_is_a_warning_only(self):
+        texts = {"a#p0": "Refunds are paid within 10 business days.", "b#p0": "The cafeteria opens at 8."}
+        check = guards.validate_citations(["a#p0", "b#p0"], self.RET, False, 5,
+                                          sentences=["Refunds are paid within 10 business days.",
+                                                     "Invoices are retained for seven years."],
+                                          chunk_texts=texts, analyzer=AN)
+        self.assertTrue(check.valid)
+        self.assertEqual(check.warnings, ["sentence 2 shares no keyword with its cited chunk 'b#p0'"])
+
+
+class Risk(unittest.TestCase):
+    def test_table(self):
+        risk = DEFAULTS["risk"]
+        cases = [
+            ("What is our refund policy?", "high", ["policy", "refund"]),
+            ("How long do we retain chat transcripts?", "high", ["retain"]),
+            ("Is personal data deleted after closure?", "high", ["delete", "personal data"]),  # deletion = delete: one position, first phrase
+            ("What is the API rate limit?", "medium", ["rate limit"]),      # longer phrase wins
+            ("What are the API rate limits and the export limit?", "high", ["limit", "rate limit"]),
+            ("What is the monthly uptime commitment?", "medium", ["uptime"]),
+            ("Can we store SSNs in plaintext?", "high", ["SSNs"]),
+            ("When does the cafeteria open?", "low", []),
+        ]
+        for q, level, matched in cases:
+            with self.subTest(q):
+                r = guards.classify_risk(q, AN, risk)
+                self.assertEqual((r.level, r.matched), (level, matched))
+
+    def test_equal_length_high_beats_medium(self):
+        r = guards.classify_risk("quota", AN, {"high": ["quota"], "medium": ["quota"]})
+        self.assertEqual(r.level, "high")
+
+
+class Freshness(unittest.TestCase):
+    AS_OF = datetime.date(2026, 11, 1)
+
+    def _days_before(self, n):
+        return (self.AS_OF - datetime.timedelta(days=n)).isoformat()
+
+    def test_table(self):
+        d = self._days_before
+        cases = [
+            # (name, effective, metadata, risk, stale rule or None)
+            ("review_by passed", "2026-01-01", {"review_by": "2026-10-31"}, "high", "review_by"),
+            ("review_by on as_of is not passed", "2020-01-01", {"review_by": "2026-11-01"}, "high", None),
+            ("review_by wins over an old effective date", "2010-01-01", {"review_by": "2027-01-01"}, "high", None),
+            ("high risk: 366 days old", d(366), {}, "high", "effective"),
+            ("high risk: 365 days old", d(365), {}, "high", None),
+            ("medium risk: 731 days old", d(731), {}, "medium", "effective"),
+            ("medium risk: 366 days old", d(366), {}, "medium", None),
+            ("low risk uses freshness_days too", d(731), {}, "low", "effective"),
+            ("no dates: nothing to measure", "", {}, "high", None),
+            ("unreadable review_by counts as stale", "2026-01-01", {"review_by": "soon"}, "high",
+             "invalid_review_by"),
+        ]
+        for name, effective, meta, risk, rule in cases:
+            with self.subTest(name):
+                res = guards.check_freshness([("x#p1", "x", effective, meta)], risk, GUARDS)
+                self.assertEqual(res.stale, rule is not None)
+                self.assertEqual([s["rule"] for s in res.sources], [rule] if rule else [])
+                self.assertEqual(res.threshold_days, 365 if risk == "high" else 730)
+
+    def test_age_is_reported(self):
+        res = guards.check_freshness([("x#p1", "x", "2024-11-01", {})], "high", GUARDS)
+        self.assertEqual(res.sources, [{"chunk_id": "x#p1", "doc_id": "x", "age_days": 365 + 365,
+                                        "date": "2024-11-01", "rule": "effective"}])
+
+    def test_as_of_comes_from_config(self):
+        cfg = dict(GUARDS, as_of="2030-01-01")
+        res = guards.check_freshness([("x#p1", "x", "2026-01-01", {"review_by": "2027-01-01"})], "high", cfg)
+        self.assertTrue(res.stale)
+        with self.assertRaises(MiniRagError) as ctx:
+            guards.check_freshness([], "high", dict(GUARDS, as_of="01/11/2026"))
+        self.assertEqual(str(ctx.exception), "config [guards] as_of must be a date YYYY-MM-DD, got '01/11/2026'")
+
+
+class Ambiguity(unittest.TestCase):
+    CLARIFY = DEFAULTS["clarify"]
+
+    def check(self, q, facts=()):
+        return guards.check_ambiguity(q, list(facts), AN, self.CLARIFY, GUARDS)
+
+    def test_vague_reference(self):
+        cases = [
+            ("Is it allowed?", True),
+            ("What is the limit for that?", True),
+            ("Can we do that?", True),
+            ("Is it allowed to store SSNs in plaintext?", False),      # names its subject
+            ("Does this apply to EU customers?", False),
+            ("Is there a limit on exports?", False),                    # no referent word
+        ]
+        for q, want in cases:
+            with self.subTest(q):
+                res = self.check(q)
+                self.assertEqual(res.ambiguous, want)
+                self.assertEqual(res.kind, "vague_reference" if want else "")
+
+    PLANS = [fact("plans", 2, "- Starter plan: downgrades take effect at the next renewal with no penalty.\n"
+                              "- Enterprise plan: downgrading before the end of the term incurs a "
+                              "penalty of 20% of the remaining fees.")]
+
+    def test_variant(self):
+        res = self.check("Can we downgrade without penalties?", self.PLANS)
+        self.assertEqual((res.ambiguous, res.kind), (True, "variant"))
+        self.assertEqual(res.detail, {"qualifiers": ["enterprise", "starter"], "chunks": ["plans#p2"]})
+
+    def test_not_variant(self):
+        cases = [
+            ("question names a qualifier", "What is the downgrade penalty on the Enterprise plan?", self.PLANS),
+            ("same value under both qualifiers", "How long is the notice period?",
+             [fact("p", 1, "- Pro plan: the notice period is 30 days.\n- Enterprise plan: the notice period is 30 days.")]),
+            ("only one qualified unit", "How long is the notice period?",
+             [fact("p", 1, "The notice period is 60 days.\n- Enterprise plan: the notice period is 30 days.")]),
+            ("units do not speak to the question", "How are invoices delivered?",
+             [fact("p", 1, "- Pro plan: the notice period is 30 days.\n- Enterprise plan: the notice period is 60 days.")]),
+            ("no evidence", "How long is the notice period?", []),
+            ("quantities of different kinds", "How long is the notice period?",
+             [fact("p", 1, "- Pro plan: the notice period is 30 days.\n"
+                           "- Enterprise plan: the notice period covers 3 sites.")]),
+            ("same negation, no quantities", "Is the notice period waived?",
+             [fact("p", 1, "- Pro plan: the notice period is not waived.\n"
+                           "- Enterprise plan: the notice period is never waived.")]),
+        ]
+        for name, q, facts in cases:
+            with self.subTest(name):
+                self.assertFalse(self.check(q, facts).ambiguous)
+
+    def test_region_variant_across_documents(self):
+        facts = [fact("eu", 1, "EU customer data is deleted 30 days after contract end."),
+                 fact("us", 1, "US customer data is deleted 90 days after contract end.")]
+        res = self.check("When is customer data deleted after the contract ends?", facts)
+        self.assertEqual((res.kind, res.detail["qualifiers"]), ("variant", ["eu", "us"]))
+        self.assertFalse(self.check("When is EU customer data deleted after the contract ends?", facts).ambiguous)
+
+
+class LowConfidence(unittest.TestCase):
+    def test_table(self):
+        cases = [
+            ("no hits", 0, True, ["no_evidence"], {}, ["no_hits"]),
+            ("one hit is enough by default", 1, False, [], {}, []),
+            ("min_chunks 2", 1, False, [], {"min_chunks": 2}, ["too_few_hits"]),
+            ("phase C refused", 3, True, ["key_terms_not_covered"], {}, ["answer_refused:key_terms_not_covered"]),
+            ("refused without a reason", 3, True, [], {}, ["answer_refused"]),
+            ("too few and refused", 1, True, ["below_threshold"], {"min_chunks": 2},
+             ["too_few_hits", "answer_refused:below_threshold"]),
+        ]
+        for name, hits, refused, reasons, override, want in cases:
+            with self.subTest(name):
+                self.assertEqual(guards.low_confidence(hits, refused, reasons, dict(GUARDS, **override)), want)
+
+
+if __name__ == "__main__":
+    unittest.main()

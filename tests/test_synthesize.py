@@ -1,0 +1,418 @@
+"""Phase C (mini_rag/synthesize.py): sentence units, question-type cues, scoring arithmetic,
+refusal rules (near miss, missing value type, threshold), multi-part questions, verbatim
+copying and the contract's text form."""
+import copy
+import json
+import math
+import os
+import subprocess
+import sys
+import unittest
+from pathlib import Path
+
+from mini_rag.analysis import Analyzer
+from mini_rag.config import DEFAULTS
+from mini_rag.records import Fact, Hit, Retrieval
+from mini_rag.synthesize import (Answer, AnswerSentence, format_answer, phase_c, question_type,
+                                 split_question, split_sentences, unknown_names, value_match)
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "phases" / "evidence.json"
+
+
+class FakeIndex:
+    """doc_freq from the fixture; Lucene's BM25 idf written out independently."""
+
+    def __init__(self, num_chunks, doc_freq):
+        self.num_chunks, self.df = num_chunks, doc_freq
+        self.analyzer = Analyzer()
+
+    def idf(self, term):
+        df = self.df.get(term, 0)
+        return math.log(1 + (self.num_chunks - df + 0.5) / (df + 0.5))
+
+
+DATA = json.loads(FIXTURE.read_text(encoding="utf-8"))
+INDEX = FakeIndex(DATA["num_chunks"], DATA["doc_freq"])
+REFUND = Retrieval.from_json(DATA["retrieval"])
+REFUND_FACT = Fact(REFUND.hits[0].text, "refund-policy", 1, "refund-policy#p2", 0.82)
+
+
+def fact(cid, quote, score=0.5, page=1):
+    return Fact(quote=quote, pdf=cid.split("#")[0], page=page, chunk_id=cid, score=score)
+
+
+def cfg(**answer):
+    c = copy.deepcopy(DEFAULTS)
+    c["answer"].update(answer)
+    return c
+
+
+def run(question, facts, index=None, retrieval=None, **answer):
+    return phase_c(question, facts, retrieval or Retrieval(question=question, hits=[]), index, cfg(**answer))
+
+
+class SplitSentencesTest(unittest.TestCase):
+    def test_table(self):
+        cases = [
+            ("One. Two! Three?", ["One.", "Two!", "Three?"]),
+            ("The fee is 2.5 percent. It is due.", ["The fee is 2.5 percent.", "It is due."]),
+            ("See Sec. 4 and No. 7 of the plan. Next.", ["See Sec. 4 and No. 7 of the plan.", "Next."]),
+            ("Use e.g. a card, i.e. Visa. Then stop.", ["Use e.g. a card, i.e. Visa.", "Then stop."]),
+            ("Approved by J. Smith on Monday. Done.", ["Approved by J. Smith on Monday.", "Done."]),
+            ("Version v1.2.3 of ISO-27001 applies. Ok.", ["Version v1.2.3 of ISO-27001 applies.", "Ok."]),
+            ("It ends here. 30 days apply.", ["It ends here.", "30 days apply."]),
+            ('He said "stop." Then left.', ['He said "stop."', "Then left."]),
+            ("lower case. after a period", ["lower case. after a period"]),    # no capital: no split
+            ("Intro line.\n- item one. Still item.\n- item two\n1) third", [
+                "Intro line.", "- item one. Still item.", "- item two", "1) third"]),
+            ("| Plan | Days |\n| Pro | 30 |", ["| Plan | Days |", "| Pro | 30 |"]),
+            ("# Heading\nBody. More.", ["# Heading", "Body.", "More."]),
+            ("   ", []),
+        ]
+        for text, expected in cases:
+            with self.subTest(text=text):
+                units = split_sentences(text)
+                self.assertEqual(units, expected)
+                for u in units:
+                    self.assertIn(u, text)       # verbatim
+
+
+class QuestionTypeTest(unittest.TestCase):
+    def test_cue_table(self):
+        cases = [
+            ("How many requests per hour are allowed?", "number"),
+            ("How many days do refunds take?", "duration"),
+            ("How much does the Pro plan cost?", "amount"),
+            ("What is the fee for a chargeback?", "amount"),
+            ("How much storage is included?", "number"),
+            ("How long are logs kept?", "duration"),
+            ("How often are backups tested?", "duration"),
+            ("Within what period must incidents be reported?", "duration"),
+            ("What is the retention period for invoices?", "duration"),
+            ("What is the refund window?", "duration"),
+            ("When does the contract renew?", "date"),
+            ("By when must the form be filed?", "date"),
+            ("What is the deadline for appeals?", "date"),
+            ("In what year was the company founded?", "date"),
+            ("What percentage of the fee is refunded?", "percentage"),
+            ("What share of revenue goes to partners?", "percentage"),
+            ("What is the maximum file size?", "number"),
+            ("What is the API rate limit?", "number"),
+            ("Who approves access requests?", "person"),
+            ("Which team owns the incident process?", "person"),
+            ("Can customers export their data?", "polarity"),
+            ("Is encryption required at rest?", "polarity"),
+            ("What does ALCOA stand for?", None),
+            ("Explain the escalation process.", None),
+            ("What happens when a refund is denied?", None),   # 'when' as a conjunction
+        ]
+        for question, expected in cases:
+            with self.subTest(question=question):
+                self.assertEqual(question_type(question), expected)
+
+    def test_value_match(self):
+        cases = [
+            ("number", "Up to 300 requests are allowed.", 1.0), ("number", "Up to three requests.", 1.0),
+            ("number", "Requests are unlimited.", 1.0), ("number", "Requests are throttled.", 0.0),
+            ("duration", "Logs are kept for 90 days.", 1.0), ("duration", "They last a 30-day period.", 1.0),
+            ("duration", "Backups are tested quarterly.", 1.0), ("duration", "Tested every week.", 1.0),
+            ("duration", "Stored in 3 regions.", 0.5), ("duration", "Logs are kept.", 0.0),
+            ("date", "Effective 2026-03-01.", 1.0), ("date", "It renews on 1 March.", 1.0),
+            ("date", "Founded in 1998.", 1.0), ("date", "Filed within 72 hours.", 1.0),
+            ("date", "Renewal happens upon request.", 1.0), ("date", "It renews automatically.", 0.0),
+            ("date", "You may renew.", 0.0),                                  # modal 'may' is not a month
+            ("amount", "The fee is $15.", 1.0), ("amount", "It costs 49 per month.", 1.0),
+            ("amount", "Exports are free of charge.", 1.0), ("amount", "Plan 2 applies.", 0.5),
+            ("amount", "Fees apply.", 0.0),
+            ("percentage", "A 20% fee applies.", 1.0), ("percentage", "Half is refunded.", 1.0),
+            ("percentage", "20 units apply.", 0.5),
+            ("person", "The security team approves.", 1.0), ("person", "Approved by Maria Lopez.", 1.0),
+            ("person", "it is approved.", 0.0),
+            ("polarity", "Exports are not allowed.", 1.0), ("polarity", "Exports run nightly.", 0.0),
+            (None, "Anything.", 1.0),
+        ]
+        for kind, sentence, expected in cases:
+            with self.subTest(kind=kind, sentence=sentence):
+                self.assertEqual(value_match(kind, sentence), expected)
+
+    def test_split_question(self):
+        cases = [
+            ("What is the refund window and does it apply to gift cards?",
+             ["What is the refund window", "does it apply to gift cards"]),
+            ("How long are logs kept? Who reviews them?", ["How long are logs kept", "Who reviews them"]),
+            ("Are refunds and credits allowed?", ["Are refunds and credits allowed"]),   # 'and' joins nouns
+            ("Refunds; when?", ["Refunds", "when"]),
+            ("?", ["?"]),
+        ]
+        for question, expected in cases:
+            with self.subTest(question=question):
+                self.assertEqual(split_question(question), expected)
+
+
+class ScoringTest(unittest.TestCase):
+    """Without an index every term weighs 1.0, so scores are plain arithmetic."""
+
+    FACT = fact("audit#p1", "Audit logs are kept for 90 days. Backups are separate.", score=0.8)
+
+    def test_score_arithmetic_and_high_confidence(self):
+        a = run("How long are audit logs kept?", [self.FACT])
+        part = a.detail["parts"][0]
+        self.assertEqual((part["terms"], part["key_terms"], part["question_type"]),
+                         (["audit", "log", "kept"], ["audit", "log", "kept"], "duration"))
+        # coverage 1 (all 3 terms in the sentence and the chunk), type 1 ("90 days"),
+        # proximity 3/3 (audit log kept adjacent), retrieval 0.8
+        self.assertAlmostEqual(part["best_score"], 0.55 * 1 + 0.2 * 1 + 0.1 * 3 / 3 + 0.15 * 0.8, places=6)
+        # "Backups are separate.": 0 own terms, chunk share 1 -> coverage 0.3; no value, no terms
+        self.assertAlmostEqual(part["runner_up"], 0.55 * (0.7 * 0 + 0.3 * 1) + 0.15 * 0.8, places=6)
+        self.assertEqual(a.sentences, [AnswerSentence("Audit logs are kept for 90 days.", "audit", 1, "audit#p1")])
+        self.assertEqual((a.confidence, a.refused, a.reasons), ("High", False, []))
+        self.assertEqual(a.claim("not in context"), "Audit logs are kept for 90 days.")
+        self.assertEqual(a.citations(), ["audit#p1"])
+
+    def test_proximity(self):
+        cases = [
+            # (sentence, proximity): audit(0) log(2) kept(3) -> 3 terms over a span of 4
+            ("Audit entries and logs are kept for 30 days.", 3 / 4),
+            # audit(0) trail(1) system(2) log(3) kept(4): "of", "and" are stopwords -> span 5
+            ("Audit trails of systems and logs kept 30 days.", 3 / 5),
+        ]
+        for sentence, prox in cases:
+            with self.subTest(sentence=sentence):
+                a = run("How long are audit logs kept?", [fact("x#p0", sentence)])
+                self.assertAlmostEqual(a.detail["parts"][0]["best_score"],
+                                       0.55 + 0.2 + 0.1 * prox + 0.15 * 0.5, places=6)
+        a = run("How long are audit entries kept?", [fact("x#p0", "Entries: 30 days. Audit rules are kept apart.")],
+                min_key_coverage=0.0)
+        # "Entries: 30 days." holds entri only (1 of 3 terms) -> proximity 0.5, coverage 0.7/3 + 0.3
+        self.assertAlmostEqual(a.detail["parts"][0]["best_score"],
+                               0.55 * (0.7 * 1 / 3 + 0.3 * 1) + 0.2 + 0.1 * 0.5 + 0.15 * 0.5, places=6)
+
+    def test_key_coverage_threshold_and_medium_low_confidence(self):
+        q = "Are audit logs encrypted?"
+        f = fact("audit#p2", "Audit logs are stored in the EU.", score=0.5)
+        # key terms audit, log, encrypt; the chunk has 2 of 3 -> 2/3 < 0.7
+        a = run(q, [f])
+        self.assertEqual((a.refused, a.reasons), (True, ["key_terms_not_covered"]))
+        self.assertAlmostEqual(a.detail["parts"][0]["key_coverage"], 2 / 3, places=6)
+        # 2/3 >= 0.6: answered; coverage 2/3, no polarity word, proximity 2/2, retrieval 0.5
+        expected = 0.55 * 2 / 3 + 0.2 * 0 + 0.1 * 2 / 2 + 0.15 * 0.5
+        a = run(q, [f], min_key_coverage=0.6)
+        self.assertAlmostEqual(a.detail["parts"][0]["best_score"], expected, places=6)
+        self.assertEqual((a.refused, a.confidence), (False, "Medium"))
+        a = run(q, [f], min_key_coverage=0.6, confidence_medium=expected + 0.01)
+        self.assertEqual(a.confidence, "Low")
+        a = run(q, [f], min_key_coverage=0.6, confidence_high=0.5, confidence_margin=expected + 0.01)
+        self.assertEqual(a.confidence, "Medium")          # margin over the runner-up (none: 0) too small
+        a = run(q, [f], min_key_coverage=0.6, confidence_high=0.5, confidence_margin=expected - 0.01)
+        self.assertEqual(a.confidence, "High")
+
+    def test_below_threshold(self):
+        q = "How long are audit logs kept?"
+        best = 0.55 + 0.2 + 0.1 + 0.15 * 0.8
+        for min_score, refused in ((best + 0.001, True), (best - 0.001, False)):
+            with self.subTest(min_score=min_score):
+                a = run(q, [self.FACT], min_score=min_score)
+                self.assertEqual(a.refused, refused)
+                self.assertEqual(a.reasons, ["below_threshold"] if refused else [])
+
+    def test_extra_sentence_within_margin(self):
+        q = "Which team reviews audit logs and backups?"
+        facts = [fact("a#p0", "The security team reviews audit logs monthly.", 0.5),
+                 fact("b#p0", "Backups are reviewed by the same team.", 0.5)]
+        # a: 4 of 5 terms, type (team) 1, proximity 4/4 -> 0.55*0.8+0.2+0.1+0.075
+        # b: 3 of 5 terms, type 1, proximity 3/3          -> 0.55*0.6+0.2+0.1+0.075
+        sa, sb = 0.55 * 0.8 + 0.2 + 0.1 + 0.075, 0.55 * 0.6 + 0.2 + 0.1 + 0.075
+        cases = [({"min_key_coverage": 0.5}, ["a#p0", "b#p0"]),                       # b adds "backup"
+                 ({"min_key_coverage": 0.5, "extra_sentence_margin": sa - sb - 0.01}, ["a#p0"]),
+                 ({"min_key_coverage": 0.5, "max_extra_sentences": 0}, ["a#p0"]),
+                 ({"min_key_coverage": 0.5, "max_sentences": 1}, ["a#p0"]),
+                 ({}, ["a#p0"])]                     # b's chunk covers 3/5 < 0.7 of the key terms
+        for answer_cfg, cited in cases:
+            with self.subTest(cfg=answer_cfg):
+                a = run(q, facts, **answer_cfg)
+                self.assertEqual(a.citations(), cited)
+        a = run(q, facts, min_key_coverage=0.5)
+        self.assertAlmostEqual(a.detail["parts"][0]["best_score"], sa, places=6)
+        self.assertAlmostEqual(a.detail["parts"][0]["chosen"][1]["score"], sb, places=6)
+
+
+class RefusalTest(unittest.TestCase):
+    def test_no_evidence_and_no_terms(self):
+        self.assertEqual(run("How long?", []).reasons, ["no_evidence"])
+        a = run("What is it?", [ScoringTest.FACT])
+        self.assertEqual((a.refused, a.reasons), (True, ["no_question_terms"]))
+        self.assertEqual(a.claim("not in context"), "not in context")
+        self.assertEqual(a.citations(), [])
+
+    def test_near_miss_absent_qualifier(self):
+        # "gift" is unseen (largest idf) and "card" is rare: both are key terms; the chunk
+        # holds only "card", idf(card) / (idf(gift) + idf(card)) < 0.7.
+        a = run("What is the refund window for gift cards?", [REFUND_FACT], INDEX, REFUND)
+        part = a.detail["parts"][0]
+        self.assertEqual((a.refused, a.reasons), (True, ["key_terms_not_covered"]))
+        self.assertEqual(part["key_terms"], ["gift", "card"])
+        self.assertAlmostEqual(part["key_coverage"], INDEX.idf("card") / (INDEX.idf("gift") + INDEX.idf("card")),
+                               places=6)
+
+    def test_answerable_twin_of_the_near_miss(self):
+        a = run("What is the refund window for card payments?", [REFUND_FACT], INDEX, REFUND)
+        self.assertFalse(a.refused)
+        self.assertEqual(a.citations(), ["refund-policy#p2"])
+        for s in a.sentences:
+            for unit in split_sentences(s.sentence):
+                self.assertIn(unit, REFUND_FACT.quote)
+
+    def test_answer_type_missing(self):
+        q = "How often are audit logs reviewed?"
+        no_value = fact("a#p0", "Audit logs are reviewed by the security team.")
+        with_value = fact("b#p0", "Audit logs are reviewed every week.", 0.3)
+        a = run(q, [no_value])
+        self.assertEqual((a.refused, a.reasons), (True, ["answer_type_missing"]))
+        a = run(q, [no_value, with_value])
+        self.assertEqual(a.sentences, [AnswerSentence("Audit logs are reviewed every week.", "b", 1, "b#p0")])
+
+    def test_value_sentence_preferred_for_value_questions(self):
+        q = "How long are audit logs kept?"
+        f = fact("a#p0", "Audit logs are kept by the audit logs team, audit logs kept. They are kept for 90 days.")
+        a = run(q, [f], min_key_coverage=0.5)
+        self.assertIn("90 days", a.claim("x"))
+
+
+class KnownIndex(FakeIndex):
+    """FakeIndex that also answers doc_freq, so unseen terms are told apart."""
+
+    def doc_freq(self, term):
+        return self.df.get(term, 0)
+
+
+KNOWN = KnownIndex(DATA["num_chunks"], DATA["doc_freq"])
+
+
+def idf(df, n=DATA["num_chunks"]):
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+class UnknownTermsTest(unittest.TestCase):
+    def test_unknown_names(self):
+        table = [
+            ("Does Halvard support GraphQL?", ["Halvard", "GraphQL"]),
+            ("Is HIPAA covered for refund requests?", ["HIPAA"]),
+            ("Which pallet goes to WH-12?", []),             # known code
+            ("Which pallet goes to WH-99?", ["WH-99"]),       # unseen code
+            ("Refunds for a card in Germany?", ["Germany"]),  # capital not at the start
+            ("Refunds are approved by whom?", []),            # capital at the start is not a name
+        ]
+        for question, names in table:
+            with self.subTest(question=question):
+                self.assertEqual(unknown_names(question, KNOWN), names)
+
+    def test_unknown_name_refuses(self):
+        a = run("What is the refund window in Germany?", [REFUND_FACT], KNOWN, REFUND)
+        self.assertEqual((a.refused, a.reasons), (True, ["unknown_name"]))
+        self.assertEqual(a.detail["parts"][0]["unknown_names"], ["Germany"])
+
+    def test_key_terms_are_known_terms(self):
+        # refund (df 10), window (df 4), card (df 2) are known; gift (df 0) is not.  Key terms
+        # have idf >= 0.6 * idf(card).  The chunk's heading "Refund window" supplies window, so
+        # every key term is covered, and the share of the whole question (gift included) is
+        # (idf(10) + idf(4) + idf(2)) / (... + idf(0)) >= 0.3: on topic, answered.
+        a = run("What is the refund window for gift cards?", [REFUND_FACT], KNOWN, REFUND)
+        part = a.detail["parts"][0]
+        self.assertEqual(part["unknown_terms"], ["gift"])
+        self.assertEqual(part["key_terms"], ["refund", "window", "card"])
+        self.assertEqual(part["key_coverage"], 1.0)
+        self.assertFalse(a.refused)
+        # Without the heading (a bare fact), window is missing: coverage falls below 0.7.
+        a = run("What is the refund window for gift cards?", [REFUND_FACT], KNOWN)
+        self.assertAlmostEqual(a.detail["parts"][0]["key_coverage"],
+                               (idf(10) + idf(2)) / (idf(10) + idf(4) + idf(2)), places=6)
+        self.assertEqual(a.reasons, ["key_terms_not_covered"])
+
+    def test_unknown_words_weigh_in_the_question_share(self):
+        # Key term refund is covered, but the unseen sourdough/starter/kit carry most of the
+        # question: share = idf(10) / (idf(10) + 3 * idf(0)) < min_question_share.
+        q = "Can I get a refund on a sourdough starter kit?"
+        self.assertLess(idf(10) / (idf(10) + 3 * idf(0)), DEFAULTS["answer"]["min_question_share"])
+        a = run(q, [REFUND_FACT], KNOWN, REFUND)
+        self.assertEqual((a.refused, a.reasons), (True, ["key_terms_not_covered"]))
+        self.assertEqual(a.detail["parts"][0]["key_coverage"], 0.0)
+        a = run(q, [REFUND_FACT], KNOWN, REFUND, min_question_share=0.1)
+        self.assertFalse(a.refused)
+
+
+class AnswerShapeTest(unittest.TestCase):
+    def test_two_part_question_partial_answer(self):
+        q = "What is the refund window and does it apply to gift cards?"
+        a = run(q, [REFUND_FACT], INDEX, REFUND)
+        self.assertFalse(a.refused)
+        self.assertEqual([p["outcome"] for p in a.detail["parts"]], ["answered", "key_terms_not_covered"])
+        self.assertEqual(a.citations(), ["refund-policy#p2"])
+
+    def test_all_parts_refused_lists_each_reason_once(self):
+        q = "What about gift cards? And vouchers?"
+        a = run(q, [REFUND_FACT], INDEX, REFUND)
+        self.assertEqual((a.refused, a.reasons), (True, ["key_terms_not_covered"]))
+
+    def test_sentences_of_one_chunk_join_in_text_order(self):
+        q = "How long are audit logs kept and when are they deleted?"
+        f = fact("audit#p1", "Audit logs are kept for 90 days. Backups are separate. After that the logs are deleted.")
+        a = run(q, [f])
+        self.assertEqual(a.sentences, [AnswerSentence(
+            "Audit logs are kept for 90 days. After that the logs are deleted.", "audit", 1, "audit#p1")])
+        for unit in split_sentences(a.sentences[0].sentence):
+            self.assertIn(unit, f.quote)
+
+    def test_verbatim_on_fixture_questions(self):
+        facts = [REFUND_FACT, fact("audit-standard#p1", REFUND.hits[-1].text, 0.25)]
+        for q in ("How long do customers have to request a refund?", "How long are audit logs kept?",
+                  "Where are refunds issued?", "When are audit logs deleted?"):
+            with self.subTest(q=q):
+                a = phase_c(q, facts, REFUND, INDEX, DEFAULTS)
+                self.assertFalse(a.refused, a.detail)
+                quotes = {f.chunk_id: f.quote for f in facts}
+                for s in a.sentences:
+                    for unit in split_sentences(s.sentence):
+                        self.assertIn(unit, quotes[s.chunk_id])
+                self.assertLessEqual(len(a.sentences), DEFAULTS["answer"]["max_sentences"])
+                self.assertEqual(len(a.citations()), len(a.sentences))   # one row per chunk
+
+    def test_deterministic_and_json(self):
+        q = "How long do customers have to request a refund?"
+        one = json.dumps(phase_c(q, [REFUND_FACT], REFUND, INDEX, DEFAULTS).to_json(), sort_keys=True)
+        two = json.dumps(phase_c(q, [REFUND_FACT], REFUND, INDEX, DEFAULTS).to_json(), sort_keys=True)
+        self.assertEqual(one, two)
+        back = Answer.from_json(json.loads(one))
+        self.assertEqual(back.to_json(), json.loads(one))
+
+    def test_same_bytes_whatever_the_hash_seed(self):
+        script = ("import json\n"
+                  "from tests.test_synthesize import REFUND_FACT, REFUND, INDEX, fact\n"
+                  "from mini_rag.config import DEFAULTS\n"
+                  "from mini_rag.synthesize import phase_c\n"
+                  "facts = [REFUND_FACT, fact('a#p0', 'Audit logs are kept for 90 days. They are deleted after.')]\n"
+                  "for q in ('How long do customers have to request a refund?', 'When are audit logs deleted?',\n"
+                  "          'What is the refund window and how long are logs kept?'):\n"
+                  "    print(json.dumps(phase_c(q, facts, REFUND, INDEX, DEFAULTS).to_json(), sort_keys=True))\n")
+        root = str(Path(__file__).resolve().parents[1])
+        outputs = []
+        for seed in ("0", "4242"):
+            env = dict(os.environ, PYTHONHASHSEED=seed)
+            proc = subprocess.run([sys.executable, "-c", script], cwd=root, env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+            self.assertEqual(proc.returncode, 0, proc.stderr.decode())
+            outputs.append(proc.stdout)
+        self.assertEqual(outputs[0], outputs[1])
+        self.assertEqual(len(outputs[0].splitlines()), 3)
+
+    def test_format_answer(self):
+        a = Answer([AnswerSentence("Refunds take 5 days.", "refunds", 1, "refunds#p2"),
+                    AnswerSentence("- Pro plan:\n  30 days", "plans", 3, "plans#p7")], "Medium")
+        self.assertEqual(format_answer(a, "not in context"),
+                         "ANSWER:\n1. Refunds take 5 days. (refunds, p1, refunds#p2)\n"
+                         "2. - Pro plan: 30 days (plans, p3, plans#p7)\nCONFIDENCE: Medium")
+        refused = Answer([], "Low", True, ["no_evidence"])
+        self.assertEqual(format_answer(refused, "Not found in provided PDFs"), "Not found in provided PDFs")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,70 @@
+"""The trace row and the contract's text form (mini_rag/trace.py)."""
+import json
+import os
+import sys
+import unittest
+from types import SimpleNamespace as S
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from mini_rag.fileio import dumps_jsonl  # noqa: E402
+from mini_rag.trace import TRACE_KEYS, build_row, format_text  # noqa: E402
+
+HITS = [S(chunk_id="b#p2", similarity=0.75), S(chunk_id="a#p0", similarity=0.5)]
+
+
+def row(**over):
+    args = dict(qid="Q1", question="How long?", hits=HITS, claim="Kept 30 days.", citations=["b#p2"],
+                cited_chunks={"a#p0": "other", "b#p2": "Logs are kept 30 days."}, decision="ANSWER",
+                reasons=[], message="", confidence="High", fallback_used=False, expansions=[],
+                corrections={"zeta": "z", "alpha": "a"}, risk={"level": "low", "matched": []},
+                conflicts=[], signals={"max": 0.75, "hit_count": 2})
+    args.update(over)
+    return build_row(**args)
+
+
+class BuildRow(unittest.TestCase):
+    def test_keys_in_contract_order(self):
+        self.assertEqual(TRACE_KEYS, ("qid", "q", "retrieved_ids", "retrieved_scores", "answer_json",
+                                      "cited_chunks", "decision", "reasons", "message", "confidence",
+                                      "fallback_used", "expansions", "corrections", "risk", "conflicts",
+                                      "signals"))
+        self.assertEqual(tuple(row()), TRACE_KEYS)
+        self.assertEqual(tuple(row(timings_ms={"total": 1.0})), TRACE_KEYS + ("timings_ms",))
+
+    def test_values(self):
+        r = row()
+        self.assertEqual(r["retrieved_ids"], ["b#p2", "a#p0"])           # rank order kept
+        self.assertEqual(r["retrieved_scores"], [0.75, 0.5])
+        self.assertEqual(r["answer_json"], {"claim": "Kept 30 days.", "citations": ["b#p2"]})
+        self.assertEqual(r["cited_chunks"], {"b#p2": "Logs are kept 30 days."})   # cited ones only
+        self.assertEqual(list(r["corrections"]), ["alpha", "zeta"])      # sorted by key
+
+    def test_serialized_line(self):
+        line = dumps_jsonl([row(qid="Q\u00e9")])
+        self.assertTrue(line.startswith('{"qid":"Q\u00e9","q":"How long?","retrieved_ids":["b#p2","a#p0"],'))
+        self.assertTrue(line.endswith("\n") and line.count("\n") == 1)
+        self.assertEqual(json.loads(line)["qid"], "Q\u00e9")
+
+
+class TextForm(unittest.TestCase):
+    def test_table(self):
+        s1 = S(sentence="Logs are kept\n30 days.", pdf="logs", page=2, chunk_id="logs#p4")
+        s2 = S(sentence="Backups 90 days.", pdf="bk", page=1, chunk_id="bk#p0")
+        cases = [
+            ("answer", ("ANSWER", [s1, s2], "Medium", "not in context", ""),
+             "ANSWER:\n1. Logs are kept 30 days. (logs, p2, logs#p4)\n2. Backups 90 days. (bk, p1, bk#p0)\n"
+             "CONFIDENCE: Medium"),
+            ("abstain", ("ABSTAIN", [], "Low", "not in context", "Sources conflict."),
+             "not in context\nSources conflict."),
+            ("contract refusal text", ("CLARIFY", [s1], "Low", "Not found in provided PDFs", "Which plan?"),
+             "Not found in provided PDFs\nWhich plan?"),
+            ("no message", ("BLOCK", [], "Low", "not in context", ""), "not in context"),
+        ]
+        for name, args, want in cases:
+            with self.subTest(name):
+                self.assertEqual(format_text(*args), want)
+
+
+if __name__ == "__main__":
+    unittest.main()
