@@ -1574,6 +1574,8 @@ def compare(base: dict, path: str, metrics: Dict[str, dict], categories: Dict[st
             if cv is None or not _num(bv):
                 res["reason"] = "not measured: %s missing in %s" % (key, "the baseline" if not _num(bv) else "this run")
             else:
+                # The baseline report holds values rounded to 4 decimals: compare like with like.
+                cv = round(cv, 4)
                 drop = (bv - cv) if higher else (cv - bv)
                 worse, better = _paired_counts(pname, bflags, cur_flags, matched, higher)
                 p = exact_paired_p(worse, better)
@@ -1603,6 +1605,7 @@ def compare(base: dict, path: str, metrics: Dict[str, dict], categories: Dict[st
                     res["reason"] = "not measured: %s[%s] has no value" % (key, cat)
                 else:
                     higher = ref.metric.better == "higher"
+                    cv = round(cv, 4)   # the baseline's value is rounded to 4 decimals
                     drop = (bv - cv) if higher else (cv - bv)
                     res["value"] = _r(drop)
                     res["pass"] = drop <= reg.slice_max_drop + 1e-12

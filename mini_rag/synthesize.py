@@ -67,7 +67,8 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
 
 The answer is the parts that were answered, in question order (the whole answer's
 confidence is the lowest of theirs); it is refused only when no part is answered, with
-each part's reason.  At most ``[answer] max_sentences`` (6) sentences in all.
+each part's reason.  At most ``[answer] max_sentences`` (6) sentences in all, from at most
+``[guards] max_citations`` (5) chunks, so the answer never fails citation validation.
 Sentences of one chunk are emitted as one :class:`AnswerSentence` (joined with one
 space, in text order) because the contract allows one row per ``(pdf, page,
 chunk_id)``; each sentence is a verbatim substring of its fact's quote.
@@ -625,13 +626,20 @@ def phase_c(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
                       detail={"parts": parts})
 
     # Gather the chosen units in part order, at most max_sentences, each once.
+    # Citations are capped too (seed 000: at most 5), so a unit from a further chunk waits.
+    max_cites = int(config.get("guards", {}).get("max_citations", 5))
     units: List[_Unit] = []
     seen = set()
+    cited = set()
     for p in answered:
         for u in p.pop("_units"):
-            if (u.fact_idx, u.sent_idx) not in seen and len(units) < int(cfg["max_sentences"]):
-                seen.add((u.fact_idx, u.sent_idx))
-                units.append(u)
+            if (u.fact_idx, u.sent_idx) in seen or len(units) >= int(cfg["max_sentences"]):
+                continue
+            if u.fact_idx not in cited and len(cited) >= max_cites:
+                continue
+            seen.add((u.fact_idx, u.sent_idx))
+            cited.add(u.fact_idx)
+            units.append(u)
     # One AnswerSentence per chunk: join a chunk's sentences in text order.
     by_fact: Dict[int, List[_Unit]] = {}
     order: List[int] = []

@@ -4,7 +4,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from mini_rag.config import DEFAULTS, load_config
+from mini_rag.config import read_toml, DEFAULTS, load_config
 from mini_rag.errors import MiniRagError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -13,6 +13,10 @@ ROOT = Path(__file__).resolve().parents[1]
 class DefaultFile(unittest.TestCase):
     def test_default_toml_equals_defaults(self):
         self.assertEqual(load_config(str(ROOT / "configs" / "default.toml")), DEFAULTS)
+        # Every setting is written out in the file, not merely inherited from DEFAULTS.
+        raw = read_toml(str(ROOT / "configs" / "default.toml"))
+        self.assertEqual({s: sorted(t) for s, t in raw.items()},
+                         {s: sorted(t) for s, t in DEFAULTS.items()})
 
 
 class BadKeys(unittest.TestCase):

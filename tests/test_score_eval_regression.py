@@ -104,6 +104,17 @@ class Baseline(TempDir):
         self.assertTrue(self.gate(rep, "regression:pass_rate")["pass"])        # 1 flip: p = 1.0
         self.assertEqual(code, 1)
 
+    def test_unchanged_slice_with_a_repeating_decimal_passes(self):
+        # pass_rate 2/3 in both runs: the baseline report holds 0.6667, this run 0.666...;
+        # an unchanged slice must not count as a drop of 0.0000333.
+        self.gold = [gold_row("T%d" % i, True, ["alpha"], ["c"], category="third") for i in range(3)]
+        write_jsonl(self.dir / "gold.jsonl", self.gold)
+        self.base = self.report(["T0"], "base.json", slices='"third"')
+        code, rep, _ = self.report(["T0"], "cand.json", slices='"third"')
+        g = self.gate(rep, "slice:third:pass_rate")
+        self.assertEqual((g["pass"], g["value"]), (True, 0.0))
+        self.assertEqual(code, 0)
+
     def test_missing_slice_fails(self):
         code, rep, _ = self.report([], "cand.json", slices='"conflict", "stale"')
         g = self.gate(rep, "slice:stale:pass_rate")

@@ -341,6 +341,20 @@ class UnknownTermsTest(unittest.TestCase):
 
 
 class AnswerShapeTest(unittest.TestCase):
+    def test_citations_capped_at_max_citations(self):
+        # Six chunks each holding a different key term: every one is worth adding, but the
+        # answer may cite at most [guards] max_citations chunks.
+        words = ["audit", "log", "storag", "pallet", "temperatur", "window"]
+        facts = [fact("d%d#p0" % i, "The %s rule applies to every %s item." % (w, w), 0.5)
+                 for i, w in enumerate(words)]
+        q = "Which rule covers audit, log, storage, pallet, temperature and window items?"
+        c = cfg(min_key_coverage=0.0, min_question_share=0.0, extra_sentence_margin=1.0,
+                max_extra_sentences=6)
+        c["guards"]["max_citations"] = 3
+        a = phase_c(q, facts, Retrieval(question=q, hits=[]), None, c)
+        self.assertFalse(a.refused)
+        self.assertEqual(len(a.citations()), 3)
+
     def test_two_part_question_partial_answer(self):
         q = "What is the refund window and does it apply to gift cards?"
         a = run(q, [REFUND_FACT], INDEX, REFUND)
