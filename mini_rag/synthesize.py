@@ -453,6 +453,44 @@ def _known_terms(q_terms: Sequence[str], index: Any, bridges: Bridges) -> List[s
 _NAME_TOKEN = re.compile(r"\b(?:[A-Z][\w'-]*[A-Z0-9][\w'-]*|[A-Za-z]*\d[\w'-]*)\b|(?<=\w\s)[A-Z][a-z][\w'-]*")
 
 
+_CATEGORY = re.compile(r"^\W*(?:which|what)\s+(?:(?:is|are|was|were)\s+)?(?:the\s+|a\s+|an\s+)?"
+                       r"((?:[a-z][\w-]*\s+){0,3})", re.I)
+_MEASURE = frozenset("maximum minimum max min total typical average exact".split())
+_PHRASE_END = frozenset("of for in on at to per by from with that which who is are was were do does did "
+                        "can could may must should will would has have had".split())
+
+
+def category_terms(question: str, index: Any) -> List[str]:
+    """The answer's category in a "Which X ...?" / "What is the [maximum] X of ...?" question.
+
+    After "which", X is the next word.  After "what", X is the noun phrase that follows
+    (up to three words, ended by a preposition or an auxiliary; a longer run keeps only
+    its first word); its last word is the head.
+    The head and any measure word (maximum, minimum, total, ...) name the kind of value
+    asked for, which the sentence stating the value need not repeat ("Which algorithm
+    hashes passwords?" -> "... salted hashes computed with Argon2id"; "What is the
+    maximum page size ...?" -> "at most 500 records per page").  They never count as key
+    terms (they still weigh in the question share).
+    """
+    m = _CATEGORY.match(question)
+    analyzer = getattr(index, "analyzer", None)
+    if not m or analyzer is None:
+        return []
+    words = m.group(1).split()
+    rest = question[m.end():].split()
+    cut = next((i for i, w in enumerate(words) if w.lower() in _PHRASE_END), None)
+    if question.lstrip(" \t\"'(").lower().startswith("which"):
+        words = words[:1]          # "Which X verb ...": X is one word
+    elif cut is not None:
+        words = words[:cut]
+    elif not rest or rest[0].lower() not in _PHRASE_END:
+        words = words[:1]
+    if not words:
+        return []
+    picked = [w for w in words[:-1] if w.lower() in _MEASURE] + [words[-1]]
+    return list(dict.fromkeys(t for w in picked for t in analyzer.analyze(w)))
+
+
 def unknown_names(question: str, index: Any, bridges: Optional[Bridges] = None) -> List[str]:
     """Names and codes in ``question`` whose every term the corpus has never seen.
 
@@ -516,6 +554,8 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
         out["unknown_names"] = names
         out["outcome"] = "unknown_name"
         return out
+    category = set(category_terms(part, index))
+    known = [t for t in known if t not in category] or known
     top = max([weights[t] for t in known] or [0.0])
     ratio = float(cfg["key_idf_ratio"])
     key = [t for t in known if weights[t] >= ratio * top] if top > 0 else list(known)

@@ -14,7 +14,8 @@ from mini_rag.analysis import Analyzer
 from mini_rag.config import DEFAULTS
 from mini_rag.records import Fact, Hit, Retrieval
 from mini_rag.synthesize import (Answer, AnswerSentence, format_answer, phase_c, question_type,
-                                 split_question, split_sentences, unknown_names, value_match)
+                                 split_question, split_sentences, unknown_names, value_match,
+                                 category_terms)
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "phases" / "evidence.json"
 
@@ -306,6 +307,25 @@ class UnknownTermsTest(unittest.TestCase):
             with self.subTest(question=question):
                 self.assertEqual(unknown_names(question, KNOWN), names)
 
+    def test_category_terms(self):
+        table = [
+            ("Which algorithm is used to hash passwords?", ["algorithm"]),       # ended by "is"
+            ("What is the maximum page size for list endpoints?", ["maximum", "size"]),
+            ("What is the refund window for cards?", ["window"]),
+            ("Which team approves refunds?", ["team"]),                           # no ending word: first
+            ("How long are audit logs kept?", []),                                # not which/what
+            ("What does it cost?", []),
+        ]
+        for question, terms in table:
+            with self.subTest(question=question):
+                self.assertEqual(category_terms(question, KNOWN), terms)
+
+    def test_category_word_is_not_a_key_term(self):
+        a = run("Which window applies to a refund on a card?", [REFUND_FACT], KNOWN)
+        part = a.detail["parts"][0]
+        self.assertNotIn("window", part["key_terms"])
+        self.assertFalse(a.refused)
+
     def test_unknown_name_refuses(self):
         a = run("What is the refund window in Germany?", [REFUND_FACT], KNOWN, REFUND)
         self.assertEqual((a.refused, a.reasons), (True, ["unknown_name"]))
@@ -316,14 +336,14 @@ class UnknownTermsTest(unittest.TestCase):
         # have idf >= 0.6 * idf(card).  The chunk's heading "Refund window" supplies window, so
         # every key term is covered, and the share of the whole question (gift included) is
         # (idf(10) + idf(4) + idf(2)) / (... + idf(0)) >= 0.3: on topic, answered.
-        a = run("What is the refund window for gift cards?", [REFUND_FACT], KNOWN, REFUND)
+        a = run("How long is the refund window for gift cards?", [REFUND_FACT], KNOWN, REFUND)
         part = a.detail["parts"][0]
         self.assertEqual(part["unknown_terms"], ["gift"])
         self.assertEqual(part["key_terms"], ["refund", "window", "card"])
         self.assertEqual(part["key_coverage"], 1.0)
         self.assertFalse(a.refused)
         # Without the heading (a bare fact), window is missing: coverage falls below 0.7.
-        a = run("What is the refund window for gift cards?", [REFUND_FACT], KNOWN)
+        a = run("How long is the refund window for gift cards?", [REFUND_FACT], KNOWN)
         self.assertAlmostEqual(a.detail["parts"][0]["key_coverage"],
                                (idf(10) + idf(2)) / (idf(10) + idf(4) + idf(2)), places=6)
         self.assertEqual(a.reasons, ["key_terms_not_covered"])
