@@ -752,6 +752,26 @@ def _jsonl(path: str, errors: _Errors, notes: List[str]):
     Reads bytes so that a non-UTF-8 line is reported with its line number; a UTF-8
     byte-order mark on the first line and CRLF line ends are accepted."""
     loads = json.loads
+    for lineno, line in _decoded_lines(path, errors):
+        if lineno == 1 and line.startswith("\ufeff"):
+            line = line[1:]
+            notes.append("%s:1: UTF-8 byte-order mark ignored" % path)
+        if not line or line.isspace():
+            continue
+        try:
+            obj = loads(line)
+        except ValueError as exc:
+            errors.add("%s:%d: invalid JSON (%s), got %s" % (path, lineno, str(exc).split(":")[0],
+                                                           _show(line.strip(), 60)))
+            continue
+        if type(obj) is not dict:
+            errors.add("%s:%d: expected a JSON object, got %s" % (path, lineno, _show(obj, 60)))
+            continue
+        yield lineno, obj
+
+
+def _decoded_lines(path: str, errors: "_Errors"):
+    """Yield (lineno, text) for each line of ``path`` that is UTF-8; the others go to ``errors``."""
     try:
         fh = open(path, "rb")
     except OSError as exc:
@@ -759,26 +779,10 @@ def _jsonl(path: str, errors: _Errors, notes: List[str]):
     with fh:
         for lineno, raw in enumerate(fh, 1):
             try:
-                line = raw.decode("utf-8")
+                yield lineno, raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 errors.add("%s:%d: not UTF-8 (byte 0x%02x at column %d), got %r"
                            % (path, lineno, raw[exc.start], exc.start + 1, raw[:60]))
-                continue
-            if lineno == 1 and line.startswith("\ufeff"):
-                line = line[1:]
-                notes.append("%s:1: UTF-8 byte-order mark ignored" % path)
-            if not line or line.isspace():
-                continue
-            try:
-                obj = loads(line)
-            except ValueError as exc:
-                errors.add("%s:%d: invalid JSON (%s), got %s" % (path, lineno, str(exc).split(":")[0],
-                                                               _show(line.strip(), 60)))
-                continue
-            if type(obj) is not dict:
-                errors.add("%s:%d: expected a JSON object, got %s" % (path, lineno, _show(obj, 60)))
-                continue
-            yield lineno, obj
 
 
 _IS_STR = str.__instancecheck__
@@ -965,23 +969,12 @@ def read_run(path: str, errors: _Errors) -> Dict[str, Tuple[List[float], List[st
 
 
 def _text_lines(path: str, errors: _Errors):
-    try:
-        fh = open(path, "rb")
-    except OSError as exc:
-        raise ScoreError("%s: cannot read: %s" % (path, exc.strerror)) from None
-    with fh:
-        for lineno, raw in enumerate(fh, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                errors.add("%s:%d: not UTF-8 (byte 0x%02x at column %d), got %r"
-                           % (path, lineno, raw[exc.start], exc.start + 1, raw[:60]))
-                continue
-            if lineno == 1:
-                line = line.lstrip("\ufeff")
-            parts = line.split()
-            if parts:
-                yield lineno, parts
+    for lineno, line in _decoded_lines(path, errors):
+        if lineno == 1:
+            line = line.lstrip("\ufeff")
+        parts = line.split()
+        if parts:
+            yield lineno, parts
 
 
 # --------------------------------------------------------------------------- judging

@@ -50,23 +50,27 @@ def dumps_jsonl(rows) -> str:
     return "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows)
 
 
-def read_jsonl(path: str) -> List[Tuple[int, dict]]:
-    """``(line number, object)`` for each non-blank line; every bad line is reported at once.
+def scan_jsonl(path: str, what: str = "a row",
+               file_kind: str = "") -> Tuple[List[Tuple[int, dict]], List[Tuple[int, str]]]:
+    """``(rows, problems)``: ``(line, object)`` for each good non-blank line and
+    ``(line, what is wrong)`` for each bad one, so a caller can report every bad line.
 
-    A UTF-8 byte-order mark and CRLF line ends are accepted.  Raises MiniRagError listing
-    ``path:line: what is wrong, got <value>`` for up to MAX_REPORTED bad lines.
+    A UTF-8 byte-order mark and CRLF line ends are accepted.  ``what`` names a row in the
+    message for a line that is JSON but not an object, ``file_kind`` the file in the
+    message when it cannot be read (the only case that raises MiniRagError).
     """
     try:
         with open(path, "rb") as fh:
             data = fh.read()
     except OSError as exc:
-        raise MiniRagError("%s: cannot read: %s" % (path, exc.strerror)) from None
-    rows, errors = [], []
+        raise MiniRagError("%s: cannot read%s: %s" % (path, " " + file_kind if file_kind else "",
+                                                       exc.strerror)) from None
+    rows, problems = [], []
     for lineno, raw in _lines(data):
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            errors.append("%s:%d: not UTF-8, got byte 0x%02x" % (path, lineno, raw[exc.start]))
+            problems.append((lineno, "not UTF-8 text, got byte 0x%02x" % raw[exc.start]))
             continue
         if lineno == 1 and line.startswith("\ufeff"):
             line = line[1:]
@@ -75,15 +79,31 @@ def read_jsonl(path: str) -> List[Tuple[int, dict]]:
         try:
             obj = json.loads(line)
         except ValueError as exc:
-            errors.append("%s:%d: invalid JSON (%s), got %r" % (path, lineno, exc.args[0].split(":")[0], line[:60]))
+            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+            problems.append((lineno, "invalid JSON (%s), got %s" % (msg, _show(line[:60]))))
             continue
         if not isinstance(obj, dict):
-            errors.append("%s:%d: expected a JSON object, got %r" % (path, lineno, line[:60]))
+            problems.append((lineno, "%s must be a JSON object, got %s" % (what, _show(line[:60]))))
             continue
         rows.append((lineno, obj))
-    if errors:
-        raise MiniRagError(join_errors(errors))
+    return rows, problems
+
+
+def read_jsonl(path: str, what: str = "a row") -> List[Tuple[int, dict]]:
+    """``(line number, object)`` for each non-blank line; every bad line is reported at once.
+
+    Raises MiniRagError listing ``path:line: what is wrong, got <value>`` for up to
+    MAX_REPORTED bad lines.
+    """
+    rows, problems = scan_jsonl(path, what)
+    if problems:
+        raise MiniRagError(join_errors(["%s:%d: %s" % (path, n, msg) for n, msg in problems]))
     return rows
+
+
+def _show(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def join_errors(errors: List[str]) -> str:

@@ -49,6 +49,7 @@ import json
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from .errors import MiniRagError
+from .fileio import scan_jsonl
 
 MIN_SUBSTR = 5
 DECISIONS = ("ANSWER", "ABSTAIN", "CLARIFY", "BLOCK")
@@ -110,35 +111,8 @@ def read_gold(path: str) -> Tuple[List[Tuple[int, dict]], List[Problem]]:
 
     Raises MiniRagError only when the file cannot be read at all.
     """
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise MiniRagError("%s: cannot read gold file: %s" % (path, exc.strerror)) from None
-    rows, problems = [], []
-    for lineno, raw in enumerate(data.split(b"\n"), 1):
-        raw = raw.rstrip(b"\r")
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            problems.append(Problem(path, lineno, "not UTF-8 text, got byte 0x%02x" % raw[exc.start]))
-            continue
-        if lineno == 1 and line.startswith("\ufeff"):
-            line = line[1:]
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-            problems.append(Problem(path, lineno, "invalid JSON (%s), got %s" % (msg, _show(line[:60]))))
-            continue
-        if not isinstance(obj, dict):
-            problems.append(Problem(path, lineno, "a gold row must be a JSON object, got %s"
-                                    % _show(line[:60])))
-            continue
-        rows.append((lineno, obj))
-    return rows, problems
+    rows, bad = scan_jsonl(path, "a gold row", "gold file")
+    return rows, [Problem(path, lineno, msg) for lineno, msg in bad]
 
 
 # ---------------------------------------------------------------- checking
