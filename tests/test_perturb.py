@@ -6,9 +6,7 @@ recomputed here from sha256 independently of the module.
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import json
 import os
 import re
@@ -17,30 +15,17 @@ import sys
 import tempfile
 import unittest
 from pathlib import Path
-from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mini_rag import cli  # noqa: E402
 from mini_rag import perturb as P  # noqa: E402
 from mini_rag.config import DEFAULTS  # noqa: E402
 from mini_rag.errors import MiniRagError  # noqa: E402
+from tests.test_goldcheck import run_cli  # noqa: E402  (one helper for the gold commands)
 
 FIX = ROOT / "tests" / "fixtures" / "gold"
 RULES = (("continuous processing", ("continuous manufacturing", "ICH Q13")),)
-
-
-def run_cli(argv):
-    """(exit status, stdout, stderr) of ``python -m mini_rag`` with only the gold commands."""
-    out, err = io.StringIO(), io.StringIO()
-    with mock.patch.object(cli, "COMMAND_MODULES", ("cmd_gold",)), \
-            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = cli.main(argv)
-        except SystemExit as exc:       # argparse usage errors
-            rc = exc.code
-    return rc, out.getvalue(), err.getvalue()
 
 
 def sha_int(text: str) -> int:
