@@ -70,6 +70,7 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         "generator_timeout": 30.0,       # seconds before the command generator is killed
         # relevance.py (phase B)
         "min_fact_overlap": 0.15,        # IDF-weighted share of question terms a fact must contain
+        "derivations": True,             # bridge verb/noun stems (retain ~ retention), see derive.py
         "dedup_jaccard": 0.9,            # word-set Jaccard at which two facts are near-identical
         # synthesize.py (phase C), rules in its docstring
         "key_idf_ratio": 0.6,            # key terms: idf >= this * the question's largest idf

@@ -60,11 +60,15 @@ Question terms (``question_terms``): the question analyzed by the index's analyz
 each term replaced by the retriever's typo correction when it made one, distinct, in
 order, minus the *scaffold* terms that frame a question rather than name its subject
 (``many``, ``much``, ``long``, ``often``, the modals ``can``/``may``/``must``...,
-``tell``, ``explain``, ``exactly``...).  Term weights are the index's BM25 idf
+``tell``, ``explain``, ``exactly``..., and the definition frames ``stand`` (for),
+``define``, ``mean``, ``refer`` (to)).  Term weights are the index's BM25 idf
 (``Index.idf``, Lucene's, never negative and defined for an unseen term), so a term the
 corpus has never seen weighs most.  A configured expansion rule (``[expansion.NAME]``)
 whose ``match`` phrase is in the question *bridges* each of the phrase's terms: such a
 term also counts as present where all terms of one of the rule's ``add`` phrases are.
+A question term is also bridged to its derivational variants the corpus contains
+(``derive.variants``: ``retain`` -> ``retent`` of *retention*; ``[answer]
+derivations``).
 
 >>> from mini_rag.analysis import Analyzer
 >>> from mini_rag.records import Retrieval
@@ -77,6 +81,7 @@ import re
 from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from .analysis import Analyzer, tokenize
+from .derive import variants
 from .records import Fact, Hit, Retrieval
 
 __all__ = ["phase_b", "phase_b_detail", "question_terms", "term_weights", "expansion_bridges",
@@ -93,7 +98,8 @@ SCAFFOLD_WORDS = (
     "can could may might must shall should will would need needs "
     "do does did done tell know explain describe please exactly currently actually "
     "usually typically generally specifically also still ever really thing things "
-    "something anything way mean means meaning happen happens get per"
+    "something anything way mean means meaning happen happens get per "
+    "stand define defined definition refer refers"
 ).split()
 
 _POLARITY_WORDS = frozenset(
@@ -149,10 +155,19 @@ def term_weights(terms: Iterable[str], index: Any) -> Dict[str, float]:
     return {t: (max(0.0, float(idf(t))) if idf else 1.0) for t in terms}
 
 
-def expansion_bridges(question: str, config: Optional[Dict[str, Any]], analyzer: Analyzer) -> Bridges:
-    """term -> alternative term sets, from expansion rules whose match phrase is in the question."""
+def expansion_bridges(question: str, config: Optional[Dict[str, Any]], analyzer: Analyzer,
+                      index: Any = None) -> Bridges:
+    """term -> alternative term sets, from expansion rules whose match phrase is in the
+    question; with ``index`` and ``[answer] derivations`` on, also each question term's
+    derivational variants (``derive.variants``) that the index contains."""
     folded = " ".join(question.casefold().split())
     bridges: Bridges = {}
+    df = getattr(index, "doc_freq", None)
+    if df is not None and (config or {}).get("answer", {}).get("derivations", True):
+        for term in analyzer.analyze(question):
+            for v in variants(term):
+                if df(v) > 0:
+                    bridges.setdefault(term, []).append(frozenset([v]))
     rules = (config or {}).get("expansion", {})
     for name in sorted(rules):
         rule = rules[name]
@@ -371,7 +386,7 @@ def phase_b_detail(question: str, facts: List[Fact], retrieval: Retrieval, index
     analyzer = analyzer_of(index, config)
     q_terms = question_terms(question, retrieval, analyzer)
     weights = term_weights(q_terms, index)
-    bridges = expansion_bridges(question, config, analyzer)
+    bridges = expansion_bridges(question, config, analyzer, index)
     hits = _hit_map(retrieval)
 
     dropped: List[Dict[str, str]] = []

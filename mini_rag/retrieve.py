@@ -81,8 +81,10 @@ A query token (``analysis.tokenize``) whose analyzed terms are not all in the in
 that has no digit (codes and numbers are never changed) and has 4 or more characters,
 is replaced by the corpus word (a token of some chunk's indexed text whose terms are
 all indexed) within edit distance 1, or 2 for tokens of 8 or more characters; distance
-is the optimal string alignment distance (insert, delete, substitute, swap two adjacent
-characters).  Comparing words before stemming finds a typo anywhere in the word
+is ``typo_distance``, the optimal string alignment distance under a typist's error model
+(insert, delete, swap two adjacent characters: 1; substitute: 1 for neighbouring QWERTY
+keys, else 2; the first character must be right or swapped with the second), so a real
+word is rarely taken for a slip of another (``fast`` stays, it is not ``last``).  Comparing words before stemming finds a typo anywhere in the word
 (``requirments`` -> ``requirements``).  Among candidates the smallest distance wins,
 then the highest document frequency of the word's term (a stopword counts as more
 frequent than any term), then the smallest word.  A typo of a stopword (``whta``) is
@@ -115,12 +117,9 @@ _ID_SEPARATORS = re.compile(r"[-_.]+")
 
 # ---------------------------------------------------------------- helpers
 
-def osa_distance(a: str, b: str, limit: int = 2) -> int:
-    """Optimal string alignment distance, or ``limit + 1`` once it must exceed ``limit``.
-
-    >>> osa_distance("refnud", "refund"), osa_distance("polcy", "policy")
-    (1, 1)
-    """
+def _alignment(a: str, b: str, limit: int, sub_cost) -> int:
+    """Optimal string alignment distance with substitution cost ``sub_cost(x, y)``;
+    ``limit + 1`` once it must exceed ``limit``."""
     if abs(len(a) - len(b)) > limit:
         return limit + 1
     prev2: List[int] = []
@@ -128,15 +127,66 @@ def osa_distance(a: str, b: str, limit: int = 2) -> int:
     for i in range(1, len(a) + 1):
         cur = [i] + [0] * len(b)
         for j in range(1, len(b) + 1):
-            cost = 0 if a[i - 1] == b[j - 1] else 1
-            v = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+            x, y = a[i - 1], b[j - 1]
+            v = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (0 if x == y else sub_cost(x, y)))
+            if i > 1 and j > 1 and x == b[j - 2] and a[i - 2] == y:
                 v = min(v, prev2[j - 2] + 1)
             cur[j] = v
         if min(cur) > limit:
             return limit + 1
         prev2, prev = prev, cur
     return prev[-1] if prev[-1] <= limit else limit + 1
+
+
+def osa_distance(a: str, b: str, limit: int = 2) -> int:
+    """Optimal string alignment distance, or ``limit + 1`` once it must exceed ``limit``.
+
+    >>> osa_distance("refnud", "refund"), osa_distance("polcy", "policy")
+    (1, 1)
+    """
+    return _alignment(a, b, limit, lambda x, y: 1)
+
+
+# QWERTY neighbours (same row and the rows above and below), for typo_distance.
+_ROWS = ("1234567890", "qwertyuiop", "asdfghjkl", "zxcvbnm")
+_NEIGHBOURS: Dict[str, frozenset] = {}
+for _r, _row in enumerate(_ROWS):
+    for _c, _ch in enumerate(_row):
+        _near = set()
+        for _dr in (-1, 0, 1):
+            if 0 <= _r + _dr < len(_ROWS):
+                # rows are staggered: a key touches columns c-1..c+1 of its neighbours
+                _near.update(_ROWS[_r + _dr][max(0, _c - 1):_c + 2])
+        _near.discard(_ch)
+        _NEIGHBOURS[_ch] = frozenset(_near)
+
+
+def _key_slip(x: str, y: str) -> int:
+    return 1 if x in _NEIGHBOURS.get(y, ()) else 2
+
+
+def typo_distance(typed: str, word: str, limit: int = 2) -> int:
+    """How many keystroke slips turn ``word`` into ``typed``, or ``limit + 1`` if more.
+
+    The optimal string alignment distance under a typist's error model: an extra or a
+    missing character and two swapped neighbours cost 1; a wrong character costs 1 only
+    when its key touches the intended one on a QWERTY keyboard (``polixy`` for
+    ``policy``), else 2 (a real word is rarely a slip of another: ``fast`` is not
+    ``last``, ``tell`` is not ``well``).  The first character must be right, or swapped
+    with the second: slips at the start of a word are rare, and a word that differs
+    there is a different word (``bread``/``read``, ``recertify``/``certify``).
+
+    >>> typo_distance("refnud", "refund"), typo_distance("polixy", "policy")
+    (1, 1)
+    >>> typo_distance("fast", "last"), typo_distance("tell", "well"), typo_distance("hte", "the")
+    (3, 3, 1)
+    """
+    if not typed or not word:
+        return limit + 1
+    if typed[0] != word[0] and not (len(typed) > 1 and len(word) > 1 and typed[0] == word[1]
+                                    and typed[1] == word[0]):
+        return limit + 1
+    return _alignment(typed, word, limit, _key_slip)
 
 
 def _deletes(word: str, depth: int) -> List[str]:
@@ -394,7 +444,7 @@ class Retriever:
                 if cand in tried or cand == token:
                     continue
                 tried.add(cand)
-                dist = osa_distance(token, cand, limit)
+                dist = typo_distance(token, cand, limit)
                 if dist > limit:
                     continue
                 terms = self._surface[cand]

@@ -29,7 +29,10 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
    something the corpus never mentions.
    The *key terms* ``K`` are the known terms of ``Q`` whose idf is at least ``[answer]
    key_idf_ratio`` (0.6) times the largest idf among them: the rarest terms the corpus
-   knows, which carry what the question is specifically about.
+   knows, which carry what the question is specifically about.  Never key (they still
+   weigh in the question share): the answer's category (``category_terms``), light
+   verbs and indefinite pronouns (``LIGHT_WORDS``: "come with", "get a laptop") and the
+   words naming the asked type (``TYPE_WORDS``: "cost" in a "how much" question).
 2. Topic.  A fact is *on topic* when its chunk (its text, heading and document title;
    expansion rules bridge terms, see ``relevance``) holds an idf-weighted share of
    ``K`` of at least ``[answer] min_key_coverage`` (0.7) and a share of the whole of
@@ -40,6 +43,8 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
 3. Answer type.  When the question asks for a value (``question_type`` is ``number``,
    ``amount``, ``duration``, ``date`` or ``percentage``) and no sentence of an
    on-topic fact states one (``value_match`` > 0) -> refuse ``answer_type_missing``.
+   A value made only of the question's own words does not count (``Black Friday`` is
+   not a date for "When does the Black Friday promotion start?").
 4. Score every sentence of every on-topic fact (headings, table rules and text-free
    units excluded) as the weighted sum (weights ``[answer] weight_*``, which sum to 1)
    of four parts, each in [0, 1]:
@@ -56,8 +61,10 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
    With a value-type question only sentences that state a value may be the first
    sentence.  Ties: higher score, then earlier fact (retrieval rank), then earlier
    sentence.
-5. Threshold.  The best score below ``[answer] min_score`` (0.3) -> refuse
-   ``below_threshold``.
+5. Threshold.  The best sentence says its matter is undecided (``is_pending``: "is
+   being reviewed", "not yet final", "are planned") -> refuse ``answer_pending``: the
+   documents mention the subject and say there is no answer yet.  The best score below
+   ``[answer] min_score`` (0.3) -> refuse ``below_threshold``.
 6. More sentences.  Another candidate is added, best first, when its score is within
    ``[answer] extra_sentence_margin`` (0.15) of the best and it contains a key term no
    chosen sentence contains; at most ``[answer] max_extra_sentences`` (2) per part.
@@ -90,14 +97,15 @@ from .relevance import (Bridges, _hit_map, analyzer_of, chunk_context, covered, 
                         question_terms, term_weights, weighted_share)
 
 __all__ = ["AnswerSentence", "Answer", "phase_c", "split_sentences", "sentence_spans",
-           "question_type", "value_match", "split_question", "format_answer",
+           "question_type", "value_match", "echo_words", "is_pending", "split_question",
+           "format_answer",
            "REFUSAL_REASONS", "CONFIDENCE_LEVELS", "VALUE_TYPES", "SENTENCE_SHARE"]
 
 CONFIDENCE_LEVELS = ("High", "Medium", "Low")
 
 #: Why phase C refused, in the order the rules test them.
 REFUSAL_REASONS = ("unknown_name", "no_evidence", "no_question_terms", "key_terms_not_covered",
-                   "answer_type_missing", "below_threshold", "no_valid_sentence")
+                   "answer_type_missing", "answer_pending", "below_threshold", "no_valid_sentence")
 
 #: Question types that ask for a value; the others (person, polarity) only rank.
 VALUE_TYPES = ("number", "amount", "duration", "date", "percentage")
@@ -278,7 +286,10 @@ QUESTION_CUES: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
                             r"\b(?:within|in|after|for)\s+(?:what|which)\s+(?:\w+\s+)?(?:period|time|timeframe)\b|"
                             r"\b(?:what|which)\s+(?:is\s+|are\s+|was\s+)?(?:the\s+)?(?:\w+\s+){0,3}?"
                             r"(?:period|periods|duration|timeframe|time\s+frame|window|lifetime|"
-                            r"interval|frequency|length\s+of\s+time)\b", _I)),
+                            r"interval|frequency|length\s+of\s+time)\b|"
+                            r"\b(?:what|which)\s+(?:is|are|was|were)\s+(?:the\s+|a\s+|an\s+)?(?:\w+\s+){0,3}?"
+                            r"times?(?=\s*(?:$|[?,;.]|(?:of|for|in|on|at|to|from|between|after|before|"
+                            r"until|when|that|is|are|was|do|does|will|should|must|can)\b))", _I)),
     ("date", re.compile(r"^\W*when\b|[,;]\s*when\b|\bwhen\s+" + _AUX + r"\b|\bby\s+when\b|\bdeadline\b|"
                         r"\b(?:what|which)\s+(?:\w+\s+)?(?:date|dates|day|year|month|time|century|decade|era)\b",
                         _I)),
@@ -344,10 +355,36 @@ _POLARITY = re.compile(r"\b(?:may|can|cannot|can't|must|mustn't|shall|should|not
                        r"non-\w+|optional|mandatory)\b", _I)
 
 
-def value_match(kind: Optional[str], sentence: str) -> float:
+_WORD = re.compile(r"\w+")
+
+
+def echo_words(question: str) -> frozenset:
+    """The question's own words (case-folded), which a value must not merely repeat."""
+    return frozenset(w.casefold() for w in _WORD.findall(question))
+
+
+def _states(pattern: "re.Pattern[str]", sentence: str, echo: frozenset) -> bool:
+    """Does ``pattern`` match ``sentence`` somewhere other than in the question's own words?
+
+    A match counts when it holds a word the question does not (``24 hours`` for "How long
+    are logs kept?"), or no word at all (``%``).  "When does the Black Friday promotion
+    start?" is not answered by a sentence naming "Black Friday offers" (its only date word
+    is the question's), nor "When will records go live on line CM-2?" by "planned for line
+    CM-2" (its only number is the question's).
+    """
+    for m in pattern.finditer(sentence):
+        words = _WORD.findall(m.group(0))
+        if not words or any(w.casefold() not in echo for w in words):
+            return True
+    return False
+
+
+def value_match(kind: Optional[str], sentence: str, echo: frozenset = frozenset()) -> float:
     """1.0 when ``sentence`` states a value of ``kind``; 0.5 when it states only some
     number (``kind`` is a value type other than number); 0.0 otherwise.
 
+    ``echo``: the question's words (``echo_words``); a value made only of them is the
+    question repeated, not an answer, and does not count (see ``_states``).
     No kind -> 1.0 (nothing asked, nothing missing).  For ``person`` and ``polarity``
     1.0 when a role/name or a modal/polarity word is present, else 0.0.
     """
@@ -357,22 +394,46 @@ def value_match(kind: Optional[str], sentence: str) -> float:
         return 1.0 if (_ROLE.search(sentence) or _PROPER.search(sentence)) else 0.0
     if kind == "polarity":
         return 1.0 if _POLARITY.search(sentence) else 0.0
-    has_number = bool(_NUMBER.search(sentence))
+    has_number = _states(_NUMBER, sentence, echo)
     if kind == "number":
         return 1.0 if has_number else 0.0
     if kind == "percentage":
-        full = bool(_PERCENT.search(sentence))
+        full = _states(_PERCENT, sentence, echo)
     elif kind == "amount":
-        full = bool(_CURRENCY.search(sentence)) or (has_number and bool(_PRICE_WORD.search(sentence)))
+        full = _states(_CURRENCY, sentence, echo) or (has_number and bool(_PRICE_WORD.search(sentence)))
     elif kind == "duration":
-        full = bool(_DURATION.search(sentence))
+        full = _states(_DURATION, sentence, echo)
     elif kind == "date":
-        full = bool(_DATE.search(sentence)) or bool(_DURATION.search(sentence))
+        full = _states(_DATE, sentence, echo) or _states(_DURATION, sentence, echo)
     else:
         full = False
     if full:
         return 1.0
     return 0.5 if has_number else 0.0
+
+
+#: A sentence saying the matter is not settled yet: it mentions the topic, it answers nothing.
+PENDING = re.compile(
+    r"\b(?:is|are|was|were)\s+(?:currently\s+|still\s+)?(?:being|under)\s+(?:reviewed|review|"
+    r"discussed|discussion|considered|consideration|evaluated|evaluation|assessed|assessment|defined|"
+    r"decided|drafted|negotiated|negotiation|developed|development|investigated|investigation)\b|"
+    r"\bnot\s+yet\b|\byet\s+to\s+be\b|"
+    r"\bha(?:s|ve)\s+not\s+(?:yet\s+)?been\s+(?:decided|set|defined|determined|agreed|announced|"
+    r"confirmed|finali[sz]ed|published|scheduled|approved)\b|"
+    r"\b(?:is|are)\s+(?:currently\s+|still\s+)?(?:planned|proposed)\b(?!\s+(?:and|or|by)\b)|"
+    r"\b(?:is|are)\s+(?:currently\s+|still\s+)?(?:pending|undecided|in\s+draft)\b|"
+    r"\bto\s+be\s+(?:decided|determined|confirmed|announced|defined|agreed|scheduled)\b|"
+    r"\b(?:tbd|tba|tbc)\b", _I)
+
+
+def is_pending(sentence: str) -> bool:
+    """Does ``sentence`` say its matter is undecided ("is being reviewed", "not yet final",
+    "are planned", "to be announced")?
+
+    >>> is_pending("The classification of such data is being reviewed."), is_pending("Logs are kept.")
+    (True, False)
+    """
+    return bool(PENDING.search(sentence))
 
 
 _PART_SPLIT = re.compile(r"[?;]+|\s*,?\s+(?:and|but|or|also)\s+(?=(?:what|when|where|who|whom|whose|which|"
@@ -491,6 +552,41 @@ def category_terms(question: str, index: Any) -> List[str]:
     return list(dict.fromkeys(t for w in picked for t in analyzer.analyze(w)))
 
 
+#: Words that never say what a question is about: light verbs, whose meaning comes from
+#: their object ("get a laptop", "come with", "make sure"), and indefinite pronouns.
+LIGHT_WORDS = frozenset((
+    "get gets got gotten getting come comes came coming make makes made making take takes took "
+    "taken taking give gives gave given giving go goes went gone going put puts putting "
+    "show shows showed shown showing bring brings brought bringing let lets want wants wanted "
+    "like likes liked look looks looked seem seems seemed turn turns turned "
+    "someone somebody anyone anybody everyone everybody something anything everything us"
+).split())
+
+#: Words that name the kind of value asked for, by question type: the sentence stating
+#: the value need not repeat them ("How much does storage cost?" -> "USD 20 per month").
+TYPE_WORDS = {
+    "amount": frozenset("cost costs price prices priced fee fees charge charges charged pay paid "
+                        "amount amounts".split()),
+    "duration": frozenset("time times period periods duration durations".split()),
+    "date": frozenset("date dates day days time".split()),
+    "number": frozenset("number numbers amount total count".split()),
+    "percentage": frozenset("percent percentage percentages share proportion".split()),
+}
+
+
+def general_terms(question: str, kind: Optional[str], analyzer: Any) -> List[str]:
+    """Terms of ``question``'s light words and of the words naming its answer type
+    (``LIGHT_WORDS``, ``TYPE_WORDS``); they are never key terms (rule 1)."""
+    if analyzer is None:
+        return []
+    out = []
+    words = LIGHT_WORDS | TYPE_WORDS.get(kind or "", frozenset())
+    for w in _WORD.findall(question):
+        if w.casefold() in words:
+            out.extend(analyzer.analyze(w))
+    return list(dict.fromkeys(out))
+
+
 def unknown_names(question: str, index: Any, bridges: Optional[Bridges] = None) -> List[str]:
     """Names and codes in ``question`` whose every term the corpus has never seen.
 
@@ -555,6 +651,7 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
         out["outcome"] = "unknown_name"
         return out
     category = set(category_terms(part, index))
+    category.update(general_terms(part, kind, getattr(index, "analyzer", None)))
     known = [t for t in known if t not in category] or known
     top = max([weights[t] for t in known] or [0.0])
     ratio = float(cfg["key_idf_ratio"])
@@ -580,6 +677,7 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
     wc, wt, wp, wr = (float(cfg["weight_coverage"]), float(cfg["weight_type"]),
                       float(cfg["weight_proximity"]), float(cfg["weight_retrieval"]))
     q_set = set(q_terms)
+    echo = echo_words(part)
     scored = []   # (score, fact_idx, sent_idx, unit, type_match)
     for i in on_topic:
         info = infos[i]
@@ -587,7 +685,7 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
         for unit in info.units:
             sent_share = weighted_share(q_terms, weights, unit.term_set, bridges)
             cov = SENTENCE_SHARE * sent_share + (1.0 - SENTENCE_SHARE) * chunk_share
-            tm = value_match(kind, unit.text)
+            tm = value_match(kind, unit.text, echo)
             prox = _proximity(q_set, unit.terms, bridges)
             score = wc * cov + wt * tm + wp * prox + wr * max(0.0, min(1.0, info.fact.score))
             scored.append((score, unit.fact_idx, unit.sent_idx, unit, tm))
@@ -605,6 +703,9 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
     runner = next((s[0] for s in scored if s is not best), 0.0)
     out["best_score"] = _r(best[0])
     out["runner_up"] = _r(runner)
+    if is_pending(best[3].text):
+        out["outcome"] = "answer_pending"
+        return out
     if best[0] < float(cfg["min_score"]):
         out["outcome"] = "below_threshold"
         return out
@@ -652,7 +753,7 @@ def phase_c(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
         return Answer(sentences=[], confidence="Low", refused=True, reasons=["no_evidence"],
                       detail={"parts": []})
     analyzer = analyzer_of(index, config)
-    bridges = expansion_bridges(question, config, analyzer)
+    bridges = expansion_bridges(question, config, analyzer, index)
     infos = _prepare(facts, retrieval, index, analyzer)
     parts = []
     for part in split_question(question):

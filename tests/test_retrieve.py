@@ -20,7 +20,7 @@ from mini_rag.config import DEFAULTS
 from mini_rag.errors import MiniRagError
 from mini_rag.index import build_index
 from mini_rag.records import Chunk
-from mini_rag.retrieve import Retriever, osa_distance
+from mini_rag.retrieve import Retriever, osa_distance, typo_distance
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = str(ROOT / "tests" / "fixtures" / "corpus")
@@ -243,6 +243,28 @@ class Typos(unittest.TestCase):
         for a, b, d in table:
             with self.subTest(a=a, b=b):
                 self.assertEqual(osa_distance(a, b, limit=2), min(d, 3))
+
+    def test_typo_distance(self):
+        # (typed, word, expected with limit 2; 3 means "more than 2")
+        table = [("refnud", "refund", 1),      # swap
+                 ("rfund", "refund", 1),       # deletion after the first character
+                 ("refnd", "refund", 1),       # deletion
+                 ("refundd", "refund", 1),     # duplication
+                 ("refumd", "refund", 1),      # m and n are neighbours
+                 ("refupd", "refund", 2),      # p is not next to n: a substitution costs 2
+                 ("erfund", "refund", 1),      # first two swapped
+                 ("efund", "refund", 3),       # first character lost
+                 ("fast", "last", 3), ("tell", "well", 3),   # real words, first letter differs
+                 ("leak", "lead", 2)]                          # k/d are not neighbours
+        for typed, word, d in table:
+            with self.subTest(typed=typed, word=word):
+                self.assertEqual(typo_distance(typed, word, limit=2), d)
+
+    def test_real_words_are_not_slips(self):
+        chunks = [chunk("a#p0", "The last window is open."), chunk("a#p1", "Logs are well kept.")]
+        r = Retriever(build_index(chunks, Analyzer()), config())
+        self.assertEqual(r.retrieve("How fast can we tell?").corrections, {})
+        self.assertEqual(r.retrieve("Is the lats window open?").corrections, {"lats": "last"})
 
     def test_disabled(self):
         self.r.config["retrieval"]["typo_correction"] = False

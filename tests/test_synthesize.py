@@ -15,7 +15,7 @@ from mini_rag.config import DEFAULTS
 from mini_rag.records import Fact, Hit, Retrieval
 from mini_rag.synthesize import (Answer, AnswerSentence, format_answer, phase_c, question_type,
                                  split_question, split_sentences, unknown_names, value_match,
-                                 category_terms)
+                                 category_terms, echo_words, general_terms, is_pending)
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "phases" / "evidence.json"
 
@@ -104,6 +104,11 @@ class QuestionTypeTest(unittest.TestCase):
             ("Can customers export their data?", "polarity"),
             ("Is encryption required at rest?", "polarity"),
             ("What does ALCOA stand for?", None),
+            ("What is the typical residence time of the line?", "duration"),   # "what is the ... time"
+            ("What is the response time for P1 tickets?", "duration"),
+            ("What are residence time distribution models used for?", None),   # "time" is not the head
+            ("What is the recovery time objective?", None),
+            ("What time does support open?", "date"),
             ("Explain the escalation process.", None),
             ("What happens when a refund is denied?", None),   # 'when' as a conjunction
         ]
@@ -135,6 +140,55 @@ class QuestionTypeTest(unittest.TestCase):
         for kind, sentence, expected in cases:
             with self.subTest(kind=kind, sentence=sentence):
                 self.assertEqual(value_match(kind, sentence), expected)
+
+    def test_value_match_ignores_the_questions_own_words(self):
+        # (question, kind, sentence, expected): a value made only of the question's words
+        # is the question repeated.
+        cases = [
+            ("When does the Black Friday promotion start?", "date",
+             "Terms apply to Black Friday offers.", 0.0),                 # weekday inside a name
+            ("When will records go live on line CM-2?", "date",
+             "Records are planned for line CM-2.", 0.0),                  # the code's digit
+            ("When will records go live on line CM-2?", "date",
+             "Records go live on CM-2 in March.", 1.0),
+            ("How many days are logs kept?", "duration", "Logs are kept for 30 days.", 1.0),
+            ("How many days are logs kept?", "duration", "Logs are kept for days.", 0.0),
+            ("How many days are logs kept for Tier 2?", "duration", "Tier 2 logs are kept.", 0.0),
+            ("What share of revenue?", "percentage", "A 20% share.", 1.0),   # '%' has no word
+        ]
+        for question, kind, sentence, expected in cases:
+            with self.subTest(question=question, sentence=sentence):
+                self.assertEqual(value_match(kind, sentence, echo_words(question)), expected)
+        self.assertEqual(value_match("date", "Terms apply to Black Friday offers."), 1.0)   # no echo given
+
+    def test_is_pending(self):
+        table = [
+            ("The classification of training data is being reviewed by the Council.", True),
+            ("A revised draft was published in 2025 and is not yet final.", True),
+            ("Electronic batch records are planned for line CM-2.", True),
+            ("The launch date is to be announced.", True),
+            ("The fee has not been decided.", True),
+            ("The matter is under review.", True),
+            ("Logs are reviewed every quarter.", False),
+            ("Changes are planned and approved by the board.", False),   # 'planned' as a past participle in a list
+            ("The plan was finalised in 2024.", False),
+        ]
+        for sentence, expected in table:
+            with self.subTest(sentence=sentence):
+                self.assertEqual(is_pending(sentence), expected)
+
+    def test_general_terms(self):
+        a = Analyzer()
+        table = [
+            ("Does the Free plan come with an uptime commitment?", "polarity", ["come"]),
+            ("How much does additional storage cost?", "amount", ["cost"]),
+            ("How often do employees get a new laptop?", "duration", ["get"]),
+            ("Who has to make sure the system works?", "person", ["make"]),
+            ("What is the price of storage?", "number", []),      # 'price' names the type only for amount
+        ]
+        for question, kind, expected in table:
+            with self.subTest(question=question):
+                self.assertEqual(general_terms(question, kind, a), expected)
 
     def test_split_question(self):
         cases = [
@@ -271,6 +325,21 @@ class RefusalTest(unittest.TestCase):
         self.assertEqual((a.refused, a.reasons), (True, ["answer_type_missing"]))
         a = run(q, [no_value, with_value])
         self.assertEqual(a.sentences, [AnswerSentence("Audit logs are reviewed every week.", "b", 1, "b#p0")])
+
+    def test_answer_pending(self):
+        q = "What classification applies to training data?"
+        f = fact("a#p0", "The classification of training data is being reviewed by the Council.")
+        a = run(q, [f])
+        self.assertEqual((a.refused, a.reasons), (True, ["answer_pending"]))
+        settled = fact("a#p0", "The classification of training data is Confidential.")
+        self.assertFalse(run(q, [settled]).refused)
+
+    def test_echoed_value_is_not_an_answer(self):
+        q = "When does the Black Friday promotion start?"
+        f = fact("p#p1", "These terms apply to promotions such as Black Friday offers.")
+        self.assertEqual(run(q, [f]).reasons, ["answer_type_missing"])
+        dated = fact("p#p2", "The Black Friday promotion starts on 27 November.")
+        self.assertEqual(run(q, [dated]).citations(), ["p#p2"])
 
     def test_value_sentence_preferred_for_value_questions(self):
         q = "How long are audit logs kept?"

@@ -1,0 +1,67 @@
+"""Derivational variants of a Snowball stem: the verb and its noun, which stemming keeps apart.
+
+The Snowball English stemmer removes inflections (``retained`` -> ``retain``) and a few
+derivational suffixes (``validation`` -> ``valid``), but leaves most Latinate verb/noun
+pairs apart: ``retain``/``retention`` stem to ``retain``/``retent``, ``receive``/
+``reception`` to ``receiv``/``recept``.  A question asking how long tickets are
+*retained* is answered by a table headed *Retention period*; the answering stage uses the
+variants below as bridges (``relevance.covered``) so such a chunk covers the question's
+term.  Retrieval does not use them: ranking stays plain BM25.
+
+Each rule is a pair of stem endings ``(a, b)``, applied both ways: a stem ending in ``a``
+with at least two characters before it has the variant ending in ``b``.  They are the
+regular alternations of English verb and noun stems after Snowball (verified on the
+pairs in the table):
+
+============  ==========================================================
+rule          examples (stems)
+============  ==========================================================
+ain / ent     retain/retent (retention), detain/detent
+eiv / ept     receiv/recept, perceiv/percept, conceiv/concept
+uc / uct      reduc/reduct, introduc/introduct, deduc/deduct
+mit / miss    submit/submiss, permit/permiss, transmit/transmiss
+end / ens     extend/extens, suspend/suspens
+olv / olut    resolv/resolut, solv/solut
+ib / ipt      describ/descript, subscrib/subscript, prescrib/prescript
+um / umpt     assum/assumpt, consum/consumpt
+ifi / if      notifi/notif, verifi/verif, certifi/certif, identifi/identif
+id / is       decid/decis, provid/provis, divid/divis
+li / lic      appli/applic, impli/implic
+li / lianc    compli/complianc, reli/relianc
+ud / us       conclud/conclus, exclud/exclus, includ/inclus
+oy / uct      destroy/destruct
+============  ==========================================================
+
+Not every variant is a word; callers keep only the variants their index contains.
+Known false friend: ``contain``/``content`` (Snowball stems *contention* to
+``content``) is excluded.
+
+>>> sorted(variants("retain")), sorted(variants("notifi")), variants("data")
+(['retent'], ['notif'], [])
+"""
+from __future__ import annotations
+
+from typing import List
+
+__all__ = ["RULES", "variants"]
+
+RULES = (("ain", "ent"), ("eiv", "ept"), ("uc", "uct"), ("mit", "miss"), ("end", "ens"),
+         ("olv", "olut"), ("ib", "ipt"), ("um", "umpt"), ("ifi", "if"), ("id", "is"),
+         ("li", "lic"), ("li", "lianc"), ("ud", "us"), ("oy", "uct"))
+
+#: Stems whose variant by the rules is another word altogether.
+_FALSE_FRIENDS = frozenset({("contain", "content"), ("content", "contain")})
+
+_MIN_BASE = 2
+
+
+def variants(stem: str) -> List[str]:
+    """The stems a derivational rule relates to ``stem`` (distinct, in rule order)."""
+    out: List[str] = []
+    for a, b in RULES:
+        for x, y in ((a, b), (b, a)):
+            if stem.endswith(x) and len(stem) - len(x) >= _MIN_BASE:
+                v = stem[:len(stem) - len(x)] + y
+                if v != stem and v not in out and (stem, v) not in _FALSE_FRIENDS:
+                    out.append(v)
+    return out
