@@ -94,6 +94,7 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         "freshness_days_high_risk": 365, # effective date older than this -> stale (high risk)
         "freshness_days": 730,           # ... (medium risk; low risk never abstains)
         "conflict_min_shared_terms": 2,  # topic terms two sides must share to be "the same subject"
+        "conflict_min_agreement": 0.67,  # Jaccard of the question terms two sides contain (rule 2c)
         "variant_min_overlap": 0.5,      # share of question terms a unit needs for the variant rule
     },
     # Risk classes: keyword phrases matched on analyzed question terms (decision_policy.md).

@@ -25,13 +25,14 @@ The rule, exactly.  Two evidence units *a* and *b* conflict when all of these ho
    b. their *topic terms* (analyzed terms minus numbers, units, modal and polarity words)
       share at least ``guards.conflict_min_shared_terms`` terms (default 2) -- sharing
       only a unit ("days") or only a polarity word ("may") is not a shared subject;
-   c. both chunks (text, heading and document title) contain every question term that
-      occurs anywhere in the evidence: the question's subject is what the evidence can
-      speak to, and a pair that leaves part of it out is about something else (the
-      exception rule: asked "Are promotional purchases refundable?", two documents that
-      disagree on the general refund window do not conflict *on the question*, and
-      "Promotional purchases are non-refundable" is narrower than a general rule that
-      never mentions promotions);
+   c. both chunks (text, heading and document title) speak to the same part of the
+      question: of the question terms either chunk contains, both contain at least
+      ``guards.conflict_min_agreement`` (0.67) -- Jaccard of the two sets.  A pair where
+      one side leaves most of the subject out is about something else (the exception
+      rule: asked "Are promotional purchases refundable?", "Promotional purchases are
+      non-refundable" {promotional, purchase, refund} and a general refund rule
+      {refund} agree on 1/3 of the terms: the narrower rule does not conflict with the
+      general one), while a paraphrase on one side ("sign-in" vs "login") still pairs;
    d. they are not scoped to different variants: when both name qualifiers (``Free`` vs
       ``Enterprise`` plan, ``EU`` vs ``US``) and the qualifier sets differ, the units
       describe two variants -- that is the ambiguity guard's business, not a conflict;
@@ -53,6 +54,13 @@ The rule, exactly.  Two evidence units *a* and *b* conflict when all of these ho
      hour``; ``20%``; ``$5``) and the value sets for that unit are disjoint.  Numbers
      that are part of codes (``AES-256``, ``WH-12``), dates, and bare years (1900-2099
      with no unit or currency) are not quantities.
+
+4. When the answer's citations are given (``anchor``), one side is a cited chunk: a
+   disagreement the answer does not rest on is not a reason to withhold it (asked
+   about promotional purchases, the answer cites "Promotional purchases are
+   non-refundable"; two versions disagreeing on the general refund window are beside
+   it).  The pipeline passes every accepted hit, not only phase B's capped list, so the
+   superseded version ranked seventh still meets the current one.
 
 Each pair of chunks is reported once (the first contradiction found in unit order,
 polarity before numeric), and pairs are sorted by (chunk id of a, chunk id of b) with
@@ -402,13 +410,16 @@ class _Unit:
 
 def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
                    guards: Optional[dict] = None, clarify: Optional[dict] = None,
-                   context: Optional[Dict[str, str]] = None, question: str = "") -> List[ConflictPair]:
+                   context: Optional[Dict[str, str]] = None, question: str = "",
+                   anchor: Sequence[str] = ()) -> List[ConflictPair]:
     """Contradicting unit pairs among ``facts`` (records.Fact: quote, pdf = doc id,
     chunk_id), by the rule in the module docstring.  ``question_terms`` are the
     question's analyzed terms; ``guards`` and ``clarify`` are the config sections
     (``conflict_min_shared_terms``; ``dimension_values``, ``dimension_nouns``);
     ``context`` maps a chunk id to its heading and document title (rule 2c);
-    ``question`` is the question's text, for the qualifiers it names (rule 2e)."""
+    ``question`` is the question's text, for the qualifiers it names (rule 2e);
+    ``anchor``, when given, the chunk ids the answer cites: only pairs with a side among
+    them are reported (rule 4)."""
     guards = guards or {}
     clarify = clarify or {}
     min_shared = int(guards.get("conflict_min_shared_terms", 2))
@@ -452,8 +463,8 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
             units.append(_Unit(text, fact.pdf, fact.chunk_id, frozen, topic, topic & qset,
                                quals, pol, qty))
 
-    # Rule 2c: the question terms the evidence can speak to must be in both chunks.
-    evidence_q = frozenset(qset & all_terms)
+    # Rule 2c: both chunks speak to the same part of the question.
+    min_agreement = float(guards.get("conflict_min_agreement", 0.67))
     found: Dict[Tuple[str, str], ConflictPair] = {}
     for i, a in enumerate(units):
         if not a.qterms:
@@ -461,9 +472,11 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
         for b in units[i + 1:]:
             if b.doc == a.doc or not b.qterms:
                 continue
+            if anchor and a.chunk not in anchor and b.chunk not in anchor:
+                continue                               # rule 4: not about the answer
             first, second = (a, b) if a.chunk < b.chunk else (b, a)
             key = (first.chunk, second.chunk)
-            if key in found or not _same_subject(first, second, min_shared, evidence_q):
+            if key in found or not _same_subject(first, second, min_shared, qset, min_agreement):
                 continue
             pair = _contradiction(first, second)
             if pair is not None:
@@ -471,11 +484,12 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
     return [found[k] for k in sorted(found)]
 
 
-def _same_subject(a: _Unit, b: _Unit, min_shared: int, evidence_q: FrozenSet[str]) -> bool:
+def _same_subject(a: _Unit, b: _Unit, min_shared: int, qset: Set[str], min_agreement: float) -> bool:
     if len(a.topic & b.topic) < min_shared:
         return False
-    if not (evidence_q <= a.chunk_terms and evidence_q <= b.chunk_terms):
-        return False                                   # rule 2c: a side leaves the subject out
+    qa, qb = qset & a.chunk_terms, qset & b.chunk_terms
+    if len(qa & qb) < min_agreement * len(qa | qb):
+        return False                                   # rule 2c: they speak to different parts
     if a.quals and b.quals and a.quals != b.quals:
         return False                                   # rule 2d: two variants
     return True

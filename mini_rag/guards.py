@@ -30,6 +30,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import conflicts as _conf
 from .errors import MiniRagError
+from .relevance import question_terms
 
 __all__ = [
     "AmbiguityResult",
@@ -251,8 +252,8 @@ _NEGATION = re.compile(r"\b(?:no|not|never|none|without|cannot|can't|non)\b|n't\
 
 
 def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str, Any],
-                    guards: Dict[str, Any], context: Optional[Dict[str, Tuple[str, str]]] = None
-                    ) -> AmbiguityResult:
+                    guards: Dict[str, Any], context: Optional[Dict[str, Tuple[str, str]]] = None,
+                    anchor: Sequence[str] = ()) -> AmbiguityResult:
     """Does answering need a choice the user has not made?  (decision_policy.md rule 5)
 
     (a) **Vague reference**: the question contains one of ``vague_referents`` (it, that,
@@ -276,6 +277,13 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
         units state quantities with a common unit and different values for it (a count
         and a distance are not the same quantity); or not both state quantities and
         they differ in negation or in stating one ("no penalty" vs "a penalty of 20%").
+        One unit that holds every content term of the question, names two or more
+        qualifiers and states two different values in one unit ("kept for 30 days on
+        the Free plan and for 90 days on the Pro plan") is ambiguous on its own, under
+        the same condition on the question.
+        ``anchor``: the chunk ids the answer cites; when given, one unit of the pair
+        (or the enumerating unit) must come from them -- the answer itself is scoped to
+        a variant the question did not name.
         ``context`` maps a chunk id to its (heading, title).
 
     (a) is checked first.  ``detail`` carries the referent, or the qualifiers found.
@@ -285,7 +293,8 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
     modal_terms = set()
     for m in _MODALS:
         modal_terms.update(analyzer.analyze(m))
-    q_terms = [t for t in analyzer.analyze(question) if t not in modal_terms]
+    # the question's content terms: scaffold (how long, what, ...) and modals removed
+    q_terms = [t for t in question_terms(question, None, analyzer) if t not in modal_terms]
 
     words = re.findall(r"[a-z']+", question.lower())
     referents = [w for w in clarify.get("vague_referents", []) if w.lower() in words]
@@ -311,7 +320,8 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
         scope_terms = set(analyzer.analyze(heading + "\n" + title)) if (heading or title) else set()
         heading_quals = _conf.qualifiers(heading, values, nouns) if heading else frozenset()
         for unit in _conf.evidence_units(fact.quote):
-            if len(needed_terms & (scope_terms | set(analyzer.analyze(unit)))) < need:
+            present = needed_terms & (scope_terms | set(analyzer.analyze(unit)))
+            if len(present) < need:
                 continue
             qty = tuple(sorted(set(_conf.quantities(unit, stem))))
             negated = bool(_NEGATION.search(unit))
@@ -320,15 +330,31 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
             quals = _conf.qualifiers(unit, values, nouns) | heading_quals
             if quals:
                 speaking.append((quals, (qty, negated), fact.chunk_id))
+            if (len(quals) >= 2 and present == needed_terms and not (q_quals & quals)
+                    and _enumerates(qty) and (not anchor or fact.chunk_id in anchor)):
+                # one unit lists the variants itself: "30 days on the Free plan and 90
+                # days on the Pro plan"
+                return AmbiguityResult(True, "variant", {"qualifiers": sorted(quals),
+                                                         "chunks": [fact.chunk_id]})
     all_quals = sorted(set().union(*[q for q, _, _ in speaking])) if speaking else []
     if q_quals & set(all_quals):
         return AmbiguityResult(False)
     for i, (qa, va, ca) in enumerate(speaking):
         for qb, vb, cb in speaking[i + 1:]:
+            if anchor and ca not in anchor and cb not in anchor:
+                continue
             if qa != qb and _values_differ(va, vb):
                 return AmbiguityResult(True, "variant", {"qualifiers": all_quals,
                                                          "chunks": sorted({ca, cb})})
     return AmbiguityResult(False)
+
+
+def _enumerates(qty: Tuple) -> bool:
+    """Does one unit state two different values in the same unit (30 days ... 90 days)?"""
+    seen: Dict[str, set] = {}
+    for value, unit in qty:
+        seen.setdefault(unit, set()).add(value)
+    return any(len(v) >= 2 for v in seen.values())
 
 
 def _values_differ(a: Tuple, b: Tuple) -> bool:

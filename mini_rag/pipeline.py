@@ -120,18 +120,20 @@ class Pipeline:
             max_citations=int(cfg["guards"]["max_citations"]), sentences=raw_sentences,
             chunk_texts={cid: h.text for cid, h in hits_by_id.items()}, analyzer=self.analyzer)
         q_terms = question_terms(question, retrieval, self.analyzer)
-        pairs = conflicts_mod.find_conflicts(
-            q_terms, facts_b, self.analyzer, cfg["guards"], cfg["clarify"],
-            context={cid: "%s\n%s" % (h.heading, h.title) for cid, h in hits_by_id.items()},
-            question=question)
-        risk = guards.classify_risk(question, self.analyzer, cfg["risk"])
         citations = answer.citations()
+        # Conflicts: among every accepted hit (phase A), about what the answer cites.
+        pairs = conflicts_mod.find_conflicts(
+            q_terms, facts_a, self.analyzer, cfg["guards"], cfg["clarify"],
+            context={cid: "%s\n%s" % (h.heading, h.title) for cid, h in hits_by_id.items()},
+            question=question, anchor=citations)
+        risk = guards.classify_risk(question, self.analyzer, cfg["risk"])
         cited = [(cid, hits_by_id[cid].doc_id, hits_by_id[cid].effective, hits_by_id[cid].metadata)
                  for cid in citations if cid in hits_by_id]
         fresh = guards.check_freshness(cited, risk.level, cfg["guards"])
         ambiguity = guards.check_ambiguity(
             question, facts_b, self.analyzer, cfg["clarify"], cfg["guards"],
-            context={cid: (h.heading, h.title) for cid, h in hits_by_id.items()})
+            context={cid: (h.heading, h.title) for cid, h in hits_by_id.items()},
+            anchor=citations)
         low = guards.low_confidence(len(retrieval.hits), answer.refused or not answer.sentences,
                                     answer.reasons, cfg["guards"])
         # 6. decision

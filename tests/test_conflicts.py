@@ -166,10 +166,6 @@ class FindConflicts(unittest.TestCase):
              "Are promotional purchases refundable?",
              [fact("promo", 1, "Promotional purchases are non-refundable."),
               fact("policy", 1, "Purchases are refundable within 30 days.")]),
-            ("pair off the question's subject", "Are promotional purchases refundable?",
-             [fact("promo", 1, "Promotional purchases are non-refundable."),
-              fact("new", 1, "Customers may request a refund within 30 days of purchase."),
-              fact("old", 1, "Customers may request a refund within 14 days of purchase.")]),
             ("no question term in the units", "Who owns the cafeteria?",
              [fact("a", 1, "The API rate limit is 300 requests per hour."),
               fact("b", 1, "The API rate limit is 1000 requests per hour.")]),
@@ -181,8 +177,38 @@ class FindConflicts(unittest.TestCase):
             with self.subTest(name):
                 self.assertEqual(detect(question, facts), [])
 
+    def test_pair_beside_the_answer(self):
+        # rule 4: the answer cites promo#p1; new and old disagree on the general window,
+        # which the answer does not rest on.  Without an anchor the pair is reported
+        # (both speak to {purchase, refund}: agreement 2/2).
+        q = "Are promotional purchases refundable?"
+        facts = [fact("promo", 1, "Promotional purchases are non-refundable."),
+                 fact("new", 1, "Customers may request a refund within 30 days of purchase."),
+                 fact("old", 1, "Customers may request a refund within 14 days of purchase.")]
+        self.assertEqual([(p.chunk_a, p.chunk_b) for p in detect(q, facts)], [("new#p1", "old#p1")])
+        anchored = find_conflicts(AN.analyze(q), facts, AN, GUARDS, CLARIFY, None, q, anchor=["promo#p1"])
+        self.assertEqual(anchored, [])
+        anchored = find_conflicts(AN.analyze(q), facts, AN, GUARDS, CLARIFY, None, q, anchor=["new#p1"])
+        self.assertEqual([(p.chunk_a, p.chunk_b) for p in anchored], [("new#p1", "old#p1")])
+
+    def test_agreement_on_the_question_terms(self):
+        # rule 2c: question terms {fail, sign, attempt, lock, account}; the legacy side says
+        # "login" for "sign-in": 4 of 5 shared >= 0.67, a conflict.  A side holding only
+        # {notifi, breach} of {person, data, breach, notifi, supervisori, author}
+        # against one holding all six agrees on 2/6 < 0.67: different subjects.
+        q = "How many failed sign-in attempts lock an account?"
+        facts = [fact("new", 1, "An account is locked after 10 consecutive failed sign-in attempts."),
+                 fact("old", 1, "Accounts are locked after 5 failed login attempts.")]
+        self.assertEqual([(p.kind, p.chunk_a, p.chunk_b) for p in detect(q, facts)],
+                         [("numeric", "new#p1", "old#p1")])
+        q = "Within how many hours must a personal data breach be notified to the supervisory authority?"
+        facts = [fact("irp", 1, "A personal data breach is notified to the supervisory authority within 72 hours."),
+                 fact("vendor", 1, "Vendors must notify Halvard of a breach within 48 hours.")]
+        self.assertEqual(detect(q, facts), [])
+
     def test_context_supplies_heading_terms(self):
-        # rule 2c: the question term "api" is only in one chunk's text, the other has it in its title
+        # rule 2c: the question term "api" is only in one chunk's text (agreement 2/3 <
+        # 0.67); the other has it in its title (3/3)
         facts = [fact("a", 1, "The API rate limit is 300 requests per hour."),
                  fact("b", 1, "The rate limit is 1000 requests per hour.")]
         q = "What is the API rate limit?"
