@@ -151,6 +151,25 @@ class Ambiguity(unittest.TestCase):
         self.assertEqual((res.ambiguous, res.kind), (True, "variant"))
         self.assertEqual(res.detail, {"qualifiers": ["enterprise", "starter"], "chunks": ["plans#p2"]})
 
+    def test_one_unit_enumerates_variants(self):
+        f = fact("c", 1, "After cancellation, workspace content is kept for 30 days on the Free plan "
+                         "and for 90 days on the Pro plan.")
+        res = self.check("How long is workspace content kept after we cancel?", [f])
+        self.assertEqual((res.ambiguous, res.kind), (True, "variant"))
+        self.assertEqual(res.detail, {"qualifiers": ["free", "pro"], "chunks": ["c#p1"]})
+        # the question names a variant; a unit missing a question term ("after we cancel"
+        # asked of a table row about something else) does not enumerate the answer
+        self.assertFalse(self.check("How long is workspace content kept on the Pro plan after we cancel?",
+                                    [f]).ambiguous)
+        self.assertFalse(self.check("How long are audit logs kept after we cancel?", [f]).ambiguous)
+
+    def test_anchor_on_the_answer(self):
+        # the variants disagree, but the answer cites a third chunk: not the answer's ambiguity
+        facts = list(self.PLANS) + [fact("other", 1, "Downgrades take effect at the end of the month.")]
+        q = "Can we downgrade without penalties?"
+        self.assertTrue(guards.check_ambiguity(q, facts, AN, self.CLARIFY, GUARDS, anchor=["plans#p2"]).ambiguous)
+        self.assertFalse(guards.check_ambiguity(q, facts, AN, self.CLARIFY, GUARDS, anchor=["other#p1"]).ambiguous)
+
     def test_not_variant(self):
         cases = [
             ("question names a qualifier", "What is the downgrade penalty on the Enterprise plan?", self.PLANS),
