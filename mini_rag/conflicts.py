@@ -430,7 +430,6 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
     q_quals = qualifiers(question, values, nouns) if question else frozenset()
 
     polarity_terms = _polarity_terms(analyzer)
-    all_terms: Set[str] = set()                        # every term of every evidence chunk
     units: List[_Unit] = []
     seen_chunks: Set[str] = set()
     for fact in facts:
@@ -445,7 +444,6 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
             if qset.intersection(terms):               # a unit without a question term never pairs
                 pending.append((text, terms))
         frozen = frozenset(chunk_terms)
-        all_terms |= frozen
         for text, terms in pending:
             qty: Dict[str, Set[str]] = {}
             for value, unit_name in quantities(text, stem):

@@ -349,12 +349,17 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
     return AmbiguityResult(False)
 
 
+def _by_unit(qty: Tuple) -> Dict[str, set]:
+    """``{unit: {values}}`` of a unit's quantities."""
+    out: Dict[str, set] = {}
+    for value, unit in qty:
+        out.setdefault(unit, set()).add(value)
+    return out
+
+
 def _enumerates(qty: Tuple) -> bool:
     """Does one unit state two different values in the same unit (30 days ... 90 days)?"""
-    seen: Dict[str, set] = {}
-    for value, unit in qty:
-        seen.setdefault(unit, set()).add(value)
-    return any(len(v) >= 2 for v in seen.values())
+    return any(len(v) >= 2 for v in _by_unit(qty).values())
 
 
 def _values_differ(a: Tuple, b: Tuple) -> bool:
@@ -364,12 +369,7 @@ def _values_differ(a: Tuple, b: Tuple) -> bool:
     states a quantity, or their negation differs ("no penalty" vs "a penalty of 20%")."""
     (qa, na), (qb, nb) = a, b
     if qa and qb:
-        units_a: Dict[str, set] = {}
-        units_b: Dict[str, set] = {}
-        for value, unit in qa:
-            units_a.setdefault(unit, set()).add(value)
-        for value, unit in qb:
-            units_b.setdefault(unit, set()).add(value)
+        units_a, units_b = _by_unit(qa), _by_unit(qb)
         return any(units_a[u] != units_b[u] for u in set(units_a) & set(units_b))
     return na != nb or bool(qa) != bool(qb)
 

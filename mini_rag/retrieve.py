@@ -84,16 +84,18 @@ all indexed) within edit distance 1, or 2 for tokens of 8 or more characters; di
 is ``typo_distance``, the optimal string alignment distance under a typist's error model
 (insert, delete, swap two adjacent characters: 1; substitute: 1 for neighbouring QWERTY
 keys, else 2; the first character must be right or swapped with the second), so a real
-word is rarely taken for a slip of another (``fast`` stays, it is not ``last``).  Comparing words before stemming finds a typo anywhere in the word
+word is rarely taken for a slip of another (``fast`` stays, it is not ``last``).
+Comparing words before stemming finds a typo anywhere in the word
 (``requirments`` -> ``requirements``).  Among candidates the smallest distance wins,
 then the highest document frequency of the word's term (a stopword counts as more
 frequent than any term), then the smallest word.  A typo of a stopword (``whta``) is
 corrected to no term at all, so it no longer counts against the similarity.
 Candidates come from a deletion-neighbourhood map of the corpus words (SymSpell's idea),
 built on first need, so a query never scans the vocabulary.  ``Retrieval.corrections``
-maps each corrected token to the term(s) used, space-separated (``""`` for a stopword).  Caveat: a real word that the corpus
-does not contain (``bake``) can be "corrected" to a corpus word (``base``); the
-similarity threshold and the answering stage's evidence checks must still reject it.
+maps each corrected token to the term(s) used, space-separated (``""`` for a stopword).
+Caveat: a real word that the corpus does not contain can still be one slip from a
+corpus word (``fine`` -> ``find``: ``e`` and ``d`` are neighbours); the similarity
+threshold and the answering stage's evidence checks must still reject it.
 """
 from __future__ import annotations
 
