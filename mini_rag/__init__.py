@@ -11,6 +11,8 @@ module                stage
 ``retrieve``          BM25 / TF-IDF top-k, thresholds, fallback, expansion, MMR
 ``facts``             phase A: retrieval hits -> facts
 ``relevance``         phase B: noise, relevance, de-duplication
+``derive``            verb/noun stem variants (retain ~ retention), answering bridges
+``abbrev``            abbreviations the corpus defines (CCB ~ Change Control Board)
 ``synthesize``        phase C: extractive answer sentences, confidence
 ``validate``          the QA contract's two validators for external JSON
 ``generator``         the pluggable phase C generator (extractive, external command)

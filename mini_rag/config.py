@@ -71,10 +71,12 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         # relevance.py (phase B)
         "min_fact_overlap": 0.15,        # IDF-weighted share of question terms a fact must contain
         "derivations": True,             # bridge verb/noun stems (retain ~ retention), see derive.py
+        "abbreviations": True,           # bridge the corpus's defined abbreviations (CCB ~ Change Control Board), see abbrev.py
         "dedup_jaccard": 0.9,            # word-set Jaccard at which two facts are near-identical
         # synthesize.py (phase C), rules in its docstring
         "key_idf_ratio": 0.6,            # key terms: idf >= this * the question's largest idf
         "min_key_coverage": 0.7,         # IDF-weighted share of key terms the evidence chunk must contain
+        "min_key_coverage_typed": 0.6,   # ... or this, when one of its sentences states the asked value type and holds this share of K itself
         "min_question_share": 0.3,       # ... and of all the question's terms (unknown ones included)
         "min_score": 0.3,                # best sentence score below this -> refuse (below_threshold)
         "weight_coverage": 0.55,         # sentence score = weighted sum of these four parts
@@ -96,6 +98,7 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         "conflict_min_shared_terms": 2,  # topic terms two sides must share to be "the same subject"
         "conflict_min_agreement": 0.67,  # Jaccard of the question terms two sides contain (rule 2c)
         "variant_min_overlap": 0.5,      # share of question terms a unit needs for the variant rule
+        "parallel_min_similarity": 0.5,  # difflib ratio at which two units of one document are the same sentence
     },
     # Risk classes: keyword phrases matched on analyzed question terms (decision_policy.md).
     "risk": {

@@ -25,14 +25,22 @@ The rule, exactly.  Two evidence units *a* and *b* conflict when all of these ho
    b. their *topic terms* (analyzed terms minus numbers, units, modal and polarity words)
       share at least ``guards.conflict_min_shared_terms`` terms (default 2) -- sharing
       only a unit ("days") or only a polarity word ("may") is not a shared subject;
-   c. both chunks (text, heading and document title) speak to the same part of the
-      question: of the question terms either chunk contains, both contain at least
-      ``guards.conflict_min_agreement`` (0.67) -- Jaccard of the two sets.  A pair where
+   c. both chunks (text, heading and document title), or else both units, speak to the
+      same part of the question: of the question terms either contains, both contain at
+      least ``guards.conflict_min_agreement`` (0.67) -- Jaccard of the two sets.  The
+      unit test catches two sentences that agree though a heading adds a question word
+      to one chunk only ("Passwords must be at least 8 characters long" under no
+      heading, "... 14 characters long" under "Password length").  A pair where
       one side leaves most of the subject out is about something else (the exception
       rule: asked "Are promotional purchases refundable?", "Promotional purchases are
       non-refundable" {promotional, purchase, refund} and a general refund rule
       {refund} agree on 1/3 of the terms: the narrower rule does not conflict with the
-      general one), while a paraphrase on one side ("sign-in" vs "login") still pairs;
+      general one), while a paraphrase on one side ("sign-in" vs "login") still pairs.
+      Two versions of one policy (``versions``: one document's front matter names the
+      other in ``superseded_by``) are the same subject by construction: rule c does not
+      apply to them, so the old version's narrower permission ("may copy Confidential
+      data to a password-protected USB drive for a customer visit") meets the new
+      version's general prohibition;
    d. they are not scoped to different variants: when both name qualifiers (``Free`` vs
       ``Enterprise`` plan, ``EU`` vs ``US``) and the qualifier sets differ, the units
       describe two variants -- that is the ambiguity guard's business, not a conflict;
@@ -411,7 +419,7 @@ class _Unit:
 def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
                    guards: Optional[dict] = None, clarify: Optional[dict] = None,
                    context: Optional[Dict[str, str]] = None, question: str = "",
-                   anchor: Sequence[str] = ()) -> List[ConflictPair]:
+                   anchor: Sequence[str] = (), versions: Iterable[Tuple[str, str]] = ()) -> List[ConflictPair]:
     """Contradicting unit pairs among ``facts`` (records.Fact: quote, pdf = doc id,
     chunk_id), by the rule in the module docstring.  ``question_terms`` are the
     question's analyzed terms; ``guards`` and ``clarify`` are the config sections
@@ -419,7 +427,9 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
     ``context`` maps a chunk id to its heading and document title (rule 2c);
     ``question`` is the question's text, for the qualifiers it names (rule 2e);
     ``anchor``, when given, the chunk ids the answer cites: only pairs with a side among
-    them are reported (rule 4)."""
+    them are reported (rule 4); ``versions``, (old doc id, new doc id) pairs of one
+    policy's versions (rule 2c)."""
+    related = {frozenset(v) for v in versions}
     guards = guards or {}
     clarify = clarify or {}
     min_shared = int(guards.get("conflict_min_shared_terms", 2))
@@ -474,7 +484,8 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
                 continue                               # rule 4: not about the answer
             first, second = (a, b) if a.chunk < b.chunk else (b, a)
             key = (first.chunk, second.chunk)
-            if key in found or not _same_subject(first, second, min_shared, qset, min_agreement):
+            if key in found or not _same_subject(first, second, min_shared, qset, min_agreement,
+                                                 frozenset((a.doc, b.doc)) in related):
                 continue
             pair = _contradiction(first, second)
             if pair is not None:
@@ -482,11 +493,13 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
     return [found[k] for k in sorted(found)]
 
 
-def _same_subject(a: _Unit, b: _Unit, min_shared: int, qset: Set[str], min_agreement: float) -> bool:
+def _same_subject(a: _Unit, b: _Unit, min_shared: int, qset: Set[str], min_agreement: float,
+                  versions: bool = False) -> bool:
     if len(a.topic & b.topic) < min_shared:
         return False
     qa, qb = qset & a.chunk_terms, qset & b.chunk_terms
-    if len(qa & qb) < min_agreement * len(qa | qb):
+    if (not versions and len(qa & qb) < min_agreement * len(qa | qb) and
+            len(a.qterms & b.qterms) < min_agreement * len(a.qterms | b.qterms)):
         return False                                   # rule 2c: they speak to different parts
     if a.quals and b.quals and a.quals != b.quals:
         return False                                   # rule 2d: two variants

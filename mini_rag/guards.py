@@ -23,6 +23,7 @@ conflict_min_shared_terms, variant_min_overlap), ``[risk]`` (high, medium) and
 from __future__ import annotations
 
 import datetime
+import difflib
 import math
 import re
 from dataclasses import asdict, dataclass, field
@@ -253,7 +254,7 @@ _NEGATION = re.compile(r"\b(?:no|not|never|none|without|cannot|can't|non)\b|n't\
 
 def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str, Any],
                     guards: Dict[str, Any], context: Optional[Dict[str, Tuple[str, str]]] = None,
-                    anchor: Sequence[str] = ()) -> AmbiguityResult:
+                    anchor: Sequence[str] = (), retrieval=None) -> AmbiguityResult:
     """Does answering need a choice the user has not made?  (decision_policy.md rule 5)
 
     (a) **Vague reference**: the question contains one of ``vague_referents`` (it, that,
@@ -286,6 +287,13 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
         a variant the question did not name.
         ``context`` maps a chunk id to its (heading, title).
 
+    (c) **Parallel variants** (``_parallel_variants``): the cited unit and another unit of
+        the same document are the same sentence about two variants, and the question names
+        neither.  Units here must hold the question's terms themselves (heading and title
+        not counted), so the other rows of a cited table do not pair.
+
+    ``retrieval``: its typo corrections apply to the question's terms ("mnth" is "month").
+
     (a) is checked first.  ``detail`` carries the referent, or the qualifiers found.
     """
     values = clarify.get("dimension_values", [])
@@ -294,7 +302,7 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
     for m in _MODALS:
         modal_terms.update(analyzer.analyze(m))
     # the question's content terms: scaffold (how long, what, ...) and modals removed
-    q_terms = [t for t in question_terms(question, None, analyzer) if t not in modal_terms]
+    q_terms = [t for t in question_terms(question, retrieval, analyzer) if t not in modal_terms]
 
     words = re.findall(r"[a-z']+", question.lower())
     referents = [w for w in clarify.get("vague_referents", []) if w.lower() in words]
@@ -315,6 +323,7 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
     stem = _conf._stemmer(analyzer)
 
     speaking: List[Tuple[frozenset, Tuple, str]] = []     # (qualifiers, value signature, chunk id)
+    on_point: List[Tuple[str, str, str, int]] = []         # (document, chunk id, unit, terms held): (c)
     for fact in facts:
         heading, title = (context or {}).get(fact.chunk_id, ("", ""))
         scope_terms = set(analyzer.analyze(heading + "\n" + title)) if (heading or title) else set()
@@ -323,6 +332,9 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
             present = needed_terms & (scope_terms | set(analyzer.analyze(unit)))
             if len(present) < need:
                 continue
+            unit_terms = set(analyzer.analyze(unit))
+            if len(needed_terms & unit_terms) >= need:
+                on_point.append((fact.pdf, fact.chunk_id, unit, len(needed_terms & unit_terms)))
             qty = tuple(sorted(set(_conf.quantities(unit, stem))))
             negated = bool(_NEGATION.search(unit))
             if not qty and not negated and not _conf.polarity(unit):
@@ -346,7 +358,58 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
             if qa != qb and _values_differ(va, vb):
                 return AmbiguityResult(True, "variant", {"qualifiers": all_quals,
                                                          "chunks": sorted({ca, cb})})
+    if anchor:
+        pair = _parallel_variants(on_point, anchor, set(analyzer.analyze(question)) | set(q_terms), analyzer,
+                                  float(guards.get("parallel_min_similarity", 0.5)))
+        if pair:
+            return AmbiguityResult(True, "variant", pair)
     return AmbiguityResult(False)
+
+
+_WORDS = re.compile(r"\w[\w.,:/°±%+-]*\w|\w|[%°±]")
+
+
+def _parallel_variants(units: Sequence[Tuple[str, str, str, int]], anchor: Sequence[str], q_terms: set,
+                       analyzer, min_similarity: float) -> Optional[Dict[str, Any]]:
+    """Rule (c): two units of one document that say the same thing about different variants.
+
+    The cited unit (of the cited chunks' units, one holding the most question terms) and
+    another unit of the same document, both speaking to the question,
+    whose word sequences match (``difflib`` ratio >= ``min_similarity``) except in two or
+    more places that carry content -- one names the variant, another states its value:
+    "On CM-1, material is diverted from 90 seconds before ..." and "On CM-2, material is
+    diverted from 4 minutes before ...".  When the question holds no term of any of those
+    places, it has not said which variant it means.  Two documents are never paired here
+    (that is a conflict, :mod:`mini_rag.conflicts`).
+    """
+    anchored = set(anchor)
+    best = max([n for _, c, _, n in units if c in anchored] or [0])
+    tokens = [[w.casefold() for w in _WORDS.findall(u)] for _, _, u, _ in units]
+    for i, (doc_a, chunk_a, _, held) in enumerate(units):
+        if chunk_a not in anchored or held < best:
+            continue
+        for j, (doc_b, chunk_b, _, _) in enumerate(units):
+            if j == i or doc_b != doc_a or tokens[j] == tokens[i]:
+                continue
+            sm = difflib.SequenceMatcher(None, tokens[i], tokens[j], autojunk=False)
+            if sm.ratio() < min_similarity:
+                continue
+            places = []
+            for op, a1, a2, b1, b2 in sm.get_opcodes():
+                if op == "equal":
+                    continue
+                words = tokens[i][a1:a2] + tokens[j][b1:b2]
+                terms = set(analyzer.analyze(" ".join(words)))
+                if not terms and not any(any(c.isdigit() for c in w) for w in words):
+                    continue                                 # "a" vs "the": no content
+                if terms & q_terms:
+                    places = []
+                    break                                    # the question picks a side
+                places.append((" ".join(tokens[i][a1:a2]), " ".join(tokens[j][b1:b2])))
+            if len(places) >= 2:
+                return {"qualifiers": sorted({places[0][0], places[0][1]} - {""}),
+                        "chunks": sorted({chunk_a, chunk_b})}
+    return None
 
 
 def _by_unit(qty: Tuple) -> Dict[str, set]:

@@ -469,7 +469,8 @@ def _open(path: str):
     magic = fh.read(2)
     fh.seek(0)
     if magic == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=fh, mode="rb")
+        fh.close()                      # GzipFile(fileobj=...) would leave it open on close
+        return gzip.open(path, "rb")
     return fh
 
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import conflicts as conflicts_mod
 from . import decision as decision_mod
@@ -73,6 +73,16 @@ class _Recorder(Generator):
     def generate(self, question, facts, context):
         self.payload = self.inner.generate(question, facts, context)
         return self.payload
+
+
+def _versions(hits) -> List[Tuple[str, str]]:
+    """(old doc id, new doc id) for each hit whose front matter names ``superseded_by``."""
+    out = set()
+    for h in hits:
+        newer = (h.metadata or {}).get("superseded_by")
+        if isinstance(newer, str) and newer.strip():
+            out.add((h.doc_id, newer.strip()))
+    return sorted(out)
 
 
 class Pipeline:
@@ -125,7 +135,7 @@ class Pipeline:
         pairs = conflicts_mod.find_conflicts(
             q_terms, facts_a, self.analyzer, cfg["guards"], cfg["clarify"],
             context={cid: "%s\n%s" % (h.heading, h.title) for cid, h in hits_by_id.items()},
-            question=question, anchor=citations)
+            question=question, anchor=citations, versions=_versions(retrieval.hits))
         risk = guards.classify_risk(question, self.analyzer, cfg["risk"])
         cited = [(cid, hits_by_id[cid].doc_id, hits_by_id[cid].effective, hits_by_id[cid].metadata)
                  for cid in citations if cid in hits_by_id]
@@ -133,7 +143,7 @@ class Pipeline:
         ambiguity = guards.check_ambiguity(
             question, facts_b, self.analyzer, cfg["clarify"], cfg["guards"],
             context={cid: (h.heading, h.title) for cid, h in hits_by_id.items()},
-            anchor=citations)
+            anchor=citations, retrieval=retrieval)
         low = guards.low_confidence(len(retrieval.hits), answer.refused or not answer.sentences,
                                     answer.reasons, cfg["guards"])
         # 6. decision

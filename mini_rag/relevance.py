@@ -80,6 +80,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
+from .abbrev import abbreviation_table
 from .analysis import Analyzer, tokenize
 from .derive import variants
 from .records import Fact, Hit, Retrieval
@@ -155,6 +156,24 @@ def term_weights(terms: Iterable[str], index: Any) -> Dict[str, float]:
     return {t: (max(0.0, float(idf(t))) if idf else 1.0) for t in terms}
 
 
+def _abbreviation_bridges(q_terms: List[str], table: Dict[str, List[FrozenSet[str]]],
+                          bridges: Bridges) -> None:
+    """Add the corpus's abbreviations (``abbrev``): a short form in the question is covered
+    by one of its long forms; a long form wholly in the question, term by term, by its
+    short form."""
+    have = set(q_terms)
+    for term in q_terms:
+        for long in table.get(term, ()):
+            bridges.setdefault(term, []).append(long)
+    for short in sorted(table):
+        if short in have:
+            continue
+        for long in table[short]:
+            if long <= have:
+                for term in sorted(long):
+                    bridges.setdefault(term, []).append(frozenset([short]))
+
+
 def expansion_bridges(question: str, config: Optional[Dict[str, Any]], analyzer: Analyzer,
                       index: Any = None) -> Bridges:
     """term -> alternative term sets, from expansion rules whose match phrase is in the
@@ -168,6 +187,8 @@ def expansion_bridges(question: str, config: Optional[Dict[str, Any]], analyzer:
             for v in variants(term):
                 if df(v) > 0:
                     bridges.setdefault(term, []).append(frozenset([v]))
+    if index is not None and (config or {}).get("answer", {}).get("abbreviations", True):
+        _abbreviation_bridges(analyzer.analyze(question), abbreviation_table(index), bridges)
     rules = (config or {}).get("expansion", {})
     for name in sorted(rules):
         rule = rules[name]

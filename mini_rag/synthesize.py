@@ -37,12 +37,19 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
    expansion rules bridge terms, see ``relevance``) holds an idf-weighted share of
    ``K`` of at least ``[answer] min_key_coverage`` (0.7) and a share of the whole of
    ``Q``, unknown terms included, of at least ``[answer] min_question_share`` (0.3).
+   A question asking for a value (rule 3) relaxes the first share to ``[answer]
+   min_key_coverage_typed`` (0.6) for a chunk with a sentence that states a value of the
+   asked type (``value_match`` = 1) and holds that share of ``K`` by itself: "How long do
+   we hang on to closed support tickets?" is answered by "Support tickets are kept for 24
+   months after closure" though "hang" has no counterpart.
    No fact on topic -> refuse ``key_terms_not_covered`` (the near-miss rule: the corpus
    talks about the subject but not about the thing the question names; and a question
    mostly made of words the corpus never uses is not about the corpus).
 3. Answer type.  When the question asks for a value (``question_type`` is ``number``,
-   ``amount``, ``duration``, ``date`` or ``percentage``) and no sentence of an
-   on-topic fact states one (``value_match`` > 0) -> refuse ``answer_type_missing``.
+   ``amount``, ``duration``, ``frequency``, ``date`` or ``percentage``) and no sentence of
+   an on-topic fact states one (``value_match`` > 0) -> refuse ``answer_type_missing``.
+   "How often" asks for a frequency ("every 3 months", "quarterly", "twice a year", "at
+   each login"), not any duration: a "20-minute module" does not say how often.
    A value made only of the question's own words does not count (``Black Friday`` is
    not a date for "When does the Black Friday promotion start?").
 4. Score every sentence of every on-topic fact (headings, table rules and text-free
@@ -59,7 +66,11 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
    * retrieval = the fact's score (the hit's similarity).
 
    With a value-type question only sentences that state a value may be the first
-   sentence.  Ties: higher score, then earlier fact (retrieval rank), then earlier
+   sentence; with a definition question ("What does RPO stand for?", "How does ICH Q9
+   define risk?", "What is a legal hold?"), only sentences that define, when there are
+   any: a definition verb (means, refers to, stands for, is defined as), an abbreviation
+   beside its expansion, or a question word as the subject of "is a / is the" or of a
+   glossary entry ("**Legal hold**: ...").  Ties: higher score, then earlier fact (retrieval rank), then earlier
    sentence.
 5. Threshold.  The best sentence says its matter is undecided (``is_pending``: "is
    being reviewed", "not yet final", "are planned") -> refuse ``answer_pending``: the
@@ -108,7 +119,7 @@ REFUSAL_REASONS = ("unknown_name", "no_evidence", "no_question_terms", "key_term
                    "answer_type_missing", "answer_pending", "below_threshold", "no_valid_sentence")
 
 #: Question types that ask for a value; the others (person, polarity) only rank.
-VALUE_TYPES = ("number", "amount", "duration", "date", "percentage")
+VALUE_TYPES = ("number", "amount", "duration", "frequency", "date", "percentage")
 
 #: Share of a sentence's coverage that comes from its own words (the rest: its chunk's).
 SENTENCE_SHARE = 0.7
@@ -273,6 +284,10 @@ _I = re.IGNORECASE
 
 #: The question-type cue table: (type, pattern), first match wins.
 QUESTION_CUES: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
+    ("definition", re.compile(r"\bstands?\s+for\b|\bwhat\s+(?:does|do)\s+.+\s+mean\b|\bmeaning\s+of\b|"
+                              r"\bdefin(?:e|es|ed|ition|itions)\b|\bwhat\s+is\s+meant\s+by\b|"
+                              r"^\W*what\s+(?:is|are)\s+(?:an?\s+)?(?!(?:the|this|that|these|those|our|your|my|"
+                              r"their|its)\b)[\w-]+(?:\s+[\w-]+){0,2}\W*$", _I)),
     ("percentage", re.compile(r"\bpercent(?:age)?s?\b|%|\b(?:what|which|how\s+much\s+of\s+(?:a|the))\s+"
                               r"(?:\w+\s+){0,2}?(?:proportion|fraction|share)\b", _I)),
     ("amount", re.compile(r"\bhow\s+much\b.*\b(?:costs?|costing|charged?|charges|pay|paid|price[sd]?|fees?|"
@@ -280,7 +295,10 @@ QUESTION_CUES: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
                           r"\b(?:what|which)\s+(?:is\s+|are\s+|was\s+|were\s+)?(?:the\s+)?(?:\w+\s+){0,3}?"
                           r"(?:price|prices|cost|costs|fee|fees|charge|charges|amount|salary|budget|"
                           r"deposit|premium)\b", _I)),
-    ("duration", re.compile(r"\bhow\s+(?:long|soon|quickly|often|frequently)\b|"
+    ("frequency", re.compile(r"\bhow\s+(?:often|frequently|regularly)\b|\bhow\s+many\s+times\b|"
+                             r"\b(?:what|which)\s+(?:is\s+|are\s+)?(?:the\s+)?(?:\w+\s+){0,3}?"
+                             r"(?:frequency|interval|intervals|cadence)\b|\bat\s+what\s+(?:interval|frequency)", _I)),
+    ("duration", re.compile(r"\bhow\s+(?:long|soon|quickly)\b|"
                             r"\bhow\s+(?:many|much)\s+(?:\w+\s+)?(?:seconds|minutes|hours|days|weeks|months|"
                             r"years|decades|centuries|time)\b|"
                             r"\b(?:within|in|after|for)\s+(?:what|which)\s+(?:\w+\s+)?(?:period|time|timeframe)\b|"
@@ -308,9 +326,10 @@ QUESTION_CUES: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
 def question_type(question: str) -> Optional[str]:
     """The answer type a question asks for, by the first matching cue of QUESTION_CUES.
 
-    ``percentage``, ``amount``, ``duration``, ``date``, ``number`` ask for a value;
-    ``person`` (who / which team) and ``polarity`` (a yes/no question starting with an
-    auxiliary verb) only rank sentences.  None when no cue matches.
+    ``percentage``, ``amount``, ``duration``, ``frequency``, ``date``, ``number`` ask for
+    a value; ``definition`` (stand for / define / what is a ...), ``person`` (who / which
+    team) and ``polarity`` (a yes/no question starting with an auxiliary verb) only rank
+    sentences.  None when no cue matches.
     """
     for kind, pattern in QUESTION_CUES:
         if pattern.search(question):
@@ -327,6 +346,14 @@ _DURATION = re.compile(
     r"\b(?:hourly|daily|nightly|weekly|fortnightly|biweekly|monthly|quarterly|annually|yearly|"
     r"biannually|semiannually|indefinitely|permanently|immediately|overnight)\b|"
     r"\b(?:every|each|per|a|one|the\s+same)\s+(?:\w+\s+)?" + _TIME_UNIT + r"\b", _I)
+_FREQUENCY = re.compile(
+    r"\b(?:every|each|per)\s+(?:other\s+|(?:\d[\d,.]*|" + _NUM_WORDS + r"|few|couple\s+of)\s+)?"
+    + _TIME_UNIT + r"\b|"
+    r"\b(?:every|each)\s+time\b|\b(?:at|with|after|before|during)\s+(?:every|each)\s+\w+|"
+    r"\b(?:once|twice|thrice)\b|\b(?:\d+|" + _NUM_WORDS + r")\s+times\b|"
+    r"\b(?:hourly|daily|nightly|weekly|fortnightly|biweekly|monthly|quarterly|annually|yearly|"
+    r"biannually|semiannually)\b|"
+    r"\b(?:\d[\d,.]*|" + _NUM_WORDS + r")[\s-]+" + _TIME_UNIT + r"\s+intervals?\b|\bintervals?\s+of\s+\w+", _I)
 _MONTHS = (r"(?:january|february|march|april|june|july|august|september|october|november|december|"
            r"jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)")
 _DATE = re.compile(
@@ -356,6 +383,26 @@ _POLARITY = re.compile(r"\b(?:may|can|cannot|can't|must|mustn't|shall|should|not
 
 
 _WORD = re.compile(r"\w+")
+#: A sentence that defines: a definition verb, a glossary entry ("**Term**: ..."), an
+#: abbreviation with its expansion ("RPO (recovery point objective)"), or a subject that
+#: is a question word followed by "is a / is the" ("Risk is the combination of ...").
+_DEFINITION_VERB = re.compile(r"\b(?:means|mean|meaning|(?:is|are)\s+defined\s+as|defined\s+as|refers?\s+to|"
+                              r"stands?\s+for|denotes?|(?:is|are)\s+(?:also\s+)?(?:known|called)\b)", _I)
+_DEFINIENDUM = re.compile(r"^\W*(?:(?:an?|the)\s+)?([\w-]+(?:\s+[\w-]+){0,4}?)\s*(?:\*\*)?\s*(?:\([^()]*\)\s*)?"
+                          r"(?:\*\*)?\s*(?::\s|(?:is|are)\s+(?:an?|the|any|that|when|where)\b)", _I)
+_ABBREVIATION = re.compile(r"\b[A-Z][A-Za-z0-9]*[A-Z]\w*\s*\([^()]{3,}\)|\([A-Z][A-Za-z0-9]*[A-Z]\w*\)")
+
+
+def _defines(sentence: str, echo: frozenset) -> bool:
+    """Does ``sentence`` define something the question names (see ``_DEFINITION_VERB``)?"""
+    if _DEFINITION_VERB.search(sentence) or _ABBREVIATION.search(sentence):
+        return True
+    m = _DEFINIENDUM.match(sentence)
+    if not m:
+        return False
+    words = [w.casefold() for w in _WORD.findall(m.group(1))]
+    return any(w in echo or w.rstrip("s") in echo or w + "s" in echo for w in words)
+_DBG = []  # TEMP
 
 
 def echo_words(question: str) -> frozenset:
@@ -390,6 +437,8 @@ def value_match(kind: Optional[str], sentence: str, echo: frozenset = frozenset(
     """
     if kind is None:
         return 1.0
+    if kind == "definition":
+        return 1.0 if _defines(sentence, echo) else 0.0
     if kind == "person":
         return 1.0 if (_ROLE.search(sentence) or _PROPER.search(sentence)) else 0.0
     if kind == "polarity":
@@ -403,6 +452,8 @@ def value_match(kind: Optional[str], sentence: str, echo: frozenset = frozenset(
         full = _states(_CURRENCY, sentence, echo) or (has_number and bool(_PRICE_WORD.search(sentence)))
     elif kind == "duration":
         full = _states(_DURATION, sentence, echo)
+    elif kind == "frequency":
+        full = _states(_FREQUENCY, sentence, echo)
     elif kind == "date":
         full = _states(_DATE, sentence, echo) or _states(_DURATION, sentence, echo)
     else:
@@ -669,6 +720,14 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
         coverage.append(kc if qs >= min_share else 0.0)
     out["key_coverage"] = _r(max(coverage)) if coverage else 0.0
     on_topic = [i for i, c in enumerate(coverage) if c >= float(cfg["min_key_coverage"])]
+    typed_min = float(cfg.get("min_key_coverage_typed", 1.0))
+    if kind in VALUE_TYPES and typed_min < float(cfg["min_key_coverage"]):
+        echo0 = echo_words(part)
+        on_topic = [i for i, c in enumerate(coverage)
+                    if c >= float(cfg["min_key_coverage"]) or
+                    (c >= typed_min and any(value_match(kind, u.text, echo0) >= 1.0 and
+                                            weighted_share(key, weights, u.term_set, bridges) >= typed_min
+                                            for u in infos[i].units))]
     if not on_topic:
         out["outcome"] = "key_terms_not_covered"
         return out
@@ -689,11 +748,14 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
             prox = _proximity(q_set, unit.terms, bridges)
             score = wc * cov + wt * tm + wp * prox + wr * max(0.0, min(1.0, info.fact.score))
             scored.append((score, unit.fact_idx, unit.sent_idx, unit, tm))
+            _DBG.append((round(score, 3), info.fact.chunk_id, round(cov, 2), tm, round(prox, 2), round(info.fact.score, 2), unit.text[:90]))
     scored.sort(key=lambda s: (-s[0], s[1], s[2]))
     if not scored:
         out["outcome"] = "key_terms_not_covered"
         return out
     pool = scored
+    if kind == "definition":
+        pool = [s for s in scored if s[4] > 0.0] or scored
     if kind in VALUE_TYPES:
         pool = [s for s in scored if s[4] > 0.0]
         if not pool:

@@ -216,6 +216,34 @@ class FindConflicts(unittest.TestCase):
         pairs = detect(q, facts, context={"b#p1": "Limits\nAPI Rate Limits (2021)"})
         self.assertEqual([(p.chunk_a, p.chunk_b) for p in pairs], [("a#p1", "b#p1")])
 
+    def test_units_agree_when_a_heading_adds_a_question_term(self):
+        # rule 2c: the heading "Password length" puts "length" in one chunk only, so the
+        # chunks agree on {password} of {password, length}: 1/2 < 0.67.  The two units
+        # ("characters" is their quantity's unit, not a topic term) both hold {password}
+        # of {password}: 1/1, a conflict, 14 vs 8 characters.
+        q = "What is the minimum password length?"
+        facts = [fact("new", 1, "Passwords must be at least 14 characters long."),
+                 fact("old", 1, "Passwords must be at least 8 characters long and must be changed every 90 days.")]
+        pairs = detect(q, facts, context={"new#p1": "Password length\nPassword Policy"})
+        self.assertEqual([(p.kind, p.chunk_a, p.chunk_b) for p in pairs], [("numeric", "new#p1", "old#p1")])
+
+    def test_versions_of_one_policy_skip_the_agreement_rule(self):
+        # The question terms {area, supervisor, close, minor, deviat}: the new version holds
+        # 3 of the 5 the old one holds, 3/5 = 0.6 < 0.67, in chunks and units alike: not
+        # the same subject.  When the old document is superseded by the new one, rule 2c
+        # does not apply and the two sides contradict on permission.
+        q = "Is the area supervisor allowed to close minor deviations on their own?"
+        facts = [fact("sop", 17, "Minor deviations must not be closed without QA approval."),
+                 fact("sop-v3", 14, "Minor deviations may be closed by the area supervisor without QA approval.")]
+        terms = AN.analyze(q)
+        self.assertEqual(find_conflicts(terms, facts, AN, GUARDS, CLARIFY, None, q), [])
+        pairs = find_conflicts(terms, facts, AN, GUARDS, CLARIFY, None, q, versions=[("sop-v3", "sop")])
+        self.assertEqual([(p.kind, p.axis, p.chunk_a, p.chunk_b) for p in pairs],
+                         [("polarity", "permission", "sop#p17", "sop-v3#p14")])
+        # an unrelated pair of documents stays apart
+        self.assertEqual(find_conflicts(terms, facts, AN, GUARDS, CLARIFY, None, q,
+                                        versions=[("sop-v3", "other")]), [])
+
     def test_order_does_not_depend_on_input_order(self):
         facts = [fact("c", 1, "The API rate limit is 50 requests per hour."),
                  fact("b", 1, "The API rate limit is 1000 requests per hour."),

@@ -198,6 +198,43 @@ class Ambiguity(unittest.TestCase):
         self.assertEqual((res.kind, res.detail["qualifiers"]), ("variant", ["eu", "us"]))
         self.assertFalse(self.check("When is EU customer data deleted after the contract ends?", facts).ambiguous)
 
+    LINES = [fact("ops", 12, "On CM-1, material is diverted from 90 seconds before to 150 seconds after a feeder alarm."),
+             fact("ops", 13, "On CM-2, material is diverted from 4 minutes before to 7 minutes after a feeder alarm.")]
+
+    def parallel(self, q, facts, anchor=("ops#p12",)):
+        return guards.check_ambiguity(q, list(facts), AN, self.CLARIFY, GUARDS, anchor=list(anchor))
+
+    def test_parallel_variants(self):
+        # Two sentences of one document, equal but for the line (CM-1 / CM-2, no dimension
+        # value or noun) and its values: 11 of the 16 tokens of each match, ratio
+        # 2 * 11 / 32 = 0.69 >= 0.5; the differing places are "cm-1"/"cm-2", "90 seconds"/
+        # "4 minutes", "150 seconds"/"7 minutes" (3 >= 2).
+        res = self.parallel("How long is material diverted after a feeder alarm?", self.LINES)
+        self.assertEqual((res.ambiguous, res.kind), (True, "variant"))
+        self.assertEqual(res.detail, {"qualifiers": ["cm-1", "cm-2"], "chunks": ["ops#p12", "ops#p13"]})
+
+    def test_not_parallel_variants(self):
+        other_doc = [self.LINES[0], fact("sop", 13, self.LINES[1].quote)]
+        cases = [
+            ("the question names a line", "How long is material diverted on CM-2 after a feeder alarm?",
+             self.LINES, ["ops#p12"]),
+            ("the question names a value", "Is material diverted for 150 seconds after a feeder alarm?",
+             self.LINES, ["ops#p12"]),
+            ("two documents: a conflict, not a variant", "How long is material diverted after a feeder alarm?",
+             other_doc, ["ops#p12"]),
+            ("the answer cites neither", "How long is material diverted after a feeder alarm?",
+             self.LINES, ["ops#p99"]),
+            ("one place differs", "How long is material diverted after a feeder alarm?",
+             [self.LINES[0], fact("ops", 14, "On CM-1, material is diverted from 60 seconds before to "
+                                              "150 seconds after a feeder alarm.")], ["ops#p12"]),
+            ("not the same sentence", "How long is material diverted after a feeder alarm?",
+             [self.LINES[0], fact("ops", 14, "Diverted material after a feeder alarm goes to waste bin 4.")],
+             ["ops#p12"]),
+        ]
+        for name, q, facts, anchor in cases:
+            with self.subTest(name):
+                self.assertFalse(self.parallel(q, facts, anchor).ambiguous)
+
 
 class LowConfidence(unittest.TestCase):
     def test_table(self):
