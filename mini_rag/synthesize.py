@@ -402,7 +402,6 @@ def _defines(sentence: str, echo: frozenset) -> bool:
         return False
     words = [w.casefold() for w in _WORD.findall(m.group(1))]
     return any(w in echo or w.rstrip("s") in echo or w + "s" in echo for w in words)
-_DBG = []  # TEMP
 
 
 def echo_words(question: str) -> frozenset:
@@ -748,7 +747,6 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
             prox = _proximity(q_set, unit.terms, bridges)
             score = wc * cov + wt * tm + wp * prox + wr * max(0.0, min(1.0, info.fact.score))
             scored.append((score, unit.fact_idx, unit.sent_idx, unit, tm))
-            _DBG.append((round(score, 3), info.fact.chunk_id, round(cov, 2), tm, round(prox, 2), round(info.fact.score, 2), unit.text[:90]))
     scored.sort(key=lambda s: (-s[0], s[1], s[2]))
     if not scored:
         out["outcome"] = "key_terms_not_covered"
