@@ -26,7 +26,11 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
    Names: a word of the question written as a name or code (a capital not at the
    start, an acronym, a digit: ``Germany``, ``HIPAA``, ``Q3D``) whose terms are all
    unknown -> refuse ``unknown_name`` (``unknown_names``): the question is about
-   something the corpus never mentions.
+   something the corpus never mentions.  Likewise the subject of "is there / are there"
+   (``unknown_subject``): "Is there parking available at the Leeds office?" -> refuse
+   ``unknown_subject`` when no chunk uses "parking", however well "Leeds office" matches.
+   Before all this, a request for a joke, poem, story, song or riddle (``is_task_request``)
+   -> refuse ``task_request``: no document answers it.
    The *key terms* ``K`` are the known terms of ``Q`` whose idf is at least ``[answer]
    key_idf_ratio`` (0.6) times the largest idf among them: the rarest terms the corpus
    knows, which carry what the question is specifically about.  Never key (they still
@@ -51,7 +55,8 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
    "How often" asks for a frequency ("every 3 months", "quarterly", "twice a year", "at
    each login"), not any duration: a "20-minute module" does not say how often.
    A value made only of the question's own words does not count (``Black Friday`` is
-   not a date for "When does the Black Friday promotion start?").
+   not a date for "When does the Black Friday promotion start?"), nor does a digit
+   inside a code (``SEV-1``, ``Q9``: names, not numbers).
 4. Score every sentence of every on-topic fact (headings, table rules and text-free
    units excluded) as the weighted sum (weights ``[answer] weight_*``, which sum to 1)
    of four parts, each in [0, 1]:
@@ -74,7 +79,9 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
    sentence.
 5. Threshold.  The best sentence says its matter is undecided (``is_pending``: "is
    being reviewed", "not yet final", "are planned") -> refuse ``answer_pending``: the
-   documents mention the subject and say there is no answer yet.  The best score below
+   documents mention the subject and say there is no answer yet.  The best sentence
+   sends the reader elsewhere (``is_deferral``: "is not summarized here", "have their
+   own quotas") -> refuse ``answer_elsewhere``.  The best score below
    ``[answer] min_score`` (0.3) -> refuse ``below_threshold``.
 6. More sentences.  Another candidate is added, best first, when its score is within
    ``[answer] extra_sentence_margin`` (0.15) of the best and it contains a key term no
@@ -108,15 +115,17 @@ from .relevance import (Bridges, _hit_map, analyzer_of, chunk_context, covered, 
                         question_terms, term_weights, weighted_share)
 
 __all__ = ["AnswerSentence", "Answer", "phase_c", "split_sentences", "sentence_spans",
-           "question_type", "value_match", "echo_words", "is_pending", "split_question",
+           "question_type", "value_match", "echo_words", "is_pending", "is_deferral", "is_task_request",
+           "unknown_subject", "split_question",
            "format_answer",
            "REFUSAL_REASONS", "CONFIDENCE_LEVELS", "VALUE_TYPES", "SENTENCE_SHARE"]
 
 CONFIDENCE_LEVELS = ("High", "Medium", "Low")
 
 #: Why phase C refused, in the order the rules test them.
-REFUSAL_REASONS = ("unknown_name", "no_evidence", "no_question_terms", "key_terms_not_covered",
-                   "answer_type_missing", "answer_pending", "below_threshold", "no_valid_sentence")
+REFUSAL_REASONS = ("task_request", "unknown_name", "unknown_subject", "no_evidence", "no_question_terms",
+                   "key_terms_not_covered", "answer_type_missing", "answer_pending", "answer_elsewhere",
+                   "below_threshold", "no_valid_sentence")
 
 #: Question types that ask for a value; the others (person, polarity) only rank.
 VALUE_TYPES = ("number", "amount", "duration", "frequency", "date", "percentage")
@@ -337,7 +346,9 @@ def question_type(question: str) -> Optional[str]:
     return None
 
 
-_NUMBER = re.compile(r"\d|\b" + _NUM_WORDS + r"\b|\bunlimited\b|\bno\s+(?:limit|maximum|cap)\b", _I)
+#: A number; a digit inside a code ("SEV-1", "Q9", "CM-2") names something, it is no value.
+_NUMBER = re.compile(r"(?<![A-Za-z])(?<![A-Za-z]-)\d|\b" + _NUM_WORDS + r"\b|\bunlimited\b|"
+                     r"\bno\s+(?:limit|maximum|cap)\b", _I)
 _TIME_UNIT = (r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|nights?|weeks?|fortnights?|months?|"
               r"years?|yrs?|quarters?|decades?|centuries|century|semesters?)")
 _DURATION = re.compile(
@@ -474,6 +485,27 @@ PENDING = re.compile(
     r"\b(?:is|are)\s+(?:currently\s+|still\s+)?(?:pending|undecided|in\s+draft)\b|"
     r"\bto\s+be\s+(?:decided|determined|confirmed|announced|defined|agreed|scheduled)\b|"
     r"\b(?:tbd|tba|tbc)\b", _I)
+
+
+#: A sentence that sends the reader elsewhere: the subject is mentioned, not answered here.
+DEFERRAL = re.compile(
+    r"\bnot\s+(?:summari[sz]ed|described|covered|addressed|discussed|detailed|repeated|reproduced)\s+"
+    r"(?:here|in\s+this\s+(?:document|policy|note|section|guide|summary|page))\b|"
+    r"\b(?:outside|beyond)\s+the\s+scope\s+of\s+this\b|"
+    r"\bha(?:s|ve)\s+(?:its|their)\s+own\s+(?:\w+\s+){0,2}?(?:quotas?|limits?|rules?|terms|polic(?:y|ies)|"
+    r"procedures?|requirements?|schedules?)\b", _I)
+
+
+def is_deferral(sentence: str) -> bool:
+    """Does ``sentence`` send the reader elsewhere ("is covered by ICH Q1B and is not
+    summarized here", "have their own quotas")?
+
+    >>> is_deferral("Photostability testing is covered by ICH Q1B and is not summarized here.")
+    True
+    >>> is_deferral("Exports are limited to 20 jobs per day.")
+    False
+    """
+    return bool(DEFERRAL.search(sentence))
 
 
 def is_pending(sentence: str) -> bool:
@@ -657,6 +689,48 @@ def unknown_names(question: str, index: Any, bridges: Optional[Bridges] = None) 
     return list(dict.fromkeys(out))
 
 
+_EXISTENTIAL = re.compile(r"^\W*(?:is|are)\s+there\s+(?:(?:an?|any|some)\s+)?((?:[\w-]+\s+){0,3}?[\w-]+?)"
+                          r"(?=\s+(?:for|at|in|on|to|of|with|without|available|offered|provided|that|which|"
+                          r"who|when|if|from|by|per|after|before|during)\b|\s*[?.!]|\s*$)", _I)
+
+
+def unknown_subject(question: str, index: Any, bridges: Optional[Bridges] = None) -> Optional[str]:
+    """The subject of an existential question ("Is there parking available at the Leeds
+    office?") when the corpus has never seen its head word, else None.
+
+    The subject is the noun phrase after "is there / are there (a, any)" up to a
+    preposition, "available", a relative word or the end; its head is its last word.  If
+    the documents never use that word, they cannot say whether there is one, however
+    well "Leeds office" matches.
+    """
+    df = getattr(index, "doc_freq", None)
+    analyzer = getattr(index, "analyzer", None)
+    m = _EXISTENTIAL.match(question)
+    if df is None or analyzer is None or not m:
+        return None
+    head = m.group(1).split()[-1]
+    terms = [t for t in analyzer.analyze(head) if t not in (bridges or {})]
+    if terms and all(df(t) == 0 for t in terms):
+        return m.group(1)
+    return None
+
+
+#: A request for entertainment or free writing: no document answers it.
+TASK_REQUEST = re.compile(
+    r"^\W*(?:(?:please|can\s+you|could\s+you|would\s+you)\s+)?(?:tell|write|compose|sing|make\s+up|"
+    r"give|invent|recite)\s+(?:me\s+|us\s+)?(?:an?\s+|some\s+|another\s+)?(?:\w+\s+){0,2}?"
+    r"(?:jokes?|poems?|story|stories|songs?|riddles?|haikus?|limericks?|puns?|raps?)\b", _I)
+
+
+def is_task_request(question: str) -> bool:
+    """Is ``question`` a request for a joke, poem, story, song or riddle?
+
+    >>> is_task_request("Tell me a joke about databases."), is_task_request("Tell me the refund window.")
+    (True, False)
+    """
+    return bool(TASK_REQUEST.search(question))
+
+
 def _is_candidate(text: str) -> bool:
     """Headings and units without a letter or digit are never answer sentences."""
     return not text.lstrip().startswith("#") and any(c.isalnum() for c in text)
@@ -699,6 +773,11 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
     if names:
         out["unknown_names"] = names
         out["outcome"] = "unknown_name"
+        return out
+    subject = unknown_subject(part, index, bridges)
+    if subject:
+        out["unknown_subject"] = subject
+        out["outcome"] = "unknown_subject"
         return out
     category = set(category_terms(part, index))
     category.update(general_terms(part, kind, getattr(index, "analyzer", None)))
@@ -766,6 +845,9 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
     if is_pending(best[3].text):
         out["outcome"] = "answer_pending"
         return out
+    if is_deferral(best[3].text):
+        out["outcome"] = "answer_elsewhere"
+        return out
     if best[0] < float(cfg["min_score"]):
         out["outcome"] = "below_threshold"
         return out
@@ -809,6 +891,9 @@ def phase_c(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
             config: Dict[str, Any]) -> Answer:
     """The extractive answer to ``question`` from the phase B ``facts`` (rules 1-7 above)."""
     cfg = _cfg(config)
+    if is_task_request(question):
+        return Answer(sentences=[], confidence="Low", refused=True, reasons=["task_request"],
+                      detail={"parts": []})
     if not facts:
         return Answer(sentences=[], confidence="Low", refused=True, reasons=["no_evidence"],
                       detail={"parts": []})

@@ -15,7 +15,8 @@ from mini_rag.config import DEFAULTS
 from mini_rag.records import Fact, Hit, Retrieval
 from mini_rag.synthesize import (Answer, AnswerSentence, format_answer, phase_c, question_type,
                                  split_question, split_sentences, unknown_names, value_match,
-                                 category_terms, echo_words, general_terms, is_pending)
+                                 category_terms, echo_words, general_terms, is_pending, is_deferral,
+                                 is_task_request, unknown_subject)
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "phases" / "evidence.json"
 
@@ -184,6 +185,35 @@ class QuestionTypeTest(unittest.TestCase):
             with self.subTest(question=question, sentence=sentence):
                 self.assertEqual(value_match(kind, sentence, echo_words(question)), expected)
         self.assertEqual(value_match("date", "Terms apply to Black Friday offers."), 1.0)   # no echo given
+
+    def test_is_deferral(self):
+        table = [
+            ("Photostability testing is covered by ICH Q1B and is not summarized here.", True),
+            ("Bulk export endpoints are not covered by these limits and have their own quotas.", True),
+            ("The detailed procedure is outside the scope of this policy.", True),
+            ("Each region has its own data protection rules.", True),
+            ("Logs are not covered by the backup policy.", False),     # says something: not backed up
+            ("Exports are limited to 20 jobs per day.", False),
+            ("Our own staff review every request.", False),
+        ]
+        for sentence, want in table:
+            with self.subTest(sentence=sentence):
+                self.assertEqual(is_deferral(sentence), want)
+
+    def test_is_task_request(self):
+        table = [
+            ("Tell me a joke about databases.", True),
+            ("Please write a short poem about encryption.", True),
+            ("Can you tell us a funny story?", True),
+            ("Tell me the refund window.", False),
+            ("Write down the steps to reset MFA.", False),
+            ("What jokes are banned by the acceptable use policy?", False),   # a question about jokes
+        ]
+        for question, want in table:
+            with self.subTest(question=question):
+                self.assertEqual(is_task_request(question), want)
+        a = run("Tell me a joke about refunds.", [REFUND_FACT], KNOWN, REFUND)
+        self.assertEqual((a.refused, a.reasons), (True, ["task_request"]))
 
     def test_is_pending(self):
         table = [
@@ -399,6 +429,26 @@ class UnknownTermsTest(unittest.TestCase):
         for question, names in table:
             with self.subTest(question=question):
                 self.assertEqual(unknown_names(question, KNOWN), names)
+
+    def test_unknown_subject(self):
+        # the head of the noun phrase after "is there / are there": known terms of the
+        # fixture index are refund, card, storage, plan, ...; parking, gym, locker are not
+        table = [
+            ("Is there parking available at the Leeds office?", "parking"),
+            ("Is there a gym?", "gym"),
+            ("Are there any lockers for visitors?", "lockers"),
+            ("Is there free parking for visitors?", "free parking"),   # head "parking"
+            ("Is there a refund for annual plans?", None),               # known head
+            ("Is there card storage?", None),                            # head "storage" known
+            ("Is parking available?", None),                             # not existential
+            ("Are there refunds?", None),
+        ]
+        for question, want in table:
+            with self.subTest(question=question):
+                self.assertEqual(unknown_subject(question, KNOWN), want)
+        self.assertIsNone(unknown_subject("Is there a gym?", FakeIndex(10, {})))   # no doc_freq: never
+        a = run("Is there parking available for annual plan customers?", [REFUND_FACT], KNOWN)
+        self.assertEqual((a.refused, a.reasons), (True, ["unknown_subject"]))
 
     def test_category_terms(self):
         table = [
