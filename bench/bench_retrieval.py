@@ -14,7 +14,7 @@ relative to the repository (or $MINI_RAG_DATA); a missing one is skipped with a 
 Systems, each measured in its own subprocess (build seconds, queries per second, peak
 resident memory from ``ru_maxrss``):
 
-* ``mini_rag``: this package, default settings (BM25 Lucene idf, k1 1.2, b 0.75, Snowball
+* ``mini_rag``: this package, the settings of configs/default.toml (BM25 Lucene idf, k1 1.5, b 0.75, Snowball
   English 3.1 stemmer, Snowball stop list, title + text).  A document's score is its best
   chunk's (BEIR documents rarely split).
 * ``rank_bm25``: ``BM25Okapi`` (k1 1.5, b 0.75, epsilon 0.25), scoring every document for
@@ -156,7 +156,7 @@ def worker_mini_rag(folder: Path, out: str, repeat: int) -> None:
         chunks = []
         for d in docs:
             chunks.extend(chunk_document(d))
-        index = build_index(chunks)
+        index = build_index(chunks, k1=config["index"]["k1"], b=config["index"]["b"])
         return Retriever(index, config)                     # per-posting weights computed here
 
     def query(retriever):
@@ -367,8 +367,9 @@ def worker_scale(n_chunks: int, out: str) -> None:
                     page=1, text=t, title="") for i, t in enumerate(texts)]
     del texts
     t0 = time.perf_counter()
-    index = build_index(chunks)
-    retriever = Retriever(index, load_config())
+    config = load_config()
+    index = build_index(chunks, k1=config["index"]["k1"], b=config["index"]["b"])
+    retriever = Retriever(index, config)
     build_s = time.perf_counter() - t0
     with tempfile.TemporaryDirectory(dir=str(ROOT / "runs" / "bench")) as tmp:
         path = os.path.join(tmp, "scale.json.gz")

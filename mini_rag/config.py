@@ -39,7 +39,7 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
     },
     "index": {
         "path": "runs/index.json.gz",
-        "k1": 1.2,
+        "k1": 1.5,
         "b": 0.75,
     },
     "retrieval": {
@@ -114,6 +114,7 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         "dimension_values": ["free", "starter", "basic", "pro", "professional", "premium",
                              "enterprise", "EU", "EEA", "US", "UK", "APAC", "EMEA"],
         "dimension_nouns": ["plan", "tier", "edition", "region", "package"],
+        "possessives": ["our", "my", "your"],
     },
 }
 

@@ -16,6 +16,7 @@ Two corpus forms are read:
   ``doc_id`` defaults to the file name without its extension; ``title`` to the first
   Markdown ``# heading``, else the doc_id; ``effective`` must be an ISO date.
 * a JSONL file in BEIR form: one ``{"_id", "title", "text", "metadata"}`` object a line.
+  A row without a title has none (its ``_id`` is an identifier, not words to index).
   ``metadata.authority`` and ``metadata.effective`` are lifted like front-matter keys.
 
 The chunking rule (users write gold citations against it, so it is exact):
@@ -221,7 +222,7 @@ def _load_jsonl(path: str) -> List[Document]:
         effective = meta.pop("effective", "")
         if effective:
             _check_date(str(effective), where, "effective")
-        docs.append(Document(doc_id=_check_id(str(doc_id), where), title=title or str(doc_id),
+        docs.append(Document(doc_id=_check_id(str(doc_id), where), title=title,
                              path=where, pages=body.replace("\r\n", "\n").split("\f"),
                              authority=str(authority or ""), effective=str(effective or ""),
                              metadata=meta,

@@ -294,7 +294,11 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
 
     ``retrieval``: its typo corrections apply to the question's terms ("mnth" is "month").
 
-    (a) is checked first.  ``detail`` carries the referent, or the qualifiers found.
+    (a) is checked first; with it, a variant named only by an owner ("our plan", "my
+    tier", "this region": one of ``vague_referents`` or ``possessives`` right before one
+    of ``dimension_nouns``) when the question names no qualifier: the asker has a
+    variant in mind and has not said which.  ``detail`` carries the referent, or the
+    qualifiers found.
     """
     values = clarify.get("dimension_values", [])
     nouns = clarify.get("dimension_nouns", [])
@@ -311,6 +315,15 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
                                                         "content_terms": sorted(set(q_terms))})
 
     q_quals = _conf.qualifiers(question, values, nouns)
+    owners = {w.lower() for w in list(clarify.get("vague_referents", [])) + list(clarify.get("possessives", []))}
+    noun_set = {n.lower() for n in nouns}
+    unnamed = [" ".join(words[i:i + 2]) for i in range(len(words) - 1)
+               if words[i] in owners and words[i + 1].rstrip("s") in noun_set]
+    if unnamed and not q_quals:
+        # "How much storage is included in our plan?": which plan is ours, the question
+        # does not say, and the documents answer per plan
+        return AmbiguityResult(True, "vague_reference", {"referents": sorted(set(unnamed)),
+                                                        "content_terms": sorted(set(q_terms))})
     qual_terms = set()
     for v in values:
         qual_terms.update(analyzer.analyze(v))

@@ -46,8 +46,9 @@ Mean? A Large-Scale Reproducibility Study of Scoring Variants", ECIR 2020)::
 
 with ``dl`` the number of terms of the chunk's indexed text, ``N`` the number of
 searchable chunks (at least one term; a heading standing alone has none, see below),
-``avgdl`` the mean ``dl`` over them, ``k1 = 1.2`` and ``b = 0.75`` by default (Lucene's defaults; Robertson &
-Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond", 2009, section 3).
+``avgdl`` the mean ``dl`` over them, ``k1 = 1.5`` and ``b = 0.75`` by default (rank_bm25's and
+bm25s's defaults, inside the 1.2-2.0 range of Robertson & Zaragoza, "The Probabilistic
+Relevance Framework: BM25 and Beyond", 2009, section 3.3; Lucene uses 1.2).
 Unlike Lucene, document lengths are exact (no 1-byte length encoding), and the
 ``(k1 + 1)`` factor is kept, so a term seen once in a chunk of average length weighs
 exactly ``idf(t)`` (the retriever's similarity rule relies on that).  The idf is never
@@ -153,7 +154,7 @@ class Index:
 
     @_gc_paused
     def __init__(self, chunks: List[Chunk], chunk_terms: List[Dict[str, int]],
-                 analyzer: Analyzer, k1: float = 1.2, b: float = 0.75,
+                 analyzer: Analyzer, k1: float = 1.5, b: float = 0.75,
                  manifest: Optional[Dict[str, Any]] = None) -> None:
         if k1 < 0 or not 0.0 <= b <= 1.0:
             raise MiniRagError("BM25 needs k1 >= 0 and 0 <= b <= 1, got k1=%r b=%r" % (k1, b))
@@ -310,7 +311,7 @@ def analyze_chunks(chunks: Sequence[Chunk], analyzer: Analyzer, progress=None) -
     return out
 
 
-def build_index(chunks: List[Chunk], analyzer: Optional[Analyzer] = None, k1: float = 1.2,
+def build_index(chunks: List[Chunk], analyzer: Optional[Analyzer] = None, k1: float = 1.5,
                 b: float = 0.75, manifest: Optional[Dict[str, Any]] = None,
                 chunk_terms: Optional[List[Dict[str, int]]] = None, progress=None) -> Index:
     """Analyze ``chunks`` (unless ``chunk_terms`` are given) and index them."""
@@ -522,7 +523,7 @@ def load_index(path: str) -> Index:
         bags.append({vocab[flat[i]]: flat[i + 1] for i in range(0, len(flat), 2)})
     chunks = [Chunk.from_json(c) for c in body["chunks"]]
     scoring = manifest.get("scoring") or {}
-    return Index(chunks, bags, analyzer, scoring.get("k1", 1.2), scoring.get("b", 0.75), manifest)
+    return Index(chunks, bags, analyzer, scoring.get("k1", 1.5), scoring.get("b", 0.75), manifest)
 
 
 def build_or_load(config: Dict[str, Any], corpus_path: Optional[str] = None, force: bool = False,

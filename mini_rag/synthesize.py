@@ -43,7 +43,8 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
    ``Q``, unknown terms included, of at least ``[answer] min_question_share`` (0.3).
    A question asking for a value (rule 3) relaxes the first share to ``[answer]
    min_key_coverage_typed`` (0.6) for a chunk with a sentence that states a value of the
-   asked type (``value_match`` = 1) and holds that share of ``K`` by itself: "How long do
+   asked type (``value_match`` = 1) and holds that share of ``K`` by itself (with its
+   chunk's heading and document title, which scope it): "How long do
    we hang on to closed support tickets?" is answered by "Support tickets are kept for 24
    months after closure" though "hang" has no counterpart.
    No fact on topic -> refuse ``key_terms_not_covered`` (the near-miss rule: the corpus
@@ -86,6 +87,9 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
 6. More sentences.  Another candidate is added, best first, when its score is within
    ``[answer] extra_sentence_margin`` (0.15) of the best and it contains a key term no
    chosen sentence contains; at most ``[answer] max_extra_sentences`` (2) per part.
+   When the question asks for a whole list (``is_enumeration``: "What are the four
+   elements of ...", "List the ...") and the best sentence is a list item, the answer is
+   that list's items instead, in text order, at most ``[answer] max_sentences``.
 7. Confidence (of the part): ``High`` when the best score is >= ``confidence_high``
    (0.7) and exceeds the runner-up sentence by >= ``confidence_margin`` (0.1);
    ``Medium`` when >= ``confidence_medium`` (0.45); else ``Low``.
@@ -508,6 +512,26 @@ def is_deferral(sentence: str) -> bool:
     return bool(DEFERRAL.search(sentence))
 
 
+#: A question asking for a whole list: "What are the four elements of ...", "List the ...".
+ENUMERATION = re.compile(
+    r"\b(?:what|which)\s+are\s+the\s+(?:\w+\s+){0,2}?(?:\d+|two|three|four|five|six|seven|eight|nine|ten)\s+\w+|"
+    r"^\W*(?:please\s+)?(?:list|enumerate)\b|^\W*(?:please\s+)?name\s+(?:all|every|each|\d+|two|three|four|five)\b|"
+    r"\b(?:what|which)\s+are\s+the\s+(?:\w+\s+){0,2}?(?:types|kinds|elements|components|steps|stages|phases|"
+    r"principles|categories|criteria|parts|classes)\b", _I)
+_LIST_ITEM = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])\s+\S")
+
+
+def is_enumeration(question: str) -> bool:
+    """Does ``question`` ask for a whole list ("What are the four elements of ICH Q10?")?
+
+    >>> is_enumeration("What are the four elements of the ICH Q10 quality system?")
+    True
+    >>> is_enumeration("What is the first element?")
+    False
+    """
+    return bool(ENUMERATION.search(question))
+
+
 def is_pending(sentence: str) -> bool:
     """Does ``sentence`` say its matter is undecided ("is being reviewed", "not yet final",
     "are planned", "to be announced")?
@@ -579,6 +603,7 @@ class _FactInfo:
     fact: Fact
     chunk_terms: frozenset
     units: List[_Unit]
+    scope_terms: frozenset = frozenset()     # the chunk's heading and document title
 
 
 def _known_terms(q_terms: Sequence[str], index: Any, bridges: Bridges) -> List[str]:
@@ -741,7 +766,8 @@ def _prepare(facts: Sequence[Fact], retrieval: Retrieval, index: Any, analyzer) 
     infos = []
     for fi, fact in enumerate(facts):
         heading, title, _ = chunk_context(fact.chunk_id, retrieval, index, hits)
-        chunk_terms = frozenset(analyzer.analyze(fact.quote + "\n" + heading + "\n" + title))
+        scope_terms = frozenset(analyzer.analyze(heading + "\n" + title))
+        chunk_terms = frozenset(analyzer.analyze(fact.quote)) | scope_terms
         units = []
         for si, (a, b) in enumerate(sentence_spans(fact.quote)):
             text = fact.quote[a:b]
@@ -749,7 +775,7 @@ def _prepare(facts: Sequence[Fact], retrieval: Retrieval, index: Any, analyzer) 
                 continue
             terms = analyzer.analyze(text)
             units.append(_Unit(fi, si, a, text, terms, frozenset(terms)))
-        infos.append(_FactInfo(fact, chunk_terms, units))
+        infos.append(_FactInfo(fact, chunk_terms, units, scope_terms))
     return infos
 
 
@@ -804,7 +830,8 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
         on_topic = [i for i, c in enumerate(coverage)
                     if c >= float(cfg["min_key_coverage"]) or
                     (c >= typed_min and any(value_match(kind, u.text, echo0) >= 1.0 and
-                                            weighted_share(key, weights, u.term_set, bridges) >= typed_min
+                                            weighted_share(key, weights, u.term_set | infos[i].scope_terms,
+                                                           bridges) >= typed_min
                                             for u in infos[i].units))]
     if not on_topic:
         out["outcome"] = "key_terms_not_covered"
@@ -852,11 +879,17 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
         out["outcome"] = "below_threshold"
         return out
 
-    # 6. extra sentences that bring key terms the chosen ones lack
+    # 6. extra sentences that bring key terms the chosen ones lack; a list asked for whole
     chosen = [best]
+    enumerated = is_enumeration(part) and bool(_LIST_ITEM.match(best[3].text))
+    if enumerated:
+        # the best unit's list, in text order, at most max_sentences items (best among them)
+        items = sorted((s for s in scored if s[1] == best[1] and _LIST_ITEM.match(s[3].text)),
+                       key=lambda s: s[2])[:int(cfg["max_sentences"])]
+        chosen = items if best in items else [best] + items[:-1]
     have = set(t for t in key if covered(t, best[3].term_set, bridges))
     for cand in scored:
-        if len(chosen) > int(cfg["max_extra_sentences"]):
+        if enumerated or len(chosen) > int(cfg["max_extra_sentences"]):
             break
         if cand is best or cand[0] < best[0] - float(cfg["extra_sentence_margin"]):
             continue

@@ -112,7 +112,7 @@ class BeirJsonl(unittest.TestCase):
                              [("7#p0", 1), ("d2#p0", 1), ("d2#p1", 2), ("d2#p2", 2)])
             self.assertEqual((chunks[1].authority, chunks[1].effective, chunks[1].metadata),
                              ("EMA", "2021-02-03", {"k": 1}))
-            self.assertEqual(chunks[0].title, "7")
+            self.assertEqual(chunks[0].title, "")              # no title: the id is not indexed as one
 
 
 class Errors(unittest.TestCase):

@@ -142,6 +142,22 @@ class Ambiguity(unittest.TestCase):
                 self.assertEqual(res.ambiguous, want)
                 self.assertEqual(res.kind, "vague_reference" if want else "")
 
+    def test_owner_of_an_unnamed_variant(self):
+        # "our plan": a possessive right before a dimension noun, and no plan named
+        cases = [
+            ("How much storage is included in our plan?", True, ["our plan"]),
+            ("Which features does my tier include?", True, ["my tier"]),
+            ("How much storage is included in our Pro plan?", False, None),   # "our pro": names it
+            ("Which plan includes SSO?", False, None),                        # asks which: no owner
+            ("How much storage does our workspace have?", False, None),       # not a dimension noun
+        ]
+        for q, want, referents in cases:
+            with self.subTest(q):
+                res = self.check(q)
+                self.assertEqual(res.ambiguous, want)
+                if want:
+                    self.assertEqual((res.kind, res.detail["referents"]), ("vague_reference", referents))
+
     PLANS = [fact("plans", 2, "- Starter plan: downgrades take effect at the next renewal with no penalty.\n"
                               "- Enterprise plan: downgrading before the end of the term incurs a "
                               "penalty of 20% of the remaining fees.")]

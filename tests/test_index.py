@@ -147,7 +147,7 @@ class Persistence(unittest.TestCase):
         self.assertEqual(a, b)                               # bit-identical scores
         m = read_manifest(path)
         self.assertEqual((m["format_version"], m["stats"]["documents"], m["stats"]["chunks"]), (1, 3, 14))
-        self.assertEqual(m["scoring"]["k1"], 1.2)
+        self.assertEqual(m["scoring"]["k1"], 1.5)                # configs/default.toml
         self.assertEqual(m["scoring"]["idf"], "ln(1 + (N - df + 0.5) / (df + 0.5))")
         self.assertEqual(sorted(m["documents"]), ["alpha-guide", "beta", "gamma-note"])
         self.assertEqual(m["analysis"], Analyzer().settings())

@@ -41,7 +41,8 @@ def config(expansion=None, **retrieval):
 
 
 # The three-document corpus of test_index, with doc ids chosen for the fallback gate.
-# Query "apple cherry": N = 3, avgdl = 3, k1 = 1.2, b = 0.75.
+# Query "apple cherry": N = 3, avgdl = 3, k1 = 1.2, b = 0.75 (set explicitly in fruit_index,
+# whatever the configured default, so that the values below stay hand-derived).
 IDF_APPLE = math.log(1 + 2.5 / 1.5)
 IDF_CHERRY = math.log(1 + 1.5 / 2.5)
 CEILING = IDF_APPLE + IDF_CHERRY
@@ -54,7 +55,7 @@ def fruit_index(first_id="apple-notes"):
     return build_index([chunk(first_id + "#p0", "apple banana apple", authority="FDA",
                               effective="2024-01-15"),
                         chunk("d2#p0", "banana cherry", authority="EMA", effective="2020-03-01"),
-                        chunk("d3#p0", "cherry cherry cherry date", authority="fda")], PLAIN)
+                        chunk("d3#p0", "cherry cherry cherry date", authority="fda")], PLAIN, k1=1.2, b=0.75)
 
 
 class Threshold(unittest.TestCase):

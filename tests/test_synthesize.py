@@ -16,7 +16,7 @@ from mini_rag.records import Fact, Hit, Retrieval
 from mini_rag.synthesize import (Answer, AnswerSentence, format_answer, phase_c, question_type,
                                  split_question, split_sentences, unknown_names, value_match,
                                  category_terms, echo_words, general_terms, is_pending, is_deferral,
-                                 is_task_request, unknown_subject)
+                                 is_task_request, unknown_subject, is_enumeration)
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "phases" / "evidence.json"
 
@@ -214,6 +214,20 @@ class QuestionTypeTest(unittest.TestCase):
                 self.assertEqual(is_task_request(question), want)
         a = run("Tell me a joke about refunds.", [REFUND_FACT], KNOWN, REFUND)
         self.assertEqual((a.refused, a.reasons), (True, ["task_request"]))
+
+    def test_is_enumeration(self):
+        table = [
+            ("What are the four elements of the ICH Q10 quality system?", True),
+            ("What are the 3 tiers?", True),
+            ("List the steps of the incident process.", True),
+            ("What are the risk categories?", True),
+            ("What is the first element?", False),
+            ("What are the fees?", False),
+            ("Name of the DPO?", False),
+        ]
+        for question, want in table:
+            with self.subTest(question=question):
+                self.assertEqual(is_enumeration(question), want)
 
     def test_is_pending(self):
         table = [
@@ -498,6 +512,21 @@ class UnknownTermsTest(unittest.TestCase):
         # (0.6), on topic.
         a = run(q, [REFUND_FACT], KNOWN)
         self.assertFalse(a.refused)
+
+    def test_a_list_asked_for_whole(self):
+        # "three" and "steps" are unknown (df 0): key terms are key and rotat.  Unit 0 wins
+        # (it holds both, and "begins"), and the question asks for the list: all its items
+        # come back, in text order; asked how rotation begins, only the first.
+        idx = KnownIndex(20, {"key": 3, "rotat": 2, "new": 5, "data": 6, "old": 4, "retir": 1,
+                              "encrypt": 2, "begin": 4})
+        f = fact("k#p1", "1. Key rotation begins with a new key.\n2. Data is re-encrypted with the new key.\n"
+                         "3. The old key is retired after rotation.")
+        a = run("What are the three steps of key rotation?", [f], idx)
+        self.assertEqual([c["sentence"] for c in a.detail["parts"][0]["chosen"]], [0, 1, 2])
+        self.assertEqual(a.sentences[0].sentence, "1. Key rotation begins with a new key. 2. Data is "
+                         "re-encrypted with the new key. 3. The old key is retired after rotation.")
+        a = run("How does key rotation begin?", [f], idx)
+        self.assertEqual([c["sentence"] for c in a.detail["parts"][0]["chosen"]], [0])
 
     def test_unknown_words_weigh_in_the_question_share(self):
         # Key term refund is covered, but the unseen sourdough/starter/kit carry most of the
