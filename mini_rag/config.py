@@ -76,7 +76,7 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         # synthesize.py (phase C), rules in its docstring
         "key_idf_ratio": 0.6,            # key terms: idf >= this * the question's largest idf
         "min_key_coverage": 0.7,         # IDF-weighted share of key terms the evidence chunk must contain
-        "min_key_coverage_typed": 0.6,   # ... or this, when one of its sentences states the asked value type and holds this share of K itself
+        "min_key_coverage_typed": 0.7,   # ... or this, when one of its sentences states the asked value type and holds this share of K itself
         "min_question_share": 0.3,       # ... and of all the question's terms (unknown ones included)
         "min_score": 0.3,                # best sentence score below this -> refuse (below_threshold)
         "weight_coverage": 0.55,         # sentence score = weighted sum of these four parts
