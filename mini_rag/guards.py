@@ -17,8 +17,9 @@ function                        rule
 
 Conflicts between documents are in :mod:`mini_rag.conflicts`.  Config sections: ``[guards]``
 (as_of, max_citations, min_chunks, freshness_days_high_risk, freshness_days,
-conflict_min_shared_terms, variant_min_overlap), ``[risk]`` (high, medium) and
-``[clarify]`` (vague_referents, vague_max_terms, dimension_values, dimension_nouns).
+conflict_min_shared_terms, variant_min_overlap, parallel_min_similarity), ``[risk]`` (high,
+medium) and ``[clarify]`` (vague_referents, vague_max_terms, dimension_values,
+dimension_nouns, possessives).
 """
 from __future__ import annotations
 
@@ -342,10 +343,10 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
         scope_terms = set(analyzer.analyze(heading + "\n" + title)) if (heading or title) else set()
         heading_quals = _conf.qualifiers(heading, values, nouns) if heading else frozenset()
         for unit in _conf.evidence_units(fact.quote):
-            present = needed_terms & (scope_terms | set(analyzer.analyze(unit)))
+            unit_terms = set(analyzer.analyze(unit))
+            present = needed_terms & (scope_terms | unit_terms)
             if len(present) < need:
                 continue
-            unit_terms = set(analyzer.analyze(unit))
             if len(needed_terms & unit_terms) >= need:
                 on_point.append((fact.pdf, fact.chunk_id, unit, len(needed_terms & unit_terms)))
             qty = tuple(sorted(set(_conf.quantities(unit, stem))))
