@@ -837,16 +837,19 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
         qs = weighted_share(q_terms, weights, info.chunk_terms, bridges)
         coverage.append(kc if qs >= min_share else 0.0)
     out["key_coverage"] = _r(max(coverage)) if coverage else 0.0
-    on_topic = [i for i, c in enumerate(coverage) if c >= float(cfg["min_key_coverage"])]
-    typed_min = float(cfg.get("min_key_coverage_typed", 1.0))
-    if kind in VALUE_TYPES and typed_min < float(cfg["min_key_coverage"]):
-        echo0 = echo_words(part)
-        on_topic = [i for i, c in enumerate(coverage)
-                    if c >= float(cfg["min_key_coverage"]) or
-                    (c >= typed_min and any(value_match(kind, u.text, echo0) >= 1.0 and
-                                            weighted_share(key, weights, u.term_set | infos[i].scope_terms,
-                                                           bridges) >= typed_min
-                                            for u in infos[i].units))]
+    min_cov = float(cfg["min_key_coverage"])
+    typed_min = float(cfg.get("min_key_coverage_typed", min_cov))
+    echo = echo_words(part)
+
+    def typed_on_topic(info: _FactInfo) -> bool:
+        # rule 2's relaxation: a sentence states the asked value and holds typed_min of K
+        return any(value_match(kind, u.text, echo) >= 1.0 and
+                   weighted_share(key, weights, u.term_set | info.scope_terms, bridges) >= typed_min
+                   for u in info.units)
+
+    relax = kind in VALUE_TYPES and typed_min < min_cov
+    on_topic = [i for i, c in enumerate(coverage)
+                if c >= min_cov or (relax and c >= typed_min and typed_on_topic(infos[i]))]
     if not on_topic:
         out["outcome"] = "key_terms_not_covered"
         return out
@@ -855,7 +858,6 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
     wc, wt, wp, wr = (float(cfg["weight_coverage"]), float(cfg["weight_type"]),
                       float(cfg["weight_proximity"]), float(cfg["weight_retrieval"]))
     q_set = set(q_terms)
-    echo = echo_words(part)
     scored = []   # (score, fact_idx, sent_idx, unit, type_match)
     for i in on_topic:
         info = infos[i]
