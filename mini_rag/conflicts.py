@@ -217,8 +217,12 @@ def polarity(unit: str) -> Dict[str, str]:
 
 # -------------------------------------------------------------- quantities
 
+# ISO 4217 codes read like their sign: "USD 500" is "$500".
+_CURRENCY_CODES = {"USD": "$", "EUR": "\u20ac", "GBP": "\u00a3", "JPY": "JPY", "CHF": "CHF",
+                   "CAD": "CAD", "AUD": "AUD", "CNY": "CNY", "INR": "INR", "SEK": "SEK",
+                   "NOK": "NOK", "DKK": "DKK", "NZD": "NZD", "SGD": "SGD", "HKD": "HKD"}
 _NUMBER = re.compile(
-    r"(?<![\w\-./])(?P<cur>[$\u20ac\u00a3]\s?)?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    r"(?<![\w\-./])(?P<cur>[$\u20ac\u00a3]\s?|\b(?:" + "|".join(_CURRENCY_CODES) + r")\s?)?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
     r"(?![\w\-]|[./]\d)(?P<pct>\s?%|\s+percent\b)?")
 _WORD = re.compile(r"\s*([A-Za-z][A-Za-z']*)")
 _PER = re.compile(r"\s*(?:per\s+|/\s*)([A-Za-z][A-Za-z']*)")
@@ -231,7 +235,7 @@ def quantities(unit: str, stem=None) -> List[Tuple[str, str]]:
     """``(value, unit)`` for each number in ``unit`` that carries a unit.
 
     The value is normalized (``1,000`` -> ``1000``, ``2.50`` -> ``2.5``).  The unit is
-    ``%`` for percentages, the currency sign for amounts, else the first word after the
+    ``%`` for percentages, the currency sign for amounts (``USD`` reads as ``$``), else the first word after the
     number (modifiers such as "calendar" skipped), stemmed with ``stem`` when given,
     plus ``/word`` for a following "per word" or "/word".  In "30 or 60 days" and "2 to
     8 hours" the first number takes the unit of the second.  Year-like numbers (1900-2099)
@@ -254,7 +258,8 @@ def quantities(unit: str, stem=None) -> List[Tuple[str, str]]:
         if m.group("pct"):
             name = "%"
         elif m.group("cur"):
-            name = m.group("cur").strip()
+            cur = m.group("cur").strip()
+            name = _CURRENCY_CODES.get(cur, cur)
         else:
             name = ""
             pos = 0

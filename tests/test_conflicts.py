@@ -86,6 +86,9 @@ class Quantities(unittest.TestCase):
             ("Support answers 24/7.", []),
             ("In 2021, we moved.", []),
             ("Up to 2000 requests per hour.", [("2000", "request/hour")]),   # a rate, not a year
+            # an ISO currency code is the amount's currency, not an identifier
+            ("A stipend of USD 500, or EUR 450 per year.", [("500", "$"), ("450", "\u20ac/year")]),
+            ("Fees: GBP 25 and CHF 30.", [("25", "\u00a3"), ("30", "CHF")]),
         ]
         for text, want in cases:
             with self.subTest(text=text):
