@@ -8,11 +8,13 @@ module                stage
 ``corpus``            text files / BEIR JSONL -> documents -> chunks
 ``analysis``          tokenizer, stopwords, Snowball English stemmer
 ``index``             inverted index with per-posting weights, JSON manifest
+``framing``           the question without greetings, thanks and asides
 ``retrieve``          BM25 / TF-IDF top-k, thresholds, fallback, expansion, MMR
 ``facts``             phase A: retrieval hits -> facts
 ``relevance``         phase B: noise, relevance, de-duplication
 ``derive``            verb/noun stem variants (retain ~ retention), answering bridges
 ``abbrev``            abbreviations the corpus defines (CCB ~ Change Control Board)
+``synonyms``          plain-language synonyms (keep ~ retain), answering bridges
 ``synthesize``        phase C: extractive answer sentences, confidence
 ``validate``          the QA contract's two validators for external JSON
 ``generator``         the pluggable phase C generator (extractive, external command)

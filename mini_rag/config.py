@@ -64,6 +64,7 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
     "answer": {
         "refusal": "not in context",     # seed 002's token; the QA contract's is "Not found in provided PDFs"
         "max_sentences": 6,
+        "strip_framing": True,           # drop greetings, thanks and asides before answering, see framing.py
         # generator.py: which phase C generator runs ("extractive" | "command")
         "generator": "extractive",
         "generator_command": [],         # argv of the "command" generator (JSON in on stdin, out on stdout)
@@ -72,6 +73,8 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         "min_fact_overlap": 0.15,        # IDF-weighted share of question terms a fact must contain
         "derivations": True,             # bridge verb/noun stems (retain ~ retention), see derive.py
         "abbreviations": True,           # bridge the corpus's defined abbreviations (CCB ~ Change Control Board), see abbrev.py
+        "synonyms": True,                # bridge plain-language synonyms (keep ~ retain), see synonyms.py
+        "synonym_groups": [],            # more groups, each "word, word, phrase" (synonyms.py format)
         "dedup_jaccard": 0.9,            # word-set Jaccard at which two facts are near-identical
         # synthesize.py (phase C), rules in its docstring
         "key_idf_ratio": 0.6,            # key terms: idf >= this * the question's largest idf
@@ -112,8 +115,9 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         "vague_referents": ["it", "its", "that", "this", "these", "those", "they", "them", "their"],
         "vague_max_terms": 2,
         "dimension_values": ["free", "starter", "basic", "pro", "professional", "premium",
-                             "enterprise", "EU", "EEA", "US", "UK", "APAC", "EMEA"],
-        "dimension_nouns": ["plan", "tier", "edition", "region", "package"],
+                             "enterprise", "EU", "EEA", "US", "UK", "APAC", "EMEA",
+                             "United States", "European Union", "United Kingdom"],
+        "dimension_nouns": ["plan", "tier", "edition", "region", "package", "market"],
         "possessives": ["our", "my", "your"],
     },
 }

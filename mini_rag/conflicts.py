@@ -320,7 +320,8 @@ def qualifiers(unit: str, values: Sequence[str], nouns: Sequence[str]) -> Frozen
 
     A qualifier is (1) a word of ``values`` (an entry written in capitals, such as
     ``US``, matches only in capitals, so the pronoun "us" is not the region; other
-    entries match in any case), or (2) a capitalized word right before one of ``nouns``
+    entries match in any case; an entry of several words whose initials are another
+    entry is that entry: "United States" is ``us`` when ``US`` is listed), or (2) a capitalized word right before one of ``nouns``
     ("Growth plan", "Gold tier": the name of a plan the list does not know).
 
     >>> sorted(qualifiers("On the Enterprise plan, EU data stays in Frankfurt.", ["enterprise", "EU"], ["plan"]))
@@ -347,10 +348,14 @@ def _qualifier_patterns(values: Tuple[str, ...], nouns: Tuple[str, ...]):
     got = _QUAL_CACHE.get((values, nouns))
     if got is None:
         value_res = []
+        initialisms = {v for v in values if v and v.isupper() and len(v) > 1}
         for v in values:
             if v:
                 flags = 0 if (v.isupper() and len(v) > 1) else re.IGNORECASE
-                value_res.append((v, re.compile(r"(?<![\w-])" + re.escape(v) + r"(?![\w-])", flags)))
+                # "United States" is the qualifier "US" when "US" is configured too
+                initials = "".join(w[0] for w in v.split()).upper()
+                name = initials if len(v.split()) > 1 and initials in initialisms else v
+                value_res.append((name, re.compile(r"(?<![\w-])" + re.escape(v) + r"(?![\w-])", flags)))
         noun_re = None
         if nouns:
             noun_re = re.compile(r"\b([A-Z][A-Za-z0-9+]*)\s+(?:%s)s?\b" % "|".join(re.escape(n) for n in nouns))

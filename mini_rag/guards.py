@@ -23,6 +23,7 @@ dimension_nouns, possessives).
 """
 from __future__ import annotations
 
+import collections
 import datetime
 import difflib
 import math
@@ -293,6 +294,12 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
         neither.  Units here must hold the question's terms themselves (heading and title
         not counted), so the other rows of a cited table do not pair.
 
+    (d) **Stated dependence** (``_stated_dependence``): the cited section says the answer
+        depends on something ("depend on the market", "varies by region", "depends on
+        whether the process is standard or non-standard") and the question names none of
+        the variants (the section's table rows, the sides of "whether"), and does not ask
+        whether something holds always, ever or for every case ("it depends" answers that).
+
     ``retrieval``: its typo corrections apply to the question's terms ("mnth" is "month").
 
     (a) is checked first; with it, a variant named only by an owner ("our plan", "my
@@ -377,7 +384,103 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
                                   float(guards.get("parallel_min_similarity", 0.5)))
         if pair:
             return AmbiguityResult(True, "variant", pair)
+        stated = None
+        if not _UNIVERSAL & set(words):
+            stated = _stated_dependence(facts, anchor, needed_terms, need, set(analyzer.analyze(question)),
+                                        q_quals, (values, nouns), analyzer, context)
+        if stated:
+            return AmbiguityResult(True, "variant", stated)
     return AmbiguityResult(False)
+
+
+#: "... depend on the market", "... varies by region", "... differ depending on whether ...".
+_DEPENDS = re.compile(r"\b(?:depends?|depending|dependent|vary|varies|varying|differs?|differing)\s+"
+                      r"(?:on|upon|by|between|across|according\s+to)\b", re.IGNORECASE)
+#: "Must X always ...?", "Does every ...?": the question asks whether a rule holds in general;
+#: "it depends" is its answer, not a reason to ask back.
+_UNIVERSAL = frozenset("always every all ever never any each".split())
+_DEPENDS_ASKED = re.compile(r"\b(?:depend\w*|vari\w*|differ\w*)\b")
+_WHETHER = re.compile(r"\bwhether\s+(?P<a>[^,;.]*?)\s+or\s+(?P<b>[\w-]+)", re.IGNORECASE)
+
+
+def _variant_names(text: str, unit: str) -> List[str]:
+    """The variants a stated dependence chooses between: the first cells of the data rows
+    of the tables in ``text`` (the chunk; the caller adds the tables of its section), and
+    the two sides of "whether A or B" in the stating unit (the
+    last word of A, the word B; "or not" names no second variant)."""
+    names: List[str] = []
+    block: List[str] = []
+    for line in text.split("\n") + [""]:
+        line = line.strip()
+        if line.startswith("|"):
+            block.append(line)
+            continue
+        rows = [r for r in block if not _conf._TABLE_RULE.match(r)]
+        names.extend(_conf._cells(r)[0] for r in rows[1:] if _conf._cells(r)[0])   # rows[0]: the header
+        block = []
+    m = _WHETHER.search(unit)
+    if m:
+        names.append(m.group("a").split()[-1] if m.group("a").split() else "")
+        if m.group("b").lower() != "not":
+            names.append(m.group("b"))
+    return [n for n in names if n]
+
+
+def _stated_dependence(facts: Sequence, anchor: Sequence[str], needed: set, need: int, asked: set,
+                       q_quals: frozenset, dimensions: Tuple[Sequence[str], Sequence[str]], analyzer,
+                       context: Optional[Dict[str, Tuple[str, str]]]) -> Optional[Dict[str, Any]]:
+    """Rule (d): the cited section says the answer depends on something the question leaves open.
+
+    A unit of a cited chunk, or of another chunk under the same heading of the same
+    document (the sentence that introduces a cited table), that states a dependence ("Retention periods for executed
+    batch records depend on the market", "The data required depend on whether the
+    process is standard or non-standard"), speaks to the question (it, its heading and
+    its title hold ``need`` of the ``needed`` terms, one of them before the dependence
+    cue: the thing that depends is what is asked), when the question names none of the
+    variants (``_variant_names``; a variant is named by a term no other variant has, or,
+    when it has none, by all of its terms: "standard process" beside "non-standard
+    process").  There must be two variants or more: a
+    dependence whose variants the section does not list is prose ("the complexity of a
+    problem depends on the model"), not a choice to offer.  A qualifier in the question
+    (``q_quals``: a plan, a region, ...) names a variant when the variants are
+    qualifiers too ("for the US market" against rows "United States", "European
+    Union"); it does not when they are of another kind (the "EU dossier" when the data
+    depend on whether the process is standard).  A question that asks about the
+    dependence itself ("What does the price depend on?") is not ambiguous.
+    """
+    if _DEPENDS_ASKED.search(" ".join(sorted(asked))):
+        return None                                          # "What does X depend on?" asks it
+    anchored = set(anchor)
+    sections = {(f.pdf, (context or {}).get(f.chunk_id, ("", ""))[0]) for f in facts if f.chunk_id in anchored}
+    for fact in facts:
+        heading, title = (context or {}).get(fact.chunk_id, ("", ""))
+        if fact.chunk_id not in anchored and not (heading and (fact.pdf, heading) in sections):
+            continue
+        scope = set(analyzer.analyze(heading + "\n" + title)) if (heading or title) else set()
+        for unit in _conf.evidence_units(fact.quote):
+            m = _DEPENDS.search(unit)
+            if not m:
+                continue
+            if (len(needed & (set(analyzer.analyze(unit)) | scope)) < need
+                    or not needed & set(analyzer.analyze(unit[:m.start()]))):
+                continue
+            names = _variant_names(fact.quote, unit)
+            for other in facts:                              # the table the sentence introduces
+                if other is not fact and heading and other.pdf == fact.pdf and \
+                        (context or {}).get(other.chunk_id, ("", ""))[0] == heading:
+                    names.extend(n for n in _variant_names(other.quote, "") if n not in names)
+            if len(names) < 2:
+                continue                                     # no variants to choose between
+            if q_quals and any(_conf.qualifiers(n, *dimensions) for n in names):
+                continue                                     # the question names a plan, region, ...
+            term_sets = [set(analyzer.analyze(n)) for n in names]
+            seen = collections.Counter(t for ts in term_sets for t in ts)
+            own = [{t for t in ts if seen[t] == 1} for ts in term_sets]
+            if any((mine & asked) if mine else (ts and ts <= asked) for ts, mine in zip(term_sets, own)):
+                continue                                     # the question picks a variant
+            return {"qualifiers": sorted({n.lower() for n in names}), "chunks": [fact.chunk_id],
+                    "dependence": unit[m.start():m.end()].lower()}
+    return None
 
 
 _WORDS = re.compile(r"\w[\w.,:/°±%+-]*\w|\w|[%°±]")

@@ -3,6 +3,9 @@
 ====  ==========================  ====================================================
 step  stage                       module
 ====  ==========================  ====================================================
+0     the question                ``framing.strip_framing``: greetings, thanks and asides
+                                  dropped (``[answer] strip_framing``); the trace
+                                  keeps the question as asked
 1     retrieve                    ``retrieve.Retriever.retrieve`` -> Retrieval
 2     phase A: facts              ``facts.phase_a``
 3     phase B: filter             ``relevance.phase_b``
@@ -40,6 +43,7 @@ from . import conflicts as conflicts_mod
 from . import decision as decision_mod
 from . import guards
 from .facts import phase_a
+from .framing import strip_framing
 from .generator import Generator, generate_answer, get_generator
 from .records import Fact, Hit, Retrieval
 from .relevance import analyzer_of, phase_b, question_terms
@@ -110,6 +114,9 @@ class Pipeline:
         cfg = self.config
         clock = time.perf_counter if timings else (lambda: 0.0)
         t0 = clock()
+        asked = question
+        if cfg["answer"].get("strip_framing", True):
+            question = strip_framing(question)         # "Hi there! ... Thanks!": framing.py
         # 1. retrieve
         retrieval = self.retriever.retrieve(question)
         t1 = clock()
@@ -163,7 +170,7 @@ class Pipeline:
             timing = {"retrieve": _ms(t1 - t0), "answer": _ms(t2 - t1), "guards": _ms(t3 - t2),
                       "total": _ms(t3 - t0)}
         row = build_row(
-            qid=qid, question=question, hits=retrieval.hits, claim=claim, citations=shipped,
+            qid=qid, question=asked, hits=retrieval.hits, claim=claim, citations=shipped,
             cited_chunks={cid: hits_by_id[cid].text for cid in shipped if cid in hits_by_id},
             decision=verdict.decision, reasons=verdict.reasons, message=verdict.message,
             confidence=confidence, fallback_used=retrieval.fallback_used,

@@ -84,6 +84,7 @@ from .abbrev import abbreviation_table
 from .analysis import Analyzer, tokenize
 from .derive import variants
 from .records import Fact, Hit, Retrieval
+from .synonyms import synonym_bridges
 
 __all__ = ["phase_b", "phase_b_detail", "question_terms", "term_weights", "expansion_bridges",
            "covered", "weighted_share", "analyzer_of", "chunk_context", "is_artifact",
@@ -102,6 +103,10 @@ SCAFFOLD_WORDS = (
     "something anything way mean means meaning happen happens get per "
     "stand define defined definition refer refers"
 ).split()
+
+#: "How soon", "how big": the adjective after "how" frames the question (a time, a size).
+_HOW_FRAME = re.compile(r"\bhow\s+(?:soon|quickly|quick|fast|frequently|regularly|early|late|big|large|"
+                        r"small|high|low|tall|heavy|wide|deep|short|far|old)\b", re.IGNORECASE)
 
 _POLARITY_WORDS = frozenset(
     "not no never non none nor cannot can't cant mustn't won't don't doesn't isn't aren't "
@@ -143,7 +148,7 @@ def question_terms(question: str, retrieval: Optional[Retrieval], analyzer: Anal
             corrections[term] = str(fixed).split()
     scaffold = _scaffold(analyzer)
     out = []
-    for term in analyzer.analyze(question):
+    for term in analyzer.analyze(_HOW_FRAME.sub("how", question)):
         for t in corrections.get(term, [term]):
             if t not in scaffold:
                 out.append(t)
@@ -189,6 +194,14 @@ def expansion_bridges(question: str, config: Optional[Dict[str, Any]], analyzer:
                     bridges.setdefault(term, []).append(frozenset([v]))
     if index is not None and (config or {}).get("answer", {}).get("abbreviations", True):
         _abbreviation_bridges(analyzer.analyze(question), abbreviation_table(index), bridges)
+    answer_cfg = (config or {}).get("answer", {})
+    if answer_cfg.get("synonyms", True):
+        for term, alts in synonym_bridges(question, analyzer.analyze(question), analyzer,
+                                          answer_cfg.get("synonym_groups", ())).items():
+            for alt in alts:
+                bridges.setdefault(term, []).append(alt)
+                if len(alt) == 1 and df is not None and answer_cfg.get("derivations", True):
+                    bridges[term].extend(frozenset([v]) for v in variants(next(iter(alt))) if df(v) > 0)
     rules = (config or {}).get("expansion", {})
     for name in sorted(rules):
         rule = rules[name]

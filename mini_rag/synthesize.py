@@ -54,7 +54,8 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
    talks about the subject but not about the thing the question names; and a question
    mostly made of words the corpus never uses is not about the corpus).
 3. Answer type.  When the question asks for a value (``question_type`` is ``number``,
-   ``amount``, ``duration``, ``frequency``, ``date`` or ``percentage``) and no sentence of
+   ``amount``, ``duration``, ``frequency``, ``date``, ``percentage`` or
+   ``organization``) and no sentence of
    an on-topic fact states one (``value_match`` > 0) -> refuse ``answer_type_missing``.
    "How often" asks for a frequency ("every 3 months", "quarterly", "twice a year", "at
    each login"), not any duration: a "20-minute module" does not say how often.
@@ -134,8 +135,8 @@ REFUSAL_REASONS = ("task_request", "unknown_name", "unknown_subject", "no_eviden
                    "key_terms_not_covered", "answer_type_missing", "answer_pending", "answer_elsewhere",
                    "below_threshold", "no_valid_sentence")
 
-#: Question types that ask for a value; the others (person, polarity) only rank.
-VALUE_TYPES = ("number", "amount", "duration", "frequency", "date", "percentage")
+#: Question types that ask for a value; the others (definition, person, polarity) only rank.
+VALUE_TYPES = ("number", "amount", "duration", "frequency", "date", "percentage", "organization")
 
 #: Share of a sentence's coverage that comes from its own words (the rest: its chunk's).
 SENTENCE_SHARE = 0.7
@@ -332,9 +333,13 @@ QUESTION_CUES: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
                           r"\b(?:what|which)\s+(?:is\s+|are\s+|was\s+|were\s+)?(?:the\s+)?(?:\w+\s+){0,3}?"
                           r"(?:number|numbers|maximum|minimum|max|min|limit|limits|count|total|size|cap|"
                           r"threshold|quota|rate|ratio|version|population|capacity|score)\b", _I)),
+    ("organization", re.compile(r"\b(?:which|what)\s+(?:\w+\s+)?(?:firms?|vendors?|suppliers?|providers?|"
+                                r"compan(?:y|ies)|banks?|insurers?|auditors?|contractors?|manufacturers?|"
+                                r"brands?|airlines?)\b", _I)),
     ("person", re.compile(r"^\W*(?:who|whom|whose)\b|[,;]\s*who\b|"
                           r"\b(?:which|what)\s+(?:\w+\s+)?(?:team|person|people|department|role|group|"
-                          r"committee|officer|manager|owner|individual|company|organi[sz]ation)\b", _I)),
+                          r"committee|officer|manager|owner|individual|company|organi[sz]ation|firm|vendor|supplier|provider|"
+                          r"contractor|auditor|agency|body|regulator|authority)\b", _I)),
     ("polarity", re.compile(r"^\W*" + _AUX + r"\b", _I)),
 )
 
@@ -342,8 +347,9 @@ QUESTION_CUES: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
 def question_type(question: str) -> Optional[str]:
     """The answer type a question asks for, by the first matching cue of QUESTION_CUES.
 
-    ``percentage``, ``amount``, ``duration``, ``frequency``, ``date``, ``number`` ask for
-    a value; ``definition`` (stand for / define / what is a ...), ``person`` (who / which
+    ``percentage``, ``amount``, ``duration``, ``frequency``, ``date``, ``number`` and
+    ``organization`` (which firm / vendor / supplier / company) ask for a value;
+    ``definition`` (stand for / define / what is a ...), ``person`` (who / which
     team) and ``polarity`` (a yes/no question starting with an auxiliary verb) only rank
     sentences.  None when no cue matches.
     """
@@ -445,12 +451,15 @@ def _states(pattern: "re.Pattern[str]", sentence: str, echo: frozenset) -> bool:
 
 def value_match(kind: Optional[str], sentence: str, echo: frozenset = frozenset()) -> float:
     """1.0 when ``sentence`` states a value of ``kind``; 0.5 when it states only some
-    number (``kind`` is a value type other than number); 0.0 otherwise.
+    number (``kind`` is a value type other than number and frequency: a bare number is
+    no rate); 0.0 otherwise.
 
     ``echo``: the question's words (``echo_words``); a value made only of them is the
     question repeated, not an answer, and does not count (see ``_states``).
     No kind -> 1.0 (nothing asked, nothing missing).  For ``person`` and ``polarity``
-    1.0 when a role/name or a modal/polarity word is present, else 0.0.
+    1.0 when a role/name or a modal/polarity word is present, else 0.0; for
+    ``organization`` 1.0 when a name is (a capitalized word not opening the sentence,
+    not the question's): "an independent firm" names no firm.
     """
     if kind is None:
         return 1.0
@@ -458,6 +467,8 @@ def value_match(kind: Optional[str], sentence: str, echo: frozenset = frozenset(
         return 1.0 if _defines(sentence, echo) else 0.0
     if kind == "person":
         return 1.0 if (_ROLE.search(sentence) or _PROPER.search(sentence)) else 0.0
+    if kind == "organization":
+        return 1.0 if _states(_PROPER, sentence, echo) else 0.0
     if kind == "polarity":
         return 1.0 if _POLARITY.search(sentence) else 0.0
     has_number = _states(_NUMBER, sentence, echo)
@@ -477,7 +488,7 @@ def value_match(kind: Optional[str], sentence: str, echo: frozenset = frozenset(
         full = False
     if full:
         return 1.0
-    return 0.5 if has_number else 0.0
+    return 0.5 if has_number and kind != "frequency" else 0.0
 
 
 #: A sentence saying the matter is not settled yet: it mentions the topic, it answers nothing.
@@ -763,11 +774,22 @@ _TABLE_RULE = re.compile(r"[ \t]*\|?[ \t]*:?-{2,}:?[ \t]*(?:\|[ \t]*:?-{2,}:?[ \
 
 
 def _is_table_header(text: str, end: int) -> bool:
-    """Is the unit ending at ``end`` a table's header row (the line before ``|---|---|``)?
-    A header names the columns; it states nothing."""
+    """Is the unit ending at ``end`` a table's header row?  A header names the columns; it
+    states nothing.  It is the line before ``|---|---|``; in a table written without that
+    rule, the first of two or more ``|`` rows when it holds no digit."""
+    line_start = text.rfind("\n", 0, end) + 1
+    line = text[line_start:end]
+    if not line.lstrip().startswith("|"):
+        return False
     nl = text.find("\n", end)
-    return nl >= 0 and text[end:nl].strip() == "" and bool(_TABLE_RULE.match(text, nl + 1)) and \
-        text[:end].rsplit("\n", 1)[-1].lstrip().startswith("|")
+    if nl < 0 or text[end:nl].strip() != "":
+        return False
+    if _TABLE_RULE.match(text, nl + 1):
+        return True
+    after = text[nl + 1:].split("\n", 1)[0].lstrip()
+    before = text[:line_start].rstrip("\n").rsplit("\n", 1)[-1].lstrip() if line_start else ""
+    return (after.startswith("|") and not before.startswith("|")
+            and not any(c.isdigit() for c in line))
 
 
 def _is_candidate(text: str) -> bool:

@@ -112,6 +112,18 @@ class Qualifiers(unittest.TestCase):
             with self.subTest(text=text):
                 self.assertEqual(sorted(qualifiers(text, values, nouns)), want)
 
+    def test_initialism(self):
+        # "United States" is listed, and so is "US", its initials: one qualifier, "us".
+        values = ["US", "EU", "United States", "European Union", "Latin America"]
+        cases = [
+            ("In the United States, a supplement is filed.", ["us"]),
+            ("European Union and US rules differ.", ["eu", "us"]),
+            ("Latin America has its own rules.", ["latin america"]),   # "LA" is not listed
+        ]
+        for text, want in cases:
+            with self.subTest(text=text):
+                self.assertEqual(sorted(qualifiers(text, values, [])), want)
+
 
 class FindConflicts(unittest.TestCase):
     def test_polarity_pair_names_both_sources(self):

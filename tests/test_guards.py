@@ -252,6 +252,66 @@ class Ambiguity(unittest.TestCase):
                 self.assertFalse(self.parallel(q, facts, anchor).ambiguous)
 
 
+class StatedDependence(unittest.TestCase):
+    """Rule (d): the cited section says the answer depends on something the question leaves open."""
+    CLARIFY = DEFAULTS["clarify"]
+    MARKET = [fact("sop", 17, "Retention periods for executed batch records depend on the market."),
+              fact("sop", 18, "| Market | Retention |\n| United States | 1 year after expiry |\n"
+                              "| European Union | 5 years after certification |")]
+    WHETHER = [fact("note", 9, "The data required in the dossier depend on whether the process is "
+                               "standard or non-standard.")]
+
+    def check(self, q, facts, anchor, context=None):
+        return guards.check_ambiguity(q, list(facts), AN, self.CLARIFY, GUARDS, anchor=list(anchor),
+                                      context=context)
+
+    def test_table(self):
+        same_section = {"sop#p17": ("Retention", "SOP"), "sop#p18": ("Retention", "SOP")}
+        other_section = {"sop#p17": ("Retention", "SOP"), "sop#p18": ("Archive", "SOP")}
+        batch = "How long do we keep executed batch records?"
+        dossier = "What data must be in the EU dossier?"
+        cases = [
+            # (name, question, facts, anchor, context, ambiguous)
+            ("the cited sentence states the dependence", batch, self.MARKET, ["sop#p17"], same_section, True),
+            ("... but its section lists no variants", batch, self.MARKET[:1], ["sop#p17"], None, False),
+            ("the question asks whether it holds always",
+             "Must the data always be in the dossier?", self.WHETHER, ["note#p9"], None, False),
+            ("the question asks what it depends on", "What do retention periods for batch records depend on?",
+             self.MARKET, ["sop#p17"], same_section, False),
+            ("the table under the same heading is cited", batch, self.MARKET, ["sop#p18"], same_section, True),
+            ("a sentence of another section", batch, self.MARKET, ["sop#p18"], other_section, False),
+            ("the question names a row ('US' = 'United States')",
+             "How long do we keep executed batch records for the US market?", self.MARKET, ["sop#p17"],
+             same_section, False),
+            ("the question names a row by its words",
+             "How long do we keep executed batch records in the European Union?", self.MARKET, ["sop#p17"],
+             same_section, False),
+            ("a region, and the rows are not known", "How long do we keep executed batch records in the US?",
+             self.MARKET[:1], ["sop#p17"], None, False),
+            ("the thing that depends is not what is asked", "How long is the market open?", self.MARKET,
+             ["sop#p17"], None, False),
+            # "EU" is a region; the variants (standard / non-standard) are not regions
+            ("a qualifier of another kind names no variant", dossier, self.WHETHER, ["note#p9"], None, True),
+            ("the question names one side of 'whether'", "What data must be in the dossier for a standard process?",
+             self.WHETHER, ["note#p9"], None, False),
+            ("the answer cites another chunk", dossier, self.WHETHER, ["note#p1"], None, False),
+        ]
+        for name, q, facts, anchor, context, want in cases:
+            with self.subTest(name):
+                res = self.check(q, facts, anchor, context)
+                self.assertEqual(res.ambiguous, want)
+                if want:
+                    self.assertEqual(res.kind, "variant")
+
+    def test_detail_names_the_variants(self):
+        same_section = {"sop#p17": ("Retention", "SOP"), "sop#p18": ("Retention", "SOP")}
+        res = self.check("How long do we keep executed batch records?", self.MARKET, ["sop#p17"], same_section)
+        self.assertEqual(res.detail, {"qualifiers": ["european union", "united states"], "chunks": ["sop#p17"],
+                                      "dependence": "depend on"})
+        res = self.check("What data must be in the EU dossier?", self.WHETHER, ["note#p9"])
+        self.assertEqual(res.detail["qualifiers"], ["non-standard", "standard"])
+
+
 class LowConfidence(unittest.TestCase):
     def test_table(self):
         cases = [

@@ -105,6 +105,8 @@ class QuestionTypeTest(unittest.TestCase):
             ("What is the API rate limit?", "number"),
             ("Who approves access requests?", "person"),
             ("Which team owns the incident process?", "person"),
+            ("Which firm performs our annual penetration test?", "organization"),
+            ("What vendors are Tier 1?", "organization"),
             ("Can customers export their data?", "polarity"),
             ("Is encryption required at rest?", "polarity"),
             ("What does ALCOA stand for?", "definition"),
@@ -143,11 +145,14 @@ class QuestionTypeTest(unittest.TestCase):
             ("percentage", "20 units apply.", 0.5),
             ("person", "The security team approves.", 1.0), ("person", "Approved by Maria Lopez.", 1.0),
             ("person", "it is approved.", 0.0),
+            # an organization is named: a capitalized word not opening the sentence
+            ("organization", "The test is run by Acme Security Ltd.", 1.0),
+            ("organization", "An independent firm performs the test.", 0.0),
             ("polarity", "Exports are not allowed.", 1.0), ("polarity", "Exports run nightly.", 0.0),
             ("frequency", "Backups are tested quarterly.", 1.0), ("frequency", "Keys rotate every 90 days.", 1.0),
             ("frequency", "Reviewed twice a year.", 1.0), ("frequency", "Checked at each login.", 1.0),
             ("frequency", "Used at most 3 times.", 1.0), ("frequency", "Tested at 6-month intervals.", 1.0),
-            ("frequency", "A 20-minute module.", 0.5),                     # a length, not a rate
+            ("frequency", "A 20-minute module.", 0.0),                     # a length, not a rate
             ("frequency", "Systems are periodically evaluated.", 0.0),     # no rate stated
             ("frequency", "Kept for a year.", 0.0), ("frequency", "Each system is validated.", 0.0),
             ("definition", "Risk is the combination of probability and severity.", 0.0),  # no echo: no subject
@@ -221,9 +226,13 @@ class QuestionTypeTest(unittest.TestCase):
         units = [(text[a:b], _is_table_header(text, b)) for a, b in sentence_spans(text)]
         self.assertEqual(units, [("Intro line.", False), ("| Plan | Seats |", True),
                                  ("| --- | :---: |", False), ("| Pro | 100 |", False)])
-        # without a rule line there is no header to tell apart
-        text = "| Plan | Seats |\n| Pro | 100 |"
+        # without a rule line: the first of two or more rows, when it holds no digit
+        text = "Intro.\n| Plan | Seats |\n| Pro | 100 |\n| Free | 1 |"
+        self.assertEqual([_is_table_header(text, b) for a, b in sentence_spans(text)], [False, True, False, False])
+        text = "| 2024 | 2025 |\n| 10 | 12 |"                  # digits: data, not column names
         self.assertEqual([_is_table_header(text, b) for a, b in sentence_spans(text)], [False, False])
+        text = "| Plan | Seats |"                               # one row alone: no table to head
+        self.assertEqual([_is_table_header(text, b) for a, b in sentence_spans(text)], [False])
 
     def test_is_enumeration(self):
         table = [

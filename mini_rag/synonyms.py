@@ -1,0 +1,171 @@
+"""Plain-language synonyms, so that "How long do we keep tickets?" finds "are retained".
+
+People ask in everyday words; policies and guidance are written in formal ones.  The
+groups below pair the two registers the way plain-language writing guides list them
+("retain" -> "keep", "terminate" -> "end", "prior to" -> "before"), plus a few phrasal
+verbs ("hang on to", "sign off", "cut off") and everyday nouns with their formal
+equivalents ("staff" / "personnel").  They are general English, written for this
+module, never derived from a corpus or a gold set.
+
+Words with several everyday senses are left out on purpose ("leave" is also a holiday,
+"fire" also flames, "present" also "now", "support" also a team, "free" also a plan,
+"minor" also a child, "withdraw" also cancelling a purchase, "fee" and "charge" differ in
+many price lists), and so are words whose stem is a more general word ("yearly" stems to
+"year"): a bridge that fires on the wrong sense lets a sentence cover a question it does
+not answer.
+
+``synonym_bridges(question, q_terms, analyzer, extra)`` gives the answering stage
+(``relevance.expansion_bridges``) its bridges: a question term of a group is also
+covered by a sentence holding every term of another member of that group.  A member of
+several words is a *phrase*: it bridges only when it appears in the question as written
+("sign off" names approval, "sign" alone does not), and it covers a question term only
+when none of its words is a stop word (``make sure`` can, ``sign off`` cannot).
+Retrieval does not use the groups: ranking stays plain BM25.  ``[answer] synonyms =
+false`` turns them off; ``[answer] synonym_groups`` adds a corpus's own groups, each a
+comma-separated string like the lines below.
+
+>>> from mini_rag.analysis import Analyzer
+>>> b = synonym_bridges("How long do we keep tickets?", ["keep", "ticket"], Analyzer())
+>>> sorted(sorted(alt) for alt in b["keep"])
+[['kept'], ['preserv'], ['retain']]
+"""
+from __future__ import annotations
+
+import re
+from typing import Dict, FrozenSet, Iterable, List, Sequence, Tuple
+
+__all__ = ["GROUPS", "parse_groups", "synonym_bridges"]
+
+#: One group per line: words and phrases with one meaning.  ``#`` starts a comment.
+GROUPS = """
+# verbs: formal = plain
+begin, start, commence, initiate
+finish, complete, conclude
+end, terminate, cease, discontinue
+keep, kept, retain, preserve, hang on to, hold on to
+tell, inform, notify
+ask, request, inquire, enquire
+get, got, obtain, acquire
+give, gave, provide, furnish
+send, sent, submit, transmit, hand in
+return, give back, send back, hand back, bring back
+buy, bought, purchase
+help, assist
+use, utilize, utilise
+show, demonstrate
+change, modify, alter, amend
+fix, correct, rectify, remedy
+check, verify
+choose, chose, chosen, select, pick, opt
+need, require
+allow, permit
+approve, sign off
+ban, prohibit, forbid, forbidden
+delete, erase, purge, get rid of
+revoke, cut off, take away
+turn off, disable, deactivate, switch off
+turn on, enable, activate, switch on
+quit, resign, resignation
+hire, recruit, new hire, new joiner, new starter
+raise, increase, boost
+lower, reduce, decrease, cut down
+redo, repeat, retake
+replace, take over, substitute
+find out, discover, determine
+set up, configure, establish
+carry out, perform, conduct
+look into, investigate
+sign up, register, enrol, enroll
+put off, postpone, defer, delay
+speed up, expedite, accelerate
+make sure, ensure
+pay back, repay
+stop, halt
+try, attempt
+answer, respond, reply
+fill in, fill out, complete
+# adjectives and adverbs
+extra, additional, supplementary
+enough, sufficient, adequate
+wrong, incorrect, erroneous, inaccurate
+broken, damaged, faulty, defective
+lost, missing
+big, bigger, large, larger
+small, smaller
+annual, annually, every year
+monthly, every month
+daily, every day
+weekly, every week
+main, primary, principal
+# nouns: everyday = formal
+staff, staff member, employee, personnel, workforce
+boss, manager, supervisor
+job, role
+charity, charities, nonprofit, non-profit, not-for-profit
+leak, breach
+mistake, error
+phone, mobile phone, smartphone, cell phone
+email, e-mail
+salary, wage, remuneration
+law, legislation, statute
+discount, price reduction, rebate, reduced price
+"""
+
+_WORD = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
+
+
+def parse_groups(text: str) -> List[List[str]]:
+    """The groups of ``text``: one per non-blank line, members split on commas, ``#``
+    comments dropped, members folded and whitespace-normalized; one-member lines dropped."""
+    out: List[List[str]] = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0]
+        members = [" ".join(m.casefold().split()) for m in line.split(",")]
+        members = list(dict.fromkeys(m for m in members if m))
+        if len(members) >= 2:
+            out.append(members)
+    return out
+
+
+_BUILTIN = parse_groups(GROUPS)
+
+
+def _analyze(analyzer, member: str) -> Tuple[Tuple[str, ...], bool]:
+    """(the member's terms, whether every word survived analysis)."""
+    words = _WORD.findall(member)
+    terms = tuple(analyzer.analyze(member))
+    return terms, len(terms) == len(words)
+
+
+def synonym_bridges(question: str, q_terms: Sequence[str], analyzer,
+                    extra: Iterable[str] = ()) -> Dict[str, List[FrozenSet[str]]]:
+    """``{question term: [alternative term sets]}`` from the groups (and ``extra`` lines).
+
+    A one-word member bridges the question term it analyzes to; a phrase bridges each
+    of its terms when the question contains the phrase word for word.  The alternatives
+    are the group's other members whose words all survive analysis.
+    """
+    folded = " " + " ".join(_WORD.findall(question.casefold())) + " "
+    have = set(q_terms)
+    out: Dict[str, List[FrozenSet[str]]] = {}
+    groups = _BUILTIN + parse_groups("\n".join(extra))
+    for group in groups:
+        analyzed = [(m,) + _analyze(analyzer, m) for m in group]
+        sources: List[Tuple[str, int]] = []          # (question term, index of its member)
+        for i, (member, terms, whole) in enumerate(analyzed):
+            if not terms:
+                continue
+            if len(_WORD.findall(member)) == 1:
+                if terms[0] in have:
+                    sources.append((terms[0], i))
+            elif (" " + " ".join(_WORD.findall(member)) + " ") in folded:
+                sources.extend((t, i) for t in terms if t in have)
+        for term, i in sources:
+            for j, (_member, terms, whole) in enumerate(analyzed):
+                alt = frozenset(terms)
+                if j == i or not whole or not terms or term in alt:
+                    continue
+                bucket = out.setdefault(term, [])
+                if alt not in bucket:
+                    bucket.append(alt)
+    return out

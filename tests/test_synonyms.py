@@ -1,0 +1,103 @@
+"""Plain-language synonym bridges (mini_rag/synonyms.py).
+
+Expected stems are Snowball English's, worked out by hand: keep -> keep, kept -> kept,
+retain -> retain, preserve -> preserv, approve -> approv, ensure -> ensur,
+"make sure" -> make + sure, "every year" -> everi + year.
+"""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from mini_rag.analysis import Analyzer                       # noqa: E402
+from mini_rag.relevance import covered, expansion_bridges     # noqa: E402
+from mini_rag.synonyms import GROUPS, parse_groups, synonym_bridges   # noqa: E402
+
+AN = Analyzer()
+
+
+def alts(question, term, extra=()):
+    b = synonym_bridges(question, AN.analyze(question), AN, extra)
+    return sorted(sorted(a) for a in b.get(term, []))
+
+
+class ParseGroups(unittest.TestCase):
+    def test_table(self):
+        text = "# comment\nKeep,  retain , hang   on to\n\nsolo\nA, a, b # trailing comment\n"
+        self.assertEqual(parse_groups(text), [["keep", "retain", "hang on to"], ["a", "b"]])
+
+    def test_builtin_groups_are_well_formed(self):
+        groups = parse_groups(GROUPS)
+        self.assertGreater(len(groups), 50)
+        for group in groups:
+            self.assertGreaterEqual(len(group), 2, group)
+            self.assertEqual(len(group), len(set(group)), group)
+
+    def test_left_out_senses(self):
+        # words with a second everyday sense are in no group (see the module docstring)
+        words = {m for g in parse_groups(GROUPS) for m in g}
+        for w in ("leave", "fire", "present", "support", "free", "minor", "withdraw", "fee", "charge", "yearly"):
+            with self.subTest(word=w):
+                self.assertNotIn(w, words)
+
+
+class Bridges(unittest.TestCase):
+    def test_table(self):
+        cases = [
+            # (question, question term, alternatives)
+            ("How long do we keep tickets?", "keep", [["kept"], ["preserv"], ["retain"]]),
+            ("Are tickets retained?", "retain", [["keep"], ["kept"], ["preserv"]]),
+            # a phrase in the question bridges its terms; a phrase with a stop word
+            # ("hang on to") covers nothing itself
+            ("How long do we hang on to tickets?", "hang", [["keep"], ["kept"], ["preserv"], ["retain"]]),
+            ("Who has to sign off on a refund?", "sign", [["approv"]]),
+            # "make sure" keeps both words: it covers "ensure" and is covered by it
+            ("Who must make sure it works?", "make", [["ensur"]]),
+            ("Who must ensure it works?", "ensur", [["make", "sure"]]),
+            ("Is an annual test required?", "annual", [["everi", "year"]]),
+        ]
+        for question, term, want in cases:
+            with self.subTest(question=question):
+                self.assertEqual(alts(question, term), want)
+
+    def test_phrase_only_as_written(self):
+        # "sign" alone (no "off") is not approval; "hang" alone is not keeping
+        self.assertEqual(alts("Where do I sign the form?", "sign"), [])
+        self.assertEqual(alts("Where do I hang my coat?", "hang"), [])
+
+    def test_extra_groups(self):
+        self.assertEqual(alts("What is the SLA?", "sla", ["SLA, service level agreement"]),
+                         [["agreement", "level", "servic"]])
+        self.assertEqual(alts("What is the SLA?", "sla"), [])
+
+
+class InRelevance(unittest.TestCase):
+    def test_covered_through_a_synonym(self):
+        q = "How long do we keep closed tickets?"
+        sentence = set(AN.analyze("Closed tickets are retained for 24 months."))
+        self.assertTrue(covered("keep", sentence, expansion_bridges(q, {}, AN)))
+        off = {"answer": {"synonyms": False}}
+        self.assertFalse(covered("keep", sentence, expansion_bridges(q, off, AN)))
+        extra = {"answer": {"synonyms": False, "synonym_groups": ["keep, retain"]}}
+        self.assertFalse(covered("keep", sentence, expansion_bridges(q, extra, AN)))   # off is off
+        extra = {"answer": {"synonym_groups": ["closed, resolved"]}}
+        resolved = set(AN.analyze("Resolved tickets are retained for 24 months."))
+        self.assertTrue(covered("close", resolved, expansion_bridges(q, extra, AN)))
+
+    def test_synonym_then_derivation(self):
+        # hang on to -> retain (a group) -> retent (derive.py: ain/ent), when the corpus
+        # has "retention": a table headed "Retention period" covers the question
+        class Index:
+            analyzer = AN
+
+            @staticmethod
+            def doc_freq(term):
+                return {"retent": 3}.get(term, 0)
+        bridges = expansion_bridges("How long do we hang on to tickets?", {}, AN, Index())
+        self.assertTrue(covered("hang", {"retent", "period"}, bridges))
+        self.assertFalse(covered("hang", {"period"}, bridges))
+
+
+if __name__ == "__main__":
+    unittest.main()
