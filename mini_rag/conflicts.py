@@ -429,7 +429,8 @@ class _Unit:
 def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
                    guards: Optional[dict] = None, clarify: Optional[dict] = None,
                    context: Optional[Dict[str, str]] = None, question: str = "",
-                   anchor: Sequence[str] = (), versions: Iterable[Tuple[str, str]] = ()) -> List[ConflictPair]:
+                   anchor: Sequence[str] = (), versions: Iterable[Tuple[str, str]] = (),
+                   bridges: Optional[Dict[str, List[FrozenSet[str]]]] = None) -> List[ConflictPair]:
     """Contradicting unit pairs among ``facts`` (records.Fact: quote, pdf = doc id,
     chunk_id), by the rule in the module docstring.  ``question_terms`` are the
     question's analyzed terms; ``guards`` and ``clarify`` are the config sections
@@ -438,7 +439,9 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
     ``question`` is the question's text, for the qualifiers it names (rule 2e);
     ``anchor``, when given, the chunk ids the answer cites: only pairs with a side among
     them are reported (rule 4); ``versions``, (old doc id, new doc id) pairs of one
-    policy's versions (rule 2c)."""
+    policy's versions (rule 2c); ``bridges``, the answering stage's (``relevance.
+    expansion_bridges``): a question term is held by a unit that holds all terms of one
+    of its alternatives ("min" by "minimum")."""
     related = {frozenset(v) for v in versions}
     guards = guards or {}
     clarify = clarify or {}
@@ -447,6 +450,11 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
     nouns = clarify.get("dimension_nouns", [])
     stem = _stemmer(analyzer)
     qset = set(question_terms) - _polarity_terms(analyzer)
+    alternatives = {t: (bridges or {}).get(t, ()) for t in qset}
+
+    def held(terms) -> Set[str]:
+        """The question terms ``terms`` holds, itself or through a bridge."""
+        return {t for t in qset if t in terms or any(alt <= terms for alt in alternatives[t])}
     q_quals = qualifiers(question, values, nouns) if question else frozenset()
 
     polarity_terms = _polarity_terms(analyzer)
@@ -461,7 +469,7 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
         for text in evidence_units(fact.quote):
             terms = analyzer.analyze(text)
             chunk_terms.update(terms)
-            if qset.intersection(terms):               # a unit without a question term never pairs
+            if held(set(terms)):                       # a unit without a question term never pairs
                 pending.append((text, terms))
         frozen = frozenset(chunk_terms)
         for text, terms in pending:
@@ -478,7 +486,7 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
             quals = qualifiers(text, values, nouns)
             if q_quals and quals and not (quals & q_quals):
                 continue                               # rule 2e: another variant than asked
-            units.append(_Unit(text, fact.pdf, fact.chunk_id, frozen, topic, topic & qset,
+            units.append(_Unit(text, fact.pdf, fact.chunk_id, frozen, topic, held(topic),
                                quals, pol, qty))
 
     # Rule 2c: both chunks speak to the same part of the question.
@@ -494,7 +502,7 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
                 continue                               # rule 4: not about the answer
             first, second = (a, b) if a.chunk < b.chunk else (b, a)
             key = (first.chunk, second.chunk)
-            if key in found or not _same_subject(first, second, min_shared, qset, min_agreement,
+            if key in found or not _same_subject(first, second, min_shared, held, min_agreement,
                                                  frozenset((a.doc, b.doc)) in related):
                 continue
             pair = _contradiction(first, second)
@@ -503,11 +511,11 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
     return [found[k] for k in sorted(found)]
 
 
-def _same_subject(a: _Unit, b: _Unit, min_shared: int, qset: Set[str], min_agreement: float,
+def _same_subject(a: _Unit, b: _Unit, min_shared: int, held, min_agreement: float,
                   versions: bool = False) -> bool:
     if len(a.topic & b.topic) < min_shared:
         return False
-    qa, qb = qset & a.chunk_terms, qset & b.chunk_terms
+    qa, qb = held(a.chunk_terms), held(b.chunk_terms)
     if (not versions and len(qa & qb) < min_agreement * len(qa | qb) and
             len(a.qterms & b.qterms) < min_agreement * len(a.qterms | b.qterms)):
         return False                                   # rule 2c: they speak to different parts

@@ -256,7 +256,8 @@ _NEGATION = re.compile(r"\b(?:no|not|never|none|without|cannot|can't|non)\b|n't\
 
 def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str, Any],
                     guards: Dict[str, Any], context: Optional[Dict[str, Tuple[str, str]]] = None,
-                    anchor: Sequence[str] = (), retrieval=None) -> AmbiguityResult:
+                    anchor: Sequence[str] = (), retrieval=None,
+                    bridges: Optional[Dict[str, List[frozenset]]] = None) -> AmbiguityResult:
     """Does answering need a choice the user has not made?  (decision_policy.md rule 5)
 
     (a) **Vague reference**: the question contains one of ``vague_referents`` (it, that,
@@ -301,6 +302,9 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
         whether something holds always, ever or for every case ("it depends" answers that).
 
     ``retrieval``: its typo corrections apply to the question's terms ("mnth" is "month").
+    ``bridges`` (``relevance.expansion_bridges``): a unit holds a question term through
+    one of its alternatives ("min" by "minimum"), and a question names what a synonym of
+    its terms names ("app logs" names the row "Application logs").
 
     (a) is checked first; with it, a variant named only by an owner ("our plan", "my
     tier", "this region": one of ``vague_referents`` or ``possessives`` right before one
@@ -341,6 +345,12 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
     if not needed_terms:
         return AmbiguityResult(False)
     need = max(1, math.ceil(float(guards.get("variant_min_overlap", 0.5)) * len(needed_terms)))
+    alternatives = {t: (bridges or {}).get(t, ()) for t in needed_terms}
+
+    def held(terms) -> set:
+        return {t for t in needed_terms if t in terms or any(alt <= terms for alt in alternatives[t])}
+    asked = set(analyzer.analyze(question)) | set(q_terms)
+    asked |= {next(iter(alt)) for t in q_terms for alt in (bridges or {}).get(t, ()) if len(alt) == 1}
     stem = _conf._stemmer(analyzer)
 
     speaking: List[Tuple[frozenset, Tuple, str]] = []     # (qualifiers, value signature, chunk id)
@@ -351,11 +361,12 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
         heading_quals = _conf.qualifiers(heading, values, nouns) if heading else frozenset()
         for unit in _conf.evidence_units(fact.quote):
             unit_terms = set(analyzer.analyze(unit))
-            present = needed_terms & (scope_terms | unit_terms)
+            present = held(scope_terms | unit_terms)
             if len(present) < need:
                 continue
-            if len(needed_terms & unit_terms) >= need:
-                on_point.append((fact.pdf, fact.chunk_id, unit, len(needed_terms & unit_terms)))
+            on_unit = len(held(unit_terms))
+            if on_unit >= need:
+                on_point.append((fact.pdf, fact.chunk_id, unit, on_unit))
             qty = tuple(sorted(set(_conf.quantities(unit, stem))))
             negated = bool(_NEGATION.search(unit))
             if not qty and not negated and not _conf.polarity(unit):
@@ -380,14 +391,14 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
                 return AmbiguityResult(True, "variant", {"qualifiers": all_quals,
                                                          "chunks": sorted({ca, cb})})
     if anchor:
-        pair = _parallel_variants(on_point, anchor, set(analyzer.analyze(question)) | set(q_terms), analyzer,
+        pair = _parallel_variants(on_point, anchor, asked, analyzer,
                                   float(guards.get("parallel_min_similarity", 0.5)))
         if pair:
             return AmbiguityResult(True, "variant", pair)
         stated = None
         if not _UNIVERSAL & set(words):
-            stated = _stated_dependence(facts, anchor, needed_terms, need, set(analyzer.analyze(question)),
-                                        q_quals, (values, nouns), analyzer, context)
+            stated = _stated_dependence(facts, anchor, held, need, asked, q_quals, (values, nouns),
+                                        analyzer, context)
         if stated:
             return AmbiguityResult(True, "variant", stated)
     return AmbiguityResult(False)
@@ -426,27 +437,28 @@ def _variant_names(text: str, unit: str) -> List[str]:
     return [n for n in names if n]
 
 
-def _stated_dependence(facts: Sequence, anchor: Sequence[str], needed: set, need: int, asked: set,
+def _stated_dependence(facts: Sequence, anchor: Sequence[str], held, need: int, asked: set,
                        q_quals: frozenset, dimensions: Tuple[Sequence[str], Sequence[str]], analyzer,
                        context: Optional[Dict[str, Tuple[str, str]]]) -> Optional[Dict[str, Any]]:
     """Rule (d): the cited section says the answer depends on something the question leaves open.
 
     A unit of a cited chunk, or of another chunk under the same heading of the same
-    document (the sentence that introduces a cited table), that states a dependence ("Retention periods for executed
-    batch records depend on the market", "The data required depend on whether the
-    process is standard or non-standard"), speaks to the question (it, its heading and
-    its title hold ``need`` of the ``needed`` terms, one of them before the dependence
-    cue: the thing that depends is what is asked), when the question names none of the
+    document (the sentence that introduces a cited table), that states a dependence
+    ("Retention periods for executed batch records depend on the market", "The data
+    required depend on whether the process is standard or non-standard") and speaks to
+    the question: it, its heading and its title hold ``need`` of the question's terms
+    (``held``), one of them before the dependence cue (the thing that depends is what is
+    asked).  It makes the question ambiguous when the question names none of the
     variants (``_variant_names``; a variant is named by a term no other variant has, or,
     when it has none, by all of its terms: "standard process" beside "non-standard
-    process").  There must be two variants or more: a
-    dependence whose variants the section does not list is prose ("the complexity of a
-    problem depends on the model"), not a choice to offer.  A qualifier in the question
-    (``q_quals``: a plan, a region, ...) names a variant when the variants are
-    qualifiers too ("for the US market" against rows "United States", "European
-    Union"); it does not when they are of another kind (the "EU dossier" when the data
-    depend on whether the process is standard).  A question that asks about the
-    dependence itself ("What does the price depend on?") is not ambiguous.
+    process").  There must be two variants or more: a dependence whose variants the
+    section does not list is prose ("the complexity of a problem depends on the model"),
+    not a choice to offer.  A qualifier in the question (``q_quals``: a plan, a region,
+    ...) names a variant when the variants are qualifiers too ("for the US market"
+    against rows "United States", "European Union"); it does not when they are of
+    another kind (the "EU dossier" when the data depend on whether the process is
+    standard).  A question that asks about the dependence itself ("What does the price
+    depend on?") is not ambiguous.
     """
     if _DEPENDS_ASKED.search(" ".join(sorted(asked))):
         return None                                          # "What does X depend on?" asks it
@@ -461,8 +473,8 @@ def _stated_dependence(facts: Sequence, anchor: Sequence[str], needed: set, need
             m = _DEPENDS.search(unit)
             if not m:
                 continue
-            if (len(needed & (set(analyzer.analyze(unit)) | scope)) < need
-                    or not needed & set(analyzer.analyze(unit[:m.start()]))):
+            if (len(held(set(analyzer.analyze(unit)) | scope)) < need
+                    or not held(set(analyzer.analyze(unit[:m.start()])))):
                 continue
             names = _variant_names(fact.quote, unit)
             for other in facts:                              # the table the sentence introduces

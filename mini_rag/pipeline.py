@@ -46,7 +46,7 @@ from .facts import phase_a
 from .framing import strip_framing
 from .generator import Generator, generate_answer, get_generator
 from .records import Fact, Hit, Retrieval
-from .relevance import analyzer_of, phase_b, question_terms
+from .relevance import analyzer_of, expansion_bridges, phase_b, question_terms
 from .synthesize import Answer
 from .trace import build_row
 
@@ -137,12 +137,13 @@ class Pipeline:
             max_citations=int(cfg["guards"]["max_citations"]), sentences=raw_sentences,
             chunk_texts={cid: h.text for cid, h in hits_by_id.items()}, analyzer=self.analyzer)
         q_terms = question_terms(question, retrieval, self.analyzer)
+        bridges = expansion_bridges(question, cfg, self.analyzer, self.index)
         citations = answer.citations()
         # Conflicts: among every accepted hit (phase A), about what the answer cites.
         pairs = conflicts_mod.find_conflicts(
             q_terms, facts_a, self.analyzer, cfg["guards"], cfg["clarify"],
             context={cid: "%s\n%s" % (h.heading, h.title) for cid, h in hits_by_id.items()},
-            question=question, anchor=citations, versions=_versions(retrieval.hits))
+            question=question, anchor=citations, versions=_versions(retrieval.hits), bridges=bridges)
         risk = guards.classify_risk(question, self.analyzer, cfg["risk"])
         cited = [(cid, hits_by_id[cid].doc_id, hits_by_id[cid].effective, hits_by_id[cid].metadata)
                  for cid in citations if cid in hits_by_id]
@@ -150,7 +151,7 @@ class Pipeline:
         ambiguity = guards.check_ambiguity(
             question, facts_b, self.analyzer, cfg["clarify"], cfg["guards"],
             context={cid: (h.heading, h.title) for cid, h in hits_by_id.items()},
-            anchor=citations, retrieval=retrieval)
+            anchor=citations, retrieval=retrieval, bridges=bridges)
         low = guards.low_confidence(len(retrieval.hits), answer.refused or not answer.sentences,
                                     answer.reasons, cfg["guards"])
         # 6. decision

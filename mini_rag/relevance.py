@@ -84,7 +84,7 @@ from .abbrev import abbreviation_table
 from .analysis import Analyzer, tokenize
 from .derive import variants
 from .records import Fact, Hit, Retrieval
-from .synonyms import synonym_bridges
+from .synonyms import Synonym, synonym_bridges
 
 __all__ = ["phase_b", "phase_b_detail", "question_terms", "term_weights", "expansion_bridges",
            "covered", "weighted_share", "analyzer_of", "chunk_context", "is_artifact",
@@ -107,6 +107,10 @@ SCAFFOLD_WORDS = (
 #: "How soon", "how big": the adjective after "how" frames the question (a time, a size).
 _HOW_FRAME = re.compile(r"\bhow\s+(?:soon|quickly|quick|fast|frequently|regularly|early|late|big|large|"
                         r"small|high|low|tall|heavy|wide|deep|short|far|old)\b", re.IGNORECASE)
+
+#: "What counts as a deviation?" asks what a deviation is.
+_WHAT_FRAME = re.compile(r"\bwhat\s+(?:counts|count|qualifies|qualify|is\s+considered|are\s+considered|"
+                         r"is\s+regarded|are\s+regarded)\s+as\b", re.IGNORECASE)
 
 _POLARITY_WORDS = frozenset(
     "not no never non none nor cannot can't cant mustn't won't don't doesn't isn't aren't "
@@ -148,7 +152,7 @@ def question_terms(question: str, retrieval: Optional[Retrieval], analyzer: Anal
             corrections[term] = str(fixed).split()
     scaffold = _scaffold(analyzer)
     out = []
-    for term in analyzer.analyze(_HOW_FRAME.sub("how", question)):
+    for term in analyzer.analyze(_WHAT_FRAME.sub("what is", _HOW_FRAME.sub("how", question))):
         for t in corrections.get(term, [term]):
             if t not in scaffold:
                 out.append(t)
@@ -201,7 +205,7 @@ def expansion_bridges(question: str, config: Optional[Dict[str, Any]], analyzer:
             for alt in alts:
                 bridges.setdefault(term, []).append(alt)
                 if len(alt) == 1 and df is not None and answer_cfg.get("derivations", True):
-                    bridges[term].extend(frozenset([v]) for v in variants(next(iter(alt))) if df(v) > 0)
+                    bridges[term].extend(Synonym([v]) for v in variants(next(iter(alt))) if df(v) > 0)
     rules = (config or {}).get("expansion", {})
     for name in sorted(rules):
         rule = rules[name]

@@ -4,8 +4,10 @@ People ask in everyday words; policies and guidance are written in formal ones. 
 groups below pair the two registers the way plain-language writing guides list them
 ("retain" -> "keep", "terminate" -> "end", "prior to" -> "before"), plus a few phrasal
 verbs ("hang on to", "sign off", "cut off") and everyday nouns with their formal
-equivalents ("staff" / "personnel").  They are general English, written for this
-module, never derived from a corpus or a gold set.
+equivalents ("staff" / "personnel"), the short forms people type ("app", "min", "info")
+and British and American spellings that stemming keeps apart ("licence" / "license").
+They are general English, written for this module, never derived from a corpus or a
+gold set.
 
 Words with several everyday senses are left out on purpose ("leave" is also a holiday,
 "fire" also flames, "present" also "now", "support" also a team, "free" also a plan,
@@ -34,7 +36,7 @@ from __future__ import annotations
 import re
 from typing import Dict, FrozenSet, Iterable, List, Sequence, Tuple
 
-__all__ = ["GROUPS", "parse_groups", "synonym_bridges"]
+__all__ = ["GROUPS", "Synonym", "parse_groups", "synonym_bridges"]
 
 #: One group per line: words and phrases with one meaning.  ``#`` starts a comment.
 GROUPS = """
@@ -109,9 +111,54 @@ email, e-mail
 salary, wage, remuneration
 law, legislation, statute
 discount, price reduction, rebate, reduced price
+customer, client
+# short forms people type
+application, app
+minimum, min
+maximum, max
+minute, mins, min
+hour, hr, hrs
+year, yr, yrs
+information, info
+documentation, document, docs
+organization, organisation, org
+department, dept
+approximately, approx
+administrator, admin
+configuration, config
+environment, env
+authentication, auth
+manager, mgr
+management, mgmt
+account, acct
+# spelling: British = American (Snowball stems them apart)
+licence, license
+analyse, analyze
+organise, organize
+recognise, recognize
+minimise, minimize
+prioritise, prioritize
+centre, center
+colour, color
+behaviour, behavior
+defence, defense
+programme, program
+catalogue, catalog
+fulfil, fulfill
+judgement, judgment
+modelling, modeling
+travelling, traveling
 """
 
 _WORD = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
+
+
+class Synonym(frozenset):
+    """An alternative term set that comes from a synonym group.  It covers a question
+    term like any bridge; unlike the corpus's own bridges (derivations, abbreviations,
+    expansion rules), it does not by itself make a word the corpus never uses a term
+    the answer must hold (``synthesize``: a synonym can only help)."""
+    __slots__ = ()
 
 
 def parse_groups(text: str) -> List[List[str]]:
@@ -141,8 +188,9 @@ def synonym_bridges(question: str, q_terms: Sequence[str], analyzer,
                     extra: Iterable[str] = ()) -> Dict[str, List[FrozenSet[str]]]:
     """``{question term: [alternative term sets]}`` from the groups (and ``extra`` lines).
 
-    A one-word member bridges the question term it analyzes to; a phrase bridges each
-    of its terms when the question contains the phrase word for word.  The alternatives
+    A one-word member bridges the question term it analyzes to; a phrase (or a word
+    that analyzes to several terms, such as "e-mail") bridges each of its terms when the
+    question contains it word for word.  The alternatives
     are the group's other members whose words all survive analysis.
     """
     folded = " " + " ".join(_WORD.findall(question.casefold())) + " "
@@ -155,14 +203,14 @@ def synonym_bridges(question: str, q_terms: Sequence[str], analyzer,
         for i, (member, terms, whole) in enumerate(analyzed):
             if not terms:
                 continue
-            if len(_WORD.findall(member)) == 1:
+            if len(_WORD.findall(member)) == 1 and len(terms) == 1:
                 if terms[0] in have:
                     sources.append((terms[0], i))
             elif (" " + " ".join(_WORD.findall(member)) + " ") in folded:
                 sources.extend((t, i) for t in terms if t in have)
         for term, i in sources:
             for j, (_member, terms, whole) in enumerate(analyzed):
-                alt = frozenset(terms)
+                alt = Synonym(terms)
                 if j == i or not whole or not terms or term in alt:
                     continue
                 bucket = out.setdefault(term, [])

@@ -121,6 +121,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .records import Fact, Retrieval
 from .relevance import (Bridges, _hit_map, analyzer_of, chunk_context, covered, expansion_bridges,
                         question_terms, term_weights, weighted_share)
+from .synonyms import Synonym
 
 __all__ = ["AnswerSentence", "Answer", "phase_c", "split_sentences", "sentence_spans",
            "question_type", "value_match", "echo_words", "is_pending", "is_deferral", "is_task_request",
@@ -301,7 +302,7 @@ _I = re.IGNORECASE
 
 #: The question-type cue table: (type, pattern), first match wins.
 QUESTION_CUES: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
-    ("definition", re.compile(r"\bstands?\s+for\b|\bwhat\s+(?:does|do)\s+.+\s+mean\b|\bmeaning\s+of\b|"
+    ("definition", re.compile(r"\bstands?\s+for\b|\bwhat\s+(?:counts|qualifies|is\s+considered|are\s+considered)\s+as\b|\bwhat\s+(?:does|do)\s+.+\s+mean\b|\bmeaning\s+of\b|"
                               r"\bdefin(?:e|es|ed|ition|itions)\b|\bwhat\s+is\s+meant\s+by\b|"
                               r"^\W*what\s+(?:is|are)\s+(?:an?\s+)?(?!(?:the|this|that|these|those|our|your|my|"
                               r"their|its)\b)[\w-]+(?:\s+[\w-]+){0,2}\W*$", _I)),
@@ -620,16 +621,26 @@ class _FactInfo:
     scope_terms: frozenset = frozenset()     # the chunk's heading and document title
 
 
-def _known_terms(q_terms: Sequence[str], index: Any, bridges: Bridges) -> List[str]:
+def _corpus_bridged(term: str, bridges: Optional[Bridges]) -> bool:
+    """Does one of the corpus's own bridges (a derivation, an abbreviation, an expansion
+    rule; not a synonym group) lead from ``term``?"""
+    return any(not isinstance(alt, Synonym) for alt in (bridges or {}).get(term, ()))
+
+
+def _known_terms(q_terms: Sequence[str], index: Any, bridges: Bridges,
+                 evidence: Sequence[frozenset] = ()) -> List[str]:
     """The question terms the corpus has seen (or that an expansion rule bridges).
 
     A term no chunk contains cannot tell one chunk from another, so it never decides
     which fact is on topic; it still weighs in the share of the question a fact covers.
+    A term bridged only by a synonym group is known when an ``evidence`` fact's terms
+    hold one of its synonyms: a synonym can make a word count, never make it missing.
     """
     df = getattr(index, "doc_freq", None)
     if df is None:
         return list(q_terms)
-    return [t for t in q_terms if df(t) > 0 or t in bridges]
+    return [t for t in q_terms if df(t) > 0 or _corpus_bridged(t, bridges)
+            or any(alt <= terms for alt in bridges.get(t, ()) for terms in evidence)]
 
 
 _NAME_TOKEN = re.compile(r"\b(?:[A-Z][\w'-]*[A-Z0-9][\w'-]*|[A-Za-z]*\d[\w'-]*)\b|(?<=\w\s)[A-Z][a-z][\w'-]*")
@@ -722,7 +733,7 @@ def unknown_names(question: str, index: Any, bridges: Optional[Bridges] = None) 
         return []
     out = []
     for m in _NAME_TOKEN.finditer(question):
-        terms = [t for t in analyzer.analyze(m.group(0)) if t not in (bridges or {})]
+        terms = [t for t in analyzer.analyze(m.group(0)) if not _corpus_bridged(t, bridges)]
         if terms and all(df(t) == 0 for t in terms):
             out.append(m.group(0))
     return list(dict.fromkeys(out))
@@ -748,7 +759,7 @@ def unknown_subject(question: str, index: Any, bridges: Optional[Bridges] = None
     if df is None or analyzer is None or not m:
         return None
     head = m.group(1).split()[-1]
-    terms = [t for t in analyzer.analyze(head) if t not in (bridges or {})]
+    terms = [t for t in analyzer.analyze(head) if not _corpus_bridged(t, bridges)]
     if terms and all(df(t) == 0 for t in terms):
         return m.group(1)
     return None
@@ -828,7 +839,7 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
         out["outcome"] = "no_question_terms"
         return out
     weights = term_weights(q_terms, index)
-    known = _known_terms(q_terms, index, bridges)
+    known = _known_terms(q_terms, index, bridges, [info.chunk_terms for info in infos])
     out["unknown_terms"] = [t for t in q_terms if t not in known]
     # 1b. a name or code the corpus has never seen: the question is about something else
     names = unknown_names(part, index, bridges)

@@ -139,6 +139,18 @@ class FindConflicts(unittest.TestCase):
         self.assertEqual(p.compact(), {"kind": "polarity", "axis": "permission", "a": "enc-std#p1",
                                        "b": "legacy#p1", "reason": "permission: neg vs pos"})
 
+    def test_bridges_hold_question_terms(self):
+        # "app" is held by "Application" only through the answering stage's bridge.
+        # Without it the sides hold {app, password, expir} and {password, expir}: Jaccard
+        # 2/3 = 0.667 < conflict_min_agreement 0.67 (rule 2c), no pair.
+        facts = [fact("new", 1, "App passwords expire after 90 days."),
+                 fact("old", 1, "Application passwords expire after 30 days.")]
+        q = "When do app passwords expire?"
+        self.assertEqual(find_conflicts(AN.analyze(q), facts, AN, GUARDS, CLARIFY, question=q), [])
+        pairs = find_conflicts(AN.analyze(q), facts, AN, GUARDS, CLARIFY, question=q,
+                               bridges={"app": [frozenset(["applic"])]})
+        self.assertEqual([(p.kind, p.reason) for p in pairs], [("numeric", "90 day vs 30 day")])
+
     def test_numeric_pair(self):
         facts = [fact("limits-2026", 2, "The API rate limit is 300 requests per hour."),
                  fact("limits-2021", 2, "The API rate limit is 1000 requests per hour.")]

@@ -252,6 +252,23 @@ class Ambiguity(unittest.TestCase):
                 self.assertFalse(self.parallel(q, facts, anchor).ambiguous)
 
 
+class AmbiguityThroughBridges(unittest.TestCase):
+    # the answering stage's bridges (relevance.expansion_bridges): "app" is "applic"
+    LOGS = [fact("ret", 1, "Application logs are kept for 90 days after creation."),
+            fact("ret", 2, "Security event logs are kept for 1 year after creation.")]
+
+    def check(self, bridges):
+        return guards.check_ambiguity("How long are app logs kept?", list(self.LOGS), AN, DEFAULTS["clarify"],
+                                      GUARDS, anchor=["ret#p1"], bridges=bridges)
+
+    def test_a_synonym_names_the_variant(self):
+        # without the bridge the two sentences differ in "application"/"security event"
+        # and "90 days"/"1 year", and the question names neither: rule (c)
+        res = self.check(None)
+        self.assertEqual((res.ambiguous, res.detail["qualifiers"]), (True, ["application", "security event"]))
+        self.assertFalse(self.check({"app": [frozenset(["applic"])]}).ambiguous)
+
+
 class StatedDependence(unittest.TestCase):
     """Rule (d): the cited section says the answer depends on something the question leaves open."""
     CLARIFY = DEFAULTS["clarify"]

@@ -110,6 +110,7 @@ class TermsTest(unittest.TestCase):
             ("How soon must incidents be reported?", {}, ["incid", "report"]),
             ("How big is a CM-2 batch?", {}, ["cm-2", "cm", "2", "batch"]),
             ("Is there a fast track for refunds?", {}, ["fast", "track", "refund"]),
+            ("What counts as a major deviation?", {}, ["major", "deviat"]),
         ]
         for question, corrections, expected in cases:
             with self.subTest(question=question):

@@ -66,6 +66,30 @@ class Bridges(unittest.TestCase):
         self.assertEqual(alts("Where do I sign the form?", "sign"), [])
         self.assertEqual(alts("Where do I hang my coat?", "hang"), [])
 
+    def test_a_word_of_several_terms_must_be_written_whole(self):
+        # "e-mail" analyzes to e + mail: it bridges only where the question says "e-mail",
+        # so the "e" of "e-signature" is no e-mail
+        self.assertEqual(alts("Can an e-signature be reassigned?", "e"), [])
+        self.assertEqual(alts("Is e-mail archived?", "e"), [["email"]])
+
+    def test_known_only_through_evidence(self):
+        # synthesize._known_terms: a word the corpus never uses ("quit", df 0) is known
+        # through a synonym only when the evidence holds that synonym; a derivation (the
+        # corpus's own bridge) makes it known regardless
+        from mini_rag.synonyms import Synonym
+        from mini_rag.synthesize import _known_terms
+
+        class Index:
+            @staticmethod
+            def doc_freq(term):
+                return {"access": 5, "resign": 2}.get(term, 0)
+        syn = {"quit": [Synonym(["resign"])]}
+        self.assertEqual(_known_terms(["quit", "access"], Index(), syn, [frozenset(["access"])]), ["access"])
+        self.assertEqual(_known_terms(["quit", "access"], Index(), syn, [frozenset(["access", "resign"])]),
+                         ["quit", "access"])
+        self.assertEqual(_known_terms(["quit", "access"], Index(), {"quit": [frozenset(["resign"])]}, []),
+                         ["quit", "access"])
+
     def test_extra_groups(self):
         self.assertEqual(alts("What is the SLA?", "sla", ["SLA, service level agreement"]),
                          [["agreement", "level", "servic"]])

@@ -114,6 +114,7 @@ class QuestionTypeTest(unittest.TestCase):
             ("What is a legal hold?", "definition"),
             ("What is CAPA?", "definition"),
             ("What is the meaning of RTO?", "definition"),
+            ("In continuous processing, what counts as a state of control?", "definition"),
             ("What is our uptime SLA?", None),                 # a possessive: not a term to define
             ("What is the typical residence time of the line?", "duration"),   # "what is the ... time"
             ("What is the response time for P1 tickets?", "duration"),
