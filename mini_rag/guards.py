@@ -395,12 +395,11 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
                                   float(guards.get("parallel_min_similarity", 0.5)))
         if pair:
             return AmbiguityResult(True, "variant", pair)
-        stated = None
         if not _UNIVERSAL & set(words):
             stated = _stated_dependence(facts, anchor, held, need, asked, q_quals, (values, nouns),
                                         analyzer, context)
-        if stated:
-            return AmbiguityResult(True, "variant", stated)
+            if stated:
+                return AmbiguityResult(True, "variant", stated)
     return AmbiguityResult(False)
 
 
@@ -417,8 +416,8 @@ _WHETHER = re.compile(r"\bwhether\s+(?P<a>[^,;.]*?)\s+or\s+(?P<b>[\w-]+)", re.IG
 def _variant_names(text: str, unit: str) -> List[str]:
     """The variants a stated dependence chooses between: the first cells of the data rows
     of the tables in ``text`` (the chunk; the caller adds the tables of its section), and
-    the two sides of "whether A or B" in the stating unit (the
-    last word of A, the word B; "or not" names no second variant)."""
+    the two sides of "whether A or B" in the stating ``unit`` (the last word of A, the
+    word B; "or not" names no second variant)."""
     names: List[str] = []
     block: List[str] = []
     for line in text.split("\n") + [""]:

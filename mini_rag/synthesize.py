@@ -302,7 +302,8 @@ _I = re.IGNORECASE
 
 #: The question-type cue table: (type, pattern), first match wins.
 QUESTION_CUES: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
-    ("definition", re.compile(r"\bstands?\s+for\b|\bwhat\s+(?:counts|qualifies|is\s+considered|are\s+considered)\s+as\b|\bwhat\s+(?:does|do)\s+.+\s+mean\b|\bmeaning\s+of\b|"
+    ("definition", re.compile(r"\bstands?\s+for\b|\bwhat\s+(?:does|do)\s+.+\s+mean\b|\bmeaning\s+of\b|"
+                              r"\bwhat\s+(?:counts|qualifies|is\s+considered|are\s+considered)\s+as\b|"
                               r"\bdefin(?:e|es|ed|ition|itions)\b|\bwhat\s+is\s+meant\s+by\b|"
                               r"^\W*what\s+(?:is|are)\s+(?:an?\s+)?(?!(?:the|this|that|these|those|our|your|my|"
                               r"their|its)\b)[\w-]+(?:\s+[\w-]+){0,2}\W*$", _I)),
@@ -339,8 +340,8 @@ QUESTION_CUES: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
                                 r"brands?|airlines?)\b", _I)),
     ("person", re.compile(r"^\W*(?:who|whom|whose)\b|[,;]\s*who\b|"
                           r"\b(?:which|what)\s+(?:\w+\s+)?(?:team|person|people|department|role|group|"
-                          r"committee|officer|manager|owner|individual|company|organi[sz]ation|firm|vendor|supplier|provider|"
-                          r"contractor|auditor|agency|body|regulator|authority)\b", _I)),
+                          r"committee|officer|manager|owner|individual|company|organi[sz]ation|firm|vendor|"
+                          r"supplier|provider|contractor|auditor|agency|body|regulator|authority)\b", _I)),
     ("polarity", re.compile(r"^\W*" + _AUX + r"\b", _I)),
 )
 
