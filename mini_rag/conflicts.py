@@ -83,6 +83,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
+from .relevance import covered
+
 __all__ = [
     "ConflictPair",
     "evidence_units",
@@ -450,11 +452,9 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
     nouns = clarify.get("dimension_nouns", [])
     stem = _stemmer(analyzer)
     qset = set(question_terms) - _polarity_terms(analyzer)
-    alternatives = {t: (bridges or {}).get(t, ()) for t in qset}
-
     def held(terms) -> Set[str]:
         """The question terms ``terms`` holds, itself or through a bridge."""
-        return {t for t in qset if t in terms or any(alt <= terms for alt in alternatives[t])}
+        return {t for t in qset if covered(t, terms, bridges)}
     q_quals = qualifiers(question, values, nouns) if question else frozenset()
 
     polarity_terms = _polarity_terms(analyzer)

@@ -33,7 +33,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import conflicts as _conf
 from .errors import MiniRagError
-from .relevance import question_terms
+from .relevance import covered, question_terms
 
 __all__ = [
     "AmbiguityResult",
@@ -345,10 +345,8 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
     if not needed_terms:
         return AmbiguityResult(False)
     need = max(1, math.ceil(float(guards.get("variant_min_overlap", 0.5)) * len(needed_terms)))
-    alternatives = {t: (bridges or {}).get(t, ()) for t in needed_terms}
-
     def held(terms) -> set:
-        return {t for t in needed_terms if t in terms or any(alt <= terms for alt in alternatives[t])}
+        return {t for t in needed_terms if covered(t, terms, bridges)}
     asked = set(analyzer.analyze(question)) | set(q_terms)
     asked |= {next(iter(alt)) for t in q_terms for alt in (bridges or {}).get(t, ()) if len(alt) == 1}
     stem = _conf._stemmer(analyzer)

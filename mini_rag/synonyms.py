@@ -33,6 +33,7 @@ comma-separated string like the lines below.
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import Dict, FrozenSet, Iterable, List, Sequence, Tuple
 
@@ -177,11 +178,20 @@ def parse_groups(text: str) -> List[List[str]]:
 _BUILTIN = parse_groups(GROUPS)
 
 
-def _analyze(analyzer, member: str) -> Tuple[Tuple[str, ...], bool]:
-    """(the member's terms, whether every word survived analysis)."""
-    words = _WORD.findall(member)
-    terms = tuple(analyzer.analyze(member))
-    return terms, len(terms) == len(words)
+@functools.lru_cache(maxsize=16)
+def _analyzed_groups(analyzer, extra: Tuple[str, ...]) -> List[List[Tuple[str, Tuple[str, ...], bool, bool]]]:
+    """Each group's members as (words joined by spaces, terms, every word survived
+    analysis, one word with one term), analyzed once per analyzer and extra groups."""
+    out = []
+    for group in _BUILTIN + parse_groups("\n".join(extra)):
+        members = []
+        for member in group:
+            words = _WORD.findall(member)
+            terms = tuple(analyzer.analyze(member))
+            members.append((" ".join(words), terms, len(terms) == len(words),
+                            len(words) == 1 and len(terms) == 1))
+        out.append(members)
+    return out
 
 
 def synonym_bridges(question: str, q_terms: Sequence[str], analyzer,
@@ -190,26 +200,24 @@ def synonym_bridges(question: str, q_terms: Sequence[str], analyzer,
 
     A one-word member bridges the question term it analyzes to; a phrase (or a word
     that analyzes to several terms, such as "e-mail") bridges each of its terms when the
-    question contains it word for word.  The alternatives
-    are the group's other members whose words all survive analysis.
+    question contains it word for word.  The alternatives are the group's other members
+    whose words all survive analysis.
     """
     folded = " " + " ".join(_WORD.findall(question.casefold())) + " "
     have = set(q_terms)
     out: Dict[str, List[FrozenSet[str]]] = {}
-    groups = _BUILTIN + parse_groups("\n".join(extra))
-    for group in groups:
-        analyzed = [(m,) + _analyze(analyzer, m) for m in group]
+    for analyzed in _analyzed_groups(analyzer, tuple(extra)):
         sources: List[Tuple[str, int]] = []          # (question term, index of its member)
-        for i, (member, terms, whole) in enumerate(analyzed):
+        for i, (words, terms, _whole, single) in enumerate(analyzed):
             if not terms:
                 continue
-            if len(_WORD.findall(member)) == 1 and len(terms) == 1:
+            if single:
                 if terms[0] in have:
                     sources.append((terms[0], i))
-            elif (" " + " ".join(_WORD.findall(member)) + " ") in folded:
+            elif " %s " % words in folded:
                 sources.extend((t, i) for t in terms if t in have)
         for term, i in sources:
-            for j, (_member, terms, whole) in enumerate(analyzed):
+            for j, (_words, terms, whole, _single) in enumerate(analyzed):
                 alt = Synonym(terms)
                 if j == i or not whole or not terms or term in alt:
                     continue
