@@ -15,6 +15,7 @@ module                stage
 ``derive``            verb/noun stem variants (retain ~ retention), answering bridges
 ``abbrev``            abbreviations the corpus defines (CCB ~ Change Control Board)
 ``synonyms``          plain-language synonyms (keep ~ retain), answering bridges
+``glossary``          terms the corpus defines (chargeback ~ card dispute), answering bridges
 ``synthesize``        phase C: extractive answer sentences, confidence
 ``validate``          the QA contract's two validators for external JSON
 ``generator``         the pluggable phase C generator (extractive, external command)

@@ -31,6 +31,8 @@ is dropped too.
 'who approves refunds?'
 >>> strip_framing("How must paper records be destroyed, asking for a colleague?")
 'How must paper records be destroyed?'
+>>> strip_framing("Is anything other than TLS 1.2 allowed? Cheers.")
+'Is anything other than TLS 1.2 allowed?'
 >>> strip_framing("Regarding the Pro plan: how many seats are included?")
 'Regarding the Pro plan: how many seats are included?'
 """
@@ -71,7 +73,8 @@ _LEADING = re.compile(_FRAMING.pattern + r"[^,?.!:]{0,40},\s*(?=\w)", re.IGNOREC
 _ASIDE = re.compile(r",\s*(?:%s)\b[^,?.!]*(?:,(?=\s)|(?=[?.!]?\s*$))" % "|".join(
     re.escape(c).replace(r"\ ", r"\s+") for c in sorted(ASIDE_CUES, key=len, reverse=True)), re.IGNORECASE)
 # a segment ends at . ! ? followed by space, or at a colon followed by space
-_SEGMENT = re.compile(r"[^.!?:]*(?:[.!?]+|:)(?=\s|$)|[^.!?:]+$")
+# ("TLS 1.2", "e.g.x", "10:30": punctuation not followed by a space stays inside)
+_SEGMENT = re.compile(r"(?:[^.!?:]|[.!?:](?=\S))*(?:[.!?]+|:)(?=\s|$)|(?:[^.!?:]|[.!?:](?=\S))+$")
 
 
 def _segments(text: str) -> List[str]:

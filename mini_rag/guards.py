@@ -300,6 +300,11 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
         whether the process is standard or non-standard") and the question names none of
         the variants (the section's table rows, the sides of "whether"), and does not ask
         whether something holds always, ever or for every case ("it depends" answers that).
+        A table whose header cells name plans, regions or markets ("| Change class |
+        United States (FDA) | European Union (EMA) |") is a second set of variants the
+        question must choose from too; and a cited chunk under a heading that splits its
+        section by variant ("Downgrades and cancellation by plan") states the dependence
+        itself, its variants being the list items' leading names and the table rows.
 
     ``retrieval``: its typo corrections apply to the question's terms ("mnth" is "month").
     ``bridges`` (``relevance.expansion_bridges``): a unit holds a question term through
@@ -434,6 +439,56 @@ def _variant_names(text: str, unit: str) -> List[str]:
     return [n for n in names if n]
 
 
+def _by_dimension(nouns: Sequence[str]) -> "re.Pattern[str]":
+    """A heading that splits its section by variant: "Limits by plan", "Fees per region"."""
+    alt = "|".join(re.escape(n) for n in sorted(nouns, key=len, reverse=True)) or "(?!)"
+    return re.compile(r"\b(?:by|per|for\s+each)\s+(?:%s)(?:s|es)?\b" % alt, re.IGNORECASE)
+
+
+def _column_variants(text: str, dimensions: Tuple[Sequence[str], Sequence[str]]) -> List[str]:
+    """The variants a table lays out as columns: the header cells after the first that
+    name a plan, region, market, ... ("| Change class | United States (FDA) | European
+    Union (EMA) |"); a header of attributes ("| Tier | RPO | RTO |") names none."""
+    names: List[str] = []
+    lines = [line.strip() for line in text.split("\n")]
+    for i, line in enumerate(lines):
+        if not line.startswith("|") or (i and lines[i - 1].startswith("|")):
+            continue                                         # only the first row of a table
+        cells = [c for c in _conf._cells(line)[1:] if _conf.qualifiers(c, *dimensions)]
+        names.extend(c for c in cells if c not in names)
+    return names
+
+
+def _list_variants(text: str, dimensions: Tuple[Sequence[str], Sequence[str]]) -> List[str]:
+    """The variants a list names, one per item that starts with one ("- Pro plan, monthly
+    billing: ..." names ``pro``), each once."""
+    names: List[str] = []
+    for line in text.split("\n"):
+        m = _LIST_LEAD.match(line)
+        if not m:
+            continue
+        quals = sorted(_conf.qualifiers(m.group(1), *dimensions))
+        if quals and quals[0] not in names:
+            names.append(quals[0])
+    return names
+
+
+_LIST_LEAD = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])\s+([^:,;]{1,60})[:,;]")
+
+
+def _unchosen(names: List[str], asked: set, q_quals: frozenset,
+              dimensions: Tuple[Sequence[str], Sequence[str]], analyzer) -> bool:
+    """Are there two variants or more, and does the question name none of them?"""
+    if len(names) < 2:
+        return False                                         # no variants to choose between
+    if q_quals and any(_conf.qualifiers(n, *dimensions) for n in names):
+        return False                                         # the question names a plan, region, ...
+    term_sets = [set(analyzer.analyze(n)) for n in names]
+    seen = collections.Counter(t for ts in term_sets for t in ts)
+    own = [{t for t in ts if seen[t] == 1} for ts in term_sets]
+    return not any((mine & asked) if mine else (ts and ts <= asked) for ts, mine in zip(term_sets, own))
+
+
 def _stated_dependence(facts: Sequence, anchor: Sequence[str], held, need: int, asked: set,
                        q_quals: frozenset, dimensions: Tuple[Sequence[str], Sequence[str]], analyzer,
                        context: Optional[Dict[str, Tuple[str, str]]]) -> Optional[Dict[str, Any]]:
@@ -461,11 +516,20 @@ def _stated_dependence(facts: Sequence, anchor: Sequence[str], held, need: int, 
         return None                                          # "What does X depend on?" asks it
     anchored = set(anchor)
     sections = {(f.pdf, (context or {}).get(f.chunk_id, ("", ""))[0]) for f in facts if f.chunk_id in anchored}
+    by_noun = _by_dimension(dimensions[1])
     for fact in facts:
         heading, title = (context or {}).get(fact.chunk_id, ("", ""))
         if fact.chunk_id not in anchored and not (heading and (fact.pdf, heading) in sections):
             continue
         scope = set(analyzer.analyze(heading + "\n" + title)) if (heading or title) else set()
+        m = by_noun.search(heading) if (heading and fact.chunk_id in anchored) else None
+        if (m and held(set(analyzer.analyze(heading[:m.start()])))
+                and len(held(set(analyzer.analyze(fact.quote)) | scope)) >= need):
+            # "## Downgrades and cancellation by plan": the section answers per variant
+            names = _variant_names(fact.quote, "") + _list_variants(fact.quote, dimensions)
+            if _unchosen(names, asked, q_quals, dimensions, analyzer):
+                return {"qualifiers": sorted({n.lower() for n in names}), "chunks": [fact.chunk_id],
+                        "dependence": m.group().lower()}
         for unit in _conf.evidence_units(fact.quote):
             m = _DEPENDS.search(unit)
             if not m:
@@ -474,21 +538,16 @@ def _stated_dependence(facts: Sequence, anchor: Sequence[str], held, need: int, 
                     or not held(set(analyzer.analyze(unit[:m.start()])))):
                 continue
             names = _variant_names(fact.quote, unit)
+            columns = _column_variants(fact.quote, dimensions)
             for other in facts:                              # the table the sentence introduces
                 if other is not fact and heading and other.pdf == fact.pdf and \
                         (context or {}).get(other.chunk_id, ("", ""))[0] == heading:
                     names.extend(n for n in _variant_names(other.quote, "") if n not in names)
-            if len(names) < 2:
-                continue                                     # no variants to choose between
-            if q_quals and any(_conf.qualifiers(n, *dimensions) for n in names):
-                continue                                     # the question names a plan, region, ...
-            term_sets = [set(analyzer.analyze(n)) for n in names]
-            seen = collections.Counter(t for ts in term_sets for t in ts)
-            own = [{t for t in ts if seen[t] == 1} for ts in term_sets]
-            if any((mine & asked) if mine else (ts and ts <= asked) for ts, mine in zip(term_sets, own)):
-                continue                                     # the question picks a variant
-            return {"qualifiers": sorted({n.lower() for n in names}), "chunks": [fact.chunk_id],
-                    "dependence": unit[m.start():m.end()].lower()}
+                    columns.extend(n for n in _column_variants(other.quote, dimensions) if n not in columns)
+            for group in (names, columns):
+                if _unchosen(group, asked, q_quals, dimensions, analyzer):
+                    return {"qualifiers": sorted({n.lower() for n in group}), "chunks": [fact.chunk_id],
+                            "dependence": unit[m.start():m.end()].lower()}
     return None
 
 

@@ -83,8 +83,9 @@ from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tup
 from .abbrev import abbreviation_table
 from .analysis import Analyzer, tokenize
 from .derive import variants
+from .glossary import definition_bridges, definition_table
 from .records import Fact, Hit, Retrieval
-from .synonyms import Synonym, synonym_bridges
+from .synonyms import Synonym, number_bridges, synonym_bridges
 
 __all__ = ["phase_b", "phase_b_detail", "question_terms", "term_weights", "expansion_bridges",
            "covered", "weighted_share", "analyzer_of", "chunk_context", "is_artifact",
@@ -101,7 +102,8 @@ SCAFFOLD_WORDS = (
     "do does did done tell know explain describe please exactly currently actually "
     "usually typically generally specifically also still ever really thing things "
     "something anything way mean means meaning happen happens get per "
-    "stand define defined definition refer refers"
+    "stand define defined definition refer refers according instead afterwards afterward "
+    "ok okay take takes took acronym abbreviation"
 ).split()
 
 #: "How soon", "how big": the adjective after "how" frames the question (a time, a size).
@@ -111,6 +113,11 @@ _HOW_FRAME = re.compile(r"\bhow\s+(?:soon|quickly|quick|fast|frequently|regularl
 #: "What counts as a deviation?" asks what a deviation is.
 _WHAT_FRAME = re.compile(r"\bwhat\s+(?:counts|count|qualifies|qualify|is\s+considered|are\s+considered|"
                          r"is\s+regarded|are\s+regarded)\s+as\b", re.IGNORECASE)
+
+#: "At what point ...", "what's the deadline for ...": the question asks when.
+_WHEN_FRAME = re.compile(r"\bat\s+what\s+(?:point|stage|moment)(?:\s+in\s+time)?\b|"
+                         r"\b(?:what|which)(?:'s|\s+is|\s+are|\s+was)?\s+(?:the\s+)?deadlines?\b",
+                         re.IGNORECASE)
 
 _POLARITY_WORDS = frozenset(
     "not no never non none nor cannot can't cant mustn't won't don't doesn't isn't aren't "
@@ -152,7 +159,8 @@ def question_terms(question: str, retrieval: Optional[Retrieval], analyzer: Anal
             corrections[term] = str(fixed).split()
     scaffold = _scaffold(analyzer)
     out = []
-    for term in analyzer.analyze(_WHAT_FRAME.sub("what is", _HOW_FRAME.sub("how", question))):
+    framed = _WHEN_FRAME.sub("when", _WHAT_FRAME.sub("what is", _HOW_FRAME.sub("how", question)))
+    for term in analyzer.analyze(framed):
         for t in corrections.get(term, [term]):
             if t not in scaffold:
                 out.append(t)
@@ -187,7 +195,10 @@ def expansion_bridges(question: str, config: Optional[Dict[str, Any]], analyzer:
                       index: Any = None) -> Bridges:
     """term -> alternative term sets, from expansion rules whose match phrase is in the
     question; with ``index`` and ``[answer] derivations`` on, also each question term's
-    derivational variants (``derive.variants``) that the index contains."""
+    derivational variants (``derive.variants``) that the index contains; with
+    ``[answer] abbreviations`` / ``definitions`` on, the corpus's own abbreviations
+    (``abbrev``) and glossary definitions (``glossary``); with ``[answer] synonyms`` on,
+    plain-language synonyms and numbers in words or digits (``synonyms``)."""
     folded = " ".join(question.casefold().split())
     bridges: Bridges = {}
     df = getattr(index, "doc_freq", None)
@@ -198,6 +209,11 @@ def expansion_bridges(question: str, config: Optional[Dict[str, Any]], analyzer:
                     bridges.setdefault(term, []).append(frozenset([v]))
     if index is not None and (config or {}).get("answer", {}).get("abbreviations", True):
         _abbreviation_bridges(analyzer.analyze(question), abbreviation_table(index), bridges)
+    if index is not None and (config or {}).get("answer", {}).get("definitions", True):
+        scaffold = _scaffold(analyzer)
+        content = [t for t in analyzer.analyze(question) if t not in scaffold]
+        for term, alts in definition_bridges(content, definition_table(index, analyzer)).items():
+            bridges.setdefault(term, []).extend(alts)
     answer_cfg = (config or {}).get("answer", {})
     if answer_cfg.get("synonyms", True):
         for term, alts in synonym_bridges(question, analyzer.analyze(question), analyzer,
@@ -206,6 +222,8 @@ def expansion_bridges(question: str, config: Optional[Dict[str, Any]], analyzer:
                 bridges.setdefault(term, []).append(alt)
                 if len(alt) == 1 and df is not None and answer_cfg.get("derivations", True):
                     bridges[term].extend(Synonym([v]) for v in variants(next(iter(alt))) if df(v) > 0)
+        for term, alts in number_bridges(question, analyzer.analyze(question), analyzer).items():
+            bridges.setdefault(term, []).extend(alts)
     rules = (config or {}).get("expansion", {})
     for name in sorted(rules):
         rule = rules[name]

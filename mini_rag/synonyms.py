@@ -22,6 +22,9 @@ covered by a sentence holding every term of another member of that group.  A mem
 several words is a *phrase*: it bridges only when it appears in the question as written
 ("sign off" names approval, "sign" alone does not), and it covers a question term only
 when none of its words is a stop word (``make sure`` can, ``sign off`` cannot).
+``number_bridges`` does the same for numbers: "five thousand" is covered by "5,000" and
+"72" by "seventy-two" (``spelled_numbers``: a small count with no unit after it, as in
+"the four elements", is left alone).
 Retrieval does not use the groups: ranking stays plain BM25.  ``[answer] synonyms =
 false`` turns them off; ``[answer] synonym_groups`` adds a corpus's own groups, each a
 comma-separated string like the lines below.
@@ -37,7 +40,7 @@ import functools
 import re
 from typing import Dict, FrozenSet, Iterable, List, Sequence, Tuple
 
-__all__ = ["GROUPS", "Synonym", "parse_groups", "synonym_bridges"]
+__all__ = ["GROUPS", "Synonym", "parse_groups", "synonym_bridges", "spelled_numbers", "number_bridges"]
 
 #: One group per line: words and phrases with one meaning.  ``#`` starts a comment.
 GROUPS = """
@@ -100,12 +103,15 @@ monthly, every month
 daily, every day
 weekly, every week
 main, primary, principal
+guarantee, guaranteed, promise, promised, commitment
 # nouns: everyday = formal
 staff, staff member, employee, personnel, workforce
 boss, manager, supervisor
 job, role
 charity, charities, nonprofit, non-profit, not-for-profit
 leak, breach
+dollar, dollars, usd
+euro, euros, eur
 mistake, error
 phone, mobile phone, smartphone, cell phone
 email, e-mail
@@ -117,7 +123,7 @@ customer, client
 application, app
 minimum, min
 maximum, max
-minute, mins, min
+minute, mins
 hour, hr, hrs
 year, yr, yrs
 information, info
@@ -224,4 +230,100 @@ def synonym_bridges(question: str, q_terms: Sequence[str], analyzer,
                 bucket = out.setdefault(term, [])
                 if alt not in bucket:
                     bucket.append(alt)
+    return out
+
+
+# ------------------------------------------------------------------ numbers in words
+
+_UNITS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen".split())}
+_TENS = {w: 10 * i for i, w in enumerate(
+    "twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)}
+_SCALES = {"thousand": 1000, "million": 10 ** 6, "billion": 10 ** 9}
+_NUMBER_TOKEN = re.compile(r"[a-z]+|\d+(?:,\d{3})*(?:\.\d+)?|\S")
+
+
+def _spelled_value(words: Sequence[str]) -> int:
+    """The value of a run of number words ("five thousand" = 5000, "twenty four" = 24)."""
+    total = current = 0
+    for w in words:
+        if w in _UNITS:
+            current += _UNITS[w]
+        elif w in _TENS:
+            current += _TENS[w]
+        elif w == "hundred":
+            current = max(current, 1) * 100
+        else:
+            total += max(current, 1) * _SCALES[w]
+            current = 0
+    return total + current
+
+
+#: A unit after a small spelled number makes it a quantity ("five-day", "three years").
+_UNIT_AFTER = re.compile(r"\s*-?\s*(?:(?:business|calendar|working)\s+)?(?:seconds?|minutes?|hours?|days?|weeks?|"
+                         r"months?|years?|decades?|percent|per\s+cent|dollars?|euros?|pounds?|times|"
+                         r"kilo\w*|kg|grams?|metres?|meters?|miles?|users?|seats?|characters?)\b")
+
+
+def spelled_numbers(text: str) -> List[Tuple[List[str], str]]:
+    """The quantities ``text`` spells out, each as (its words, its digits).
+
+    A run of number words joined by spaces, hyphens or "and" inside a number ("one
+    hundred and five") is one number.  A run below ten without a scale word is a
+    quantity only when a unit follows it ("five-day", "three years"): "the four
+    elements" or "one session" counts things the evidence need not number.
+
+    >>> spelled_numbers("Refunds over five thousand dollars, a twenty-four hour window")
+    [(['five', 'thousand'], '5000'), (['twenty', 'four'], '24')]
+    >>> spelled_numbers("the four elements of a five-day campaign")
+    [(['five'], '5')]
+    """
+    folded = text.casefold()
+    out: List[Tuple[List[str], str]] = []
+    run: List[str] = []
+    tokens = [(m.group(), m.end()) for m in _NUMBER_TOKEN.finditer(folded)]
+    end = 0
+    for i, (tok, tok_end) in enumerate(tokens + [("", len(folded))]):
+        if tok in _UNITS or tok in _TENS or tok == "hundred" or tok in _SCALES:
+            run.append(tok)
+            end = tok_end
+            continue
+        if tok == "-" and run:
+            continue
+        if tok == "and" and run and run[-1] in ("hundred",) + tuple(_SCALES) and \
+                i + 1 < len(tokens) and (tokens[i + 1][0] in _UNITS or tokens[i + 1][0] in _TENS):
+            continue
+        if run:
+            value = _spelled_value(run)
+            if value >= 10 or _UNIT_AFTER.match(folded, end):
+                out.append((run, str(value)))
+            run = []
+    return out
+
+
+def number_bridges(question: str, q_terms: Sequence[str], analyzer) -> Dict[str, List[FrozenSet[str]]]:
+    """``{question term: [alternative term sets]}`` for numbers written in words or in
+    digits: "five thousand" is covered by "5,000" (each of its words by the term 5000),
+    "72" by "seventy-two" when that is how the evidence writes it (a number up to
+    ninety-nine written in digits is covered by its words)."""
+    have = set(q_terms)
+    out: Dict[str, List[FrozenSet[str]]] = {}
+    for words, digits in spelled_numbers(question):
+        alt = Synonym(analyzer.analyze(digits))
+        if not alt:
+            continue
+        for word in words:
+            for term in analyzer.analyze(word):
+                if term in have and alt not in out.setdefault(term, []):
+                    out[term].append(alt)
+    names = {v: k for k, v in _UNITS.items()}
+    names.update({v: k for k, v in _TENS.items()})
+    for term in q_terms:
+        if term.isdigit() and 0 < int(term) < 100 and str(int(term)) == term:
+            n = int(term)
+            words = [names[n]] if n in names else [names[n - n % 10], names[n % 10]]
+            alt = Synonym(t for w in words for t in analyzer.analyze(w))
+            if alt:
+                out.setdefault(term, []).append(alt)
     return out

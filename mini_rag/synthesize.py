@@ -94,6 +94,12 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
    When the question asks for a whole list (``is_enumeration``: "What are the four
    elements of ...", "List the ...") and the best sentence is a list item, the answer is
    that list's items instead, in text order, at most ``[answer] max_sentences``.
+   6b. A yes/no question answered by a rule (the best sentence states no exception) also
+   gets the first sentence of the same document, in retrieval order, that states an
+   exception or a condition (``is_exception``: except, unless, exempt, only if / with,
+   provided that, does not apply, a sentence opening with "however") and shares a key
+   term with the rule: "Is any connection allowed to use something other than TLS 1.2?"
+   is answered by the rule and by "The only exception to the TLS requirement is ...".
 7. Confidence (of the part): ``High`` when the best score is >= ``confidence_high``
    (0.7) and exceeds the runner-up sentence by >= ``confidence_margin`` (0.1);
    ``Medium`` when >= ``confidence_medium`` (0.45); else ``Low``.
@@ -119,12 +125,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .records import Fact, Retrieval
-from .relevance import (Bridges, _hit_map, analyzer_of, chunk_context, covered, expansion_bridges,
+from .relevance import (Bridges, _hit_map, _scaffold, analyzer_of, chunk_context, covered, expansion_bridges,
                         question_terms, term_weights, weighted_share)
 from .synonyms import Synonym
 
 __all__ = ["AnswerSentence", "Answer", "phase_c", "split_sentences", "sentence_spans",
-           "question_type", "value_match", "echo_words", "is_pending", "is_deferral", "is_task_request",
+           "question_type", "cue_spelling", "CUE_WORDS", "value_match", "echo_words", "is_pending", "is_deferral", "is_task_request",
            "unknown_subject", "split_question",
            "format_answer",
            "REFUSAL_REASONS", "CONFIDENCE_LEVELS", "VALUE_TYPES", "SENTENCE_SHARE"]
@@ -302,6 +308,10 @@ _I = re.IGNORECASE
 
 #: The question-type cue table: (type, pattern), first match wins.
 QUESTION_CUES: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
+    # "When someone signs several records, must every signing ...?": an opening clause,
+    # then a yes/no question
+    ("polarity", re.compile(r"^\W*(?:when|whenever|if|once|after|before|while|with|without|for|at|on|in|"
+                            r"during|under|given|since|as)\b[^?;,]*,\s*" + _AUX + r"\b", _I)),
     ("definition", re.compile(r"\bstands?\s+for\b|\bwhat\s+(?:does|do)\s+.+\s+mean\b|\bmeaning\s+of\b|"
                               r"\bwhat\s+(?:counts|qualifies|is\s+considered|are\s+considered)\s+as\b|"
                               r"\bdefin(?:e|es|ed|ition|itions)\b|\bwhat\s+is\s+meant\s+by\b|"
@@ -328,6 +338,7 @@ QUESTION_CUES: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
                             r"times?(?=\s*(?:$|[?,;.]|(?:of|for|in|on|at|to|from|between|after|before|"
                             r"until|when|that|is|are|was|do|does|will|should|must|can)\b))", _I)),
     ("date", re.compile(r"^\W*when\b|[,;]\s*when\b|\bwhen\s+" + _AUX + r"\b|\bby\s+when\b|\bdeadline\b|"
+                        r"\bat\s+what\s+(?:point|stage|moment)\b|"
                         r"\b(?:what|which)\s+(?:\w+\s+)?(?:date|dates|day|year|month|time|century|decade|era)\b",
                         _I)),
     ("number", re.compile(r"\bhow\s+(?:many|much|large|big|high|low|far|old|tall|fast|heavy|wide|deep|"
@@ -344,6 +355,32 @@ QUESTION_CUES: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
                           r"supplier|provider|contractor|auditor|agency|body|regulator|authority)\b", _I)),
     ("polarity", re.compile(r"^\W*" + _AUX + r"\b", _I)),
 )
+
+
+#: The words of QUESTION_CUES a misspelling may hide ("How does ICH Q9 deffine risk?").
+CUE_WORDS = ("define defined defines definition meaning means stand stands often frequently "
+             "regularly long soon quickly many much deadline percentage percent proportion cost "
+             "costs price fee fees minimum maximum limit number duration period frequency interval "
+             "date year month day").split()
+
+
+def cue_spelling(question: str, retrieval: Optional[Retrieval], analyzer) -> str:
+    """``question`` with the misspelt cue words the retriever corrected written out, so
+    that its type is read as meant: "deffine", corrected to the term of "define", is
+    "define".  Other words are left as typed (their corrections apply to the terms)."""
+    corrections = (retrieval.corrections or {}) if retrieval is not None else {}
+    if not corrections:
+        return question
+    by_term: Dict[str, str] = {}
+    for word in CUE_WORDS:
+        terms = analyzer.analyze(word)
+        if len(terms) == 1:
+            by_term.setdefault(terms[0], word)
+
+    def fix(m: "re.Match[str]") -> str:
+        fixed = corrections.get(m.group(0), corrections.get(m.group(0).casefold()))
+        return by_term.get(str(fixed), m.group(0)) if fixed else m.group(0)
+    return re.sub(r"[^\W\d_]+", fix, question)
 
 
 def question_type(question: str) -> Optional[str]:
@@ -548,6 +585,25 @@ def is_enumeration(question: str) -> bool:
     return bool(ENUMERATION.search(question))
 
 
+#: A sentence that narrows a rule: an exception, a condition, an exemption.
+_EXCEPTION = re.compile(r"\b(?:except|excepting|exception|exceptions|unless|exempt|exempted|exemption|"
+                        r"exemptions|notwithstanding|only\s+(?:if|when|where|with|after|for|once|until)|"
+                        r"provided\s+that|(?:does|do)\s+not\s+apply)\b|,\s*provided\b|^\W*however\b", _I)
+
+
+def is_exception(sentence: str) -> bool:
+    """Does ``sentence`` state an exception or a condition to a rule?
+
+    >>> is_exception("The only exception to the TLS requirement is the payroll transfer.")
+    True
+    >>> is_exception("Validation may be completed after approval, provided the dossier has a scheme.")
+    True
+    >>> is_exception("Data in transit must use TLS 1.2 or higher.")
+    False
+    """
+    return bool(_EXCEPTION.search(sentence))
+
+
 def is_pending(sentence: str) -> bool:
     """Does ``sentence`` say its matter is undecided ("is being reviewed", "not yet final",
     "are planned", "to be announced")?
@@ -720,21 +776,42 @@ def general_terms(question: str, kind: Optional[str], analyzer: Any) -> List[str
     return list(dict.fromkeys(out))
 
 
+def _casing_marks_names(question: str, scaffold) -> bool:
+    """Do capitals in ``question`` mark names?  Not when it has no lower-case letter
+    ("WHEN SOMEONE QUITS ...") or writes a question word in mixed case ("wHaT is ...",
+    "WHat lONg-TeRM ..."): a question word is never a name, so its odd capitals say the
+    whole question was typed without regard to case."""
+    if not any(c.islower() for c in question):
+        return False
+    for w in re.findall(r"[^\W\d_]+", question):
+        if w.casefold() in scaffold and not (w.islower() or w.istitle() or w.isupper()):
+            return False
+    return True
+
+
 def unknown_names(question: str, index: Any, bridges: Optional[Bridges] = None) -> List[str]:
     """Names and codes in ``question`` whose every term the corpus has never seen.
 
     A name is a word written with a capital not at the start of the question
     (``Germany``, ``GraphQL``), an acronym (``HIPAA``) or a word with a digit (``401k``,
     ``Q3D``).  When the corpus knows none of its terms, the question asks about
-    something the documents do not cover, however well its other words match.
+    something the documents do not cover, however well its other words match.  In a
+    question written mostly in capitals or in random case ("WHEN SOMEONE QUITS ...")
+    capitals mark nothing, and only words with a digit are names; question scaffold
+    ("Is it OK to ...") is never a name.
     """
     df = getattr(index, "doc_freq", None)
     analyzer = getattr(index, "analyzer", None)
     if df is None or analyzer is None:
         return []
+    scaffold = _scaffold(analyzer)
+    cased = _casing_marks_names(question, scaffold)
     out = []
     for m in _NAME_TOKEN.finditer(question):
-        terms = [t for t in analyzer.analyze(m.group(0)) if not _corpus_bridged(t, bridges)]
+        if not cased and not any(c.isdigit() for c in m.group(0)):
+            continue            # "WHEN SOMEONE QUITS": capitals that mark nothing
+        terms = [t for t in analyzer.analyze(m.group(0))
+                 if not _corpus_bridged(t, bridges) and t not in scaffold]
         if terms and all(df(t) == 0 for t in terms):
             out.append(m.group(0))
     return list(dict.fromkeys(out))
@@ -825,6 +902,22 @@ def _prepare(facts: Sequence[Fact], retrieval: Retrieval, index: Any, analyzer) 
             units.append(_Unit(fi, si, a, text, terms, frozenset(terms)))
         infos.append(_FactInfo(fact, chunk_terms, units, scope_terms))
     return infos
+
+
+def _stated_exception(best: _Unit, infos: List[_FactInfo], key: Sequence[str],
+                      bridges: Bridges) -> Optional[_Unit]:
+    """Rule 6b: the first sentence of the best sentence's document (facts in retrieval
+    order) that states an exception (``is_exception``) and shares a key term with it."""
+    doc = infos[best.fact_idx].fact.pdf
+    shared = [t for t in key if covered(t, best.term_set, bridges)]
+    for info in infos:
+        if info.fact.pdf != doc:
+            continue
+        for unit in info.units:
+            if unit is not best and is_exception(unit.text) and \
+                    any(covered(t, unit.term_set, bridges) for t in shared):
+                return unit
+    return None
 
 
 def _r(x: float) -> float:
@@ -947,6 +1040,10 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
         if new:
             chosen.append(cand)
             have.update(new)
+    if kind == "polarity" and not enumerated and not is_exception(best[3].text):
+        extra = _stated_exception(best[3], infos, key, bridges)
+        if extra is not None and all(c[3] is not extra for c in chosen):
+            chosen.append((0.0, extra.fact_idx, extra.sent_idx, extra, 0.0))
 
     # 7. confidence
     margin = best[0] - runner
@@ -984,7 +1081,7 @@ def phase_c(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
     bridges = expansion_bridges(question, config, analyzer, index)
     infos = _prepare(facts, retrieval, index, analyzer)
     parts = []
-    for part in split_question(question):
+    for part in split_question(cue_spelling(question, retrieval, analyzer)):
         q_terms = question_terms(part, retrieval, analyzer)
         parts.append(_answer_part(part, q_terms, infos, index, bridges, cfg))
 

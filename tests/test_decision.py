@@ -94,7 +94,8 @@ class DocTests(unittest.TestCase):
     def test_docstring_examples(self):
         import doctest
         import importlib
-        for name in ("mini_rag.guards", "mini_rag.conflicts", "mini_rag.decision", "mini_rag.trace"):
+        for name in ("mini_rag.guards", "mini_rag.conflicts", "mini_rag.decision", "mini_rag.trace",
+                     "mini_rag.synthesize", "mini_rag.synonyms", "mini_rag.framing", "mini_rag.glossary"):
             with self.subTest(module=name):
                 result = doctest.testmod(importlib.import_module(name))
                 self.assertEqual(result.failed, 0)

@@ -33,6 +33,9 @@ class StripFraming(unittest.TestCase):
             ("Thanks!", "Thanks!"),
             # no framing, odd punctuation: unchanged
             ("Is version 2.1 supported?", "Is version 2.1 supported?"),
+            # a dot or colon inside a number or time is no segment end
+            ("Is anything other than TLS 1.2 allowed? Cheers.", "Is anything other than TLS 1.2 allowed?"),
+            ("Is the 10:30 meeting on? Thanks!", "Is the 10:30 meeting on?"),
             ("What does e.g. mean?", "What does e.g. mean?"),
             ("", ""),
         ]

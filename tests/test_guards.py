@@ -329,6 +329,58 @@ class StatedDependence(unittest.TestCase):
         self.assertEqual(res.detail["qualifiers"], ["non-standard", "standard"])
 
 
+class SectionByVariant(unittest.TestCase):
+    """Rule (d) from a heading ("... by plan") and from a table's columns ("United States
+    (FDA)", "European Union (EMA)")."""
+    CLARIFY = DEFAULTS["clarify"]
+    PLANS = [fact("plans", 4, "- Free plan: a workspace can be closed at any time with no charge.\n"
+                              "- Pro plan, monthly billing: a cancellation takes effect at month end.\n"
+                              "- Pro plan, annual billing: a cancellation takes effect at renewal.\n"
+                              "- Enterprise plan: an early termination fee of 50% applies when a contract "
+                              "is cancelled early.")]
+    BY_PLAN = {"plans#p4": ("Downgrades and cancellation by plan", "Plan changes")}
+    FILING = [fact("cc", 20, "The regulatory filing that a change needs depends on its class and on the market."),
+              fact("cc", 21, "| Change class | United States (FDA) | European Union (EMA) |\n"
+                             "| Minor | Annual report | Type IA variation |\n"
+                             "| Critical | Prior approval supplement | Type II variation |")]
+    FILING_CTX = {"cc#p20": ("Regulatory filing", "SOP"), "cc#p21": ("Regulatory filing", "SOP")}
+
+    def check(self, q, facts, anchor, context=None):
+        return guards.check_ambiguity(q, list(facts), AN, self.CLARIFY, GUARDS, anchor=list(anchor),
+                                      context=context)
+
+    def test_heading_by_plan(self):
+        cases = [
+            ("Is there a fee for cancelling early?", self.BY_PLAN, True),
+            ("Is there a fee for cancelling the Enterprise plan early?", self.BY_PLAN, False),  # names a plan
+            ("Is there a fee for cancelling early?", {"plans#p4": ("Cancellation", "Plans")}, False),  # no "by plan"
+            ("Is there ever a fee for cancelling early?", self.BY_PLAN, False),   # asks whether it ever holds
+            # the heading's subject ("downgrades and cancellation") is not what is asked
+            ("Can a workspace be closed at any time?", {"plans#p4": ("Limits by plan", "Plans")}, False),
+        ]
+        for q, context, want in cases:
+            with self.subTest(q=q, context=context):
+                self.assertEqual(self.check(q, self.PLANS, ["plans#p4"], context).ambiguous, want)
+        res = self.check("Is there a fee for cancelling early?", self.PLANS, ["plans#p4"], self.BY_PLAN)
+        self.assertEqual(res.detail, {"qualifiers": ["enterprise", "free", "pro"], "chunks": ["plans#p4"],
+                                      "dependence": "by plan"})
+
+    def test_columns_are_a_second_dimension(self):
+        # the rows are chosen ("critical"), the columns (markets) are not
+        res = self.check("What filing does a critical change need?", self.FILING, ["cc#p20"], self.FILING_CTX)
+        self.assertTrue(res.ambiguous)
+        self.assertEqual(res.detail["qualifiers"], ["european union (ema)", "united states (fda)"])
+        for q in ("What filing does a critical change need in the US?",
+                  "What filing does a critical change need in the European Union?"):
+            with self.subTest(q=q):
+                self.assertFalse(self.check(q, self.FILING, ["cc#p20"], self.FILING_CTX).ambiguous)
+        # a header of attributes names no variant: one dimension, chosen by "critical"
+        attrs = [self.FILING[0], fact("cc", 21, "| Change class | Filing | Timeline |\n| Critical | PAS | 4 months |"
+                                                "\n| Minor | Annual report | 12 months |")]
+        self.assertFalse(self.check("What filing does a critical change need?", attrs, ["cc#p20"],
+                                    self.FILING_CTX).ambiguous)
+
+
 class LowConfidence(unittest.TestCase):
     def test_table(self):
         cases = [

@@ -111,6 +111,13 @@ class TermsTest(unittest.TestCase):
             ("How big is a CM-2 batch?", {}, ["cm-2", "cm", "2", "batch"]),
             ("Is there a fast track for refunds?", {}, ["fast", "track", "refund"]),
             ("What counts as a major deviation?", {}, ["major", "deviat"]),
+            # "at what point", "what's the deadline": the question asks when
+            ("At what point are audit trails reviewed?", {}, ["audit", "trail", "review"]),
+            ("What's the deadline for reporting a breach?", {}, ["report", "breach"]),
+            ("Is the deadline in the contract?", {}, ["deadlin", "contract"]),   # a deadline asked about
+            # attribution, connectives and "OK" frame the question
+            ("What does the ALCOA acronym require according to FDA?", {}, ["alcoa", "requir", "fda"]),
+            ("Is it OK to run longer instead?", {}, ["run", "longer"]),
         ]
         for question, corrections, expected in cases:
             with self.subTest(question=question):

@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from mini_rag.analysis import Analyzer                       # noqa: E402
 from mini_rag.relevance import covered, expansion_bridges     # noqa: E402
-from mini_rag.synonyms import GROUPS, parse_groups, synonym_bridges   # noqa: E402
+from mini_rag.synonyms import GROUPS, number_bridges, parse_groups, spelled_numbers, synonym_bridges   # noqa: E402
 
 AN = Analyzer()
 
@@ -94,6 +94,48 @@ class Bridges(unittest.TestCase):
         self.assertEqual(alts("What is the SLA?", "sla", ["SLA, service level agreement"]),
                          [["agreement", "level", "servic"]])
         self.assertEqual(alts("What is the SLA?", "sla"), [])
+
+
+class Numbers(unittest.TestCase):
+    def test_spelled_numbers(self):
+        cases = [
+            ("a refund bigger than five thousand dollars", [(["five", "thousand"], "5000")]),
+            ("a twenty-four hour window", [(["twenty", "four"], "24")]),
+            ("one hundred and five days", [(["one", "hundred", "five"], "105")]),
+            ("two million users", [(["two", "million"], "2000000")]),
+            ("a five-day campaign", [(["five"], "5")]),            # a unit follows: a quantity
+            ("three business days", [(["three"], "3")]),
+            # a small count without a unit is no quantity the evidence must write as digits
+            ("What are the four elements?", []),
+            ("in one session", []),
+            ("twelve elements", [(["twelve"], "12")]),             # ten and more: always
+            ("72 hours", []),                                      # digits are no spelled number
+            ("and five", []),
+        ]
+        for text, want in cases:
+            with self.subTest(text=text):
+                self.assertEqual(spelled_numbers(text), want)
+
+    def test_number_bridges(self):
+        q = "Who approves a refund bigger than five thousand dollars?"
+        b = number_bridges(q, AN.analyze(q), AN)
+        self.assertEqual(b, {"five": [frozenset({"5000"})], "thousand": [frozenset({"5000"})]})
+        self.assertTrue(covered("five", set(AN.analyze("Refunds above USD 5,000 need approval.")), b))
+        # digits up to 99 are covered by their words
+        q = "Is 72 hours the limit?"
+        self.assertEqual(number_bridges(q, AN.analyze(q), AN), {"72": [frozenset(AN.analyze("seventy two"))]})
+        q = "Within 5 days?"
+        self.assertEqual(number_bridges(q, AN.analyze(q), AN), {"5": [frozenset({"five"})]})
+        q = "Is 250 the cap?"
+        self.assertEqual(number_bridges(q, AN.analyze(q), AN), {})
+        # through relevance, and a synonym of a currency: "dollars" is covered by "USD"
+        bridges = expansion_bridges("Who approves refunds over five thousand dollars?", {}, AN)
+        sentence = set(AN.analyze("Refunds above USD 5,000 require approval from the Controller."))
+        for term in ("five", "thousand", "dollar"):
+            with self.subTest(term=term):
+                self.assertTrue(covered(term, sentence, bridges))
+        off = expansion_bridges("Who approves refunds over five thousand dollars?", {"answer": {"synonyms": False}}, AN)
+        self.assertFalse(covered("five", sentence, off))
 
 
 class InRelevance(unittest.TestCase):

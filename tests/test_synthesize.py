@@ -16,7 +16,8 @@ from mini_rag.records import Fact, Hit, Retrieval
 from mini_rag.synthesize import (Answer, AnswerSentence, format_answer, phase_c, question_type,
                                  split_question, split_sentences, unknown_names, value_match,
                                  category_terms, echo_words, general_terms, is_pending, is_deferral,
-                                 is_task_request, unknown_subject, is_enumeration)
+                                 is_task_request, unknown_subject, is_enumeration, is_exception,
+                                 cue_spelling)
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "phases" / "evidence.json"
 
@@ -123,6 +124,12 @@ class QuestionTypeTest(unittest.TestCase):
             ("What time does support open?", "date"),
             ("Explain the escalation process.", None),
             ("What happens when a refund is denied?", None),   # 'when' as a conjunction
+            # an opening clause, then a yes/no question: not "when" asking for a date
+            ("When someone signs several records, must every signing use a password?", "polarity"),
+            ("At submission, must validation data be in the dossier?", "polarity"),
+            ("If a customer asks for erasure, do we delete their invoices?", "polarity"),
+            ("When someone quits, how quickly is their access cut off?", "duration"),
+            ("At what point are audit trails reviewed?", "date"),
         ]
         for question, expected in cases:
             with self.subTest(question=question):
@@ -264,6 +271,37 @@ class QuestionTypeTest(unittest.TestCase):
         for sentence, expected in table:
             with self.subTest(sentence=sentence):
                 self.assertEqual(is_pending(sentence), expected)
+
+    def test_is_exception(self):
+        table = [
+            ("The only exception to the TLS requirement is the payroll transfer.", True),
+            ("Validation may be completed after approval, provided the dossier has a scheme.", True),
+            ("Refunds are not given unless the customer agrees in writing.", True),
+            ("Testing is allowed only with prior written approval.", True),
+            ("Invoices are exempt from erasure requests.", True),
+            ("However, emergency changes may be made first.", True),
+            ("This rule does not apply to archived records.", True),
+            ("Data in transit must use TLS 1.2 or higher.", False),
+            ("Only administrators can export data.", False),   # "only" before a noun restricts, no exception
+            ("The provider sends a monthly report.", False),  # "provide" is not "provided (that)"
+            ("Laptops are provided to all staff.", False),
+            ("Access is granted provided that training is complete.", True),
+        ]
+        for sentence, expected in table:
+            with self.subTest(sentence=sentence):
+                self.assertEqual(is_exception(sentence), expected)
+
+    def test_cue_spelling(self):
+        # the retriever corrected "deffine" to the term of "define" and "oftn" to "often":
+        # the question's type is read from the cue words as meant; other words stay as typed
+        a = Analyzer()
+        r = Retrieval(question="", hits=[], corrections={"deffine": "defin", "oftn": "often",
+                                                         "riks": "risk"})
+        self.assertEqual(cue_spelling("How does ICH Q9 deffine riks?", r, a), "How does ICH Q9 define riks?")
+        self.assertEqual(question_type(cue_spelling("How does ICH Q9 deffine riks?", r, a)), "definition")
+        self.assertEqual(cue_spelling("How oftn are backups run?", r, a), "How often are backups run?")
+        self.assertEqual(cue_spelling("How oftn?", Retrieval(question="", hits=[]), a), "How oftn?")
+        self.assertEqual(cue_spelling("How oftn?", None, a), "How oftn?")
 
     def test_general_terms(self):
         a = Analyzer()
@@ -459,6 +497,11 @@ class UnknownTermsTest(unittest.TestCase):
             ("Which pallet goes to WH-99?", ["WH-99"]),       # unseen code
             ("Refunds for a card in Germany?", ["Germany"]),  # capital not at the start
             ("Refunds are approved by whom?", []),            # capital at the start is not a name
+            ("Is it OK to refund a card?", []),              # question scaffold is no name
+            # capitals that mark nothing: a question in capitals or random case
+            ("DOES HALVARD REFUND CARDS?", []),
+            ("dOeS Halvard refund cards?", []),
+            ("DOES HALVARD REFUND CARDS IN WH-99?", ["WH-99"]),   # a digit still marks a code
         ]
         for question, names in table:
             with self.subTest(question=question):
@@ -558,6 +601,33 @@ class UnknownTermsTest(unittest.TestCase):
         self.assertEqual(a.detail["parts"][0]["key_coverage"], 0.0)
         a = run(q, [REFUND_FACT], KNOWN, REFUND, min_question_share=0.1)
         self.assertFalse(a.refused)
+
+
+class StatedExceptionTest(unittest.TestCase):
+    """Rule 6b: a yes/no question answered by a rule also gets that document's exception."""
+    RULE = "Data in transit over public networks must use TLS 1.2 or higher."
+    EXCEPTION = "The only exception to the TLS requirement is the payroll transfer, which may use SFTP."
+
+    def test_exception_of_the_same_document_is_added(self):
+        q = "May data in transit use something other than TLS 1.2?"
+        facts = [fact("enc#p7", self.RULE, 0.6), fact("enc#p8", self.EXCEPTION, 0.2)]
+        a = run(q, facts)
+        self.assertFalse(a.refused, a.detail)
+        self.assertEqual([s.chunk_id for s in a.sentences], ["enc#p7", "enc#p8"])
+        self.assertEqual(a.sentences[1].sentence, self.EXCEPTION)
+
+    def test_not_for_other_documents_other_types_or_unrelated_exceptions(self):
+        q = "May data in transit use something other than TLS 1.2?"
+        other_doc = [fact("enc#p7", self.RULE, 0.6), fact("hr#p8", self.EXCEPTION, 0.2)]
+        self.assertEqual([s.chunk_id for s in run(q, other_doc).sentences], ["enc#p7"])
+        unrelated = [fact("enc#p7", self.RULE, 0.6),
+                     fact("enc#p9", "Keys are rotated yearly unless a breach occurs.", 0.2)]
+        self.assertEqual([s.chunk_id for s in run(q, unrelated).sentences], ["enc#p7"])
+        # a question asking for a value is answered by the value alone
+        q2 = "What TLS version must data in transit over public networks use?"
+        self.assertEqual([s.chunk_id for s in run(q2, [fact("enc#p7", self.RULE, 0.6),
+                                                      fact("enc#p8", self.EXCEPTION, 0.2)]).sentences],
+                         ["enc#p7"])
 
 
 class AnswerShapeTest(unittest.TestCase):

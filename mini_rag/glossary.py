@@ -1,0 +1,146 @@
+"""Definitions a corpus states, so that "a card dispute" finds "the chargeback notice".
+
+A policy set usually defines its own vocabulary once ("**Chargeback**: a payment reversed
+by a card issuer after the cardholder disputes the charge.") and then uses the defined
+word everywhere else.  People ask in the words of the definition: "By when must our
+evidence for a card dispute reach the processor?" is answered by "Evidence for a dispute
+must be submitted within 7 days of the chargeback notice", which has no "card".
+
+* ``find_definitions(text)`` finds the definitions a text states: a glossary entry (a
+  line opening with a bold term and a colon or dash, ``**Term**: definition``) and a
+  sentence opening with its subject and a definition verb (``Term means ...``, ``Term is
+  defined as ...``, ``Term refers to ...``).  The term is at most six words; a
+  parenthesised short form after it ("**RPO (recovery point objective)**") is the term
+  too.
+* ``definition_table(index)`` scans every chunk once per index (cached) and returns each
+  definition as (the term's alternatives, the definition's terms).
+* ``definition_bridges(q_terms, table)`` gives the answering stage its bridges: when the
+  question holds ``min_shared`` (2) or more distinct terms of one definition and none of
+  the term's alternatives whole, each of those question terms is also covered by the
+  defined term ("card" and "dispute" -> ``chargeback``).  Like synonyms, a definition can
+  only make a question term count, never make it required.
+
+Retrieval does not use the table: ranking stays plain BM25.  ``[answer] definitions =
+false`` turns it off.
+
+>>> find_definitions("**Chargeback**: a payment reversed by a card issuer after the cardholder disputes the charge.")
+[('Chargeback', 'a payment reversed by a card issuer after the cardholder disputes the charge.')]
+>>> find_definitions("Risk means the combination of the probability of harm and its severity.")
+[('Risk', 'the combination of the probability of harm and its severity.')]
+>>> find_definitions("The Pro plan means more seats.")
+[]
+"""
+from __future__ import annotations
+
+import re
+import weakref
+from typing import Any, Dict, FrozenSet, List, Sequence, Tuple
+
+from .synonyms import Synonym
+
+__all__ = ["find_definitions", "definition_table", "definition_bridges"]
+
+#: "**Term**: definition" or "**Term** - definition", a glossary line (optionally a list item).
+_ENTRY = re.compile(r"^[ \t]*(?:[-*][ \t]+)?\*\*([^*\n]{1,80}?)\*\*[ \t]*[:\u2013\u2014-][ \t]*(\S[^\n]*(?:\n(?![ \t]*\n)"
+                    r"(?![ \t]*(?:[-*][ \t]+)?\*\*)[^\n]+)*)", re.MULTILINE)
+#: "Term means ...": a sentence opening with its subject (a capital, at most six words).
+_PROSE = re.compile(r"(?:^|(?<=[.!?]\s))([A-Z][\w-]*(?:[ \t]+[\w-]+){0,5}?)(?:[ \t]*\([^()]{1,60}\))?[ \t]+"
+                    r"(?:means|is\s+defined\s+as|are\s+defined\s+as|refers\s+to|denotes)[ \t]+([^.!?]+[.!?]?)",
+                    re.MULTILINE)
+_PAREN = re.compile(r"\s*\(([^()]{1,60})\)\s*")
+_MAX_TERM_WORDS = 6
+
+
+def find_definitions(text: str) -> List[Tuple[str, str]]:
+    """``[(term, definition)]`` stated in ``text``, in text order (see the module doc).
+
+    A prose subject opening with an article or a determiner ("The Pro plan means ...")
+    is a statement about one thing, not a definition, and is skipped.
+    """
+    out: List[Tuple[str, str]] = []
+    for m in _ENTRY.finditer(text):
+        term, body = m.group(1).strip(), " ".join(m.group(2).split())
+        if term and body and len(_PAREN.sub(" ", term).split()) <= _MAX_TERM_WORDS:
+            out.append((term, body))
+    for m in _PROSE.finditer(text):
+        term, body = m.group(1).strip(), " ".join(m.group(2).split())
+        if term.split()[0].lower() in _DETERMINERS or not body:
+            continue
+        out.append((term, body))
+    return out
+
+
+_DETERMINERS = frozenset("a an the this that these those its their our your my his her each every "
+                         "any some all no it they we you he she there".split())
+
+_CACHE: "weakref.WeakKeyDictionary[Any, List[Tuple[List[FrozenSet[str]], FrozenSet[str]]]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def _alternatives(term: str, analyzer: Any) -> List[FrozenSet[str]]:
+    """The term's term sets: without its parenthesis, and the parenthesis alone
+    ("RPO (recovery point objective)" -> {rpo}, {recoveri, point, object})."""
+    alts = []
+    for part in [_PAREN.sub(" ", term)] + _PAREN.findall(term):
+        terms = frozenset(analyzer.analyze(part))
+        if terms and terms not in alts:
+            alts.append(terms)
+    return alts
+
+
+def definition_table(index: Any, analyzer: Any = None) -> List[Tuple[List[FrozenSet[str]], FrozenSet[str]]]:
+    """``[(term alternatives, definition terms)]`` over every chunk of ``index``, in chunk
+    order, each definition once; cached per index."""
+    analyzer = analyzer or getattr(index, "analyzer", None)
+    chunks = getattr(index, "chunks", None)
+    if analyzer is None or chunks is None:
+        return []
+    try:
+        cached = _CACHE.get(index)
+    except TypeError:
+        cached = None
+    if cached is not None:
+        return cached
+    out: List[Tuple[List[FrozenSet[str]], FrozenSet[str]]] = []
+    seen = set()
+    for chunk in chunks:
+        text = getattr(chunk, "text", "")
+        for term, body in find_definitions(text):
+            alts = _alternatives(term, analyzer)
+            terms = frozenset(analyzer.analyze(body)) - frozenset().union(*alts) if alts else frozenset()
+            key = (tuple(sorted(tuple(sorted(a)) for a in alts)), terms)
+            if alts and terms and key not in seen:
+                seen.add(key)
+                out.append((alts, terms))
+    try:
+        _CACHE[index] = out
+    except TypeError:
+        pass
+    return out
+
+
+def definition_bridges(q_terms: Sequence[str],
+                       table: Sequence[Tuple[List[FrozenSet[str]], FrozenSet[str]]],
+                       min_shared: int = 2) -> Dict[str, List[FrozenSet[str]]]:
+    """``{question term: [defined term sets]}``: the question holds ``min_shared`` or more
+    distinct terms of a definition, and none of its term's alternatives whole.
+
+    >>> table = [([frozenset({"chargeback"})], frozenset({"payment", "card", "disput", "revers"}))]
+    >>> definition_bridges(["card", "disput", "evid"], table)
+    {'card': [Synonym({'chargeback'})], 'disput': [Synonym({'chargeback'})]}
+    >>> definition_bridges(["card", "chargeback"], table)
+    {}
+    """
+    have = set(q_terms)
+    out: Dict[str, List[FrozenSet[str]]] = {}
+    for alts, terms in table:
+        shared = [t for t in dict.fromkeys(q_terms) if t in terms]
+        if len(shared) < min_shared or any(alt <= have for alt in alts):
+            continue
+        for t in shared:
+            bucket = out.setdefault(t, [])
+            for alt in alts:
+                syn = Synonym(alt)
+                if syn not in bucket:
+                    bucket.append(syn)
+    return out

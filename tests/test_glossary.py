@@ -1,0 +1,101 @@
+"""Definitions a corpus states (mini_rag/glossary.py) and the bridges they make
+(relevance.expansion_bridges).  Stems are Snowball English's, worked out by hand:
+chargeback -> chargeback, card -> card, dispute/disputes -> disput, payment -> payment."""
+import unittest
+from types import SimpleNamespace
+
+from mini_rag.analysis import Analyzer
+from mini_rag.glossary import definition_bridges, definition_table, find_definitions
+from mini_rag.relevance import covered, expansion_bridges
+
+A = Analyzer()
+
+CHARGEBACK = "**Chargeback**: a payment reversed by a card issuer after the cardholder disputes the charge."
+RPO = ("**RPO (recovery point objective)**: the maximum amount of data, measured in time, that may be\n"
+       "lost when a system is restored after a failure.\n\n**RTO**: the maximum time to restore.")
+
+
+class FakeIndex:
+    def __init__(self, *texts):
+        self.chunks = [SimpleNamespace(text=t) for t in texts]
+        self.analyzer = A
+        self._terms = set()
+        for t in texts:
+            self._terms.update(A.analyze(t))
+
+    def doc_freq(self, term):
+        return 1 if term in self._terms else 0
+
+
+class FindTest(unittest.TestCase):
+    def test_table(self):
+        cases = [
+            (CHARGEBACK, [("Chargeback", "a payment reversed by a card issuer after the cardholder disputes "
+                                         "the charge.")]),
+            # an entry runs on over its wrapped lines, up to a blank line or the next entry
+            (RPO, [("RPO (recovery point objective)", "the maximum amount of data, measured in time, that may "
+                                                      "be lost when a system is restored after a failure."),
+                   ("RTO", "the maximum time to restore.")]),
+            ("- **Custodian** - a person who holds records under a legal hold.",
+             [("Custodian", "a person who holds records under a legal hold.")]),
+            # prose: a subject, then a definition verb
+            ("Risk means the combination of the probability of harm and its severity. More text.",
+             [("Risk", "the combination of the probability of harm and its severity.")]),
+            ("Done. Harm is defined as damage to health.", [("Harm", "damage to health.")]),
+            # ... but a subject with a determiner states a fact about one thing
+            ("The Pro plan means more seats.", []),
+            ("This means that refunds are late.", []),
+            # bold that is no entry: no colon or dash after it
+            ("Refunds are **not** issued in cash.", []),
+            ("**Seven words is far too long for a term**: no.", []),
+        ]
+        for text, want in cases:
+            with self.subTest(text=text):
+                self.assertEqual(find_definitions(text), want)
+
+
+class TableTest(unittest.TestCase):
+    def test_terms_and_alternatives(self):
+        table = definition_table(FakeIndex(CHARGEBACK, RPO, "No definitions here."))
+        self.assertEqual(table[0], ([frozenset({"chargeback"})],
+                                    frozenset({"payment", "revers", "card", "issuer", "cardhold", "disput", "charg"})))
+        # the short form and the long form are both the term; their words are not the definition's
+        self.assertEqual(table[1][0], [frozenset({"rpo"}), frozenset({"recoveri", "point", "object"})])
+        self.assertNotIn("rpo", table[1][1])
+        self.assertEqual(len(table), 3)
+
+    def test_cached_per_index_and_deduplicated(self):
+        index = FakeIndex(CHARGEBACK, CHARGEBACK)
+        self.assertEqual(len(definition_table(index)), 1)
+        self.assertIs(definition_table(index), definition_table(index))
+
+
+class BridgesTest(unittest.TestCase):
+    TABLE = [([frozenset({"chargeback"})], frozenset({"payment", "card", "disput", "revers"}))]
+
+    def test_table(self):
+        cases = [
+            # two terms of the definition: each is covered by the defined term
+            (["card", "disput", "evid"], {"card": [{"chargeback"}], "disput": [{"chargeback"}]}),
+            (["card", "evid"], {}),                      # one shared term is not enough
+            (["card", "disput", "chargeback"], {}),      # the question names the term itself
+            (["card", "card", "evid"], {}),              # distinct terms
+        ]
+        for q_terms, want in cases:
+            with self.subTest(q_terms=q_terms):
+                got = definition_bridges(q_terms, self.TABLE)
+                self.assertEqual({t: [set(a) for a in alts] for t, alts in got.items()}, want)
+        self.assertEqual(definition_bridges(["card", "evid"], self.TABLE, min_shared=1),
+                         {"card": [frozenset({"chargeback"})]})
+
+    def test_in_relevance(self):
+        index = FakeIndex(CHARGEBACK)
+        q = "By when must evidence for a card dispute reach the processor?"
+        sentence = set(A.analyze("Evidence for a dispute is due within 7 days of the chargeback notice."))
+        self.assertTrue(covered("card", sentence, expansion_bridges(q, {}, A, index)))
+        off = {"answer": {"definitions": False}}
+        self.assertFalse(covered("card", sentence, expansion_bridges(q, off, A, index)))
+
+
+if __name__ == "__main__":
+    unittest.main()
