@@ -87,7 +87,7 @@ from .glossary import definition_bridges, definition_table
 from .records import Fact, Hit, Retrieval
 from .synonyms import Synonym, number_bridges, synonym_bridges
 
-__all__ = ["phase_b", "phase_b_detail", "question_terms", "term_weights", "expansion_bridges",
+__all__ = ["phase_b", "phase_b_detail", "question_terms", "split_question", "term_weights", "expansion_bridges",
            "covered", "weighted_share", "analyzer_of", "chunk_context", "is_artifact",
            "is_bare_heading", "is_boilerplate", "is_page_furniture", "is_revision_table",
            "fact_overlap", "question_codes", "near_duplicate", "SCAFFOLD_WORDS"]
@@ -118,6 +118,14 @@ _WHAT_FRAME = re.compile(r"\bwhat\s+(?:counts|count|qualifies|qualify|is\s+consi
 _WHEN_FRAME = re.compile(r"\bat\s+what\s+(?:point|stage|moment)(?:\s+in\s+time)?\b|"
                          r"\b(?:what|which)(?:'s|\s+is|\s+are|\s+was)?\s+(?:the\s+)?deadlines?\b",
                          re.IGNORECASE)
+
+_AUX = (r"(?:is|are|was|were|am|do|does|did|can|could|may|might|must|shall|should|will|would|"
+        r"has|have|had)")
+#: Where a question splits into parts: at ? and ;, and before and / but / or / also that
+#: open a new question (a question word, maybe after a preposition, or an auxiliary verb).
+_PART_SPLIT = re.compile(r"[?;]+|\s*,?\s+(?:and|but|or|also)\s+(?=(?:(?:in|on|at|by|for|from|to|with|under|"
+                         r"since|until|after|before|during|of)\s+(?:what|which|whom|whose|how)|what|when|where|who|"
+                         r"whom|whose|which|why|how|" + _AUX[3:-1] + r")\b)", re.IGNORECASE)
 
 _POLARITY_WORDS = frozenset(
     "not no never non none nor cannot can't cant mustn't won't don't doesn't isn't aren't "
@@ -165,6 +173,20 @@ def question_terms(question: str, retrieval: Optional[Retrieval], analyzer: Anal
             if t not in scaffold:
                 out.append(t)
     return list(dict.fromkeys(out))
+
+
+def split_question(question: str) -> List[str]:
+    """The parts of a question, each answered on its own (phase C) and each given its best
+    evidence (phase B); never empty for a non-empty text.
+
+    >>> split_question("What is the refund window and does it apply to gift cards?")
+    ['What is the refund window', 'does it apply to gift cards']
+    >>> split_question("What does ALCOA+ add, and in what year was it first used?")
+    ['What does ALCOA+ add', 'in what year was it first used']
+    """
+    parts = [p.strip() for p in _PART_SPLIT.split(question)]
+    parts = [p for p in parts if any(c.isalnum() for c in p)]
+    return parts or [question.strip()]
 
 
 def term_weights(terms: Iterable[str], index: Any) -> Dict[str, float]:
@@ -426,6 +448,37 @@ def near_duplicate(a: str, b: str, threshold: float) -> bool:
 
 # ------------------------------------------------------------------ the phase
 
+def _within_limit(question: str, pairs: List[Tuple[Fact, FrozenSet[str]]], limit: int,
+                  retrieval: Optional[Retrieval], analyzer: Analyzer, index: Any,
+                  bridges: Bridges) -> List[Tuple[Fact, FrozenSet[str]]]:
+    """At most ``limit`` facts, in retrieval order: the first ones, except that each part
+    of a question with several (``split_question``) keeps the facts that speak most to it
+    (the largest ``fact_overlap`` with the part's terms; on a tie the first ones, at most
+    ``limit // (parts + 1)`` per part, the other slots going in retrieval order), so "How long is
+    the refund window, and is there a processing fee?" keeps its refund-window chunk
+    though the fee chunks rank above it."""
+    reserved: List[int] = []
+    parts = split_question(question)
+    share = max(1, limit // (len(parts) + 1))     # the rest of the slots go in retrieval order
+    if len(parts) > 1:
+        for part in parts:
+            p_terms = question_terms(part, retrieval, analyzer)
+            if not p_terms:
+                continue
+            weights = term_weights(p_terms, index)
+            scores = [round(fact_overlap(p_terms, weights, terms, bridges), 9) for _, terms in pairs]
+            top = max(scores)
+            tied = [i for i, sc in enumerate(scores) if top > 0 and sc == top]
+            reserved.extend(i for i in tied[:share] if i not in reserved)
+    reserved = reserved[:limit]
+    chosen = set(reserved)
+    for i in range(len(pairs)):
+        if len(chosen) >= limit:
+            break
+        chosen.add(i)
+    return [pairs[i] for i in sorted(chosen)]
+
+
 def phase_b(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
             config: Dict[str, Any]) -> List[Fact]:
     """Noise removed, question-relevant, de-duplicated, at most max_context_chunks facts."""
@@ -478,8 +531,13 @@ def phase_b_detail(question: str, facts: List[Fact], retrieval: Retrieval, index
                 dropped.append({"chunk_id": fact.chunk_id, "reason": "code_mismatch"})
         survivors = kept_code
 
-    # De-duplicate best-first so the higher score (then the smaller chunk_id) survives.
-    order = sorted(range(len(survivors)), key=lambda i: (-survivors[i][0].score, survivors[i][0].chunk_id))
+    # De-duplicate best-first: of two near-identical facts the one whose text, heading and
+    # title hold more of the question survives (a FAQ's copy of a rule loses to the rule
+    # under its "Refund window" heading), then the higher score, then the smaller chunk_id.
+    overlap = [round(fact_overlap(q_terms, weights, terms, bridges), 9) if q_terms else 0.0
+               for _, terms in survivors]
+    order = sorted(range(len(survivors)),
+                   key=lambda i: (-overlap[i], -survivors[i][0].score, survivors[i][0].chunk_id))
     keep_idx: List[int] = []
     for i in order:
         fact = survivors[i][0]
@@ -489,10 +547,13 @@ def phase_b_detail(question: str, facts: List[Fact], retrieval: Retrieval, index
         else:
             dropped.append({"chunk_id": fact.chunk_id, "reason": "duplicate",
                             "of": survivors[twin][0].chunk_id})
-    kept = [survivors[i][0] for i in sorted(keep_idx)]
-    for fact in kept[limit:]:
-        dropped.append({"chunk_id": fact.chunk_id, "reason": "over_limit"})
-    kept = kept[:limit]
+    kept_pairs = [survivors[i] for i in sorted(keep_idx)]
+    if len(kept_pairs) > limit:
+        kept_pairs = _within_limit(question, kept_pairs, limit, retrieval, analyzer, index, bridges)
+    kept = [f for f, _ in kept_pairs]
+    for fact, _ in survivors:
+        if fact not in kept and not any(d["chunk_id"] == fact.chunk_id for d in dropped):
+            dropped.append({"chunk_id": fact.chunk_id, "reason": "over_limit"})
     position = {f.chunk_id: n for n, f in enumerate(facts)}
     dropped.sort(key=lambda d: (position.get(d["chunk_id"], len(facts)), d["chunk_id"]))
     return kept, dropped

@@ -125,8 +125,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .records import Fact, Retrieval
-from .relevance import (Bridges, _hit_map, _scaffold, analyzer_of, chunk_context, covered, expansion_bridges,
-                        question_terms, term_weights, weighted_share)
+from .relevance import (_AUX, Bridges, _hit_map, _scaffold, analyzer_of, chunk_context, covered,
+                        expansion_bridges, question_terms, split_question, term_weights, weighted_share)
 from .synonyms import Synonym
 
 __all__ = ["AnswerSentence", "Answer", "phase_c", "split_sentences", "sentence_spans",
@@ -302,8 +302,7 @@ _NUM_WORDS = (r"(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|
               r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|"
               r"sixty|seventy|eighty|ninety|hundred|thousand|million|billion|trillion|dozen|"
               r"single|double|triple|twice|thrice|once|half|several)")
-_AUX = (r"(?:is|are|was|were|am|do|does|did|can|could|may|might|must|shall|should|will|would|"
-        r"has|have|had)")
+# _AUX (the auxiliary verbs) comes from relevance, which splits questions into parts
 _I = re.IGNORECASE
 
 #: The question-type cue table: (type, pattern), first match wins.
@@ -428,6 +427,10 @@ _DATE = re.compile(
     r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\s*(?:a\.m\.|p\.m\.|am\b|pm\b)|\bq[1-4]\s*\d{2,4}\b|"
     r"\b(?:before|after|upon|prior\s+to|until|till|within|during|since|ago|by\s+the\s+end|"
     r"at\s+the\s+(?:end|start|beginning|time)|on\s+the\s+(?:first|last)|end\s+of)\b", _I)
+#: A full calendar date: 2027-06-30, 30/06/2027, 30 June 2027, June 30, 2027.
+_CALENDAR_DATE = re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b|"
+                            r"\b\d{1,2}(?:st|nd|rd|th)?\s+" + _MONTHS + r"\.?,?\s+\d{4}\b|"
+                            r"\b" + _MONTHS + r"\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}\b", _I)
 _PERCENT = re.compile(r"\d\s*%|\bper\s*cent\b|\bpercent(?:age)?s?\b|\bbasis\s+points?\b|"
                       r"\b(?:half|one[\s-]third|two[\s-]thirds|a\s+third|a\s+quarter|three[\s-]quarters)\b", _I)
 _CURRENCY = re.compile(r"[$\u20ac\u00a3\u00a5\u20b9]\s*\d|\d\s*(?:usd|eur|gbp|jpy|chf|cad|aud|dollars?|euros?|"
@@ -498,7 +501,8 @@ def value_match(kind: Optional[str], sentence: str, echo: frozenset = frozenset(
     No kind -> 1.0 (nothing asked, nothing missing).  For ``person`` and ``polarity``
     1.0 when a role/name or a modal/polarity word is present, else 0.0; for
     ``organization`` 1.0 when a name is (a capitalized word not opening the sentence,
-    not the question's): "an independent firm" names no firm.
+    not the question's): "an independent firm" names no firm.  A calendar date
+    ("until 2027-06-30") states no ``number``: it is a time, not a count or a size.
     """
     if kind is None:
         return 1.0
@@ -512,7 +516,8 @@ def value_match(kind: Optional[str], sentence: str, echo: frozenset = frozenset(
         return 1.0 if _POLARITY.search(sentence) else 0.0
     has_number = _states(_NUMBER, sentence, echo)
     if kind == "number":
-        return 1.0 if has_number else 0.0
+        # a calendar date ("until 2027-06-30") is a time, not a count or a size
+        return 1.0 if _states(_NUMBER, _CALENDAR_DATE.sub(" ", sentence), echo) else 0.0
     if kind == "percentage":
         full = _states(_PERCENT, sentence, echo)
     elif kind == "amount":
@@ -612,21 +617,6 @@ def is_pending(sentence: str) -> bool:
     (True, False)
     """
     return bool(PENDING.search(sentence))
-
-
-_PART_SPLIT = re.compile(r"[?;]+|\s*,?\s+(?:and|but|or|also)\s+(?=(?:what|when|where|who|whom|whose|which|"
-                         r"why|how|" + _AUX[3:-1] + r")\b)", _I)
-
-
-def split_question(question: str) -> List[str]:
-    """The parts of a question (see the module docstring); never empty for a non-empty text.
-
-    >>> split_question("What is the refund window and does it apply to gift cards?")
-    ['What is the refund window', 'does it apply to gift cards']
-    """
-    parts = [p.strip() for p in _PART_SPLIT.split(question)]
-    parts = [p for p in parts if any(c.isalnum() for c in p)]
-    return parts or [question.strip()]
 
 
 # ------------------------------------------------------------------ scoring

@@ -246,6 +246,34 @@ class PhaseBTest(unittest.TestCase):
                 self.assertEqual(kept, facts[:limit])
                 self.assertEqual(dropped, [{"chunk_id": f.chunk_id, "reason": "over_limit"} for f in facts[limit:]])
 
+    def test_duplicate_keeps_the_one_that_holds_more_of_the_question(self):
+        # the same sentence twice; only one sits under the heading that names the window
+        _, index = load()
+        q = "How long is the refund window?"
+        text = "Refunds can be requested within 30 days of purchase."
+        hits = [Hit("faq#p2", "faq", 1, 0.9, 0.9, 1, text, heading="Billing FAQ"),
+                Hit("policy#p4", "policy", 1, 0.5, 0.5, 2, text, heading="Refund window")]
+        facts = [fact("faq#p2", text, 0.9), fact("policy#p4", text, 0.5)]
+        kept, dropped = phase_b_detail(q, facts, Retrieval(question=q, hits=hits), index, DEFAULTS)
+        self.assertEqual([f.chunk_id for f in kept], ["policy#p4"])
+        self.assertEqual(dropped, [{"chunk_id": "faq#p2", "reason": "duplicate", "of": "policy#p4"}])
+
+    def test_cap_keeps_each_parts_best_fact(self):
+        # Two parts; the audit fact ranks last.  Limit 3: share = 3 // (2 + 1) = 1 slot per
+        # part for its best fact (the first on a tie), the third slot in retrieval order.
+        _, index = load()
+        q = "How long is the refund window, and how long are audit logs kept?"
+        facts = [fact("d%d#p0" % i, "The refund window for plan %d is %d days." % (i, 10 + i), 0.5)
+                 for i in range(1, 6)] + [fact("audit#p0", "Audit logs are kept for 90 days.", 0.2)]
+        cfg = copy.deepcopy(DEFAULTS)
+        cfg["retrieval"]["max_context_chunks"] = 3
+        kept, dropped = phase_b_detail(q, facts, Retrieval(question=q, hits=[]), index, cfg)
+        self.assertEqual([f.chunk_id for f in kept], ["d1#p0", "d2#p0", "audit#p0"])
+        self.assertEqual([d["chunk_id"] for d in dropped], ["d3#p0", "d4#p0", "d5#p0"])
+        # one part: retrieval order alone
+        kept, _ = phase_b_detail("How long are audit logs kept?", facts, Retrieval(question=q, hits=[]), index, cfg)
+        self.assertEqual([f.chunk_id for f in kept], ["audit#p0"])   # the refund facts are off topic
+
     def test_no_question_terms_keeps_all_clean_facts(self):
         _, index = load()
         facts = [fact("a#p0", "Refunds take 5 days."), fact("b#p0", "Logs are kept for 90 days.")]

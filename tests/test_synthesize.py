@@ -139,6 +139,11 @@ class QuestionTypeTest(unittest.TestCase):
         cases = [
             ("number", "Up to 300 requests are allowed.", 1.0), ("number", "Up to three requests.", 1.0),
             ("number", "Requests are unlimited.", 1.0), ("number", "Requests are throttled.", 0.0),
+            # a calendar date is a time, not a count or a size
+            ("number", "The payroll transfer may use SFTP until 2027-06-30.", 0.0),
+            ("number", "Valid until 30 June 2027.", 0.0), ("number", "Valid until June 30, 2027.", 0.0),
+            ("number", "Version 1.2 is required until 2027-06-30.", 1.0),
+            ("date", "The payroll transfer may use SFTP until 2027-06-30.", 1.0),
             ("duration", "Logs are kept for 90 days.", 1.0), ("duration", "They last a 30-day period.", 1.0),
             ("duration", "Backups are tested quarterly.", 1.0), ("duration", "Tested every week.", 1.0),
             ("duration", "Stored in 3 regions.", 0.5), ("duration", "Logs are kept.", 0.0),
@@ -323,6 +328,10 @@ class QuestionTypeTest(unittest.TestCase):
             ("How long are logs kept? Who reviews them?", ["How long are logs kept", "Who reviews them"]),
             ("Are refunds and credits allowed?", ["Are refunds and credits allowed"]),   # 'and' joins nouns
             ("Refunds; when?", ["Refunds", "when"]),
+            # a preposition before the question word of the second part
+            ("What does ALCOA+ add, and in what year was it first used?",
+             ["What does ALCOA+ add", "in what year was it first used"]),
+            ("Are fees and taxes in scope?", ["Are fees and taxes in scope"]),
             ("?", ["?"]),
         ]
         for question, expected in cases:
