@@ -64,6 +64,7 @@ fix, correct, rectify, remedy
 check, verify
 choose, chose, chosen, select, pick, opt
 need, require
+mandatory, compulsory, obligatory, required
 allow, permit
 approve, sign off
 ban, prohibit, forbid, forbidden
@@ -118,6 +119,7 @@ email, e-mail
 salary, wage, remuneration
 law, legislation, statute
 discount, price reduction, rebate, reduced price
+refund, money back
 customer, client
 # short forms people type
 application, app
@@ -138,6 +140,15 @@ authentication, auth
 manager, mgr
 management, mgmt
 account, acct
+promotion, promotional, promo
+# abbreviations everyone writes without spelling out
+mfa, multi-factor authentication, multifactor authentication
+2fa, two-factor authentication
+sso, single sign-on
+vpn, virtual private network
+pii, personally identifiable information
+hr, human resources
+faq, frequently asked questions
 # spelling: British = American (Snowball stems them apart)
 licence, license
 analyse, analyze
@@ -194,8 +205,8 @@ def _analyzed_groups(analyzer, extra: Tuple[str, ...]) -> List[List[Tuple[str, T
         for member in group:
             words = _WORD.findall(member)
             terms = tuple(analyzer.analyze(member))
-            members.append((" ".join(words), terms, len(terms) == len(words),
-                            len(words) == 1 and len(terms) == 1))
+            whole = bool(words) and all(analyzer.analyze(w) for w in words)   # "multi-factor": 2 terms
+            members.append((" ".join(words), terms, whole, len(words) == 1 and len(terms) == 1))
         out.append(members)
     return out
 
@@ -327,3 +338,67 @@ def number_bridges(question: str, q_terms: Sequence[str], analyzer) -> Dict[str,
             if alt:
                 out.setdefault(term, []).append(alt)
     return out
+
+
+# ------------------------------------------------------------------ numbers within a stated range
+
+_NUM = r"(?:usd|eur|gbp|\$|\u20ac|\u00a3)?\s*(\d[\d,]*(?:\.\d+)?)"
+#: "40% or more", "5 or fewer", "USD 5,000 and above": a bound, then its direction.
+_BOUND_AFTER = re.compile(_NUM + r"\s*(?:%|percent|per\s+cent)?\s*(?:[a-z]+\s+)?"
+                          r"(?:or|and)\s+(more|higher|greater|above|over|up|less|fewer|lower|below|under)\b",
+                          re.IGNORECASE)
+#: "at least 40%", "more than 5", "above USD 5,000", "up to 20", "no more than 3".
+_BOUND_BEFORE = re.compile(r"\b(at\s+least|no\s+less\s+than|not\s+less\s+than|more\s+than|greater\s+than|"
+                           r"over|above|exceeding|in\s+excess\s+of|at\s+most|up\s+to|no\s+more\s+than|"
+                           r"not\s+more\s+than|less\s+than|fewer\s+than|below|under|not\s+exceeding)\s+" + _NUM,
+                           re.IGNORECASE)
+_UP = frozenset("more higher greater above over up".split())
+
+
+def _value(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def stated_bounds(text: str) -> List[Tuple[str, str, float]]:
+    """The numeric bounds ``text`` states, each as (the number as written, ``">="``,
+    ``">"``, ``"<="`` or ``"<"``, its value).
+
+    >>> stated_bounds("Purchases with a discount of 40% or more are non-refundable.")
+    [('40', '>=', 40.0)]
+    >>> stated_bounds("Refunds above USD 5,000 need approval; up to 20 seats.")
+    [('5,000', '>', 5000.0), ('20', '<=', 20.0)]
+    """
+    out: List[Tuple[int, str, str, float]] = []
+    for m in _BOUND_AFTER.finditer(text):
+        op = ">=" if m.group(2).lower() in _UP else "<="
+        out.append((m.start(1), m.group(1), op, _value(m.group(1))))
+    for m in _BOUND_BEFORE.finditer(text):
+        cue = " ".join(m.group(1).lower().split())
+        if cue in ("at least", "no less than", "not less than"):
+            op = ">="
+        elif cue in ("at most", "up to", "no more than", "not more than", "not exceeding"):
+            op = "<="
+        elif cue in ("more than", "greater than", "over", "above", "exceeding", "in excess of"):
+            op = ">"
+        else:
+            op = "<"
+        out.append((m.start(2), m.group(2), op, _value(m.group(2))))
+    return [(written, op, value) for _, written, op, value in sorted(set(out))]
+
+
+def range_bridges(q_terms: Sequence[str], texts: Iterable[str], analyzer) -> Dict[str, List[FrozenSet[str]]]:
+    """``{question number: [bound term sets]}``: a number in the question is covered by a
+    bound of ``texts`` (the evidence) that it satisfies: "a 50% discount" by "a discount of
+    40% or more", "a 6,000 dollar refund" by "refunds above USD 5,000"."""
+    numbers = {t: float(t) for t in q_terms if re.fullmatch(r"\d+(?:\.\d+)?", t)}
+    out: Dict[str, List[FrozenSet[str]]] = {}
+    if not numbers:
+        return out
+    for text in texts:
+        for written, op, bound in stated_bounds(text):
+            alt = Synonym(analyzer.analyze(written))
+            for term, n in numbers.items():
+                holds = {">=": n >= bound, ">": n > bound, "<=": n <= bound, "<": n < bound}[op]
+                if holds and alt and term not in alt and alt not in out.setdefault(term, []):
+                    out[term].append(alt)
+    return {t: alts for t, alts in out.items() if alts}

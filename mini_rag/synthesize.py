@@ -41,6 +41,8 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
    expansion rules bridge terms, see ``relevance``) holds an idf-weighted share of
    ``K`` of at least ``[answer] min_key_coverage`` (0.7) and a share of the whole of
    ``Q``, unknown terms included, of at least ``[answer] min_question_share`` (0.3).
+   A number of the question is also held by a bound an evidence fact states that it
+   satisfies ("a 50% discount" by "a discount of 40% or more": ``synonyms.range_bridges``).
    A question asking for a value (rule 3) may relax the first share to ``[answer]
    min_key_coverage_typed`` for a chunk with a sentence that states a value of the
    asked type (``value_match`` = 1) and holds that share of ``K`` by itself (with its
@@ -127,7 +129,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .records import Fact, Retrieval
 from .relevance import (_AUX, Bridges, _hit_map, _scaffold, analyzer_of, chunk_context, covered,
                         expansion_bridges, question_terms, split_question, term_weights, weighted_share)
-from .synonyms import Synonym
+from .synonyms import Synonym, range_bridges
 
 __all__ = ["AnswerSentence", "Answer", "phase_c", "split_sentences", "sentence_spans",
            "question_type", "cue_spelling", "CUE_WORDS", "value_match", "echo_words", "is_pending", "is_deferral", "is_task_request",
@@ -668,10 +670,12 @@ class _FactInfo:
     scope_terms: frozenset = frozenset()     # the chunk's heading and document title
 
 
-def _corpus_bridged(term: str, bridges: Optional[Bridges]) -> bool:
+def _corpus_bridged(term: str, bridges: Optional[Bridges], evidence: Sequence[frozenset] = ()) -> bool:
     """Does one of the corpus's own bridges (a derivation, an abbreviation, an expansion
-    rule; not a synonym group) lead from ``term``?"""
-    return any(not isinstance(alt, Synonym) for alt in (bridges or {}).get(term, ()))
+    rule) lead from ``term``, or a synonym that an ``evidence`` fact's terms hold ("MFA",
+    which the evidence writes "multi-factor authentication")?"""
+    return any(not isinstance(alt, Synonym) or any(alt <= terms for terms in evidence)
+               for alt in (bridges or {}).get(term, ()))
 
 
 def _known_terms(q_terms: Sequence[str], index: Any, bridges: Bridges,
@@ -686,8 +690,7 @@ def _known_terms(q_terms: Sequence[str], index: Any, bridges: Bridges,
     df = getattr(index, "doc_freq", None)
     if df is None:
         return list(q_terms)
-    return [t for t in q_terms if df(t) > 0 or _corpus_bridged(t, bridges)
-            or any(alt <= terms for alt in bridges.get(t, ()) for terms in evidence)]
+    return [t for t in q_terms if df(t) > 0 or _corpus_bridged(t, bridges, evidence)]
 
 
 _NAME_TOKEN = re.compile(r"\b(?:[A-Z][\w'-]*[A-Z0-9][\w'-]*|[A-Za-z]*\d[\w'-]*)\b|(?<=\w\s)[A-Z][a-z][\w'-]*")
@@ -779,7 +782,8 @@ def _casing_marks_names(question: str, scaffold) -> bool:
     return True
 
 
-def unknown_names(question: str, index: Any, bridges: Optional[Bridges] = None) -> List[str]:
+def unknown_names(question: str, index: Any, bridges: Optional[Bridges] = None,
+                  evidence: Sequence[frozenset] = ()) -> List[str]:
     """Names and codes in ``question`` whose every term the corpus has never seen.
 
     A name is a word written with a capital not at the start of the question
@@ -788,7 +792,9 @@ def unknown_names(question: str, index: Any, bridges: Optional[Bridges] = None) 
     something the documents do not cover, however well its other words match.  In a
     question written mostly in capitals or in random case ("WHEN SOMEONE QUITS ...")
     capitals mark nothing, and only words with a digit are names; question scaffold
-    ("Is it OK to ...") is never a name.
+    ("Is it OK to ...") is never a name.  A name the corpus writes otherwise is known:
+    through one of its own bridges, or through a synonym that an ``evidence`` fact's
+    terms hold ("MFA" and "multi-factor authentication").
     """
     df = getattr(index, "doc_freq", None)
     analyzer = getattr(index, "analyzer", None)
@@ -801,7 +807,7 @@ def unknown_names(question: str, index: Any, bridges: Optional[Bridges] = None) 
         if not cased and not any(c.isdigit() for c in m.group(0)):
             continue            # "WHEN SOMEONE QUITS": capitals that mark nothing
         terms = [t for t in analyzer.analyze(m.group(0))
-                 if not _corpus_bridged(t, bridges) and t not in scaffold]
+                 if not _corpus_bridged(t, bridges, evidence) and t not in scaffold]
         if terms and all(df(t) == 0 for t in terms):
             out.append(m.group(0))
     return list(dict.fromkeys(out))
@@ -926,7 +932,7 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
     known = _known_terms(q_terms, index, bridges, [info.chunk_terms for info in infos])
     out["unknown_terms"] = [t for t in q_terms if t not in known]
     # 1b. a name or code the corpus has never seen: the question is about something else
-    names = unknown_names(part, index, bridges)
+    names = unknown_names(part, index, bridges, [info.chunk_terms for info in infos])
     if names:
         out["unknown_names"] = names
         out["outcome"] = "unknown_name"
@@ -1069,6 +1075,11 @@ def phase_c(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
                       detail={"parts": []})
     analyzer = analyzer_of(index, config)
     bridges = expansion_bridges(question, config, analyzer, index)
+    if cfg.get("synonyms", True):
+        # a number of the question within a bound the evidence states ("50%" and "40% or more")
+        bridges = {t: list(alts) for t, alts in bridges.items()}
+        for term, alts in range_bridges(analyzer.analyze(question), [f.quote for f in facts], analyzer).items():
+            bridges.setdefault(term, []).extend(alts)
     infos = _prepare(facts, retrieval, index, analyzer)
     parts = []
     for part in split_question(cue_spelling(question, retrieval, analyzer)):

@@ -12,7 +12,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from mini_rag.analysis import Analyzer                       # noqa: E402
 from mini_rag.relevance import covered, expansion_bridges     # noqa: E402
-from mini_rag.synonyms import GROUPS, number_bridges, parse_groups, spelled_numbers, synonym_bridges   # noqa: E402
+from mini_rag.synonyms import (GROUPS, number_bridges, parse_groups, range_bridges, spelled_numbers,   # noqa: E402
+                               stated_bounds, synonym_bridges)
 
 AN = Analyzer()
 
@@ -56,6 +57,9 @@ class Bridges(unittest.TestCase):
             ("Who must make sure it works?", "make", [["ensur"]]),
             ("Who must ensure it works?", "ensur", [["make", "sure"]]),
             ("Is an annual test required?", "annual", [["everi", "year"]]),
+            # a hyphenated member is whole: each of its words has terms
+            ("Is MFA on?", "mfa", [["authent", "factor", "multi"], ["authent", "multifactor"]]),
+            ("Can I get my money back?", "money", [["refund"]]),
         ]
         for question, term, want in cases:
             with self.subTest(question=question):
@@ -136,6 +140,39 @@ class Numbers(unittest.TestCase):
                 self.assertTrue(covered(term, sentence, bridges))
         off = expansion_bridges("Who approves refunds over five thousand dollars?", {"answer": {"synonyms": False}}, AN)
         self.assertFalse(covered("five", sentence, off))
+
+
+class Ranges(unittest.TestCase):
+    def test_stated_bounds(self):
+        cases = [
+            ("A discount of 40% or more.", [("40", ">=", 40.0)]),
+            ("Teams of 5 users or fewer.", [("5", "<=", 5.0)]),
+            ("Orders of USD 5,000 and above.", [("5,000", ">=", 5000.0)]),
+            ("At least 3 batches; no more than 10 retries.", [("3", ">=", 3.0), ("10", "<=", 10.0)]),
+            ("Refunds above $5,000 need approval.", [("5,000", ">", 5000.0)]),
+            ("Files of less than 2.5 GB.", [("2.5", "<", 2.5)]),
+            ("Up to 20 seats are included.", [("20", "<=", 20.0)]),
+            ("Logs are kept for 90 days.", []),
+        ]
+        for text, want in cases:
+            with self.subTest(text=text):
+                self.assertEqual(stated_bounds(text), want)
+
+    def test_range_bridges(self):
+        evidence = ["Purchases made with a promotional discount of 40% or more are non-refundable.",
+                    "Refunds above USD 5,000 require approval."]
+        cases = [
+            (["refund", "50", "discount"], {"50": [{"40"}]}),       # 50 >= 40
+            (["40"], {}),                                           # the bound itself: already covered
+            (["30"], {}),                                           # 30 is below both bounds
+            (["6000"], {"6000": [{"40"}, {"5000"}]}),                # within both bounds
+            (["5000"], {"5000": [{"40"}]}),                          # "above 5,000" excludes 5,000
+            (["refund"], {}),
+        ]
+        for q_terms, want in cases:
+            with self.subTest(q_terms=q_terms):
+                got = range_bridges(q_terms, evidence, AN)
+                self.assertEqual({t: [set(a) for a in alts] for t, alts in got.items()}, want)
 
 
 class InRelevance(unittest.TestCase):

@@ -516,6 +516,18 @@ class UnknownTermsTest(unittest.TestCase):
             with self.subTest(question=question):
                 self.assertEqual(unknown_names(question, KNOWN), names)
 
+    def test_unknown_name_written_otherwise_in_the_evidence(self):
+        # "MFA" is a synonym of "multi-factor authentication" (synonyms.py): the name is
+        # known when the evidence holds the long form, unknown when it does not
+        from mini_rag.relevance import expansion_bridges
+        q = "Is MFA required for refunds?"
+        bridges = expansion_bridges(q, {}, Analyzer())
+        self.assertIn(frozenset({"multi", "factor", "authent"}), bridges["mfa"])
+        long_form = frozenset(Analyzer().analyze("Multi-factor authentication is required."))
+        self.assertEqual(unknown_names(q, KNOWN, bridges, [long_form]), [])
+        self.assertEqual(unknown_names(q, KNOWN, bridges, [frozenset({"refund"})]), ["MFA"])
+        self.assertEqual(unknown_names(q, KNOWN, bridges), ["MFA"])
+
     def test_unknown_subject(self):
         # the head of the noun phrase after "is there / are there": known terms of the
         # fixture index are refund, card, storage, plan, ...; parking, gym, locker are not
@@ -637,6 +649,18 @@ class StatedExceptionTest(unittest.TestCase):
         self.assertEqual([s.chunk_id for s in run(q2, [fact("enc#p7", self.RULE, 0.6),
                                                       fact("enc#p8", self.EXCEPTION, 0.2)]).sentences],
                          ["enc#p7"])
+
+
+class StatedRangeTest(unittest.TestCase):
+    def test_number_within_a_stated_bound(self):
+        # terms 50, discount, refund (weight 1 each, no index): "50" is covered only through
+        # "40% or more" (synonyms.range_bridges), 2/3 < min_key_coverage without it
+        q = "Is a 50% discount refundable?"
+        facts = [fact("refund#p13", "Purchases made with a discount of 40% or more are non-refundable.")]
+        self.assertFalse(run(q, facts).refused)
+        off = run(q, facts, synonyms=False)
+        self.assertEqual((off.refused, off.reasons), (True, ["key_terms_not_covered"]))
+        self.assertTrue(run("Is a 30% discount refundable?", facts).refused)   # below the bound
 
 
 class AnswerShapeTest(unittest.TestCase):
