@@ -52,9 +52,12 @@ Steps, in order (``reason`` in parentheses):
    are equal, or their token sets have Jaccard >= ``[answer] dedup_jaccard`` (0.9) and
    differ in no number/code token and no polarity word (so ``30 days`` vs ``90 days``,
    or ``may`` vs ``may not``, stay apart for the conflict guard).  Of a near-identical
-   pair the higher score is kept; on equal scores the smaller chunk_id.
-4. ``cap`` (``over_limit``): the first ``[retrieval] max_context_chunks`` (6) survivors,
-   in retrieval order.
+   pair the one holding more of the question (``fact_overlap``) is kept, then the higher
+   score, then the smaller chunk_id.
+4. ``cap`` (``over_limit``): at most ``[retrieval] max_context_chunks`` (6) survivors,
+   kept in retrieval order: each part's best facts first when the question has several
+   parts, then those holding most of the question, retrieval order breaking ties
+   (``_within_limit``).
 
 Question terms (``question_terms``): the question analyzed by the index's analyzer,
 each term replaced by the retriever's typo correction when it made one, distinct, in
@@ -451,12 +454,14 @@ def near_duplicate(a: str, b: str, threshold: float) -> bool:
 def _within_limit(question: str, pairs: List[Tuple[Fact, FrozenSet[str]]], limit: int,
                   retrieval: Optional[Retrieval], analyzer: Analyzer, index: Any,
                   bridges: Bridges) -> List[Tuple[Fact, FrozenSet[str]]]:
-    """At most ``limit`` facts, in retrieval order: the first ones, except that each part
-    of a question with several (``split_question``) keeps the facts that speak most to it
-    (the largest ``fact_overlap`` with the part's terms; on a tie the first ones, at most
-    ``limit // (parts + 1)`` per part, the other slots going in retrieval order), so "How long is
-    the refund window, and is there a processing fee?" keeps its refund-window chunk
-    though the fee chunks rank above it."""
+    """At most ``limit`` facts, kept in retrieval order: those that hold most of the
+    question (``fact_overlap``, synonyms and other bridges included; retrieval order on a
+    tie), so "How often do staff have to redo the awareness course?" keeps "The training
+    is repeated every 12 months" though it ranks eighth.  Before them, each part of a
+    question with several (``split_question``) keeps the facts that speak most to it (the
+    largest overlap with the part's terms; on a tie the first ones, at most ``limit //
+    (parts + 1)`` per part), so "How long is the refund window, and is there a processing
+    fee?" keeps its refund-window chunk though the fee chunks hold more of the whole."""
     reserved: List[int] = []
     parts = split_question(question)
     share = max(1, limit // (len(parts) + 1))     # the rest of the slots go in retrieval order
@@ -472,7 +477,10 @@ def _within_limit(question: str, pairs: List[Tuple[Fact, FrozenSet[str]]], limit
             reserved.extend(i for i in tied[:share] if i not in reserved)
     reserved = reserved[:limit]
     chosen = set(reserved)
-    for i in range(len(pairs)):
+    q_terms = question_terms(question, retrieval, analyzer)
+    weights = term_weights(q_terms, index)
+    overlap = [round(fact_overlap(q_terms, weights, terms, bridges), 6) for _, terms in pairs]
+    for i in sorted(range(len(pairs)), key=lambda i: (-overlap[i], i)):
         if len(chosen) >= limit:
             break
         chosen.add(i)

@@ -40,7 +40,8 @@ import functools
 import re
 from typing import Dict, FrozenSet, Iterable, List, Sequence, Tuple
 
-__all__ = ["GROUPS", "Synonym", "parse_groups", "synonym_bridges", "spelled_numbers", "number_bridges"]
+__all__ = ["GROUPS", "Synonym", "parse_groups", "synonym_bridges", "spelled_numbers", "number_bridges",
+           "stated_bounds", "question_quantities", "range_bridges"]
 
 #: One group per line: words and phrases with one meaning.  ``#`` starts a comment.
 GROUPS = """
@@ -77,7 +78,7 @@ hire, recruit, new hire, new joiner, new starter
 raise, increase, boost
 lower, reduce, decrease, cut down
 redo, repeat, retake
-replace, take over, substitute
+replace, take over, substitute, get a new
 find out, discover, determine
 set up, configure, establish
 carry out, perform, conduct
@@ -120,6 +121,7 @@ salary, wage, remuneration
 law, legislation, statute
 discount, price reduction, rebate, reduced price
 refund, money back
+discount code, promo code, promotional code, coupon, coupon code, voucher code
 customer, client
 # short forms people type
 application, app
@@ -368,6 +370,11 @@ def stated_bounds(text: str) -> List[Tuple[str, str, float]]:
     >>> stated_bounds("Refunds above USD 5,000 need approval; up to 20 seats.")
     [('5,000', '>', 5000.0), ('20', '<=', 20.0)]
     """
+    return [(written, op, value) for _, written, op, value in _bounds(text)]
+
+
+def _bounds(text: str) -> List[Tuple[int, str, str, float]]:
+    """``stated_bounds`` with where each number starts in ``text``, in text order."""
     out: List[Tuple[int, str, str, float]] = []
     for m in _BOUND_AFTER.finditer(text):
         op = ">=" if m.group(2).lower() in _UP else "<="
@@ -383,22 +390,63 @@ def stated_bounds(text: str) -> List[Tuple[str, str, float]]:
         else:
             op = "<"
         out.append((m.start(2), m.group(2), op, _value(m.group(2))))
-    return [(written, op, value) for _, written, op, value in sorted(set(out))]
+    return sorted(set(out))
 
 
-def range_bridges(q_terms: Sequence[str], texts: Iterable[str], analyzer) -> Dict[str, List[FrozenSet[str]]]:
-    """``{question number: [bound term sets]}``: a number in the question is covered by a
-    bound of ``texts`` (the evidence) that it satisfies: "a 50% discount" by "a discount of
-    40% or more", "a 6,000 dollar refund" by "refunds above USD 5,000"."""
-    numbers = {t: float(t) for t in q_terms if re.fullmatch(r"\d+(?:\.\d+)?", t)}
+_PERCENT_AFTER = re.compile(r"\s*(?:%|percent\b|per\s+cent\b)", re.IGNORECASE)
+_MONEY_BEFORE = re.compile(r"(?:usd|eur|gbp|\$|\u20ac|\u00a3)\s*$", re.IGNORECASE)
+_MONEY_AFTER = re.compile(r"\s*(?:usd|eur|gbp|dollars?|euros?|pounds?)\b", re.IGNORECASE)
+
+
+def _kind(text: str, start: int, end: int) -> str:
+    """What the number at ``text[start:end]`` measures, when that is plain: ``%`` or ``$``."""
+    if _PERCENT_AFTER.match(text, end):
+        return "%"
+    if _MONEY_BEFORE.search(text[max(0, start - 5):start]) or _MONEY_AFTER.match(text, end):
+        return "$"
+    return ""
+
+
+def question_quantities(question: str) -> List[Tuple[str, str, float]]:
+    """The percentages and amounts of money in ``question``: (number as written, ``%`` or
+    ``$``, value).  "five thousand dollars" is read through ``spelled_numbers``.
+
+    >>> question_quantities("With a 50% discount, is a refund over five thousand dollars allowed in 2024?")
+    [('50', '%', 50.0), ('five thousand', '$', 5000.0)]
+    """
+    out = []
+    for m in re.finditer(r"\d[\d,]*(?:\.\d+)?", question):
+        kind = _kind(question, m.start(), m.end())
+        if kind:
+            out.append((m.start(), m.group(), kind, _value(m.group())))
+    folded = question.casefold()
+    for words, digits in spelled_numbers(question):
+        m = re.search(r"\b" + r"[\s-]+(?:and\s+)?".join(map(re.escape, words)) + r"\b", folded)
+        kind = _kind(folded, m.start(), m.end()) if m else ""
+        if kind:
+            out.append((m.start(), " ".join(words), kind, float(digits)))
+    return [(w, k, v) for _, w, k, v in sorted(out)]
+
+
+def range_bridges(question: str, texts: Iterable[str], analyzer) -> Dict[str, List[FrozenSet[str]]]:
+    """``{question term: [bound term sets]}``: a percentage or an amount of money in the
+    question is covered by a bound of the same kind in ``texts`` (the evidence) that it
+    satisfies: "a 50% discount" by "a discount of 40% or more", "a refund over five
+    thousand dollars" by "refunds above USD 4,000".  Numbers of other kinds (years,
+    counts) are left alone: "in 1962" is not "over 1,000"."""
+    asked = question_quantities(question)
     out: Dict[str, List[FrozenSet[str]]] = {}
-    if not numbers:
+    if not asked:
         return out
     for text in texts:
-        for written, op, bound in stated_bounds(text):
+        for at, written, op, bound in _bounds(text):
+            kind = _kind(text, at, at + len(written))
             alt = Synonym(analyzer.analyze(written))
-            for term, n in numbers.items():
+            for q_written, q_kind, n in asked:
                 holds = {">=": n >= bound, ">": n > bound, "<=": n <= bound, "<": n < bound}[op]
-                if holds and alt and term not in alt and alt not in out.setdefault(term, []):
-                    out[term].append(alt)
+                if not (holds and kind and kind == q_kind and alt):
+                    continue
+                for term in analyzer.analyze(q_written):
+                    if term not in alt and alt not in out.setdefault(term, []):
+                        out[term].append(alt)
     return {t: alts for t, alts in out.items() if alts}

@@ -806,9 +806,8 @@ def unknown_names(question: str, index: Any, bridges: Optional[Bridges] = None,
     for m in _NAME_TOKEN.finditer(question):
         if not cased and not any(c.isdigit() for c in m.group(0)):
             continue            # "WHEN SOMEONE QUITS": capitals that mark nothing
-        terms = [t for t in analyzer.analyze(m.group(0))
-                 if not _corpus_bridged(t, bridges, evidence) and t not in scaffold]
-        if terms and all(df(t) == 0 for t in terms):
+        terms = [t for t in analyzer.analyze(m.group(0)) if t not in scaffold]
+        if terms and all(df(t) == 0 and not _corpus_bridged(t, bridges, evidence) for t in terms):
             out.append(m.group(0))
     return list(dict.fromkeys(out))
 
@@ -1078,7 +1077,7 @@ def phase_c(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
     if cfg.get("synonyms", True):
         # a number of the question within a bound the evidence states ("50%" and "40% or more")
         bridges = {t: list(alts) for t, alts in bridges.items()}
-        for term, alts in range_bridges(analyzer.analyze(question), [f.quote for f in facts], analyzer).items():
+        for term, alts in range_bridges(question, [f.quote for f in facts], analyzer).items():
             bridges.setdefault(term, []).extend(alts)
     infos = _prepare(facts, retrieval, index, analyzer)
     parts = []

@@ -274,6 +274,18 @@ class PhaseBTest(unittest.TestCase):
         kept, _ = phase_b_detail("How long are audit logs kept?", facts, Retrieval(question=q, hits=[]), index, cfg)
         self.assertEqual([f.chunk_id for f in kept], ["audit#p0"])   # the refund facts are off topic
 
+    def test_cap_keeps_the_facts_that_hold_most_of_the_question(self):
+        # refund (df 10) and window: the last fact holds both, the others refund only
+        _, index = load()
+        q = "How long is the refund window?"
+        facts = [fact("d%d#p0" % i, "Refunds for plan %d are paid in %d days." % (i, 10 + i), 0.5)
+                 for i in range(1, 5)] + [fact("w#p0", "The refund window is 30 days.", 0.1)]
+        cfg = copy.deepcopy(DEFAULTS)
+        cfg["retrieval"]["max_context_chunks"] = 2
+        kept, dropped = phase_b_detail(q, facts, Retrieval(question=q, hits=[]), index, cfg)
+        self.assertEqual([f.chunk_id for f in kept], ["d1#p0", "w#p0"])     # kept in retrieval order
+        self.assertEqual([d["chunk_id"] for d in dropped], ["d2#p0", "d3#p0", "d4#p0"])
+
     def test_no_question_terms_keeps_all_clean_facts(self):
         _, index = load()
         facts = [fact("a#p0", "Refunds take 5 days."), fact("b#p0", "Logs are kept for 90 days.")]

@@ -12,8 +12,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from mini_rag.analysis import Analyzer                       # noqa: E402
 from mini_rag.relevance import covered, expansion_bridges     # noqa: E402
-from mini_rag.synonyms import (GROUPS, number_bridges, parse_groups, range_bridges, spelled_numbers,   # noqa: E402
-                               stated_bounds, synonym_bridges)
+from mini_rag.synonyms import (GROUPS, number_bridges, parse_groups, question_quantities,   # noqa: E402
+                               range_bridges, spelled_numbers, stated_bounds, synonym_bridges)
 
 AN = Analyzer()
 
@@ -60,6 +60,12 @@ class Bridges(unittest.TestCase):
             # a hyphenated member is whole: each of its words has terms
             ("Is MFA on?", "mfa", [["authent", "factor", "multi"], ["authent", "multifactor"]]),
             ("Can I get my money back?", "money", [["refund"]]),
+            # "discount code" as written bridges both its words to the other code phrases
+            # (and "discount" alone to its own group: price reduction, reduced price, rebate)
+            ("Is a discount code valid?", "discount", [["code", "coupon"], ["code", "promo"], ["code", "promot"],
+                                                      ["code", "voucher"], ["coupon"], ["price", "reduc"],
+                                                      ["price", "reduct"], ["rebat"]]),
+            ("When do staff get a new laptop?", "new", [["replac"], ["substitut"]]),
         ]
         for question, term, want in cases:
             with self.subTest(question=question):
@@ -158,20 +164,34 @@ class Ranges(unittest.TestCase):
             with self.subTest(text=text):
                 self.assertEqual(stated_bounds(text), want)
 
+    def test_question_quantities(self):
+        cases = [
+            ("Is a 50% discount refundable?", [("50", "%", 50.0)]),
+            ("A refund of $6,000 or USD 7,000 or 8,000 dollars?",
+             [("6,000", "$", 6000.0), ("7,000", "$", 7000.0), ("8,000", "$", 8000.0)]),
+            ("Is a refund over five thousand dollars approved?", [("five thousand", "$", 5000.0)]),
+            ("Who was president in 1962 with 12 staff?", []),        # years and counts: no kind
+        ]
+        for q, want in cases:
+            with self.subTest(q=q):
+                self.assertEqual(question_quantities(q), want)
+
     def test_range_bridges(self):
         evidence = ["Purchases made with a promotional discount of 40% or more are non-refundable.",
-                    "Refunds above USD 5,000 require approval."]
+                    "Refunds above USD 5,000 require approval; teams of over 10 people need a lead."]
         cases = [
-            (["refund", "50", "discount"], {"50": [{"40"}]}),       # 50 >= 40
-            (["40"], {}),                                           # the bound itself: already covered
-            (["30"], {}),                                           # 30 is below both bounds
-            (["6000"], {"6000": [{"40"}, {"5000"}]}),                # within both bounds
-            (["5000"], {"5000": [{"40"}]}),                          # "above 5,000" excludes 5,000
-            (["refund"], {}),
+            ("Is a 50% discount refundable?", {"50": [{"40"}]}),             # 50% >= 40%
+            ("Is a 40% discount refundable?", {}),                           # the bound itself: already covered
+            ("Is a 30% discount refundable?", {}),                           # below the bound
+            ("Who approves a $6,000 refund?", {"6000": [{"5000"}]}),          # money with money only
+            ("Who approves five thousand dollars?", {}),                     # "above 5,000" excludes 5,000
+            ("Who approves six thousand dollars?", {"six": [{"5000"}], "thousand": [{"5000"}]}),
+            ("Do teams of 12 need a lead?", {}),                             # a count: no kind, no bridge
+            ("Who led it in 1962?", {}),
         ]
-        for q_terms, want in cases:
-            with self.subTest(q_terms=q_terms):
-                got = range_bridges(q_terms, evidence, AN)
+        for q, want in cases:
+            with self.subTest(q=q):
+                got = range_bridges(q, evidence, AN)
                 self.assertEqual({t: [set(a) for a in alts] for t, alts in got.items()}, want)
 
 

@@ -527,6 +527,9 @@ class UnknownTermsTest(unittest.TestCase):
         self.assertEqual(unknown_names(q, KNOWN, bridges, [long_form]), [])
         self.assertEqual(unknown_names(q, KNOWN, bridges, [frozenset({"refund"})]), ["MFA"])
         self.assertEqual(unknown_names(q, KNOWN, bridges), ["MFA"])
+        # a name of which one term is bridged by the corpus (here an expansion rule) is known
+        self.assertEqual(unknown_names("Which pallet goes to WH-99?", KNOWN), ["WH-99"])
+        self.assertEqual(unknown_names("Which pallet goes to WH-99?", KNOWN, {"99": [frozenset({"twelv"})]}), [])
 
     def test_unknown_subject(self):
         # the head of the noun phrase after "is there / are there": known terms of the
