@@ -115,12 +115,27 @@ def abbreviation_table(index: Any, analyzer: Any = None) -> Dict[str, List[Froze
     chunks = getattr(index, "chunks", None)
     if analyzer is None or chunks is None:
         return {}
+    return cached_per_index(_CACHE, index, lambda: _build_table(chunks, analyzer))
+
+
+def cached_per_index(cache: "weakref.WeakKeyDictionary[Any, Any]", index: Any, build):
+    """``cache[index]``, made by ``build()`` the first time; an index that cannot be a
+    weak key (a plain object of a test) is built for every call."""
     try:
-        cached = _CACHE.get(index)
+        cached = cache.get(index)
     except TypeError:
         cached = None
     if cached is not None:
         return cached
+    out = build()
+    try:
+        cache[index] = out
+    except TypeError:
+        pass
+    return out
+
+
+def _build_table(chunks: Any, analyzer: Any) -> Dict[str, List[FrozenSet[str]]]:
     table: Dict[str, set] = {}
     for chunk in chunks:
         text = getattr(chunk, "text", "")
@@ -132,9 +147,4 @@ def abbreviation_table(index: Any, analyzer: Any = None) -> Dict[str, List[Froze
             if len(s_terms) != 1 or not l_terms:
                 continue
             table.setdefault(s_terms[0], set()).add(l_terms)
-    out = {s: sorted(alts, key=sorted) for s, alts in sorted(table.items())}
-    try:
-        _CACHE[index] = out
-    except TypeError:
-        pass
-    return out
+    return {s: sorted(alts, key=sorted) for s, alts in sorted(table.items())}

@@ -36,6 +36,7 @@ import re
 import weakref
 from typing import Any, Dict, FrozenSet, List, Sequence, Tuple
 
+from .abbrev import cached_per_index
 from .synonyms import Synonym
 
 __all__ = ["find_definitions", "definition_table", "definition_bridges"]
@@ -95,12 +96,10 @@ def definition_table(index: Any, analyzer: Any = None) -> List[Tuple[List[Frozen
     chunks = getattr(index, "chunks", None)
     if analyzer is None or chunks is None:
         return []
-    try:
-        cached = _CACHE.get(index)
-    except TypeError:
-        cached = None
-    if cached is not None:
-        return cached
+    return cached_per_index(_CACHE, index, lambda: _build_table(chunks, analyzer))
+
+
+def _build_table(chunks: Any, analyzer: Any) -> List[Tuple[List[FrozenSet[str]], FrozenSet[str]]]:
     out: List[Tuple[List[FrozenSet[str]], FrozenSet[str]]] = []
     seen = set()
     for chunk in chunks:
@@ -112,10 +111,6 @@ def definition_table(index: Any, analyzer: Any = None) -> List[Tuple[List[Frozen
             if alts and terms and key not in seen:
                 seen.add(key)
                 out.append((alts, terms))
-    try:
-        _CACHE[index] = out
-    except TypeError:
-        pass
     return out
 
 

@@ -2,11 +2,11 @@
 (relevance.expansion_bridges).  Stems are Snowball English's, worked out by hand:
 chargeback -> chargeback, card -> card, dispute/disputes -> disput, payment -> payment."""
 import unittest
-from types import SimpleNamespace
 
 from mini_rag.analysis import Analyzer
 from mini_rag.glossary import definition_bridges, definition_table, find_definitions
 from mini_rag.relevance import covered, expansion_bridges
+from tests.test_abbrev import FakeIndex as _AbbrevIndex
 
 A = Analyzer()
 
@@ -15,16 +15,9 @@ RPO = ("**RPO (recovery point objective)**: the maximum amount of data, measured
        "lost when a system is restored after a failure.\n\n**RTO**: the maximum time to restore.")
 
 
-class FakeIndex:
-    def __init__(self, *texts):
-        self.chunks = [SimpleNamespace(text=t) for t in texts]
-        self.analyzer = A
-        self._terms = set()
-        for t in texts:
-            self._terms.update(A.analyze(t))
-
-    def doc_freq(self, term):
-        return 1 if term in self._terms else 0
+def FakeIndex(*texts):
+    """The chunks, analyzer and doc_freq the tables read (test_abbrev's fake index)."""
+    return _AbbrevIndex(texts)
 
 
 class FindTest(unittest.TestCase):

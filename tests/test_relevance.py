@@ -41,6 +41,15 @@ def fact(cid, quote, score=0.5, page=1):
     return Fact(quote=quote, pdf=cid.split("#")[0], page=page, chunk_id=cid, score=score)
 
 
+def capped(question, facts, limit):
+    """Phase B with ``max_context_chunks = limit``: (kept chunk ids, dropped chunk ids)."""
+    _, index = load()
+    cfg = copy.deepcopy(DEFAULTS)
+    cfg["retrieval"]["max_context_chunks"] = limit
+    kept, dropped = phase_b_detail(question, facts, Retrieval(question=question, hits=[]), index, cfg)
+    return [f.chunk_id for f in kept], [d["chunk_id"] for d in dropped]
+
+
 class NoiseRulesTest(unittest.TestCase):
     def test_artifact(self):
         cases = [("Refunds take 5 days.", False), ("refund", True), ("12 .... 14 .... 16 refund", True),
@@ -261,30 +270,20 @@ class PhaseBTest(unittest.TestCase):
     def test_cap_keeps_each_parts_best_fact(self):
         # Two parts; the audit fact ranks last.  Limit 3: share = 3 // (2 + 1) = 1 slot per
         # part for its best fact (the first on a tie), the third slot in retrieval order.
-        _, index = load()
         q = "How long is the refund window, and how long are audit logs kept?"
         facts = [fact("d%d#p0" % i, "The refund window for plan %d is %d days." % (i, 10 + i), 0.5)
                  for i in range(1, 6)] + [fact("audit#p0", "Audit logs are kept for 90 days.", 0.2)]
-        cfg = copy.deepcopy(DEFAULTS)
-        cfg["retrieval"]["max_context_chunks"] = 3
-        kept, dropped = phase_b_detail(q, facts, Retrieval(question=q, hits=[]), index, cfg)
-        self.assertEqual([f.chunk_id for f in kept], ["d1#p0", "d2#p0", "audit#p0"])
-        self.assertEqual([d["chunk_id"] for d in dropped], ["d3#p0", "d4#p0", "d5#p0"])
-        # one part: retrieval order alone
-        kept, _ = phase_b_detail("How long are audit logs kept?", facts, Retrieval(question=q, hits=[]), index, cfg)
-        self.assertEqual([f.chunk_id for f in kept], ["audit#p0"])   # the refund facts are off topic
+        self.assertEqual(capped(q, facts, 3), (["d1#p0", "d2#p0", "audit#p0"], ["d3#p0", "d4#p0", "d5#p0"]))
+        # one part: the refund facts are off topic
+        self.assertEqual(capped("How long are audit logs kept?", facts, 3)[0], ["audit#p0"])
 
     def test_cap_keeps_the_facts_that_hold_most_of_the_question(self):
         # refund (df 10) and window: the last fact holds both, the others refund only
-        _, index = load()
         q = "How long is the refund window?"
         facts = [fact("d%d#p0" % i, "Refunds for plan %d are paid in %d days." % (i, 10 + i), 0.5)
                  for i in range(1, 5)] + [fact("w#p0", "The refund window is 30 days.", 0.1)]
-        cfg = copy.deepcopy(DEFAULTS)
-        cfg["retrieval"]["max_context_chunks"] = 2
-        kept, dropped = phase_b_detail(q, facts, Retrieval(question=q, hits=[]), index, cfg)
-        self.assertEqual([f.chunk_id for f in kept], ["d1#p0", "w#p0"])     # kept in retrieval order
-        self.assertEqual([d["chunk_id"] for d in dropped], ["d2#p0", "d3#p0", "d4#p0"])
+        # kept in retrieval order
+        self.assertEqual(capped(q, facts, 2), (["d1#p0", "w#p0"], ["d2#p0", "d3#p0", "d4#p0"]))
 
     def test_no_question_terms_keeps_all_clean_facts(self):
         _, index = load()
