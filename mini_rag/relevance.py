@@ -80,6 +80,7 @@ derivations``).
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
@@ -148,7 +149,9 @@ def analyzer_of(index: Any, config: Optional[Dict[str, Any]] = None) -> Analyzer
                     stemmer=settings.get("stemmer", "english"))
 
 
+@functools.lru_cache(maxsize=16)
 def _scaffold(analyzer: Analyzer) -> FrozenSet[str]:
+    """SCAFFOLD_WORDS as written and as ``analyzer`` analyzes them (once per analyzer)."""
     out = set()
     for word in SCAFFOLD_WORDS:
         out.update(analyzer.analyze(word))
@@ -451,12 +454,13 @@ def near_duplicate(a: str, b: str, threshold: float) -> bool:
 
 # ------------------------------------------------------------------ the phase
 
-def _within_limit(question: str, pairs: List[Tuple[Fact, FrozenSet[str]]], limit: int,
-                  retrieval: Optional[Retrieval], analyzer: Analyzer, index: Any,
-                  bridges: Bridges) -> List[Tuple[Fact, FrozenSet[str]]]:
-    """At most ``limit`` facts, kept in retrieval order: those that hold most of the
-    question (``fact_overlap``, synonyms and other bridges included; retrieval order on a
-    tie), so "How often do staff have to redo the awareness course?" keeps "The training
+def _within_limit(question: str, pairs: List[Tuple[Fact, FrozenSet[str]]], overlap: List[float],
+                  limit: int, retrieval: Optional[Retrieval], analyzer: Analyzer, index: Any,
+                  bridges: Bridges) -> FrozenSet[int]:
+    """The positions in ``pairs`` (facts in retrieval order, with their terms and
+    ``overlap``, their ``fact_overlap`` with the whole question) of at most ``limit``
+    facts to keep: those that hold most of the question (synonyms and other bridges
+    included; retrieval order on a tie), so "How often do staff have to redo the awareness course?" keeps "The training
     is repeated every 12 months" though it ranks eighth.  Before them, each part of a
     question with several (``split_question``) keeps the facts that speak most to it (the
     largest overlap with the part's terms; on a tie the first ones, at most ``limit //
@@ -475,16 +479,12 @@ def _within_limit(question: str, pairs: List[Tuple[Fact, FrozenSet[str]]], limit
             top = max(scores)
             tied = [i for i, sc in enumerate(scores) if top > 0 and sc == top]
             reserved.extend(i for i in tied[:share] if i not in reserved)
-    reserved = reserved[:limit]
-    chosen = set(reserved)
-    q_terms = question_terms(question, retrieval, analyzer)
-    weights = term_weights(q_terms, index)
-    overlap = [round(fact_overlap(q_terms, weights, terms, bridges), 6) for _, terms in pairs]
-    for i in sorted(range(len(pairs)), key=lambda i: (-overlap[i], i)):
+    chosen = set(reserved[:limit])
+    for i in sorted(range(len(pairs)), key=lambda i: (-round(overlap[i], 6), i)):
         if len(chosen) >= limit:
             break
         chosen.add(i)
-    return [pairs[i] for i in sorted(chosen)]
+    return frozenset(chosen)
 
 
 def phase_b(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
@@ -542,10 +542,9 @@ def phase_b_detail(question: str, facts: List[Fact], retrieval: Retrieval, index
     # De-duplicate best-first: of two near-identical facts the one whose text, heading and
     # title hold more of the question survives (a FAQ's copy of a rule loses to the rule
     # under its "Refund window" heading), then the higher score, then the smaller chunk_id.
-    overlap = [round(fact_overlap(q_terms, weights, terms, bridges), 9) if q_terms else 0.0
-               for _, terms in survivors]
+    overlap = [fact_overlap(q_terms, weights, terms, bridges) if q_terms else 0.0 for _, terms in survivors]
     order = sorted(range(len(survivors)),
-                   key=lambda i: (-overlap[i], -survivors[i][0].score, survivors[i][0].chunk_id))
+                   key=lambda i: (-round(overlap[i], 9), -survivors[i][0].score, survivors[i][0].chunk_id))
     keep_idx: List[int] = []
     for i in order:
         fact = survivors[i][0]
@@ -555,13 +554,14 @@ def phase_b_detail(question: str, facts: List[Fact], retrieval: Retrieval, index
         else:
             dropped.append({"chunk_id": fact.chunk_id, "reason": "duplicate",
                             "of": survivors[twin][0].chunk_id})
-    kept_pairs = [survivors[i] for i in sorted(keep_idx)]
-    if len(kept_pairs) > limit:
-        kept_pairs = _within_limit(question, kept_pairs, limit, retrieval, analyzer, index, bridges)
-    kept = [f for f, _ in kept_pairs]
-    for fact, _ in survivors:
-        if fact not in kept and not any(d["chunk_id"] == fact.chunk_id for d in dropped):
-            dropped.append({"chunk_id": fact.chunk_id, "reason": "over_limit"})
+    keep_idx.sort()
+    if len(keep_idx) > limit:
+        capped = _within_limit(question, [survivors[i] for i in keep_idx], [overlap[i] for i in keep_idx],
+                               limit, retrieval, analyzer, index, bridges)
+        dropped.extend({"chunk_id": survivors[i][0].chunk_id, "reason": "over_limit"}
+                       for n, i in enumerate(keep_idx) if n not in capped)
+        keep_idx = [i for n, i in enumerate(keep_idx) if n in capped]
+    kept = [survivors[i][0] for i in keep_idx]
     position = {f.chunk_id: n for n, f in enumerate(facts)}
     dropped.sort(key=lambda d: (position.get(d["chunk_id"], len(facts)), d["chunk_id"]))
     return kept, dropped

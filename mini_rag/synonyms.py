@@ -355,6 +355,9 @@ _BOUND_BEFORE = re.compile(r"\b(at\s+least|no\s+less\s+than|not\s+less\s+than|mo
                            r"not\s+more\s+than|less\s+than|fewer\s+than|below|under|not\s+exceeding)\s+" + _NUM,
                            re.IGNORECASE)
 _UP = frozenset("more higher greater above over up".split())
+_CUE_OP = dict([(c, ">=") for c in ("at least", "no less than", "not less than")] +
+               [(c, "<=") for c in ("at most", "up to", "no more than", "not more than", "not exceeding")] +
+               [(c, ">") for c in ("more than", "greater than", "over", "above", "exceeding", "in excess of")])
 
 
 def _value(text: str) -> float:
@@ -380,15 +383,7 @@ def _bounds(text: str) -> List[Tuple[int, str, str, float]]:
         op = ">=" if m.group(2).lower() in _UP else "<="
         out.append((m.start(1), m.group(1), op, _value(m.group(1))))
     for m in _BOUND_BEFORE.finditer(text):
-        cue = " ".join(m.group(1).lower().split())
-        if cue in ("at least", "no less than", "not less than"):
-            op = ">="
-        elif cue in ("at most", "up to", "no more than", "not more than", "not exceeding"):
-            op = "<="
-        elif cue in ("more than", "greater than", "over", "above", "exceeding", "in excess of"):
-            op = ">"
-        else:
-            op = "<"
+        op = _CUE_OP.get(" ".join(m.group(1).lower().split()), "<")    # less than, fewer than, below, under
         out.append((m.start(2), m.group(2), op, _value(m.group(2))))
     return sorted(set(out))
 

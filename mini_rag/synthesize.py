@@ -122,6 +122,7 @@ chunk_id)``; each sentence is a verbatim substring of its fact's quote.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -365,6 +366,17 @@ CUE_WORDS = ("define defined defines definition meaning means stand stands often
              "date year month day").split()
 
 
+@functools.lru_cache(maxsize=16)
+def _cue_terms(analyzer) -> Dict[str, str]:
+    """``{term: cue word}`` for the CUE_WORDS that analyze to one term (once per analyzer)."""
+    by_term: Dict[str, str] = {}
+    for word in CUE_WORDS:
+        terms = analyzer.analyze(word)
+        if len(terms) == 1:
+            by_term.setdefault(terms[0], word)
+    return by_term
+
+
 def cue_spelling(question: str, retrieval: Optional[Retrieval], analyzer) -> str:
     """``question`` with the misspelt cue words the retriever corrected written out, so
     that its type is read as meant: "deffine", corrected to the term of "define", is
@@ -372,11 +384,7 @@ def cue_spelling(question: str, retrieval: Optional[Retrieval], analyzer) -> str
     corrections = (retrieval.corrections or {}) if retrieval is not None else {}
     if not corrections:
         return question
-    by_term: Dict[str, str] = {}
-    for word in CUE_WORDS:
-        terms = analyzer.analyze(word)
-        if len(terms) == 1:
-            by_term.setdefault(terms[0], word)
+    by_term = _cue_terms(analyzer)
 
     def fix(m: "re.Match[str]") -> str:
         fixed = corrections.get(m.group(0), corrections.get(m.group(0).casefold()))
@@ -1074,10 +1082,11 @@ def phase_c(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
                       detail={"parts": []})
     analyzer = analyzer_of(index, config)
     bridges = expansion_bridges(question, config, analyzer, index)
-    if cfg.get("synonyms", True):
+    ranges = range_bridges(question, [f.quote for f in facts], analyzer) if cfg.get("synonyms", True) else {}
+    if ranges:
         # a number of the question within a bound the evidence states ("50%" and "40% or more")
         bridges = {t: list(alts) for t, alts in bridges.items()}
-        for term, alts in range_bridges(question, [f.quote for f in facts], analyzer).items():
+        for term, alts in ranges.items():
             bridges.setdefault(term, []).extend(alts)
     infos = _prepare(facts, retrieval, index, analyzer)
     parts = []
