@@ -14,8 +14,8 @@ module                stage
 ``relevance``         phase B: noise, relevance, de-duplication
 ``derive``            verb/noun stem variants (retain ~ retention), answering bridges
 ``abbrev``            abbreviations the corpus defines (CCB ~ Change Control Board)
-``synonyms``          plain-language synonyms (keep ~ retain), answering bridges
-``glossary``          terms the corpus defines (chargeback ~ card dispute), answering bridges
+``synonyms``          synonyms (keep ~ retain), kinds (card > payment method)
+``glossary``          defined terms (chargeback ~ card dispute), scope statements
 ``synthesize``        phase C: extractive answer sentences, confidence
 ``validate``          the QA contract's two validators for external JSON
 ``generator``         the pluggable phase C generator (extractive, external command)

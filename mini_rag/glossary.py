@@ -1,4 +1,4 @@
-"""Definitions a corpus states, so that "a card dispute" finds "the chargeback notice".
+"""Definitions and scope a corpus states, so that "a card dispute" finds "the chargeback notice".
 
 A policy set usually defines its own vocabulary once ("**Chargeback**: a payment reversed
 by a card issuer after the cardholder disputes the charge.") and then uses the defined
@@ -20,8 +20,19 @@ must be submitted within 7 days of the chargeback notice", which has no "card".
   defined term ("card" and "dispute" -> ``chargeback``).  Like synonyms, a definition can
   only make a question term count, never make it required.
 
-Retrieval does not use the table: ranking stays plain BM25.  ``[answer] definitions =
-false`` turns it off.
+* ``find_scope(text)`` / ``scope_table(index)``: a document's *scope statement*, the
+  sentence that says what the whole document is about ("This procedure covers requests
+  from individuals to access ... their personal data under the GDPR", "This policy
+  applies to every customer", "The SOP applies to the Leiden and Raleigh sites": "This"
+  or "The", at most two words, a document noun such as policy, procedure, standard,
+  SOP, guidance, note or summary, then covers / applies to / sets out / describes /
+  governs / summarizes).  Every fact of that document is read with the statement's
+  terms, as it is with the document's title: "How many days do we have to answer a
+  GDPR access request?" is answered by "Halvard responds to data subject requests within
+  30 calendar days", whose document says it is about GDPR access requests.
+
+Retrieval does not use the tables: ranking stays plain BM25.  ``[answer] definitions =
+false`` turns the definitions off; the scope statements are always read.
 
 >>> find_definitions("**Chargeback**: a payment reversed by a card issuer after the cardholder disputes the charge.")
 [('Chargeback', 'a payment reversed by a card issuer after the cardholder disputes the charge.')]
@@ -39,7 +50,7 @@ from typing import Any, Dict, FrozenSet, List, Sequence, Tuple
 from .abbrev import cached_per_index
 from .synonyms import Synonym
 
-__all__ = ["find_definitions", "definition_table", "definition_bridges"]
+__all__ = ["find_definitions", "definition_table", "definition_bridges", "find_scope", "scope_table"]
 
 #: "**Term**: definition" or "**Term** - definition", a glossary line (optionally a list item).
 _ENTRY = re.compile(r"^[ \t]*(?:[-*][ \t]+)?\*\*([^*\n]{1,80}?)\*\*[ \t]*[:\u2013\u2014-][ \t]*(\S[^\n]*(?:\n(?![ \t]*\n)"
@@ -139,3 +150,32 @@ def definition_bridges(q_terms: Sequence[str],
                 if syn not in bucket:
                     bucket.append(syn)
     return out
+
+
+#: "This policy applies to ...", "The SOP covers ...": a document's statement of its scope.
+_SCOPE = re.compile(r"(?:^|(?<=[.!?]\s))(?:This|The)\s+(?:[\w-]+\s+){0,2}?(?:policy|procedure|standard|sop|guideline|"
+                    r"guidance|document|page|note|summary|plan|schedule|annex|section)\s+(?:covers|applies\s+to|"
+                    r"sets\s+out|describes|governs|summari[sz]es)\s+([^.!?]+)", re.IGNORECASE | re.MULTILINE)
+_SCOPE_CACHE: "weakref.WeakKeyDictionary[Any, Dict[str, FrozenSet[str]]]" = weakref.WeakKeyDictionary()
+
+
+def find_scope(text: str) -> List[str]:
+    """What a text says its document covers: the object of "This policy applies to ..."."""
+    return [" ".join(m.group(1).split()) for m in _SCOPE.finditer(text)]
+
+
+def scope_table(index: Any, analyzer: Any = None) -> Dict[str, FrozenSet[str]]:
+    """``{doc_id: terms of its scope statements}`` over every chunk of ``index``; cached."""
+    analyzer = analyzer or getattr(index, "analyzer", None)
+    chunks = getattr(index, "chunks", None)
+    if analyzer is None or chunks is None:
+        return {}
+
+    def build() -> Dict[str, FrozenSet[str]]:
+        out: Dict[str, FrozenSet[str]] = {}
+        for chunk in chunks:
+            for scope in find_scope(getattr(chunk, "text", "")):
+                doc = getattr(chunk, "doc_id", "")
+                out[doc] = out.get(doc, frozenset()) | frozenset(analyzer.analyze(scope))
+        return out
+    return cached_per_index(_SCOPE_CACHE, index, build)

@@ -39,9 +39,10 @@ Steps, in order (``reason`` in parentheses):
 2. Relevance, against the question:
 
    a. ``fact_overlap`` (``off_topic``): the IDF-weighted share of the question's
-      content terms found in the fact's words, its heading and its document title (a
-      document's own name is the contract's "doc hint") is below ``[answer]
-      min_fact_overlap`` (0.15).  A question without content terms keeps every fact.
+      content terms found in the fact's words, its heading, its document title (a
+      document's own name is the contract's "doc hint") and its document's scope
+      statement ("This procedure covers ...", ``glossary.scope_table``) is below
+      ``[answer] min_fact_overlap`` (0.15).  A question without content terms keeps every fact.
    b. ``code_check`` (``code_mismatch``): when the question names a code (a term with a
       letter and a digit: ``WH-12``, ``Q13``, ``ISO-27001``) and some fact contains one
       of the question's codes, facts that contain none are dropped: a different
@@ -87,9 +88,9 @@ from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tup
 from .abbrev import abbreviation_table
 from .analysis import Analyzer, tokenize
 from .derive import variants
-from .glossary import definition_bridges, definition_table
+from .glossary import definition_bridges, definition_table, scope_table
 from .records import Fact, Hit, Retrieval
-from .synonyms import Synonym, number_bridges, synonym_bridges
+from .synonyms import Synonym, comparative_bridges, number_bridges, synonym_bridges, unit_bridges
 
 __all__ = ["phase_b", "phase_b_detail", "question_terms", "split_question", "term_weights", "expansion_bridges",
            "covered", "weighted_share", "analyzer_of", "chunk_context", "is_artifact",
@@ -107,7 +108,8 @@ SCAFFOLD_WORDS = (
     "usually typically generally specifically also still ever really thing things "
     "something anything way mean means meaning happen happens get per "
     "stand define defined definition refer refers according instead afterwards afterward "
-    "ok okay take takes took acronym abbreviation"
+    "ok okay take takes took acronym abbreviation "
+    "someone somebody anyone anybody everyone everybody nobody everything nothing"
 ).split()
 
 #: "How soon", "how big": the adjective after "how" frames the question (a time, a size).
@@ -250,8 +252,9 @@ def expansion_bridges(question: str, config: Optional[Dict[str, Any]], analyzer:
                 bridges.setdefault(term, []).append(alt)
                 if len(alt) == 1 and df is not None and answer_cfg.get("derivations", True):
                     bridges[term].extend(Synonym([v]) for v in variants(next(iter(alt))) if df(v) > 0)
-        for term, alts in number_bridges(question, analyzer.analyze(question), analyzer).items():
-            bridges.setdefault(term, []).extend(alts)
+        for make in (number_bridges, unit_bridges, comparative_bridges):
+            for term, alts in make(question, analyzer.analyze(question), analyzer).items():
+                bridges.setdefault(term, []).extend(alts)
     rules = (config or {}).get("expansion", {})
     for name in sorted(rules):
         rule = rules[name]
@@ -420,7 +423,7 @@ def is_revision_table(text: str, heading: str = "", question: str = "") -> bool:
 
 def fact_overlap(q_terms: Sequence[str], weights: Dict[str, float], fact_terms: Any,
                  bridges: Optional[Bridges] = None) -> float:
-    """IDF-weighted share of the question's terms in the fact (+ heading + title)."""
+    """IDF-weighted share of the question's terms in the fact (+ heading, title, scope)."""
     return weighted_share(q_terms, weights, fact_terms, bridges)
 
 
@@ -505,6 +508,7 @@ def phase_b_detail(question: str, facts: List[Fact], retrieval: Retrieval, index
     weights = term_weights(q_terms, index)
     bridges = expansion_bridges(question, config, analyzer, index)
     hits = _hit_map(retrieval)
+    scopes = scope_table(index, analyzer)
 
     dropped: List[Dict[str, str]] = []
     survivors: List[Tuple[Fact, FrozenSet[str]]] = []
@@ -521,7 +525,8 @@ def phase_b_detail(question: str, facts: List[Fact], retrieval: Retrieval, index
             reason = "heading"
         elif is_revision_table(fact.quote, heading, question):
             reason = "revision_table"
-        terms = frozenset(analyzer.analyze(fact.quote + "\n" + heading + "\n" + title))
+        terms = frozenset(analyzer.analyze(fact.quote + "\n" + heading + "\n" + title)) | \
+            scopes.get(fact.pdf, frozenset())
         if reason is None and q_terms and fact_overlap(q_terms, weights, terms, bridges) < min_overlap:
             reason = "off_topic"
         if reason is not None:

@@ -25,6 +25,14 @@ when none of its words is a stop word (``make sure`` can, ``sign off`` cannot).
 ``number_bridges`` does the same for numbers: "five thousand" is covered by "5,000" and
 "72" by "seventy-two" (``spelled_numbers``: a small count with no unit after it, as in
 "the four elements", is left alone).
+A line ``narrow, ... > broad, ...`` lists *kinds*: a card is a payment method, a
+staging environment a non-production one.  A rule stated for the broad word covers the
+narrow one ("refunds go back to the original payment method" answers "... on my card?"),
+never the other way round, and two narrow words are not each other.
+``unit_bridges``: a length of time asked without a number ("unpaid for weeks", "how many
+days") is covered by a sentence that counts in another unit ("21 days").
+``comparative_bridges``: a comparative the stemmer keeps whole ("riskier than") is
+covered by its base ("lower-risk").
 Retrieval does not use the groups: ranking stays plain BM25.  ``[answer] synonyms =
 false`` turns them off; ``[answer] synonym_groups`` adds a corpus's own groups, each a
 comma-separated string like the lines below.
@@ -41,7 +49,7 @@ import re
 from typing import Dict, FrozenSet, Iterable, List, Sequence, Tuple
 
 __all__ = ["GROUPS", "Synonym", "parse_groups", "synonym_bridges", "spelled_numbers", "number_bridges",
-           "stated_bounds", "question_quantities", "range_bridges"]
+           "unit_bridges", "comparative_bridges", "stated_bounds", "question_quantities", "range_bridges"]
 
 #: One group per line: words and phrases with one meaning.  ``#`` starts a comment.
 GROUPS = """
@@ -50,7 +58,7 @@ begin, start, commence, initiate
 finish, complete, conclude
 end, terminate, cease, discontinue
 keep, kept, retain, preserve, hang on to, hold on to
-tell, inform, notify
+tell, inform, notify, report
 ask, request, inquire, enquire
 get, got, obtain, acquire
 give, gave, provide, furnish
@@ -143,6 +151,11 @@ manager, mgr
 management, mgmt
 account, acct
 promotion, promotional, promo
+# kinds: "narrow > broad", a rule about the broad word covers the narrow one, not back
+card, credit card, debit card, bank card, bank transfer, wire transfer, direct debit > payment method
+laptop, phone, smartphone, tablet, desktop > device
+staging, staging environment, test environment, development environment, sandbox > non-production, non-production environment
+penetration test, penetration testing, pentest, vulnerability scan > security test, security testing
 # abbreviations everyone writes without spelling out
 mfa, multi-factor authentication, multifactor authentication
 2fa, two-factor authentication
@@ -183,14 +196,22 @@ class Synonym(frozenset):
 
 def parse_groups(text: str) -> List[List[str]]:
     """The groups of ``text``: one per non-blank line, members split on commas, ``#``
-    comments dropped, members folded and whitespace-normalized; one-member lines dropped."""
+    comments dropped, members folded and whitespace-normalized; one-member lines dropped.
+    A line ``narrow, ... > broad, ...`` is a group whose members after ``>`` are marked
+    with a leading ``>``: they cover the narrow ones and are covered by none.
+
+    >>> parse_groups("keep, retain  # plain\\ncard > payment method")
+    [['keep', 'retain'], ['card', '>payment method']]
+    """
     out: List[List[str]] = []
     for line in text.splitlines():
         line = line.split("#", 1)[0]
-        members = [" ".join(m.casefold().split()) for m in line.split(",")]
+        narrow, _, broad = line.partition(">")
+        members = [" ".join(m.casefold().split()) for m in narrow.split(",")]
         members = list(dict.fromkeys(m for m in members if m))
-        if len(members) >= 2:
-            out.append(members)
+        wide = [">" + m for m in (" ".join(b.casefold().split()) for b in broad.split(",")) if m] if broad else []
+        if members and (wide or len(members) >= 2):
+            out.append(members + list(dict.fromkeys(wide)))
     return out
 
 
@@ -198,9 +219,10 @@ _BUILTIN = parse_groups(GROUPS)
 
 
 @functools.lru_cache(maxsize=16)
-def _analyzed_groups(analyzer, extra: Tuple[str, ...]) -> List[List[Tuple[str, Tuple[str, ...], bool, bool]]]:
+def _analyzed_groups(analyzer, extra: Tuple[str, ...]) -> List[List[Tuple[str, Tuple[str, ...], bool, bool, bool]]]:
     """Each group's members as (words joined by spaces, terms, every word survived
-    analysis, one word with one term), analyzed once per analyzer and extra groups."""
+    analysis, one word with one term, broad: covers only), analyzed once per analyzer
+    and extra groups."""
     out = []
     for group in _BUILTIN + parse_groups("\n".join(extra)):
         members = []
@@ -208,7 +230,8 @@ def _analyzed_groups(analyzer, extra: Tuple[str, ...]) -> List[List[Tuple[str, T
             words = _WORD.findall(member)
             terms = tuple(analyzer.analyze(member))
             whole = bool(words) and all(analyzer.analyze(w) for w in words)   # "multi-factor": 2 terms
-            members.append((" ".join(words), terms, whole, len(words) == 1 and len(terms) == 1))
+            members.append((" ".join(words), terms, whole, len(words) == 1 and len(terms) == 1,
+                            member.startswith(">")))
         out.append(members)
     return out
 
@@ -227,8 +250,8 @@ def synonym_bridges(question: str, q_terms: Sequence[str], analyzer,
     out: Dict[str, List[FrozenSet[str]]] = {}
     for analyzed in _analyzed_groups(analyzer, tuple(extra)):
         sources: List[Tuple[str, int]] = []          # (question term, index of its member)
-        for i, (words, terms, _whole, single) in enumerate(analyzed):
-            if not terms:
+        for i, (words, terms, _whole, single, broad) in enumerate(analyzed):
+            if not terms or broad:
                 continue
             if single:
                 if terms[0] in have:
@@ -236,9 +259,10 @@ def synonym_bridges(question: str, q_terms: Sequence[str], analyzer,
             elif " %s " % words in folded:
                 sources.extend((t, i) for t in terms if t in have)
         for term, i in sources:
-            for j, (_words, terms, whole, _single) in enumerate(analyzed):
+            kinds = any(m[4] for m in analyzed)     # a narrow word: only its broad words cover it
+            for j, (_words, terms, whole, _single, broad) in enumerate(analyzed):
                 alt = Synonym(terms)
-                if j == i or not whole or not terms or term in alt:
+                if j == i or not whole or not terms or term in alt or (kinds and not broad):
                     continue
                 bucket = out.setdefault(term, [])
                 if alt not in bucket:
@@ -339,6 +363,75 @@ def number_bridges(question: str, q_terms: Sequence[str], analyzer) -> Dict[str,
             alt = Synonym(t for w in words for t in analyzer.analyze(w))
             if alt:
                 out.setdefault(term, []).append(alt)
+    return out
+
+
+#: A plural time unit; a vague length of time when no number comes before it ("for weeks").
+_TIME_UNITS = ("seconds", "minutes", "hours", "days", "weeks", "months", "years")
+_PLURAL_UNIT = re.compile(r"(\S+\s+)?\b(" + "|".join(_TIME_UNITS) + r")\b")
+
+
+def unit_bridges(question: str, q_terms: Sequence[str], analyzer) -> Dict[str, List[FrozenSet[str]]]:
+    """``{question term: [alternative term sets]}`` for a length of time asked without a
+    number: "unpaid for weeks" or "how many days" is covered by a sentence that counts
+    in another unit ("21 days", "within 2 weeks").  "After 3 weeks" names one length, and
+    "14 days" may or may not be it, so a unit after a number bridges nothing.
+
+    >>> from mini_rag.analysis import Analyzer
+    >>> sorted(sorted(a)[0] for a in unit_bridges("Unpaid for weeks?", ["unpaid", "week"], Analyzer())["week"])
+    ['day', 'hour', 'minut', 'month', 'second', 'year']
+    >>> unit_bridges("Unpaid for 3 weeks?", ["unpaid", "3", "week"], Analyzer())
+    {}
+    """
+    have = set(q_terms)
+    out: Dict[str, List[FrozenSet[str]]] = {}
+    for m in _PLURAL_UNIT.finditer(question.casefold()):
+        before = (m.group(1) or "").strip().strip("-").rsplit("-", 1)[-1]     # "twenty-one" -> "one"
+        if before and (any(c.isdigit() for c in before) or before in _UNITS or before in _TENS or
+                       before in _SCALES or before in ("hundred", "dozen")):
+            continue
+        for term in analyzer.analyze(m.group(2)):
+            if term not in have:
+                continue
+            bucket = out.setdefault(term, [])
+            for other in _TIME_UNITS:
+                alt = Synonym(analyzer.analyze(other))
+                if alt and term not in alt and alt not in bucket:
+                    bucket.append(alt)
+    return out
+
+
+#: A comparative: "riskier than", "longer than", "safer than".
+_COMPARATIVE = re.compile(r"\b([a-z]{2,}?)(ier|er)\s+than\b")
+
+
+def comparative_bridges(question: str, q_terms: Sequence[str], analyzer) -> Dict[str, List[FrozenSet[str]]]:
+    """``{question term: [alternative term sets]}`` for a comparative the stemmer keeps
+    whole: "riskier than" is covered by "risk" or "risky", "safer than" by "safe",
+    "bigger than" by "big".  Only before "than", where "-er" is sure to be the
+    comparative ("user", "order" and "computer" are no comparatives).
+
+    >>> from mini_rag.analysis import Analyzer
+    >>> comparative_bridges("Is a longer run riskier than a faster one?", ["longer", "run", "riskier", "faster"], Analyzer())
+    {'riskier': [Synonym({'riski'}), Synonym({'risk'})]}
+    """
+    have = set(q_terms)
+    out: Dict[str, List[FrozenSet[str]]] = {}
+    for m in _COMPARATIVE.finditer(question.casefold()):
+        base, suffix = m.group(1), m.group(2)
+        bases = [base + "y", base] if suffix == "ier" else [base, base + "e"]
+        if suffix == "er" and len(base) > 2 and base[-1] == base[-2]:
+            bases.append(base[:-1])                  # bigger -> big
+        for term in analyzer.analyze(m.group(1) + m.group(2)):
+            if term not in have:
+                continue
+            bucket = out.setdefault(term, [])
+            for b in bases:
+                alt = Synonym(analyzer.analyze(b))
+                if len(alt) == 1 and term not in alt and alt not in bucket:
+                    bucket.append(alt)
+            if not bucket:
+                del out[term]
     return out
 
 

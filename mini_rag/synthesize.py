@@ -37,8 +37,9 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
    weigh in the question share): the answer's category (``category_terms``), light
    verbs and indefinite pronouns (``LIGHT_WORDS``: "come with", "get a laptop") and the
    words naming the asked type (``TYPE_WORDS``: "cost" in a "how much" question).
-2. Topic.  A fact is *on topic* when its chunk (its text, heading and document title;
-   expansion rules bridge terms, see ``relevance``) holds an idf-weighted share of
+2. Topic.  A fact is *on topic* when its chunk (its text, heading, document title and
+   document scope statement, "This procedure covers requests ... under the GDPR":
+   ``glossary.scope_table``; expansion rules bridge terms, see ``relevance``) holds an idf-weighted share of
    ``K`` of at least ``[answer] min_key_coverage`` (0.7) and a share of the whole of
    ``Q``, unknown terms included, of at least ``[answer] min_question_share`` (0.3).
    A number of the question is also held by a bound an evidence fact states that it
@@ -46,7 +47,7 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
    A question asking for a value (rule 3) may relax the first share to ``[answer]
    min_key_coverage_typed`` for a chunk with a sentence that states a value of the
    asked type (``value_match`` = 1) and holds that share of ``K`` by itself (with its
-   chunk's heading and document title, which scope it): "How long do
+   chunk's heading, document title and scope statement, which scope it): "How long do
    we hang on to closed support tickets?" is answered by "Support tickets are kept for 24
    months after closure" though "hang" has no counterpart.  It is off by default (0.7, the
    same as ``min_key_coverage``): at 0.6 it answers 5 more baseline gold items, but on
@@ -63,13 +64,13 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
    each login"), not any duration: a "20-minute module" does not say how often.
    A value made only of the question's own words does not count (``Black Friday`` is
    not a date for "When does the Black Friday promotion start?"), nor does a digit
-   inside a code (``SEV-1``, ``Q9``: names, not numbers).
+   inside a code (``SEV-1``, ``Q9``, ``SOP-MFG-007``: names, not numbers).
 4. Score every sentence of every on-topic fact (headings, table rules and text-free
    units excluded) as the weighted sum (weights ``[answer] weight_*``, which sum to 1)
    of four parts, each in [0, 1]:
 
    * coverage = 0.7 x (idf-weighted share of ``Q`` in the sentence) + 0.3 x (the same
-     share in its chunk, heading and title): a sentence is judged mostly by its own
+     share in its chunk, heading, title and scope statement): a sentence is judged mostly by its own
      words, partly by its chunk's, because pronouns refer back ("It lasts 30 days");
    * type = ``value_match`` of the expected type (1 when the question has no cue);
    * proximity = ``m / w`` for the ``m`` >= 2 distinct question terms in the sentence
@@ -130,6 +131,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .records import Fact, Retrieval
 from .relevance import (_AUX, Bridges, _hit_map, _scaffold, analyzer_of, chunk_context, covered,
                         expansion_bridges, question_terms, split_question, term_weights, weighted_share)
+from .glossary import scope_table
 from .synonyms import Synonym, range_bridges
 
 __all__ = ["AnswerSentence", "Answer", "phase_c", "split_sentences", "sentence_spans",
@@ -408,7 +410,7 @@ def question_type(question: str) -> Optional[str]:
 
 
 #: A number; a digit inside a code ("SEV-1", "Q9", "CM-2") names something, it is no value.
-_NUMBER = re.compile(r"(?<![A-Za-z])(?<![A-Za-z]-)\d|\b" + _NUM_WORDS + r"\b|\bunlimited\b|"
+_NUMBER = re.compile(r"(?<![A-Za-z\d])(?<![A-Za-z]-)\d|\b" + _NUM_WORDS + r"\b|\bunlimited\b|"
                      r"\bno\s+(?:limit|maximum|cap)\b", _I)
 _TIME_UNIT = (r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|nights?|weeks?|fortnights?|months?|"
               r"years?|yrs?|quarters?|decades?|centuries|century|semesters?)")
@@ -675,7 +677,7 @@ class _FactInfo:
     fact: Fact
     chunk_terms: frozenset
     units: List[_Unit]
-    scope_terms: frozenset = frozenset()     # the chunk's heading and document title
+    scope_terms: frozenset = frozenset()     # the chunk's heading, document title and scope statement
 
 
 def _corpus_bridged(term: str, bridges: Optional[Bridges], evidence: Sequence[frozenset] = ()) -> bool:
@@ -891,10 +893,11 @@ def _is_candidate(text: str) -> bool:
 
 def _prepare(facts: Sequence[Fact], retrieval: Retrieval, index: Any, analyzer) -> List[_FactInfo]:
     hits = _hit_map(retrieval)
+    scopes = scope_table(index, analyzer)
     infos = []
     for fi, fact in enumerate(facts):
         heading, title, _ = chunk_context(fact.chunk_id, retrieval, index, hits)
-        scope_terms = frozenset(analyzer.analyze(heading + "\n" + title))
+        scope_terms = frozenset(analyzer.analyze(heading + "\n" + title)) | scopes.get(fact.pdf, frozenset())
         chunk_terms = frozenset(analyzer.analyze(fact.quote)) | scope_terms
         units = []
         for si, (a, b) in enumerate(sentence_spans(fact.quote)):

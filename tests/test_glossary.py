@@ -2,9 +2,10 @@
 (relevance.expansion_bridges).  Stems are Snowball English's, worked out by hand:
 chargeback -> chargeback, card -> card, dispute/disputes -> disput, payment -> payment."""
 import unittest
+from types import SimpleNamespace
 
 from mini_rag.analysis import Analyzer
-from mini_rag.glossary import definition_bridges, definition_table, find_definitions
+from mini_rag.glossary import definition_bridges, definition_table, find_definitions, find_scope, scope_table
 from mini_rag.relevance import covered, expansion_bridges
 from tests.test_abbrev import FakeIndex as _AbbrevIndex
 
@@ -88,6 +89,37 @@ class BridgesTest(unittest.TestCase):
         self.assertTrue(covered("card", sentence, expansion_bridges(q, {}, A, index)))
         off = {"answer": {"definitions": False}}
         self.assertFalse(covered("card", sentence, expansion_bridges(q, off, A, index)))
+
+
+
+class ScopeTest(unittest.TestCase):
+    def test_find_scope(self):
+        cases = [
+            ("This policy applies to every customer and user of the platform.",
+             ["every customer and user of the platform"]),
+            ("# Title\n\nThis procedure covers requests from individuals to access\ntheir data. More.",
+             ["requests from individuals to access their data"]),
+            ("Done. The SOP applies to the Leiden and Raleigh sites.", ["the Leiden and Raleigh sites"]),
+            ("This note summarizes the EMA guideline on process validation.",
+             ["the EMA guideline on process validation"]),
+            # a statement about something else, or a scope word that is no scope statement
+            ("This change applies to all lines.", []),
+            ("The policy owner covers the costs.", []),
+            ("Refunds apply to annual plans.", []),
+        ]
+        for text, want in cases:
+            with self.subTest(text=text):
+                self.assertEqual(find_scope(text), want)
+
+    def test_table_per_document(self):
+        index = SimpleNamespace(analyzer=A, chunks=[
+            SimpleNamespace(doc_id="aup", text="This policy applies to every customer."),
+            SimpleNamespace(doc_id="aup", text="Security testing needs approval."),
+            SimpleNamespace(doc_id="dsr", text="This procedure covers erasure requests. The SOP covers exports."),
+        ])
+        self.assertEqual(scope_table(index), {"aup": frozenset({"everi", "custom"}),
+                                              "dsr": frozenset({"erasur", "request", "export"})})
+        self.assertEqual(scope_table(SimpleNamespace(analyzer=A)), {})     # no chunks: nothing
 
 
 if __name__ == "__main__":

@@ -127,6 +127,8 @@ class TermsTest(unittest.TestCase):
             # attribution, connectives and "OK" frame the question
             ("What does the ALCOA acronym require according to FDA?", {}, ["alcoa", "requir", "fda"]),
             ("Is it OK to run longer instead?", {}, ["run", "longer"]),
+            # an indefinite pronoun names no subject
+            ("When someone signs a record, must anybody witness it?", {}, ["sign", "record", "wit"]),
         ]
         for question, corrections, expected in cases:
             with self.subTest(question=question):

@@ -12,8 +12,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from mini_rag.analysis import Analyzer                       # noqa: E402
 from mini_rag.relevance import covered, expansion_bridges     # noqa: E402
-from mini_rag.synonyms import (GROUPS, number_bridges, parse_groups, question_quantities,   # noqa: E402
-                               range_bridges, spelled_numbers, stated_bounds, synonym_bridges)
+from mini_rag.synonyms import (GROUPS, comparative_bridges, number_bridges, parse_groups,   # noqa: E402
+                               question_quantities, range_bridges, spelled_numbers, stated_bounds,
+                               synonym_bridges, unit_bridges)
 
 AN = Analyzer()
 
@@ -27,6 +28,9 @@ class ParseGroups(unittest.TestCase):
     def test_table(self):
         text = "# comment\nKeep,  retain , hang   on to\n\nsolo\nA, a, b # trailing comment\n"
         self.assertEqual(parse_groups(text), [["keep", "retain", "hang on to"], ["a", "b"]])
+        # "narrow > broad": the broad members are marked; one narrow member is enough
+        self.assertEqual(parse_groups("Card, debit card > Payment method, means of payment\nlaptop > device"),
+                         [["card", "debit card", ">payment method", ">means of payment"], ["laptop", ">device"]])
 
     def test_builtin_groups_are_well_formed(self):
         groups = parse_groups(GROUPS)
@@ -66,6 +70,7 @@ class Bridges(unittest.TestCase):
                                                       ["code", "voucher"], ["coupon"], ["price", "reduc"],
                                                       ["price", "reduct"], ["rebat"]]),
             ("When do staff get a new laptop?", "new", [["replac"], ["substitut"]]),
+            ("Who do we report breaches to?", "report", [["inform"], ["notifi"], ["tell"]]),
         ]
         for question, term, want in cases:
             with self.subTest(question=question):
@@ -104,6 +109,68 @@ class Bridges(unittest.TestCase):
         self.assertEqual(alts("What is the SLA?", "sla", ["SLA, service level agreement"]),
                          [["agreement", "level", "servic"]])
         self.assertEqual(alts("What is the SLA?", "sla"), [])
+
+
+class Kinds(unittest.TestCase):
+    """``narrow > broad`` lines: a rule stated for the broad word covers the narrow one."""
+
+    def test_table(self):
+        cases = [
+            # a card is a payment method: "refunded to the original payment method" covers it
+            ("Will the refund show up on my card?", "card", [["method", "payment"]]),
+            ("Was it charged to my credit card?", "credit", [["method", "payment"]]),
+            # ... but a payment method need not be a card: the broad word is bridged to nothing
+            ("Which payment method is accepted?", "payment", []),
+            # and two narrow words are not each other ("card" is no bank transfer)
+            ("Can I pay by card?", "card", [["method", "payment"]]),
+            ("Can data go to a staging environment?", "stage", [["environ", "non", "product"], ["non", "product"]]),
+            ("May a customer run a pentest?", "pentest", [["secur", "test"]]),
+        ]
+        for question, term, want in cases:
+            with self.subTest(question=question):
+                self.assertEqual(alts(question, term), want)
+
+
+class Units(unittest.TestCase):
+    def test_unit_bridges(self):
+        others = {"week": ["day", "hour", "minut", "month", "second", "year"],
+                  "day": ["hour", "minut", "month", "second", "week", "year"]}
+        cases = [
+            # a plural unit with no number before it asks for some length of time
+            ("Unpaid for weeks?", {"week": others["week"]}),
+            ("How many days do we have?", {"day": others["day"]}),
+            ("For a few weeks?", {"week": others["week"]}),
+            # a number before it names one length: "14 days" may not be "3 weeks"
+            ("Unpaid for 3 weeks?", {}),
+            ("Unpaid for three weeks?", {}),
+            ("Unpaid for twenty-one days?", {}),
+            # a singular unit is no length ("what day of the week")
+            ("What day of the week?", {}),
+        ]
+        for question, want in cases:
+            with self.subTest(question=question):
+                got = unit_bridges(question, AN.analyze(question), AN)
+                self.assertEqual({t: sorted(sorted(a)[0] for a in v) for t, v in got.items()}, want)
+
+
+class Comparatives(unittest.TestCase):
+    def test_comparative_bridges(self):
+        cases = [
+            # -ier: the -y adjective's stem and the bare noun ("lower-risk")
+            ("Is it riskier than that?", {"riskier": [["riski"], ["risk"]]}),
+            # -er: the base, and the base with its silent e back
+            ("Is it older than 18?", {"older": [["old"]]}),
+            ("Is X safer than Y?", {"safer": [["saf"], ["safe"]]}),
+            # a doubled consonant is undoubled
+            ("Is it bigger than that?", {"bigger": [["bigg"], ["big"]]}),
+            # only before "than": "user", "order", "computer" are no comparatives
+            ("Which user placed the order?", {}),
+            ("Is a longer run fine?", {}),
+        ]
+        for question, want in cases:
+            with self.subTest(question=question):
+                got = comparative_bridges(question, AN.analyze(question), AN)
+                self.assertEqual({t: [sorted(a) for a in v] for t, v in got.items()}, want)
 
 
 class Numbers(unittest.TestCase):

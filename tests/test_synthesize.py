@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import unittest
+from types import SimpleNamespace
 from pathlib import Path
 
 from mini_rag.analysis import Analyzer
@@ -143,6 +144,10 @@ class QuestionTypeTest(unittest.TestCase):
             ("number", "The payroll transfer may use SFTP until 2027-06-30.", 0.0),
             ("number", "Valid until 30 June 2027.", 0.0), ("number", "Valid until June 30, 2027.", 0.0),
             ("number", "Version 1.2 is required until 2027-06-30.", 1.0),
+            # a digit inside a code names something: "SOP-MFG-007", "Q13", "CM-2" state no value
+            ("number", "See Halvard SOP-MFG-007 Continuous Line Operations.", 0.0),
+            ("number", "The ICH Q13 summary applies to line CM-2.", 0.0),
+            ("number", "A CM-2 batch is 1,000 kg.", 1.0),
             ("date", "The payroll transfer may use SFTP until 2027-06-30.", 1.0),
             ("duration", "Logs are kept for 90 days.", 1.0), ("duration", "They last a 30-day period.", 1.0),
             ("duration", "Backups are tested quarterly.", 1.0), ("duration", "Tested every week.", 1.0),
@@ -652,6 +657,35 @@ class StatedExceptionTest(unittest.TestCase):
         self.assertEqual([s.chunk_id for s in run(q2, [fact("enc#p7", self.RULE, 0.6),
                                                       fact("enc#p8", self.EXCEPTION, 0.2)]).sentences],
                          ["enc#p7"])
+
+
+class DocumentScopeTest(unittest.TestCase):
+    """A document's scope statement ("This procedure covers ...") is context for each of
+    its facts, like its title and the chunk's heading (glossary.scope_table)."""
+    SCOPE = "This procedure covers requests to access or delete personal data under the GDPR."
+    ANSWER = "Halvard responds to data subject requests within 30 calendar days."
+
+    class ScopeIndex:
+        """The chunks and analyzer scope_table reads; no idf, so every term weighs 1."""
+
+        def __init__(self, *chunks):
+            self.chunks = [SimpleNamespace(doc_id=c.split("#")[0], text=t) for c, t in chunks]
+            self.analyzer = Analyzer()
+
+    def test_scope_terms_cover_the_question(self):
+        # terms day, answer, gdpr, access, request: the sentence holds day, request and
+        # answer (through "responds"), 3 of 5 = 0.6 < min_key_coverage 0.7; with the
+        # scope statement, all 5
+        q = "How many days do we have to answer a GDPR access request?"
+        facts = [fact("dsr#p6", self.ANSWER)]
+        with_scope = self.ScopeIndex(("dsr#p1", self.SCOPE), ("dsr#p6", self.ANSWER))
+        a = run(q, facts, with_scope)
+        self.assertFalse(a.refused, a.detail)
+        self.assertEqual(a.sentences[0].sentence, self.ANSWER)
+        # the same scope statement in another document is no context for this one
+        elsewhere = self.ScopeIndex(("hr#p1", self.SCOPE), ("dsr#p6", self.ANSWER))
+        self.assertEqual(run(q, facts, elsewhere).reasons, ["key_terms_not_covered"])
+        self.assertEqual(run(q, facts).reasons, ["key_terms_not_covered"])
 
 
 class StatedRangeTest(unittest.TestCase):
