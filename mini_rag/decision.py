@@ -9,7 +9,8 @@ step  decision   reason prefix        when
 1     BLOCK      ``invalid_citations``  the answer's citations failed validation
 2     ABSTAIN    ``conflict``           chunks of different documents contradict each other
 3     ABSTAIN    ``low_confidence``     no / too few hits, or phase C refused
-4     ABSTAIN    ``stale_sources``      cited evidence stale and the question is high/medium risk
+4     ABSTAIN    ``stale_sources``      cited evidence stale and the question is high/medium risk,
+                                        or cited evidence superseded (any risk)
 5     CLARIFY    ``ambiguous``          vague reference, or the answer depends on a variant
 6     ANSWER                            otherwise
 ====  =========  ===================  =====================================================
@@ -83,7 +84,8 @@ def decide(s: Signals) -> Decision:
     if s.low_confidence:
         fired.append((ABSTAIN, ["low_confidence:%s" % r for r in s.low_confidence],
                       MESSAGES["low_confidence"]))
-    if s.stale_sources and s.risk in ("high", "medium"):
+    if s.stale_sources and (s.risk in ("high", "medium") or
+                            any(src.get("rule") == "superseded" for src in s.stale_sources)):
         fired.append((ABSTAIN, ["stale_sources:%s" % src["chunk_id"] for src in s.stale_sources],
                       stale_message(s.stale_sources, s.as_of, s.risk)))
     if s.ambiguity_kind:
@@ -112,12 +114,18 @@ def conflict_message(pairs: Sequence[Any]) -> str:
 def stale_message(sources: Sequence[Dict[str, Any]], as_of: str, risk: str) -> str:
     parts = []
     for src in sources:
-        if src["rule"] == "review_by":
+        if src["rule"] == "superseded":
+            parts.append("%s is no longer in force%s" % (src["doc_id"], " (superseded by %s)" % src["by"]
+                                                         if src.get("by") else ""))
+        elif src["rule"] == "review_by":
             parts.append("%s was due for review by %s" % (src["doc_id"], src["date"]))
         elif src["rule"] == "effective":
             parts.append("%s is effective since %s (%d days)" % (src["doc_id"], src["date"], src["age_days"]))
         else:
             parts.append("%s has an unreadable date %r" % (src["doc_id"], src["date"]))
+    if risk not in ("high", "medium"):           # only a superseded source stops a low-risk answer
+        return "%s As of %s, %s; an answer needs sources that are in force." % (
+            MESSAGES["stale_sources"], as_of, "; ".join(_unique(parts)))
     return "%s As of %s, %s; this %s-risk question needs current sources." % (
         MESSAGES["stale_sources"], as_of, "; ".join(_unique(parts)), risk)
 

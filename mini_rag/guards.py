@@ -10,7 +10,7 @@ function                        rule
                                 none missing on a non-refusal -> errors (BLOCK); a sentence that
                                 shares no keyword with its cited chunk -> warning only
 ``classify_risk(q, ...)``       high / medium / low from keyword phrases on analyzed terms
-``check_freshness(...)``        cited chunks stale at ``as_of`` (review_by, else effective age)
+``check_freshness(...)``        cited chunks superseded, or stale at ``as_of`` (review_by, else effective age)
 ``check_ambiguity(...)``        vague reference, or evidence that varies by plan/region/product
 ``low_confidence(...)``         no hits, fewer than ``min_chunks`` hits, or phase C refused
 ==============================  =================================================================
@@ -193,6 +193,10 @@ class FreshnessResult:
         return asdict(self)
 
 
+#: Front-matter ``status`` values of a document that is no longer in force.
+OUT_OF_FORCE = frozenset({"superseded", "withdrawn", "retired", "obsolete", "archived"})
+
+
 def check_freshness(cited: Sequence[Tuple[str, str, str, Dict[str, Any]]], risk_level: str,
                     guards: Dict[str, Any]) -> FreshnessResult:
     """Staleness of the chunks an answer cites, at the configured ``as_of`` date.
@@ -200,6 +204,9 @@ def check_freshness(cited: Sequence[Tuple[str, str, str, Dict[str, Any]]], risk_
     ``cited`` holds ``(chunk_id, doc_id, effective, metadata)`` per cited chunk.  A chunk
     is stale when (decision_policy.md rule 4):
 
+    0. its document says it is no longer in force: its front matter names a successor
+       (``superseded_by``) or its ``status`` is superseded, withdrawn, retired, obsolete
+       or archived (rule ``superseded``: stale at every risk level and any date);
     1. its document has ``review_by`` and ``as_of`` is after that date (a ``review_by``
        that is not a YYYY-MM-DD date counts as stale: nothing vouches for the document);
     2. otherwise, its ``effective`` date is more than ``freshness_days_high_risk`` (365)
@@ -215,7 +222,11 @@ def check_freshness(cited: Sequence[Tuple[str, str, str, Dict[str, Any]]], risk_
     for chunk_id, doc_id, effective, metadata in cited:
         review_by = (metadata or {}).get("review_by")
         row: Optional[Dict[str, Any]] = None
-        if review_by not in (None, ""):
+        successor = str((metadata or {}).get("superseded_by") or "").strip()
+        status = str((metadata or {}).get("status") or "").strip().casefold()
+        if successor or status in OUT_OF_FORCE:
+            row = {"rule": "superseded", "by": successor}
+        elif review_by not in (None, ""):
             try:
                 due = parse_date(review_by)
             except MiniRagError:

@@ -12,6 +12,7 @@ from mini_rag.decision import ABSTAIN, ANSWER, BLOCK, CLARIFY, Signals, decide  
 PAIR = ConflictPair("polarity", "permission", "enc-std", "enc-std#p1", "SSNs must not be stored in plaintext.",
                     "legacy", "legacy#p1", "SSNs may be stored in plaintext.", "permission: neg vs pos")
 STALE = {"chunk_id": "old#p1", "doc_id": "old", "date": "2021-01-10", "rule": "review_by"}
+SUPERSEDED = {"chunk_id": "legacy#p12", "doc_id": "legacy", "by": "infosec-2026", "rule": "superseded"}
 
 # rule name -> (Signals fields that fire it, expected decision, expected first reason)
 RULES = [
@@ -61,6 +62,12 @@ class Precedence(unittest.TestCase):
                 d = decide(Signals(stale_sources=[STALE], risk=risk, as_of="2026-11-01"))
                 self.assertEqual(d.decision, want)
 
+    def test_superseded_abstains_at_every_risk(self):
+        for risk in ("high", "medium", "low"):
+            with self.subTest(risk=risk):
+                d = decide(Signals(stale_sources=[SUPERSEDED], risk=risk, as_of="2026-11-01"))
+                self.assertEqual((d.decision, d.reasons), (ABSTAIN, ["stale_sources:legacy#p12"]))
+
 
 class Messages(unittest.TestCase):
     def test_conflict_names_both_sources(self):
@@ -76,6 +83,12 @@ class Messages(unittest.TestCase):
         self.assertEqual(d.message, "The sources this answer would rest on are out of date, so I can't answer "
                                     "confidently. As of 2026-11-01, old was due for review by 2021-01-10; "
                                     "this medium-risk question needs current sources.")
+
+    def test_superseded_message_names_the_successor(self):
+        d = decide(Signals(stale_sources=[SUPERSEDED], risk="low", as_of="2026-11-01"))
+        self.assertEqual(d.message, "The sources this answer would rest on are out of date, so I can't answer "
+                                    "confidently. As of 2026-11-01, legacy is no longer in force (superseded "
+                                    "by infosec-2026); an answer needs sources that are in force.")
 
     def test_clarify_messages(self):
         d = decide(Signals(ambiguity_kind="variant", ambiguity_detail={"qualifiers": ["enterprise", "starter"]}))

@@ -99,6 +99,12 @@ class Freshness(unittest.TestCase):
             ("no dates: nothing to measure", "", {}, "high", None),
             ("unreadable review_by counts as stale", "2026-01-01", {"review_by": "soon"}, "high",
              "invalid_review_by"),
+            # a document no longer in force is stale whatever its dates and the risk
+            ("superseded_by names a successor", d(10), {"superseded_by": "new-policy"}, "low", "superseded"),
+            ("status superseded", d(10), {"status": "Superseded"}, "low", "superseded"),
+            ("status withdrawn wins over review_by", d(10), {"status": "withdrawn", "review_by": "2030-01-01"},
+             "high", "superseded"),
+            ("status current", d(10), {"status": "current", "superseded_by": " "}, "low", None),
         ]
         for name, effective, meta, risk, rule in cases:
             with self.subTest(name):
@@ -111,6 +117,11 @@ class Freshness(unittest.TestCase):
         res = guards.check_freshness([("x#p1", "x", "2024-11-01", {})], "high", GUARDS)
         self.assertEqual(res.sources, [{"chunk_id": "x#p1", "doc_id": "x", "age_days": 365 + 365,
                                         "date": "2024-11-01", "rule": "effective"}])
+
+    def test_successor_is_reported(self):
+        res = guards.check_freshness([("old#p1", "old", "2019-04-01", {"superseded_by": "new", "review_by": "2020-04-01"})],
+                                     "low", GUARDS)
+        self.assertEqual(res.sources, [{"chunk_id": "old#p1", "doc_id": "old", "by": "new", "rule": "superseded"}])
 
     def test_as_of_comes_from_config(self):
         cfg = dict(GUARDS, as_of="2030-01-01")
