@@ -315,7 +315,10 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
         United States (FDA) | European Union (EMA) |") is a second set of variants the
         question must choose from too; and a cited chunk under a heading that splits its
         section by variant ("Downgrades and cancellation by plan") states the dependence
-        itself, its variants being the list items' leading names and the table rows.
+        itself, its variants being the list items' leading names, the table rows, and the
+        plans (regions, ...) that open the section's paragraphs among every accepted hit
+        (``retrieval``), not only phase B's ("Pro plans carry a monthly uptime commitment
+        of 99.5%." under "Commitments by plan").
 
     ``retrieval``: its typo corrections apply to the question's terms ("mnth" is "month").
     ``bridges`` (``relevance.expansion_bridges``): a unit holds a question term through
@@ -411,7 +414,7 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
             return AmbiguityResult(True, "variant", pair)
         if not _UNIVERSAL & set(words):
             stated = _stated_dependence(facts, anchor, held, need, asked, q_quals, (values, nouns),
-                                        analyzer, context)
+                                        analyzer, context, retrieval)
             if stated:
                 return AmbiguityResult(True, "variant", stated)
     return AmbiguityResult(False)
@@ -484,6 +487,13 @@ def _list_variants(text: str, dimensions: Tuple[Sequence[str], Sequence[str]]) -
     return names
 
 
+def _lead_variant(text: str, dimensions: Tuple[Sequence[str], Sequence[str]]) -> List[str]:
+    """The variant a paragraph opens with, in its first five words ("Pro plans carry a
+    monthly uptime commitment of 99.5%." names ``pro``), as a one-item list, or []."""
+    quals = sorted(_conf.qualifiers(" ".join(text.split()[:5]), *dimensions))
+    return quals[:1]
+
+
 _LIST_LEAD = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])\s+([^:,;]{1,60})[:,;]")
 
 
@@ -502,7 +512,7 @@ def _unchosen(names: List[str], asked: set, q_quals: frozenset,
 
 def _stated_dependence(facts: Sequence, anchor: Sequence[str], held, need: int, asked: set,
                        q_quals: frozenset, dimensions: Tuple[Sequence[str], Sequence[str]], analyzer,
-                       context: Optional[Dict[str, Tuple[str, str]]]) -> Optional[Dict[str, Any]]:
+                       context: Optional[Dict[str, Tuple[str, str]]], retrieval=None) -> Optional[Dict[str, Any]]:
     """Rule (d): the cited section says the answer depends on something the question leaves open.
 
     A unit of a cited chunk, or of another chunk under the same heading of the same
@@ -528,6 +538,9 @@ def _stated_dependence(facts: Sequence, anchor: Sequence[str], held, need: int, 
     anchored = set(anchor)
     sections = {(f.pdf, (context or {}).get(f.chunk_id, ("", ""))[0]) for f in facts if f.chunk_id in anchored}
     by_noun = _by_dimension(dimensions[1])
+    siblings: Dict[Tuple[str, str], List[str]] = {}
+    for hit in (getattr(retrieval, "hits", None) or ()):      # every accepted hit, in rank order
+        siblings.setdefault((hit.doc_id, hit.heading or ""), []).append(hit.text)
     for fact in facts:
         heading, title = (context or {}).get(fact.chunk_id, ("", ""))
         if fact.chunk_id not in anchored and not (heading and (fact.pdf, heading) in sections):
@@ -538,6 +551,9 @@ def _stated_dependence(facts: Sequence, anchor: Sequence[str], held, need: int, 
                 and len(held(set(analyzer.analyze(fact.quote)) | scope)) >= need):
             # "## Downgrades and cancellation by plan": the section answers per variant
             names = _variant_names(fact.quote, "") + _list_variants(fact.quote, dimensions)
+            for text in [fact.quote] + siblings.get((fact.pdf, heading), []):
+                # the section's paragraphs, each about one variant ("Pro plans carry ...")
+                names.extend(n for n in _lead_variant(text, dimensions) if n not in names)
             if _unchosen(names, asked, q_quals, dimensions, analyzer):
                 return {"qualifiers": sorted({n.lower() for n in names}), "chunks": [fact.chunk_id],
                         "dependence": m.group().lower()}

@@ -66,7 +66,9 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
    not a date for "When does the Black Friday promotion start?"), nor does a digit
    inside a code (``SEV-1``, ``Q9``, ``SOP-MFG-007``: names, not numbers).
 4. Score every sentence of every on-topic fact (headings, table rules and text-free
-   units excluded) as the weighted sum (weights ``[answer] weight_*``, which sum to 1)
+   units excluded, and glossary entries defining a term the question does not name:
+   "**Service credit**: a discount given when Halvard misses an uptime commitment" says
+   nothing about what uptime Halvard commits to) as the weighted sum (weights ``[answer] weight_*``, which sum to 1)
    of four parts, each in [0, 1]:
 
    * coverage = 0.7 x (idf-weighted share of ``Q`` in the sentence) + 0.3 x (the same
@@ -926,6 +928,20 @@ def _stated_exception(best: _Unit, infos: List[_FactInfo], key: Sequence[str],
     return None
 
 
+#: A glossary entry: "**Term**: definition" (glossary.py reads the same lines).
+_GLOSSARY_ENTRY = re.compile(r"^\W*\*\*([^*\n]{1,80}?)\*\*\s*[:\u2013\u2014-]")
+
+
+def _entry_about(text: str, q_set: Any, analyzer: Any) -> bool:
+    """False for a glossary entry defining a term the question does not name: "**Service
+    credit**: a discount given when Halvard misses an uptime commitment" mentions uptime
+    in passing, it says nothing about what uptime Halvard commits to."""
+    m = _GLOSSARY_ENTRY.match(text)
+    if m is None or analyzer is None:
+        return True
+    return any(t in q_set for t in analyzer.analyze(m.group(1)))
+
+
 def _r(x: float) -> float:
     return round(x, 6)
 
@@ -991,11 +1007,14 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
     wc, wt, wp, wr = (float(cfg["weight_coverage"]), float(cfg["weight_type"]),
                       float(cfg["weight_proximity"]), float(cfg["weight_retrieval"]))
     q_set = set(q_terms)
+    analyzer = analyzer_of(index, {})
     scored = []   # (score, fact_idx, sent_idx, unit, type_match)
     for i in on_topic:
         info = infos[i]
         chunk_share = weighted_share(q_terms, weights, info.chunk_terms, bridges)
         for unit in info.units:
+            if not _entry_about(unit.text, q_set, analyzer):
+                continue
             sent_share = weighted_share(q_terms, weights, unit.term_set, bridges)
             cov = SENTENCE_SHARE * sent_share + (1.0 - SENTENCE_SHARE) * chunk_share
             tm = value_match(kind, unit.text, echo)

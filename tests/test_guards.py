@@ -10,7 +10,7 @@ from mini_rag import guards  # noqa: E402
 from mini_rag.analysis import Analyzer  # noqa: E402
 from mini_rag.config import DEFAULTS  # noqa: E402
 from mini_rag.errors import MiniRagError  # noqa: E402
-from mini_rag.records import Fact  # noqa: E402
+from mini_rag.records import Fact, Hit, Retrieval  # noqa: E402
 
 AN = Analyzer()
 GUARDS = dict(DEFAULTS["guards"], as_of="2026-11-01")
@@ -375,6 +375,33 @@ class SectionByVariant(unittest.TestCase):
         res = self.check("Is there a fee for cancelling early?", self.PLANS, ["plans#p4"], self.BY_PLAN)
         self.assertEqual(res.detail, {"qualifiers": ["enterprise", "free", "pro"], "chunks": ["plans#p4"],
                                       "dependence": "by plan"})
+
+    def test_paragraph_per_variant_beyond_the_evidence(self):
+        # The cited paragraph names one plan; its section's other paragraphs, accepted by
+        # retrieval but capped out of phase B, name the others: each opens with its plan.
+        texts = ["The Free plan has no uptime commitment and no service credits.",
+                 "Pro plans carry a monthly uptime commitment of 99.5%.",
+                 "Enterprise plans carry a monthly uptime commitment of 99.9%."]
+        heading = "Commitments by plan"
+        hits = [Hit(chunk_id="sla#p%d" % i, doc_id="sla", rank=i, score=1.0, similarity=1.0, page=1, text=t,
+                    heading=heading) for i, t in enumerate(texts, 2)]
+        facts = [fact("sla", 2, texts[0])]
+        ctx = {"sla#p2": (heading, "SLA")}
+        q = "What uptime does Halvard commit to?"
+
+        def check(question, hit_list):
+            return guards.check_ambiguity(question, facts, AN, self.CLARIFY, GUARDS, anchor=["sla#p2"],
+                                          context=ctx, retrieval=Retrieval(question=question, hits=hit_list))
+        res = check(q, hits)
+        self.assertTrue(res.ambiguous)
+        self.assertEqual(res.detail, {"qualifiers": ["enterprise", "free", "pro"], "chunks": ["sla#p2"],
+                                      "dependence": "by plan"})
+        self.assertFalse(check(q, hits[:1]).ambiguous)       # one plan in sight: nothing to choose
+        self.assertFalse(check("What uptime does the Pro plan commit to?", hits).ambiguous)
+        # a paragraph naming a plan later than its fifth word does not open with it
+        late = [Hit(chunk_id="sla#p3", doc_id="sla", rank=2, score=1.0, similarity=1.0, page=1,
+                    text="Uptime is measured monthly for every Pro plan.", heading=heading)]
+        self.assertFalse(check(q, hits[:1] + late).ambiguous)
 
     def test_columns_are_a_second_dimension(self):
         # the rows are chosen ("critical"), the columns (markets) are not

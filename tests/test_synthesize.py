@@ -688,6 +688,23 @@ class DocumentScopeTest(unittest.TestCase):
         self.assertEqual(run(q, facts).reasons, ["key_terms_not_covered"])
 
 
+class GlossaryEntryTest(unittest.TestCase):
+    """A glossary entry answers questions about the term it defines, not about the words
+    its definition uses in passing."""
+    ENTRY = "**Service credit**: a discount on a future invoice given when Halvard misses an uptime commitment."
+
+    def test_entry_for_another_term_is_no_answer(self):
+        facts = [fact("glossary#p10", self.ENTRY)]
+        a = run("What uptime commitment does Halvard give?", facts)
+        self.assertTrue(a.refused)
+        self.assertEqual(a.reasons, ["key_terms_not_covered"])
+        for q in ("What is a service credit?", "Tell me about service credits."):
+            with self.subTest(q=q):
+                a = run(q, facts)
+                self.assertFalse(a.refused, a.detail)
+                self.assertEqual(a.sentences[0].sentence, self.ENTRY)
+
+
 class StatedRangeTest(unittest.TestCase):
     def test_number_within_a_stated_bound(self):
         # terms 50, discount, refund (weight 1 each, no index): "50" is covered only through
