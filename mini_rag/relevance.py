@@ -42,7 +42,8 @@ Steps, in order (``reason`` in parentheses):
       content terms found in the fact's words, its heading, its document title (a
       document's own name is the contract's "doc hint") and its document's scope
       statement ("This procedure covers ...", ``glossary.scope_table``) is below
-      ``[answer] min_fact_overlap`` (0.15).  A question without content terms keeps every fact.
+      ``[answer] min_fact_overlap`` (0.15).  A question without content terms keeps
+      every fact.
    b. ``code_check`` (``code_mismatch``): when the question names a code (a term with a
       letter and a digit: ``WH-12``, ``Q13``, ``ISO-27001``) and some fact contains one
       of the question's codes, facts that contain none are dropped: a different

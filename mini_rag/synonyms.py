@@ -30,7 +30,7 @@ staging environment a non-production one.  A rule stated for the broad word cove
 narrow one ("refunds go back to the original payment method" answers "... on my card?"),
 never the other way round, and two narrow words are not each other.
 ``unit_bridges``: a length of time asked without a number ("unpaid for weeks", "how many
-days") is covered by a sentence that counts in another unit ("21 days").
+days") is covered by a sentence that names another unit ("21 days").
 ``comparative_bridges``: a comparative the stemmer keeps whole ("riskier than") is
 covered by its base ("lower-risk").
 Retrieval does not use the groups: ranking stays plain BM25.  ``[answer] synonyms =
@@ -258,8 +258,8 @@ def synonym_bridges(question: str, q_terms: Sequence[str], analyzer,
                     sources.append((terms[0], i))
             elif " %s " % words in folded:
                 sources.extend((t, i) for t in terms if t in have)
+        kinds = any(m[4] for m in analyzed)         # a narrow word: only its broad words cover it
         for term, i in sources:
-            kinds = any(m[4] for m in analyzed)     # a narrow word: only its broad words cover it
             for j, (_words, terms, whole, _single, broad) in enumerate(analyzed):
                 alt = Synonym(terms)
                 if j == i or not whole or not terms or term in alt or (kinds and not broad):
@@ -373,8 +373,8 @@ _PLURAL_UNIT = re.compile(r"(\S+\s+)?\b(" + "|".join(_TIME_UNITS) + r")\b")
 
 def unit_bridges(question: str, q_terms: Sequence[str], analyzer) -> Dict[str, List[FrozenSet[str]]]:
     """``{question term: [alternative term sets]}`` for a length of time asked without a
-    number: "unpaid for weeks" or "how many days" is covered by a sentence that counts
-    in another unit ("21 days", "within 2 weeks").  "After 3 weeks" names one length, and
+    number: "unpaid for weeks" or "how many days" is covered by a sentence that names
+    another unit ("21 days", "within 2 weeks").  "After 3 weeks" names one length, and
     "14 days" may or may not be it, so a unit after a number bridges nothing.
 
     >>> from mini_rag.analysis import Analyzer

@@ -39,9 +39,10 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
    words naming the asked type (``TYPE_WORDS``: "cost" in a "how much" question).
 2. Topic.  A fact is *on topic* when its chunk (its text, heading, document title and
    document scope statement, "This procedure covers requests ... under the GDPR":
-   ``glossary.scope_table``; expansion rules bridge terms, see ``relevance``) holds an idf-weighted share of
-   ``K`` of at least ``[answer] min_key_coverage`` (0.7) and a share of the whole of
-   ``Q``, unknown terms included, of at least ``[answer] min_question_share`` (0.3).
+   ``glossary.scope_table``; expansion rules bridge terms, see ``relevance``) holds an
+   idf-weighted share of ``K`` of at least ``[answer] min_key_coverage`` (0.7) and a
+   share of the whole of ``Q``, unknown terms included, of at least ``[answer]
+   min_question_share`` (0.3).
    A number of the question is also held by a bound an evidence fact states that it
    satisfies ("a 50% discount" by "a discount of 40% or more": ``synonyms.range_bridges``).
    A question asking for a value (rule 3) may relax the first share to ``[answer]
@@ -68,12 +69,13 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
 4. Score every sentence of every on-topic fact (headings, table rules and text-free
    units excluded, and glossary entries defining a term the question does not name:
    "**Service credit**: a discount given when Halvard misses an uptime commitment" says
-   nothing about what uptime Halvard commits to) as the weighted sum (weights ``[answer] weight_*``, which sum to 1)
-   of four parts, each in [0, 1]:
+   nothing about what uptime Halvard commits to) as the weighted sum (weights
+   ``[answer] weight_*``, which sum to 1) of four parts, each in [0, 1]:
 
    * coverage = 0.7 x (idf-weighted share of ``Q`` in the sentence) + 0.3 x (the same
-     share in its chunk, heading, title and scope statement): a sentence is judged mostly by its own
-     words, partly by its chunk's, because pronouns refer back ("It lasts 30 days");
+     share in its chunk, heading, title and scope statement): a sentence is judged
+     mostly by its own words, partly by its chunk's, because pronouns refer back ("It
+     lasts 30 days");
    * type = ``value_match`` of the expected type (1 when the question has no cue);
    * proximity = ``m / w`` for the ``m`` >= 2 distinct question terms in the sentence
      and ``w`` the length (in terms) of the shortest span containing all of them;
