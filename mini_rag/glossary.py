@@ -45,12 +45,12 @@ from __future__ import annotations
 
 import re
 import weakref
-from typing import Any, Dict, FrozenSet, List, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from .abbrev import cached_per_index
 from .synonyms import Synonym
 
-__all__ = ["find_definitions", "definition_table", "definition_bridges", "find_scope", "scope_table"]
+__all__ = ["find_definitions", "definition_table", "definition_bridges", "entry_term", "find_scope", "scope_table"]
 
 #: "**Term**: definition" or "**Term** - definition", a glossary line (optionally a list item).
 _ENTRY = re.compile(r"^[ \t]*(?:[-*][ \t]+)?\*\*([^*\n]{1,80}?)\*\*[ \t]*[:\u2013\u2014-][ \t]*(\S[^\n]*(?:\n(?![ \t]*\n)"
@@ -80,6 +80,18 @@ def find_definitions(text: str) -> List[Tuple[str, str]]:
             continue
         out.append((term, body))
     return out
+
+
+def entry_term(text: str) -> Optional[str]:
+    """The term ``text`` defines when it opens with a glossary entry ("**Term**: ..."), else None.
+
+    >>> entry_term("**Service credit**: a discount on a future invoice.")
+    'Service credit'
+    >>> entry_term("Service credits are paid monthly.") is None
+    True
+    """
+    m = _ENTRY.match(text)
+    return m.group(1).strip() if m else None
 
 
 _DETERMINERS = frozenset("a an the this that these those its their our your my his her each every "

@@ -135,7 +135,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .records import Fact, Retrieval
 from .relevance import (_AUX, Bridges, _hit_map, _scaffold, analyzer_of, chunk_context, covered,
                         expansion_bridges, question_terms, split_question, term_weights, weighted_share)
-from .glossary import scope_table
+from .glossary import entry_term, scope_table
 from .synonyms import Synonym, range_bridges
 
 __all__ = ["AnswerSentence", "Answer", "phase_c", "split_sentences", "sentence_spans",
@@ -930,18 +930,14 @@ def _stated_exception(best: _Unit, infos: List[_FactInfo], key: Sequence[str],
     return None
 
 
-#: A glossary entry: "**Term**: definition" (glossary.py reads the same lines).
-_GLOSSARY_ENTRY = re.compile(r"^\W*\*\*([^*\n]{1,80}?)\*\*\s*[:\u2013\u2014-]")
-
-
 def _entry_about(text: str, q_set: Any, analyzer: Any) -> bool:
     """False for a glossary entry defining a term the question does not name: "**Service
     credit**: a discount given when Halvard misses an uptime commitment" mentions uptime
     in passing, it says nothing about what uptime Halvard commits to."""
-    m = _GLOSSARY_ENTRY.match(text)
-    if m is None or analyzer is None:
+    term = entry_term(text)
+    if term is None or analyzer is None:
         return True
-    return any(t in q_set for t in analyzer.analyze(m.group(1)))
+    return any(t in q_set for t in analyzer.analyze(term))
 
 
 def _r(x: float) -> float:
