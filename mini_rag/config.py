@@ -53,6 +53,9 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         "fallback_only_if_empty": True,
         "authority_scope": "MIXED",      # MIXED (all) or one authority, e.g. FDA, EMA, ICH, SOPS
         "typo_correction": True,         # unknown query terms -> nearest vocabulary term (retrieve.py)
+        "derivation_weight": 0.5,        # a query term's verb/noun variant (derive.py) counts at this share; 0: off
+        "synonym_weight": 0.5,           # a query term's synonym (synonyms.py) counts at this share; 0: off
+        "definition_lookup": True,       # "What is X?" puts the corpus's definition of X first (glossary.py)
     },
     # [expansion.NAME] tables: match = "continuous processing", add = ["...", "..."]
     "expansion": {

@@ -53,7 +53,9 @@ The rule, exactly.  Two evidence units *a* and *b* conflict when all of these ho
 
    * *polarity*: on one axis, one unit is positive and the other negative.  Axes:
      ``permission`` (may / can / is allowed / is permitted  vs  must not / may not /
-     cannot / is prohibited / is forbidden / is not allowed / never), ``refund``
+     cannot / is prohibited / is forbidden / is not allowed / never; "may be" or "can
+     be" before a word that is no past participle, as in "records that may be relevant",
+     says what is possible and takes no side), ``refund``
      (refundable / eligible for a refund  vs  non-refundable / not refundable / no
      refunds) and ``encryption`` (stored in plaintext / unencrypted  vs  encrypted, or a
      negated plaintext).  A unit carrying both signs on an axis ("may ... but must not
@@ -183,6 +185,12 @@ _AXES: Tuple[Tuple[str, "re.Pattern[str]", "re.Pattern[str]"], ...] = (
                 r"|\bnot\s+eligible\s+for\s+an?\s+(?:full\s+|partial\s+)?refund"
                 r"|\brefunds?\s+(?:is|are)\s+not\b", re.IGNORECASE)),
 )
+# "may be relevant", "can be up to": a modal before "be" and a word that is no past
+# participle says what is possible, not what is allowed ("may be deleted" is a permission).
+_EPISTEMIC = re.compile(r"\b(?:may|might|can|could)\s+(?:also\s+|well\s+|still\s+)?be\s+(?!(?:[a-z]+(?:ed|en|wn)|"
+                        r"kept|held|sent|paid|made|done|sold|bought|left|lost|found|brought|built|told|spent|"
+                        r"set|put|cut|shut|run|read|shared|met|won|hit|let|bound|taught|caught|sought|"
+                        r"dealt|meant|heard|led|fed|laid|split|spread|struck|stuck|hung)\b)[a-z]", re.IGNORECASE)
 _PLAINTEXT = re.compile(r"\b(?:plain\s?text|unencrypted|clear\s?text|in\s+the\s+clear)\b", re.IGNORECASE)
 _ENCRYPTED = re.compile(r"\bencrypt(?:ed|ion|s)?\b", re.IGNORECASE)
 _NEGATION = re.compile(r"\b(?:not|never|no|cannot|can't|mustn't|prohibited|forbidden)\b", re.IGNORECASE)
@@ -202,11 +210,16 @@ def polarity(unit: str) -> Dict[str, str]:
     {'permission': 'neg', 'encryption': 'encrypted'}
     >>> polarity("Promotional purchases are non-refundable.")
     {'refund': 'neg'}
+    >>> polarity("Records that may be relevant to an audit."), polarity("Records may be deleted.")
+    ({}, {'permission': 'pos'})
     """
     out: Dict[str, str] = {}
     for axis, pos_re, neg_re in _AXES:
         neg = bool(neg_re.search(unit))
-        pos = bool(pos_re.search(neg_re.sub(" ", unit)))   # "may not" is not also "may"
+        rest = neg_re.sub(" ", unit)                      # "may not" is not also "may"
+        if axis == "permission":
+            rest = _EPISTEMIC.sub(" ", rest)
+        pos = bool(pos_re.search(rest))
         if neg != pos:
             out[axis] = "neg" if neg else "pos"
     plain = bool(_PLAINTEXT.search(unit))

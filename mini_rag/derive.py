@@ -6,7 +6,8 @@ pairs apart: ``retain``/``retention`` stem to ``retain``/``retent``, ``receive``
 ``reception`` to ``receiv``/``recept``.  A question asking how long tickets are
 *retained* is answered by a table headed *Retention period*; the answering stage uses the
 variants below as bridges (``relevance.covered``) so such a chunk covers the question's
-term.  Retrieval does not use them: ranking stays plain BM25.
+term.  Retrieval uses them too, at ``[retrieval] derivation_weight`` of a term's weight
+(``Retriever.alternatives``), so that the table is found in the first place.
 
 Each rule is a pair of stem endings ``(a, b)``, applied both ways: a stem ending in ``a``
 with at least two characters before it has the variant ending in ``b``.  They are the
@@ -30,6 +31,9 @@ li / lic      appli/applic, impli/implic
 li / lianc    compli/complianc, reli/relianc
 ud / us       conclud/conclus, exclud/exclus, includ/inclus
 oy / uct      destroy/destruct
+s / sur       eras/erasur (erasure), disclos/disclosur, expos/exposur, enclos/enclosur
+se / sur      close/closur (closure)
+l / lur       fail/failur (failure)
 ============  ==========================================================
 
 Not every variant is a word; callers keep only the variants their index contains.
@@ -47,7 +51,7 @@ __all__ = ["RULES", "variants"]
 
 RULES = (("ain", "ent"), ("eiv", "ept"), ("uc", "uct"), ("mit", "miss"), ("end", "ens"),
          ("olv", "olut"), ("ib", "ipt"), ("um", "umpt"), ("ifi", "if"), ("id", "is"),
-         ("li", "lic"), ("li", "lianc"), ("ud", "us"), ("oy", "uct"))
+         ("li", "lic"), ("li", "lianc"), ("ud", "us"), ("oy", "uct"), ("s", "sur"), ("se", "sur"), ("l", "lur"))
 
 #: Stems whose variant by the rules is another word altogether.
 _FALSE_FRIENDS = frozenset({("contain", "content"), ("content", "contain")})

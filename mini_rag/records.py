@@ -92,6 +92,7 @@ class Retrieval:
     scope: str = "MIXED"
     query_terms: List[str] = field(default_factory=list)   # analyzed terms after typo correction
     corrections: Dict[str, str] = field(default_factory=dict)  # query token -> index term used
+    alternatives: Dict[str, List[str]] = field(default_factory=dict)  # query term -> other terms that counted
     signals: Dict[str, Any] = field(default_factory=dict)  # max, mean, gap, hit_count, freshness...
 
     def to_json(self) -> dict:

@@ -46,7 +46,21 @@ including unknown terms at df = 0.
 
 The QA contract flow (``retrieve``), seed 001, every value from ``[retrieval]``
 --------------------------------------------------------------------------------
-1. Analyze the question; correct typos (below).
+1. Analyze the question; correct typos (below).  Find each term's *alternatives*
+   (``alternatives``, ``bm25`` only): its verb/noun variants (``derive.py``: retain ~
+   retention) at ``derivation_weight`` of its weight, the members of its synonym groups
+   (``synonyms.py``: kept ~ retain) at ``synonym_weight``, and their variants at the
+   product.  In the accumulator such a term weighs, in each chunk, the largest of its
+   own weight and its alternatives' (an alternative of several terms: the smallest of
+   their weights, in chunks holding all of them), never their sum; the similarity's
+   denominator stays the question's own idf mass.  A question asking how long tickets
+   are *kept* thus finds the table headed *Retention period*, below a chunk that says
+   *kept* itself.  ``search`` ranks without them.
+   *Definition lookup* (``definition_lookup``): when the question only asks what a
+   term is ("What is a legal hold?", ``glossary.asked_term``) and the corpus defines
+   that term (a glossary entry or "X means ...", ``glossary.defining_chunks``; the
+   term's analyzed terms equal), the defining chunks go first among the candidates
+   (step 3), with their similarity for the question.
 2. Expansion: each ``[expansion.NAME]`` rule (in name order) whose ``match`` phrase occurs
    in the question (case-insensitive, white space collapsed, whole words) yields one
    variant per ``add`` phrase that is not already in the question: the question with the
@@ -55,7 +69,8 @@ The QA contract flow (``retrieve``), seed 001, every value from ``[retrieval]``
    (``authority_scope``: ``MIXED`` keeps every chunk, any other value keeps chunks whose
    authority equals it, case-insensitively).  Results are merged by (doc_id, page,
    chunk_id) keeping the best similarity (an earlier variant wins a tie); the ``top_k``
-   best of the merge are the *candidates*.
+   best of the merge (similarity, then the variant's own score: clipped similarities
+   of 1.0 keep the ranking's order, then chunk_id) are the *candidates*.
 4. Threshold: candidates with similarity >= ``min_similarity`` are accepted.
 5. Fallback, when nothing was accepted (``fallback_only_if_empty = true``; with false it
    is also tried when something was): if the top candidate has similarity >=
@@ -110,7 +125,11 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from .errors import MiniRagError
 from .analysis import ENGLISH_STOPWORDS, tokenize
 from .index import Index, bm25_idf, build_or_load, indexed_text, tfidf_idf
+from . import derive, glossary, synonyms
 from .records import Hit, Retrieval
+
+#: ``{query term: [(alternative terms, share of weight)]}`` (``Retriever.alternatives``).
+Alternatives = Dict[str, List[Tuple[Tuple[str, ...], float]]]
 
 _HAS_DIGIT = re.compile(r"\d").search
 _SPACES = re.compile(r"\s+")
@@ -264,12 +283,21 @@ class Retriever:
         self._typo_map: Optional[Dict[str, List[str]]] = None
         self._surface: Dict[str, Tuple[str, ...]] = {}
         self._rules = self._compile_rules(config.get("expansion") or {})
+        self._alt_weights = {}
+        for key in ("derivation_weight", "synonym_weight"):
+            w = r.get(key, 0.0)
+            if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0.0 <= w <= 1.0:
+                raise MiniRagError("[retrieval] %s must be a number from 0 to 1, got %r" % (key, w))
+            self._alt_weights[key] = float(w)
+        self._extra_groups = tuple((config.get("answer") or {}).get("synonym_groups") or ())
 
     # ------------------------------------------------------------ ranking core
 
-    def _accumulate(self, qtf: Dict[str, int]) -> Dict[int, float]:
+    def _accumulate(self, qtf: Dict[str, int], alternatives: Optional[Alternatives] = None) -> Dict[int, float]:
         """Scores of every chunk sharing a term with the query (the hot loop)."""
         positions, weights = self._positions, self._weights
+        if alternatives and self.scoring == "bm25":
+            positions, weights = self._with_alternatives(qtf, alternatives)
         terms = [t for t in qtf if t in weights]
         if not terms:
             return {}
@@ -296,6 +324,69 @@ class Retriever:
                 # postings list are distinct, so each read precedes its own write.
                 acc.update(zip(pos, map(add, map(get, pos, repeat(0.0)), ws)))
         return acc
+
+    def _with_alternatives(self, qtf: Dict[str, int], alternatives: Alternatives):
+        """Postings and weights where a query term with alternatives holds, for each chunk,
+        the largest of its own weight and each alternative's weight times its share (an
+        alternative of several terms weighs the smallest of theirs, in chunks holding all)."""
+        positions: Dict[str, Any] = {}
+        weights: Dict[str, Any] = {}
+        for t in sorted(qtf):
+            alts = alternatives.get(t)
+            if not alts:
+                if t in self._weights:
+                    positions[t], weights[t] = self._positions[t], self._weights[t]
+                continue
+            best: Dict[int, float] = dict(zip(self._positions[t], self._weights[t])) if t in self._weights else {}
+            for alt_terms, share in alts:
+                maps = [dict(zip(self._positions[a], self._weights[a])) for a in alt_terms]
+                common = set(maps[0]).intersection(*maps[1:]) if len(maps) > 1 else maps[0]
+                for p in common:
+                    w = share * min(m[p] for m in maps)
+                    if w > best.get(p, 0.0):
+                        best[p] = w
+            order = sorted(best)
+            positions[t] = order
+            weights[t] = [best[p] for p in order]
+        return positions, weights
+
+    def alternatives(self, question: str, terms: Sequence[str]) -> Alternatives:
+        """``{query term: [(alternative terms, share)]}``: what else counts for a term.
+
+        * ``derivation_weight``: each variant of the term by ``derive.variants`` that the
+          index holds ("retained" -> ``retent``, as in "Retention period").
+        * ``synonym_weight``: each member of a synonym group holding the term
+          (``synonyms.synonym_bridges``, with ``[answer] synonym_groups``) whose terms the
+          index all holds, and, at the product of the two shares, the derivational
+          variants of a one-term member ("kept" -> ``retain`` -> ``retent``).
+        A term of the query is never its own alternative.  Only ``retrieve`` uses them.
+        """
+        dw, sw = self._alt_weights["derivation_weight"], self._alt_weights["synonym_weight"]
+        have = self.index.has_term
+        qset = set(terms)
+        syn = (synonyms.synonym_bridges(question, list(qset), self.index.analyzer, self._extra_groups)
+               if sw > 0.0 else {})
+        out: Alternatives = {}
+        for t in sorted(qset):
+            alts: List[Tuple[Tuple[str, ...], float]] = []
+            seen = {(t,)}
+
+            def offer(alt: Tuple[str, ...], share: float) -> None:
+                if alt not in seen and not (len(alt) == 1 and alt[0] in qset) and all(map(have, alt)):
+                    seen.add(alt)
+                    alts.append((alt, share))
+            if dw > 0.0:
+                for v in derive.variants(t):
+                    offer((v,), dw)
+            for group_alt in syn.get(t, ()):
+                alt = tuple(sorted(group_alt))
+                offer(alt, sw)
+                if dw > 0.0 and len(alt) == 1:
+                    for v in derive.variants(alt[0]):
+                        offer((v,), sw * dw)
+            if alts:
+                out[t] = alts
+        return out
 
     def _top(self, acc: Dict[int, float], k: int) -> List[Tuple[int, float]]:
         """The k best ``(position, score)``: score descending, then chunk_id ascending.
@@ -357,23 +448,42 @@ class Retriever:
         qtf = dict(Counter(terms))
         return self._rank(qtf, k, scope)
 
-    def _rank(self, qtf: Dict[str, int], k: int, scope: str) -> List[Tuple[int, float]]:
-        acc = self._accumulate(qtf)
+    def _rank(self, qtf: Dict[str, int], k: int, scope: str,
+              alternatives: Optional[Alternatives] = None) -> List[Tuple[int, float]]:
+        acc = self._accumulate(qtf, alternatives)
         allowed = self._scope_filter(scope)
         if allowed is not None:
             acc = {p: s for p, s in acc.items() if p in allowed}
         return self._top(acc, k)
 
-    def rank_terms(self, terms: Sequence[str], k: int, scope: str = "MIXED") -> List[Tuple[int, float, float]]:
-        """``(position, score, similarity)`` of the k best chunks for analyzed ``terms``."""
+    def rank_terms(self, terms: Sequence[str], k: int, scope: str = "MIXED",
+                   alternatives: Optional[Alternatives] = None) -> List[Tuple[int, float, float]]:
+        """``(position, score, similarity)`` of the k best chunks for analyzed ``terms``
+        (and their ``alternatives``, see :meth:`alternatives`)."""
         qtf = dict(Counter(terms))
-        top = self._rank(qtf, k, scope)
+        top = self._rank(qtf, k, scope, alternatives)
+        to_sim = self._to_similarity(qtf)
+        return [(p, s, to_sim(s)) for p, s in top]
+
+    def _to_similarity(self, qtf: Dict[str, int]):
+        """The function from a score for ``qtf`` to its similarity in [0, 1] (module doc)."""
         if self.scoring == "tfidf":
-            return [(p, s, min(1.0, s)) for p, s in top]
+            return lambda s: min(1.0, s)
         ceiling = similarity_ceiling(self.index, qtf)
         if ceiling <= 0.0:
-            return [(p, s, 0.0) for p, s in top]
-        return [(p, s, min(1.0, s / ceiling)) for p, s in top]
+            return lambda s: 0.0
+        return lambda s: min(1.0, s / ceiling)
+
+    def definitions(self, question: str, scope: str = "MIXED") -> List[int]:
+        """Positions of the chunks defining the term ``question`` asks the meaning of
+        (``glossary.asked_term``; the term's typos corrected), within ``scope``."""
+        asked = glossary.asked_term(question)
+        if asked is None:
+            return []
+        terms = frozenset(self.query_terms(asked, {}))
+        allowed = self._scope_filter(scope)
+        return [p for p in glossary.defining_chunks(self.index).get(terms, ())
+                if allowed is None or p in allowed]
 
     def _hit(self, pos: int, score: float, sim: float, rank: int, query: str) -> Hit:
         c = self.index.chunks[pos]
@@ -543,17 +653,36 @@ class Retriever:
         variants = [question] + self.expansions(question)
         merged: Dict[Tuple[str, int, str], Tuple[float, float, int, str]] = {}
         gate_terms: List[str] = list(terms)
+        alternatives: Dict[str, List[str]] = {}
         for vi, variant in enumerate(variants):
             vterms = terms if vi == 0 else self.query_terms(variant, corrections)
             if vi:
                 gate_terms.extend(vterms)
-            for pos, score, sim in self.rank_terms(vterms, top_k, scope):
+            alts = self.alternatives(variant, vterms)
+            for t, lst in alts.items():
+                bucket = alternatives.setdefault(t, [])
+                bucket.extend(" ".join(a) for a, _ in lst if " ".join(a) not in bucket)
+            for pos, score, sim in self.rank_terms(vterms, top_k, scope, alts):
                 c = self.index.chunks[pos]
                 key = (c.doc_id, c.page, c.chunk_id)
                 old = merged.get(key)
                 if old is None or sim > old[0]:
                     merged[key] = (sim, score, pos, variant)
-        ranked = sorted(merged.values(), key=lambda v: (-v[0], self.index.chunks[v[2]].chunk_id))[:top_k]
+        first = set()
+        if r.get("definition_lookup", True):
+            first = set(self.definitions(question, scope))
+            if first:
+                qtf = dict(Counter(terms))
+                acc = self._accumulate(qtf, self.alternatives(question, terms))
+                to_sim = self._to_similarity(qtf)
+                for pos in sorted(first):
+                    c = self.index.chunks[pos]
+                    key = (c.doc_id, c.page, c.chunk_id)
+                    if key not in merged:
+                        score = acc.get(pos, 0.0)
+                        merged[key] = (to_sim(score), score, pos, question)
+        ranked = sorted(merged.values(), key=lambda v: (v[2] not in first, -v[0], -v[1],
+                                                        self.index.chunks[v[2]].chunk_id))[:top_k]
         candidates = [self._hit(pos, score, sim, i, variant)
                       for i, (sim, score, pos, variant) in enumerate(ranked, 1)]
         threshold = r["min_similarity"]
@@ -574,6 +703,7 @@ class Retriever:
         return Retrieval(question=question, hits=hits, candidates=candidates,
                          fallback_used=fallback_used, expansions=variants[1:], scope=scope,
                          query_terms=list(dict.fromkeys(terms)), corrections=corrections,
+                         alternatives={t: alternatives[t] for t in sorted(alternatives)},
                          signals=self.signals(hits, threshold, len(candidates)))
 
     def signals(self, hits: List[Hit], threshold: float, candidate_count: int) -> Dict[str, Any]:

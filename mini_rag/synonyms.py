@@ -11,10 +11,10 @@ gold set.
 
 Words with several everyday senses are left out on purpose ("leave" is also a holiday,
 "fire" also flames, "present" also "now", "support" also a team, "free" also a plan,
-"minor" also a child, "withdraw" also cancelling a purchase, "fee" and "charge" differ in
-many price lists), and so are words whose stem is a more general word ("yearly" stems to
-"year"): a bridge that fires on the wrong sense lets a sentence cover a question it does
-not answer.
+"minor" also a child, "withdraw" also cancelling a purchase, "longer" also "no longer",
+"fee" and "charge" differ in many price lists), and so are words whose stem is a more
+general word ("yearly" stems to "year"): a bridge that fires on the wrong sense lets a
+sentence cover a question it does not answer.
 
 ``synonym_bridges(question, q_terms, analyzer, extra)`` gives the answering stage
 (``relevance.expansion_bridges``) its bridges: a question term of a group is also
@@ -26,14 +26,15 @@ when none of its words is a stop word (``make sure`` can, ``sign off`` cannot).
 "72" by "seventy-two" (``spelled_numbers``: a small count with no unit after it, as in
 "the four elements", is left alone).
 A line ``narrow, ... > broad, ...`` lists *kinds*: a card is a payment method, a
-staging environment a non-production one.  A rule stated for the broad word covers the
+staging environment a non-production one, a higher or longer one an increase.  A rule stated for the broad word covers the
 narrow one ("refunds go back to the original payment method" answers "... on my card?"),
 never the other way round, and two narrow words are not each other.
 ``unit_bridges``: a length of time asked without a number ("unpaid for weeks", "how many
 days") is covered by a sentence that names another unit ("21 days").
 ``comparative_bridges``: a comparative the stemmer keeps whole ("riskier than") is
 covered by its base ("lower-risk").
-Retrieval does not use the groups: ranking stays plain BM25.  ``[answer] synonyms =
+Retrieval uses the groups at ``[retrieval] synonym_weight`` of a term's weight
+(``Retriever.alternatives``; 0 turns that off).  ``[answer] synonyms =
 false`` turns them off; ``[answer] synonym_groups`` adds a corpus's own groups, each a
 comma-separated string like the lines below.
 
@@ -127,6 +128,8 @@ phone, mobile phone, smartphone, cell phone
 email, e-mail
 salary, wage, remuneration
 law, legislation, statute
+internet, public network, public networks
+regulator, supervisory authority, regulatory authority, data protection authority
 discount, price reduction, rebate, reduced price
 refund, money back
 discount code, promo code, promotional code, coupon, coupon code, voucher code
@@ -156,6 +159,8 @@ card, credit card, debit card, bank card, bank transfer, wire transfer, direct d
 laptop, phone, smartphone, tablet, desktop > device
 staging, staging environment, test environment, development environment, sandbox > non-production, non-production environment
 penetration test, penetration testing, pentest, vulnerability scan > security test, security testing
+higher, greater, larger, bigger, faster > increase
+lower, smaller, slower, fewer > decrease, reduction
 # abbreviations everyone writes without spelling out
 mfa, multi-factor authentication, multifactor authentication
 2fa, two-factor authentication

@@ -36,7 +36,8 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
    knows, which carry what the question is specifically about.  Never key (they still
    weigh in the question share): the answer's category (``category_terms``), light
    verbs and indefinite pronouns (``LIGHT_WORDS``: "come with", "get a laptop") and the
-   words naming the asked type (``TYPE_WORDS``: "cost" in a "how much" question).
+   words naming the asked type (``TYPE_WORDS``: "cost" in a "how much" question;
+   "mandatory" or "allowed" in a yes/no question, answered by "must" or "are exempt").
 2. Topic.  A fact is *on topic* when its chunk (its text, heading, document title and
    document scope statement, "This procedure covers requests ... under the GDPR":
    ``glossary.scope_table``; expansion rules bridge terms, see ``relevance``) holds an
@@ -715,14 +716,18 @@ _CATEGORY = re.compile(r"^\W*(?:which|what)\s+(?:(?:is|are|was|were)\s+)?(?:the\
 _MEASURE = frozenset("maximum minimum max min total typical average exact".split())
 _PHRASE_END = frozenset("of for in on at to per by from with that which who is are was were do does did "
                         "can could may must should will would has have had".split())
+#: Words that open a clause: the word before one ends a verb phrase ("What extra step
+#: applies when ...": "applies" is the verb, "step" the head).
+_CLAUSE_START = frozenset("when if where while whenever unless once before after because".split())
 
 
 def category_terms(question: str, index: Any) -> List[str]:
     """The answer's category in a "Which X ...?" / "What is the [maximum] X of ...?" question.
 
     After "which", X is the next word.  After "what", X is the noun phrase that follows
-    (up to three words, ended by a preposition or an auxiliary; a longer run keeps only
-    its first word); its last word is the head.
+    (up to three words, ended by a preposition or an auxiliary; three words followed by
+    a clause opener such as "when" or "if" end in the verb, which is dropped; a longer
+    run keeps only its first word); its last word is the head.
     The head and any measure word (maximum, minimum, total, ...) name the kind of value
     asked for, which the sentence stating the value need not repeat ("Which algorithm
     hashes passwords?" -> "... salted hashes computed with Argon2id"; "What is the
@@ -740,6 +745,8 @@ def category_terms(question: str, index: Any) -> List[str]:
         words = words[:1]          # "Which X verb ...": X is one word
     elif cut is not None:
         words = words[:cut]
+    elif len(words) > 1 and rest and rest[0].lower() in _CLAUSE_START:
+        words = words[:-1]
     elif not rest or rest[0].lower() not in _PHRASE_END:
         words = words[:1]
     if not words:
@@ -767,6 +774,9 @@ TYPE_WORDS = {
     "date": frozenset("date dates day days time".split()),
     "number": frozenset("number numbers amount total count".split()),
     "percentage": frozenset("percent percentage percentages share proportion".split()),
+    # a yes/no question's modality: the answer says "must", "exempt" or "may" instead
+    "polarity": frozenset("mandatory compulsory obligatory optional required necessary allowed "
+                          "permitted forbidden prohibited".split()),
 }
 
 

@@ -67,6 +67,13 @@ class Polarity(unittest.TestCase):
             ("Backups are encrypted with AES-256.", {"encryption": "encrypted"}),
             ("Backups are never encrypted.", {"permission": "neg"}),
             ("Reports are generated nightly.", {}),
+            # "may be" + a word that is no past participle: a possibility, not a permission
+            ("An instruction to preserve records that may be relevant to an audit.", {}),
+            ("Passwords can be up to 64 characters long.", {}),
+            ("Records may be deleted after 7 years.", {"permission": "pos"}),
+            ("Records may be kept offline.", {"permission": "pos"}),
+            ("Keys can be shown to auditors.", {"permission": "pos"}),
+            ("Records that may be relevant must not be deleted.", {"permission": "neg"}),
         ]
         for text, want in cases:
             with self.subTest(text=text):

@@ -23,7 +23,8 @@ class DeriveTest(unittest.TestCase):
                  ("notify", "notification"), ("verify", "verification"), ("identify", "identification"),
                  ("decide", "decision"), ("provide", "provision"), ("apply", "application"),
                  ("comply", "compliance"), ("conclude", "conclusion"), ("exclude", "exclusion"),
-                 ("destroy", "destruction")]
+                 ("destroy", "destruction"), ("erase", "erasure"), ("close", "closure"),
+                 ("disclose", "disclosure"), ("expose", "exposure"), ("fail", "failure")]
         for verb, noun in pairs:
             with self.subTest(verb=verb, noun=noun):
                 v, n = stem(verb), stem(noun)

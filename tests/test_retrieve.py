@@ -164,6 +164,124 @@ class Expansion(unittest.TestCase):
                          ["continuous manufacturing per ICH Q13"])
 
 
+class Alternatives(unittest.TestCase):
+    """Derivational variants and synonyms in ranking, each at its share of the weight.
+
+    Three chunks of two words (avgdl = 2, so the length norm is 1), k1 = 1.2, b = 0.75:
+    a BM25 weight is idf * tf * 2.2 / (tf + 1.2).  N = 3; 'ticket' is in every chunk,
+    'retent' and 'keep' in one each."""
+    IDF_TICKET = math.log(1 + 0.5 / 3.5)
+    IDF_ONE = math.log(1 + 2.5 / 1.5)               # df = 1
+    IDF_NONE = math.log(1 + 3.5 / 0.5)              # df = 0 (a term the index lacks)
+
+    def retriever(self, **weights):
+        index = build_index([chunk("a#p0", "retent ticket"), chunk("b#p0", "ticket ticket"),
+                             chunk("c#p0", "keep ticket")], PLAIN, k1=1.2, b=0.75)
+        return Retriever(index, config(use_mmr=False, typo_correction=False, min_similarity=0.0, **weights))
+
+    def scores(self, r, question):
+        return {h.chunk_id: h.score for h in r.retrieve(question).candidates}
+
+    def test_derivation_counts_at_its_share(self):
+        t, one = self.IDF_TICKET, self.IDF_ONE
+        plain = self.scores(self.retriever(derivation_weight=0.0, synonym_weight=0.0), "retain ticket")
+        self.assertAlmostEqual(plain["a#p0"], t, places=12)
+        self.assertAlmostEqual(plain["b#p0"], t * 2 * 2.2 / 3.2, places=12)
+        r = self.retriever(derivation_weight=0.5, synonym_weight=0.0)
+        result = r.retrieve("retain ticket")
+        got = {h.chunk_id: h for h in result.candidates}
+        # 'retain' is not indexed; its variant 'retent' (retain/retention) counts at 0.5.
+        self.assertAlmostEqual(got["a#p0"].score, t + 0.5 * one, places=12)
+        self.assertAlmostEqual(got["b#p0"].score, t * 2 * 2.2 / 3.2, places=12)
+        self.assertAlmostEqual(got["c#p0"].score, t, places=12)
+        # The similarity's denominator is still the question's own idf mass.
+        self.assertAlmostEqual(got["a#p0"].similarity, (t + 0.5 * one) / (self.IDF_NONE + t), places=12)
+        self.assertEqual([h.chunk_id for h in result.candidates], ["a#p0", "b#p0", "c#p0"])
+        self.assertEqual(result.alternatives, {"retain": ["retent"]})
+        self.assertAlmostEqual(self.scores(self.retriever(derivation_weight=1.0, synonym_weight=0.0),
+                                           "retain ticket")["a#p0"], t + one, places=12)
+
+    def test_synonym_and_its_derivation(self):
+        t, one = self.IDF_TICKET, self.IDF_ONE
+        r = self.retriever(derivation_weight=0.5, synonym_weight=0.5)
+        # "keep" is in the keep/retain group; 'retain' is not indexed, its variant 'retent'
+        # counts at 0.5 * 0.5; 'keep' itself matches c at full weight.
+        result = r.retrieve("keep ticket")
+        got = {h.chunk_id: h.score for h in result.candidates}
+        self.assertAlmostEqual(got["a#p0"], t + 0.25 * one, places=12)
+        self.assertAlmostEqual(got["c#p0"], t + one, places=12)
+        self.assertEqual(result.alternatives, {"keep": ["retent"]})
+        # A chunk holding the term and an alternative counts the larger, never both.
+        self.assertAlmostEqual(self.scores(r, "retent ticket")["a#p0"], t + one, places=12)
+        # Off: plain BM25.
+        off = self.scores(self.retriever(derivation_weight=0.5, synonym_weight=0.0), "keep ticket")
+        self.assertAlmostEqual(off["a#p0"], t, places=12)
+
+    def test_search_stays_plain(self):
+        r = self.retriever(derivation_weight=1.0, synonym_weight=1.0)
+        self.assertAlmostEqual({h.chunk_id: h.score for h in r.search("retain ticket", 3)}["a#p0"],
+                               self.IDF_TICKET, places=12)
+
+    def test_bad_weight(self):
+        for key, value in (("derivation_weight", 1.5), ("synonym_weight", -0.1), ("synonym_weight", True)):
+            with self.subTest(key=key, value=value):
+                with self.assertRaises(MiniRagError) as cm:
+                    self.retriever(**{key: value})
+                self.assertIn("[retrieval] %s must be a number from 0 to 1" % key, str(cm.exception))
+
+    def test_clipped_ties_keep_score_order(self):
+        # 'apple' once in a chunk of average length is exactly the reference: similarity
+        # 1.0; twice scores higher and is clipped to 1.0 too.  The ranking's order stands
+        # (z before a), not chunk_id order.
+        index = build_index([chunk("z#p0", "apple apple banana"), chunk("a#p0", "apple banana cherry"),
+                             chunk("m#p0", "cherry banana date")], PLAIN, k1=1.2, b=0.75)
+        r = Retriever(index, config(use_mmr=False, typo_correction=False))
+        result = r.retrieve("apple")
+        self.assertEqual([(h.chunk_id, h.similarity) for h in result.candidates],
+                         [("z#p0", 1.0), ("a#p0", 1.0)])
+
+
+class DefinitionLookup(unittest.TestCase):
+    """A question that only asks what a term is gets the corpus's definition first."""
+
+    def retriever(self, **kw):
+        chunks = [chunk("hold#p1", "A legal hold stops deletion. Each legal hold names custodians, and a legal "
+                                   "hold is released by Legal."),
+                  chunk("hold#p2", "Legal reviews every legal hold. A legal hold lasts until released."),
+                  chunk("gloss#p1", "**Legal hold**: an instruction from Legal to preserve records.",
+                        authority="SOPS"),
+                  chunk("other#p1", "Records are deleted after seven years.")]
+        return Retriever(build_index(chunks, Analyzer(), k1=1.2, b=0.75),
+                         config(use_mmr=False, typo_correction=True, top_k=2, **kw))
+
+    def test_definition_first(self):
+        r = self.retriever()
+        # Plain BM25 ranks the glossary line third: the procedure repeats the term.
+        self.assertEqual([h.chunk_id for h in r.search("What is a legal hold?", 3)],
+                         ["hold#p1", "hold#p2", "gloss#p1"])
+        self.assertEqual(r.definitions("What is a legal hold?"), [2])
+        result = r.retrieve("What is a legal hold?")
+        self.assertEqual([h.chunk_id for h in result.candidates], ["gloss#p1", "hold#p1"])
+        plain = {h.chunk_id: h for h in r.search("What is a legal hold?", 3)}
+        self.assertAlmostEqual(result.candidates[0].similarity, plain["gloss#p1"].similarity, places=12)
+        # a typo in the term is corrected first; the scope filter still applies
+        self.assertEqual(r.definitions("What is a legl hold?"), [2])
+        self.assertEqual(r.definitions("What is a legal hold?", "FDA"), [])
+        self.assertEqual(r.definitions("What is a legal hold?", "sops"), [2])
+
+    def test_only_the_asked_term(self):
+        r = self.retriever()
+        for question in ("How long does a legal hold last?", "What is a legal hold review?", "What is Legal?"):
+            with self.subTest(question=question):
+                self.assertEqual(r.definitions(question), [])
+                self.assertNotEqual(r.retrieve(question).candidates[0].chunk_id, "gloss#p1")
+
+    def test_off(self):
+        r = self.retriever(definition_lookup=False)
+        self.assertEqual([h.chunk_id for h in r.retrieve("What is a legal hold?").candidates],
+                         ["hold#p1", "hold#p2"])
+
+
 class Mmr(unittest.TestCase):
     def index(self):
         # a and b are the same text (cosine 1); c has both query terms and two others.

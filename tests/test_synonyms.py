@@ -71,6 +71,9 @@ class Bridges(unittest.TestCase):
                                                       ["price", "reduct"], ["rebat"]]),
             ("When do staff get a new laptop?", "new", [["replac"], ["substitut"]]),
             ("Who do we report breaches to?", "report", [["inform"], ["notifi"], ["tell"]]),
+            ("Which TLS version do internet connections need?", "internet", [["network", "public"]]),
+            ("When must we tell the regulator?", "regul", [["author", "data", "protect"], ["author", "regulatori"],
+                                                          ["author", "supervisori"]]),
         ]
         for question, term, want in cases:
             with self.subTest(question=question):
@@ -125,6 +128,13 @@ class Kinds(unittest.TestCase):
             ("Can I pay by card?", "card", [["method", "payment"]]),
             ("Can data go to a staging environment?", "stage", [["environ", "non", "product"], ["non", "product"]]),
             ("May a customer run a pentest?", "pentest", [["secur", "test"]]),
+            # a comparative of size is covered by "an increase" / "a decrease", not back
+            ("Is a higher flow rate riskier?", "higher", [["increas"]]),
+            ("Is a faster line allowed?", "faster", [["increas"]]),
+            # "longer" is left out: "no longer" says nothing about size
+            ("Is the form no longer needed?", "longer", []),
+            ("Are fewer checks allowed?", "fewer", [["decreas"], ["reduct"]]),
+            ("Is an increase in flow rate allowed?", "increas", [["boost"], ["rais"]]),   # its own group only
         ]
         for question, term, want in cases:
             with self.subTest(question=question):

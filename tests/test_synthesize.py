@@ -321,6 +321,10 @@ class QuestionTypeTest(unittest.TestCase):
             ("How often do employees get a new laptop?", "duration", ["get"]),
             ("Who has to make sure the system works?", "person", ["make"]),
             ("What is the price of storage?", "number", []),      # 'price' names the type only for amount
+            # a yes/no question's modality: the answer says "must" or "are exempt" instead
+            ("Is MFA mandatory on admin accounts?", "polarity", ["mandatori"]),
+            ("Are pets allowed or forbidden in the office?", "polarity", ["allow", "forbidden"]),
+            ("Which approvals are required?", "person", []),      # only a yes/no question's
         ]
         for question, kind, expected in table:
             with self.subTest(question=question):
@@ -562,6 +566,9 @@ class UnknownTermsTest(unittest.TestCase):
             ("What is the maximum page size for list endpoints?", ["maximum", "size"]),
             ("What is the refund window for cards?", ["window"]),
             ("Which team approves refunds?", ["team"]),                           # no ending word: first
+            # three words, then a clause opener: the third is the verb, the second the head
+            ("What extra step applies when data are typed by hand?", ["step"]),
+            ("What minimum notice applies if a plan is cancelled?", ["minimum", "notic"]),
             ("How long are audit logs kept?", []),                                # not which/what
             ("What does it cost?", []),
         ]
