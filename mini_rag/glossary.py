@@ -123,11 +123,17 @@ def _alternatives(term: str, analyzer: Any) -> List[FrozenSet[str]]:
 def definition_table(index: Any, analyzer: Any = None) -> List[Tuple[List[FrozenSet[str]], FrozenSet[str]]]:
     """``[(term alternatives, definition terms)]`` over every chunk of ``index``, in chunk
     order, each definition once; cached per index."""
+    return _per_index(_CACHE, index, analyzer, _build_table, [])
+
+
+def _per_index(cache: Any, index: Any, analyzer: Any, build: Any, empty: Any) -> Any:
+    """``build(chunks, analyzer)`` over ``index``'s chunks, cached per index; ``empty``
+    when there is no analyzer (``analyzer`` or the index's) or no chunks."""
     analyzer = analyzer or getattr(index, "analyzer", None)
     chunks = getattr(index, "chunks", None)
     if analyzer is None or chunks is None:
-        return []
-    return cached_per_index(_CACHE, index, lambda: _build_table(chunks, analyzer))
+        return empty
+    return cached_per_index(cache, index, lambda: build(chunks, analyzer))
 
 
 def _build_table(chunks: Any, analyzer: Any) -> List[Tuple[List[FrozenSet[str]], FrozenSet[str]]]:
@@ -202,21 +208,18 @@ def defining_chunks(index: Any, analyzer: Any = None) -> Dict[FrozenSet[str], Li
     """``{term set: [chunk positions]}``: every chunk of ``index`` that defines a term
     (``find_definitions``), under each of the term's alternatives ("RPO (recovery point
     objective)": {rpo} and {recoveri, point, object}); positions in chunk order; cached."""
-    analyzer = analyzer or getattr(index, "analyzer", None)
-    chunks = getattr(index, "chunks", None)
-    if analyzer is None or chunks is None:
-        return {}
+    return _per_index(_DEFINING_CACHE, index, analyzer, _build_defining, {})
 
-    def build() -> Dict[FrozenSet[str], List[int]]:
-        out: Dict[FrozenSet[str], List[int]] = {}
-        for pos, chunk in enumerate(chunks):
-            for term, _body in find_definitions(getattr(chunk, "text", "")):
-                for alt in _alternatives(term, analyzer):
-                    lst = out.setdefault(alt, [])
-                    if pos not in lst:
-                        lst.append(pos)
-        return out
-    return cached_per_index(_DEFINING_CACHE, index, build)
+
+def _build_defining(chunks: Any, analyzer: Any) -> Dict[FrozenSet[str], List[int]]:
+    out: Dict[FrozenSet[str], List[int]] = {}
+    for pos, chunk in enumerate(chunks):
+        for term, _body in find_definitions(getattr(chunk, "text", "")):
+            for alt in _alternatives(term, analyzer):
+                lst = out.setdefault(alt, [])
+                if pos not in lst:
+                    lst.append(pos)
+    return out
 
 
 #: "This policy applies to ...", "The SOP covers ...": a document's statement of its scope.
@@ -233,16 +236,13 @@ def find_scope(text: str) -> List[str]:
 
 def scope_table(index: Any, analyzer: Any = None) -> Dict[str, FrozenSet[str]]:
     """``{doc_id: terms of its scope statements}`` over every chunk of ``index``; cached."""
-    analyzer = analyzer or getattr(index, "analyzer", None)
-    chunks = getattr(index, "chunks", None)
-    if analyzer is None or chunks is None:
-        return {}
+    return _per_index(_SCOPE_CACHE, index, analyzer, _build_scope, {})
 
-    def build() -> Dict[str, FrozenSet[str]]:
-        out: Dict[str, FrozenSet[str]] = {}
-        for chunk in chunks:
-            for scope in find_scope(getattr(chunk, "text", "")):
-                doc = getattr(chunk, "doc_id", "")
-                out[doc] = out.get(doc, frozenset()) | frozenset(analyzer.analyze(scope))
-        return out
-    return cached_per_index(_SCOPE_CACHE, index, build)
+
+def _build_scope(chunks: Any, analyzer: Any) -> Dict[str, FrozenSet[str]]:
+    out: Dict[str, FrozenSet[str]] = {}
+    for chunk in chunks:
+        for scope in find_scope(getattr(chunk, "text", "")):
+            doc = getattr(chunk, "doc_id", "")
+            out[doc] = out.get(doc, frozenset()) | frozenset(analyzer.analyze(scope))
+    return out

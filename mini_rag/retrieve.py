@@ -654,11 +654,14 @@ class Retriever:
         merged: Dict[Tuple[str, int, str], Tuple[float, float, int, str]] = {}
         gate_terms: List[str] = list(terms)
         alternatives: Dict[str, List[str]] = {}
+        question_alts: Alternatives = {}
         for vi, variant in enumerate(variants):
             vterms = terms if vi == 0 else self.query_terms(variant, corrections)
             if vi:
                 gate_terms.extend(vterms)
             alts = self.alternatives(variant, vterms)
+            if vi == 0:
+                question_alts = alts
             for t, lst in alts.items():
                 bucket = alternatives.setdefault(t, [])
                 bucket.extend(" ".join(a) for a, _ in lst if " ".join(a) not in bucket)
@@ -673,7 +676,7 @@ class Retriever:
             first = set(self.definitions(question, scope))
             if first:
                 qtf = dict(Counter(terms))
-                acc = self._accumulate(qtf, self.alternatives(question, terms))
+                acc = self._accumulate(qtf, question_alts)
                 to_sim = self._to_similarity(qtf)
                 for pos in sorted(first):
                     c = self.index.chunks[pos]
