@@ -10,7 +10,8 @@ term.  Retrieval uses them too, at ``[retrieval] derivation_weight`` of a term's
 (``Retriever.alternatives``), so that the table is found in the first place.
 
 Each rule is a pair of stem endings ``(a, b)``, applied both ways: a stem ending in ``a``
-with at least two characters before it has the variant ending in ``b``.  They are the
+with at least two characters before it has the variant ending in ``b`` (an empty ``a``
+adds ``b`` to any stem).  They are the
 regular alternations of English verb and noun stems after Snowball (verified on the
 pairs in the table):
 
@@ -34,14 +35,17 @@ oy / uct      destroy/destruct
 s / sur       eras/erasur (erasure), disclos/disclosur, expos/exposur, enclos/enclosur
 se / sur      close/closur (closure)
 l / lur       fail/failur (failure)
+(none) / eris comput/computeris (computer, computerised), charact/characteris:
+              Snowball drops the -er of the noun, not the -ise of the verb
 ============  ==========================================================
 
 Not every variant is a word; callers keep only the variants their index contains.
 Known false friend: ``contain``/``content`` (Snowball stems *contention* to
 ``content``) is excluded.
 
->>> sorted(variants("retain")), sorted(variants("notifi")), variants("data")
-(['retent'], ['notif'], [])
+>>> vocabulary = {"retent", "notif", "computeris", "data"}
+>>> [[v for v in variants(s) if v in vocabulary] for s in ("retain", "notifi", "comput", "data")]
+[['retent'], ['notif'], ['computeris'], []]
 """
 from __future__ import annotations
 
@@ -51,7 +55,8 @@ __all__ = ["RULES", "variants"]
 
 RULES = (("ain", "ent"), ("eiv", "ept"), ("uc", "uct"), ("mit", "miss"), ("end", "ens"),
          ("olv", "olut"), ("ib", "ipt"), ("um", "umpt"), ("ifi", "if"), ("id", "is"),
-         ("li", "lic"), ("li", "lianc"), ("ud", "us"), ("oy", "uct"), ("s", "sur"), ("se", "sur"), ("l", "lur"))
+         ("li", "lic"), ("li", "lianc"), ("ud", "us"), ("oy", "uct"), ("s", "sur"), ("se", "sur"), ("l", "lur"),
+         ("", "eris"))
 
 #: Stems whose variant by the rules is another word altogether.
 _FALSE_FRIENDS = frozenset({("contain", "content"), ("content", "contain")})

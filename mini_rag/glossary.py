@@ -153,20 +153,27 @@ def _build_table(chunks: Any, analyzer: Any) -> List[Tuple[List[FrozenSet[str]],
 
 def definition_bridges(q_terms: Sequence[str],
                        table: Sequence[Tuple[List[FrozenSet[str]], FrozenSet[str]]],
-                       min_shared: int = 2) -> Dict[str, List[FrozenSet[str]]]:
+                       min_shared: int = 2,
+                       forms: Optional[Dict[str, Sequence[str]]] = None) -> Dict[str, List[FrozenSet[str]]]:
     """``{question term: [defined term sets]}``: the question holds ``min_shared`` or more
-    distinct terms of a definition, and none of its term's alternatives whole.
+    distinct terms of a definition, and none of its term's alternatives whole.  A question
+    term is in a definition when the definition holds it or one of its other ``forms``
+    (term -> one-term variants: "lose" is in "... may be lost", "fail" in "after a
+    failure").
 
     >>> table = [([frozenset({"chargeback"})], frozenset({"payment", "card", "disput", "revers"}))]
     >>> definition_bridges(["card", "disput", "evid"], table)
     {'card': [Synonym({'chargeback'})], 'disput': [Synonym({'chargeback'})]}
     >>> definition_bridges(["card", "chargeback"], table)
     {}
+    >>> definition_bridges(["card", "disputes"], table), definition_bridges(["card", "disputes"], table, forms={"disputes": ["disput"]})
+    ({}, {'card': [Synonym({'chargeback'})], 'disputes': [Synonym({'chargeback'})]})
     """
     have = set(q_terms)
+    forms = forms or {}
     out: Dict[str, List[FrozenSet[str]]] = {}
     for alts, terms in table:
-        shared = [t for t in dict.fromkeys(q_terms) if t in terms]
+        shared = [t for t in dict.fromkeys(q_terms) if t in terms or any(f in terms for f in forms.get(t, ()))]
         if len(shared) < min_shared or any(alt <= have for alt in alts):
             continue
         for t in shared:

@@ -137,7 +137,7 @@ class Pipeline:
             max_citations=int(cfg["guards"]["max_citations"]), sentences=raw_sentences,
             chunk_texts={cid: h.text for cid, h in hits_by_id.items()}, analyzer=self.analyzer)
         q_terms = question_terms(question, retrieval, self.analyzer)
-        bridges = expansion_bridges(question, cfg, self.analyzer, self.index)
+        bridges = expansion_bridges(question, cfg, self.analyzer, self.index, retrieval.corrections)
         citations = answer.citations()
         # Conflicts: among every accepted hit (phase A), about what the answer cites.
         pairs = conflicts_mod.find_conflicts(

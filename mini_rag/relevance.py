@@ -93,7 +93,7 @@ from .glossary import definition_bridges, definition_table, scope_table
 from .records import Fact, Hit, Retrieval
 from .synonyms import Synonym, comparative_bridges, number_bridges, synonym_bridges, unit_bridges
 
-__all__ = ["phase_b", "phase_b_detail", "question_terms", "split_question", "term_weights", "expansion_bridges",
+__all__ = ["phase_b", "phase_b_detail", "question_terms", "corrected_terms", "split_question", "term_weights", "expansion_bridges",
            "covered", "weighted_share", "analyzer_of", "chunk_context", "is_artifact",
            "is_bare_heading", "is_boilerplate", "is_page_furniture", "is_revision_table",
            "fact_overlap", "question_codes", "near_duplicate", "SCAFFOLD_WORDS"]
@@ -168,20 +168,25 @@ def question_terms(question: str, retrieval: Optional[Retrieval], analyzer: Anal
     A term is replaced by the retriever's correction of the token it came from
     (``Retrieval.corrections``, token -> space-separated index terms).
     """
-    # Retrieval.corrections maps a query token to the index term(s) used instead,
-    # space-separated ("" when the token was a misspelt stopword).
-    corrections: Dict[str, List[str]] = {}
-    for raw, fixed in sorted(((retrieval.corrections or {}) if retrieval else {}).items()):
-        for term in analyzer.analyze(raw) or [raw.casefold()]:
-            corrections[term] = str(fixed).split()
     scaffold = _scaffold(analyzer)
-    out = []
     framed = _WHEN_FRAME.sub("when", _WHAT_FRAME.sub("what is", _HOW_FRAME.sub("how", question)))
-    for term in analyzer.analyze(framed):
-        for t in corrections.get(term, [term]):
-            if t not in scaffold:
-                out.append(t)
-    return list(dict.fromkeys(out))
+    terms = corrected_terms(framed, retrieval.corrections if retrieval else None, analyzer)
+    return list(dict.fromkeys(t for t in terms if t not in scaffold))
+
+
+def corrected_terms(text: str, corrections: Optional[Dict[str, str]], analyzer: Analyzer) -> List[str]:
+    """The analyzed terms of ``text``, each replaced by the retriever's correction of the
+    token it came from (``Retrieval.corrections``: token -> the index terms used instead,
+    space-separated, ``""`` for a misspelt stop word).
+
+    >>> corrected_terms("an expensive prseent", {"prseent": "present"}, Analyzer())
+    ['expens', 'present']
+    """
+    fixes: Dict[str, List[str]] = {}
+    for raw, fixed in sorted((corrections or {}).items()):
+        for term in analyzer.analyze(raw) or [raw.casefold()]:
+            fixes[term] = str(fixed).split()
+    return [t for term in analyzer.analyze(text) for t in fixes.get(term, [term])]
 
 
 def split_question(question: str) -> List[str]:
@@ -223,38 +228,48 @@ def _abbreviation_bridges(q_terms: List[str], table: Dict[str, List[FrozenSet[st
 
 
 def expansion_bridges(question: str, config: Optional[Dict[str, Any]], analyzer: Analyzer,
-                      index: Any = None) -> Bridges:
+                      index: Any = None, corrections: Optional[Dict[str, str]] = None) -> Bridges:
     """term -> alternative term sets, from expansion rules whose match phrase is in the
     question; with ``index`` and ``[answer] derivations`` on, also each question term's
     derivational variants (``derive.variants``) that the index contains; with
     ``[answer] abbreviations`` / ``definitions`` on, the corpus's own abbreviations
     (``abbrev``) and glossary definitions (``glossary``); with ``[answer] synonyms`` on,
-    plain-language synonyms and numbers in words or digits (``synonyms``)."""
+    plain-language synonyms and numbers in words or digits (``synonyms``).  The
+    question's terms are read with the retriever's typo ``corrections``, so a misspelt
+    word still has its variants and synonyms ("prseent" those of "present")."""
+    terms = corrected_terms(question, corrections, analyzer)
     folded = " ".join(question.casefold().split())
     bridges: Bridges = {}
     df = getattr(index, "doc_freq", None)
     if df is not None and (config or {}).get("answer", {}).get("derivations", True):
-        for term in analyzer.analyze(question):
+        for term in terms:
             for v in variants(term):
                 if df(v) > 0:
                     bridges.setdefault(term, []).append(frozenset([v]))
     if index is not None and (config or {}).get("answer", {}).get("abbreviations", True):
-        _abbreviation_bridges(analyzer.analyze(question), abbreviation_table(index), bridges)
-    if index is not None and (config or {}).get("answer", {}).get("definitions", True):
-        scaffold = _scaffold(analyzer)
-        content = [t for t in analyzer.analyze(question) if t not in scaffold]
-        for term, alts in definition_bridges(content, definition_table(index, analyzer)).items():
-            bridges.setdefault(term, []).extend(alts)
+        _abbreviation_bridges(terms, abbreviation_table(index), bridges)
     answer_cfg = (config or {}).get("answer", {})
+    synonyms: Bridges = {}
     if answer_cfg.get("synonyms", True):
-        for term, alts in synonym_bridges(question, analyzer.analyze(question), analyzer,
+        for term, alts in synonym_bridges(question, terms, analyzer,
                                           answer_cfg.get("synonym_groups", ())).items():
             for alt in alts:
-                bridges.setdefault(term, []).append(alt)
+                synonyms.setdefault(term, []).append(alt)
                 if len(alt) == 1 and df is not None and answer_cfg.get("derivations", True):
-                    bridges[term].extend(Synonym([v]) for v in variants(next(iter(alt))) if df(v) > 0)
+                    synonyms[term].extend(Synonym([v]) for v in variants(next(iter(alt))) if df(v) > 0)
+    if index is not None and answer_cfg.get("definitions", True):
+        scaffold = _scaffold(analyzer)
+        content = [t for t in terms if t not in scaffold]
+        # a definition holds a question term in another form ("lose": "may be lost")
+        forms = {t: [next(iter(a)) for a in bridges.get(t, []) + synonyms.get(t, []) if len(a) == 1]
+                 for t in content}
+        for term, alts in definition_bridges(content, definition_table(index, analyzer), forms=forms).items():
+            bridges.setdefault(term, []).extend(alts)
+    if answer_cfg.get("synonyms", True):
+        for term, alts in synonyms.items():
+            bridges.setdefault(term, []).extend(alts)
         for make in (number_bridges, unit_bridges, comparative_bridges):
-            for term, alts in make(question, analyzer.analyze(question), analyzer).items():
+            for term, alts in make(question, terms, analyzer).items():
                 bridges.setdefault(term, []).extend(alts)
     rules = (config or {}).get("expansion", {})
     for name in sorted(rules):
@@ -507,7 +522,7 @@ def phase_b_detail(question: str, facts: List[Fact], retrieval: Retrieval, index
     analyzer = analyzer_of(index, config)
     q_terms = question_terms(question, retrieval, analyzer)
     weights = term_weights(q_terms, index)
-    bridges = expansion_bridges(question, config, analyzer, index)
+    bridges = expansion_bridges(question, config, analyzer, index, retrieval.corrections)
     hits = _hit_map(retrieval)
     scopes = scope_table(index, analyzer)
 

@@ -10,11 +10,14 @@ They are general English, written for this module, never derived from a corpus o
 gold set.
 
 Words with several everyday senses are left out on purpose ("leave" is also a holiday,
-"fire" also flames, "present" also "now", "support" also a team, "free" also a plan,
+"fire" also flames, "support" also a team, "free" also a plan,
 "minor" also a child, "withdraw" also cancelling a purchase, "longer" also "no longer",
 "fee" and "charge" differ in many price lists), and so are words whose stem is a more
 general word ("yearly" stems to "year"): a bridge that fires on the wrong sense lets a
-sentence cover a question it does not answer.
+sentence cover a question it does not answer.  A few appear only on the narrow side of
+a kinds line (below), whose broad side has one sense: "present > gift" lets "Gifts must
+be declared" answer a question about an expensive present, while "present your badge"
+in the evidence covers no question about gifts.
 
 ``synonym_bridges(question, q_terms, analyzer, extra)`` gives the answering stage
 (``relevance.expansion_bridges``) its bridges: a question term of a group is also
@@ -62,6 +65,7 @@ keep, kept, retain, preserve, hang on to, hold on to
 tell, inform, notify, report
 ask, request, inquire, enquire
 get, got, obtain, acquire
+lose, lost
 give, gave, provide, furnish
 send, sent, submit, transmit, hand in
 return, give back, send back, hand back, bring back
@@ -98,6 +102,7 @@ speed up, expedite, accelerate
 make sure, ensure
 pay back, repay
 stop, halt
+urgent, emergency
 try, attempt
 answer, respond, reply
 fill in, fill out, complete
@@ -161,6 +166,10 @@ staging, staging environment, test environment, development environment, sandbox
 penetration test, penetration testing, pentest, vulnerability scan > security test, security testing
 higher, greater, larger, bigger, faster > increase
 lower, smaller, slower, fewer > decrease, reduction
+present, presents > gift, gifts
+threaten, endanger, jeopardise, jeopardize > harm
+design, designed > nominal
+half-price, half price, half off > discount
 # abbreviations everyone writes without spelling out
 mfa, multi-factor authentication, multifactor authentication
 2fa, two-factor authentication

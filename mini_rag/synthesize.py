@@ -1111,7 +1111,7 @@ def phase_c(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
         return Answer(sentences=[], confidence="Low", refused=True, reasons=["no_evidence"],
                       detail={"parts": []})
     analyzer = analyzer_of(index, config)
-    bridges = expansion_bridges(question, config, analyzer, index)
+    bridges = expansion_bridges(question, config, analyzer, index, retrieval.corrections if retrieval else None)
     ranges = range_bridges(question, [f.quote for f in facts], analyzer) if cfg.get("synonyms", True) else {}
     if ranges:
         # a number of the question within a bound the evidence states ("50%" and "40% or more")

@@ -91,6 +91,34 @@ class BridgesTest(unittest.TestCase):
         off = {"answer": {"definitions": False}}
         self.assertFalse(covered("card", sentence, expansion_bridges(q, off, A, index)))
 
+    def test_other_forms_of_a_question_term(self):
+        # forms: "disputed" -> disput is in the definition though the question says "contest"
+        table = self.TABLE
+        self.assertEqual(definition_bridges(["card", "contest"], table), {})
+        got = definition_bridges(["card", "contest"], table, forms={"contest": ["disput"]})
+        self.assertEqual({t: [set(a) for a in alts] for t, alts in got.items()},
+                         {"card": [{"chargeback"}], "contest": [{"chargeback"}]})
+        # a form of another term does not count for this one
+        self.assertEqual(definition_bridges(["card", "contest"], table, forms={"card": ["disput"]}), {})
+
+    def test_forms_in_relevance(self):
+        # RPO's definition says "lost" and "failure"; the question "lose" and "fails".
+        # Analyzed: data, lose, fail (question) and data, lost, failur (definition): one
+        # term shared as written, three through lose/lost (synonyms) and fail/failur (derive)
+        index = FakeIndex(RPO, "Tier 1 systems have an RPO of 15 minutes.")
+        q = "How much data could we lose if the platform fails?"
+        table_row = set(A.analyze("Tier 1 systems have an RPO of 15 minutes."))
+        bridges = expansion_bridges(q, {}, A, index)
+        self.assertTrue(covered("lose", table_row, bridges))
+        self.assertTrue(covered("fail", table_row, bridges))
+        for off in ({"answer": {"synonyms": False, "derivations": False}}, {"answer": {"definitions": False}}):
+            with self.subTest(off=off):
+                self.assertFalse(covered("lose", table_row, expansion_bridges(q, off, A, index)))
+        # a misspelt "lsoe", corrected by the retriever, has the same bridges
+        typo = expansion_bridges("How much data could we lsoe if the platform fails?", {}, A, index,
+                                 corrections={"lsoe": "lose"})
+        self.assertTrue(covered("lose", table_row, typo))
+
 
 
 class AskedTermTest(unittest.TestCase):

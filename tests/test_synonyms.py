@@ -42,9 +42,21 @@ class ParseGroups(unittest.TestCase):
     def test_left_out_senses(self):
         # words with a second everyday sense are in no group (see the module docstring)
         words = {m for g in parse_groups(GROUPS) for m in g}
-        for w in ("leave", "fire", "present", "support", "free", "minor", "withdraw", "fee", "charge", "yearly"):
+        for w in ("leave", "fire", "support", "free", "minor", "withdraw", "fee", "charge", "yearly", "raise a"):
             with self.subTest(word=w):
                 self.assertNotIn(w, words)
+
+    def test_second_senses_only_narrow(self):
+        # a word with a second sense is at most the narrow side of a kinds line: the
+        # evidence must hold the one-sense word ("gift"), and "present" in the evidence
+        # ("present your badge") covers nothing
+        for w in ("present", "design"):
+            groups = [g for g in parse_groups(GROUPS) if w in g]
+            with self.subTest(word=w):
+                self.assertTrue(groups)
+                for g in groups:
+                    self.assertTrue(any(m.startswith(">") for m in g), g)
+                    self.assertNotIn(">" + w, g)
 
 
 class Bridges(unittest.TestCase):
@@ -72,6 +84,10 @@ class Bridges(unittest.TestCase):
             ("When do staff get a new laptop?", "new", [["replac"], ["substitut"]]),
             ("Who do we report breaches to?", "report", [["inform"], ["notifi"], ["tell"]]),
             ("Which TLS version do internet connections need?", "internet", [["network", "public"]]),
+            ("Does anything urgent skip approval?", "urgent", [["emergenc"]]),
+            ("Is an emergency change allowed?", "emergenc", [["urgent"]]),
+            # an irregular past participle the stemmer keeps apart
+            ("How much data could we lose?", "lose", [["lost"]]),
             ("When must we tell the regulator?", "regul", [["author", "data", "protect"], ["author", "regulatori"],
                                                           ["author", "supervisori"]]),
         ]
@@ -135,6 +151,18 @@ class Kinds(unittest.TestCase):
             ("Is the form no longer needed?", "longer", []),
             ("Are fewer checks allowed?", "fewer", [["decreas"], ["reduct"]]),
             ("Is an increase in flow rate allowed?", "increas", [["boost"], ["rais"]]),   # its own group only
+            # a word with a second sense, as the narrow side: "a present" is a gift ...
+            ("Who do I tell when a supplier gives me an expensive present?", "present", [["gift"]]),
+            # ... but a gift is not covered by "present your badge"
+            ("May I accept a gift from a supplier?", "gift", []),
+            ("If something threatens patients, can we act first?", "threaten", [["harm"]]),
+            ("What could harm patients?", "harm", []),
+            ("What throughput is the line designed for?", "design", [["nomin"]]),
+            ("What is the nominal rate?", "nomin", []),
+            # "half-price" (one word of two terms) is a discount, both of its terms bridged
+            ("Can I return a half-price item?", "half", [["discount"]]),
+            ("Can I return a half-price item?", "price", [["discount"]]),
+            ("Is half the team remote?", "half", []),
         ]
         for question, term, want in cases:
             with self.subTest(question=question):
