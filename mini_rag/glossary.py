@@ -166,8 +166,10 @@ def definition_bridges(q_terms: Sequence[str],
     {'card': [Synonym({'chargeback'})], 'disput': [Synonym({'chargeback'})]}
     >>> definition_bridges(["card", "chargeback"], table)
     {}
-    >>> definition_bridges(["card", "disputes"], table), definition_bridges(["card", "disputes"], table, forms={"disputes": ["disput"]})
-    ({}, {'card': [Synonym({'chargeback'})], 'disputes': [Synonym({'chargeback'})]})
+    >>> definition_bridges(["card", "contest"], table)
+    {}
+    >>> definition_bridges(["card", "contest"], table, forms={"contest": ["disput"]})
+    {'card': [Synonym({'chargeback'})], 'contest': [Synonym({'chargeback'})]}
     """
     have = set(q_terms)
     forms = forms or {}

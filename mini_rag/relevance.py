@@ -93,8 +93,8 @@ from .glossary import definition_bridges, definition_table, scope_table
 from .records import Fact, Hit, Retrieval
 from .synonyms import Synonym, comparative_bridges, number_bridges, synonym_bridges, unit_bridges
 
-__all__ = ["phase_b", "phase_b_detail", "question_terms", "corrected_terms", "split_question", "term_weights", "expansion_bridges",
-           "covered", "weighted_share", "analyzer_of", "chunk_context", "is_artifact",
+__all__ = ["phase_b", "phase_b_detail", "question_terms", "corrected_terms", "split_question", "term_weights",
+           "expansion_bridges", "covered", "weighted_share", "analyzer_of", "chunk_context", "is_artifact",
            "is_bare_heading", "is_boilerplate", "is_page_furniture", "is_revision_table",
            "fact_overlap", "question_codes", "near_duplicate", "SCAFFOLD_WORDS"]
 
