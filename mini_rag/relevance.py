@@ -241,16 +241,17 @@ def expansion_bridges(question: str, config: Optional[Dict[str, Any]], analyzer:
     folded = " ".join(question.casefold().split())
     bridges: Bridges = {}
     df = getattr(index, "doc_freq", None)
-    if df is not None and (config or {}).get("answer", {}).get("derivations", True):
+    answer_cfg = (config or {}).get("answer", {})
+    use_synonyms = answer_cfg.get("synonyms", True)
+    if df is not None and answer_cfg.get("derivations", True):
         for term in terms:
             for v in variants(term):
                 if df(v) > 0:
                     bridges.setdefault(term, []).append(frozenset([v]))
-    if index is not None and (config or {}).get("answer", {}).get("abbreviations", True):
+    if index is not None and answer_cfg.get("abbreviations", True):
         _abbreviation_bridges(terms, abbreviation_table(index), bridges)
-    answer_cfg = (config or {}).get("answer", {})
     synonyms: Bridges = {}
-    if answer_cfg.get("synonyms", True):
+    if use_synonyms:
         for term, alts in synonym_bridges(question, terms, analyzer,
                                           answer_cfg.get("synonym_groups", ())).items():
             for alt in alts:
@@ -265,9 +266,9 @@ def expansion_bridges(question: str, config: Optional[Dict[str, Any]], analyzer:
                  for t in content}
         for term, alts in definition_bridges(content, definition_table(index, analyzer), forms=forms).items():
             bridges.setdefault(term, []).extend(alts)
-    if answer_cfg.get("synonyms", True):
-        for term, alts in synonyms.items():
-            bridges.setdefault(term, []).extend(alts)
+    for term, alts in synonyms.items():
+        bridges.setdefault(term, []).extend(alts)
+    if use_synonyms:
         for make in (number_bridges, unit_bridges, comparative_bridges):
             for term, alts in make(question, terms, analyzer).items():
                 bridges.setdefault(term, []).extend(alts)
