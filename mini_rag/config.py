@@ -77,6 +77,7 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         "derivations": True,             # bridge verb/noun stems (retain ~ retention), see derive.py
         "abbreviations": True,           # bridge the corpus's defined abbreviations (CCB ~ Change Control Board), see abbrev.py
         "definitions": True,             # bridge the corpus's glossary terms and their definitions' words, see glossary.py
+        "examples": True,                # bridge the examples a corpus lists to their class ("components, such as a password"), see glossary.py
         "synonyms": True,                # bridge plain-language synonyms (keep ~ retain), see synonyms.py
         "synonym_groups": [],            # more groups, each "word, word, phrase" (synonyms.py format)
         "dedup_jaccard": 0.9,            # word-set Jaccard at which two facts are near-identical

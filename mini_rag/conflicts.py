@@ -242,6 +242,9 @@ _NUMBER = re.compile(
 _WORD = re.compile(r"\s*([A-Za-z][A-Za-z']*)")
 _PER = re.compile(r"\s*(?:per\s+|/\s*)([A-Za-z][A-Za-z']*)")
 # Modifiers skipped between a number and its unit ("30 calendar days" = "30 days").
+#: A business (working) day is another unit than a calendar day: "10 business days" and
+#: "14 days" can be the same length of time.
+_BUSINESS = frozenset(("business", "working"))
 UNIT_MODIFIERS = frozenset("calendar business working consecutive full additional more "
                            "extra total maximum minimum max min".split())
 
@@ -278,6 +281,7 @@ def quantities(unit: str, stem=None) -> List[Tuple[str, str]]:
         else:
             name = ""
             pos = 0
+            business = ""
             for _ in range(3):                       # skip up to two modifiers
                 w = _WORD.match(rest, pos)
                 if not w:
@@ -285,8 +289,9 @@ def quantities(unit: str, stem=None) -> List[Tuple[str, str]]:
                 word = w.group(1).lower()
                 pos = w.end()
                 if word in UNIT_MODIFIERS:
+                    business = business or ("business " if word in _BUSINESS else "")
                     continue
-                name = stem(word) if stem else word
+                name = business + (stem(word) if stem else word)
                 rest = rest[pos:]
                 break
             if not name or name in _NOT_UNITS:

@@ -38,8 +38,19 @@ must be submitted within 7 days of the chargeback notice", which has no "card".
   glossary line is short and says the term once, so plain BM25 ranks it below the
   paragraphs that use the term over and over.
 
-``[answer] definitions = false`` turns the definition bridges off; the scope statements
-are always read.
+* ``find_examples(text)`` / ``example_table(index)``: the kinds a text lists by example
+  (Hearst's patterns: "X such as A, B and C", "X, e.g. A or B", "X including A and B":
+  each of A, B and C is a kind of X).  ``example_bridges(q_terms, table)``: a question
+  that names ``min_examples`` (2) or more of one list's examples is asking about their
+  class, so each of those question terms is also covered by the class's head word.
+  "Must every signing use both the ID code and the password?" names both examples of
+  "identification components, such as an identification code and a password" and is
+  answered by "only the first signing must use all signature components".  One example
+  is not enough: "What is the minimum password length?" is about passwords, not about
+  components.
+
+``[answer] definitions = false`` turns the definition bridges off, ``[answer] examples =
+false`` the example bridges; the scope statements are always read.
 
 >>> find_definitions("**Chargeback**: a payment reversed by a card issuer after the cardholder disputes the charge.")
 [('Chargeback', 'a payment reversed by a card issuer after the cardholder disputes the charge.')]
@@ -58,7 +69,7 @@ from .abbrev import cached_per_index
 from .synonyms import Synonym
 
 __all__ = ["find_definitions", "definition_table", "definition_bridges", "entry_term", "find_scope", "scope_table",
-           "asked_term", "defining_chunks"]
+           "asked_term", "defining_chunks", "find_examples", "example_table", "example_bridges"]
 
 #: "**Term**: definition" or "**Term** - definition", a glossary line (optionally a list item).
 _ENTRY = re.compile(r"^[ \t]*(?:[-*][ \t]+)?\*\*([^*\n]{1,80}?)\*\*[ \t]*[:\u2013\u2014-][ \t]*(\S[^\n]*(?:\n(?![ \t]*\n)"
@@ -254,4 +265,109 @@ def _build_scope(chunks: Any, analyzer: Any) -> Dict[str, FrozenSet[str]]:
         for scope in find_scope(getattr(chunk, "text", "")):
             doc = getattr(chunk, "doc_id", "")
             out[doc] = out.get(doc, frozenset()) | frozenset(analyzer.analyze(scope))
+    return out
+
+
+#: "X such as A, B and C", "X, e.g. A or B", "X including A and B": the class word, then
+#: the list up to the end of the clause.
+_EXAMPLES = re.compile(r"\b([A-Za-z][\w-]*),?\s+(?:such\s+as|e\.g\.,?|including)\s+([^.;:()!?|]+)",
+                       re.IGNORECASE)
+_LIST_SPLIT = re.compile(r"(\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)", re.IGNORECASE)
+_MAX_EXAMPLE_WORDS = 4
+_EXAMPLES_CACHE: "weakref.WeakKeyDictionary[Any, List[Tuple[FrozenSet[str], List[FrozenSet[str]]]]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def find_examples(text: str) -> List[Tuple[str, List[str]]]:
+    """``[(class word, [examples])]`` that ``text`` lists, in text order.  The examples lose
+    their articles; the list ends with the item after its "and" or "or" (without one, the
+    first item is the list), or before an item longer than four words.
+
+    >>> find_examples("Signatures use two components, such as an identification code and a password.")
+    [('components', ['identification code', 'password'])]
+    >>> find_examples("Removable media such as USB drives, SD cards or phones are blocked.")
+    [('media', ['USB drives', 'SD cards', 'phones are blocked'])]
+    >>> find_examples("Services delivered, such as workshops, are not refunded.")
+    [('delivered', ['workshops'])]
+    >>> find_examples("There is no such assurance.")
+    []
+    """
+    out: List[Tuple[str, List[str]]] = []
+    for m in _EXAMPLES.finditer(" ".join(text.split())):
+        parts = _LIST_SPLIT.split(m.group(2).strip())
+        seps = [sep.strip(" ,").casefold() for sep in parts[1::2]]
+        end = next((i + 1 for i, sep in enumerate(seps) if sep in ("and", "or")), 0)
+        items: List[str] = []
+        for raw in parts[0:2 * end + 1:2]:
+            words = raw.split()
+            while words and words[0].casefold() in _DETERMINERS:
+                words = words[1:]
+            if len(words) > _MAX_EXAMPLE_WORDS:
+                break
+            if words:
+                items.append(" ".join(words))
+        if items:
+            out.append((m.group(1), items))
+    return out
+
+
+def example_table(index: Any, analyzer: Any = None) -> List[Tuple[FrozenSet[str], List[FrozenSet[str]]]]:
+    """``[(class terms, [example term sets])]`` over every chunk of ``index``, in chunk
+    order, each list once; lists whose class word is a stop word or with fewer than two
+    examples are left out; cached per index."""
+    return _per_index(_EXAMPLES_CACHE, index, analyzer, _build_examples, [])
+
+
+def _build_examples(chunks: Any, analyzer: Any) -> List[Tuple[FrozenSet[str], List[FrozenSet[str]]]]:
+    out: List[Tuple[FrozenSet[str], List[FrozenSet[str]]]] = []
+    seen = set()
+    for chunk in chunks:
+        for word, items in find_examples(getattr(chunk, "text", "")):
+            cls = frozenset(analyzer.analyze(word))
+            examples = list(dict.fromkeys(e for e in (frozenset(analyzer.analyze(i)) - cls for i in items) if e))
+            key = (cls, tuple(tuple(sorted(e)) for e in examples))
+            if cls and len(examples) >= 2 and key not in seen:
+                seen.add(key)
+                out.append((cls, examples))
+    return out
+
+
+def example_bridges(q_terms: Sequence[str], table: Sequence[Tuple[FrozenSet[str], List[FrozenSet[str]]]],
+                    min_examples: int = 2,
+                    forms: Optional[Dict[str, Sequence[str]]] = None) -> Dict[str, List[FrozenSet[str]]]:
+    """``{question term: [class term sets]}``: the question names ``min_examples`` or more
+    examples of one list (every term of an example is a question term or one of its other
+    ``forms``) and not the class word itself; each question term naming one of them is
+    covered by the class word.
+
+    >>> table = [(frozenset({"compon"}), [frozenset({"identif", "code"}), frozenset({"password"})])]
+    >>> example_bridges(["id", "code", "password", "session"], table, forms={"id": ["identif"]})
+    {'id': [Synonym({'compon'})], 'code': [Synonym({'compon'})], 'password': [Synonym({'compon'})]}
+    >>> example_bridges(["password", "length"], table)
+    {}
+    >>> example_bridges(["code", "password"], table)
+    {}
+    """
+    have = set(q_terms)
+    forms = forms or {}
+    out: Dict[str, List[FrozenSet[str]]] = {}
+    for cls, examples in table:
+        if cls <= have:
+            continue
+        naming: List[str] = []
+        held = 0
+        for example in examples:
+            hits = [t for t in dict.fromkeys(q_terms)
+                    if t in example or any(f in example for f in forms.get(t, ()))]
+            reached = {x for x in example if x in have or any(x in forms.get(t, ()) for t in hits)}
+            if reached == example:
+                held += 1
+                naming.extend(t for t in hits if t not in naming)
+        if held < min_examples:
+            continue
+        syn = Synonym(cls)
+        for t in naming:
+            bucket = out.setdefault(t, [])
+            if syn not in bucket:
+                bucket.append(syn)
     return out

@@ -89,7 +89,7 @@ from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tup
 from .abbrev import abbreviation_table
 from .analysis import Analyzer, tokenize
 from .derive import variants
-from .glossary import definition_bridges, definition_table, scope_table
+from .glossary import definition_bridges, definition_table, example_bridges, example_table, scope_table
 from .records import Fact, Hit, Retrieval
 from .synonyms import Synonym, comparative_bridges, number_bridges, synonym_bridges, unit_bridges
 
@@ -232,8 +232,8 @@ def expansion_bridges(question: str, config: Optional[Dict[str, Any]], analyzer:
     """term -> alternative term sets, from expansion rules whose match phrase is in the
     question; with ``index`` and ``[answer] derivations`` on, also each question term's
     derivational variants (``derive.variants``) that the index contains; with
-    ``[answer] abbreviations`` / ``definitions`` on, the corpus's own abbreviations
-    (``abbrev``) and glossary definitions (``glossary``); with ``[answer] synonyms`` on,
+    ``[answer] abbreviations`` / ``definitions`` / ``examples`` on, the corpus's own
+    abbreviations (``abbrev``), glossary definitions and listed examples (``glossary``); with ``[answer] synonyms`` on,
     plain-language synonyms and numbers in words or digits (``synonyms``).  The
     question's terms are read with the retriever's typo ``corrections``, so a misspelt
     word still has its variants and synonyms ("prseent" those of "present")."""
@@ -266,6 +266,9 @@ def expansion_bridges(question: str, config: Optional[Dict[str, Any]], analyzer:
                  for t in content}
         for term, alts in definition_bridges(content, definition_table(index, analyzer), forms=forms).items():
             bridges.setdefault(term, []).extend(alts)
+        if answer_cfg.get("examples", True):
+            for term, alts in example_bridges(content, example_table(index, analyzer), forms=forms).items():
+                bridges.setdefault(term, []).extend(alts)
     for term, alts in synonyms.items():
         bridges.setdefault(term, []).extend(alts)
     if use_synonyms:

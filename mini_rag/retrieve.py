@@ -98,8 +98,9 @@ is replaced by the corpus word (a token of some chunk's indexed text whose terms
 all indexed) within edit distance 1, or 2 for tokens of 8 or more characters; distance
 is ``typo_distance``, the optimal string alignment distance under a typist's error model
 (insert, delete, swap two adjacent characters: 1; substitute: 1 for neighbouring QWERTY
-keys, else 2; the first character must be right or swapped with the second), so a real
-word is rarely taken for a slip of another (``fast`` stays, it is not ``last``).
+keys, 2 for two vowels, never for other keys; the first character must be right or
+swapped with the second), so a real word is rarely taken for a slip of another (``fast``
+stays, it is not ``last``; ``properly`` is not ``property``).
 Comparing words before stemming finds a typo anywhere in the word
 (``requirments`` -> ``requirements``).  Among candidates the smallest distance wins,
 then the highest document frequency of the word's term (a stopword counts as more
@@ -182,18 +183,26 @@ for _r, _row in enumerate(_ROWS):
         _NEIGHBOURS[_ch] = frozenset(_near)
 
 
+_VOWELS = frozenset("aeiouy")
+
+
 def _key_slip(x: str, y: str) -> int:
-    return 1 if x in _NEIGHBOURS.get(y, ()) else 2
+    """A wrong character: 1 for a neighbouring key, 2 for one vowel for another (a spelling
+    slip: ``seperate``), else 3: no slip at all."""
+    if x in _NEIGHBOURS.get(y, ()):
+        return 1
+    return 2 if x in _VOWELS and y in _VOWELS else 3
 
 
 def typo_distance(typed: str, word: str, limit: int = 2) -> int:
     """How many keystroke slips turn ``word`` into ``typed``, or ``limit + 1`` if more.
 
     The optimal string alignment distance under a typist's error model: an extra or a
-    missing character and two swapped neighbours cost 1; a wrong character costs 1 only
-    when its key touches the intended one on a QWERTY keyboard (``polixy`` for
-    ``policy``), else 2 (a real word is rarely a slip of another: ``fast`` is not
-    ``last``, ``tell`` is not ``well``).  The first character must be right, or swapped
+    missing character and two swapped neighbours cost 1; a wrong character costs 1 when
+    its key touches the intended one on a QWERTY keyboard (``polixy`` for ``policy``), 2
+    when both are vowels (``seperate``), and is no slip otherwise, not even as a missing
+    plus an extra character: a real word is rarely a slip of another (``fast`` is not
+    ``last``, ``tell`` is not ``well``, ``properly`` is not ``property``).  The first character must be right, or swapped
     with the second: slips at the start of a word are rare, and a word that differs
     there is a different word (``bread``/``read``, ``recertify``/``certify``).
 
@@ -201,12 +210,17 @@ def typo_distance(typed: str, word: str, limit: int = 2) -> int:
     (1, 1)
     >>> typo_distance("fast", "last"), typo_distance("tell", "well"), typo_distance("hte", "the")
     (3, 3, 1)
+    >>> typo_distance("seperate", "separate"), typo_distance("properly", "property")
+    (2, 3)
     """
     if not typed or not word:
         return limit + 1
     if typed[0] != word[0] and not (len(typed) > 1 and len(word) > 1 and typed[0] == word[1]
                                     and typed[1] == word[0]):
         return limit + 1
+    differ = [(x, y) for x, y in zip(typed, word) if x != y] if len(typed) == len(word) else []
+    if len(differ) == 1 and _key_slip(*differ[0]) > 2:
+        return limit + 1      # one wrong letter, far from the right key: a different word
     return _alignment(typed, word, limit, _key_slip)
 
 

@@ -52,7 +52,7 @@ import functools
 import re
 from typing import Dict, FrozenSet, Iterable, List, Sequence, Tuple
 
-__all__ = ["GROUPS", "Synonym", "parse_groups", "synonym_bridges", "spelled_numbers", "number_bridges",
+__all__ = ["GROUPS", "Synonym", "Equivalent", "parse_groups", "synonym_bridges", "spelled_numbers", "number_bridges",
            "unit_bridges", "comparative_bridges", "stated_bounds", "question_quantities", "range_bridges"]
 
 #: One group per line: words and phrases with one meaning.  ``#`` starts a comment.
@@ -147,6 +147,7 @@ minute, mins
 hour, hr, hrs
 year, yr, yrs
 information, info
+identification, id
 documentation, document, docs
 organization, organisation, org
 department, dept
@@ -170,6 +171,7 @@ present, presents > gift, gifts
 threaten, endanger, jeopardise, jeopardize > harm
 design, designed > nominal
 half-price, half price, half off > discount
+raise as, raised as, log as, logged as > record, recorded
 # abbreviations everyone writes without spelling out
 mfa, multi-factor authentication, multifactor authentication
 2fa, two-factor authentication
@@ -205,6 +207,13 @@ class Synonym(frozenset):
     term like any bridge; unlike the corpus's own bridges (derivations, abbreviations,
     expansion rules), it does not by itself make a word the corpus never uses a term
     the answer must hold (``synthesize``: a synonym can only help)."""
+    __slots__ = ()
+
+
+class Equivalent(Synonym):
+    """A synonym of one meaning: another member of the same group, not a broad word of a
+    kinds line.  The answering stage weighs a question term no higher than its rarest
+    equivalent's idf (``synthesize``): "staff member" says what "employee" says."""
     __slots__ = ()
 
 
@@ -275,7 +284,7 @@ def synonym_bridges(question: str, q_terms: Sequence[str], analyzer,
         kinds = any(m[4] for m in analyzed)         # a narrow word: only its broad words cover it
         for term, i in sources:
             for j, (_words, terms, whole, _single, broad) in enumerate(analyzed):
-                alt = Synonym(terms)
+                alt = Synonym(terms) if kinds else Equivalent(terms)
                 if j == i or not whole or not terms or term in alt or (kinds and not broad):
                     continue
                 bucket = out.setdefault(term, [])

@@ -20,7 +20,9 @@ Rules, in order, for each part of the question (``split_question``: a question s
 auxiliary verb, so "What is X and does it apply to Y?" has two parts):
 
 1. Terms.  ``Q`` = the part's content terms (``relevance.question_terms``: analyzed,
-   typo-corrected, question scaffold removed), weighted by idf (``Index.idf``).  A term
+   typo-corrected, question scaffold removed), weighted by idf (``Index.idf``), a term
+   no higher than its commonest one-word synonym (``_concept_weights``: "staff member"
+   weighs what "employee" does, so a paraphrase does not make key terms of plain words).  A term
    no chunk contains (df = 0) is *unknown*: the asker's own word, which no document can
    match.  No content terms -> refuse ``no_question_terms``.
    Names: a word of the question written as a name or code (a capital not at the
@@ -35,7 +37,8 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
    key_idf_ratio`` (0.6) times the largest idf among them: the rarest terms the corpus
    knows, which carry what the question is specifically about.  Never key (they still
    weigh in the question share): the answer's category (``category_terms``), light
-   verbs and indefinite pronouns (``LIGHT_WORDS``: "come with", "get a laptop") and the
+   verbs, indefinite pronouns and vague quantities (``LIGHT_WORDS``: "come with", "get a
+   laptop", "several records" is asked about records) and the
    words naming the asked type (``TYPE_WORDS``: "cost" in a "how much" question;
    "mandatory" or "allowed" in a yes/no question, answered by "must" or "are exempt").
 2. Topic.  A fact is *on topic* when its chunk (its text, heading, document title and
@@ -79,7 +82,8 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
      lasts 30 days");
    * type = ``value_match`` of the expected type (1 when the question has no cue);
    * proximity = ``m / w`` for the ``m`` >= 2 distinct question terms in the sentence
-     and ``w`` the length (in terms) of the shortest span containing all of them;
+     (a term is also found where the sentence holds a one-word bridge of it: "kept" for
+     "retained") and ``w`` the length (in terms) of the shortest span containing all of them;
      0.5 for a single matched term, 0 for none;
    * retrieval = the fact's score (the hit's similarity).
 
@@ -137,7 +141,7 @@ from .records import Fact, Retrieval
 from .relevance import (_AUX, Bridges, _hit_map, _scaffold, analyzer_of, chunk_context, covered,
                         expansion_bridges, question_terms, split_question, term_weights, weighted_share)
 from .glossary import entry_term, scope_table
-from .synonyms import Synonym, range_bridges
+from .synonyms import Equivalent, Synonym, range_bridges
 
 __all__ = ["AnswerSentence", "Answer", "phase_c", "split_sentences", "sentence_spans",
            "question_type", "cue_spelling", "CUE_WORDS", "value_match", "echo_words", "is_pending", "is_deferral", "is_task_request",
@@ -639,8 +643,11 @@ def is_pending(sentence: str) -> bool:
 # ------------------------------------------------------------------ scoring
 
 def _proximity(q_set: Any, sent_terms: Sequence[str], bridges: Bridges) -> float:
-    """m / w over the shortest span holding all m matched distinct question terms."""
-    positions = [(i, t) for i, t in enumerate(sent_terms) if t in q_set]
+    """m / w over the shortest span holding all m matched distinct question terms (a
+    one-word bridge of a term stands for it)."""
+    single = {next(iter(alt)): q for q in q_set for alt in (bridges or {}).get(q, ()) if len(alt) == 1}
+    positions = [(i, t if t in q_set else single[t]) for i, t in enumerate(sent_terms)
+                 if t in q_set or t in single]
     distinct = {t for _, t in positions}
     m = len(distinct)
     if m == 0:
@@ -756,13 +763,15 @@ def category_terms(question: str, index: Any) -> List[str]:
 
 
 #: Words that never say what a question is about: light verbs, whose meaning comes from
-#: their object ("get a laptop", "come with", "make sure"), and indefinite pronouns.
+#: their object ("get a laptop", "come with", "make sure"), indefinite pronouns, and vague
+#: quantities ("several records" asks about records, not about how many).
 LIGHT_WORDS = frozenset((
     "get gets got gotten getting come comes came coming make makes made making take takes took "
     "taken taking give gives gave given giving go goes went gone going put puts putting "
     "show shows showed shown showing bring brings brought bringing let lets want wants wanted "
     "like likes liked look looks looked seem seems seemed turn turns turned "
-    "someone somebody anyone anybody everyone everybody something anything everything us"
+    "someone somebody anyone anybody everyone everybody something anything everything us "
+    "several multiple various numerous"
 ).split())
 
 #: Words that name the kind of value asked for, by question type: the sentence stating
@@ -954,6 +963,25 @@ def _r(x: float) -> float:
     return round(x, 6)
 
 
+def _concept_weights(q_terms: Sequence[str], index: Any, bridges: Bridges) -> Dict[str, float]:
+    """The question terms' idf, each no higher than the idf of its most common one-term
+    equivalent the index holds: a synonym group is one concept, as frequent as its
+    commonest word (a synonym operator's document frequency is that of the union of its
+    members').  "departing staff member" weighs "staff" and "member" as "employee"."""
+    weights = term_weights(q_terms, index)
+    idf = getattr(index, "idf", None)
+    df = getattr(index, "doc_freq", None)
+    if idf is None or df is None:
+        return weights
+    for t in q_terms:
+        for alt in bridges.get(t, ()):
+            if isinstance(alt, Equivalent) and len(alt) == 1:
+                a = next(iter(alt))
+                if df(a) > 0:
+                    weights[t] = min(weights[t], max(0.0, float(idf(a))))
+    return weights
+
+
 def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: Any,
                  bridges: Bridges, cfg: Dict[str, Any]) -> Dict[str, Any]:
     """Rules 1-7 for one question part: a dict with outcome, chosen units and numbers."""
@@ -962,7 +990,7 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
     if not q_terms:
         out["outcome"] = "no_question_terms"
         return out
-    weights = term_weights(q_terms, index)
+    weights = _concept_weights(q_terms, index, bridges)
     known = _known_terms(q_terms, index, bridges, [info.chunk_terms for info in infos])
     out["unknown_terms"] = [t for t in q_terms if t not in known]
     # 1b. a name or code the corpus has never seen: the question is about something else

@@ -84,6 +84,8 @@ class Quantities(unittest.TestCase):
     def test_table(self):
         cases = [
             ("Data is kept for 30 calendar days.", [("30", "day")]),
+            # a business day is another unit: 10 business days may be 14 calendar days
+            ("Paid within 10 business days, or 5 working days by card.", [("10", "business day"), ("5", "business day")]),
             ("The limit is 1,000 requests per hour.", [("1000", "request/hour")]),
             ("Uptime is 99.90% monthly.", [("99.9", "%")]),
             ("It costs $5/month or \u20ac50 per year.", [("5", "$/month"), ("50", "\u20ac/year")]),

@@ -5,8 +5,8 @@ import unittest
 from types import SimpleNamespace
 
 from mini_rag.analysis import Analyzer
-from mini_rag.glossary import (asked_term, definition_bridges, definition_table, defining_chunks, find_definitions,
-                               find_scope, scope_table)
+from mini_rag.glossary import (asked_term, definition_bridges, definition_table, defining_chunks, example_bridges,
+                               example_table, find_definitions, find_examples, find_scope, scope_table)
 from mini_rag.relevance import covered, expansion_bridges
 from tests.test_abbrev import FakeIndex as _AbbrevIndex
 
@@ -119,6 +119,68 @@ class BridgesTest(unittest.TestCase):
                                  corrections={"lsoe": "lose"})
         self.assertTrue(covered("lose", table_row, typo))
 
+
+
+PART11 = ("Electronic signatures must use at least two distinct identification components, such as an\n"
+          "identification code and a password (section 11.200).")
+
+
+class ExamplesTest(unittest.TestCase):
+    """Hearst's "X such as A and B" lists.  Stems: components -> compon, identification ->
+    identif, code -> code, password -> password, media -> media, drives -> drive."""
+
+    def test_find(self):
+        cases = [
+            # the class word before "such as"; articles dropped; a wrapped line is one text
+            (PART11, [("components", ["identification code", "password"])]),
+            ("Removable media such as USB drives, SD cards or external disks are blocked.",
+             [("media", ["USB drives", "SD cards", "external disks are blocked"])]),
+            ("Use a manager, e.g. the vault or a hardware key.", [("manager", ["vault", "hardware key"])]),
+            ("All records, including audit trails and backups, are kept.", [("records", ["audit trails", "backups"])]),
+            # without "and"/"or" the list is its first item; a comma ends it
+            ("Services delivered, such as workshops, are not refunded.", [("delivered", ["workshops"])]),
+            # an item longer than four words ends the list before it
+            ("Tools such as a very long named internal thing and x.", []),
+            ("There is no such assurance.", []),
+        ]
+        for text, want in cases:
+            with self.subTest(text=text):
+                self.assertEqual(find_examples(text), want)
+
+    def test_table(self):
+        index = FakeIndex(PART11, "Services delivered, such as workshops, are not refunded.", PART11)
+        # one example is no list; the repeated chunk is listed once
+        self.assertEqual(example_table(index),
+                         [(frozenset({"compon"}), [frozenset({"identif", "code"}), frozenset({"password"})])])
+
+    def test_bridges(self):
+        table = [(frozenset({"compon"}), [frozenset({"identif", "code"}), frozenset({"password"})])]
+        forms = {"id": ["identif"]}
+        cases = [
+            # both examples named ("ID" a form of "identification"): each term is covered by the class
+            (["id", "code", "password", "session"], forms,
+             {"id": [{"compon"}], "code": [{"compon"}], "password": [{"compon"}]}),
+            (["identif", "code", "password"], None,
+             {"identif": [{"compon"}], "code": [{"compon"}], "password": [{"compon"}]}),
+            (["password", "length"], forms, {}),          # one example is about itself
+            (["code", "password"], None, {}),             # "code" alone is not "identification code"
+            (["compon", "code", "identif", "password"], None, {}),   # the class named itself
+        ]
+        for q_terms, f, want in cases:
+            with self.subTest(q_terms=q_terms):
+                got = example_bridges(q_terms, table, forms=f)
+                self.assertEqual({t: [set(a) for a in alts] for t, alts in got.items()}, want)
+
+    def test_in_relevance(self):
+        # "ID" is a short form of "identification" (synonyms.py), so the question names both examples
+        index = FakeIndex(PART11)
+        q = "Must every signing use both the ID code and the password?"
+        sentence = set(A.analyze("Only the first signing must use all signature components."))
+        bridges = expansion_bridges(q, {}, A, index)
+        for term in ("id", "code", "password"):
+            self.assertTrue(covered(term, sentence, bridges), term)
+        off = expansion_bridges(q, {"answer": {"examples": False}}, A, index)
+        self.assertFalse(covered("password", sentence, off))
 
 
 class AskedTermTest(unittest.TestCase):

@@ -370,11 +370,14 @@ class Typos(unittest.TestCase):
                  ("refnd", "refund", 1),       # deletion
                  ("refundd", "refund", 1),     # duplication
                  ("refumd", "refund", 1),      # m and n are neighbours
-                 ("refupd", "refund", 2),      # p is not next to n: a substitution costs 2
+                 ("refupd", "refund", 3),      # p is not next to n: no slip, nor a missing + an extra p
+                 ("seperate", "separate", 2),  # one vowel for another: a spelling slip costs 2
+                 ("properly", "property", 3),  # l is far from t: a different word
+                 ("propertly", "property", 1), # an extra character
                  ("erfund", "refund", 1),      # first two swapped
                  ("efund", "refund", 3),       # first character lost
                  ("fast", "last", 3), ("tell", "well", 3),   # real words, first letter differs
-                 ("leak", "lead", 2)]                          # k/d are not neighbours
+                 ("leak", "lead", 3)]                          # k/d are not neighbours
         for typed, word, d in table:
             with self.subTest(typed=typed, word=word):
                 self.assertEqual(typo_distance(typed, word, limit=2), d)

@@ -88,6 +88,8 @@ class Bridges(unittest.TestCase):
             ("Is an emergency change allowed?", "emergenc", [["urgent"]]),
             # an irregular past participle the stemmer keeps apart
             ("How much data could we lose?", "lose", [["lost"]]),
+            # a short form people type
+            ("Is an ID badge required?", "id", [["identif"]]),
             ("When must we tell the regulator?", "regul", [["author", "data", "protect"], ["author", "regulatori"],
                                                           ["author", "supervisori"]]),
         ]
@@ -158,6 +160,9 @@ class Kinds(unittest.TestCase):
             ("If something threatens patients, can we act first?", "threaten", [["harm"]]),
             ("What could harm patients?", "harm", []),
             ("What throughput is the line designed for?", "design", [["nomin"]]),
+            # "raised as a deviation" is recorded as one; "raised" alone is increased
+            ("Is every diversion raised as a deviation?", "rais", [["boost"], ["increas"], ["record"]]),
+            ("Will the fee be raised?", "rais", [["boost"], ["increas"]]),
             ("What is the nominal rate?", "nomin", []),
             # "half-price" (one word of two terms) is a discount, both of its terms bridged
             ("Can I return a half-price item?", "half", [["discount"]]),

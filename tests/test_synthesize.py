@@ -325,6 +325,9 @@ class QuestionTypeTest(unittest.TestCase):
             ("Is MFA mandatory on admin accounts?", "polarity", ["mandatori"]),
             ("Are pets allowed or forbidden in the office?", "polarity", ["allow", "forbidden"]),
             ("Which approvals are required?", "person", []),      # only a yes/no question's
+            # a vague quantity says how many, not what about
+            ("Can several users share one account?", "polarity", ["sever"]),
+            ("Are multiple or various keys allowed?", "polarity", ["multipl", "various", "allow"]),
         ]
         for question, kind, expected in table:
             with self.subTest(question=question):
@@ -380,6 +383,10 @@ class ScoringTest(unittest.TestCase):
                 a = run("How long are audit logs kept?", [fact("x#p0", sentence)])
                 self.assertAlmostEqual(a.detail["parts"][0]["best_score"],
                                        0.55 + 0.2 + 0.1 * prox + 0.15 * 0.5, places=6)
+        # "retained" is found where the sentence says "kept" (a one-word synonym): audit(0)
+        # log(1) per(2) polici(3) text(4) kept(5) -> 3 terms over 6, not audit and log over 2
+        a = run("How long are audit logs retained?", [fact("x#p0", "Audit logs, per the policy text, are kept 30 days.")])
+        self.assertAlmostEqual(a.detail["parts"][0]["best_score"], 0.55 + 0.2 + 0.1 * 3 / 6 + 0.15 * 0.5, places=6)
         a = run("How long are audit entries kept?", [fact("x#p0", "Entries: 30 days. Audit rules are kept apart.")],
                 min_key_coverage=0.0)
         # "Entries: 30 days." holds entri only (1 of 3 terms) -> proximity 0.5, coverage 0.7/3 + 0.3
@@ -810,6 +817,41 @@ class AnswerShapeTest(unittest.TestCase):
                          "2. - Pro plan: 30 days (plans, p3, plans#p7)\nCONFIDENCE: Medium")
         refused = Answer([], "Low", True, ["no_evidence"])
         self.assertEqual(format_answer(refused, "Not found in provided PDFs"), "Not found in provided PDFs")
+
+
+class ConceptWeightsTest(unittest.TestCase):
+    """A question term weighs no more than its commonest one-word equivalent (synonyms.py)."""
+
+    class Index:
+        IDF = {"depart": 5.4, "staff": 4.2, "member": 5.9, "employe": 2.9, "present": 4.0, "gift": 1.0,
+               "quit": 7.0, "resign": 6.5}
+
+        def idf(self, t):
+            return self.IDF.get(t, 7.0)
+
+        def doc_freq(self, t):
+            return 0 if t in ("quit",) or t not in self.IDF else 3
+
+    def weights(self, question):
+        from mini_rag.relevance import expansion_bridges
+        from mini_rag.synthesize import _concept_weights
+        a = Analyzer()
+        terms = [t for t in a.analyze(question)]
+        return _concept_weights(terms, self.Index(), expansion_bridges(question, {}, a))
+
+    def test_table(self):
+        cases = [
+            # "staff member" is "employee" (2.9): both its words weigh 2.9; "departing" has no group
+            ("departing staff member", {"depart": 5.4, "staff": 2.9, "member": 2.9}),
+            # a rarer equivalent does not raise a weight: quit (7.0, df 0) -> resign 6.5
+            ("resign", {"resign": 6.5}),
+            ("quit", {"quit": 6.5}),
+            # a kinds line is no equivalence: a present is a gift, not the other way round
+            ("present", {"present": 4.0}),
+        ]
+        for question, want in cases:
+            with self.subTest(question=question):
+                self.assertEqual(self.weights(question), want)
 
 
 if __name__ == "__main__":
