@@ -645,7 +645,11 @@ def is_pending(sentence: str) -> bool:
 def _proximity(q_set: Any, sent_terms: Sequence[str], bridges: Bridges) -> float:
     """m / w over the shortest span holding all m matched distinct question terms (a
     one-word bridge of a term stands for it)."""
-    single = {next(iter(alt)): q for q in q_set for alt in (bridges or {}).get(q, ()) if len(alt) == 1}
+    single: Dict[str, str] = {}     # one-word bridge -> the first question term (sorted) it stands for
+    for q in sorted(q_set):
+        for alt in (bridges or {}).get(q, ()):
+            if len(alt) == 1:
+                single.setdefault(next(iter(alt)), q)
     positions = [(i, t if t in q_set else single[t]) for i, t in enumerate(sent_terms)
                  if t in q_set or t in single]
     distinct = {t for _, t in positions}
