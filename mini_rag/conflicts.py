@@ -241,10 +241,10 @@ _NUMBER = re.compile(
     r"(?![\w\-]|[./]\d)(?P<pct>\s?%|\s+percent\b)?")
 _WORD = re.compile(r"\s*([A-Za-z][A-Za-z']*)")
 _PER = re.compile(r"\s*(?:per\s+|/\s*)([A-Za-z][A-Za-z']*)")
-# Modifiers skipped between a number and its unit ("30 calendar days" = "30 days").
 #: A business (working) day is another unit than a calendar day: "10 business days" and
 #: "14 days" can be the same length of time.
 _BUSINESS = frozenset(("business", "working"))
+# Modifiers skipped between a number and its unit ("30 calendar days" = "30 days").
 UNIT_MODIFIERS = frozenset("calendar business working consecutive full additional more "
                            "extra total maximum minimum max min".split())
 
@@ -289,7 +289,8 @@ def quantities(unit: str, stem=None) -> List[Tuple[str, str]]:
                 word = w.group(1).lower()
                 pos = w.end()
                 if word in UNIT_MODIFIERS:
-                    business = business or ("business " if word in _BUSINESS else "")
+                    if word in _BUSINESS:
+                        business = "business "
                     continue
                 name = business + (stem(word) if stem else word)
                 rest = rest[pos:]

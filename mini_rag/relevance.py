@@ -233,8 +233,8 @@ def expansion_bridges(question: str, config: Optional[Dict[str, Any]], analyzer:
     question; with ``index`` and ``[answer] derivations`` on, also each question term's
     derivational variants (``derive.variants``) that the index contains; with
     ``[answer] abbreviations`` / ``definitions`` / ``examples`` on, the corpus's own
-    abbreviations (``abbrev``), glossary definitions and listed examples (``glossary``); with ``[answer] synonyms`` on,
-    plain-language synonyms and numbers in words or digits (``synonyms``).  The
+    abbreviations (``abbrev``), glossary definitions and listed examples (``glossary``);
+    with ``[answer] synonyms`` on, plain-language synonyms and numbers in words or digits (``synonyms``).  The
     question's terms are read with the retriever's typo ``corrections``, so a misspelt
     word still has its variants and synonyms ("prseent" those of "present")."""
     terms = corrected_terms(question, corrections, analyzer)

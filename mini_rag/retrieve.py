@@ -202,8 +202,8 @@ def typo_distance(typed: str, word: str, limit: int = 2) -> int:
     its key touches the intended one on a QWERTY keyboard (``polixy`` for ``policy``), 2
     when both are vowels (``seperate``), and is no slip otherwise, not even as a missing
     plus an extra character: a real word is rarely a slip of another (``fast`` is not
-    ``last``, ``tell`` is not ``well``, ``properly`` is not ``property``).  The first character must be right, or swapped
-    with the second: slips at the start of a word are rare, and a word that differs
+    ``last``, ``tell`` is not ``well``, ``properly`` is not ``property``).  The first
+    character must be right, or swapped with the second: slips at the start of a word are rare, and a word that differs
     there is a different word (``bread``/``read``, ``recertify``/``certify``).
 
     >>> typo_distance("refnud", "refund"), typo_distance("polixy", "policy")

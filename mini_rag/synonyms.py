@@ -212,8 +212,8 @@ class Synonym(frozenset):
 
 class Equivalent(Synonym):
     """A synonym of one meaning: another member of the same group, not a broad word of a
-    kinds line.  The answering stage weighs a question term no higher than its rarest
-    equivalent's idf (``synthesize``): "staff member" says what "employee" says."""
+    kinds line.  The answering stage weighs a question term no higher than the idf of its
+    commonest equivalent (``synthesize``): "staff member" says what "employee" says."""
     __slots__ = ()
 
 

@@ -22,8 +22,8 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
 1. Terms.  ``Q`` = the part's content terms (``relevance.question_terms``: analyzed,
    typo-corrected, question scaffold removed), weighted by idf (``Index.idf``), a term
    no higher than its commonest one-word synonym (``_concept_weights``: "staff member"
-   weighs what "employee" does, so a paraphrase does not make key terms of plain words).  A term
-   no chunk contains (df = 0) is *unknown*: the asker's own word, which no document can
+   weighs what "employee" does, so a paraphrase does not make key terms of plain
+   words).  A term no chunk contains (df = 0) is *unknown*: the asker's own word, which no document can
    match.  No content terms -> refuse ``no_question_terms``.
    Names: a word of the question written as a name or code (a capital not at the
    start, an acronym, a digit: ``Germany``, ``HIPAA``, ``Q3D``) whose terms are all
@@ -642,16 +642,22 @@ def is_pending(sentence: str) -> bool:
 
 # ------------------------------------------------------------------ scoring
 
-def _proximity(q_set: Any, sent_terms: Sequence[str], bridges: Bridges) -> float:
-    """m / w over the shortest span holding all m matched distinct question terms (a
-    one-word bridge of a term stands for it)."""
-    single: Dict[str, str] = {}     # one-word bridge -> the first question term (sorted) it stands for
+def _stand_ins(q_set: Any, bridges: Bridges) -> Dict[str, str]:
+    """``{term: question term}``: each question term for itself, and each one-word bridge
+    for the first question term (in sorted order) it bridges."""
+    out: Dict[str, str] = {}
     for q in sorted(q_set):
         for alt in (bridges or {}).get(q, ()):
             if len(alt) == 1:
-                single.setdefault(next(iter(alt)), q)
-    positions = [(i, t if t in q_set else single[t]) for i, t in enumerate(sent_terms)
-                 if t in q_set or t in single]
+                out.setdefault(next(iter(alt)), q)
+    out.update((q, q) for q in q_set)
+    return out
+
+
+def _proximity(stand_ins: Dict[str, str], sent_terms: Sequence[str]) -> float:
+    """m / w over the shortest span holding all m matched distinct question terms, each
+    found as itself or as a one-word bridge (``_stand_ins``)."""
+    positions = [(i, stand_ins[t]) for i, t in enumerate(sent_terms) if t in stand_ins]
     distinct = {t for _, t in positions}
     m = len(distinct)
     if m == 0:
@@ -1047,6 +1053,7 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
     wc, wt, wp, wr = (float(cfg["weight_coverage"]), float(cfg["weight_type"]),
                       float(cfg["weight_proximity"]), float(cfg["weight_retrieval"]))
     q_set = set(q_terms)
+    stand_ins = _stand_ins(q_set, bridges)
     analyzer = analyzer_of(index, {})
     scored = []   # (score, fact_idx, sent_idx, unit, type_match)
     for i in on_topic:
@@ -1058,7 +1065,7 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
             sent_share = weighted_share(q_terms, weights, unit.term_set, bridges)
             cov = SENTENCE_SHARE * sent_share + (1.0 - SENTENCE_SHARE) * chunk_share
             tm = value_match(kind, unit.text, echo)
-            prox = _proximity(q_set, unit.terms, bridges)
+            prox = _proximity(stand_ins, unit.terms)
             score = wc * cov + wt * tm + wp * prox + wr * max(0.0, min(1.0, info.fact.score))
             scored.append((score, unit.fact_idx, unit.sent_idx, unit, tm))
     scored.sort(key=lambda s: (-s[0], s[1], s[2]))
