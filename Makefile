@@ -4,7 +4,7 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad compare clean
+.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer fit compare clean
 
 eval:
 	@$(PYTHON) -m mini_rag eval
@@ -35,6 +35,15 @@ bench-retrieval:
 
 bench-squad:
 	@$(PYTHON) bench/bench_squad.py
+
+# mini_rag, mini_rag + the answerability model and the naive baseline on the gold sets and
+# the external held-out halves, with the ablation table; rewrites docs/answering.md's figures.
+bench-answer:
+	@$(PYTHON) bench/bench_answer.py --sets gold,squad,cnli --halves held --ablate --docs
+
+# Refit mini_rag/data/answerability.json on the external fit halves (byte-identical output).
+fit:
+	@$(PYTHON) bench/fit_answerability.py
 
 clean:
 	rm -rf runs/*.json runs/*.jsonl runs/*.md runs/*.gz runs/bench

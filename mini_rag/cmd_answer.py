@@ -61,6 +61,7 @@ def register(subparsers) -> None:
                    help="print the FACTS: lines, phase B survivors and the decision's reasons to stderr")
     a.add_argument("--timings", action="store_true",
                    help="add timings_ms to the trace row (breaks byte-identical output)")
+    a.add_argument("--scope", metavar="DOC", help="answer from one document only (its doc_id)")
     _config_flag(a)
     a.set_defaults(func=cmd_ask)
 
@@ -70,6 +71,8 @@ def register(subparsers) -> None:
     r.add_argument("--out", required=True, metavar="FILE", help="trace JSONL to write (atomically)")
     r.add_argument("--timings", action="store_true",
                    help="add timings_ms to every row (breaks byte-identical traces)")
+    r.add_argument("--scope", metavar="DOC",
+                   help="answer every question from this document only (default: each gold row's doc_scope)")
     _config_flag(r)
     r.set_defaults(func=cmd_run)
 
@@ -104,7 +107,7 @@ def cmd_ask(args) -> int:
     if not args.question.strip():
         raise MiniRagError("question must not be empty, got %r" % args.question)
     config = resolve_config(args.config)
-    result = Pipeline(config).answer(args.question, timings=args.timings)
+    result = Pipeline(config).answer(args.question, timings=args.timings, doc_scope=args.scope)
     if args.debug:
         err = sys.stderr
         print(format_facts(result.facts_a), file=err)
@@ -129,7 +132,7 @@ def cmd_run(args) -> int:
     from .pipeline import Pipeline
     read_gold(args.gold)                          # bad gold is reported before the index is opened
     config = resolve_config(args.config)
-    n = run_gold(Pipeline(config), args.gold, args.out, timings=args.timings)
+    n = run_gold(Pipeline(config), args.gold, args.out, timings=args.timings, doc_scope=args.scope)
     print("mini_rag: wrote %d trace rows to %s" % (n, args.out), file=sys.stderr)
     return 0
 

@@ -60,6 +60,7 @@ def register(subparsers) -> None:
     s.add_argument("--contract", action="store_true",
                    help="run the QA contract flow: expansion, typo correction, thresholds, "
                         "fallback, scope and MMR")
+    s.add_argument("--scope", metavar="DOC", help="rank one document's chunks only (its doc_id)")
     _common(s)
     s.set_defaults(func=cmd_search)
 
@@ -107,7 +108,7 @@ def cmd_search(args) -> int:
     if args.contract:
         if args.k is not None:
             config["retrieval"]["top_k"] = args.k
-        result = retriever.retrieve(args.question)
+        result = retriever.retrieve(args.question, doc_scope=args.scope)
         if args.json:
             out.write(json.dumps(result.to_json(), ensure_ascii=False, indent=2) + "\n")
             return 0
@@ -118,7 +119,7 @@ def cmd_search(args) -> int:
         _print_hits(result.hits, out)
         return 0
     hits = retriever.search(args.question, args.k or config["retrieval"]["top_k"],
-                            scope=config["retrieval"]["authority_scope"])
+                            scope=config["retrieval"]["authority_scope"], doc_scope=args.scope)
     if args.json:
         out.write(json.dumps([h.to_json() for h in hits], ensure_ascii=False, indent=2) + "\n")
     else:

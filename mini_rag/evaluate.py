@@ -83,17 +83,23 @@ def read_gold(path: str) -> List[Tuple[int, dict]]:
 
 
 def run_gold(pipeline, gold_path: str, out_path: str, timings: bool = False,
-             label: str = "answering") -> int:
+             label: str = "answering", doc_scope: Optional[str] = None) -> int:
     """Answer every gold question in gold order and write the trace atomically.
 
-    Progress goes to stderr only when it is a terminal.  Returns the number of rows.
+    A gold row's ``doc_scope`` (a doc_id) restricts its retrieval to that document;
+    ``doc_scope`` given here applies to every row instead.  Progress goes to stderr only
+    when it is a terminal.  Returns the number of rows.
     """
     gold = read_gold(gold_path)
     rows = []
     with Progress(len(gold), label) as progress:
-        for n, (_, item) in enumerate(gold, 1):
+        for n, (line, item) in enumerate(gold, 1):
             qid = item.get("qid", item.get("q_id"))
-            rows.append(pipeline.answer(item["question"], qid=qid, timings=timings).row)
+            scope = doc_scope or item.get("doc_scope")
+            if scope is not None and not (isinstance(scope, str) and scope):
+                raise MiniRagError("%s:%d: doc_scope must be a non-empty string, got %s"
+                                   % (gold_path, line, json.dumps(scope)))
+            rows.append(pipeline.answer(item["question"], qid=qid, timings=timings, doc_scope=scope).row)
             progress.update(n)
     atomic_write_text(out_path, dumps_jsonl(rows))
     return len(rows)

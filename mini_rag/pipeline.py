@@ -39,6 +39,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from . import answerability
 from . import conflicts as conflicts_mod
 from . import decision as decision_mod
 from . import guards
@@ -110,7 +111,9 @@ class Pipeline:
         self.refusal = config["answer"]["refusal"]
         guards.parse_date(config["guards"]["as_of"], "config [guards] as_of")   # fail early
 
-    def answer(self, question: str, qid: str = "", timings: bool = False) -> Result:
+    def answer(self, question: str, qid: str = "", timings: bool = False,
+               doc_scope: Optional[str] = None) -> Result:
+        """Answer ``question``; ``doc_scope`` (a doc_id) restricts retrieval to one document."""
         cfg = self.config
         clock = time.perf_counter if timings else (lambda: 0.0)
         t0 = clock()
@@ -118,7 +121,8 @@ class Pipeline:
         if cfg["answer"].get("strip_framing", True):
             question = strip_framing(question)         # "Hi there! ... Thanks!": framing.py
         # 1. retrieve
-        retrieval = self.retriever.retrieve(question)
+        retrieval = (self.retriever.retrieve(question, doc_scope=doc_scope) if doc_scope
+                     else self.retriever.retrieve(question))
         t1 = clock()
         # 2-3. phase A, phase B
         facts_a = phase_a(retrieval)
@@ -128,6 +132,12 @@ class Pipeline:
         answer, validator_errors = generate_answer(
             recorder, question, facts_b, {"retrieval": retrieval, "config": cfg},
             int(cfg["answer"]["max_sentences"]))
+        if cfg["answer"].get("answerability", False) and self.generator.name == "extractive":
+            # The fitted model weighs phase C's choice against every sentence of the best
+            # hits and decides whether to ship (answerability.py).
+            answer = answerability.decide(question, retrieval, answer, self.index, self.analyzer)
+            recorder.payload = {"refused": answer.refused, "answer_sentences": [
+                {"sentence": s.sentence, "chunk_id": s.chunk_id} for s in answer.sentences]}
         t2 = clock()
         # 5. guards
         hits_by_id: Dict[str, Hit] = {h.chunk_id: h for h in retrieval.hits}
@@ -177,7 +187,7 @@ class Pipeline:
             confidence=confidence, fallback_used=retrieval.fallback_used,
             expansions=retrieval.expansions, corrections=retrieval.corrections,
             risk=risk.to_json(), conflicts=[c.compact() for c in pairs],
-            signals=retrieval.signals, timings_ms=timing)
+            signals=retrieval.signals, timings_ms=timing, doc_scope=doc_scope)
         return Result(row, retrieval, facts_a, facts_b, answer, verdict, check, validator_errors)
 
 

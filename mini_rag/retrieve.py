@@ -444,38 +444,52 @@ class Retriever:
         del keys[k:]
         return list(zip(keys, map(score, keys)))
 
-    def _scope_filter(self, scope: str) -> Optional[frozenset]:
-        if not scope or scope.upper() == "MIXED":
-            return None
-        key = scope.casefold()
-        allowed = self._scopes.get(key)
-        if allowed is None:
-            allowed = frozenset(i for i, c in enumerate(self.index.chunks)
-                                if c.authority.casefold() == key)
-            self._scopes[key] = allowed
+    def _scope_filter(self, scope: str, doc_scope: Optional[str] = None) -> Optional[frozenset]:
+        """Positions allowed by the authority ``scope`` and the document ``doc_scope``
+        (one doc_id: "ask this document"), or None when both allow every chunk."""
+        allowed = None
+        if scope and scope.upper() != "MIXED":
+            key = scope.casefold()
+            allowed = self._scopes.get(key)
+            if allowed is None:
+                allowed = frozenset(i for i, c in enumerate(self.index.chunks)
+                                    if c.authority.casefold() == key)
+                self._scopes[key] = allowed
+        if doc_scope:
+            key = "doc\0" + doc_scope
+            docs = self._scopes.get(key)
+            if docs is None:
+                docs = frozenset(i for i, c in enumerate(self.index.chunks) if c.doc_id == doc_scope)
+                if not docs:
+                    raise MiniRagError("doc_scope %r names no document of the index" % doc_scope)
+                self._scopes[key] = docs
+            allowed = docs if allowed is None else allowed & docs
         return allowed
 
-    def rank(self, terms: Sequence[str], k: int, scope: str = "MIXED") -> List[Tuple[int, float]]:
+    def rank(self, terms: Sequence[str], k: int, scope: str = "MIXED",
+             doc_scope: Optional[str] = None) -> List[Tuple[int, float]]:
         """``(position, score)`` of the k best chunks for analyzed ``terms``: the ranking
         core that :meth:`rank_terms`, :meth:`search` and :meth:`retrieve` all use, with
         nothing added (``index.chunks[position]`` is the chunk)."""
         qtf = dict(Counter(terms))
-        return self._rank(qtf, k, scope)
+        return self._rank(qtf, k, scope, doc_scope=doc_scope)
 
     def _rank(self, qtf: Dict[str, int], k: int, scope: str,
-              alternatives: Optional[Alternatives] = None) -> List[Tuple[int, float]]:
+              alternatives: Optional[Alternatives] = None,
+              doc_scope: Optional[str] = None) -> List[Tuple[int, float]]:
         acc = self._accumulate(qtf, alternatives)
-        allowed = self._scope_filter(scope)
+        allowed = self._scope_filter(scope, doc_scope)
         if allowed is not None:
             acc = {p: s for p, s in acc.items() if p in allowed}
         return self._top(acc, k)
 
     def rank_terms(self, terms: Sequence[str], k: int, scope: str = "MIXED",
-                   alternatives: Optional[Alternatives] = None) -> List[Tuple[int, float, float]]:
+                   alternatives: Optional[Alternatives] = None,
+                   doc_scope: Optional[str] = None) -> List[Tuple[int, float, float]]:
         """``(position, score, similarity)`` of the k best chunks for analyzed ``terms``
         (and their ``alternatives``, see :meth:`alternatives`)."""
         qtf = dict(Counter(terms))
-        top = self._rank(qtf, k, scope, alternatives)
+        top = self._rank(qtf, k, scope, alternatives, doc_scope)
         to_sim = self._to_similarity(qtf)
         return [(p, s, to_sim(s)) for p, s in top]
 
@@ -488,14 +502,15 @@ class Retriever:
             return lambda s: 0.0
         return lambda s: min(1.0, s / ceiling)
 
-    def definitions(self, question: str, scope: str = "MIXED") -> List[int]:
+    def definitions(self, question: str, scope: str = "MIXED",
+                    doc_scope: Optional[str] = None) -> List[int]:
         """Positions of the chunks defining the term ``question`` asks the meaning of
         (``glossary.asked_term``; the term's typos corrected), within ``scope``."""
         asked = glossary.asked_term(question)
         if asked is None:
             return []
         terms = frozenset(self.query_terms(asked, {}))
-        allowed = self._scope_filter(scope)
+        allowed = self._scope_filter(scope, doc_scope)
         return [p for p in glossary.defining_chunks(self.index).get(terms, ())
                 if allowed is None or p in allowed]
 
@@ -506,11 +521,12 @@ class Retriever:
                    authority=c.authority, effective=c.effective, query=query,
                    metadata=dict(c.metadata))
 
-    def search(self, query: str, k: int = 10, scope: str = "MIXED") -> List[Hit]:
+    def search(self, query: str, k: int = 10, scope: str = "MIXED",
+               doc_scope: Optional[str] = None) -> List[Hit]:
         """Plain ranking of ``query`` (no thresholds, expansion or typo correction)."""
         terms = self.index.analyzer.analyze(query)
         return [self._hit(p, s, sim, r, query)
-                for r, (p, s, sim) in enumerate(self.rank_terms(terms, k, scope), 1)]
+                for r, (p, s, sim) in enumerate(self.rank_terms(terms, k, scope, doc_scope=doc_scope), 1)]
 
     # ------------------------------------------------------------ typo correction
 
@@ -657,8 +673,9 @@ class Retriever:
             chosen.append(remaining.pop(best))
         return chosen
 
-    def retrieve(self, question: str) -> Retrieval:
-        """Run the QA contract's retrieval flow for one question (see module docstring)."""
+    def retrieve(self, question: str, doc_scope: Optional[str] = None) -> Retrieval:
+        """Run the QA contract's retrieval flow for one question (see module docstring);
+        ``doc_scope`` (a doc_id) restricts every ranking to that document's chunks."""
         r = self.config["retrieval"]
         top_k = r["top_k"]
         scope = r["authority_scope"] or "MIXED"
@@ -679,7 +696,7 @@ class Retriever:
             for t, lst in alts.items():
                 bucket = alternatives.setdefault(t, [])
                 bucket.extend(" ".join(a) for a, _ in lst if " ".join(a) not in bucket)
-            for pos, score, sim in self.rank_terms(vterms, top_k, scope, alts):
+            for pos, score, sim in self.rank_terms(vterms, top_k, scope, alts, doc_scope):
                 c = self.index.chunks[pos]
                 key = (c.doc_id, c.page, c.chunk_id)
                 old = merged.get(key)
@@ -687,7 +704,7 @@ class Retriever:
                     merged[key] = (sim, score, pos, variant)
         first = set()
         if r.get("definition_lookup", True):
-            first = set(self.definitions(question, scope))
+            first = set(self.definitions(question, scope, doc_scope))
             if first:
                 qtf = dict(Counter(terms))
                 acc = self._accumulate(qtf, question_alts)

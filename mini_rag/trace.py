@@ -47,8 +47,10 @@ def build_row(qid: str, question: str, hits: Sequence[Any], claim: str, citation
               cited_chunks: Dict[str, str], decision: str, reasons: Sequence[str], message: str,
               confidence: str, fallback_used: bool, expansions: Sequence[str],
               corrections: Dict[str, str], risk: Dict[str, Any], conflicts: Sequence[Dict[str, Any]],
-              signals: Dict[str, Any], timings_ms: Optional[Dict[str, float]] = None) -> Dict[str, Any]:
-    """The trace row, keys in :data:`TRACE_KEYS` order (plus ``timings_ms`` when given).
+              signals: Dict[str, Any], timings_ms: Optional[Dict[str, float]] = None,
+              doc_scope: Optional[str] = None) -> Dict[str, Any]:
+    """The trace row, keys in :data:`TRACE_KEYS` order (plus ``doc_scope`` and ``timings_ms``
+    when given).
 
     ``hits`` are records.Hit in rank order.  Dicts whose order is not meaningful
     (``cited_chunks`` follows the citation order; ``corrections`` is sorted by key).
@@ -71,6 +73,8 @@ def build_row(qid: str, question: str, hits: Sequence[Any], claim: str, citation
         "conflicts": list(conflicts),
         "signals": signals,
     }
+    if doc_scope:
+        row["doc_scope"] = doc_scope
     if timings_ms is not None:
         row["timings_ms"] = timings_ms
     return row

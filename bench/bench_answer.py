@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""Answering bench (``make bench-answer``): mini_rag next to the naive baseline (issue 17).
+
+Sets: the committed gold sets (``gold``: baseline and perturb) and the external halves of
+``answer_data.py`` (SQuAD 2.0 dev by article, ContractNLI dev by contract; ``fit`` and
+``held``).  For each set and system it writes a trace under ``runs/bench/answer/``, scores it
+with ``score_eval.py`` (seed 002's definitions, k 5) and prints precision, CHR, under- and
+over-refusal, pass rate and the p50 latency per question.  ``--ablate`` adds one mini_rag
+run per switch of :data:`ABLATIONS` on the held-out halves; ``--docs`` rewrites the
+generated part of ``docs/answering.md``.
+
+The bench measures; it does not gate: exit 0 after a complete run, 2 on bad input; a set
+whose data is absent is skipped with a note.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import answer_data  # noqa: E402
+from naive_baseline import Naive  # noqa: E402
+from mini_rag.errors import MiniRagError  # noqa: E402
+from mini_rag.fileio import atomic_write_text, dumps_jsonl  # noqa: E402
+
+OUT = os.path.join("runs", "bench", "answer")
+DOC = os.path.join(ROOT, "docs", "answering.md")
+METRICS = ("precision", "chr", "under_refusal", "over_refusal", "pass_rate")
+#: Systems side by side: the committed configuration, the same with the fitted answerability
+#: model switched on, and the naive baseline.
+SYSTEMS = (("mini_rag", {}), ("mini_rag+model", {"answer": {"answerability": True}}), ("naive", None))
+
+#: One row per rule family or switch: (name, what it turns off, config override).
+ABLATIONS = (
+    ("framing", "greetings and asides kept in the question", {"answer": {"strip_framing": False}}),
+    ("typo correction", "unknown query words kept as typed", {"retrieval": {"typo_correction": False}}),
+    ("retrieval alternatives", "derivation and synonym weights 0",
+     {"retrieval": {"derivation_weight": 0.0, "synonym_weight": 0.0}}),
+    ("definition lookup", "'What is X?' not sent to the glossary first", {"retrieval": {"definition_lookup": False}}),
+    ("MMR", "hits in score order", {"retrieval": {"use_mmr": False}}),
+    ("derivations", "answering bridges off: verb/noun variants", {"answer": {"derivations": False}}),
+    ("abbreviations", "answering bridges off: corpus abbreviations", {"answer": {"abbreviations": False}}),
+    ("definitions", "answering bridges off: glossary definitions", {"answer": {"definitions": False}}),
+    ("examples", "answering bridges off: listed examples", {"answer": {"examples": False}}),
+    ("synonyms", "answering bridges off: synonym lists", {"answer": {"synonyms": False}}),
+)
+
+
+def _merge(cfg, override):
+    out = copy.deepcopy(cfg)
+    for section, values in override.items():
+        out.setdefault(section, {}).update(values)
+    return out
+
+
+def percentile(values, q):
+    s = sorted(values)
+    if not s:
+        return None
+    k = max(1, -(-len(s) * q // 100))
+    return s[int(k) - 1]
+
+
+def score(gold, trace, out_dir, tag):
+    report = os.path.join(out_dir, "report.%s.json" % tag)
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "score_eval.py"), "--gold", gold, "--trace", trace,
+                           "--k", "5", "--gates", "precision=0.8", "--out", report],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if proc.returncode not in (0, 1):
+        raise MiniRagError("score_eval.py failed on %s: %s" % (trace, proc.stderr.decode("utf-8", "replace")))
+    with open(report, encoding="utf-8") as fh:
+        rep = json.load(fh)
+    return {m: rep["metrics"][m]["value"] for m in METRICS}
+
+
+def _sets(names):
+    out = []
+    for name in names:
+        if name == "gold":
+            out.append(("gold-baseline", None, os.path.join(ROOT, "gold", "gold.jsonl")))
+            out.append(("gold-perturb", None, os.path.join(ROOT, "gold", "gold_perturb.jsonl")))
+            continue
+        for half in answer_data.HALVES:
+            out.append(("%s-%s" % (name, half), (name, half), None))
+    return out
+
+
+class Runner:
+    def __init__(self, config_path, out):
+        from mini_rag.cmd_answer import resolve_config
+        self.base = resolve_config(config_path)
+        self.out = out
+        self._indexes = {}
+
+    def setup(self, label, spec, gold):
+        """(config, gold path, corpus note) for one set; None when its data is absent."""
+        cfg = copy.deepcopy(self.base)
+        if spec is None:
+            return cfg, gold
+        name, half = spec
+        d = os.path.join(self.out, label)
+        info = answer_data.prepare(name, half, d)
+        if info is None:
+            return None
+        cfg["corpus"]["path"] = info["corpus"]
+        cfg["index"]["path"] = os.path.join(d, "index.json.gz")
+        return cfg, info["gold"]
+
+    def index(self, cfg):
+        from mini_rag.index import build_or_load
+        key = (cfg["corpus"]["path"], cfg["index"]["path"])
+        if key not in self._indexes:
+            self._indexes[key] = build_or_load(cfg)
+        return self._indexes[key]
+
+    def run(self, system, cfg, gold_path, trace_path):
+        from mini_rag.evaluate import read_gold
+        from mini_rag.pipeline import Pipeline
+        from mini_rag.retrieve import Retriever
+        retriever = Retriever(self.index(cfg), cfg)
+        gold = read_gold(gold_path)
+        if system == "naive":
+            naive = Naive(retriever, cfg["answer"]["refusal"])
+            ask = lambda g: naive.answer(g["question"], g["qid"], g.get("doc_scope"))  # noqa: E731
+        else:
+            pipe = Pipeline(cfg, retriever=retriever)
+            ask = lambda g: pipe.answer(g["question"], qid=g["qid"], doc_scope=g.get("doc_scope")).row  # noqa: E731
+        rows, lat = [], []
+        for _, g in gold:
+            t = time.perf_counter()
+            rows.append(ask(g))
+            lat.append(time.perf_counter() - t)
+        atomic_write_text(trace_path, dumps_jsonl(rows))
+        return len(rows), percentile(lat, 50)
+
+
+def fmt(v):
+    return "—" if v is None else "%.3f" % v
+
+
+def table(rows, header):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="mini_rag vs the naive baseline on gold and external halves.")
+    ap.add_argument("--sets", default="gold,squad,cnli", help="comma list of gold, squad, cnli")
+    ap.add_argument("--halves", default="fit,held", help="external halves to run (fit, held)")
+    ap.add_argument("--ablate", action="store_true", help="ablation table on the held-out halves")
+    ap.add_argument("--config", default=None, help="TOML config (default: configs/default.toml)")
+    ap.add_argument("--out", default=OUT, help="output folder (default: %s)" % OUT)
+    ap.add_argument("--docs", action="store_true", help="rewrite the generated part of docs/answering.md")
+    args = ap.parse_args(argv)
+    halves = set(args.halves.split(","))
+    try:
+        runner = Runner(args.config, args.out)
+        os.makedirs(args.out, exist_ok=True)
+        results, ablation = {}, {}
+        for label, spec, gold in _sets([s for s in args.sets.split(",") if s]):
+            if spec is not None and spec[1] not in halves:
+                continue
+            ready = runner.setup(label, spec, gold)
+            if ready is None:
+                print("bench-answer: %s skipped: data absent (%s)" % (label, ", ".join(answer_data.sources(spec[0]))),
+                      file=sys.stderr)
+                continue
+            cfg, gold_path = ready
+            out_dir = os.path.join(args.out, label)
+            os.makedirs(out_dir, exist_ok=True)
+            for system, override in SYSTEMS:
+                trace = os.path.join(out_dir, "trace.%s.jsonl" % system)
+                n, p50 = runner.run("naive" if override is None else "mini_rag",
+                                    cfg if override is None else _merge(cfg, override), gold_path, trace)
+                m = score(gold_path, trace, out_dir, system)
+                m["p50_ms"] = round(p50 * 1000, 2) if p50 is not None else None
+                m["n"] = n
+                results.setdefault(label, {})[system] = m
+                print("%-14s %-9s n=%-5d %s p50 %.1f ms" % (label, system, n, " ".join(
+                    "%s %.3f" % (k, m[k]) for k in METRICS), m["p50_ms"] or 0), file=sys.stderr, flush=True)
+            if args.ablate and spec is not None and spec[1] == "held":
+                for name, _what, override in ABLATIONS:
+                    acfg = _merge(cfg, override)
+                    tag = "ablate-" + name.replace(" ", "_")
+                    trace = os.path.join(out_dir, "trace.%s.jsonl" % tag)
+                    runner.run("mini_rag", acfg, gold_path, trace)
+                    ablation.setdefault(name, {})[label] = score(gold_path, trace, out_dir, tag)
+                    print("%-14s - %-22s %s" % (label, name, " ".join(
+                        "%s %.3f" % (k, ablation[name][label][k]) for k in METRICS)), file=sys.stderr, flush=True)
+    except MiniRagError as exc:
+        print("bench-answer: %s" % exc, file=sys.stderr)
+        return 2
+    summary = {"results": results, "ablation": ablation}
+    atomic_write_text(os.path.join(args.out, "summary.json"), json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    text = render(results, ablation)
+    print(text)
+    if args.docs:
+        write_docs(text)
+    return 0
+
+
+def render(results, ablation):
+    rows = []
+    for label in results:
+        for system, _o in SYSTEMS:
+            m = results[label][system]
+            rows.append([label, system, str(m["n"])] + [fmt(m[k]) for k in METRICS] + [fmt(m["p50_ms"]).rstrip("0")])
+    out = [table(rows, ["set", "system", "n", "precision", "CHR", "under-refusal", "over-refusal",
+                        "pass rate", "p50 ms"])]
+    if ablation:
+        held = [l for l in results if l.endswith("-held")]
+        arows = []
+        full = {l: results[l]["mini_rag"] for l in held}
+        for name, what, _o in ABLATIONS:
+            if name not in ablation:
+                continue
+            cells = [name + " off"]
+            for l in held:
+                a, f = ablation[name].get(l), full[l]
+                if a is None:
+                    cells += ["—"] * 3
+                    continue
+                cells += ["%s (%+.3f)" % (fmt(a[k]), a[k] - f[k]) for k in ("precision", "under_refusal", "over_refusal")]
+            arows.append(cells)
+        hdr = ["switched off"]
+        for l in held:
+            hdr += ["%s precision" % l, "%s under" % l, "%s over" % l]
+        out.append("Ablation on the held-out halves (value without the rule, and its change from the full "
+                   "system; a rule pays when turning it off lowers precision or raises a refusal error):\n\n"
+                   + table(arows, hdr))
+    return "\n\n".join(out) + "\n"
+
+
+BEGIN, END = "<!-- bench-answer:begin -->", "<!-- bench-answer:end -->"
+
+
+def write_docs(text):
+    with open(DOC, encoding="utf-8") as fh:
+        doc = fh.read()
+    i, j = doc.index(BEGIN) + len(BEGIN), doc.index(END)
+    atomic_write_text(DOC, doc[:i] + "\n" + text + doc[j:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

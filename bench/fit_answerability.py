@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+"""Fit the answerability model (``make fit``) on the FIT halves of the external sets.
+
+1. For SQuAD 2.0 (even articles) and ContractNLI (even contracts), as ``answer_data.py``
+   splits them, run the pipeline with ``[answer] answerability = false`` and collect every
+   candidate sentence with its features (``mini_rag.answerability.candidates``).  A
+   candidate is correct when its question is answerable, its chunk is a gold citation and
+   it contains a gold substring (seed 002's containment: case-folded, >= 5 characters).
+2. Fit a logistic regression (L2 ``--l2``, Newton's method, features in
+   ``answerability.FEATURES`` order, both sets weighted equally) in the standard library.
+3. Choose the threshold on the fit halves: for each question the best candidate ships when
+   its probability reaches the threshold; among thresholds whose under- and over-refusal
+   are no higher than the naive baseline's on both fit halves, the one with the best mean
+   precision (else the one with the best mean pass rate).  ``high`` (High confidence) is
+   the probability at which the shipped answers of the fit halves are 80% correct.
+4. Write ``mini_rag/data/answerability.json`` (weights rounded to 6 decimals, the command,
+   the data files and their sha256); the same data give the same bytes.
+
+Nothing under ``gold/`` is read.  ``--check`` fits and compares with the committed file
+(exit 1 when they differ).
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import answer_data  # noqa: E402
+from naive_baseline import Naive  # noqa: E402
+from mini_rag import answerability as am  # noqa: E402
+from mini_rag.fileio import atomic_write_text  # noqa: E402
+
+OUT = os.path.join("runs", "fit")
+COMMAND = "python3 bench/fit_answerability.py"
+TARGET_PRECISION_HIGH = 0.8
+
+
+def _contains(text, subs):
+    low = text.lower()
+    return any(len(s) >= 5 and s.lower() in low for s in subs)
+
+
+def collect(name, config_path, out, reuse=False):
+    """Per question of one fit half: (gold row, [(features, label, chunk_id, sentence)], naive row)."""
+    from mini_rag.cmd_answer import resolve_config
+    from mini_rag.evaluate import read_gold
+    from mini_rag.index import build_or_load
+    from mini_rag.pipeline import Pipeline
+    from mini_rag.records import Retrieval
+    from mini_rag.retrieve import Retriever
+    from mini_rag.synthesize import Answer
+    d = os.path.join(out, "%s-fit" % name)
+    info = answer_data.prepare(name, "fit", d)
+    if info is None:
+        return None
+    cfg = resolve_config(config_path)
+    cfg["corpus"]["path"] = info["corpus"]
+    cfg["index"]["path"] = os.path.join(d, "index.json.gz")
+    cfg["answer"]["answerability"] = False
+    retriever = Retriever(build_or_load(cfg), cfg)
+    pipe = Pipeline(copy.deepcopy(cfg), retriever=retriever)
+    naive = Naive(retriever, cfg["answer"]["refusal"])
+    cache_path = os.path.join(d, "results.jsonl")
+    cache = {}
+    if reuse and os.path.isfile(cache_path):
+        with open(cache_path, encoding="utf-8") as fh:
+            for line in fh:
+                r = json.loads(line)
+                cache[r["qid"]] = r
+    fresh = []
+    rows = []
+    for _, g in read_gold(info["gold"]):
+        got = cache.get(g["qid"])
+        if got is None:
+            res = pipe.answer(g["question"], qid=g["qid"], doc_scope=g.get("doc_scope"))
+            got = {"qid": g["qid"], "retrieval": res.retrieval.to_json(), "answer": res.answer.to_json()}
+        fresh.append(got)
+        retrieval, answer = Retrieval.from_json(got["retrieval"]), Answer.from_json(got["answer"])
+        cands = am.candidates(retrieval.question, retrieval, answer, pipe.index, pipe.analyzer)
+        gold_c = set(g["gold_citations"])
+        items = [(c.features, 1 if g["answerable"] and c.chunk_id in gold_c and _contains(c.sentence, g["gold_claim_substr"])
+                  else 0) for c in cands]
+        n = naive.answer(g["question"], g["qid"], g.get("doc_scope"))
+        nclaim = n["answer_json"]["claim"]
+        n_ok = (g["answerable"] and bool(set(n["answer_json"]["citations"]) & gold_c)
+                and _contains(nclaim, g["gold_claim_substr"]))
+        rows.append({"answerable": g["answerable"], "items": items,
+                     "naive": {"shipped": bool(n["answer_json"]["citations"]), "ok": n_ok}})
+    atomic_write_text(cache_path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in fresh))
+    return rows, info
+
+
+def fit(sets, l2, iters=25):
+    """L2-regularized logistic regression by Newton's method; each set weighs 1 in total."""
+    feats = am.FEATURES
+    k = len(feats)
+    data = []
+    for rows in sets:
+        n = sum(len(r["items"]) for r in rows) or 1
+        for r in rows:
+            for f, y in r["items"]:
+                data.append(([f[name] for name in feats], y, 1.0 / n))
+    w = [0.0] * k
+    for _ in range(iters):
+        grad = [0.0] * k
+        hess = [[0.0] * k for _ in range(k)]
+        for x, y, s in data:
+            z = sum(wi * xi for wi, xi in zip(w, x))
+            p = 1.0 / (1.0 + math.exp(-z)) if z > -60 else 0.0
+            g = (p - y) * s
+            h = p * (1.0 - p) * s
+            for i in range(k):
+                if x[i]:
+                    grad[i] += g * x[i]
+                    hx = h * x[i]
+                    row = hess[i]
+                    for j in range(i, k):
+                        if x[j]:
+                            row[j] += hx * x[j]
+        for i in range(k):
+            for j in range(i):
+                hess[i][j] = hess[j][i]
+            if i:                                     # the bias is not shrunk
+                grad[i] += l2 * w[i]
+                hess[i][i] += l2
+            hess[i][i] += 1e-9
+        step = _solve(hess, grad)
+        w = [wi - si for wi, si in zip(w, step)]
+        if max(abs(si) for si in step) < 1e-7:
+            break
+    return {name: w[i] for i, name in enumerate(feats)}
+
+
+def _solve(a, b):
+    """Gaussian elimination with partial pivoting (a small dense system)."""
+    n = len(b)
+    m = [list(a[i]) + [b[i]] for i in range(n)]
+    for c in range(n):
+        p = max(range(c, n), key=lambda r: (abs(m[r][c]), -r))
+        m[c], m[p] = m[p], m[c]
+        piv = m[c][c]
+        for r in range(c + 1, n):
+            f = m[r][c] / piv
+            if f:
+                for j in range(c, n + 1):
+                    m[r][j] -= f * m[c][j]
+    x = [0.0] * n
+    for r in range(n - 1, -1, -1):
+        x[r] = (m[r][n] - sum(m[r][j] * x[j] for j in range(r + 1, n))) / m[r][r]
+    return x
+
+
+def outcomes(rows, model):
+    """Per question: (answerable, best probability, best candidate correct)."""
+    out = []
+    for r in rows:
+        best, ok = -1.0, False
+        for f, y in r["items"]:
+            p = model.prob(f)
+            if p > best:
+                best, ok = p, bool(y)
+        out.append((r["answerable"], best, ok))
+    return out
+
+
+def metrics(outs, t):
+    a = sum(1 for ans, _, _ in outs if ans) or 1
+    u = sum(1 for ans, _, _ in outs if not ans) or 1
+    shipped = [(ans, ok) for ans, p, ok in outs if p >= t]
+    good = sum(1 for ans, ok in shipped if ans and ok)
+    under = sum(1 for ans, _ in shipped if not ans) / u
+    over = sum(1 for ans, p, _ in outs if ans and p < t) / a
+    passed = good + sum(1 for ans, p, _ in outs if not ans and p < t)
+    return {"precision": good / len(shipped) if shipped else 1.0, "under_refusal": under,
+            "over_refusal": over, "pass_rate": passed / len(outs)}
+
+
+def naive_metrics(rows):
+    a = sum(1 for r in rows if r["answerable"]) or 1
+    u = sum(1 for r in rows if not r["answerable"]) or 1
+    shipped = [r for r in rows if r["naive"]["shipped"]]
+    good = sum(1 for r in shipped if r["naive"]["ok"])
+    return {"precision": good / len(shipped) if shipped else 1.0,
+            "under_refusal": sum(1 for r in shipped if not r["answerable"]) / u,
+            "over_refusal": sum(1 for r in rows if r["answerable"] and not r["naive"]["shipped"]) / a}
+
+
+def choose(per_set, naive):
+    grid = [i / 200.0 for i in range(1, 200)]
+    best, best_key = None, None
+    for t in grid:
+        ms = [metrics(o, t) for o in per_set]
+        feasible = all(m["under_refusal"] <= n["under_refusal"] and m["over_refusal"] <= n["over_refusal"]
+                       for m, n in zip(ms, naive))
+        prec = sum(m["precision"] for m in ms) / len(ms)
+        pr = sum(m["pass_rate"] for m in ms) / len(ms)
+        key = (feasible, prec if feasible else pr, -t)
+        if best_key is None or key > best_key:
+            best, best_key = t, key
+    return best, bool(best_key[0])
+
+
+def high_point(outs_all, t):
+    """The smallest probability >= t at which shipped answers are >= 80% correct."""
+    grid = [i / 100.0 for i in range(int(math.ceil(t * 100)), 100)]
+    for h in grid:
+        shipped = [(ans and ok) for outs in outs_all for ans, p, ok in outs if p >= h]
+        if len(shipped) >= 20 and sum(shipped) / len(shipped) >= TARGET_PRECISION_HIGH:
+            return h
+    return 1.0
+
+
+def reliability(outs_all, model_t, bins=10):
+    """Reliability table and expected calibration error of the best-candidate probability."""
+    rows = [[0, 0.0, 0] for _ in range(bins)]
+    n = 0
+    for outs in outs_all:
+        for ans, p, ok in outs:
+            b = min(bins - 1, int(p * bins))
+            rows[b][0] += 1
+            rows[b][1] += p
+            rows[b][2] += 1 if (ans and ok) else 0
+            n += 1
+    table, ece = [], 0.0
+    for i, (c, ps, good) in enumerate(rows):
+        if c:
+            table.append({"bin": "%.1f-%.1f" % (i / bins, (i + 1) / bins), "n": c,
+                          "mean_p": round(ps / c, 4), "correct": round(good / c, 4)})
+            ece += c / n * abs(ps / c - good / c)
+    return table, round(ece, 4)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="Fit mini_rag's answerability model on the external fit halves.")
+    ap.add_argument("--config", default=None, help="TOML config (default: configs/default.toml)")
+    ap.add_argument("--out", default=OUT, help="work folder (default: %s)" % OUT)
+    ap.add_argument("--l2", type=float, default=1e-3, help="L2 penalty (default 1e-3)")
+    ap.add_argument("--model", default=am.MODEL_PATH, help="model file to write")
+    ap.add_argument("--check", action="store_true", help="compare with the committed model; write nothing")
+    ap.add_argument("--reuse", action="store_true",
+                    help="reuse the pipeline results cached under --out (phase C and retrieval unchanged)")
+    args = ap.parse_args(argv)
+    collected, data = [], []
+    for name in answer_data.SETS:
+        got = collect(name, args.config, args.out, args.reuse)
+        if got is None:
+            print("fit: %s absent (%s): cannot fit" % (name, ", ".join(answer_data.sources(name))), file=sys.stderr)
+            return 2
+        rows, _info = got
+        collected.append(rows)
+        for p in answer_data.sources(name):
+            data.append({"path": os.path.relpath(p, os.path.dirname(ROOT)), "sha256": answer_data.sha256_of(p)})
+        print("fit: %s: %d questions, %d candidates" % (name, len(rows), sum(len(r["items"]) for r in rows)),
+              file=sys.stderr)
+    weights = {k: round(v, 6) for k, v in fit(collected, args.l2).items()}
+    model = am.Model(weights, 0.5, 1.0)
+    per_set = [outcomes(rows, model) for rows in collected]
+    naive = [naive_metrics(rows) for rows in collected]
+    t, feasible = choose(per_set, naive)
+    high = high_point(per_set, t)
+    table, ece = reliability(per_set, t)
+    doc = {
+        "format": am.MODEL_FORMAT,
+        "what": "mini_rag answerability model: logistic regression over answerability.FEATURES",
+        "command": COMMAND + ("" if args.l2 == 1e-3 else " --l2 %r" % args.l2),
+        "data": data,
+        "halves": "fit: SQuAD 2.0 dev even articles (every 3rd question), ContractNLI dev even contracts",
+        "l2": args.l2,
+        "weights": weights,
+        "threshold": t,
+        "high": high,
+        "threshold_rule": "best mean precision with under- and over-refusal <= naive on both fit halves"
+                          if feasible else "no threshold met the naive bounds on both fit halves: best mean pass rate",
+        "fit_metrics": {name: {k: round(v, 4) for k, v in metrics(o, t).items()}
+                        for name, o in zip(answer_data.SETS, per_set)},
+        "naive_fit_metrics": {name: {k: round(v, 4) for k, v in n.items()} for name, n in zip(answer_data.SETS, naive)},
+        "reliability_fit": table,
+        "ece_fit": ece,
+    }
+    text = json.dumps(doc, indent=2) + "\n"
+    if args.check:
+        with open(args.model, encoding="utf-8") as fh:
+            same = fh.read() == text
+        print("fit: %s" % ("identical to %s" % args.model if same else "DIFFERS from %s" % args.model))
+        return 0 if same else 1
+    atomic_write_text(args.model, text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,232 @@
+"""Calibrated answerability: which sentence to ship, and whether to ship at all (issue 17).
+
+Phase C's rules choose sentences; this stage weighs them against every other sentence of
+the best retrieved chunks with a small set of general evidence features, combined by a
+logistic model whose weights were fitted on external data (never on ``gold/``):
+
+================  ==========================================================================
+feature           what it measures (question terms: ``Retrieval.query_terms``, the question
+                  analyzed once, typo-corrected)
+================  ==========================================================================
+``cov``           share of the distinct question terms the sentence holds
+``wcov``          the same, IDF-weighted; a term the corpus never uses counts as missing
+                  at the largest IDF there is
+``chunk_wcov``    ``wcov`` over the whole chunk
+``rare``          the question's rarest term is in the sentence
+``absent``        IDF share of question terms absent from the whole corpus
+``sim``           the chunk's retrieval similarity (0..1)
+``top``           the chunk is the first hit
+``margin``        first hit's similarity minus the second's
+``typed``         the sentence states a value of the type the question asks for
+                  (``synthesize.value_match``); 1 when the question asks for no type
+``novel``         share of the sentence's terms that are not the question's (an answer adds
+                  something)
+``prox``          matched question terms / the token span holding them
+``short``         the sentence has fewer than 8 terms
+``miss_chunk``    share of the distinct question terms the chunk lacks
+``names_missing`` a capitalized word or number of the question (not its first word) that
+                  the chunk does not hold, case-folded (a swapped name or figure)
+``negation``      the question says not/never/no and the sentence does not, or the reverse
+``bigram``        share of the question's adjacent term pairs found adjacent in the sentence
+``rules``         phase C's rules chose this sentence
+``rules_refused`` phase C's rules refused the question
+================  ==========================================================================
+
+``P(correct) = 1 / (1 + exp(-(w . x)))``; the sentence with the largest P is the answer
+when ``P >= threshold``, else the question is refused (``below_answerability``).  When the
+chosen sentence is one of phase C's, phase C's whole answer ships (it may join several
+sentences).  The weights, the threshold and the command, data and sha256 that produced
+them are in ``mini_rag/data/answerability.json`` (``make fit``, ``bench/fit_answerability.py``).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence
+
+from .errors import MiniRagError
+from .records import Retrieval
+from .synthesize import Answer, AnswerSentence, echo_words, question_type, split_sentences, value_match
+
+__all__ = ["FEATURES", "Candidate", "Model", "candidates", "load_model", "decide", "MODEL_PATH"]
+
+FEATURES = ("bias", "cov", "wcov", "chunk_wcov", "rare", "absent", "sim", "top", "margin", "typed",
+            "novel", "prox", "short", "miss_chunk", "names_missing", "negation", "bigram",
+            "rules", "rules_refused")
+_WORDS = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
+_NEGATIONS = frozenset(("not", "never", "no", "nor", "cannot", "n't", "without", "none"))
+MODEL_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "answerability.json")
+MODEL_FORMAT = 1
+#: Sentences of this many best hits are candidates.
+CANDIDATE_HITS = 3
+
+
+@dataclass
+class Candidate:
+    chunk_id: str
+    doc_id: str
+    page: int
+    sentence: str
+    features: Dict[str, float]
+
+
+@dataclass
+class Model:
+    weights: Dict[str, float]
+    threshold: float
+    high: float
+
+    def prob(self, feats: Dict[str, float]) -> float:
+        z = math.fsum(self.weights.get(k, 0.0) * feats.get(k, 0.0) for k in FEATURES)
+        if z < -60.0:
+            return 0.0
+        return 1.0 / (1.0 + math.exp(-z))
+
+
+_MODELS: Dict[str, Model] = {}
+
+
+def load_model(path: str = MODEL_PATH) -> Model:
+    """The fitted model (read once per path); a bad file is a MiniRagError naming it."""
+    m = _MODELS.get(path)
+    if m is not None:
+        return m
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+        if doc.get("format") != MODEL_FORMAT:
+            raise ValueError("format must be %d, got %r" % (MODEL_FORMAT, doc.get("format")))
+        w = doc["weights"]
+        if set(w) != set(FEATURES) or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in w.values()):
+            raise ValueError("weights must give a finite number for each of %s" % ", ".join(FEATURES))
+        t, high = float(doc["threshold"]), float(doc["high"])
+        if not (0.0 <= t <= 1.0 and 0.0 <= high <= 1.0):
+            raise ValueError("threshold and high must be in [0, 1]")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise MiniRagError("%s: not an answerability model: %s" % (path, exc)) from None
+    m = _MODELS[path] = Model({k: float(w[k]) for k in FEATURES}, t, high)
+    return m
+
+
+def _idf_table(index: Any, terms: Sequence[str]) -> Dict[str, float]:
+    n = index.num_searchable
+    top = math.log(1.0 + (n + 0.5) / 0.5)          # bm25 idf of a term no chunk holds
+    out = {}
+    for t in terms:
+        df = index.doc_freq(t)
+        out[t] = top if df == 0 else math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+    return out
+
+
+def _share(idf: Dict[str, float], have: Any, total: float) -> float:
+    return math.fsum(v for t, v in idf.items() if t in have) / total if total > 0 else 0.0
+
+
+def _prox(q: frozenset, toks: Sequence[str]) -> float:
+    pos = [i for i, t in enumerate(toks) if t in q]
+    if not pos:
+        return 0.0
+    matched = len({toks[i] for i in pos})
+    return matched / (pos[-1] - pos[0] + 1)
+
+
+def _marked_words(question: str) -> List[str]:
+    """Capitalized words and numbers of the question past its first word, case-folded."""
+    words = _WORDS.findall(question)
+    return sorted({w.casefold() for w in words[1:] if w[0].isupper() or w[0].isdigit()})
+
+
+def _negated(text: str) -> bool:
+    low = text.casefold()
+    return any(w in _NEGATIONS for w in _WORDS.findall(low)) or "n't" in low
+
+
+def _bigrams(toks: Sequence[str]) -> set:
+    return set(zip(toks, toks[1:]))
+
+
+def candidates(question: str, retrieval: Retrieval, answer: Answer, index: Any,
+               analyzer: Any) -> List[Candidate]:
+    """Every sentence of the first ``CANDIDATE_HITS`` hits, with its features."""
+    hits = retrieval.hits[:CANDIDATE_HITS]
+    q_terms = list(dict.fromkeys(retrieval.query_terms))
+    if not hits or not q_terms:
+        return []
+    q = frozenset(q_terms)
+    idf = _idf_table(index, q_terms)
+    total = math.fsum(idf.values())
+    rarest = max(q_terms, key=lambda t: (idf[t], t))
+    absent = math.fsum(v for t, v in idf.items() if index.doc_freq(t) == 0) / total if total else 0.0
+    margin = hits[0].similarity - hits[1].similarity if len(hits) > 1 else hits[0].similarity
+    kind = question_type(question)
+    echo = echo_words(question)
+    chosen = set()
+    if not answer.refused:
+        for s in answer.sentences:
+            chosen.add(s.chunk_id)
+            chosen.update("%s\0%s" % (s.chunk_id, part) for part in split_sentences(s.sentence))
+    refused = 1.0 if answer.refused or not answer.sentences else 0.0
+    marked = _marked_words(question)
+    q_neg = _negated(question)
+    q_pairs = _bigrams(analyzer.analyze(question))
+    out = []
+    for rank, h in enumerate(hits):
+        chunk_terms = frozenset(analyzer.analyze(h.text))
+        chunk_wcov = _share(idf, chunk_terms, total)
+        miss_chunk = len(q - chunk_terms) / len(q)
+        chunk_words = {w.casefold() for w in _WORDS.findall(h.text)}
+        names_missing = 1.0 if any(w not in chunk_words for w in marked) else 0.0
+        for sent in split_sentences(h.text):
+            toks = analyzer.analyze(sent)
+            st = frozenset(toks)
+            if not st:
+                continue
+            feats = {
+                "bias": 1.0,
+                "cov": len(q & st) / len(q),
+                "wcov": _share(idf, st, total),
+                "chunk_wcov": chunk_wcov,
+                "rare": 1.0 if rarest in st else 0.0,
+                "absent": absent,
+                "sim": float(h.similarity),
+                "top": 1.0 if rank == 0 else 0.0,
+                "margin": float(margin),
+                "typed": float(value_match(kind, sent, echo)),
+                "novel": len(st - q) / len(st),
+                "prox": _prox(q, toks),
+                "short": 1.0 if len(toks) < 8 else 0.0,
+                "miss_chunk": miss_chunk,
+                "names_missing": names_missing,
+                "negation": 1.0 if q_neg != _negated(sent) else 0.0,
+                "bigram": len(q_pairs & _bigrams(toks)) / len(q_pairs) if q_pairs else 0.0,
+                "rules": 1.0 if "%s\0%s" % (h.chunk_id, sent) in chosen else 0.0,
+                "rules_refused": refused,
+            }
+            out.append(Candidate(h.chunk_id, h.doc_id, int(h.page), sent, feats))
+    return out
+
+
+def decide(question: str, retrieval: Retrieval, answer: Answer, index: Any, analyzer: Any,
+           model: Optional[Model] = None) -> Answer:
+    """The answer to ship: phase C's, one better-supported sentence, or a refusal."""
+    model = model or load_model()
+    cands = candidates(question, retrieval, answer, index, analyzer)
+    best, best_p = None, -1.0
+    for c in cands:
+        p = model.prob(c.features)
+        if p > best_p:
+            best, best_p = c, p
+    detail = dict(answer.detail)
+    detail["answerability"] = round(best_p, 4) if best is not None else None
+    if best is None or best_p < model.threshold:
+        return Answer(sentences=[], confidence="Low", refused=True, reasons=["below_answerability"],
+                      detail=detail)
+    confidence = "High" if best_p >= model.high else "Medium"
+    if best.features["rules"] and not answer.refused:
+        return Answer(sentences=list(answer.sentences), confidence=confidence, refused=False,
+                      reasons=[], detail=detail)
+    sent = AnswerSentence(sentence=best.sentence, pdf=best.doc_id, page=best.page, chunk_id=best.chunk_id)
+    return Answer(sentences=[sent], confidence=confidence, refused=False, reasons=[], detail=detail)
