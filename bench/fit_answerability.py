@@ -6,9 +6,10 @@
    candidate sentence with its features (``mini_rag.answerability.candidates``).  A
    candidate is correct when its question is answerable, its chunk is a gold citation and
    it contains a gold substring (seed 002's containment: case-folded, >= 5 characters).
-2. Fit a logistic regression (L2 ``--l2``, Newton's method, features in
-   ``answerability.FEATURES`` order, both sets weighted equally) in the standard library.
-3. Choose the threshold on the fit halves: for each question the best candidate ships when
+2. Fit the ranker (a conditional logit over each answerable question's candidates) and
+   then the gate (a logistic regression on the ranker's choice per question), L2 ``--l2``,
+   Newton's method, both sets weighted equally, in the standard library.
+3. Choose the threshold on the fit halves: for each question the chosen candidate ships when
    its probability reaches the threshold; among thresholds whose under- and over-refusal
    are no higher than the naive baseline's on both fit halves, the one with the best mean
    precision (else the one with the best mean pass rate).  ``high`` (High confidence) is
@@ -47,8 +48,8 @@ def _contains(text, subs):
     return any(len(s) >= 5 and s.lower() in low for s in subs)
 
 
-def collect(name, config_path, out, reuse=False):
-    """Per question of one fit half: (gold row, [(features, label, chunk_id, sentence)], naive row)."""
+def collect(name, config_path, out, reuse=False, half="fit"):
+    """Per question of one half: {"answerable", "items": [(features, correct)], "naive"}."""
     from mini_rag.cmd_answer import resolve_config
     from mini_rag.evaluate import read_gold
     from mini_rag.index import build_or_load
@@ -56,8 +57,8 @@ def collect(name, config_path, out, reuse=False):
     from mini_rag.records import Retrieval
     from mini_rag.retrieve import Retriever
     from mini_rag.synthesize import Answer
-    d = os.path.join(out, "%s-fit" % name)
-    info = answer_data.prepare(name, "fit", d)
+    d = os.path.join(out, "%s-%s" % (name, half))
+    info = answer_data.prepare(name, half, d)
     if info is None:
         return None
     cfg = resolve_config(config_path)
@@ -97,9 +98,10 @@ def collect(name, config_path, out, reuse=False):
     return rows, info
 
 
-def fit(sets, l2, iters=25):
-    """L2-regularized logistic regression by Newton's method; each set weighs 1 in total."""
-    feats = am.FEATURES
+def fit(sets, l2, names=None, iters=25):
+    """L2-regularized logistic regression by Newton's method over ``names`` (default
+    ``answerability.FEATURES``; the bias is not shrunk); each set weighs 1 in total."""
+    feats = tuple(names or am.FEATURES)
     k = len(feats)
     data = []
     for rows in sets:
@@ -127,7 +129,7 @@ def fit(sets, l2, iters=25):
         for i in range(k):
             for j in range(i):
                 hess[i][j] = hess[j][i]
-            if i:                                     # the bias is not shrunk
+            if feats[i] != "bias":
                 grad[i] += l2 * w[i]
                 hess[i][i] += l2
             hess[i][i] += 1e-9
@@ -136,6 +138,65 @@ def fit(sets, l2, iters=25):
         if max(abs(si) for si in step) < 1e-7:
             break
     return {name: w[i] for i, name in enumerate(feats)}
+
+
+def rank_fit(sets, l2, iters=30):
+    """Conditional logit over each answerable question's candidates (those with a correct
+    one and at least two), maximizing log P(a correct candidate) by Newton's method with the
+    softmax covariance as the curvature; each set weighs 1 in total."""
+    feats = [f for f in am.FEATURES if f != "bias"]
+    k = len(feats)
+    qs = []
+    for rows in sets:
+        use = [r for r in rows if r["answerable"] and len(r["items"]) > 1 and any(y for _, y in r["items"])]
+        for r in use:
+            qs.append(([[f[n] for n in feats] for f, _ in r["items"]], [y for _, y in r["items"]], 1.0 / len(use)))
+    w = [0.0] * k
+    for _ in range(iters):
+        g = [0.0] * k
+        hess = [[0.0] * k for _ in range(k)]
+        for xs, ys, wq in qs:
+            zs = [sum(a * b for a, b in zip(w, x)) for x in xs]
+            top = max(zs)
+            ps = [math.exp(z - top) for z in zs]
+            total = sum(ps)
+            ps = [p / total for p in ps]
+            pc = [p if y else 0.0 for p, y in zip(ps, ys)]
+            sc = sum(pc)
+            pc = [p / sc for p in pc]
+            ep = [sum(p * x[i] for p, x in zip(ps, xs)) for i in range(k)]
+            ec = [sum(p * x[i] for p, x in zip(pc, xs)) for i in range(k)]
+            for i in range(k):
+                g[i] += wq * (ec[i] - ep[i])
+            for p, x in zip(ps, xs):
+                if p < 1e-12:
+                    continue
+                d = [x[i] - ep[i] for i in range(k)]
+                for i in range(k):
+                    if d[i]:
+                        pi = wq * p * d[i]
+                        row = hess[i]
+                        for j in range(i, k):
+                            row[j] += pi * d[j]
+        for i in range(k):
+            for j in range(i):
+                hess[i][j] = hess[j][i]
+            g[i] -= l2 * w[i]
+            hess[i][i] += l2 + 1e-9
+        step = _solve(hess, g)
+        w = [a + b for a, b in zip(w, step)]
+        if max(abs(x) for x in step) < 1e-7:
+            break
+    return dict(zip(feats, w))
+
+
+def gate_rows(rows, model):
+    """Per question the ranker's choice as one gate row: (gate features, correct)."""
+    out = []
+    for r in rows:
+        i, g = model.choose([f for f, _ in r["items"]])
+        out.append({"answerable": r["answerable"], "items": [] if i is None else [(g, r["items"][i][1])]})
+    return out
 
 
 def _solve(a, b):
@@ -158,15 +219,11 @@ def _solve(a, b):
 
 
 def outcomes(rows, model):
-    """Per question: (answerable, best probability, best candidate correct)."""
+    """Per question: (answerable, gate probability, chosen candidate correct)."""
     out = []
     for r in rows:
-        best, ok = -1.0, False
-        for f, y in r["items"]:
-            p = model.prob(f)
-            if p > best:
-                best, ok = p, bool(y)
-        out.append((r["answerable"], best, ok))
+        i, g = model.choose([f for f, _ in r["items"]])
+        out.append((r["answerable"], 0.0 if i is None else model.prob(g), i is not None and bool(r["items"][i][1])))
     return out
 
 
@@ -259,8 +316,10 @@ def main(argv=None) -> int:
             data.append({"path": os.path.relpath(p, os.path.dirname(ROOT)), "sha256": answer_data.sha256_of(p)})
         print("fit: %s: %d questions, %d candidates" % (name, len(rows), sum(len(r["items"]) for r in rows)),
               file=sys.stderr)
-    weights = {k: round(v, 6) for k, v in fit(collected, args.l2).items()}
-    model = am.Model(weights, 0.5, 1.0)
+    ranker = {k: round(v, 6) for k, v in rank_fit(collected, args.l2).items()}
+    model = am.Model(ranker, {k: 0.0 for k in am.GATE_FEATURES}, 0.5, 1.0)
+    gate = fit([gate_rows(rows, model) for rows in collected], args.l2, am.GATE_FEATURES)
+    model.gate = {k: round(v, 6) for k, v in gate.items()}
     per_set = [outcomes(rows, model) for rows in collected]
     naive = [naive_metrics(rows) for rows in collected]
     t, feasible = choose(per_set, naive)
@@ -268,12 +327,14 @@ def main(argv=None) -> int:
     table, ece = reliability(per_set, t)
     doc = {
         "format": am.MODEL_FORMAT,
-        "what": "mini_rag answerability model: logistic regression over answerability.FEATURES",
+        "what": "mini_rag answerability model: a conditional-logit ranker over answerability.FEATURES "
+                "and a logistic gate over answerability.GATE_FEATURES (see mini_rag/answerability.py)",
         "command": COMMAND + ("" if args.l2 == 1e-3 else " --l2 %r" % args.l2),
         "data": data,
         "halves": "fit: SQuAD 2.0 dev even articles (every 3rd question), ContractNLI dev even contracts",
         "l2": args.l2,
-        "weights": weights,
+        "ranker": model.ranker,
+        "gate": model.gate,
         "threshold": t,
         "high": high,
         "threshold_rule": "best mean precision with under- and over-refusal <= naive on both fit halves"

@@ -28,15 +28,27 @@ feature           what it measures (question terms: ``Retrieval.query_terms``, t
                   the chunk does not hold, case-folded (a swapped name or figure)
 ``negation``      the question says not/never/no and the sentence does not, or the reverse
 ``bigram``        share of the question's adjacent term pairs found adjacent in the sentence
+``miss_idf``      the largest IDF among question terms the chunk lacks, over the largest
+                  IDF of the question (0 when the chunk holds them all)
+``miss_idf_sent`` the same for the sentence
 ``rules``         phase C's rules chose this sentence
 ``rules_refused`` phase C's rules refused the question
 ================  ==========================================================================
 
-``P(correct) = 1 / (1 + exp(-(w . x)))``; the sentence with the largest P is the answer
-when ``P >= threshold``, else the question is refused (``below_answerability``).  When the
-chosen sentence is one of phase C's, phase C's whole answer ships (it may join several
-sentences).  The weights, the threshold and the command, data and sha256 that produced
-them are in ``mini_rag/data/answerability.json`` (``make fit``, ``bench/fit_answerability.py``).
+Two fitted stages, both in the standard library:
+
+1. **Ranker** (a conditional logit): ``score = r . x`` over FEATURES (no bias); the
+   candidate with the largest score is the answer sentence (ties: the earlier one).
+2. **Gate** (a logistic regression): ``P(correct) = 1 / (1 + exp(-(g . x')))``, where ``x'``
+   is the chosen candidate's features plus ``share`` (its softmax share of the ranker's
+   scores) and ``rmargin`` (its score minus the runner-up's, capped at 5, over 5).  The
+   answer ships when ``P >= threshold``, else the question is refused
+   (``below_answerability``); ``P >= high`` is High confidence, else Medium.
+
+When the chosen sentence is one of phase C's, phase C's whole answer ships (it may join
+several sentences).  The weights, the threshold and the command, data and sha256 that
+produced them are in ``mini_rag/data/answerability.json`` (``make fit``,
+``bench/fit_answerability.py``).
 """
 from __future__ import annotations
 
@@ -51,15 +63,15 @@ from .errors import MiniRagError
 from .records import Retrieval
 from .synthesize import Answer, AnswerSentence, echo_words, question_type, split_sentences, value_match
 
-__all__ = ["FEATURES", "Candidate", "Model", "candidates", "load_model", "decide", "MODEL_PATH"]
+__all__ = ["FEATURES", "GATE_FEATURES", "Candidate", "Model", "candidates", "load_model", "decide", "MODEL_PATH"]
 
 FEATURES = ("bias", "cov", "wcov", "chunk_wcov", "rare", "absent", "sim", "top", "margin", "typed",
             "novel", "prox", "short", "miss_chunk", "names_missing", "negation", "bigram",
-            "rules", "rules_refused")
+            "miss_idf", "miss_idf_sent", "rules", "rules_refused")
 _WORDS = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
 _NEGATIONS = frozenset(("not", "never", "no", "nor", "cannot", "n't", "without", "none"))
 MODEL_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "answerability.json")
-MODEL_FORMAT = 1
+MODEL_FORMAT = 2
 #: Sentences of this many best hits are candidates.
 CANDIDATE_HITS = 3
 
@@ -73,20 +85,52 @@ class Candidate:
     features: Dict[str, float]
 
 
+GATE_FEATURES = FEATURES + ("share", "rmargin")
+
+
+def _sigmoid(z: float) -> float:
+    if z < -60.0:
+        return 0.0
+    return 1.0 / (1.0 + math.exp(-z))
+
+
 @dataclass
 class Model:
-    weights: Dict[str, float]
+    ranker: Dict[str, float]
+    gate: Dict[str, float]
     threshold: float
     high: float
 
-    def prob(self, feats: Dict[str, float]) -> float:
-        z = math.fsum(self.weights.get(k, 0.0) * feats.get(k, 0.0) for k in FEATURES)
-        if z < -60.0:
-            return 0.0
-        return 1.0 / (1.0 + math.exp(-z))
+    def rank_score(self, feats: Dict[str, float]) -> float:
+        return math.fsum(self.ranker.get(k, 0.0) * feats[k] for k in FEATURES)
+
+    def choose(self, feats: Sequence[Dict[str, float]]):
+        """(index of the best candidate, its gate features), or (None, None) when empty."""
+        if not feats:
+            return None, None
+        zs = [self.rank_score(f) for f in feats]
+        best = max(range(len(zs)), key=lambda i: (zs[i], -i))
+        top = zs[best]
+        total = math.fsum(math.exp(z - top) for z in zs)
+        runner_up = max((z for i, z in enumerate(zs) if i != best), default=top - 5.0)
+        g = dict(feats[best])
+        g["share"] = 1.0 / total
+        g["rmargin"] = min(top - runner_up, 5.0) / 5.0
+        return best, g
+
+    def prob(self, gate_feats: Dict[str, float]) -> float:
+        return _sigmoid(math.fsum(self.gate.get(k, 0.0) * gate_feats[k] for k in GATE_FEATURES))
 
 
 _MODELS: Dict[str, Model] = {}
+
+
+def _weights(doc: Dict[str, Any], key: str, names: Sequence[str]) -> Dict[str, float]:
+    w = doc[key]
+    if not isinstance(w, dict) or set(w) != set(names) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in w.values()):
+        raise ValueError("%s must give a finite number for each of %s" % (key, ", ".join(names)))
+    return {k: float(w[k]) for k in names}
 
 
 def load_model(path: str = MODEL_PATH) -> Model:
@@ -97,17 +141,16 @@ def load_model(path: str = MODEL_PATH) -> Model:
     try:
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)
-        if doc.get("format") != MODEL_FORMAT:
-            raise ValueError("format must be %d, got %r" % (MODEL_FORMAT, doc.get("format")))
-        w = doc["weights"]
-        if set(w) != set(FEATURES) or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in w.values()):
-            raise ValueError("weights must give a finite number for each of %s" % ", ".join(FEATURES))
+        if not isinstance(doc, dict) or doc.get("format") != MODEL_FORMAT:
+            raise ValueError("format must be %d" % MODEL_FORMAT)
+        ranker = _weights(doc, "ranker", [f for f in FEATURES if f != "bias"])
+        gate = _weights(doc, "gate", GATE_FEATURES)
         t, high = float(doc["threshold"]), float(doc["high"])
         if not (0.0 <= t <= 1.0 and 0.0 <= high <= 1.0):
             raise ValueError("threshold and high must be in [0, 1]")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise MiniRagError("%s: not an answerability model: %s" % (path, exc)) from None
-    m = _MODELS[path] = Model({k: float(w[k]) for k in FEATURES}, t, high)
+    m = _MODELS[path] = Model(ranker, gate, t, high)
     return m
 
 
@@ -179,6 +222,7 @@ def candidates(question: str, retrieval: Retrieval, answer: Answer, index: Any,
         miss_chunk = len(q - chunk_terms) / len(q)
         chunk_words = {w.casefold() for w in _WORDS.findall(h.text)}
         names_missing = 1.0 if any(w not in chunk_words for w in marked) else 0.0
+        miss_idf = max((idf[t] for t in q - chunk_terms), default=0.0) / idf[rarest]
         for sent in split_sentences(h.text):
             toks = analyzer.analyze(sent)
             st = frozenset(toks)
@@ -202,6 +246,8 @@ def candidates(question: str, retrieval: Retrieval, answer: Answer, index: Any,
                 "names_missing": names_missing,
                 "negation": 1.0 if q_neg != _negated(sent) else 0.0,
                 "bigram": len(q_pairs & _bigrams(toks)) / len(q_pairs) if q_pairs else 0.0,
+                "miss_idf": miss_idf,
+                "miss_idf_sent": max((idf[t] for t in q - st), default=0.0) / idf[rarest],
                 "rules": 1.0 if "%s\0%s" % (h.chunk_id, sent) in chosen else 0.0,
                 "rules_refused": refused,
             }
@@ -214,17 +260,15 @@ def decide(question: str, retrieval: Retrieval, answer: Answer, index: Any, anal
     """The answer to ship: phase C's, one better-supported sentence, or a refusal."""
     model = model or load_model()
     cands = candidates(question, retrieval, answer, index, analyzer)
-    best, best_p = None, -1.0
-    for c in cands:
-        p = model.prob(c.features)
-        if p > best_p:
-            best, best_p = c, p
+    i, gate_feats = model.choose([c.features for c in cands])
+    p = model.prob(gate_feats) if i is not None else 0.0
     detail = dict(answer.detail)
-    detail["answerability"] = round(best_p, 4) if best is not None else None
-    if best is None or best_p < model.threshold:
+    detail["answerability"] = round(p, 4) if i is not None else None
+    if i is None or p < model.threshold:
         return Answer(sentences=[], confidence="Low", refused=True, reasons=["below_answerability"],
                       detail=detail)
-    confidence = "High" if best_p >= model.high else "Medium"
+    best = cands[i]
+    confidence = "High" if p >= model.high else "Medium"
     if best.features["rules"] and not answer.refused:
         return Answer(sentences=list(answer.sentences), confidence=confidence, refused=False,
                       reasons=[], detail=detail)

@@ -129,11 +129,24 @@ class Features(unittest.TestCase):
 
 
 class Model(unittest.TestCase):
-    def test_prob_and_decide(self):
-        w = {k: 0.0 for k in am.FEATURES}
-        w["bias"], w["cov"] = -1.0, 2.0
-        m = am.Model(w, threshold=0.6, high=0.9)
-        self.assertAlmostEqual(m.prob({"bias": 1.0, "cov": 1.0}), 1 / (1 + math.exp(-1.0)))   # 0.731
+    def test_choose_prob_and_decide(self):
+        ranker = {k: 0.0 for k in am.FEATURES if k != "bias"}
+        ranker["cov"] = 2.0
+        gate = {k: 0.0 for k in am.GATE_FEATURES}
+        gate["bias"], gate["cov"] = -1.0, 2.0
+        m = am.Model(ranker, gate, threshold=0.6, high=0.9)
+        # three candidates with cov 1, 0.5, 0: scores 2, 1, 0; the first wins, its softmax
+        # share is e^2 / (e^2 + e^1 + e^0), its margin (2 - 1) / 5
+        feats = [dict.fromkeys(am.FEATURES, 0.0) for _ in range(3)]
+        for f, c in zip(feats, (1.0, 0.5, 0.0)):
+            f["cov"], f["bias"] = c, 1.0
+        i, g = m.choose(feats)
+        self.assertEqual(i, 0)
+        e = math.e
+        self.assertAlmostEqual(g["share"], e ** 2 / (e ** 2 + e + 1))
+        self.assertAlmostEqual(g["rmargin"], 0.2)
+        self.assertAlmostEqual(m.prob(g), 1 / (1 + math.exp(-1.0)))      # gate: -1 + 2 * 1
+        self.assertEqual(m.choose([]), (None, None))
         cfg, index = _setup()
         r = Retriever(index, cfg)
         retrieval = r.retrieve("Is parking free?")
@@ -142,19 +155,19 @@ class Model(unittest.TestCase):
         self.assertFalse(got.refused)
         self.assertEqual(got.sentences[0].sentence, "Parking is free for visitors.")
         self.assertEqual(got.confidence, "Medium")   # 0.731 < high 0.9
-        strict = am.Model(w, threshold=0.8, high=0.9)
+        strict = am.Model(ranker, gate, threshold=0.8, high=0.9)
         got = am.decide("Is parking free?", retrieval, Answer(sentences=[], refused=True), index,
                         index.analyzer, model=strict)
         self.assertEqual((got.refused, got.reasons), (True, ["below_answerability"]))
 
     def test_committed_model_loads(self):
         m = am.load_model()
-        self.assertEqual(set(m.weights), set(am.FEATURES))
+        self.assertEqual(set(m.gate), set(am.GATE_FEATURES))
         self.assertTrue(0.0 < m.threshold < 1.0)
 
     def test_bad_model_file(self):
         d = tempfile.mkdtemp()
-        for body in ('{"format": 2}', '{"format": 1, "weights": {}}', "not json"):
+        for body in ('{"format": 1}', '{"format": 2, "ranker": {}, "gate": {}}', "not json"):
             p = os.path.join(d, "m%d.json" % len(body))
             with open(p, "w") as fh:
                 fh.write(body)
@@ -164,13 +177,25 @@ class Model(unittest.TestCase):
 
 
 class Fit(unittest.TestCase):
+    def test_ranker_prefers_the_feature_of_the_correct_candidates(self):
+        # Two candidates per question, the correct one always has cov 1, the other 0: the
+        # conditional logit's weight on cov grows positive (and stays finite with l2 > 0).
+        import fit_answerability as F
+        one = dict.fromkeys(am.FEATURES, 0.0)
+        good, bad = dict(one, cov=1.0), dict(one)
+        rows = [{"answerable": True, "items": [(good, 1), (bad, 0)]}] * 3 + \
+               [{"answerable": True, "items": [(good, 0), (bad, 1)]}]
+        w = F.rank_fit([rows], 0.0)
+        # 3 of 4 questions pick cov: P(good) = e^w / (e^w + 1) = 3/4 -> w = log 3
+        self.assertAlmostEqual(w["cov"], math.log(3.0), places=6)
+
     def test_bias_only_fit_is_the_logit_of_the_mean(self):
         # Features all zero but the bias: the MLE is p = mean(y), w_bias = log(p / (1 - p)).
         import fit_answerability as F
         zero = {k: 0.0 for k in am.FEATURES}
         zero["bias"] = 1.0
         rows = [{"answerable": True, "items": [(zero, 1)]}] * 3 + [{"answerable": True, "items": [(zero, 0)]}]
-        w = F.fit([rows], l2=0.0)
+        w = F.fit([rows], 0.0)
         self.assertAlmostEqual(w["bias"], math.log(3.0), places=6)
 
     def test_solve(self):
