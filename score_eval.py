@@ -37,6 +37,7 @@ import os
 import re
 import sys
 import tempfile
+import time
 from array import array
 from collections import Counter
 from itertools import compress
@@ -1179,7 +1180,10 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
     rows = unknown = dup = 0
     unknown_ex: List[str] = []
     dup_ex: List[str] = []
-    for lineno, row in _jsonl(path, errors, notes):
+    lines = _jsonl(path, errors, notes)
+    if getattr(scorer, "progress", False):
+        lines = _progress_rows(lines, "score_eval: %s" % path)
+    for lineno, row in lines:
         rows += 1
         get = row.get
         qid = get("qid") or get("q_id")    # seed 002 accepts either spelling
@@ -1246,6 +1250,35 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
         i = seen.find(0, i + 1)
     return {"rows": rows, "unknown": unknown, "unknown_ex": unknown_ex,
             "duplicates": dup, "duplicate_ex": dup_ex, "missing": missing}
+
+
+PROGRESS_ROWS = 100_000      # progress on stderr only past this many trace rows
+PROGRESS_EVERY = (1.0, 30.0)  # seconds between two progress lines: on a terminal, off one
+
+
+def _progress_rows(rows, label: str, stream=None):
+    """Pass ``rows`` through; past PROGRESS_ROWS rows, write ``label: N rows, R/s`` to stderr
+    (redrawn in place on a terminal; one plain line at most every 30 s off one)."""
+    stream = stream if stream is not None else sys.stderr
+    tty = bool(getattr(stream, "isatty", None) and stream.isatty())
+    every = PROGRESS_EVERY[0] if tty else PROGRESS_EVERY[1]
+    start = time.monotonic()
+    last = start
+    drawn = False
+    n = 0
+    for n, item in enumerate(rows, 1):
+        yield item
+        if n & 0x3FFF == 0 and n >= PROGRESS_ROWS:
+            now = time.monotonic()
+            if now - last >= every:
+                last = now
+                text = "%s: %d rows, %.0f/s" % (label, n, n / max(now - start, 1e-9))
+                stream.write(("\r%s\x1b[K" % text) if tty else text + "\n")
+                stream.flush()
+                drawn = tty
+    if drawn:
+        stream.write("\r%s: %d rows\x1b[K\n" % (label, n))
+        stream.flush()
 
 
 def score_run(run: Dict[str, Tuple[List[float], List[str]]], scorer: Scorer) -> Dict[str, object]:
@@ -1983,6 +2016,12 @@ def _trec_names(args, trec: bool) -> List[str]:
     return parse_trec_measures(specs or list(TREC_DEFAULT))
 
 
+def _note(args, text: str) -> None:
+    """A note on stderr (which default file or gates apply), unless --quiet."""
+    if not args.quiet:
+        sys.stderr.write("score_eval: %s\n" % text)
+
+
 def _has_table(path: str, name: str) -> bool:
     """Whether the TOML file has a ``[name]`` table (True when unreadable: the reader reports it)."""
     try:
@@ -2049,6 +2088,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "lines; --qrels/--run only)")
     ap.add_argument("-q", dest="per_query", action="store_true",
                     help="with --format trec: one line per topic and measure before the 'all' lines (trec_eval -q)")
+    ap.add_argument("--quiet", action="store_true",
+                    help="no progress lines and no notes on stderr (past 100,000 trace rows the scorer "
+                         "reports progress; errors and gate failures are still printed)")
     ap.add_argument("--version", action="version", version="score_eval.py " + __version__,
                     help="print the version and exit")
     ap.add_argument("--print-metric-table", action="store_true",
@@ -2076,15 +2118,14 @@ def run(args) -> int:
     # 1. gates and the refusal token
     refusal, file_gates, regression, gates_source = REFUSAL, [], None, None
     gates_file = args.gates_file
-    if gates_file is None and os.path.exists(DEFAULT_GATES_FILE):
+    if gates_file is None and not no_gates and os.path.exists(DEFAULT_GATES_FILE):
         gates_file = DEFAULT_GATES_FILE
-        sys.stderr.write("score_eval: using the gates file %s found in the current folder "
-                         "(--gates-file FILE to choose another, --gates none for no gates)\n" % gates_file)
+        _note(args, "using the gates file %s found in the current folder "
+                    "(--gates-file FILE to choose another, --gates none for no gates)" % gates_file)
     if gates_file is not None:
         section = args.dataset if args.gates is None else None
         if trec and not dataset_given and section and not _has_table(gates_file, section):
-            sys.stderr.write("score_eval: %s has no [%s] table: no gates apply to this IR run\n"
-                             % (gates_file, section))
+            _note(args, "%s has no [%s] table: no gates apply to this IR run" % (gates_file, section))
             section = None
         refusal, file_gates, regression = load_gates_file(gates_file, section)
         gates_source = gates_file
@@ -2100,7 +2141,7 @@ def run(args) -> int:
     else:
         gates, shown = parse_gates_string(DEFAULT_GATES)
         gates_source = "seed default"
-        sys.stderr.write("score_eval: no gates file: seed 002's default gates apply (%s)\n" % DEFAULT_GATES)
+        _note(args, "no gates file: seed 002's default gates apply (%s)" % DEFAULT_GATES)
     _check_gate_modes(gates, trec, trec_names)
     if args.refusal is not None:
         if not args.refusal.strip():
@@ -2130,6 +2171,7 @@ def run(args) -> int:
         if errors.count:
             raise ScoreError(errors.text())
         scorer = Scorer(gold, ks, refusal, chunks)
+        scorer.progress = not args.quiet
         stats = score_trace(args.trace, scorer, errors, notes)
         if errors.count:
             raise ScoreError(errors.text())
