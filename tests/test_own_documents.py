@@ -1,0 +1,105 @@
+"""README "Evaluate your own documents": its three commands, run exactly as written on a
+corpus written in 2023 (not gold/), give answers, not "stale" refusals, and report the
+as_of they used (issue 19 item 3)."""
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+DOCS = {
+    "expenses.md": ("expenses", "Travel and Expenses Policy", "2023-02-01",
+                    ["Employees must submit expense reports within 45 days of the trip end date.",
+                     "Receipts are required for every expense above 25 euros."]),
+    "leave.md": ("leave", "Annual Leave Policy", "2023-06-15",
+                 ["Full-time employees receive 28 days of paid annual leave per year.",
+                  "Up to five unused leave days may be carried over into the next year."]),
+    "laptops.md": ("laptops", "Laptop Handbook", "2023-09-30",
+                   ["Company laptops are replaced every four years.",
+                    "Lost laptops must be reported to the IT service desk within 24 hours."]),
+}
+GOLD = [
+    {"qid": "L1", "question": "How many days of paid annual leave does the leave policy give full-time employees?",
+     "answerable": True, "gold_claim_substr": ["28 days"], "gold_citations": ["leave#p1"]},
+    {"qid": "E1", "question": "What is the expense policy deadline for submitting expense reports?",
+     "answerable": True, "gold_claim_substr": ["within 45 days"], "gold_citations": ["expenses#p1"]},
+    {"qid": "T1", "question": "How often are company laptops replaced?",
+     "answerable": True, "gold_claim_substr": ["every four years"], "gold_citations": ["laptops#p1"]},
+    {"qid": "X1", "question": "What is the company's stock ticker symbol?",
+     "answerable": False, "gold_claim_substr": [], "gold_citations": []},
+]
+NEWEST = "2023-09-30"
+
+
+def readme_commands():
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    section = text.split("## Evaluate your own documents", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    return [line for line in block.splitlines() if line.strip()]
+
+
+class OwnDocuments(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="own_docs_")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        os.makedirs(os.path.join(self.tmp, "mydocs"))
+        for name, (doc_id, title, date, paragraphs) in DOCS.items():
+            with open(os.path.join(self.tmp, "mydocs", name), "w", encoding="utf-8") as fh:
+                fh.write("---\ndoc_id: %s\ntitle: %s\neffective: %s\n---\n\n# %s\n\n%s\n"
+                         % (doc_id, title, date, title, "\n\n".join(paragraphs)))
+        with open(os.path.join(self.tmp, "mygold.jsonl"), "w", encoding="utf-8") as fh:
+            fh.write("".join(json.dumps(r) + "\n" for r in GOLD))
+        shutil.copy(os.path.join(ROOT, "gates.toml"), self.tmp)     # a clone has it next to mydocs/
+        shutil.copytree(os.path.join(ROOT, "configs"), os.path.join(self.tmp, "configs"))
+
+    def run_readme(self, line):
+        argv = shlex.split(line)
+        self.assertEqual(argv[:3], ["python3", "-m", "mini_rag"])
+        env = dict(os.environ, PYTHONPATH=ROOT)
+        return subprocess.run([sys.executable] + argv[1:], cwd=self.tmp, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+
+    def test_the_three_commands(self):
+        commands = readme_commands()
+        self.assertEqual([shlex.split(c)[3] for c in commands], ["index", "ask", "eval"])
+        index, ask, ev = (self.run_readme(c) for c in commands)
+        self.assertEqual(index.returncode, 0, index.stderr)
+        self.assertIn("3 documents", index.stdout)
+        self.assertIn("corpus-neutral defaults", index.stderr)
+        self.assertEqual(ask.returncode, 0, ask.stderr)
+        self.assertEqual(ask.stdout.splitlines()[:2], [
+            "ANSWER:", "1. Full-time employees receive 28 days of paid annual leave per year. (leave, p1, leave#p1)"])
+        self.assertIn("as_of %s: the newest document date in the corpus" % NEWEST, ask.stderr)
+        self.assertEqual(ev.returncode, 0, ev.stderr)
+        summary = json.loads(ev.stdout)
+        self.assertEqual(summary["as_of"], NEWEST)
+        self.assertIs(summary["pass"], True)
+        self.assertEqual(summary["datasets"]["perturb"]["files"]["gold"],
+                         os.path.join("runs", "gold_perturb.generated.jsonl"))
+        self.assertIn("perturbation set generated from mygold.jsonl", ev.stderr)
+        with open(os.path.join(self.tmp, "runs", "trace.baseline.jsonl"), encoding="utf-8") as fh:
+            rows = [json.loads(line) for line in fh]
+        decisions = {r["qid"]: r["decision"] for r in rows}
+        self.assertEqual(decisions, {"L1": "ANSWER", "E1": "ANSWER", "T1": "ANSWER", "X1": "ABSTAIN"})
+        for r in rows:
+            self.assertEqual(r["signals"]["as_of"], NEWEST)
+            self.assertFalse([x for x in r["reasons"] if "stale" in x], r)
+
+    def test_committed_config_would_refuse_as_stale(self):
+        """The contrast: the committed corpus's as_of (2026-11-01) makes these documents stale."""
+        line = readme_commands()[1] + " --config configs/default.toml --index runs/committed.json.gz"
+        p = self.run_readme(line)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.splitlines()[0], "not in context")
+        self.assertIn("As of 2026-11-01", p.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
