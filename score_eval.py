@@ -1472,6 +1472,15 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str]) -> 
     return out
 
 
+def trec_help() -> str:
+    """The ``--help`` lines of the trec_eval measures, from TREC_MEASURES."""
+    lines = ["trec_eval measures (--qrels/--run; -m NAME or -m NAME.K1,K2; --format trec prints NAME_K):"]
+    for m in TREC_MEASURES:
+        spec = m.name + (".K (default K: %s)" % ",".join(map(str, m.cutoffs)) if m.cutoffs else "")
+        lines.append("  %-30s %s" % (spec, m.description))
+    return "\n".join(lines)
+
+
 def trec_evaluate(gold: "Gold", run: Dict[str, Tuple[List[float], List[str]]],
                   names: List[str]) -> Tuple[Dict[str, Dict[str, float]], Dict[str, float]]:
     """(per topic {name: value} in qrels topic order, "all" {name: value})."""
@@ -2054,7 +2063,7 @@ def _check_gate_modes(gates, trec: bool, trec_names: List[str]) -> None:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="score_eval.py", description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_metric_help())
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_metric_help() + "\n\n" + trec_help())
     ap.add_argument("--gold", help="gold JSONL (qid, answerable, gold_claim_substr, gold_citations, ...)")
     ap.add_argument("--trace", help="trace JSONL (qid, retrieved_ids, answer_json {claim, citations}, ...); streamed")
     ap.add_argument("--qrels", help="TREC qrels file (topic iter docno rel), instead of --gold")

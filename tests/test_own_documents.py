@@ -101,5 +101,39 @@ class OwnDocuments(unittest.TestCase):
         self.assertIn("As of 2026-11-01", p.stdout)
 
 
+
+class NoHiddenConfig(unittest.TestCase):
+    """Every default file a command reads is named on stderr; --gates none scores without gates."""
+
+    def test_defaults_are_named_and_gates_none(self):
+        fix = os.path.join(ROOT, "tests", "fixtures")
+        with tempfile.TemporaryDirectory() as tmp:
+            env = dict(os.environ, PYTHONPATH=ROOT)
+            shutil.copytree(os.path.join(ROOT, "configs"), os.path.join(tmp, "configs"))
+            shutil.copy(os.path.join(ROOT, "gates.toml"), tmp)
+            argv = [sys.executable, "-m", "mini_rag", "eval", "--corpus", os.path.join(fix, "corpus"),
+                    "--gold", os.path.join(fix, "gold", "gold.jsonl"), "--perturb", "none"]
+
+            def run(*extra):
+                return subprocess.run(argv + list(extra), cwd=tmp, env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+            p = run()
+            self.assertIn(p.returncode, (0, 1), p.stderr)
+            self.assertIn("mini_rag: using the gates file gates.toml", p.stderr)
+            self.assertIn("--perturb none: the perturbation set is skipped", p.stderr)
+            self.assertEqual(list(json.loads(p.stdout)["datasets"]), ["baseline"])
+            p = run("--gates", "none")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            short = json.loads(p.stdout)
+            self.assertEqual((short["pass"], short["failed_gates"]), (True, []))
+            self.assertNotIn("gates.toml", p.stderr)
+            with open(os.path.join(tmp, "runs", "report.baseline.json"), encoding="utf-8") as fh:
+                self.assertEqual(json.load(fh)["gate_results"], [])
+            p = subprocess.run([sys.executable, "-m", "mini_rag", "search", "refund", "--k", "1",
+                                "--index", os.path.join(tmp, "i.json.gz")], cwd=tmp, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+            self.assertIn("mini_rag: using the config configs/default.toml", p.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -148,6 +148,14 @@ class TrecNamesNoData(unittest.TestCase):
                     score_eval.parse_trec_measures([bad])
                 self.assertIn(message, str(cm.exception))
 
+    def test_help_lists_every_trec_measure(self):
+        help_text = score_eval.build_parser().format_help()
+        for m in score_eval.TREC_MEASURES:
+            with self.subTest(measure=m.name):
+                self.assertRegex(help_text, r"\n  %s(\.K)? " % m.name)
+        for flag in ("-m MEASURE", "--measures", "--format", "-q", "--version", "--quiet"):
+            self.assertIn(flag, help_text)
+
     def test_format_trec_needs_ir_mode_and_version(self):
         d = tmpdir(self)
         g = d / "g.jsonl"
