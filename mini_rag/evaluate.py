@@ -26,6 +26,15 @@ The gold sets are ``gold/gold.jsonl`` (dataset ``baseline``) and ``gold/gold_per
 (``perturb``).  When one is missing, that dataset is replaced by the seed's worked example
 in ``examples/seed/`` (its committed trace and chunk texts, dataset ``seed`` of gates.toml),
 with a note on stderr, so a fresh checkout without gold data still exercises the scorer.
+A gold set of one's own (``--gold`` other than gold/gold.jsonl) never falls back to the
+repository's perturbation set: ``evaluate`` generates one from it (``perturb``) into
+``runs/gold_perturb.generated.jsonl``; ``perturb="none"`` skips that dataset and
+``gates="none"`` scores without gates.  ``report.json`` also carries the ``as_of`` the
+answers were judged at.
+
+``eval`` prints ``summary(...)`` (compact JSON: verdict, each dataset's summary and gated
+metrics with n and 95% intervals, failed gates, the paths of the files above; well under
+150 lines) on stdout and ``summary_text(...)`` on stderr.
 
 Exit status (``main`` of ``eval``): 0 every gate passed, 1 a gate failed, 2 input error
 (the scorer's exit 2 is passed on with its message).

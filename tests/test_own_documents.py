@@ -102,6 +102,66 @@ class OwnDocuments(unittest.TestCase):
 
 
 
+class ResolveRules(unittest.TestCase):
+    """mini_rag.runconfig: which defaults a command gets (in-process, stderr captured)."""
+
+    def resolve(self, *args, **kw):
+        import contextlib
+        import io
+        sys.path.insert(0, ROOT)
+        from mini_rag import runconfig
+        err = io.StringIO()
+        old = os.getcwd()
+        os.chdir(ROOT)
+        try:
+            with contextlib.redirect_stderr(err):
+                return runconfig.resolve(*args, **kw), err.getvalue()
+        finally:
+            os.chdir(old)
+
+    def test_rules(self):
+        from mini_rag.config import load_config
+        from mini_rag.runconfig import own_index_path
+        committed = load_config(os.path.join(ROOT, "configs", "default.toml"))
+        cfg, err = self.resolve(None)                                   # make eval: unchanged
+        self.assertEqual(cfg, committed)
+        self.assertIn("using the config configs/default.toml", err)
+        cfg, err = self.resolve(None, "elsewhere")                      # own corpus: neutral
+        self.assertEqual((cfg["guards"]["as_of"], cfg["guards"]["freshness_days"], cfg["risk"]["high"]),
+                         ("", 0, []))
+        self.assertEqual(cfg["index"]["path"], own_index_path("elsewhere"))
+        self.assertEqual(cfg["retrieval"], committed["retrieval"])
+        self.assertIn("corpus elsewhere: corpus-neutral defaults", err)
+        cfg, err = self.resolve("configs/default.toml", "elsewhere", "i.json.gz")   # a config file decides
+        self.assertEqual((cfg["guards"]["as_of"], cfg["index"]["path"], cfg["corpus"]["path"]),
+                         ("2026-11-01", "i.json.gz", "elsewhere"))
+        self.assertEqual(err, "")
+        cfg, err = self.resolve(None, "gold/corpus", quiet=True)      # the committed corpus named
+        self.assertEqual((cfg, err), (committed, ""))
+
+    def test_as_of_without_dates(self):
+        from types import SimpleNamespace as S
+        from mini_rag.runconfig import NO_DATE_AS_OF, resolve_as_of
+        config = {"guards": {"as_of": ""}}
+        self.assertEqual(resolve_as_of(config, S(chunks=[S(effective="")]), quiet=True), NO_DATE_AS_OF)
+        config = {"guards": {"as_of": ""}}
+        chunks = [S(effective="2023-01-02"), S(effective=""), S(effective="2023-03-04")]
+        self.assertEqual(resolve_as_of(config, S(chunks=chunks), quiet=True), "2023-03-04")
+        self.assertEqual(resolve_as_of({"guards": {"as_of": "2020-01-01"}}, S(chunks=chunks)), "2020-01-01")
+
+
+    def test_freshness_window_zero_is_off(self):
+        from mini_rag.guards import check_freshness
+        cited = [("d#p1", "d", "2023-01-01", {})]
+        for window, stale in ((0, False), (730, True), (2000, False)):
+            with self.subTest(window=window):
+                guards = {"as_of": "2026-11-01", "freshness_days_high_risk": window, "freshness_days": window}
+                self.assertIs(check_freshness(cited, "high", guards).stale, stale)
+        review = [("d#p1", "d", "2023-01-01", {"review_by": "2024-01-01"})]   # the document's own date still counts
+        guards = {"as_of": "2026-11-01", "freshness_days_high_risk": 0, "freshness_days": 0}
+        self.assertIs(check_freshness(review, "high", guards).stale, True)
+
+
 class NoHiddenConfig(unittest.TestCase):
     """Every default file a command reads is named on stderr; --gates none scores without gates."""
 
