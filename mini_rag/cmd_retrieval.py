@@ -101,6 +101,8 @@ def cmd_search(args) -> int:
             raise MiniRagError("--k must be >= 1, got %d" % args.k)
     with _progress(quiet=args.quiet) as progress:
         retriever = open_retriever(config, config["corpus"]["path"], progress=progress)
+    from .runconfig import resolve_as_of
+    resolve_as_of(config, retriever.index, quiet=args.quiet)      # the age signals of --contract
     out = sys.stdout
     if args.contract:
         if args.k is not None:
