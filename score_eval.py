@@ -16,6 +16,7 @@ Usage (seed 002's command works unchanged)::
     python score_eval.py --gold G --trace T --dataset baseline --gates-file gates.toml \\
         --k 1,5,10 --out R.json --markdown R.md --items I.jsonl [--baseline OLD.json]
     python score_eval.py --qrels QRELS --run RUN --k 5,10 --gates nDCG@10=0.3   # TREC files
+    python score_eval.py --qrels QRELS --run RUN --format trec -m map -m ndcg_cut.10 -q   # as trec_eval
 
 Pipeline, top to bottom: constants and the error class -> metric registry -> TOML subset
 reader and gates config -> line readers (records with line numbers) -> per-item judging
@@ -37,6 +38,7 @@ import os
 import re
 import sys
 import tempfile
+import time
 from array import array
 from collections import Counter
 from itertools import compress
@@ -58,6 +60,7 @@ DECISIONS = ("ANSWER", "ABSTAIN", "CLARIFY", "BLOCK")
 Z95 = 1.959963984540054               # two-sided 95% normal quantile
 NO_CATEGORY = "(none)"
 SCHEMA = "score_eval/1"
+__version__ = "0.1.0"                 # also in every JSON report ("version"); pyproject.toml has the same
 
 # Words that carry no claim of their own; everything else of >= 3 letters in a shipped claim
 # must occur in a cited chunk.  Negations (no, not, never) are deliberately NOT here: a claim
@@ -235,6 +238,9 @@ def parse_metric(name: str) -> MetricRef:
     m = _PARAM_RX.fullmatch(name)
     if m:
         return MetricRef(spelled, _BY_NAME[m.group(1) + "@K"], int(m.group(2)))
+    ref = trec_ref(spelled)     # trec_eval's names (map, ndcg_cut.10): IR mode only
+    if ref is not None:
+        return ref
     raise ScoreError("unknown metric %r%s" % (spelled, _suggest(spelled)))
 
 
@@ -907,6 +913,7 @@ def read_qrels(path: str, errors: _Errors) -> Gold:
     """TREC qrels ``topic iter docno rel``: relevance >= 1 is relevant, the level is the gain."""
     gold = Gold()
     gold.trec = True
+    gold.judgments: List[Dict[str, int]] = []
     rels: Dict[str, Dict[str, int]] = {}
     first_line: Dict[str, int] = {}
     for lineno, parts in _text_lines(path, errors):
@@ -933,6 +940,7 @@ def read_qrels(path: str, errors: _Errors) -> Gold:
         gold.lines.append(first_line[topic])
         gold.subs.append(None)
         gold.rel.append(gains)
+        gold.judgments.append(rels[topic])     # every level, for the trec_eval measures (bpref)
         gold.base.append(F_GOLD if gains else 0)
         gold.cat.append(gold.category_id(NO_CATEGORY, cat_ids))
         gold.expected.append(0)
@@ -1173,7 +1181,10 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
     rows = unknown = dup = 0
     unknown_ex: List[str] = []
     dup_ex: List[str] = []
-    for lineno, row in _jsonl(path, errors, notes):
+    lines = _jsonl(path, errors, notes)
+    if getattr(scorer, "progress", False):
+        lines = _progress_rows(lines, "score_eval: %s" % path)
+    for lineno, row in lines:
         rows += 1
         get = row.get
         qid = get("qid") or get("q_id")    # seed 002 accepts either spelling
@@ -1242,6 +1253,35 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
             "duplicates": dup, "duplicate_ex": dup_ex, "missing": missing}
 
 
+PROGRESS_ROWS = 100_000      # progress on stderr only past this many trace rows
+PROGRESS_EVERY = (1.0, 30.0)  # seconds between two progress lines: on a terminal, off one
+
+
+def _progress_rows(rows, label: str, stream=None):
+    """Pass ``rows`` through; past PROGRESS_ROWS rows, write ``label: N rows, R/s`` to stderr
+    (redrawn in place on a terminal; one plain line at most every 30 s off one)."""
+    stream = stream if stream is not None else sys.stderr
+    tty = bool(getattr(stream, "isatty", None) and stream.isatty())
+    every = PROGRESS_EVERY[0] if tty else PROGRESS_EVERY[1]
+    start = time.monotonic()
+    last = start
+    drawn = False
+    n = 0
+    for n, item in enumerate(rows, 1):
+        yield item
+        if n & 0x3FFF == 0 and n >= PROGRESS_ROWS:
+            now = time.monotonic()
+            if now - last >= every:
+                last = now
+                text = "%s: %d rows, %.0f/s" % (label, n, n / max(now - start, 1e-9))
+                stream.write(("\r%s\x1b[K" % text) if tty else text + "\n")
+                stream.flush()
+                drawn = tty
+    if drawn:
+        stream.write("\r%s: %d rows\x1b[K\n" % (label, n))
+        stream.flush()
+
+
 def score_run(run: Dict[str, Tuple[List[float], List[str]]], scorer: Scorer) -> Dict[str, object]:
     index = scorer.gold.index
     unknown = sorted(t for t in run if t not in index)
@@ -1255,6 +1295,239 @@ def score_run(run: Dict[str, Tuple[List[float], List[str]]], scorer: Scorer) -> 
             scorer.judge(i, None, None, entry[1], entry[0], None, None, None, True)
     return {"rows": sum(len(v[1]) for v in run.values()), "unknown": len(unknown), "unknown_ex": unknown[:5],
             "duplicates": 0, "duplicate_ex": [], "missing": missing}
+
+
+# --------------------------------------------------------------------------- trec_eval measures
+#
+# With --qrels/--run the scorer also computes trec_eval's own measures under trec_eval's names
+# (``-m map -m ndcg_cut.10``, ``--measures map,P.5``) and can print them as trec_eval does
+# (``--format trec``: ``measure<TAB>qid|all<TAB>value``, ``-q`` adds one block per query).
+# Conventions are trec_eval's: a document is relevant when its level is >= 1, the ranking is
+# score descending then docno descending, every qrels topic counts (a topic the run forgot
+# scores 0, trec_eval -c), "all" is the mean over topics (the sum for the num_* counts).
+
+
+class TrecMeasure(NamedTuple):
+    """One trec_eval measure: its name, default cutoffs (() = none), how "all" is formed
+    ("mean" or "sum"), and a one-line description."""
+    name: str
+    cutoffs: Tuple[int, ...]
+    total: str
+    description: str
+
+
+_TREC_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+TREC_MEASURES: Tuple[TrecMeasure, ...] = (
+    TrecMeasure("num_ret", (), "sum", "documents retrieved"),
+    TrecMeasure("num_rel", (), "sum", "relevant documents in the qrels (level >= 1)"),
+    TrecMeasure("num_rel_ret", (), "sum", "relevant documents retrieved"),
+    TrecMeasure("map", (), "mean", "average precision: the sum of the precision at the rank of each "
+                "relevant retrieved document / num_rel (0 when num_rel is 0)"),
+    TrecMeasure("Rprec", (), "mean", "precision after num_rel documents (0 when num_rel is 0)"),
+    TrecMeasure("bpref", (), "mean", "binary preference: mean over the relevant documents of 1 - "
+                "min(judged non-relevant ranked above it, R) / min(R, N); unretrieved ones add 0"),
+    TrecMeasure("recip_rank", (), "mean", "1 / rank of the first relevant document, 0 when none is retrieved"),
+    TrecMeasure("P", _TREC_CUTS, "mean", "relevant documents in the top K / K"),
+    TrecMeasure("recall", _TREC_CUTS, "mean", "relevant documents in the top K / num_rel (0 when num_rel is 0)"),
+    TrecMeasure("ndcg_cut", _TREC_CUTS, "mean", "sum of level / log2(rank + 1) over the top K, divided "
+                "by the same for the ideal ordering of the qrels (0 when nothing is relevant)"),
+    TrecMeasure("success", (1, 5, 10), "mean", "1 when a relevant document is in the top K, else 0"),
+)
+_TREC_BY_NAME = {m.name: m for m in TREC_MEASURES}
+TREC_DEFAULT = ("num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "bpref", "recip_rank", "P")
+
+
+def _trec_split(spec: str):
+    """``"P.5,10"`` -> (P, [5, 10]); ``"P_5"`` -> (P, [5]); ``"map"`` -> (map, []); None when
+    ``spec`` names no measure of TREC_MEASURES (a cutoff is 1 to 6 ASCII digits, no leading 0)."""
+    name, dot, params = spec.strip().partition(".")
+    if not dot and name not in _TREC_BY_NAME:
+        head, _, tail = name.rpartition("_")
+        if head in _TREC_BY_NAME and tail:
+            name, params = head, tail
+    measure = _TREC_BY_NAME.get(name)
+    if measure is None or (dot and not params):
+        return None
+    cuts: List[int] = []
+    for p in params.split(",") if params else []:
+        if not (p.isascii() and p.isdigit() and p[0] != "0" and len(p) <= 6):
+            return None
+        cuts.append(int(p))
+    if cuts and not measure.cutoffs:
+        return None
+    return measure, cuts
+
+
+def parse_trec_measures(specs: List[str]) -> List[str]:
+    """trec_eval ``-m`` specs (``map``, ``P.5,10``, ``ndcg_cut.10``; ``P`` alone = its default
+    cutoffs) -> output names in order, without repeats (``P_5``, ``P_10``, ...).
+
+    >>> parse_trec_measures(["map", "P.5,10", "ndcg_cut.10"])
+    ['map', 'P_5', 'P_10', 'ndcg_cut_10']
+    """
+    out: List[str] = []
+    errors: List[str] = []
+    for spec in specs:
+        parsed = _trec_split(spec)
+        if parsed is None:
+            close = difflib.get_close_matches(spec.partition(".")[0], list(_TREC_BY_NAME), n=1)
+            errors.append("-m: unknown trec_eval measure %r%s; known: %s" % (
+                spec, "; did you mean %r?" % close[0] if close else "", ", ".join(_TREC_BY_NAME)))
+            continue
+        measure, cuts = parsed
+        cuts = cuts or list(measure.cutoffs)
+        for name in (["%s_%d" % (measure.name, c) for c in cuts] if measure.cutoffs else [measure.name]):
+            if name not in out:
+                out.append(name)
+    if errors:
+        raise ScoreError("\n".join(errors))
+    return out
+
+
+def _measure_specs(m_flags: Optional[List[str]], measures: Optional[str]) -> List[str]:
+    """``-m`` values, then ``--measures a,b.5,10`` split on commas (a bare number joins the
+    spec before it, so ``P.5,10`` survives the split)."""
+    specs = list(m_flags or [])
+    for part in (measures.split(",") if measures else []):
+        if part.strip().isdigit() and specs and "." in specs[-1]:
+            specs[-1] += "," + part.strip()
+        else:
+            specs.append(part.strip())
+    return specs
+
+
+def trec_ref(name: str) -> Optional["MetricRef"]:
+    """A gate on one trec_eval measure (``map``, ``ndcg_cut.10`` or ``ndcg_cut_10``), or None."""
+    parsed = _trec_split(name)
+    if parsed is None or len(parsed[1]) != (1 if parsed[0].cutoffs else 0):
+        return None
+    measure, cuts = parsed
+    key = "%s_%d" % (measure.name, cuts[0]) if cuts else measure.name
+    return MetricRef(name, Metric(key, "mean", "higher", measure.description, "qrels, run",
+                                  "0 when the topic has no relevant document", None), None)
+
+
+def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str]) -> Dict[str, float]:
+    """Every measure of ``names`` for one topic.  ``ranking``: docnos, best first;
+    ``judged``: qrels level per docno (>= 1 relevant, 0 judged non-relevant, < 0 unjudged).
+
+    >>> v = trec_query(["a", "b", "c"], {"a": 0, "b": 1, "d": 2}, ["map", "P_2", "bpref", "ndcg_cut_3"])
+    >>> v["map"] == (1 / 2) / 2, v["P_2"], v["bpref"] == (1 - 1 / 1) / 2
+    (True, 0.5, True)
+    """
+    rel_total = sum(1 for g in judged.values() if g >= 1)
+    nonrel_total = sum(1 for g in judged.values() if g == 0)
+    cuts = {n: int(n.rsplit("_", 1)[1]) for n in names if n.rsplit("_", 1)[-1].isdigit()}
+    depth = len(ranking)
+    rel_at: List[int] = []       # relevant retrieved so far, by rank
+    ap = bpref = rr = 0.0
+    found = nonrel = 0
+    dcg: List[float] = []
+    total = 0.0
+    for rank, doc in enumerate(ranking, 1):
+        level = judged.get(doc)
+        if level is not None and level >= 1:
+            found += 1
+            ap += found / rank
+            if rr == 0.0:
+                rr = 1.0 / rank
+            bpref += 1.0 - (min(nonrel, rel_total) / min(rel_total, nonrel_total) if nonrel else 0.0)
+        elif level == 0:
+            nonrel += 1
+        rel_at.append(found)
+        total += (level / math.log2(rank + 1)) if level is not None and level > 0 else 0.0
+        dcg.append(total)
+    ideal = sorted((g for g in judged.values() if g > 0), reverse=True)
+
+    def upto(k: int) -> int:
+        return rel_at[min(k, depth) - 1] if depth and k > 0 else 0
+
+    out: Dict[str, float] = {}
+    for name in names:
+        family = name.rsplit("_", 1)[0] if name in cuts else name
+        k = cuts.get(name, 0)
+        if family == "num_ret":
+            v = float(depth)
+        elif family == "num_rel":
+            v = float(rel_total)
+        elif family == "num_rel_ret":
+            v = float(found)
+        elif family == "map":
+            v = ap / rel_total if rel_total else 0.0
+        elif family == "Rprec":
+            v = upto(rel_total) / rel_total if rel_total else 0.0
+        elif family == "bpref":
+            v = bpref / rel_total if rel_total else 0.0
+        elif family == "recip_rank":
+            v = rr
+        elif family == "P":
+            v = upto(k) / k
+        elif family == "recall":
+            v = upto(k) / rel_total if rel_total else 0.0
+        elif family == "success":
+            v = 1.0 if upto(k) else 0.0
+        else:   # ndcg_cut
+            best = sum(g / math.log2(r + 1) for r, g in enumerate(ideal[:k], 1))
+            v = (dcg[min(k, depth) - 1] if depth else 0.0) / best if best else 0.0
+        out[name] = v
+    return out
+
+
+def trec_help() -> str:
+    """The ``--help`` lines of the trec_eval measures, from TREC_MEASURES."""
+    lines = ["trec_eval measures (--qrels/--run; -m NAME or -m NAME.K1,K2; --format trec prints NAME_K):"]
+    for m in TREC_MEASURES:
+        spec = m.name + (".K (default K: %s)" % ",".join(map(str, m.cutoffs)) if m.cutoffs else "")
+        lines.append("  %-30s %s" % (spec, m.description))
+    return "\n".join(lines)
+
+
+def trec_evaluate(gold: "Gold", run: Dict[str, Tuple[List[float], List[str]]],
+                  names: List[str]) -> Tuple[Dict[str, Dict[str, float]], Dict[str, float]]:
+    """(per topic {name: value} in qrels topic order, "all" {name: value})."""
+    per: Dict[str, Dict[str, float]] = {}
+    for qid, judged in zip(gold.qids, gold.judgments):
+        scores, ids = run.get(qid, ([], []))
+        ranking = [d for _, d in sorted(zip(scores, ids), reverse=True)]
+        per[qid] = trec_query(ranking, judged, names)
+    n = len(per)
+    total = {}
+    for name in names:
+        s = math.fsum(v[name] for v in per.values())
+        family = name.rsplit("_", 1)[0] if name.rsplit("_", 1)[-1].isdigit() else name
+        total[name] = s if _TREC_BY_NAME[family].total == "sum" else (s / n if n else 0.0)
+    return per, total
+
+
+def trec_metric_entries(per: Dict[str, Dict[str, float]], total: Dict[str, float]) -> Dict[str, dict]:
+    """Report ``metrics`` entries for the trec measures (mean with a normal 95% interval)."""
+    out = {}
+    n = len(per)
+    for name, value in total.items():
+        values = [v[name] for v in per.values()]
+        ci = None if name.startswith("num_") else _normal_ci(math.fsum(values), math.fsum(x * x for x in values), n)
+        out[name] = _entry(value, None, n, ci)
+    return out
+
+
+def render_trec(per: Dict[str, Dict[str, float]], total: Dict[str, float], per_query: bool,
+                num_q: bool) -> str:
+    """trec_eval's output: ``"%-22s\\t%s\\t%.4f"`` lines (counts as integers), per topic
+    (sorted as trec_eval sorts them) with ``-q``, then ``all``."""
+    lines = []
+
+    def line(name, qid, v):
+        lines.append("%-22s\t%s\t%s" % (name, qid, "%d" % v if name.startswith("num_") else "%.4f" % v))
+
+    if per_query:
+        for qid in sorted(per):
+            for name, v in per[qid].items():
+                line(name, qid, v)
+    if num_q:
+        line("num_q", "all", len(per))
+    for name, v in total.items():
+        line(name, "all", v)
+    return "\n".join(lines) + "\n"
 
 
 # --------------------------------------------------------------------------- aggregation
@@ -1743,20 +2016,67 @@ def _parse_ks(text: str) -> List[int]:
     return ks
 
 
+def _trec_names(args, trec: bool) -> List[str]:
+    """The trec_eval measures to compute (IR mode); the IR-only flags are refused otherwise."""
+    if not trec:
+        if args.m or args.measures or args.format == "trec" or args.per_query:
+            raise ScoreError("usage: -m, --measures, --format trec and -q need --qrels and --run")
+        return []
+    specs = _measure_specs(args.m, args.measures)
+    return parse_trec_measures(specs or list(TREC_DEFAULT))
+
+
+def _note(args, text: str) -> None:
+    """A note on stderr (which default file or gates apply), unless --quiet."""
+    if not args.quiet:
+        sys.stderr.write("score_eval: %s\n" % text)
+
+
+def _has_table(path: str, name: str) -> bool:
+    """Whether the TOML file has a ``[name]`` table (True when unreadable: the reader reports it)."""
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read().decode("utf-8")
+        doc, _ = _parse_toml_lines(text, path)
+    except (OSError, UnicodeDecodeError, ScoreError):
+        return True
+    return isinstance(doc.get(name), dict)
+
+
+def _check_gate_modes(gates, trec: bool, trec_names: List[str]) -> None:
+    """IR mode gates retrieval measures only; trec_eval names need IR mode.  Adds the trec
+    measures that gates name to ``trec_names``."""
+    errors = []
+    for g in gates:
+        is_trec = g.ref.metric not in REGISTRY
+        if trec and (g.ref.metric.name in SEED_ONLY or g.ref.metric.name == "recall@K"):
+            errors.append("gate %r needs answers (--gold/--trace); --qrels/--run measure retrieval only: "
+                          "put IR gates in an [ir] table or --gates, got %r" % (g.ref.spelled, g.ref.spelled))
+        elif not trec and is_trec:
+            errors.append("gate %r is a trec_eval measure, computed only with --qrels/--run, got %r"
+                          % (g.ref.spelled, g.ref.spelled))
+        elif is_trec and g.ref.metric.name not in trec_names:
+            trec_names.append(g.ref.metric.name)
+    if errors:
+        raise ScoreError("\n".join(errors))
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="score_eval.py", description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_metric_help())
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_metric_help() + "\n\n" + trec_help())
     ap.add_argument("--gold", help="gold JSONL (qid, answerable, gold_claim_substr, gold_citations, ...)")
     ap.add_argument("--trace", help="trace JSONL (qid, retrieved_ids, answer_json {claim, citations}, ...); streamed")
     ap.add_argument("--qrels", help="TREC qrels file (topic iter docno rel), instead of --gold")
     ap.add_argument("--run", help="TREC run file (topic Q0 docno rank score tag), instead of --trace")
     ap.add_argument("--k", default="5", help="rank cutoffs, comma-separated (default 5); the first is the seed's k")
     ap.add_argument("--gates", help="seed-style gates 'precision=0.80,chr=0.75,under=0.05,over=0.10' "
-                                    "(also name>=v / name<=v); replaces the dataset's file gates")
+                                    "(also name>=v / name<=v); replaces the dataset's file gates; "
+                                    "'none': no gates (exit 0 unless the input is bad)")
     ap.add_argument("--gates-file", help="TOML gates file (default ./gates.toml; without it and without "
                                          "--gates, seed 002's default gates apply)")
-    ap.add_argument("--dataset", default="baseline", help="section of the gates file to check (default baseline)")
+    ap.add_argument("--dataset", help="section of the gates file to check (default baseline; ir with --qrels/--run, "
+                                      "where a file without [ir] means no gates)")
     ap.add_argument("--refusal", help="refusal token (default from [scorer] refusal, else 'not in context'); "
                                       "compared after strip + lower-case")
     ap.add_argument("--chunks", help="JSONL of {id, text} chunks (BEIR {_id, text} too) for the hallucination check")
@@ -1767,6 +2087,22 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--items", help="write one JSON line per gold item with its verdicts")
     ap.add_argument("--max-errors", type=int, default=MAX_ERRORS, help="bad lines listed before the rest are only "
                                                                        "counted (default %d)" % MAX_ERRORS)
+    ap.add_argument("-m", action="append", metavar="MEASURE",
+                    help="with --qrels/--run: a trec_eval measure to compute, trec_eval's spelling "
+                         "(map, Rprec, bpref, recip_rank, P.5,10, recall.10, ndcg_cut.10, success.1, num_ret, "
+                         "num_rel, num_rel_ret; P alone = its default cutoffs); repeatable")
+    ap.add_argument("--measures", metavar="M1,M2",
+                    help="the same as several -m, comma-separated: map,ndcg_cut.10,P.5")
+    ap.add_argument("--format", choices=("json", "trec"), default="json",
+                    help="stdout: json (the report, default) or trec (trec_eval's measure<TAB>qid|all<TAB>value "
+                         "lines; --qrels/--run only)")
+    ap.add_argument("-q", dest="per_query", action="store_true",
+                    help="with --format trec: one line per topic and measure before the 'all' lines (trec_eval -q)")
+    ap.add_argument("--quiet", action="store_true",
+                    help="no progress lines and no notes on stderr (past 100,000 trace rows the scorer "
+                         "reports progress; errors and gate failures are still printed)")
+    ap.add_argument("--version", action="version", version="score_eval.py " + __version__,
+                    help="print the version and exit")
     ap.add_argument("--print-metric-table", action="store_true",
                     help="print the README metric table (Markdown, from the registry) and exit")
     return ap
@@ -1784,23 +2120,39 @@ def run(args) -> int:
     if not trec and not (args.gold and args.trace):
         raise ScoreError("usage: --gold and --trace are required (or --qrels and --run)")
     ks = _parse_ks(args.k)
+    trec_names = _trec_names(args, trec)
+    dataset_given = args.dataset is not None
+    if not dataset_given:
+        args.dataset = "ir" if trec else "baseline"
+    no_gates = args.gates is not None and args.gates.strip().lower() == "none"
     # 1. gates and the refusal token
     refusal, file_gates, regression, gates_source = REFUSAL, [], None, None
     gates_file = args.gates_file
-    if gates_file is None and os.path.exists(DEFAULT_GATES_FILE):
+    if gates_file is None and not no_gates and os.path.exists(DEFAULT_GATES_FILE):
         gates_file = DEFAULT_GATES_FILE
+        _note(args, "using the gates file %s found in the current folder "
+                    "(--gates-file FILE to choose another, --gates none for no gates)" % gates_file)
     if gates_file is not None:
-        refusal, file_gates, regression = load_gates_file(
-            gates_file, args.dataset if args.gates is None else None)
+        section = args.dataset if args.gates is None else None
+        if trec and not dataset_given and section and not _has_table(gates_file, section):
+            _note(args, "%s has no [%s] table: no gates apply to this IR run" % (gates_file, section))
+            section = None
+        refusal, file_gates, regression = load_gates_file(gates_file, section)
         gates_source = gates_file
-    if args.gates is not None:
+    if no_gates:
+        gates, shown, gates_source = [], {}, "none"
+    elif args.gates is not None:
         gates, shown = parse_gates_string(args.gates)
         gates_source = "--gates"
     elif gates_file is not None:
         gates, shown = file_gates, {g.ref.spelled: g.shown for g in file_gates}
+    elif trec:      # IR mode: only IR gates apply ([ir] or --gates); none means exit 0
+        gates, shown = [], {}
     else:
         gates, shown = parse_gates_string(DEFAULT_GATES)
         gates_source = "seed default"
+        _note(args, "no gates file: seed 002's default gates apply (%s)" % DEFAULT_GATES)
+    _check_gate_modes(gates, trec, trec_names)
     if args.refusal is not None:
         if not args.refusal.strip():
             raise ScoreError("--refusal: must be a non-empty string, got %r" % args.refusal)
@@ -1829,6 +2181,7 @@ def run(args) -> int:
         if errors.count:
             raise ScoreError(errors.text())
         scorer = Scorer(gold, ks, refusal, chunks)
+        scorer.progress = not args.quiet
         stats = score_trace(args.trace, scorer, errors, notes)
         if errors.count:
             raise ScoreError(errors.text())
@@ -1837,6 +2190,9 @@ def run(args) -> int:
     n = len(gold)
     everything = range(n)
     metrics = aggregate(scorer, everything, trec)
+    if trec:
+        trec_per, trec_all = trec_evaluate(gold, runs, trec_names)
+        metrics.update(trec_metric_entries(trec_per, trec_all))
     order = sorted(everything, key=gold.cat.__getitem__)
     categories: Dict[str, dict] = {}
     start = 0
@@ -1901,7 +2257,8 @@ def run(args) -> int:
             "over_refusal": _r(m0["over_refusal"]["value"]),
             "recall@k": _r(m0["recall@%d" % k0]["value"]),
         })
-    report.update({"k": k0, "gates": shown, "pass": all_pass, "schema": SCHEMA, "dataset": args.dataset,
+    report.update({"k": k0, "gates": shown, "pass": all_pass, "schema": SCHEMA, "version": __version__,
+                   "dataset": args.dataset,
                    "inputs": {"gold": args.gold, "trace": args.trace, "qrels": args.qrels, "run": args.run,
                               "chunks": args.chunks, "gates": gates_source, "refusal": refusal,
                               "k": ks, "by": args.by},
@@ -1931,6 +2288,8 @@ def run(args) -> int:
         atomic_write(args.items, "".join(_item_lines(scorer, trec)))
     if args.markdown:
         atomic_write(args.markdown, render_markdown(report, _worst(scorer, trec)))
+    if args.format == "trec":
+        text = render_trec(trec_per, trec_all, args.per_query, num_q=not (args.m or args.measures))
     sys.stdout.write(text)
     sys.stdout.flush()
     return 0 if all_pass else 1

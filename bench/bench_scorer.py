@@ -68,7 +68,9 @@ def generate(folder: Path, rows: int, seed: int) -> None:
     cats = ["answerable_direct", "answerable_numeric", "conflict", "stale", "unanswerable_absent",
             "unanswerable_near_miss", "ambiguous"]
     with open(folder / "gold.jsonl", "w", encoding="utf-8") as g, open(folder / "trace.jsonl", "w", encoding="utf-8") as t:
+        progress = _progress(rows, "bench-scorer: generating rows")
         for n in range(rows):
+            progress.update(n)
             qid = "Q%07d" % n
             answerable = rng.random() < 0.6
             gold_cits = ["doc%d#p%d" % divmod(rng.randrange(n_chunks), 8) for _ in range(rng.choice((1, 1, 2)))] \
@@ -108,6 +110,15 @@ def generate(folder: Path, rows: int, seed: int) -> None:
             t.write(line)
             if rng.random() < 0.01:
                 t.write(line)                  # a duplicate row (last wins)
+        progress.close()
+
+
+def _progress(total: int, label: str):
+    """mini_rag's progress line on stderr (live on a terminal, every 30 s off one)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from mini_rag.progress import Progress
+    return Progress(total, label)
 
 
 def measure(cmd, out_path: Path):

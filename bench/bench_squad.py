@@ -45,6 +45,7 @@ sys.path.insert(0, ROOT)
 
 from mini_rag.errors import MiniRagError  # noqa: E402
 from mini_rag.fileio import atomic_write_text, dumps_jsonl  # noqa: E402
+from mini_rag.progress import Progress  # noqa: E402
 
 DEFAULT_DATA = os.path.join(os.path.dirname(ROOT), "shared", "data", "squad2", "dev-v2.0.explorer-derived.json")
 OUT = os.path.join("runs", "bench", "squad")
@@ -179,7 +180,8 @@ def main(argv=None) -> int:
         config = resolve_config(args.config)
         config["corpus"]["path"] = corpus
         config["index"]["path"] = os.path.join(args.out, "index.json.gz")
-        index = build_or_load(config)
+        with Progress(0, "bench-squad: indexing chunks") as progress:
+            index = build_or_load(config, progress=progress)
         t2 = time.perf_counter()
         pipeline = Pipeline(config, retriever=Retriever(index, config))
         gold = read_gold(gold_path)
@@ -189,10 +191,12 @@ def main(argv=None) -> int:
             atomic_write_text(sub, dumps_jsonl([g for _, g in gold]))
             gold_path = sub
         rows, lat = [], []
-        for _, g in gold:
-            s = time.perf_counter()
-            rows.append(pipeline.answer(g["question"], qid=g["qid"]).row)
-            lat.append(time.perf_counter() - s)
+        with Progress(len(gold), "bench-squad: answering") as progress:   # off a tty: a line every 30 s
+            for n, (_, g) in enumerate(gold, 1):
+                s = time.perf_counter()
+                rows.append(pipeline.answer(g["question"], qid=g["qid"]).row)
+                lat.append(time.perf_counter() - s)
+                progress.update(n)
         t3 = time.perf_counter()
         trace = os.path.join(args.out, "trace.jsonl")
         atomic_write_text(trace, dumps_jsonl(rows))

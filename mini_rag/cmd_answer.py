@@ -17,9 +17,12 @@
     one trace row per gold item, in gold order, written atomically; progress on stderr
     only when it is a terminal.  ``--timings`` adds ``timings_ms`` to every row; without
     it two runs are byte-identical.
-``python -m mini_rag eval [--config FILE] [--runs DIR] [--gold F] [--perturb F] [--gates F]``
-    ``make eval``: see :mod:`mini_rag.evaluate`.  Prints ``runs/report.json``'s content
-    (one JSON object) and nothing else on stdout.
+``python -m mini_rag eval [--config FILE] [--runs DIR] [--gold F] [--perturb F|none] [--gates F|none]``
+    ``make eval``: see :mod:`mini_rag.evaluate`.  Prints a compact JSON summary on stdout
+    (``evaluate.summary``: verdict, each dataset's metrics with n and intervals, failed
+    gates, the paths of the full reports under ``runs/``) and a short human summary on
+    stderr.  ``ask``, ``run`` and ``eval`` take ``--corpus``, ``--index`` and ``--quiet``
+    (:mod:`mini_rag.runconfig`: a corpus of one's own gets corpus-neutral defaults).
 ``python -m mini_rag compare --candidate FILE [--baseline-config FILE]``
     ``make compare``: both configurations on both gold sets, the candidate gated against
     the baseline by the scorer's regression gates; prints the deltas.
@@ -49,7 +52,23 @@ def resolve_config(path) -> Dict[str, Any]:
 
 def _config_flag(p) -> None:
     p.add_argument("--config", metavar="FILE",
-                   help="TOML config overriding the defaults (default: %s when present)" % DEFAULT_CONFIG_PATH)
+                   help="TOML config overriding the defaults (default: %s when present and the corpus "
+                        "is the committed one)" % DEFAULT_CONFIG_PATH)
+
+
+def _corpus_flags(p) -> None:
+    """--corpus, --index and --quiet (ask, run, eval); see mini_rag.runconfig."""
+    p.add_argument("--corpus", metavar="DIR|FILE",
+                   help="corpus folder of .md/.txt files or BEIR .jsonl file (default: [corpus] path); "
+                        "a corpus of one's own gets corpus-neutral defaults (as_of = its newest date)")
+    p.add_argument("--index", dest="index_path", metavar="FILE",
+                   help="index file (default: [index] path, or runs/index-<hash>.json.gz for a corpus of one's own)")
+    p.add_argument("--quiet", action="store_true", help="no progress and no notes on stderr (errors still)")
+
+
+def _resolve(args) -> Dict[str, Any]:
+    from .runconfig import resolve
+    return resolve(args.config, args.corpus, args.index_path, quiet=args.quiet)
 
 
 def register(subparsers) -> None:
@@ -63,6 +82,7 @@ def register(subparsers) -> None:
                    help="add timings_ms to the trace row (breaks byte-identical output)")
     a.add_argument("--scope", metavar="DOC", help="answer from one document only (its doc_id)")
     _config_flag(a)
+    _corpus_flags(a)
     a.set_defaults(func=cmd_ask)
 
     r = subparsers.add_parser("run", help="answer every question of a gold file into a trace",
@@ -74,6 +94,7 @@ def register(subparsers) -> None:
     r.add_argument("--scope", metavar="DOC",
                    help="answer every question from this document only (default: each gold row's doc_scope)")
     _config_flag(r)
+    _corpus_flags(r)
     r.set_defaults(func=cmd_run)
 
     e = subparsers.add_parser("eval", help="make eval: both gold sets, scored against gates.toml",
@@ -82,8 +103,12 @@ def register(subparsers) -> None:
     _config_flag(e)
     e.add_argument("--runs", default="runs", metavar="DIR", help="output folder (default: runs)")
     e.add_argument("--gold", metavar="FILE", help="baseline gold set (default: gold/gold.jsonl)")
-    e.add_argument("--perturb", metavar="FILE", help="perturbation gold set (default: gold/gold_perturb.jsonl)")
-    e.add_argument("--gates", default="gates.toml", metavar="FILE", help="gates file (default: gates.toml)")
+    e.add_argument("--perturb", metavar="FILE",
+                   help="perturbation gold set (default: gold/gold_perturb.jsonl; with a --gold of one's own, "
+                        "one generated from it by perturb); 'none' skips it")
+    e.add_argument("--gates", metavar="FILE",
+                   help="gates file (default: gates.toml, said on stderr); 'none' scores without gates")
+    _corpus_flags(e)
     e.set_defaults(func=cmd_eval)
 
     c = subparsers.add_parser("compare", help="make compare: gate a candidate config against the committed one",
@@ -102,12 +127,13 @@ def register(subparsers) -> None:
 
 def cmd_ask(args) -> int:
     from .facts import format_facts
-    from .pipeline import Pipeline
     from .trace import format_text
     if not args.question.strip():
         raise MiniRagError("question must not be empty, got %r" % args.question)
-    config = resolve_config(args.config)
-    result = Pipeline(config).answer(args.question, timings=args.timings, doc_scope=args.scope)
+    from .runconfig import open_pipeline
+    config = _resolve(args)
+    result = open_pipeline(config, quiet=args.quiet).answer(args.question, timings=args.timings,
+                                                            doc_scope=args.scope)
     if args.debug:
         err = sys.stderr
         print(format_facts(result.facts_a), file=err)
@@ -129,20 +155,37 @@ def cmd_ask(args) -> int:
 
 def cmd_run(args) -> int:
     from .evaluate import read_gold, run_gold
-    from .pipeline import Pipeline
+    from .runconfig import open_pipeline
     read_gold(args.gold)                          # bad gold is reported before the index is opened
-    config = resolve_config(args.config)
-    n = run_gold(Pipeline(config), args.gold, args.out, timings=args.timings, doc_scope=args.scope)
-    print("mini_rag: wrote %d trace rows to %s" % (n, args.out), file=sys.stderr)
+    config = _resolve(args)
+    n = run_gold(open_pipeline(config, quiet=args.quiet), args.gold, args.out, timings=args.timings,
+                 quiet=args.quiet, doc_scope=args.scope)
+    if not args.quiet:
+        print("mini_rag: wrote %d trace rows to %s (as_of %s)" % (n, args.out, config["guards"]["as_of"]),
+              file=sys.stderr)
     return 0
 
 
 def cmd_eval(args) -> int:
-    from .evaluate import evaluate
-    config = resolve_config(args.config)
+    from .config import DEFAULTS
+    from .evaluate import DATASETS, evaluate, summary, summary_json, summary_text
+    from .runconfig import resolve, same_path
+    config = resolve(args.config, args.corpus, args.index_path, quiet=args.quiet)
+    if args.corpus and not args.gold and not same_path(config["corpus"]["path"], DEFAULTS["corpus"]["path"]):
+        raise MiniRagError("eval --corpus %s needs --gold FILE: %s is about the committed corpus"
+                           % (args.corpus, DATASETS[0][1]))
+    gates = args.gates
+    if gates is None:
+        gates = "gates.toml"
+        if not args.quiet and os.path.isfile(gates):
+            print("mini_rag: using the gates file %s (--gates FILE to choose another, --gates none for no gates)"
+                  % gates, file=sys.stderr)
     status, combined = evaluate(config, runs=args.runs, gold=args.gold, perturb=args.perturb,
-                                gates=args.gates)
-    sys.stdout.write(json.dumps(combined, indent=2, ensure_ascii=False) + "\n")
+                                gates=gates, quiet=args.quiet)
+    short = summary(combined, args.runs)
+    if not args.quiet:
+        sys.stderr.write(summary_text(short))
+    sys.stdout.write(summary_json(short) + "\n")
     return status
 
 

@@ -17,7 +17,7 @@ import os
 import sys
 from typing import Any, Dict, List
 
-from .config import DEFAULT_CONFIG_PATH, load_config
+from .config import DEFAULT_CONFIG_PATH
 from .errors import MiniRagError
 from .progress import Progress
 
@@ -25,13 +25,9 @@ EXCERPT_CHARS = 160
 
 
 def _config(args) -> Dict[str, Any]:
-    path = args.config
-    if path is None and os.path.exists(DEFAULT_CONFIG_PATH):
-        path = DEFAULT_CONFIG_PATH
-    config = load_config(path)
-    if getattr(args, "index_path", None):
-        config["index"]["path"] = args.index_path
-    return config
+    """The config with --corpus and --index applied (mini_rag.runconfig's rules)."""
+    from .runconfig import resolve
+    return resolve(args.config, args.corpus, args.index_path, quiet=args.quiet)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -40,7 +36,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="FILE",
                    help="TOML config overriding the defaults (default: %s when present)" % DEFAULT_CONFIG_PATH)
     p.add_argument("--index", dest="index_path", metavar="PATH",
-                   help="index file to use (default: [index] path; .gz means gzip)")
+                   help="index file to use (default: [index] path, or runs/index-<hash>.json.gz for a corpus "
+                        "of one's own; .gz means gzip)")
+    p.add_argument("--quiet", action="store_true", help="no progress and no notes on stderr (errors still)")
 
 
 def register(subparsers) -> None:
@@ -65,15 +63,15 @@ def register(subparsers) -> None:
     s.set_defaults(func=cmd_search)
 
 
-def _progress(total_hint: int = 0) -> Progress:
-    return Progress(total_hint, "indexing chunks")
+def _progress(total_hint: int = 0, quiet: bool = False) -> Progress:
+    return Progress(total_hint, "indexing chunks", enabled=False if quiet else None)
 
 
 def cmd_index(args) -> int:
     from .index import build_or_load, read_manifest
     config = _config(args)
-    corpus = args.corpus or config["corpus"]["path"]
-    with _progress() as progress:
+    corpus = config["corpus"]["path"]
+    with _progress(quiet=args.quiet) as progress:
         index = build_or_load(config, corpus, force=args.force, progress=progress)
     path = config["index"]["path"]
     stats = read_manifest(path)["stats"]
@@ -102,8 +100,10 @@ def cmd_search(args) -> int:
     if args.k is not None:
         if args.k < 1:
             raise MiniRagError("--k must be >= 1, got %d" % args.k)
-    with _progress() as progress:
-        retriever = open_retriever(config, args.corpus, progress=progress)
+    with _progress(quiet=args.quiet) as progress:
+        retriever = open_retriever(config, config["corpus"]["path"], progress=progress)
+    from .runconfig import resolve_as_of
+    resolve_as_of(config, retriever.index, quiet=args.quiet)      # the age signals of --contract
     out = sys.stdout
     if args.contract:
         if args.k is not None:

@@ -26,6 +26,15 @@ The gold sets are ``gold/gold.jsonl`` (dataset ``baseline``) and ``gold/gold_per
 (``perturb``).  When one is missing, that dataset is replaced by the seed's worked example
 in ``examples/seed/`` (its committed trace and chunk texts, dataset ``seed`` of gates.toml),
 with a note on stderr, so a fresh checkout without gold data still exercises the scorer.
+A gold set of one's own (``--gold`` other than gold/gold.jsonl) never falls back to the
+repository's perturbation set: ``evaluate`` generates one from it (``perturb``) into
+``runs/gold_perturb.generated.jsonl``; ``perturb="none"`` skips that dataset and
+``gates="none"`` scores without gates.  ``report.json`` also carries the ``as_of`` the
+answers were judged at.
+
+``eval`` prints ``summary(...)`` (compact JSON: verdict, each dataset's summary and gated
+metrics with n and 95% intervals, failed gates, the paths of the files above; well under
+150 lines) on stdout and ``summary_text(...)`` on stderr.
 
 Exit status (``main`` of ``eval``): 0 every gate passed, 1 a gate failed, 2 input error
 (the scorer's exit 2 is passed on with its message).
@@ -43,12 +52,13 @@ from .fileio import atomic_write_text, dumps_jsonl, join_errors, read_jsonl
 from .progress import Progress
 
 __all__ = ["DATASETS", "SEED_EXAMPLE", "read_gold", "run_gold", "score", "evaluate", "compare",
-           "combined_markdown", "SUMMARY_METRICS"]
+           "combined_markdown", "SUMMARY_METRICS", "summary", "summary_json", "summary_text", "NONE"]
 
 DATASETS = (("baseline", os.path.join("gold", "gold.jsonl")),
             ("perturb", os.path.join("gold", "gold_perturb.jsonl")))
 SEED_EXAMPLE = os.path.join("examples", "seed")
 K_VALUES = "1,5,10"
+NONE = "none"            # --gates none: score without gates; --perturb none: skip that set
 #: Metrics in the summary tables of report.md and in compare's delta table, in this order.
 SUMMARY_METRICS = ("pass_rate", "precision", "chr", "under_refusal", "over_refusal", "hallucination",
                    "incorrect_refusal", "fallback_used_rate_answerable", "decision_accuracy",
@@ -83,16 +93,16 @@ def read_gold(path: str) -> List[Tuple[int, dict]]:
 
 
 def run_gold(pipeline, gold_path: str, out_path: str, timings: bool = False,
-             label: str = "answering", doc_scope: Optional[str] = None) -> int:
+             label: str = "answering", quiet: bool = False, doc_scope: Optional[str] = None) -> int:
     """Answer every gold question in gold order and write the trace atomically.
 
     A gold row's ``doc_scope`` (a doc_id) restricts its retrieval to that document;
-    ``doc_scope`` given here applies to every row instead.  Progress goes to stderr only
-    when it is a terminal.  Returns the number of rows.
+    ``doc_scope`` given here applies to every row instead.  Progress goes to stderr
+    (``progress.Progress``; none with ``quiet``).  Returns the number of rows.
     """
     gold = read_gold(gold_path)
     rows = []
-    with Progress(len(gold), label) as progress:
+    with Progress(len(gold), label, enabled=False if quiet else None) as progress:
         for n, (line, item) in enumerate(gold, 1):
             qid = item.get("qid", item.get("q_id"))
             scope = doc_scope or item.get("doc_scope")
@@ -120,8 +130,9 @@ def score(dataset: str, gold: str, trace: str, out_dir: str, gates: str, refusal
     if not os.path.isfile(SCORER):
         raise MiniRagError("%s: the scorer is missing (needed to score traces)" % SCORER)
     out = os.path.join(out_dir, "report.%s.json" % tag)
-    argv = [sys.executable, SCORER, "--gold", gold, "--trace", trace, "--dataset", dataset,
-            "--gates-file", gates, "--k", K_VALUES, "--out", out,
+    argv = [sys.executable, SCORER, "--gold", gold, "--trace", trace, "--dataset", dataset]
+    argv += ["--gates", "none"] if gates == NONE else ["--gates-file", gates]
+    argv += ["--k", K_VALUES, "--out", out,
             "--markdown", os.path.join(out_dir, "report.%s.md" % tag),
             "--items", os.path.join(out_dir, "items.%s.jsonl" % tag), "--refusal", refusal]
     if baseline:
@@ -144,10 +155,25 @@ def score(dataset: str, gold: str, trace: str, out_dir: str, gates: str, refusal
     return proc.returncode, report
 
 
-def _datasets(gold: Optional[str], perturb: Optional[str]) -> List[Tuple[str, str, bool]]:
-    """(dataset, gold path, is_seed_fallback) for the two gold sets."""
+def _datasets(gold: Optional[str], perturb: Optional[str], runs: str = "runs",
+              config: Optional[Dict[str, Any]] = None) -> List[Tuple[str, str, bool]]:
+    """(dataset, gold path, is_seed_fallback) for the two gold sets.
+
+    A gold set of one's own (``gold`` other than gold/gold.jsonl) never falls back to the
+    repository's perturbation set: without ``perturb`` one is generated from it with
+    ``perturb`` (all kinds, one row per item) under ``runs``; ``perturb="none"`` skips it.
+    Both cases are said on stderr.
+    """
+    if gold and perturb is None and not _same_file(gold, DATASETS[0][1]):
+        if not os.path.isfile(gold):
+            raise MiniRagError("%s: cannot read: no such file" % gold)
+        perturb = _generate_perturb(gold, runs, config)
+    elif perturb == NONE:
+        print("mini_rag: --perturb none: the perturbation set is skipped", file=sys.stderr)
     out = []
     for (name, default), given in zip(DATASETS, (gold, perturb)):
+        if given == NONE:
+            continue
         path = given or default
         if os.path.isfile(path):
             out.append((name, path, False))
@@ -164,13 +190,38 @@ def _datasets(gold: Optional[str], perturb: Optional[str]) -> List[Tuple[str, st
     return out
 
 
+def _same_file(a: str, b: str) -> bool:
+    return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
+
+
+def _generate_perturb(gold: str, runs: str, config: Optional[Dict[str, Any]]) -> str:
+    """A perturbation set derived from a gold set of one's own (``perturb``: every kind, one
+    row per item) written to ``runs/gold_perturb.generated.jsonl``; NONE when no kind applies
+    to any item.  Says which on stderr."""
+    from .config import load_config
+    from .perturb import KINDS, expansion_rules, run_perturb
+    out = os.path.join(runs, "gold_perturb.generated.jsonl")
+    os.makedirs(runs, exist_ok=True)
+    counts = run_perturb([gold], out, (), tuple(KINDS), 1, expansion_rules(config or load_config()))
+    if not sum(counts.values()):
+        os.remove(out)
+        print("mini_rag: no perturbation applies to %s: the perturbation set is skipped" % gold, file=sys.stderr)
+        return NONE
+    print("mini_rag: perturbation set generated from %s: %s (%d rows; --perturb FILE to give one, "
+          "--perturb none to skip)" % (gold, out, sum(counts.values())), file=sys.stderr)
+    return out
+
+
 def evaluate(config: Dict[str, Any], runs: str = "runs", gold: Optional[str] = None,
              perturb: Optional[str] = None, gates: str = "gates.toml",
-             pipeline=None) -> Tuple[int, Dict[str, Any]]:
-    """``make eval``: returns (exit status, the combined report) after writing the files."""
-    if not os.path.isfile(gates):
+             pipeline=None, quiet: bool = False) -> Tuple[int, Dict[str, Any]]:
+    """``make eval``: returns (exit status, the combined report) after writing the files.
+
+    ``gates="none"`` scores without gates; ``perturb="none"`` skips the perturbation set.
+    """
+    if gates != NONE and not os.path.isfile(gates):
         raise MiniRagError("%s: cannot read gates file: no such file" % gates)
-    sets = _datasets(gold, perturb)
+    sets = _datasets(gold, perturb, runs, config)
     refusal = config["answer"]["refusal"]
     reports: Dict[str, Any] = {}
     worst = 0
@@ -181,14 +232,16 @@ def evaluate(config: Dict[str, Any], runs: str = "runs", gold: Optional[str] = N
                                    chunks=os.path.join(SEED_EXAMPLE, "chunks.jsonl"), tag=name)
         else:
             if pipeline is None:
-                from .pipeline import Pipeline
-                pipeline = Pipeline(config)
+                from .runconfig import open_pipeline
+                pipeline = open_pipeline(config, quiet=quiet)
             trace = os.path.join(runs, "trace.%s.jsonl" % name)
-            run_gold(pipeline, gold_path, trace, label="eval %s" % name)
+            run_gold(pipeline, gold_path, trace, label="eval %s" % name, quiet=quiet)
             status, report = score(name, gold_path, trace, runs, gates, refusal)
         reports[name] = report
         worst = max(worst, status)
     combined = {"pass": all(r.get("pass") is True for r in reports.values()), "datasets": reports}
+    if any(not is_seed for _, _, is_seed in sets):
+        combined["as_of"] = config["guards"]["as_of"]
     atomic_write_text(os.path.join(runs, "report.json"), json.dumps(combined, indent=2, ensure_ascii=False) + "\n")
     md_parts = []
     for name, _, _ in sets:
@@ -199,6 +252,87 @@ def evaluate(config: Dict[str, Any], runs: str = "runs", gold: Optional[str] = N
             md_parts.append("")
     atomic_write_text(os.path.join(runs, "report.md"), combined_markdown(reports, md_parts))
     return (0 if combined["pass"] and worst == 0 else 1), combined
+
+
+# ------------------------------------------------------------------ summary (stdout, stderr)
+
+def summary(combined: Dict[str, Any], runs: str) -> Dict[str, Any]:
+    """The compact JSON ``eval`` prints on stdout (well under 150 lines; ``jq -e .pass``).
+
+    Keys: ``pass``, ``version``, ``as_of``, ``failed_gates`` (``"<dataset>: <reason>"``),
+    ``datasets`` (per dataset: ``pass``, the scorer's ``dataset`` section, ``items``, the
+    summary and gated metrics each ``{value, count, n, ci[, gate, pass]}``, ``files``),
+    ``reports`` (the combined report.json and report.md).
+    """
+    from . import __version__
+    out: Dict[str, Any] = {"pass": combined["pass"], "version": __version__,
+                           "as_of": combined.get("as_of"), "failed_gates": [], "datasets": {},
+                           "reports": {"json": os.path.join(runs, "report.json"),
+                                       "markdown": os.path.join(runs, "report.md")}}
+    for name, rep in combined["datasets"].items():
+        gates = {g["metric"]: g for g in rep.get("gate_results") or [] if g.get("kind") == "threshold"}
+        metrics = {}
+        for metric in list(SUMMARY_METRICS) + [m for m in gates if m not in SUMMARY_METRICS]:
+            m = _metric(rep, metric)
+            if not m:
+                continue
+            entry = {"value": m.get("value"), "count": m.get("count"), "n": m.get("n"), "ci": m.get("ci")}
+            if metric in gates:
+                entry.update({"gate": "%s %s" % (gates[metric]["op"], gates[metric]["threshold"]),
+                              "pass": gates[metric]["pass"]})
+            metrics[metric] = entry
+        failed = ["%s: %s" % (g.get("gate"), g.get("reason")) for g in rep.get("gate_results") or []
+                  if not g.get("pass")]
+        out["failed_gates"] += ["%s: %s" % (name, f) for f in failed]
+        inputs = rep.get("inputs") or {}
+        out["datasets"][name] = {
+            "pass": rep.get("pass"), "dataset": rep.get("dataset"),
+            "items": (rep.get("counts") or {}).get("gold_items"), "metrics": metrics,
+            "files": {"gold": inputs.get("gold"), "trace": inputs.get("trace"),
+                      "report": os.path.join(runs, "report.%s.json" % name),
+                      "markdown": os.path.join(runs, "report.%s.md" % name),
+                      "items": os.path.join(runs, "items.%s.jsonl" % name)}}
+    return out
+
+
+def summary_json(obj: Any, depth: int = 0, inline_from: int = 4) -> str:
+    """JSON with one key a line down to ``inline_from`` levels, deeper values on one line."""
+    pad = "  " * (depth + 1)
+    if isinstance(obj, dict) and obj and depth < inline_from:
+        items = ["%s%s: %s" % (pad, json.dumps(k, ensure_ascii=False), summary_json(v, depth + 1, inline_from))
+                 for k, v in obj.items()]
+        return "{\n" + ",\n".join(items) + "\n" + "  " * depth + "}"
+    if isinstance(obj, list) and obj and depth < inline_from and all(isinstance(v, str) for v in obj):
+        return "[\n" + ",\n".join(pad + json.dumps(v, ensure_ascii=False) for v in obj) + "\n" + "  " * depth + "]"
+    return json.dumps(obj, ensure_ascii=False, separators=(", ", ": "))
+
+
+def summary_text(short: Dict[str, Any]) -> str:
+    """The human summary ``eval`` writes on stderr: verdict, the gated metrics, the paths."""
+    from .runconfig import terminal_safe
+    names = list(short["datasets"])
+    lines = ["eval: %s (%s)%s" % ("PASS" if short["pass"] else "FAIL",
+                                  ", ".join("%s %s" % (n, "passes" if short["datasets"][n]["pass"] else "fails")
+                                            for n in names),
+                                  "; as_of %s" % short["as_of"] if short.get("as_of") else "")]
+    gated = []
+    for n in names:
+        gated += [m for m, e in short["datasets"][n]["metrics"].items() if "gate" in e and m not in gated]
+    if gated:
+        lines.append("  %-30s" % "gated metric" + "".join("  %-26s" % n for n in names))
+        for m in gated:
+            cells = []
+            for n in names:
+                e = short["datasets"][n]["metrics"].get(m)
+                cells.append("n/a" if not e or "gate" not in e else "%s %s %s" % (
+                    "n/a" if e["value"] is None else "%.4f" % e["value"], e["gate"], "ok" if e["pass"] else "FAIL"))
+            lines.append("  %-30s" % m + "".join("  %-26s" % c for c in cells))
+    for f in short["failed_gates"]:
+        lines.append("  failed: %s" % f)
+    lines.append("  reports: %s, %s; per dataset: %s" % (
+        short["reports"]["json"], short["reports"]["markdown"],
+        ", ".join(short["datasets"][n]["files"]["report"] for n in names)))
+    return "\n".join(terminal_safe(line.rstrip()) for line in lines) + "\n"
 
 
 # ------------------------------------------------------------------ report.md

@@ -210,7 +210,8 @@ def check_freshness(cited: Sequence[Tuple[str, str, str, Dict[str, Any]]], risk_
     1. its document has ``review_by`` and ``as_of`` is after that date (a ``review_by``
        that is not a YYYY-MM-DD date counts as stale: nothing vouches for the document);
     2. otherwise, its ``effective`` date is more than ``freshness_days_high_risk`` (365)
-       days before ``as_of`` for a high-risk question, ``freshness_days`` (730) otherwise;
+       days before ``as_of`` for a high-risk question, ``freshness_days`` (730) otherwise
+       (a window of 0 is off: a corpus of one's own has none unless configured);
     3. a chunk with neither date is not stale (there is nothing to measure).
 
     Staleness is computed for every risk level (the trace shows it); only the decision
@@ -241,7 +242,7 @@ def check_freshness(cited: Sequence[Tuple[str, str, str, Dict[str, Any]]], risk_
                 row = {"rule": "invalid_effective", "date": str(effective)}
             else:
                 age = (as_of - eff).days
-                if age > limit:
+                if limit > 0 and age > limit:          # 0: no freshness window (off)
                     row = {"rule": "effective", "date": eff.isoformat(), "age_days": age}
         if row is not None:
             sources.append(dict([("chunk_id", chunk_id), ("doc_id", doc_id)] + sorted(row.items())))

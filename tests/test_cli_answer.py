@@ -148,12 +148,20 @@ class Eval(CliTest):
     def test_pass_prints_report_json(self):
         runs, p = self.run_eval(os.path.join(FIX, "gates.toml"))
         self.assertEqual(p.returncode, 0, p.stderr)
-        report = json.loads(p.stdout)
+        short = json.loads(p.stdout)             # the compact summary (issue 19)
         with open(os.path.join(runs, "report.json"), encoding="utf-8") as fh:
-            self.assertEqual(fh.read(), p.stdout)
-        self.assertEqual(list(report), ["pass", "datasets"])
+            report = json.load(fh)               # the full combined report
+        self.assertEqual(list(report), ["pass", "datasets", "as_of"])
         self.assertEqual(list(report["datasets"]), ["baseline", "perturb"])
         self.assertIs(report["pass"], True)
+        self.assertEqual(list(short), ["pass", "version", "as_of", "failed_gates", "datasets", "reports"])
+        self.assertIs(short["pass"], True)
+        self.assertEqual(short["reports"]["json"], os.path.join(runs, "report.json"))
+        base = report["datasets"]["baseline"]
+        self.assertEqual(short["datasets"]["baseline"]["metrics"]["pass_rate"],
+                         {k: base["metrics"]["pass_rate"][k] for k in ("value", "count", "n", "ci")})
+        self.assertLess(len(p.stdout.splitlines()), 150)
+        self.assertIn("eval: PASS (baseline passes, perturb passes)", p.stderr)
         for name in ("trace.baseline.jsonl", "trace.perturb.jsonl", "report.baseline.json",
                      "report.perturb.json", "report.md", "items.baseline.jsonl"):
             self.assertTrue(os.path.isfile(os.path.join(runs, name)), name)

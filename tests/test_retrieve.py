@@ -444,7 +444,7 @@ class CommandLine(unittest.TestCase):
         self.tmp.cleanup()
 
     def test_index_and_search(self):
-        code, out, err = _cli(["index", "--corpus", FIXTURE, "--index", self.index])
+        code, out, err = _cli(["index", "--corpus", FIXTURE, "--index", self.index, "--quiet"])
         self.assertEqual((code, err), (0, ""))
         self.assertIn("3 documents, 14 chunks", out)
         code, out, err = _cli(["search", "refund purchase date", "--corpus", FIXTURE,

@@ -131,7 +131,7 @@ class Baseline(TempDir):
         code, rep, err = run_cli(["--gold", "gold.jsonl", "--trace", "trace.jsonl", "--baseline", "bad.json"],
                                  cwd=self.dir)
         self.assertEqual((code, rep), (2, None))
-        self.assertEqual(err.strip(), 'bad.json: not a score_eval report (needs "metrics" and "items"), got keys ["metrics"]')
+        self.assertEqual(err.strip().splitlines()[-1], 'bad.json: not a score_eval report (needs "metrics" and "items"), got keys ["metrics"]')
         (self.dir / "bad.json").write_text("nope")
         code, _, err = run_cli(["--gold", "gold.jsonl", "--trace", "trace.jsonl", "--baseline", "bad.json"],
                                cwd=self.dir)
