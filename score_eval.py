@@ -2206,7 +2206,7 @@ def render_html_section(report: dict, items_html: str = "", hidden: int = 0) -> 
     out.append("</table>")
     card = report.get("scorecard")
     if card:
-        out.append("<h3>Weighted scorecard</h3>\n<p>Overall score: <b>%s</b>. %s.</p>" % (
+        out.append("<h3>Weighted scorecard</h3>\n<p>Overall score: <strong>%s</strong>. %s.</p>" % (
             _h(_num_text(card["overall"])), _h(card["note"])))
         out.append("<table><tr><th>stage</th><th>metric</th><th>weight</th><th>effective weight</th><th>score</th>"
                    "<th></th><th>n</th><th>note</th></tr>")

@@ -509,7 +509,7 @@ class Gates(TempDir):
         want = {"pass_rate": (">=", 0.95), "hallucination": ("<=", 0.0), "fallback_used_rate_answerable": ("<=", 0.15),
                 "incorrect_refusal": ("<=", 0.02), "precision": (">=", 0.80), "chr": (">=", 0.75),
                 "under_refusal": ("<=", 0.05), "over_refusal": ("<=", 0.10)}
-        self.assertEqual({g.ref.metric.name: (g.op, g.threshold) for g in gates}, want)
+        self.assertEqual({g.ref.metric.name: (g.op, g.threshold) for g in gates if g.tier == "block"}, want)
         fb = [g for g in gates if g.ref.metric.name == "fallback_used_rate_answerable"][0]
         self.assertEqual(fb.message, "Fallback retrieval triggered too often; check embeddings/index changes or "
                                      "similarity calibration.")
