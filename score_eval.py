@@ -16,6 +16,13 @@ Usage (seed 002's command works unchanged)::
     python score_eval.py --gold G --trace T --dataset baseline --gates-file gates.toml \\
         --k 1,5,10 --out R.json --markdown R.md --items I.jsonl [--baseline OLD.json]
     python score_eval.py --qrels QRELS --run RUN --k 5,10 --gates nDCG@10=0.3   # TREC files
+    python score_eval.py --gold G --trace T --gates "precision=0.8,warn:pass_rate=0.97,monitor:nDCG@10" \
+        --weights '{"faithfulness": 0.4}' --html R.html --junit R.xml --csv I.csv --metrics-csv M.csv
+    python score_eval.py calibrate --human H.jsonl --auto A.jsonl [--field NAME] [--bins 0.5]
+    python score_eval.py merge-html OUT.html A.html B.html
+
+Gates have tiers (``block`` sets the exit status, ``warn`` and ``monitor`` only report); a
+weighted scorecard over seed 004's stages (``STAGES``) gives a run and each item an overall score.
 
 Pipeline, top to bottom: constants and the error class -> metric registry -> TOML subset
 reader and gates config -> line readers (records with line numbers) -> per-item judging
@@ -2721,6 +2728,8 @@ def run(args) -> int:
     if not trec and not (args.gold and args.trace):
         raise ScoreError("usage: --gold and --trace are required (or --qrels and --run)")
     ks = _parse_ks(args.k)
+    if args.junit_items and not args.junit:
+        raise ScoreError("usage: --junit-items needs --junit FILE")
     # 1. gates and the refusal token
     refusal, file_gates, regression, gates_source = REFUSAL, [], None, None
     gates_file = args.gates_file
