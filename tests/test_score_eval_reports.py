@@ -398,6 +398,13 @@ class Reports(TempDir):
         self.assertEqual(page.count('<details class="item">'), 3)
         self.assertIn("<code>c1</code><blockquote>alpha &lt;script&gt;", page)
         self.assertIn("<svg", page)
+        self.assertNotIn("Against the baseline", page)
+        self.outputs("--out", self.dir / "base.json")
+        self.outputs("--baseline", self.dir / "base.json")
+        page = (self.dir / "r.html").read_text(encoding="utf-8")
+        self.assertIn("<h3>Against the baseline</h3>", page)
+        self.assertIn('<tr><td><code>precision</code></td><td class="n">0.5000</td><td class="n">0.5000</td>'
+                      '<td class="n ">0.0000</td><td class="n">0</td><td class="n">0</td><td class="n">1.0000</td></tr>', page)
 
     def test_merge_html(self):
         self.outputs()
