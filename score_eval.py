@@ -17,6 +17,13 @@ Usage (seed 002's command works unchanged)::
         --k 1,5,10 --out R.json --markdown R.md --items I.jsonl [--baseline OLD.json]
     python score_eval.py --qrels QRELS --run RUN --k 5,10 --gates nDCG@10=0.3   # TREC files
     python score_eval.py --qrels QRELS --run RUN --format trec -m map -m ndcg_cut.10 -q   # as trec_eval
+    python score_eval.py --gold G --trace T --gates "precision=0.8,warn:pass_rate=0.97,monitor:nDCG@10" \
+        --weights '{"faithfulness": 0.4}' --html R.html --junit R.xml --csv I.csv --metrics-csv M.csv
+    python score_eval.py calibrate --human H.jsonl --auto A.jsonl [--field NAME] [--bins 0.5]
+    python score_eval.py merge-html OUT.html A.html B.html
+
+Gates have tiers (``block`` sets the exit status, ``warn`` and ``monitor`` only report); a
+weighted scorecard over seed 004's stages (``STAGES``) gives a run and each item an overall score.
 
 Pipeline, top to bottom: constants and the error class -> metric registry -> TOML subset
 reader and gates config -> line readers (records with line numbers) -> per-item judging
@@ -31,11 +38,16 @@ Python API (stable): ``main(argv=None) -> int`` and ``parse_toml(text, path) -> 
 from __future__ import annotations
 
 import argparse
+import csv
 import difflib
+import html
+import io
 import json
 import math
 import os
+import random
 import re
+import stat
 import sys
 import tempfile
 import time
@@ -61,6 +73,11 @@ Z95 = 1.959963984540054               # two-sided 95% normal quantile
 NO_CATEGORY = "(none)"
 SCHEMA = "score_eval/1"
 __version__ = "0.1.0"                 # also in every JSON report ("version"); pyproject.toml has the same
+# Gate tiers (seed 004's layered gates): only "block" gates set the exit status; "warn" gates
+# are listed first in every output (they are the failures a passing run would hide);
+# "monitor" gates only report their value.
+TIERS = ("block", "warn", "monitor")
+_TIER_ORDER = {"warn": 0, "block": 1, "monitor": 2}
 
 # Words that carry no claim of their own; everything else of >= 3 letters in a shipped claim
 # must occur in a cited chunk.  Negations (no, not, never) are deliberately NOT here: a claim
@@ -547,10 +564,11 @@ def _parse_toml_lines(text: str, path: str) -> Tuple[dict, Dict[Tuple[str, ...],
 
 class Gate(NamedTuple):
     ref: MetricRef
-    op: str              # ">=" or "<="
-    threshold: float
+    op: Optional[str]    # ">=" or "<="; None for a monitor gate without a bound
+    threshold: Optional[float]
     message: Optional[str]
     shown: str           # value shown in the report's seed "gates" map
+    tier: str = "block"  # "block" sets the exit status; "warn" and "monitor" only report
 
 
 class Regression(NamedTuple):
@@ -561,7 +579,7 @@ class Regression(NamedTuple):
     slice_max_drop: float
 
 
-_RESERVED = ("scorer", "regression")
+_RESERVED = ("scorer", "regression", "weights")
 
 
 def _num(v) -> bool:
@@ -618,11 +636,16 @@ def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate],
             errors.append("%s: gate %r must be an inline table like { min = 0.8 } or { max = 0.05 }, got %s"
                           % (loc, key, _show(val)))
             continue
-        extra = sorted(set(val) - {"min", "max", "message"})
+        extra = sorted(set(val) - {"min", "max", "message", "tier"})
         bounds = [b for b in ("min", "max") if b in val]
+        tier = val.get("tier", "block")
         if extra:
-            errors.append("%s: gate %r has unknown keys %s; known: min, max, message, got %s"
+            errors.append("%s: gate %r has unknown keys %s; known: min, max, message, tier, got %s"
                           % (loc, key, ", ".join(extra), _show(val)))
+        elif tier not in TIERS:
+            errors.append("%s: gate %r tier must be one of %s, got %s" % (loc, key, ", ".join(TIERS), _show(tier)))
+        elif tier == "monitor" and not bounds and isinstance(val.get("message", ""), str):
+            gates.append(Gate(ref, None, None, val.get("message"), "monitor", "monitor"))
         elif len(bounds) != 1:
             errors.append("%s: gate %r needs exactly one of min or max, got %s" % (loc, key, _show(val)))
         elif not _num(val[bounds[0]]):
@@ -632,7 +655,7 @@ def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate],
         else:
             op = ">=" if bounds[0] == "min" else "<="
             thr = float(val[bounds[0]])
-            gates.append(Gate(ref, op, thr, val.get("message"), "%s%s" % (op, _fmt_num(thr))))
+            gates.append(Gate(ref, op, thr, val.get("message"), "%s%s" % (op, _fmt_num(thr)), tier))
     regression = None
     reg = doc.get("regression")
     if isinstance(reg, dict):
@@ -690,9 +713,22 @@ def _regression_config(reg: dict, where, errors: List[str]) -> Optional[Regressi
 
 
 def parse_gates_string(text: str) -> Tuple[List[Gate], Dict[str, str]]:
-    """Seed 002's ``name=value,...`` (direction from the registry); ``name>=v`` / ``name<=v`` too."""
+    """Seed 002's ``name=value,...`` (direction from the registry); ``name>=v`` / ``name<=v`` too.
+
+    A ``warn:``, ``monitor:`` or ``block:`` prefix sets the gate's tier (default block);
+    ``monitor:name`` without a threshold only reports the value."""
     gates, shown, errors = [], {}, []
     for part in text.split(","):
+        tier, part = _tier_prefix(part)
+        if tier == "monitor" and re.fullmatch(r"\s*[^=<>\s]+\s*", part):
+            try:
+                ref = parse_metric(part.strip())
+            except ScoreError as exc:
+                errors.append("--gates: %s" % exc)
+                continue
+            shown[part.strip()] = "monitor"
+            gates.append(Gate(ref, None, None, None, "monitor", "monitor"))
+            continue
         m = re.fullmatch(r"\s*([^=<>\s]+)\s*(>=|<=|=)\s*(\S*)\s*", part)
         if not m:
             errors.append("--gates: expected name=value, got %r" % part)
@@ -716,10 +752,16 @@ def parse_gates_string(text: str) -> Tuple[List[Gate], Dict[str, str]]:
         if key.endswith((">", "<")):
             key = key[:-1]
         shown[key] = val
-        gates.append(Gate(ref, op, thr, None, val))
+        gates.append(Gate(ref, op, thr, None, val, tier))
     if errors:
         raise ScoreError("\n".join(errors))
     return gates, shown
+
+
+def _tier_prefix(part: str) -> Tuple[str, str]:
+    """Split ``warn:precision=0.8`` into ("warn", "precision=0.8"); no prefix is "block"."""
+    m = re.match(r"\s*(block|warn|monitor):", part)
+    return (m.group(1), part[m.end():]) if m else ("block", part)
 
 
 # --------------------------------------------------------------------------- readers
@@ -1731,14 +1773,30 @@ def check_gates(gates, metrics: Dict[str, dict], k0: int) -> List[dict]:
             reason = "not measured: %s was not computed" % key
         elif value is None:
             reason = entry["reason"]
-        ok = value is not None and (value >= g.threshold if g.op == ">=" else value <= g.threshold)
+        if g.op is None:    # a monitor gate without a bound: nothing to fail
+            ok = True
+        else:
+            ok = value is not None and (value >= g.threshold if g.op == ">=" else value <= g.threshold)
         if value is not None and not ok:
             reason = "%s = %s, needs %s %s" % (key, _fmt_num(round(value, 4)), g.op, _fmt_num(g.threshold))
         results.append({"gate": g.ref.spelled, "kind": "threshold", "metric": key, "op": g.op,
                         "threshold": g.threshold, "value": _r(value), "pass": ok,
                         "reason": reason, "message": g.message if value is not None and not ok else None,
-                        "p_value": None, "worse": None, "better": None})
+                        "p_value": None, "worse": None, "better": None, "tier": g.tier})
     return results
+
+
+def order_by_tier(gate_results: List[dict]) -> List[dict]:
+    """Warn gates first, then block, then monitor; file order within a tier (stable sort).
+    Regression and slice gates have no tier of their own and block."""
+    for g in gate_results:
+        g.setdefault("tier", "block")
+    return sorted(gate_results, key=lambda g: _TIER_ORDER[g["tier"]])
+
+
+def blocking_pass(gate_results: List[dict]) -> bool:
+    """The run passes when no block gate failed (warn and monitor gates never fail it)."""
+    return all(g["pass"] for g in gate_results if g["tier"] == "block")
 
 
 def exact_paired_p(worse: int, better: int) -> float:
@@ -1886,6 +1944,220 @@ def compare(base: dict, path: str, metrics: Dict[str, dict], categories: Dict[st
     return summary, gate_results
 
 
+# --------------------------------------------------------------------------- weighted scorecard
+
+# Seed 004's stages and the registry metric that scores each: the one table of the mapping.
+# A stage whose metric is not in the registry or was not measured in this run is left out of
+# the overall score and the other weights are renormalized (the report names it).  A metric
+# where lower is better scores 1 - value.  Default weights are seed 004's pack defaults; gate
+# stages are the ones seed 004 marks is_gate (a stage whose metric a block gate checks is one too).
+class Stage(NamedTuple):
+    name: str
+    metric: str       # registry name; "recall@K" means the first --k
+    weight: float     # default weight
+    gate: bool
+
+
+STAGES: Tuple[Stage, ...] = (
+    Stage("retrieval", "recall@K", 0.10, False),
+    Stage("context_relevance", "context_relevance", 0.10, False),
+    Stage("faithfulness", "hallucination", 0.20, False),
+    Stage("answer_relevance", "answer_relevance", 0.15, False),
+    Stage("citation", "chr", 0.15, False),
+    Stage("source_policy", "source_policy_compliance", 0.10, True),
+    Stage("policy_compliance", "policy_compliance", 0.10, True),
+    Stage("rejection_calibration", "rejection_calibration", 0.10, False),
+)
+STAGE_ALIASES = {"groundedness": "faithfulness"}
+WEIGHT_SUM_TOLERANCE = 0.05     # |sum - 1| above this: normalized with a warning
+WEIGHT_MAX = 0.60               # one stage above this (after normalization): error
+GATE_STAGE_MIN = 0.05           # a gate stage below this: warning
+
+
+def _stage_ref(stage: Stage) -> Optional[MetricRef]:
+    """The stage's metric, or None when the registry does not (yet) have it."""
+    if stage.metric == "recall@K":
+        return parse_metric("recall@k")
+    m = _BY_NAME.get(stage.metric)
+    return MetricRef(stage.metric, m, None) if m is not None and "@K" not in m.name else None
+
+
+def _stage_name(name: str) -> str:
+    name = STAGE_ALIASES.get(name, name)
+    if name not in {s.name for s in STAGES}:
+        close = difflib.get_close_matches(name, [s.name for s in STAGES] + list(STAGE_ALIASES), n=1, cutoff=0.5)
+        raise ScoreError("unknown stage %r%s; stages: %s" % (
+            name, "; did you mean %r?" % close[0] if close else "", ", ".join(s.name for s in STAGES)))
+    return name
+
+
+def _weights_from_file(path: str) -> Tuple[Dict[str, float], List[str]]:
+    """The ``[weights]`` table of a gates file: stage = weight (stage names or aliases)."""
+    with open(path, "rb") as fh:     # load_gates_file has already read and checked it
+        text = fh.read().decode("utf-8")
+    doc, lines = _parse_toml_lines(text, path)
+    table = doc.get("weights")
+    if table is None:
+        return {}, []
+    loc = "%s:%d" % (path, lines.get(("weights",), 0))
+    if not isinstance(table, dict):
+        return {}, ["%s: [weights] must be a table of stage = weight, got %s" % (loc, _show(table))]
+    return _check_weights(table, lambda k: "%s:%d: [weights]" % (path, lines.get(("weights", k), 0)))
+
+
+def _check_weights(table: dict, where) -> Tuple[Dict[str, float], List[str]]:
+    out, errors = {}, []
+    for key, val in table.items():
+        try:
+            name = _stage_name(str(key))
+        except ScoreError as exc:
+            errors.append("%s %s" % (where(key), exc))
+            continue
+        if not _num(val) or val < 0:
+            errors.append("%s weight of %r must be a number >= 0, got %s" % (where(key), key, _show(val)))
+            continue
+        out[name] = float(val)
+    return out, errors
+
+
+def resolve_weights(gates_file: Optional[str], cli: Optional[str], gates) -> Tuple[Dict[str, float], List[str]]:
+    """Seed defaults <- the gates file's [weights] <- ``--weights JSON``; validated, normalized.
+
+    Returns (weights summing to 1, warnings).  Errors (exit 2): a negative or non-number
+    weight, an unknown stage, all weights 0, one stage above WEIGHT_MAX after normalization.
+    Warnings: the sum is off 1 by more than WEIGHT_SUM_TOLERANCE (then normalized), a gate
+    stage below GATE_STAGE_MIN."""
+    weights = {s.name: s.weight for s in STAGES}
+    errors: List[str] = []
+    if gates_file is not None:
+        got, errs = _weights_from_file(gates_file)
+        weights.update(got)
+        errors += errs
+    if cli is not None:
+        try:
+            table = json.loads(cli)
+        except ValueError as exc:
+            table = None
+            errors.append("--weights: not JSON (%s), got %s" % (str(exc).split(":")[0], _show(cli)))
+        if table is not None and not isinstance(table, dict):
+            errors.append("--weights: expected a JSON object of stage: weight, got %s" % _show(table))
+        elif table is not None:
+            got, errs = _check_weights(table, lambda k: "--weights:")
+            weights.update(got)
+            errors += errs
+    if errors:
+        raise ScoreError("\n".join(errors))
+    total = math.fsum(weights.values())
+    if total <= 0:
+        raise ScoreError("weights: all stage weights are 0; at least one must be > 0, got %s" % _show(weights))
+    warnings = []
+    if abs(total - 1.0) > WEIGHT_SUM_TOLERANCE:
+        warnings.append("weights sum to %s, not 1 (tolerance %s); normalized to sum 1"
+                        % (_fmt_num(round(total, 4)), _fmt_num(WEIGHT_SUM_TOLERANCE)))
+    weights = {k: v / total for k, v in weights.items()}
+    heavy = [k for k, v in weights.items() if v > WEIGHT_MAX + 1e-12]
+    if heavy:
+        raise ScoreError("\n".join("weights: stage %r weighs %s after normalization, above %s: one stage would "
+                                   "dominate the overall score" % (k, _fmt_num(round(weights[k], 4)), _fmt_num(WEIGHT_MAX))
+                                   for k in heavy))
+    gated = {g.ref.metric.name for g in gates if g.tier == "block"}
+    for s in STAGES:
+        if (s.gate or s.metric in gated) and weights[s.name] < GATE_STAGE_MIN - 1e-12:
+            warnings.append("weights: gate stage %r weighs %s, below %s: too low for a gate stage"
+                            % (s.name, _fmt_num(round(weights[s.name], 4)), _fmt_num(GATE_STAGE_MIN)))
+    return weights, warnings
+
+
+def _oriented(ref: MetricRef, value):
+    return None if value is None else (1.0 - value if ref.metric.better == "lower" else value)
+
+
+def scorecard(weights: Dict[str, float], metrics: Dict[str, dict], k0: int) -> dict:
+    """The run's stage scores and weighted overall score (unmeasured stages renormalized away)."""
+    stages: Dict[str, dict] = {}
+    used = 0.0
+    acc = []
+    for s in STAGES:
+        ref = _stage_ref(s)
+        key = ref.key(k0) if ref else s.metric
+        entry = metrics.get(key) if ref else None
+        reason = None
+        if ref is None:
+            reason = "not measured: %r is not a registry metric" % s.metric
+        elif ref.metric.kind == "count":
+            reason = "not measured: %r is a count, not a score in [0, 1]" % key
+        elif entry is None or entry["value"] is None:
+            reason = (entry or {}).get("reason") or "not measured: %s was not computed" % key
+        score = None if reason else _oriented(ref, entry["value"])
+        stages[s.name] = {"metric": key, "weight": round(weights[s.name], 4), "effective_weight": None,
+                          "score": score, "n": entry["n"] if entry and not reason else None, "reason": reason}
+        if score is not None and weights[s.name] > 0:
+            used += weights[s.name]
+            acc.append((s.name, score))
+    overall = math.fsum(weights[k] * v for k, v in acc) / used if used else None
+    for k, _ in acc:
+        stages[k]["effective_weight"] = round(weights[k] / used, 4)
+    for st in stages.values():
+        st["score"] = _r(st["score"])
+    left_out = [k for k, st in stages.items() if st["effective_weight"] is None]
+    note = ("stages not measured, left out of the overall score (the other weights renormalized): %s"
+            % ", ".join(left_out)) if left_out else "every stage measured"
+    return {"overall": _r(overall), "stages": stages, "not_measured": left_out, "note": note}
+
+
+class ItemStages:
+    """Per-item stage scores and overall score, for the stages the run measured.
+
+    An item's stage score is its verdict on the stage metric (1 or 0 for a rate, oriented so
+    higher is better; the per-item value for P/R/nDCG/RR families); None when the item is not
+    in the metric's denominator or the metric has no per-item verdict.  The item's overall is
+    the weighted mean over its scored stages (renormalized per item)."""
+
+    def __init__(self, scorer: "Scorer", card: dict, weights: Dict[str, float]):
+        self.scorer, self.weights = scorer, weights
+        self.stages = []
+        for s in STAGES:
+            if card["stages"][s.name]["effective_weight"] is None:
+                continue
+            ref = _stage_ref(s)
+            self.stages.append((s.name, ref, "recall@K" if ref.metric.name == "recall@K" else ref.metric.name))
+        # stages scored from the verdict flags alone give the same answer for equal flags
+        self.by_flags = all(pname in _PAIRED for _, _, pname in self.stages)
+        self.cache: Dict[int, dict] = {}
+
+    def _score(self, i: int, f: int, ref: MetricRef, pname: str):
+        if pname in _PAIRED:
+            den, num = _PAIRED[pname]
+            if not den(f) or (pname == "hallucination" and not f & F_HMEAS):
+                return None
+            return _oriented(ref, 1.0 if num(f) else 0.0)
+        base = ref.metric.name.split("@")[0]
+        if not f & F_GOLD or base not in ("P", "R", "nDCG", "RR", "Success"):
+            return None
+        sc, k = self.scorer, ref.k if ref.k is not None else self.scorer.k0
+        if base == "RR":
+            return sc.rr[i] if "@" not in ref.metric.name else sc.rrk[k][i]
+        return {"P": lambda: sc.hits[k][i] / k, "R": lambda: sc.rec[k][i], "nDCG": lambda: sc.ndcg[k][i],
+                "Success": lambda: 1.0 if sc.hits[k][i] else 0.0}[base]()
+
+    def __call__(self, i: int) -> dict:
+        f = self.scorer.flags[i]
+        if self.by_flags:
+            hit = self.cache.get(f)
+            if hit is None:
+                hit = self.cache[f] = self._card(i, f)
+            return {"stages": dict(hit["stages"]), "overall": hit["overall"]}
+        return self._card(i, f)
+
+    def _card(self, i: int, f: int) -> dict:
+        scores = {name: self._score(i, f, ref, pname) for name, ref, pname in self.stages}
+        used = [(self.weights[k], v) for k, v in scores.items() if v is not None and self.weights[k] > 0]
+        total = math.fsum(w for w, _ in used)
+        overall = math.fsum(w * v for w, v in used) / total if total else None
+        return {"stages": {k: _r(v) for k, v in scores.items()}, "overall": _r(overall)}
+
+
+
 # --------------------------------------------------------------------------- output
 
 
@@ -1951,10 +2223,13 @@ def render_markdown(report: dict, worst: List[dict]) -> str:
                                     c["unknown_trace_rows"], c["duplicate_trace_rows"]))
     out += ["", "## Gates", "", "| | gate | value | needs | note |", "|---|---|---|---|---|"]
     for g in report["gate_results"]:
-        need = "%s %s" % (g["op"], _fmt_num(g["threshold"]))
+        need = "" if g["op"] is None else "%s %s" % (g["op"], _fmt_num(g["threshold"]))
         note = (g["reason"] or "") + ((" " + g["message"]) if g.get("message") else "")
-        out.append("| %s | `%s` | %s | %s | %s |" % ("✅" if g["pass"] else "❌", g["gate"],
+        out.append("| %s | `%s`%s | %s | %s | %s |" % (_markdown_mark(g), g["gate"], _markdown_tier(g),
                                                     _cell(g["value"]), need, note.replace("|", "\\|")))
+    card = report.get("scorecard")
+    if card:
+        out += ["", "Weighted overall score: %s (%s)." % (_cell(card["overall"]), card["note"])]
     out += ["", "## Metrics", "", "| metric | value | count / n | 95% CI |", "|---|---|---|---|"]
     for name, e in report["metrics"].items():
         frac = "" if e["n"] is None else ("%s / %d" % (e["count"], e["n"]) if e["count"] is not None else "n = %d" % e["n"])
@@ -1994,12 +2269,684 @@ def render_markdown(report: dict, worst: List[dict]) -> str:
     return "\n".join(out) + "\n"
 
 
+def _markdown_mark(g: dict) -> str:
+    if g.get("tier") == "monitor":
+        return "📊"
+    return "✅" if g["pass"] else ("⚠️" if g.get("tier") == "warn" else "❌")
+
+
+def _markdown_tier(g: dict) -> str:
+    return "" if g.get("tier", "block") == "block" else " (%s)" % g["tier"]
+
+
 def _cell(v) -> str:
     if v is None:
         return "null"
     if isinstance(v, float):
         return "%.4f" % v
     return str(v)
+
+
+# --------------------------------------------------------------------------- reports: HTML, JUnit, CSV
+
+HTML_ITEMS = 2000        # items in the HTML drill-down (failing first); the rest are counted
+HTML_TEXT = 3000         # characters of one claim or chunk text shown before "[... N more]"
+_CTRL_RX = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+_TIER_MARK = {"block": "BLOCK", "warn": "WARN", "monitor": "MONITOR"}
+_HTML_BEGIN, _HTML_END = "<!--score_eval:section-->", "<!--/score_eval:section-->"
+
+
+def _inert(text) -> str:
+    """Text with control characters, lone surrogates and XML non-characters made visible
+    (``\\x07``), so it is printable, encodable as UTF-8 and valid in XML 1.0."""
+    text = "" if text is None else str(text)
+    return _CTRL_RX.sub(lambda m: "\\x%02x" % ord(m.group(0)) if ord(m.group(0)) < 0x100 else
+                        "\\u%04x" % ord(m.group(0)), text)
+
+
+def _h(text) -> str:
+    """Escaped for HTML text and attribute values (html.escape with quotes)."""
+    return html.escape(_inert(text), quote=True)
+
+
+def _clip(text: str, limit: int = HTML_TEXT) -> str:
+    return text if len(text) <= limit else text[:limit] + " [... %d more characters]" % (len(text) - limit)
+
+
+def _num_text(v) -> str:
+    return "null" if v is None else ("%.4f" % v if isinstance(v, float) else str(v))
+
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0;background:#f5f6f8;color:#1d232b}
+main{max-width:1180px;margin:0 auto;padding:16px 24px 48px}
+h1{font-size:24px;margin:8px 0 4px}h2{font-size:20px;margin:28px 0 8px}h3{font-size:16px;margin:22px 0 6px}
+section.dataset{background:#fff;border:1px solid #d7dbe0;border-radius:8px;padding:4px 20px 20px;margin:18px 0}
+table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
+th,td{border:1px solid #d7dbe0;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#eef1f4}td.n{text-align:right;font-variant-numeric:tabular-nums}
+.verdict{display:inline-block;font-weight:700;font-size:18px;padding:6px 14px;border-radius:6px;color:#fff}
+.pass{background:#1a7f37}.fail{background:#cf222e}.warnbg{background:#9a6700}
+.tier{display:inline-block;font-size:11px;font-weight:700;padding:1px 6px;border-radius:4px;color:#fff}
+.t-block{background:#57606a}.t-warn{background:#bf8700}.t-monitor{background:#0969da}
+.ok{color:#1a7f37;font-weight:700}.bad{color:#cf222e;font-weight:700}.warn{color:#9a6700;font-weight:700}
+.muted{color:#57606a}details.item{border:1px solid #d7dbe0;border-radius:6px;margin:4px 0;padding:2px 10px;background:#fbfcfd}
+details.item[open]{background:#fff}summary{cursor:pointer;padding:3px 0}
+dl{display:grid;grid-template-columns:150px 1fr;gap:3px 12px;margin:6px 0}dt{font-weight:600;color:#57606a}dd{margin:0}
+blockquote{margin:3px 0 6px;padding:4px 10px;border-left:3px solid #0969da;background:#f6f8fa;white-space:pre-wrap}
+code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}
+.claim{white-space:pre-wrap}nav a{margin-right:14px}
+"""
+
+
+def _html_page(title: str, body: str) -> str:
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<meta name=\"generator\" content=\"score_eval\">\n"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+            "<title>%s</title>\n<style>%s</style>\n</head>\n<body>\n<main>\n%s</main>\n</body>\n</html>\n"
+            % (_h(title), _CSS, body))
+
+
+def _interval_svg(value, ci) -> str:
+    """A 0..1 axis with the 95% interval as a bar and the value as a dot."""
+    if not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        return ""
+    w, pad = 180, 4
+    x = lambda v: pad + (w - 2 * pad) * min(1.0, max(0.0, v))
+    parts = ['<svg width="%d" height="14" role="img" aria-label="interval">' % w,
+             '<line x1="%d" y1="7" x2="%d" y2="7" stroke="#d0d7de" stroke-width="2"/>' % (pad, w - pad)]
+    if ci:
+        parts.append('<rect x="%.1f" y="3" width="%.1f" height="8" fill="#9ec5fe" rx="2"/>'
+                     % (x(ci[0]), max(1.0, x(ci[1]) - x(ci[0]))))
+    parts.append('<circle cx="%.1f" cy="7" r="3.5" fill="#0550ae"/></svg>' % x(value))
+    return "".join(parts)
+
+
+def _bars_svg(rows: List[Tuple[str, int]]) -> str:
+    """Horizontal bar chart of (label, count)."""
+    if not rows:
+        return '<p class="ok">No failing items.</p>'
+    top = max(c for _, c in rows) or 1
+    lw, bw, h = 210, 420, 22
+    out = ['<svg width="%d" height="%d" role="img" aria-label="failure modes">' % (lw + bw + 60, h * len(rows) + 4)]
+    for n, (label, c) in enumerate(rows):
+        y = n * h + 2
+        out.append('<text x="%d" y="%d" text-anchor="end" font-size="12" fill="#1d232b">%s</text>'
+                   % (lw - 8, y + 15, _h(label)))
+        out.append('<rect x="%d" y="%d" width="%.1f" height="%d" fill="#cf222e" rx="2"/>'
+                   % (lw, y + 3, max(2.0, bw * c / top), h - 6))
+        out.append('<text x="%.1f" y="%d" font-size="12" fill="#1d232b">%d</text>' % (lw + max(2.0, bw * c / top) + 6, y + 15, c))
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _item_texts(args, scorer: Scorer, wanted) -> Dict[int, dict]:
+    """Question, gold substrings and citations, claim, citations with their text and the
+    ranking of the items ``wanted``, read again from the (already validated) input files."""
+    out: Dict[int, dict] = {i: {} for i in wanted}
+    index, sink, notes = scorer.gold.index, _Errors(1), []
+    for _, row in _jsonl(args.gold, sink, notes):
+        i = index.get(row.get("qid"))
+        if i in out:
+            out[i].update({"question": row.get("question"), "gold_claim_substr": row.get("gold_claim_substr"),
+                           "gold_citations": row.get("gold_citations"), "expected_decision": row.get("expected_decision")})
+    for _, row in _jsonl(args.trace, sink, notes):
+        i = index.get(row.get("qid") or row.get("q_id"))
+        if i not in out:
+            continue
+        aj = row.get("answer_json") if type(row.get("answer_json")) is dict else {}
+        cited = row.get("cited_chunks") if type(row.get("cited_chunks")) is dict else {}
+        cits = aj.get("citations") or []
+        texts = []
+        for c in cits:
+            t = cited.get(c)
+            if t is None and scorer.chunks is not None:
+                t = scorer.chunks.get(c)
+            texts.append((c, t))
+        out[i].update({"claim": aj.get("claim"), "citations": texts, "retrieved_ids": row.get("retrieved_ids") or [],
+                       "decision": row.get("decision"), "trace_question": row.get("q")})
+    return out
+
+
+def _html_items(args, scorer: Scorer, trec: bool, stages: ItemStages) -> Tuple[str, int]:
+    order = []
+    for i, f in enumerate(scorer.flags):
+        mode = failure_mode(f, trec)
+        order.append((MODE_ORDER.index(mode) if mode else len(MODE_ORDER), i))
+    order.sort()
+    shown = [i for _, i in order[:HTML_ITEMS]]
+    texts = {} if trec else _item_texts(args, scorer, set(shown))
+    meaning = dict(FLAG_MEANINGS)
+    parts = []
+    for i in shown:
+        rec = _item_record(scorer, i, trec)
+        card = stages(i)
+        t = texts.get(i, {})
+        status = rec["failure_mode"] or "ok"
+        cls = "bad" if rec["failure_mode"] else "ok"
+        rows = []
+        q = t.get("question") if t.get("question") is not None else t.get("trace_question")
+        if q is not None:
+            rows.append(("Question", '<span class="claim">%s</span>' % _h(_clip(str(q)))))
+        if not trec:
+            claim = t.get("claim")
+            rows.append(("Claim", '<span class="claim">%s</span>' % _h(_clip(str(claim))) if claim is not None
+                         else '<span class="muted">(no claim)</span>'))
+            if t.get("decision") is not None:
+                rows.append(("Decision", "%s (expected %s)" % (_h(t["decision"]), _h(t.get("expected_decision")))))
+            cites = t.get("citations") or []
+            rows.append(("Citations", "".join(
+                "<div><code>%s</code>%s</div>" % (_h(c), "<blockquote>%s</blockquote>" % _h(_clip(str(txt)))
+                                                 if txt is not None else ' <span class="muted">(no text)</span>')
+                for c, txt in cites) or '<span class="muted">none</span>'))
+            subs = t.get("gold_claim_substr")
+            rows.append(("Gold substrings", ", ".join("<code>%s</code>" % _h(s) for s in subs) if subs else
+                         '<span class="muted">%s</span>' % ("[] (vacuous)" if subs == [] else "none")))
+            rows.append(("Gold citations", ", ".join("<code>%s</code>" % _h(c) for c in t.get("gold_citations") or [])
+                         or '<span class="muted">none</span>'))
+            rows.append(("Retrieved", ", ".join("<code>%s</code>" % _h(c) for c in t.get("retrieved_ids", [])[:20])
+                         or '<span class="muted">none</span>'))
+            if rec.get("unsupported"):
+                rows.append(("Unsupported", ", ".join("<code>%s</code>" % _h(w) for w in rec["unsupported"])))
+        if rec["retrieval"]:
+            rows.append(("Retrieval", " ".join("%s=%s" % (_h(k), _num_text(v)) for k, v in rec["retrieval"].items())))
+        rows.append(("Labels", _h(", ".join(rec["labels"])) or '<span class="muted">none</span>'))
+        rows.append(("Flags", "<code>%s</code> <span class=\"muted\">%s</span>" % (
+            _h(rec["flags"]), _h("; ".join(meaning[ch] for ch in rec["flags"])))))
+        rows.append(("Stage scores", " ".join("%s=%s" % (_h(k), _num_text(v)) for k, v in card["stages"].items())
+                     + " &middot; overall=%s" % _num_text(card["overall"])))
+        parts.append('<details class="item"><summary><code>%s</code> &middot; %s &middot; <span class="%s">%s</span>'
+                     '</summary>\n<dl>%s</dl></details>\n' % (
+                         _h(rec["qid"]), _h(rec["category"]), cls, _h(status),
+                         "".join("<dt>%s</dt><dd>%s</dd>" % (_h(k), v) for k, v in rows)))
+    return "".join(parts), len(scorer.flags) - len(shown)
+
+
+def render_html_section(report: dict, items_html: str = "", hidden: int = 0) -> str:
+    """One dataset's report as an HTML <section> (every input string escaped)."""
+    ds = str(report.get("dataset"))
+    anchor = "ds-" + re.sub(r"[^A-Za-z0-9_-]", "_", ds)
+    gates = report["gate_results"]
+    out = ['<section class="dataset" id="%s" data-dataset="%s" data-pass="%s">' % (
+        _h(anchor), _h(ds), "true" if report["pass"] else "false")]
+    blocked = sum(1 for g in gates if g["tier"] == "block" and not g["pass"])
+    out.append('<h2>Dataset %s</h2>\n<p><span class="verdict %s">%s</span> &nbsp; %d of %d block gates pass; '
+               '%d warn gates failed; %d monitored.</p>' % (
+                   _h(ds), "pass" if report["pass"] else "fail", "PASS" if report["pass"] else "FAIL",
+                   sum(1 for g in gates if g["tier"] == "block") - blocked, sum(1 for g in gates if g["tier"] == "block"),
+                   report.get("warnings_failed", 0), sum(1 for g in gates if g["tier"] == "monitor")))
+    c = report["counts"]
+    out.append('<p class="muted">Gold items: %d; trace rows: %d; missing traces: %d; unknown trace rows: %d; '
+               'duplicate trace rows: %d; k = %s.</p>' % (c["gold_items"], c["trace_rows"], c["missing_traces"],
+                                                       c["unknown_trace_rows"], c["duplicate_trace_rows"], _h(report["k"])))
+    out.append("<h3>Gates</h3>\n<table><tr><th>tier</th><th>result</th><th>gate</th><th>value</th><th>needs</th>"
+               "<th>note</th></tr>")
+    for g in gates:
+        res = ('<span class="ok">pass</span>' if g["pass"] else
+               '<span class="%s">%s</span>' % ("warn" if g["tier"] != "block" else "bad",
+                                              "warn" if g["tier"] == "warn" else "fail"))
+        if g["tier"] == "monitor" and g["op"] is None:
+            res = '<span class="muted">reported</span>'
+        need = "" if g["op"] is None else "%s %s" % (_h(g["op"]), _h(_fmt_num(g["threshold"])))
+        note = (g["reason"] or "") + ((" " + g["message"]) if g.get("message") else "")
+        out.append('<tr><td><span class="tier t-%s">%s</span></td><td>%s</td><td><code>%s</code></td>'
+                   '<td class="n">%s</td><td>%s</td><td>%s</td></tr>' % (
+                       _h(g["tier"]), _TIER_MARK.get(g["tier"], "BLOCK"), res, _h(g["gate"]),
+                       _h(_num_text(g["value"])), need, _h(note)))
+    out.append("</table>")
+    card = report.get("scorecard")
+    if card:
+        out.append("<h3>Weighted scorecard</h3>\n<p>Overall score: <strong>%s</strong>. %s.</p>" % (
+            _h(_num_text(card["overall"])), _h(card["note"])))
+        out.append("<table><tr><th>stage</th><th>metric</th><th>weight</th><th>effective weight</th><th>score</th>"
+                   "<th></th><th>n</th><th>note</th></tr>")
+        for name, st in card["stages"].items():
+            out.append('<tr><td>%s</td><td><code>%s</code></td><td class="n">%s</td><td class="n">%s</td>'
+                       '<td class="n">%s</td><td>%s</td><td class="n">%s</td><td>%s</td></tr>' % (
+                           _h(name), _h(st["metric"]), _h(_num_text(st["weight"])),
+                           _h(_num_text(st["effective_weight"])), _h(_num_text(st["score"])),
+                           _interval_svg(st["score"], None), _h(_num_text(st["n"])), _h(st["reason"] or "")))
+        out.append("</table>")
+    out.append("<h3>Metrics</h3>\n<table><tr><th>metric</th><th>value</th><th>count / n</th><th>95% CI</th>"
+               "<th>interval (0 to 1)</th></tr>")
+    for name, e in report["metrics"].items():
+        frac = "" if e["n"] is None else ("%s / %d" % (e["count"], e["n"]) if e["count"] is not None else "n = %d" % e["n"])
+        ci = "" if e["ci"] is None else "%.4f &ndash; %.4f" % tuple(e["ci"])
+        kind = _BY_NAME.get(name) or _BY_NAME.get(re.sub(r"@\d+$", "@K", name))
+        svg = _interval_svg(e["value"], e["ci"]) if kind is None or kind.kind != "count" else ""
+        val = _h(_num_text(e["value"])) if e["value"] is not None else '<span class="muted">null: %s</span>' % _h(e["reason"])
+        out.append('<tr><td><code>%s</code></td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td>'
+                   '<td>%s</td></tr>' % (_h(name), val, _h(frac), ci, svg))
+    out.append("</table>")
+    cats = report.get("categories") or {}
+    if cats:
+        cols = [n for n in ("pass_rate", "precision", "chr", "hallucination", "over_refusal", "under_refusal",
+                            "recall@%s" % report["k"], "nDCG@%s" % report["k"]) if n in report["metrics"]]
+        out.append("<h3>Categories</h3>\n<table><tr><th>category</th><th>items</th>%s</tr>"
+                   % "".join("<th><code>%s</code></th>" % _h(col) for col in cols))
+        for cat, block in cats.items():
+            out.append('<tr><td>%s</td><td class="n">%d</td>%s</tr>' % (_h(cat), block["items"], "".join(
+                '<td class="n">%s</td>' % _h(_num_text(block["metrics"].get(col, {}).get("value"))) for col in cols)))
+        out.append("</table>")
+    out.append("<h3>Failure modes</h3>\n" + _bars_svg(list(report["failure_modes"].items())))
+    reg = report.get("regression")
+    if reg:
+        out.append("<h3>Against the baseline</h3>\n<p>Baseline <code>%s</code>; %d items paired.</p>"
+                   % (_h(reg["baseline"]), reg["matched_items"]))
+        out.append("<table><tr><th>metric</th><th>baseline</th><th>current</th><th>delta</th><th>worse</th>"
+                   "<th>better</th><th>p</th></tr>")
+        for name, r in reg["metrics"].items():
+            d = r.get("delta")
+            cls = "" if not isinstance(d, (int, float)) or d == 0 else (
+                "ok" if (d > 0) == ((_BY_NAME.get(name) or _BY_NAME.get(re.sub(r"@\d+$", "@K", name)) or
+                                    _BY_NAME["precision"]).better == "higher") else "bad")
+            out.append('<tr><td><code>%s</code></td><td class="n">%s</td><td class="n">%s</td><td class="n %s">%s</td>'
+                       '<td class="n">%s</td><td class="n">%s</td><td class="n">%s</td></tr>' % (
+                           _h(name), _h(_num_text(r["baseline"])), _h(_num_text(r["current"])), cls,
+                           _h(_num_text(d)), _h(r.get("worse", "")), _h(r.get("better", "")),
+                           _h(_num_text(r.get("p_value")) if "p_value" in r else "")))
+        out.append("</table>")
+    if report.get("warnings"):
+        out.append("<h3>Warnings</h3>\n<ul>%s</ul>" % "".join("<li>%s</li>" % _h(w) for w in report["warnings"]))
+    if items_html:
+        out.append("<h3>Items</h3>\n<p class=\"muted\">Failing items first (most severe mode first), then the rest "
+                   "in gold order; open an item for its question, claim, cited text and verdict flags; the browser's "
+                   "find searches them.%s</p>\n%s" % (
+                       " %d more items not shown (see --items or --csv)." % hidden if hidden else "", items_html))
+    out.append("</section>\n")
+    return "\n".join(out)
+
+
+def render_html(report: dict, items_html: str = "", hidden: int = 0) -> str:
+    title = "score_eval report: %s" % report.get("dataset")
+    body = "<h1>%s</h1>\n%s\n%s%s\n" % (_h(title), _HTML_BEGIN, render_html_section(report, items_html, hidden), _HTML_END)
+    return _html_page(title, body)
+
+
+_SECTION_RX = re.compile(r'<section class="dataset" id="([^"]*)" data-dataset="([^"]*)" data-pass="(true|false)">')
+
+
+def merge_html(texts: List[Tuple[str, str]]) -> str:
+    """One page from several ``--html`` reports (path, text): their dataset sections in order.
+
+    Every piece of input text inside a section is escaped, so the section markers (HTML
+    comments) cannot occur inside one: splitting on them is safe."""
+    sections, toc, ok = [], [], True
+    for path, text in texts:
+        if '<meta name="generator" content="score_eval">' not in text or text.count(_HTML_BEGIN) != 1 \
+                or text.count(_HTML_END) != 1:
+            raise ScoreError("%s: not a score_eval --html report (section markers missing), got %s"
+                             % (path, _show(text[:60])))
+        sec = text.split(_HTML_BEGIN, 1)[1].split(_HTML_END, 1)[0]
+        m = _SECTION_RX.search(sec)
+        if not m:
+            raise ScoreError("%s: not a score_eval --html report (no dataset section), got %s" % (path, _show(sec[:60])))
+        ok = ok and m.group(3) == "true"
+        toc.append('<a href="#%s">%s: <span class="%s">%s</span></a>' % (
+            m.group(1), m.group(2), "ok" if m.group(3) == "true" else "bad", "pass" if m.group(3) == "true" else "FAIL"))
+        sections.append(sec)
+    body = ('<h1>score_eval report</h1>\n<p><span class="verdict %s">%s</span></p>\n<nav>%s</nav>\n%s\n%s%s\n' % (
+        "pass" if ok else "fail", "PASS" if ok else "FAIL", " ".join(toc), _HTML_BEGIN, "".join(sections), _HTML_END))
+    return _html_page("score_eval report", body)
+
+
+def _x(text) -> str:
+    """Escaped for an XML 1.0 attribute or text node."""
+    return html.escape(_inert(text), quote=True).replace("\n", "&#10;").replace("\r", "&#13;").replace("\t", "&#9;")
+
+
+def render_junit(report: dict, items: Optional[List[dict]] = None) -> str:
+    """JUnit XML: <testsuites> with one <testsuite> (the dataset), one <testcase> per gate.
+
+    block failures are <failure>; warn failures are <skipped> with a ``tier=warn`` property;
+    monitor gates pass and carry their value as properties.  With ``items`` (--junit-items)
+    a second testsuite ``<dataset>.items`` has one testcase per item, failing items failed."""
+    ds = str(report.get("dataset"))
+    suites = []
+    cases, fails, skips = [], 0, 0
+    for g in report["gate_results"]:
+        props = [("tier", g["tier"]), ("metric", g["metric"]), ("value", _num_text(g["value"])),
+                 ("op", g["op"] or ""), ("threshold", "" if g["threshold"] is None else _fmt_num(g["threshold"]))]
+        body = "<properties>%s</properties>" % "".join(
+            '<property name="%s" value="%s"/>' % (_x(k), _x(v)) for k, v in props)
+        note = (g["reason"] or "") + ((" " + g["message"]) if g.get("message") else "")
+        if not g["pass"] and g["tier"] == "block":
+            fails += 1
+            body += '<failure message="%s" type="gate">%s</failure>' % (_x(note), _x(note))
+        elif not g["pass"] and g["tier"] == "warn":
+            skips += 1
+            body += '<skipped message="%s"/>' % _x("warn gate failed (does not block): " + note)
+        cases.append('    <testcase classname="%s" name="%s">%s</testcase>' % (
+            _x("score_eval.%s.%s" % (ds, g["tier"])), _x(g["gate"]), body))
+    suites.append(('<testsuite name="%s" tests="%d" failures="%d" errors="0" skipped="%d">\n'
+                   '    <properties><property name="pass" value="%s"/><property name="warnings_failed" value="%d"/>'
+                   '<property name="overall_score" value="%s"/></properties>\n%s\n  </testsuite>'
+                   % (_x(ds), len(cases), fails, skips, "true" if report["pass"] else "false",
+                      report.get("warnings_failed", 0), _num_text((report.get("scorecard") or {}).get("overall")),
+                      "\n".join(cases)), len(cases), fails, skips))
+    if items is not None:
+        icases, ifails = [], 0
+        for rec in items:
+            body = ""
+            if rec["failure_mode"]:
+                ifails += 1
+                body = '<failure message="%s" type="item">%s</failure>' % (
+                    _x(rec["failure_mode"]), _x("labels: %s; flags: %s" % (", ".join(rec["labels"]), rec["flags"])))
+            icases.append('    <testcase classname="%s" name="%s">%s</testcase>' % (
+                _x("score_eval.%s.items.%s" % (ds, rec["category"])), _x(rec["qid"]), body))
+        suites.append(('<testsuite name="%s" tests="%d" failures="%d" errors="0" skipped="0">\n%s\n  </testsuite>'
+                       % (_x(ds + ".items"), len(icases), ifails, "\n".join(icases)), len(icases), ifails, 0))
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="score_eval" tests="%d" failures="%d" '
+            'errors="0" skipped="%d">\n  %s\n</testsuites>\n' % (
+                sum(s[1] for s in suites), sum(s[2] for s in suites), sum(s[3] for s in suites),
+                "\n  ".join(s[0] for s in suites)))
+
+
+def _csv_cell(v):
+    """Numbers as they are; text made inert and kept from being read as a spreadsheet formula."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return _num_text(v) if isinstance(v, float) else str(v)
+    text = _inert(v)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def _csv_text(header: List[str], rows) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\r\n")
+    w.writerow(header)
+    for row in rows:
+        w.writerow([_csv_cell(v) for v in row])
+    return buf.getvalue()
+
+
+def render_items_csv(scorer: Scorer, trec: bool, stages: ItemStages) -> str:
+    names = [name for name, _, _ in stages.stages]
+    head = ["qid", "category", "line", "pass", "answerable", "shipped", "failure_mode", "labels", "flags"]
+    head += ["stage:" + n for n in names] + ["overall"]
+
+    def rows():
+        for i in range(len(scorer.gold)):
+            rec = _item_record(scorer, i, trec)
+            card = stages(i)
+            yield ([rec["qid"], rec["category"], rec["line"], rec.get("pass"), rec.get("answerable"),
+                    rec.get("shipped"), rec["failure_mode"] or "", ";".join(rec["labels"]), rec["flags"]]
+                   + [card["stages"][n] for n in names] + [card["overall"]])
+    return _csv_text(head, rows())
+
+
+def render_metrics_csv(report: dict) -> str:
+    rows = []
+    for name, e in report["metrics"].items():
+        ci = e["ci"] or [None, None]
+        rows.append([name, e["value"], e["count"], e["n"], ci[0], ci[1], e["reason"] or ""])
+    return _csv_text(["metric", "value", "count", "n", "ci_low", "ci_high", "reason"], rows)
+
+
+def append_step_summary(path: str, text: str) -> Optional[str]:
+    """Append to $GITHUB_STEP_SUMMARY (a regular file or a new one); never a symlink, FIFO or
+    device.  Returns a warning instead of writing when the path is not a regular file."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        return "GITHUB_STEP_SUMMARY %s: cannot read: %s; summary not written" % (path, exc.strerror)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        return "GITHUB_STEP_SUMMARY %s is not a regular file; summary not written" % path
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        with os.fdopen(fd, "a", encoding="utf-8", newline="\n") as fh:
+            fh.write(text if text.endswith("\n") else text + "\n")
+    except OSError as exc:
+        return "GITHUB_STEP_SUMMARY %s: cannot append: %s; summary not written" % (path, exc.strerror)
+    return None
+
+
+def write_reports(args, report: dict, scorer: Scorer, trec: bool, stages: ItemStages) -> None:
+    """--html, --junit [--junit-items], --csv, --metrics-csv and $GITHUB_STEP_SUMMARY."""
+    if args.html:
+        items_html, hidden = _html_items(args, scorer, trec, stages)
+        atomic_write(args.html, render_html(report, items_html, hidden))
+    if args.junit:
+        items = [_item_record(scorer, i, trec) for i in range(len(scorer.gold))] if args.junit_items else None
+        atomic_write(args.junit, render_junit(report, items))
+    if args.csv:
+        atomic_write(args.csv, render_items_csv(scorer, trec, stages))
+    if args.metrics_csv:
+        atomic_write(args.metrics_csv, render_metrics_csv(report))
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        problem = append_step_summary(summary, render_markdown(report, _worst(scorer, trec)))
+        if problem:
+            sys.stderr.write("score_eval: warning: %s\n" % problem)
+
+
+# --------------------------------------------------------------------------- judge calibration
+
+CALIBRATE_USAGE = ("score_eval.py calibrate --human H.jsonl --auto A.jsonl [--field NAME] [--bins 0.5] "
+                   "[--min-kappa 0.8] [--bootstrap 1000] [--seed 0] [--out FILE]")
+
+
+def pearson(x: List[float], y: List[float]) -> Optional[float]:
+    """Pearson's r; None when either side has no variance (or n < 2)."""
+    n = len(x)
+    if n < 2:
+        return None
+    mx, my = math.fsum(x) / n, math.fsum(y) / n
+    sxy = math.fsum((a - mx) * (b - my) for a, b in zip(x, y))
+    sxx = math.fsum((a - mx) ** 2 for a in x)
+    syy = math.fsum((b - my) ** 2 for b in y)
+    if sxx <= 0 or syy <= 0:
+        return None
+    return max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy)))
+
+
+def midranks(x: List[float]) -> List[float]:
+    """Ranks 1..n, tied values sharing the mean of their ranks (as scipy's rankdata 'average')."""
+    order = sorted(range(len(x)), key=x.__getitem__)
+    ranks = [0.0] * len(x)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and x[order[j + 1]] == x[order[i]]:
+            j += 1
+        for t in range(i, j + 1):
+            ranks[order[t]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def spearman(x: List[float], y: List[float]) -> Optional[float]:
+    """Spearman's rho: Pearson's r of the mid-ranks."""
+    return pearson(midranks(x), midranks(y))
+
+
+def cohen_kappa(a: list, b: list) -> Optional[float]:
+    """Cohen's kappa (po - pe) / (1 - pe) on labels; None when pe = 1 (one shared category)."""
+    n = len(a)
+    if n == 0:
+        return None
+    po = sum(1 for u, v in zip(a, b) if u == v) / n
+    ca, cb = Counter(a), Counter(b)
+    pe = math.fsum(ca[k] * cb[k] for k in ca) / (n * n)
+    if pe >= 1.0:
+        return None
+    return (po - pe) / (1 - pe)
+
+
+def mean_abs_error(x: List[float], y: List[float]) -> Optional[float]:
+    return math.fsum(abs(a - b) for a, b in zip(x, y)) / len(x) if x else None
+
+
+def bin_score(v: float, width: float) -> float:
+    """The nearest multiple of ``width`` (halves round up): width 0.5 maps 0.74 -> 0.5, 0.75 -> 1.0."""
+    return round(math.floor(v / width + 0.5 + 1e-9) * width, 10)
+
+
+def _percentile(sorted_vals: List[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default 'linear' method)."""
+    pos = (len(sorted_vals) - 1) * q
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, len(sorted_vals) - 1)
+    return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
+
+
+def calibration_stats(human: List[float], auto: List[float], width: float, resamples: int, seed: int) -> dict:
+    """Pearson, Spearman, Cohen's kappa on binned scores and MAE, each with a percentile
+    bootstrap 95% interval from ``resamples`` resamples of the pairs drawn by
+    ``random.Random(seed)`` (the same draws for every statistic; resamples on which a
+    statistic is undefined are skipped and counted)."""
+    hb = [bin_score(v, width) for v in human]
+    ab = [bin_score(v, width) for v in auto]
+    stats = {"pearson": lambda ix: pearson([human[i] for i in ix], [auto[i] for i in ix]),
+             "spearman": lambda ix: spearman([human[i] for i in ix], [auto[i] for i in ix]),
+             "kappa": lambda ix: cohen_kappa([hb[i] for i in ix], [ab[i] for i in ix]),
+             "mae": lambda ix: mean_abs_error([human[i] for i in ix], [auto[i] for i in ix])}
+    n = len(human)
+    whole = list(range(n))
+    draws: Dict[str, List[float]] = {k: [] for k in stats}
+    rng = random.Random(seed)
+    for _ in range(resamples if n else 0):
+        ix = [rng.randrange(n) for _ in whole]
+        for k, fn in stats.items():
+            v = fn(ix)
+            if v is not None:
+                draws[k].append(v)
+    out = {}
+    for k, fn in stats.items():
+        v = fn(whole)
+        vals = sorted(draws[k])
+        ci = [round(_percentile(vals, 0.025), 4), round(_percentile(vals, 0.975), 4)] if vals else None
+        reason = None
+        if v is None:
+            reason = ("undefined: both raters put every item in one bin" if k == "kappa"
+                      else "undefined: a rater gives every item the same score" if n > 1 else "undefined: fewer than 2 items")
+        out[k] = {"value": _r(v), "ci": ci, "undefined_resamples": resamples - len(vals) if n else 0, "reason": reason}
+    labels = sorted(set(hb) | set(ab))
+    out["confusion"] = {"labels": labels, "rows_human_cols_auto": [
+        [sum(1 for u, w in zip(hb, ab) if u == a and w == b) for b in labels] for a in labels]}
+    return out
+
+
+def _field_value(row: dict, field: str):
+    """``field`` may be dotted (``scorecard.stages.faithfulness``) to reach a nested value."""
+    cur = row
+    for part in field.split("."):
+        if type(cur) is not dict or part not in cur:
+            return None
+        cur = cur[part]
+    return cur
+
+
+def read_scores(path: str, field: str, key: str, errors: _Errors) -> Tuple[Dict[str, float], int]:
+    """{id: score} from a JSONL; true/false count as 1/0; a null or absent score is skipped."""
+    out: Dict[str, float] = {}
+    lines: Dict[str, int] = {}
+    skipped = 0
+    for lineno, row in _jsonl(path, errors, []):
+        qid = row.get(key)
+        if type(qid) is not str or not qid:
+            errors.add("%s:%d: %s must be a non-empty string, got %s" % (path, lineno, json.dumps(key), _show(qid)))
+            continue
+        if qid in lines:
+            errors.add("%s:%d: duplicate %s (first on line %d), got %s" % (path, lineno, key, lines[qid], _show(qid)))
+            continue
+        lines[qid] = lineno
+        v = _field_value(row, field)
+        if v is None:
+            skipped += 1
+        elif isinstance(v, bool):
+            out[qid] = 1.0 if v else 0.0
+        elif _num(v):
+            out[qid] = float(v)
+        else:
+            errors.add("%s:%d: %s must be a number, true/false or null, got %s" % (path, lineno, json.dumps(field), _show(v)))
+    return out, skipped
+
+
+def calibrate(argv: List[str]) -> int:
+    """``score_eval.py calibrate``: agreement of an automatic scorer with human labels."""
+    ap = argparse.ArgumentParser(prog="score_eval.py calibrate", description=calibrate.__doc__.split(": ", 1)[1])
+    ap.add_argument("--human", required=True, help="JSONL of human labels: {qid, <field>: score}")
+    ap.add_argument("--auto", required=True, help="JSONL of automatic scores (any scorer; e.g. --items output)")
+    ap.add_argument("--field", default="score", help="score field in both files, dotted for nested (default score)")
+    ap.add_argument("--human-field", help="score field of --human (default --field)")
+    ap.add_argument("--auto-field", help="score field of --auto (default --field), e.g. scorecard.stages.faithfulness")
+    ap.add_argument("--key", default="qid", help="field pairing the rows of both files (default qid)")
+    ap.add_argument("--bins", type=float, default=0.5, help="bin width for Cohen's kappa: each score goes to the "
+                                                            "nearest multiple (default 0.5: bins 0, 0.5, 1)")
+    ap.add_argument("--min-kappa", type=float, default=0.8, help="kappa a judge needs to be gateable (default 0.8, seed 004)")
+    ap.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% intervals (default 1000)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of random.Random for the bootstrap (default 0)")
+    ap.add_argument("--out", help="also write the JSON result to this file (atomically)")
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    if not (math.isfinite(args.bins) and args.bins > 0):
+        raise ScoreError("calibrate: --bins must be a positive bin width, got %r" % args.bins)
+    if not 0 <= args.bootstrap <= 100000:
+        raise ScoreError("calibrate: --bootstrap must be between 0 and 100000, got %r" % args.bootstrap)
+    errors = _Errors(MAX_ERRORS)
+    hf, af = args.human_field or args.field, args.auto_field or args.field
+    human, hskip = read_scores(args.human, hf, args.key, errors)
+    auto, askip = read_scores(args.auto, af, args.key, errors)
+    if errors.count:
+        raise ScoreError(errors.text())
+    ids = [q for q in human if q in auto]
+    if not ids:
+        raise ScoreError("calibrate: no %s has a score in both files (fields %r and %r), got %d human and %d automatic "
+                         "scores" % (args.key, hf, af, len(human), len(auto)))
+    hv, av = [human[q] for q in ids], [auto[q] for q in ids]
+    stats = calibration_stats(hv, av, args.bins, args.bootstrap, args.seed)
+    kappa = stats["kappa"]["value"]
+    result = {"n": len(ids), "human": args.human, "auto": args.auto, "field": {"human": hf, "auto": af},
+              "unpaired": {"human_only": sum(1 for q in human if q not in auto),
+                           "auto_only": sum(1 for q in auto if q not in human),
+                           "human_no_score": hskip, "auto_no_score": askip},
+              "bins": {"width": args.bins, "rule": "each score goes to the nearest multiple of the width (halves up)",
+                       "labels": stats["confusion"]["labels"]},
+              "pearson": stats["pearson"], "spearman": stats["spearman"], "kappa": stats["kappa"], "mae": stats["mae"],
+              "confusion": stats["confusion"]["rows_human_cols_auto"],
+              "bootstrap": {"resamples": args.bootstrap, "seed": args.seed, "interval": "percentile 2.5 and 97.5"},
+              "min_kappa": args.min_kappa, "gateable": kappa is not None and kappa >= args.min_kappa}
+    text = json.dumps(result, indent=2, ensure_ascii=False) + "\n"
+    if args.out:
+        atomic_write(args.out, text)
+    sys.stdout.write(text)
+    if not result["gateable"]:
+        sys.stderr.write("score_eval: calibrate: kappa = %s, needs >= %s: the scorer is not calibrated well enough "
+                         "to gate on\n" % (_cell(kappa), _fmt_num(args.min_kappa)))
+    return 0 if result["gateable"] else 1
+
+
+def merge_html_main(argv: List[str]) -> int:
+    """``score_eval.py merge-html OUT IN.html...``: one page from several --html reports."""
+    ap = argparse.ArgumentParser(prog="score_eval.py merge-html", description=merge_html_main.__doc__.split(": ", 1)[1])
+    ap.add_argument("out", help="the page to write (atomically)")
+    ap.add_argument("inputs", nargs="+", help="--html reports, one dataset section each, in page order")
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    texts = []
+    for path in args.inputs:
+        try:
+            with open(path, "rb") as fh:
+                texts.append((path, fh.read().decode("utf-8")))
+        except OSError as exc:
+            raise ScoreError("%s: cannot read: %s" % (path, exc.strerror)) from None
+        except UnicodeDecodeError as exc:
+            raise ScoreError("%s: not UTF-8, got byte 0x%02x" % (path, exc.object[exc.start])) from None
+    atomic_write(args.out, merge_html(texts))
+    return 0
+
+
+SUBCOMMANDS = {"calibrate": calibrate, "merge-html": merge_html_main}
 
 
 # --------------------------------------------------------------------------- main
@@ -2085,6 +3032,13 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", help="also write the JSON report to this file (atomically)")
     ap.add_argument("--markdown", help="write a human report (gates, metrics, categories, failure modes, worst items)")
     ap.add_argument("--items", help="write one JSON line per gold item with its verdicts")
+    ap.add_argument("--weights", help="JSON object of stage weights for the scorecard, e.g. '{\"faithfulness\": 0.4}' "
+                                      "(over the gates file's [weights], over seed 004's defaults)")
+    ap.add_argument("--html", help="write a self-contained HTML report (no JavaScript, no network)")
+    ap.add_argument("--junit", help="write JUnit XML: one testsuite for the dataset, one testcase per gate")
+    ap.add_argument("--junit-items", action="store_true", help="with --junit: add a testsuite with one testcase per item")
+    ap.add_argument("--csv", help="write one CSV row per item (verdicts, failure mode, stage scores)")
+    ap.add_argument("--metrics-csv", help="write one CSV row per metric (value, count, n, 95%% CI)")
     ap.add_argument("--max-errors", type=int, default=MAX_ERRORS, help="bad lines listed before the rest are only "
                                                                        "counted (default %d)" % MAX_ERRORS)
     ap.add_argument("-m", action="append", metavar="MEASURE",
@@ -2125,6 +3079,8 @@ def run(args) -> int:
     if not dataset_given:
         args.dataset = "ir" if trec else "baseline"
     no_gates = args.gates is not None and args.gates.strip().lower() == "none"
+    if args.junit_items and not args.junit:
+        raise ScoreError("usage: --junit-items needs --junit FILE")
     # 1. gates and the refusal token
     refusal, file_gates, regression, gates_source = REFUSAL, [], None, None
     gates_file = args.gates_file
@@ -2153,6 +3109,7 @@ def run(args) -> int:
         gates_source = "seed default"
         _note(args, "no gates file: seed 002's default gates apply (%s)" % DEFAULT_GATES)
     _check_gate_modes(gates, trec, trec_names)
+    weights, weight_warnings = resolve_weights(gates_file, args.weights, gates)
     if args.refusal is not None:
         if not args.refusal.strip():
             raise ScoreError("--refusal: must be a non-empty string, got %r" % args.refusal)
@@ -2228,7 +3185,7 @@ def run(args) -> int:
         regression_block, reg_gates = compare(baseline, args.baseline, metrics, categories, cur, regression, k0)
         gate_results += reg_gates
     # 4. warnings
-    warnings = list(notes)
+    warnings = list(notes) + weight_warnings
     if stats["unknown"]:
         warnings.append("%d trace rows name qids not in the gold set and were not scored (e.g. %s)"
                         % (stats["unknown"], ", ".join(stats["unknown_ex"])))
@@ -2241,7 +3198,8 @@ def run(args) -> int:
     for name, e in metrics.items():
         if e["reason"] and not trec:
             warnings.append("%s: %s" % (name, e["reason"]))
-    all_pass = all(g["pass"] for g in gate_results)
+    gate_results = order_by_tier(gate_results)
+    all_pass = blocking_pass(gate_results)
     # 5. report
     m0 = metrics
     report: dict = {}
@@ -2275,21 +3233,26 @@ def run(args) -> int:
                    "failure_modes": failure_modes,
                    "regression": regression_block,
                    "warnings": warnings})
+    report["warnings_failed"] = sum(1 for g in gate_results if g["tier"] == "warn" and not g["pass"])
+    report["scorecard"] = scorecard(weights, metrics, k0)
     text = render_json(report, item_flags)
     for w in warnings:
         sys.stderr.write("score_eval: warning: %s\n" % w)
     for g in gate_results:
-        if not g["pass"]:
-            sys.stderr.write("score_eval: gate failed: %s: %s%s\n" % (
-                g["gate"], g["reason"], (" " + g["message"]) if g.get("message") else ""))
+        if not g["pass"] and g["tier"] != "monitor":
+            sys.stderr.write("score_eval: %sgate failed: %s: %s%s\n" % (
+                "warn " if g["tier"] == "warn" else "", g["gate"], g["reason"],
+                (" " + g["message"]) if g.get("message") else ""))
     if args.out:
         atomic_write(args.out, text)
+    stages = ItemStages(scorer, report["scorecard"], weights)
     if args.items:
-        atomic_write(args.items, "".join(_item_lines(scorer, trec)))
+        atomic_write(args.items, "".join(_item_lines(scorer, trec, stages)))
     if args.markdown:
         atomic_write(args.markdown, render_markdown(report, _worst(scorer, trec)))
     if args.format == "trec":
         text = render_trec(trec_per, trec_all, args.per_query, num_q=not (args.m or args.measures))
+    write_reports(args, report, scorer, trec, stages)
     sys.stdout.write(text)
     sys.stdout.flush()
     return 0 if all_pass else 1
@@ -2321,9 +3284,12 @@ def _item_record(scorer: Scorer, i: int, trec: bool) -> dict:
     return rec
 
 
-def _item_lines(scorer: Scorer, trec: bool):
+def _item_lines(scorer: Scorer, trec: bool, stages: Optional[ItemStages] = None):
     for i in range(len(scorer.gold)):
-        yield json.dumps(_item_record(scorer, i, trec), ensure_ascii=False, separators=(",", ":")) + "\n"
+        rec = _item_record(scorer, i, trec)
+        if stages is not None:
+            rec["scorecard"] = stages(i)
+        yield json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 def _worst(scorer: Scorer, trec: bool, limit: int = 20) -> List[dict]:
@@ -2343,6 +3309,13 @@ def _worst(scorer: Scorer, trec: bool, limit: int = 20) -> List[dict]:
 
 def main(argv: Optional[List[str]] = None) -> int:
     """The command line; returns the exit status and never raises on bad input."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        try:
+            return SUBCOMMANDS[argv[0]](argv[1:])
+        except ScoreError as exc:
+            sys.stderr.write("%s\n" % exc)
+            return 2
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -19,6 +19,8 @@ function                              what it does
   for ``--dataset <dataset> --gates-file gates.toml --k 1,5,10``;
 * ``report.json``: ``{"pass": <every dataset passed>, "datasets": {"baseline": <report>,
   "perturb": <report>}}``, the scorer's reports verbatim (their key order is stable);
+* ``report.<dataset>.html`` and ``report.html`` (both datasets on one page, the scorer's
+  ``merge-html``): the self-contained HTML report;
 * ``report.md``: a summary table per dataset, a pass-rate table per category, then both
   scorer Markdown reports.
 
@@ -134,7 +136,8 @@ def score(dataset: str, gold: str, trace: str, out_dir: str, gates: str, refusal
     argv += ["--gates", "none"] if gates == NONE else ["--gates-file", gates]
     argv += ["--k", K_VALUES, "--out", out,
             "--markdown", os.path.join(out_dir, "report.%s.md" % tag),
-            "--items", os.path.join(out_dir, "items.%s.jsonl" % tag), "--refusal", refusal]
+            "--items", os.path.join(out_dir, "items.%s.jsonl" % tag), "--refusal", refusal,
+            "--html", os.path.join(out_dir, "report.%s.html" % tag)]
     if baseline:
         argv += ["--baseline", baseline]
     if chunks:
@@ -153,6 +156,13 @@ def score(dataset: str, gold: str, trace: str, out_dir: str, gates: str, refusal
     except (OSError, ValueError) as exc:
         raise MiniRagError("%s: cannot read the scorer's report: %s" % (out, exc)) from None
     return proc.returncode, report
+
+
+def merge_html(out: str, pages: List[str]) -> None:
+    """``runs/report.html``: the scorer's per-dataset HTML reports on one page."""
+    proc = subprocess.run([sys.executable, SCORER, "merge-html", out] + pages, stderr=subprocess.PIPE, check=False)
+    if proc.returncode != 0:
+        raise MiniRagError("score_eval.py merge-html failed:\n%s" % proc.stderr.decode("utf-8", "replace").strip())
 
 
 def _datasets(gold: Optional[str], perturb: Optional[str], runs: str = "runs",
@@ -251,6 +261,7 @@ def evaluate(config: Dict[str, Any], runs: str = "runs", gold: Optional[str] = N
         except OSError:
             md_parts.append("")
     atomic_write_text(os.path.join(runs, "report.md"), combined_markdown(reports, md_parts))
+    merge_html(os.path.join(runs, "report.html"), [os.path.join(runs, "report.%s.html" % n) for n, _, _ in sets])
     return (0 if combined["pass"] and worst == 0 else 1), combined
 
 
@@ -278,11 +289,15 @@ def summary(combined: Dict[str, Any], runs: str) -> Dict[str, Any]:
                 continue
             entry = {"value": m.get("value"), "count": m.get("count"), "n": m.get("n"), "ci": m.get("ci")}
             if metric in gates:
-                entry.update({"gate": "%s %s" % (gates[metric]["op"], gates[metric]["threshold"]),
-                              "pass": gates[metric]["pass"]})
+                g = gates[metric]
+                tier = g.get("tier", "block")
+                gate = "%s %s" % (g["op"], g["threshold"]) if g.get("op") else ""
+                if tier != "block":
+                    gate = (gate + " " if gate else "") + "(%s)" % tier
+                entry.update({"gate": gate, "pass": g["pass"]})
             metrics[metric] = entry
-        failed = ["%s: %s" % (g.get("gate"), g.get("reason")) for g in rep.get("gate_results") or []
-                  if not g.get("pass")]
+        failed = ["%s%s: %s" % ("(warn) " if g.get("tier") == "warn" else "", g.get("gate"), g.get("reason"))
+                  for g in rep.get("gate_results") or [] if not g.get("pass") and g.get("tier") != "monitor"]
         out["failed_gates"] += ["%s: %s" % (name, f) for f in failed]
         inputs = rep.get("inputs") or {}
         out["datasets"][name] = {

@@ -481,7 +481,7 @@ class Gates(TempDir):
             ("[baseline]\nprecision = 0.5\n", "g.toml:2: gate 'precision' must be an inline table like { min = 0.8 } or { max = 0.05 }, got 0.5"),
             ("[baseline]\nprecision = { min = 0.5, max = 0.9 }\n", 'g.toml:2: gate \'precision\' needs exactly one of min or max, got {"min": 0.5, "max": 0.9}'),
             ("[baseline]\nprecision = { min = \"0.5\" }\n", 'g.toml:2: gate \'precision\' min must be a number, got "0.5"'),
-            ("[baseline]\nprecision = { minimum = 0.5 }\n", 'g.toml:2: gate \'precision\' has unknown keys minimum; known: min, max, message, got {"minimum": 0.5}'),
+            ("[baseline]\nprecision = { minimum = 0.5 }\n", 'g.toml:2: gate \'precision\' has unknown keys minimum; known: min, max, message, tier, got {"minimum": 0.5}'),
             ("[perturb]\nchr = { min = 0.5 }\n", "g.toml: no [baseline] section; datasets in the file: perturb"),
             ("[scorer]\nrefusl = \"x\"\n[baseline]\n", "g.toml:2: unknown [scorer] key 'refusl'; known: refusal, got \"x\""),
             ("[baseline]\n[regression]\nalpha = 2\n", "g.toml:3: [regression] alpha must be a number in (0, 1), got 2"),
@@ -509,7 +509,7 @@ class Gates(TempDir):
         want = {"pass_rate": (">=", 0.95), "hallucination": ("<=", 0.0), "fallback_used_rate_answerable": ("<=", 0.15),
                 "incorrect_refusal": ("<=", 0.02), "precision": (">=", 0.80), "chr": (">=", 0.75),
                 "under_refusal": ("<=", 0.05), "over_refusal": ("<=", 0.10)}
-        self.assertEqual({g.ref.metric.name: (g.op, g.threshold) for g in gates}, want)
+        self.assertEqual({g.ref.metric.name: (g.op, g.threshold) for g in gates if g.tier == "block"}, want)
         fb = [g for g in gates if g.ref.metric.name == "fallback_used_rate_answerable"][0]
         self.assertEqual(fb.message, "Fallback retrieval triggered too often; check embeddings/index changes or "
                                      "similarity calibration.")
@@ -608,7 +608,7 @@ class Docs(unittest.TestCase):
         tree = ast.parse((ROOT / "score_eval.py").read_text(encoding="utf-8"))
         stdlib = set(getattr(sys, "stdlib_module_names", ())) or {
             "__future__", "argparse", "array", "collections", "difflib", "itertools", "json", "math", "os",
-            "re", "sys", "tempfile", "time", "typing"}
+            "re", "sys", "tempfile", "time", "typing", "csv", "html", "io", "random", "stat"}
         stdlib.add("tomllib")   # 3.11+; score_eval imports it inside try/except ImportError
         found = set()
         for node in ast.walk(tree):

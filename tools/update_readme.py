@@ -38,8 +38,9 @@ def render(report):
         out.append("| gate | value | threshold | verdict |")
         out.append("|---|---|---|---|")
         for g in rep.get("gate_results", []):
-            out.append("| %s | %s | %s %s | %s |" % (g["gate"], _fmt(g.get("value")), g.get("op", ""),
-                                                    _fmt(g.get("threshold")), "pass" if g["pass"] else "FAIL"))
+            need = "%s %s" % (g["op"], _fmt(g.get("threshold"))) if g.get("op") else "(%s)" % g.get("tier")
+            out.append("| %s | %s | %s | %s |" % (g["gate"], _fmt(g.get("value")), need,
+                                                 "reported" if not g.get("op") else "pass" if g["pass"] else "FAIL"))
         out.append("")
         out.append("| category | items | pass_rate | precision | under_refusal | over_refusal |")
         out.append("|---|---|---|---|---|---|")
