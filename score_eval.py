@@ -232,7 +232,7 @@ REGISTRY: Tuple[Metric, ...] = (
       "is a shipped claim matching a [policy.*] pattern, or a policy rejection that shipped",
       "answer_json.claim; [policy.*] patterns; gold expected_behavior, rejection_reason",
       "1.0 when nothing is judged; null when no [policy.*] is configured and no gold policy "
-      "rejection exists", None, gold=False),
+      "rejection exists", 1.0, gold=False),
     M("source_policy_compliance", "rate", "higher",
       "shipped items without a source-policy violation / shipped items: a quote_only chunk's "
       "sentences must be verbatim, a no_use chunk may be neither cited nor reproduced (8+ "
