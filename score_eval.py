@@ -2576,11 +2576,12 @@ def run(args) -> int:
     all_pass = all(g["pass"] for g in gate_results)
     # 5. report
     m0 = metrics
+    shipped_n = sum(c for f, c in by_flags.items() if f & F_SHIP)
     report: dict = {}
     if not trec:
         report.update({
-            "answered": m0["precision"]["n"],            # |S|
-            "refused": n - m0["precision"]["n"],         # |R|
+            "answered": shipped_n,                       # |S|
+            "refused": n - shipped_n,                    # |R|
             "answerable": m0["over_refusal"]["n"],       # |A|
             "unanswerable": m0["under_refusal"]["n"],    # |U|
             "precision": _r(m0["precision"]["value"]),

@@ -519,7 +519,10 @@ class Gates(TempDir):
         _, gates, _ = score_eval.load_gates_file(str(ROOT / "gates.toml"), "baseline")
         want = {"pass_rate": (">=", 0.95), "hallucination": ("<=", 0.0), "fallback_used_rate_answerable": ("<=", 0.15),
                 "incorrect_refusal": ("<=", 0.02), "precision": (">=", 0.80), "chr": (">=", 0.75),
-                "under_refusal": ("<=", 0.05), "over_refusal": ("<=", 0.10)}
+                "under_refusal": ("<=", 0.05), "over_refusal": ("<=", 0.10),
+                # issue 20: seed 004's critical tier, and its quality-tier bar for right-reason refusals
+                "policy_compliance": (">=", 0.95), "conflict_correct_rate": (">=", 0.80),
+                "staleness_correct_rate": (">=", 0.80), "clarify_correct_rate": (">=", 0.80)}
         self.assertEqual({g.ref.metric.name: (g.op, g.threshold) for g in gates}, want)
         fb = [g for g in gates if g.ref.metric.name == "fallback_used_rate_answerable"][0]
         self.assertEqual(fb.message, "Fallback retrieval triggered too often; check embeddings/index changes or "
