@@ -1119,7 +1119,7 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
             expect_refuse = behaviour == "reject"
         if unlabelled and unlabelled[-1] == lineno:
             bits, expect_refuse = F_NOLAB, False
-        else:
+        elif bits or behaviour is not None or "acceptable_decisions" in row:
             _store_gold_extras(gold, len(gold.qids) - 1, row)
         gold.base.append((F_ANS if ans else 0) | (F_EXPREF if expect_refuse else 0) | (F_GOLD if rel else 0) | bits)
         gold.cat.append(gold.category_id(cat, cat_ids))
@@ -1141,12 +1141,18 @@ REQUIRED_BEHAVIORS = {"must_surface_conflict": F_REQCONF, "must_detect_staleness
                       "must_clarify": F_REQCLAR}
 
 
+_LABELS = frozenset(LABEL_FIELDS)
+_EXTRA_GOLD = frozenset(LABEL_FIELDS[4:])
+
+
 def _has_labels(row: dict) -> bool:
-    return any(k in row for k in LABEL_FIELDS)
+    return not _LABELS.isdisjoint(row)
 
 
 def _gold_extras(row: dict, path: str, lineno: int, errors: _Errors):
     """(flag bits, expected_behavior or None) from the issue-20 gold fields, or None when bad."""
+    if _EXTRA_GOLD.isdisjoint(row):
+        return 0, None
     bits, bad = 0, False
     beh = row.get("expected_behavior")
     if beh is not None and beh not in ("answer", "reject"):
@@ -1406,7 +1412,7 @@ class Scorer:
             retset = set(ret)
             in_ret = retset.issuperset(cits)
             shipped = claim.lower() != self.refusal
-            prose = self.rules.refuses(claim) if shipped else 0     # issue 20: a refusal in prose
+            prose = self.rules.refuses(claim) if shipped and self.prose_rules else 0   # issue 20: in prose
             if prose:
                 f |= prose
                 shipped = False
@@ -1522,6 +1528,7 @@ class Scorer:
     def _init_extra(self, rules: Optional[Rules], chunk_policies: Optional[Dict[str, str]]) -> None:
         n = len(self.gold)
         self.rules = rules or Rules()
+        self.prose_rules = bool(self.rules.refusal or self.rules.cutoff)
         self.chunk_policies = chunk_policies or {}
         self.evidence: Dict[int, List[dict]] = {}       # violations, by item (only failing items)
         nan = array("d", [math.nan])
@@ -1530,6 +1537,7 @@ class Scorer:
         self.latency = nan * n
         self.cost = nan * n
         self.term_cache: Dict[str, frozenset] = {}
+        self.flags_seen = bytearray(n)
         # policy_compliance is measured when a [policy.*] exists or gold names a policy rejection
         self.policy_measured = bool(self.rules.policies) or any(b & F_POLREJ for b in self.gold.base)
 
@@ -1537,9 +1545,12 @@ class Scorer:
         """Issue 20's per-item verdicts, after ``judge`` set the seed flags of item ``i``."""
         q, reasons, total, cost = extra
         f = self.flags[i]
-        self.evidence.pop(i, None)
-        for arr in (self.answer_rel, self.context_rel, self.latency, self.cost):
-            arr[i] = math.nan
+        if i in self.evidence:
+            del self.evidence[i]
+        if self.flags_seen[i]:       # a duplicate row replaces the earlier verdict
+            for arr in (self.answer_rel, self.context_rel, self.latency, self.cost):
+                arr[i] = math.nan
+        self.flags_seen[i] = 1
         claim = (claim or "").strip()
         cits = cits or []
         ret = ret or []
@@ -1593,7 +1604,8 @@ class Scorer:
             qt = content_terms(q)
             if qt and f & F_SHIP:
                 self.answer_rel[i] = len(qt & content_terms(claim)) / len(qt)
-            if qt and ret:
+            # context relevance needs every retrieved chunk's text: --chunks, or all of them cited
+            if qt and ret and (self.chunks is not None or (cited and len(cited) >= len(ret))):
                 texts = self._texts(cited, ret, ())
                 if len(texts) == len(set(ret)):
                     hit = sum(1 for c in ret if not qt.isdisjoint(self._terms(texts[c])))
@@ -1633,11 +1645,13 @@ class Scorer:
 def content_terms(text: str) -> frozenset:
     """Numbers and content words (>= 3 letters, not stopwords) of ``text``, a final "s" folded."""
     out = set()
-    for tok in tokens(text):
+    for tok in tokens(text) - STOPWORDS:
         if tok[0].isdigit():
             out.add(tok)
-        elif len(tok) >= 3 and tok not in STOPWORDS:
-            out.add(tok[:-1] if len(tok) > 3 and tok.endswith("s") and not tok.endswith("ss") else tok)
+        elif len(tok) > 3 and tok[-1] == "s" and tok[-2] != "s":
+            out.add(tok[:-1])
+        elif len(tok) >= 3:
+            out.add(tok)
     return frozenset(out)
 
 
