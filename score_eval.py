@@ -2007,6 +2007,7 @@ _EXTRA_RATES = {
     "staleness_correct_rate": (_has(F_REQSTALE), _has(F_OKSTALE)),
     "clarify_correct_rate": (_has(F_REQCLAR), _has(F_OKCLAR)),
 }
+_PAIRED.update(_EXTRA_RATES)     # per-item yes/no verdicts: --baseline pairs them too
 _EMPTY_WHY = {"refusal_rate": "no items", "rejection_calibration": "no item is labelled",
               "citation_coverage": "no gold item lists required_citation_doc_ids",
               "conflict_correct_rate": "no gold item has required_behavior must_surface_conflict",

@@ -204,6 +204,18 @@ class LabelledMetrics(Issue20Case):
         self.assertEqual(rep["failure_modes"]["training_cutoff_excuse"], 1)
         self.assertEqual(rep["failure_modes"]["policy_violation"], 1)
 
+    def test_baseline_pairs_the_new_verdicts(self):
+        code, _, err = self.run_with_rules(LAB_GOLD, LAB_TRACE, "--out", "base.json")
+        self.assertEqual(code, 0, err)
+        worse = [dict(r, reasons=["low_confidence"]) if r["qid"] == "C1" else r for r in LAB_TRACE]
+        rules = RULES + "[regression.max_drop]\nconflict_correct_rate = 0.0\n"
+        code, rep, err = self.run_with_rules(LAB_GOLD, worse, "--baseline", "base.json", rules=rules)
+        row = rep["regression"]["metrics"]["conflict_correct_rate"]
+        self.assertEqual((row["baseline"], row["current"], row["worse"], row["better"]), (0.5, 0.0, 1, 0))
+        # one flipped item: exact two-sided p = 2 * (1/2) = 1.0, not significant, so the gate passes
+        gate = [g for g in rep["gate_results"] if g["kind"] == "regression"][0]
+        self.assertEqual((gate["value"], gate["p_value"], gate["pass"]), (0.5, 1.0, True))
+
     def test_without_patterns_the_seed_token_rule_holds(self):
         code, rep, err = self.run_with_rules(LAB_GOLD, LAB_TRACE, rules="[t]\nprecision = { min = 0 }\n")
         self.assertEqual(code, 0, err)
