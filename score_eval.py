@@ -16,6 +16,7 @@ Usage (seed 002's command works unchanged)::
     python score_eval.py --gold G --trace T --dataset baseline --gates-file gates.toml \\
         --k 1,5,10 --out R.json --markdown R.md --items I.jsonl [--baseline OLD.json]
     python score_eval.py --qrels QRELS --run RUN --k 5,10 --gates nDCG@10=0.3   # TREC files
+    python score_eval.py --trace T --chunks C --gates answer_relevance=0.5   # no gold: reference-free
 
 Pipeline, top to bottom: constants and the error class -> metric registry -> TOML subset
 reader and gates config -> line readers (records with line numbers) -> per-item judging

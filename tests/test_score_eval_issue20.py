@@ -100,7 +100,10 @@ class ProseRefusalFixture(unittest.TestCase):
     def test_mini_rag_claims_are_untouched(self):
         # make eval's own answers: none is a prose refusal or a policy violation
         rules = default_rules()
-        for path in (ROOT / "runs").glob("trace.*.jsonl"):
+        paths = sorted((ROOT / "runs").glob("trace.*.jsonl"))
+        if not paths:
+            self.skipTest("no runs/trace.*.jsonl: run `make eval` first")
+        for path in paths:
             for line in path.read_text(encoding="utf-8").splitlines():
                 claim = json.loads(line)["answer_json"]["claim"]
                 self.assertEqual(rules.refuses(claim), 0, claim)
