@@ -24,6 +24,7 @@ Usage (seed 002's command works unchanged)::
 
 Gates have tiers (``block`` sets the exit status, ``warn`` and ``monitor`` only report); a
 weighted scorecard over seed 004's stages (``STAGES``) gives a run and each item an overall score.
+    python score_eval.py --trace T --chunks C --gates answer_relevance=0.5   # no gold: reference-free
 
 Pipeline, top to bottom: constants and the error class -> metric registry -> TOML subset
 reader and gates config -> line readers (records with line numbers) -> per-item judging
@@ -112,13 +113,16 @@ class Metric(NamedTuple):
     fields: str      # input fields read
     undefined: str   # what an empty denominator gives (text for the docs)
     empty: object    # ... and as a value (None = not measured)
+    gold: bool = True   # needs gold labels; False = reference-free (scored from a trace alone)
 
 
 # Per-item verdict flags (bits).  The report's "items" map stores them as letters so that a
 # later run can pair its items with this one (--baseline).
-FLAG_LETTERS = "tsachpvxmedofugnzr"
+FLAG_LETTERS = "tsachpvxmedofugnzr" + "lwkjyqCDSTLMRV"
 (F_TRACE, F_SHIP, F_ANS, F_CONT, F_HIT, F_PASS, F_VALID, F_HALL, F_HMEAS, F_EXPREF, F_DEC,
- F_DECOK, F_FB, F_FBUSED, F_GOLD, F_NOTRET, F_GOLDRET, F_REC) = [1 << i for i in range(len(FLAG_LETTERS))]
+ F_DECOK, F_FB, F_FBUSED, F_GOLD, F_NOTRET, F_GOLDRET, F_REC,
+ F_NOLAB, F_PROSE, F_CUTOFF, F_POLREJ, F_POLV, F_SRCV, F_REQCONF, F_OKCONF, F_REQSTALE, F_OKSTALE,
+ F_REQCLAR, F_OKCLAR, F_REQDOCS, F_OKDOCS) = [1 << i for i in range(len(FLAG_LETTERS))]
 FLAG_MEANINGS = (
     ("t", "a trace row exists for the item"),
     ("s", "shipped: the claim is not the refusal token (a missing trace or null claim ships)"),
@@ -138,6 +142,20 @@ FLAG_MEANINGS = (
     ("n", "a citation is not in retrieved_ids"),
     ("z", "some gold citation is anywhere in retrieved_ids"),
     ("r", "seed recall at the first k: every gold citation in the top k"),
+    ("l", "no gold labels (reference-free item: label-based metrics and modes skip it)"),
+    ("w", "refused in prose: the claim matches a [scorer] refusal or cutoff pattern"),
+    ("k", "training-cutoff excuse: the claim matches a [scorer] cutoff pattern"),
+    ("j", "gold expects a policy rejection (expected_behavior reject with rejection_reason)"),
+    ("y", "policy violation (a [policy.*] pattern in the shipped claim, or a policy rejection shipped)"),
+    ("q", "source-policy violation (quote_only paraphrased, no_use cited or reproduced)"),
+    ("C", "gold required_behavior must_surface_conflict"),
+    ("D", "... met: right decision and a conflict reason code"),
+    ("S", "gold required_behavior must_detect_staleness"),
+    ("T", "... met: right decision and a staleness reason code"),
+    ("L", "gold required_behavior must_clarify"),
+    ("M", "... met: right decision and a CLARIFY decision or clarification reason code"),
+    ("R", "gold required_citation_doc_ids given"),
+    ("V", "... met: every listed document cited"),
 )
 
 M = Metric
@@ -175,10 +193,10 @@ REGISTRY: Tuple[Metric, ...] = (
       "shipped claims with no citation, a citation outside retrieved_ids, or a number or "
       "content word (>= 3 letters, not a stopword) found in no cited chunk's text / |S|",
       "answer_json, retrieved_ids, cited_chunks or --chunks",
-      "0.0 when nothing shipped; null (gate fails) without chunk text", 0.0),
+      "0.0 when nothing shipped; null (gate fails) without chunk text", 0.0, gold=False),
     M("citation_validity", "rate", "higher",
       "shipped answers whose citations are unique, at most 5 and all in retrieved_ids / |S| "
-      "(seed 000)", "answer_json.citations, retrieved_ids", "1.0 when nothing shipped", 1.0),
+      "(seed 000)", "answer_json.citations, retrieved_ids", "1.0 when nothing shipped", 1.0, gold=False),
     M("false_accept_rate", "rate", "lower",
       "shipped among items expected to refuse (expected_decision != ANSWER, else answerable "
       "false) / items expected to refuse (seed 000)",
@@ -191,10 +209,10 @@ REGISTRY: Tuple[Metric, ...] = (
       "decision; gold expected_decision", "null (not measured) when no item has both", None),
     M("fallback_used_count", "count", "lower",
       "items whose trace says fallback_used = true (QA contract)",
-      "fallback_used", "null (not measured) when no trace carries fallback_used", None),
+      "fallback_used", "null (not measured) when no trace carries fallback_used", None, gold=False),
     M("fallback_used_rate", "rate", "lower",
       "fallback_used true / items whose trace carries fallback_used",
-      "fallback_used", "null (not measured) when no trace carries fallback_used", None),
+      "fallback_used", "null (not measured) when no trace carries fallback_used", None, gold=False),
     M("fallback_used_rate_answerable", "rate", "lower",
       "fallback_used true / answerable items whose trace carries fallback_used",
       "fallback_used; gold answerable", "null (not measured) when no answerable trace carries it", None),
@@ -219,6 +237,67 @@ REGISTRY: Tuple[Metric, ...] = (
       "trec_eval ndcg_cut_K: sum gain/log2(rank+1) over the top K, divided by the same for the "
       "ideal order of all gold citations (gain 1; qrels relevance level with --qrels)",
       "retrieved_ids, retrieved_scores; gold_citations", "null when no item has gold citations", None),
+    # Issue 20: prose refusals, reference-free metrics, policies, decisions for the right reason,
+    # latency and cost.  Computed by _extra_metrics (below the judging code).
+    M("refusal_rate", "rate", "lower",
+      "items refused (the refusal token, or a [scorer] refusal_patterns / cutoff_patterns match) "
+      "/ all items", "answer_json.claim", "null when there are no items", None, gold=False),
+    M("rejection_calibration", "rate", "higher",
+      "items whose answer/refuse behaviour matches the label (expected_behavior, else "
+      "expected_decision != ANSWER, else answerable false means refuse) / labelled items (seed 004)",
+      "answer_json.claim; gold expected_behavior, expected_decision, answerable",
+      "null when no item is labelled", None),
+    M("policy_compliance", "rate", "higher",
+      "judged items without a policy violation / judged items; judged = shipped items plus items "
+      "gold says to reject for a policy (expected_behavior reject + rejection_reason); a violation "
+      "is a shipped claim matching a [policy.*] pattern, or a policy rejection that shipped",
+      "answer_json.claim; [policy.*] patterns; gold expected_behavior, rejection_reason",
+      "1.0 when nothing is judged; null when no [policy.*] is configured and no gold policy "
+      "rejection exists", 1.0, gold=False),
+    M("source_policy_compliance", "rate", "higher",
+      "shipped items without a source-policy violation / shipped items: a quote_only chunk's "
+      "sentences must be verbatim, a no_use chunk may be neither cited nor reproduced (8+ "
+      "consecutive words)", "answer_json, retrieved_ids, cited_chunks {text, policy} or --chunks "
+      "policy", "1.0 when nothing shipped (a chunk without policy is summarize)", 1.0, gold=False),
+    M("answer_relevance", "mean", "higher",
+      "share of the question's content terms (numbers, words of >= 3 letters not stopwords; final "
+      "s folded) that occur in the shipped claim, mean over shipped items (lexical)",
+      "q, answer_json.claim", "null when no shipped item has a question with content terms",
+      None, gold=False),
+    M("context_relevance", "mean", "higher",
+      "share of retrieved chunks sharing a content term with the question, mean over items whose "
+      "retrieved chunks' texts are all known", "q, retrieved_ids, cited_chunks or --chunks",
+      "null when no item has a question, retrieved chunks and all their texts", None, gold=False),
+    M("citation_coverage", "rate", "higher",
+      "items whose citations name every document of gold required_citation_doc_ids (doc id = "
+      "chunk id before '#') / items listing them (seed 000)",
+      "answer_json.citations; gold required_citation_doc_ids",
+      "null when no item lists required_citation_doc_ids", None),
+    M("conflict_correct_rate", "rate", "higher",
+      "must_surface_conflict items with the right decision (expected_decision or "
+      "acceptable_decisions; without a trace decision: refused) and a reason whose code (text "
+      "before ':') starts with 'conflict' / those items (seed 000)",
+      "decision, reasons, answer_json.claim; gold required_behavior, expected_decision, "
+      "acceptable_decisions", "null when no item requires it", None),
+    M("staleness_correct_rate", "rate", "higher",
+      "must_detect_staleness items with the right decision and a reason whose code starts with "
+      "'stale' / those items (seed 000)",
+      "decision, reasons, answer_json.claim; gold required_behavior, expected_decision, "
+      "acceptable_decisions", "null when no item requires it", None),
+    M("clarify_correct_rate", "rate", "higher",
+      "must_clarify items with the right decision and a CLARIFY decision or a reason whose code "
+      "starts with 'ambiguous' or 'clarif' / those items",
+      "decision, reasons; gold required_behavior, expected_decision, acceptable_decisions",
+      "null when no item requires it", None),
+    M("latency_p50", "quantile", "lower",
+      "median of timings_ms.total in ms (nearest rank: the ceil(0.50 n)-th smallest)",
+      "timings_ms.total", "null when no trace row carries timings_ms.total", None, gold=False),
+    M("latency_p95", "quantile", "lower",
+      "95th percentile of timings_ms.total in ms (nearest rank: the ceil(0.95 n)-th smallest)",
+      "timings_ms.total", "null when no trace row carries timings_ms.total", None, gold=False),
+    M("cost_per_item", "mean", "lower",
+      "sum of cost / trace rows carrying cost (any currency unit, as written)",
+      "cost", "null when no trace row carries cost", None, gold=False),
 )
 del M
 _BY_NAME = {m.name: m for m in REGISTRY}
@@ -275,11 +354,12 @@ def _suggest(name: str) -> str:
 
 def metric_table_markdown() -> str:
     """The README metric table, generated from the registry (tests keep the README in sync)."""
-    rows = ["| metric | kind | better | definition | fields read | when undefined |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| metric | kind | better | needs gold | definition | fields read | when undefined |",
+            "|---|---|---|---|---|---|---|"]
     for m in REGISTRY:
-        rows.append("| `%s` | %s | %s | %s | %s | %s |" % (
-            m.name, m.kind, m.better, m.definition.replace("|", "\\|"), m.fields, m.undefined))
+        rows.append("| `%s` | %s | %s | %s | %s | %s | %s |" % (
+            m.name, m.kind, m.better, "yes" if m.gold else "no", m.definition.replace("|", "\\|"), m.fields,
+            m.undefined))
     return "\n".join(rows) + "\n"
 
 
@@ -579,7 +659,7 @@ class Regression(NamedTuple):
     slice_max_drop: float
 
 
-_RESERVED = ("scorer", "regression", "weights")
+_RESERVED = ("scorer", "regression", "weights", "policy")
 
 
 def _num(v) -> bool:
@@ -614,8 +694,10 @@ def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate],
     scorer = doc.get("scorer", {})
     if isinstance(scorer, dict):
         for key, val in scorer.items():
+            if key in _RULE_KEYS:      # read by load_rules
+                continue
             if key != "refusal":
-                errors.append("%s: unknown [scorer] key %r; known: refusal, got %s" % (where("scorer", key), key, _show(val)))
+                errors.append("%s: unknown [scorer] key %r; known: refusal, refusal_patterns, cutoff_patterns, got %s" % (where("scorer", key), key, _show(val)))
             elif not isinstance(val, str) or not val.strip():
                 errors.append("%s: [scorer] refusal must be a non-empty string, got %s" % (where("scorer", key), _show(val)))
             else:
@@ -710,6 +792,147 @@ def _regression_config(reg: dict, where, errors: List[str]) -> Optional[Regressi
         errors.append("%s: slice_max_drop must be a number >= 0, got %s" % (where("regression", "slice_max_drop"), _show(sdrop)))
         sdrop = 0.0
     return Regression(float(alpha) if _num(alpha) else 0.05, tuple(drops), tuple(slices), tuple(smetrics), float(sdrop))
+
+
+_RULE_KEYS = ("refusal_patterns", "cutoff_patterns")
+SOURCE_POLICIES = ("summarize", "quote_only", "no_use")
+_QUANT_RX = re.compile(r"\{\d*(?:,\d*)?\}")
+
+
+class Rules(NamedTuple):
+    """Prose refusals and policies from the gates file (issue 20); each pattern as (source, regex)."""
+    refusal: tuple = ()
+    cutoff: tuple = ()
+    policies: tuple = ()      # (name, message, ((source, regex), ...)), in file order
+
+    def refuses(self, claim: str) -> int:
+        """F_PROSE | F_CUTOFF bits for a claim that matches a refusal or cutoff pattern."""
+        bits = 0
+        if any(rx.search(claim) for _, rx in self.cutoff):
+            bits = F_PROSE | F_CUTOFF
+        elif any(rx.search(claim) for _, rx in self.refusal):
+            bits = F_PROSE
+        return bits
+
+
+def regex_problem(pattern: str) -> Optional[str]:
+    """Why ``pattern`` may take more than linear time, or None.
+
+    Rejected: a quantified group (``*``, ``+``, ``{m,n}``) whose body holds a quantifier
+    (``(a+)+``, ``(?:x*y)*``) and backreferences (``\\1``, ``(?P=name)``).  Character
+    classes and escapes are skipped; ``?`` on a group is harmless and allowed."""
+    stack: List[bool] = []        # per open group: does its body hold a quantifier?
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            if i + 1 < n and pattern[i + 1] in "123456789":
+                return "backreferences are not allowed"
+            i += 2
+            continue
+        if c == "[":
+            j = i + 1
+            if j < n and pattern[j] == "^":
+                j += 1
+            if j < n and pattern[j] == "]":
+                j += 1
+            while j < n and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c == "(":
+            i += 1
+            if pattern.startswith("?P=", i) or pattern.startswith("?(", i):
+                return "backreferences are not allowed"
+            if pattern.startswith("?P<", i):
+                i = pattern.find(">", i) + 1 or n
+            elif pattern.startswith("?<=", i) or pattern.startswith("?<!", i):
+                i += 3
+            elif pattern.startswith("?", i):
+                i += 1
+            stack.append(False)
+            continue
+        quant = c in "*+" or (c == "{" and _QUANT_RX.match(pattern, i))
+        if c == ")":
+            inner = stack.pop() if stack else False
+            i += 1
+            q = pattern[i] if i < n else ""
+            repeated = (q != "" and q in "*+") or (q == "{" and _QUANT_RX.match(pattern, i))
+            if repeated and inner:
+                return "nested quantifiers (a quantified group holding a quantifier) are not allowed"
+            if stack and (inner or repeated or q == "?"):
+                stack[-1] = True
+            continue
+        if (quant or c == "?") and stack:
+            stack[-1] = True
+        i += 1
+    return None
+
+
+def _compile_patterns(values, where: str, what: str, errors: List[str]) -> tuple:
+    if not isinstance(values, list) or not all(isinstance(v, str) and v for v in values):
+        errors.append("%s: %s must be an array of non-empty regex strings, got %s" % (where, what, _show(values)))
+        return ()
+    out = []
+    for src in values:
+        problem = regex_problem(src)
+        if problem is None:
+            try:
+                out.append((src, re.compile(src, re.IGNORECASE)))
+                continue
+            except re.error as exc:
+                problem = "does not compile (%s)" % exc
+        errors.append("%s: %s: regex %s, got %s" % (where, what, problem, _show(src)))
+    return tuple(out)
+
+
+def load_rules(path: str) -> Rules:
+    """``[scorer] refusal_patterns / cutoff_patterns`` and ``[policy.<name>]`` of a gates file."""
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return Rules()         # load_gates_file has already reported it
+    doc, lines = _parse_toml_lines(text, path)
+    errors: List[str] = []
+
+    def where(*key: str) -> str:
+        for n in range(len(key), 0, -1):
+            if key[:n] in lines:
+                return "%s:%d" % (path, lines[key[:n]])
+        return path
+
+    scorer = doc.get("scorer") if isinstance(doc.get("scorer"), dict) else {}
+    pats = {k: _compile_patterns(scorer[k], where("scorer", k), "[scorer] " + k, errors)
+            for k in _RULE_KEYS if k in scorer}
+    policies = []
+    table = doc.get("policy", {})
+    if not isinstance(table, dict):
+        errors.append("%s: policy must be tables [policy.<name>], got %s" % (where("policy"), _show(table)))
+        table = {}
+    for name, body in table.items():
+        loc = where("policy", name)
+        if not isinstance(body, dict):
+            errors.append("%s: [policy] %r must be a table [policy.%s] with patterns = [...], got %s"
+                          % (loc, name, name, _show(body)))
+            continue
+        extra = sorted(set(body) - {"patterns", "message"})
+        if extra:
+            errors.append("%s: [policy.%s] has unknown keys %s; known: patterns, message, got %s"
+                          % (loc, name, ", ".join(extra), _show(body)))
+            continue
+        if "patterns" not in body:
+            errors.append("%s: [policy.%s] needs patterns = [...], got %s" % (loc, name, _show(body)))
+            continue
+        msg = body.get("message", "")
+        if not isinstance(msg, str):
+            errors.append("%s: [policy.%s] message must be a string, got %s" % (where("policy", name, "message"), name, _show(msg)))
+            continue
+        compiled = _compile_patterns(body["patterns"], where("policy", name, "patterns"), "[policy.%s] patterns" % name, errors)
+        policies.append((name, msg, compiled))
+    if errors:
+        raise ScoreError("\n".join(errors))
+    return Rules(pats.get("refusal_patterns", ()), pats.get("cutoff_patterns", ()), tuple(policies))
 
 
 def parse_gates_string(text: str) -> Tuple[List[Gate], Dict[str, str]]:
@@ -855,11 +1078,15 @@ class Gold:
         self.lines: List[int] = []
         self.subs: list = []           # tuple of lower-cased substrings (len >= 5) | True (vacuous) | None
         self.rel: list = []            # tuple of gold citation ids, or {id: gain} from qrels
-        self.base = array("I")         # flags known from gold alone: a, e, g
+        self.base = array("Q")         # flags known from gold alone: a, e, g (+ issue 20's l, j, C, S, L, R)
         self.cat = array("I")          # index into self.categories
         self.categories: List[str] = []
         self.expected = bytearray()    # 0 = absent, else 1 + DECISIONS.index
         self.trec = False
+        self.acceptable: Dict[int, frozenset] = {}   # acceptable_decisions (alternates), by item
+        self.req_docs: Dict[int, frozenset] = {}     # required_citation_doc_ids, by item
+        self.reject_reason: Dict[int, str] = {}      # rejection_reason of a policy rejection
+        self.unlabelled = False                      # every row without labels: reference-free
 
     def __len__(self) -> int:
         return len(self.qids)
@@ -876,6 +1103,8 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
     gold = Gold()
     cat_ids: Dict[str, int] = {}
     intern: Dict[str, str] = {}
+    unlabelled: List[int] = []
+    labelled: List[int] = []
     for lineno, row in _jsonl(path, errors, notes):
         qid = row.get("qid")
         if "qid" not in row:
@@ -886,7 +1115,10 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
             continue
         bad = False
         ans = row.get("answerable")
-        if type(ans) is not bool:
+        if not _has_labels(row):        # issue 20: a row without labels is reference-free
+            unlabelled.append(lineno)
+            ans = False
+        elif type(ans) is not bool:
             errors.add("%s:%d: \"answerable\" must be true or false, got %s" % (path, lineno, _show(ans)))
             bad = True
         subs = row.get("gold_claim_substr")
@@ -908,12 +1140,15 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
             errors.add("%s:%d: \"expected_decision\" must be one of %s, got %s"
                        % (path, lineno, ", ".join(DECISIONS), _show(exp)))
             bad = True
+        extra = _gold_extras(row, path, lineno, errors)
         if qid in gold.index:
             errors.add("%s:%d: duplicate qid (first on line %d), got %s"
                        % (path, lineno, gold.lines[gold.index[qid]], _show(qid)))
             continue
-        if bad:
+        if bad or extra is None:
             continue
+        if not unlabelled or unlabelled[-1] != lineno:
+            labelled.append(lineno)
         gold.index[qid] = len(gold.qids)
         gold.qids.append(qid)
         gold.lines.append(lineno)
@@ -928,18 +1163,137 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
         rel = tuple(intern.setdefault(c, c) for c in dict.fromkeys(cits or ()))
         gold.rel.append(rel)
         expect_refuse = (exp != "ANSWER") if exp is not None else (not ans)
-        gold.base.append((F_ANS if ans else 0) | (F_EXPREF if expect_refuse else 0) | (F_GOLD if rel else 0))
+        bits, behaviour = extra
+        if behaviour is not None:       # seed 004's expected_behavior overrides the decision label
+            expect_refuse = behaviour == "reject"
+        if unlabelled and unlabelled[-1] == lineno:
+            bits, expect_refuse = F_NOLAB, False
+        elif bits or behaviour is not None or "acceptable_decisions" in row:
+            _store_gold_extras(gold, len(gold.qids) - 1, row)
+        gold.base.append((F_ANS if ans else 0) | (F_EXPREF if expect_refuse else 0) | (F_GOLD if rel else 0) | bits)
         gold.cat.append(gold.category_id(cat, cat_ids))
         gold.expected.append(0 if exp is None else 1 + DECISIONS.index(exp))
+    if unlabelled and labelled:
+        errors.add("%s:%d: gold mixes labelled and unlabelled rows (line %d has labels, line %d none: no "
+                   "answerable, gold_* or expected_* field); label every row or none, got %d unlabelled"
+                   % (path, unlabelled[0], labelled[0], unlabelled[0], len(unlabelled)))
+    gold.unlabelled = bool(unlabelled) and not labelled
     if not gold.qids and not errors.count:
         errors.add("%s: no gold items (the file is empty), got 0 rows" % path)
     return gold
 
 
-def read_chunks(path: str, errors: _Errors, notes: List[str]) -> Dict[str, str]:
-    """--chunks FILE: JSONL of {"id", "text"} (BEIR's {"_id", "text"} too)."""
+# Gold fields of issue 20 (seeds 000 and 004); any one of these makes a row "labelled".
+LABEL_FIELDS = ("answerable", "gold_claim_substr", "gold_citations", "expected_decision", "expected_behavior",
+                "rejection_reason", "required_behavior", "acceptable_decisions", "required_citation_doc_ids")
+REQUIRED_BEHAVIORS = {"must_surface_conflict": F_REQCONF, "must_detect_staleness": F_REQSTALE,
+                      "must_clarify": F_REQCLAR}
+
+
+_LABELS = frozenset(LABEL_FIELDS)
+_EXTRA_GOLD = frozenset(LABEL_FIELDS[4:])
+
+
+def _has_labels(row: dict) -> bool:
+    return not _LABELS.isdisjoint(row)
+
+
+def _gold_extras(row: dict, path: str, lineno: int, errors: _Errors):
+    """(flag bits, expected_behavior or None) from the issue-20 gold fields, or None when bad."""
+    if _EXTRA_GOLD.isdisjoint(row):
+        return 0, None
+    bits, bad = 0, False
+    beh = row.get("expected_behavior")
+    if beh is not None and beh not in ("answer", "reject"):
+        errors.add('%s:%d: "expected_behavior" must be "answer" or "reject", got %s' % (path, lineno, _show(beh)))
+        bad = True
+    reason = row.get("rejection_reason")
+    if reason is not None and (type(reason) is not str or not reason):
+        errors.add('%s:%d: "rejection_reason" must be a non-empty string, got %s' % (path, lineno, _show(reason)))
+        bad = True
+    elif reason is not None and beh == "reject":
+        bits |= F_POLREJ
+    req = row.get("required_behavior")
+    names: list = []
+    if type(req) is str:
+        names = [req]
+    elif type(req) is dict and all(type(v) is bool for v in req.values()):
+        names = [k for k, v in req.items() if v]      # seed 000: {"must_surface_conflict": true}
+    elif _str_list(req):
+        names = req
+    elif req is not None:
+        errors.add('%s:%d: "required_behavior" must be a name, a list of names or an object of name: '
+                   'true/false, got %s' % (path, lineno, _show(req)))
+        bad = True
+    for name in names:
+        if name not in REQUIRED_BEHAVIORS:
+            errors.add('%s:%d: "required_behavior" %s is unknown; known: %s, got %s'
+                       % (path, lineno, json.dumps(name), ", ".join(REQUIRED_BEHAVIORS), _show(req)))
+            bad = True
+        else:
+            bits |= REQUIRED_BEHAVIORS[name]
+    acc = row.get("acceptable_decisions")
+    if acc is not None and not (_str_list(acc) and all(a in DECISIONS for a in acc)):
+        errors.add('%s:%d: "acceptable_decisions" must be a list of %s, got %s'
+                   % (path, lineno, ", ".join(DECISIONS), _show(acc)))
+        bad = True
+    docs = row.get("required_citation_doc_ids")
+    if docs is not None and not (_str_list(docs) and all(docs)):
+        errors.add('%s:%d: "required_citation_doc_ids" must be a list of document ids, got %s'
+                   % (path, lineno, _show(docs)))
+        bad = True
+    elif docs:
+        bits |= F_REQDOCS
+    return None if bad else (bits, beh)
+
+
+def _store_gold_extras(gold: Gold, i: int, row: dict) -> None:
+    if row.get("acceptable_decisions"):
+        gold.acceptable[i] = frozenset(row["acceptable_decisions"])
+    if row.get("required_citation_doc_ids"):
+        gold.req_docs[i] = frozenset(row["required_citation_doc_ids"])
+    if row.get("rejection_reason") is not None and row.get("expected_behavior") == "reject":
+        gold.reject_reason[i] = row["rejection_reason"]
+
+
+def gold_from_trace(path: str, by: str) -> Gold:
+    """Reference-free mode (``--trace`` alone): the trace's qids, first-seen order, no labels.
+
+    Bad rows are skipped here; ``score_trace`` reads the file again and reports them."""
+    gold = Gold()
+    gold.unlabelled = True
+    cat_ids: Dict[str, int] = {}
+    quiet = _Errors(0)
+    for lineno, row in _jsonl(path, quiet, []):
+        qid = row.get("qid") or row.get("q_id")
+        if type(qid) is not str or qid in gold.index:
+            continue
+        cat = row.get(by)
+        gold.index[qid] = len(gold.qids)
+        gold.qids.append(qid)
+        gold.lines.append(lineno)
+        gold.subs.append(None)
+        gold.rel.append(())
+        gold.base.append(F_NOLAB)
+        gold.cat.append(gold.category_id(cat if type(cat) is str else NO_CATEGORY, cat_ids))
+        gold.expected.append(0)
+    if not gold.qids and not quiet.count:
+        raise ScoreError("%s: no trace rows with a qid (the file is empty), got 0 rows" % path)
+    return gold
+
+
+def read_chunks(path: str, errors: _Errors, notes: List[str],
+                policies: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    """--chunks FILE: JSONL of {"id", "text"} (BEIR's {"_id", "text"} too); an optional
+    "policy" (summarize, quote_only, no_use) goes to ``policies``."""
     chunks: Dict[str, str] = {}
     for lineno, row in _jsonl(path, errors, notes):
+        pol = row.get("policy")
+        if pol is not None and pol not in SOURCE_POLICIES:
+            errors.add('%s:%d: "policy" must be one of %s, got %s' % (path, lineno, ", ".join(SOURCE_POLICIES), _show(pol)))
+            continue
+        if pol is not None and pol != "summarize" and policies is not None:
+            policies[str(row.get("id", row.get("_id", row.get("chunk_id"))))] = pol
         cid = row.get("id", row.get("_id", row.get("chunk_id")))
         text = row.get("text")
         if type(cid) is not str or not cid:
@@ -1071,13 +1425,15 @@ def _disc(n: int) -> List[float]:
 class Scorer:
     """Per-item verdicts, stored compactly (arrays) so memory grows with the gold set only."""
 
-    def __init__(self, gold: Gold, ks: List[int], refusal: str, chunks: Optional[Dict[str, str]]):
+    def __init__(self, gold: Gold, ks: List[int], refusal: str, chunks: Optional[Dict[str, str]],
+                 rules: Optional[Rules] = None, chunk_policies: Optional[Dict[str, str]] = None):
         n = len(gold)
         self.gold, self.ks, self.refusal = gold, ks, refusal.strip().lower()
         self.chunks = chunks
         self.chunk_tokens: dict = {}
         self.k0 = ks[0]
-        self.flags = array("I", bytes(4 * n))
+        self.flags = array("Q", bytes(8 * n))
+        self._init_extra(rules, chunk_policies)
         self.seed_rec = {k: bytearray(n) for k in ks}
         self.hits = {k: array("I", bytes(4 * n)) for k in ks}
         self.rec = {k: array("d", bytes(8 * n)) for k in ks}
@@ -1107,6 +1463,10 @@ class Scorer:
             retset = set(ret)
             in_ret = retset.issuperset(cits)
             shipped = claim.lower() != self.refusal
+            prose = self.rules.refuses(claim) if shipped and self.prose_rules else 0   # issue 20: in prose
+            if prose:
+                f |= prose
+                shipped = False
             # seed 002: hit needs citations within retrieved_ids and overlap with gold; with no
             # gold citations only an empty citation list hits.
             if rel:
@@ -1160,7 +1520,7 @@ class Scorer:
             exp = gold.expected[i]
             if exp and decision is not None:
                 f |= F_DEC
-                if decision.strip().upper() == DECISIONS[exp - 1]:
+                if decision.strip().upper() == DECISIONS[exp - 1] or decision.strip().upper() in gold.acceptable.get(i, ()):
                     f |= F_DECOK
             if fallback is not None:
                 f |= F_FB
@@ -1215,6 +1575,233 @@ class Scorer:
             self.rrk[k][i] = 1.0 / (first + 1) if 0 <= first < k else 0.0
 
 
+    # ---- issue 20: policies, decisions for the right reason, reference-free measures
+    def _init_extra(self, rules: Optional[Rules], chunk_policies: Optional[Dict[str, str]]) -> None:
+        n = len(self.gold)
+        self.rules = rules or Rules()
+        self.prose_rules = bool(self.rules.refusal or self.rules.cutoff)
+        self.chunk_policies = chunk_policies or {}
+        self.evidence: Dict[int, List[dict]] = {}       # violations, by item (only failing items)
+        nan = array("d", [math.nan])
+        self.answer_rel = nan * n
+        self.context_rel = nan * n
+        self.latency = nan * n
+        self.cost = nan * n
+        self.term_cache: Dict[str, frozenset] = {}
+        self.flags_seen = bytearray(n)
+        # policy_compliance is measured when a [policy.*] exists or gold names a policy rejection
+        self.policy_measured = bool(self.rules.policies) or any(b & F_POLREJ for b in self.gold.base)
+
+    def judge_extra(self, i: int, claim, cits, ret, cited, cited_pol, decision, extra) -> None:
+        """Issue 20's per-item verdicts, after ``judge`` set the seed flags of item ``i``."""
+        q, reasons, total, cost = extra
+        f = self.flags[i]
+        if i in self.evidence:
+            del self.evidence[i]
+        if self.flags_seen[i]:       # a duplicate row replaces the earlier verdict
+            for arr in (self.answer_rel, self.context_rel, self.latency, self.cost):
+                arr[i] = math.nan
+        self.flags_seen[i] = 1
+        claim = (claim or "").strip()
+        cits = cits or []
+        ret = ret or []
+        if total is not None:
+            self.latency[i] = total
+        if cost is not None:
+            self.cost[i] = cost
+        found: List[dict] = []
+        if f & F_CUTOFF:
+            m = next(rx.search(claim) for _, rx in self.rules.cutoff if rx.search(claim))
+            found.append({"mode": "training_cutoff_excuse", "words": m.group(0)[:80]})
+        if f & F_SHIP:
+            for name, msg, pats in self.rules.policies:
+                for src, rx in pats:
+                    m = rx.search(claim)
+                    if m:
+                        found.append({"mode": "policy_violation", "policy": name, "pattern": src,
+                                      "words": m.group(0)[:80], "message": msg})
+                        break
+            if f & F_POLREJ:
+                found.append({"mode": "policy_violation", "policy": self.gold.reject_reason.get(i, ""),
+                              "gold": "expected_behavior reject: the answer shipped"})
+            if any(e["mode"] == "policy_violation" for e in found):
+                f |= F_POLV
+            if cited_pol or self.chunk_policies:
+                src_found = source_violations(claim, cits, ret, self._texts(cited, cits, ret),
+                                              self._policies(cited_pol, cits, ret))
+                if src_found:
+                    f |= F_SRCV
+                    found.extend(src_found)
+        # decisions for the right reason (seed 000): the right outcome, and the reason code
+        if f & (F_REQCONF | F_REQSTALE | F_REQCLAR):
+            dec = decision.strip().upper() if decision is not None else None
+            if dec is not None and self.gold.expected[i]:
+                right = bool(f & F_DECOK)
+            elif dec is not None and i in self.gold.acceptable:
+                right = dec in self.gold.acceptable[i]
+            else:
+                right = not f & F_SHIP if f & F_EXPREF else bool(f & F_SHIP)
+            codes = [r.split(":", 1)[0].strip().lower() for r in reasons or ()]
+            if right and f & F_REQCONF and any(c.startswith("conflict") for c in codes):
+                f |= F_OKCONF
+            if right and f & F_REQSTALE and any(c.startswith("stale") for c in codes):
+                f |= F_OKSTALE
+            if right and f & F_REQCLAR and (dec == "CLARIFY" or any(c.startswith(("ambiguous", "clarif")) for c in codes)):
+                f |= F_OKCLAR
+        if f & F_REQDOCS and self.gold.req_docs[i] <= {c.split("#", 1)[0] for c in cits}:
+            f |= F_OKDOCS
+        # reference-free relevance (lexical)
+        if q:
+            qt = content_terms(q)
+            if qt and f & F_SHIP:
+                self.answer_rel[i] = len(qt & content_terms(claim)) / len(qt)
+            # context relevance needs every retrieved chunk's text: --chunks, or all of them cited
+            if qt and ret and (self.chunks is not None or (cited and len(cited) >= len(ret))):
+                texts = self._texts(cited, ret, ())
+                if len(texts) == len(set(ret)):
+                    hit = sum(1 for c in ret if not qt.isdisjoint(self._terms(texts[c])))
+                    self.context_rel[i] = hit / len(ret)
+        if found:
+            self.evidence[i] = found
+        self.flags[i] = f
+
+    def _terms(self, text: str) -> frozenset:
+        t = self.term_cache.get(text)
+        if t is None:
+            if len(self.term_cache) > 100000:     # bounded: a trace of distinct texts must not grow it
+                self.term_cache.clear()
+            t = self.term_cache[text] = content_terms(text)
+        return t
+
+    def _texts(self, cited, cits, ret) -> Dict[str, str]:
+        """Known chunk texts of ``cits`` and ``ret``: the trace's cited_chunks, then --chunks."""
+        out = {}
+        for c in list(cits) + list(ret):
+            t = cited.get(c) if cited else None
+            if t is None and self.chunks is not None:
+                t = self.chunks.get(c)
+            if t is not None:
+                out[c] = t
+        return out
+
+    def _policies(self, cited_pol, cits, ret) -> Dict[str, str]:
+        out = {}
+        for c in list(cits) + list(ret):
+            p = (cited_pol or {}).get(c) or self.chunk_policies.get(c)
+            if p and p != "summarize":
+                out[c] = p
+        return out
+
+
+def content_terms(text: str) -> frozenset:
+    """Numbers and content words (>= 3 letters, not stopwords) of ``text``, a final "s" folded."""
+    out = set()
+    for tok in tokens(text) - STOPWORDS:
+        if tok[0].isdigit():
+            out.add(tok)
+        elif len(tok) > 3 and tok[-1] == "s" and tok[-2] != "s":
+            out.add(tok[:-1])
+        elif len(tok) >= 3:
+            out.add(tok)
+    return frozenset(out)
+
+
+_SENT_RX = re.compile(r"(?<=[.!?])\s+")
+NO_USE_RUN = 8      # consecutive words of a no_use chunk that make a reproduction
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def source_violations(claim: str, cits: List[str], ret: List[str], texts: Dict[str, str],
+                      policies: Dict[str, str]) -> List[dict]:
+    """Source-policy violations of one shipped claim (seed 004's SourcePolicyStage, lexical).
+
+    ``no_use``: citing the chunk, or reproducing NO_USE_RUN consecutive words of it (any
+    retrieved or cited chunk whose text is known).  ``quote_only``: each claim sentence is
+    attributed to the cited chunks holding it verbatim (case and white space normalized),
+    else to the cited chunks sharing most content terms with it; a sentence attributed to a
+    quote_only chunk that does not hold it verbatim is a violation."""
+    out: List[dict] = []
+    for c in dict.fromkeys(cits):
+        if policies.get(c) == "no_use":
+            out.append({"mode": "source_policy_violation", "rule": "no_use", "chunk": c, "how": "cited"})
+    words = _TOKEN_RX.findall(claim.lower())
+    grams = {tuple(words[j:j + NO_USE_RUN]) for j in range(len(words) - NO_USE_RUN + 1)}
+    for c in dict.fromkeys(list(cits) + list(ret)):
+        if policies.get(c) != "no_use" or c not in texts or not grams:
+            continue
+        cw = _TOKEN_RX.findall(texts[c].lower())
+        for j in range(len(cw) - NO_USE_RUN + 1):
+            g = tuple(cw[j:j + NO_USE_RUN])
+            if g in grams:
+                out.append({"mode": "source_policy_violation", "rule": "no_use", "chunk": c,
+                            "how": "reproduced", "words": " ".join(g)})
+                break
+    quoted = [c for c in dict.fromkeys(cits) if policies.get(c) == "quote_only"]
+    if quoted:
+        known = [c for c in dict.fromkeys(cits) if c in texts]
+        normed = {c: _norm(texts[c]) for c in known}
+        for sent in _SENT_RX.split(claim):
+            ns = _norm(sent).rstrip(".!?;:")
+            if not ns or any(ns in normed[c] for c in known):
+                continue
+            st = content_terms(sent)
+            shared = {c: len(st & content_terms(texts[c])) for c in known}
+            best = max(shared.values(), default=0)
+            for c in quoted:
+                if c not in shared or shared[c] == best:
+                    out.append({"mode": "source_policy_violation", "rule": "quote_only", "chunk": c,
+                                "how": "not verbatim", "sentence": sent[:120]})
+                    break
+    return out
+
+
+def _cited_with_policies(cited):
+    """cited_chunks whose values may be ``{"text", "policy"}``: (id -> text, id -> policy), or
+    (None, the bad value) when a value is neither text nor such an object."""
+    if type(cited) is not dict:
+        return None, cited
+    texts, pols = {}, {}
+    for cid, v in cited.items():
+        if type(v) is str:
+            texts[cid] = v
+        elif (type(v) is dict and type(v.get("text")) is str and set(v) <= {"text", "policy"}
+              and v.get("policy", "summarize") in SOURCE_POLICIES):
+            texts[cid] = v["text"]
+            if v.get("policy", "summarize") != "summarize":
+                pols[cid] = v["policy"]
+        else:
+            return None, {cid: v}
+    return texts, pols
+
+
+def _trace_extras(row: dict, path: str, lineno: int, errors: _Errors):
+    """(q, reasons, timings_ms.total, cost) of a trace row, checked; None when one is bad."""
+    q = row.get("q")
+    if q is not None and type(q) is not str:
+        errors.add('%s:%d: "q" must be a string, got %s' % (path, lineno, _show(q)))
+        return None
+    reasons = row.get("reasons")
+    if reasons is not None and not _str_list(reasons):
+        errors.add('%s:%d: "reasons" must be a list of strings, got %s' % (path, lineno, _show(reasons)))
+        return None
+    tm = row.get("timings_ms")
+    total = None
+    if tm is not None:
+        total = tm.get("total") if type(tm) is dict else tm
+        if type(tm) is not dict or (total is not None and not (_num(total) and total >= 0)):
+            errors.add('%s:%d: "timings_ms" must be an object whose "total" is a number >= 0, got %s'
+                       % (path, lineno, _show(tm)))
+            return None
+    cost = row.get("cost")
+    if cost is not None and not (_num(cost) and cost >= 0):
+        errors.add('%s:%d: "cost" must be a number >= 0, got %s' % (path, lineno, _show(cost)))
+        return None
+    return q, reasons, (float(total) if total is not None else None), (float(cost) if cost is not None else None)
+
+
 def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) -> Dict[str, object]:
     """Stream the trace file once, judging each row against its gold item (last row wins)."""
     index = scorer.gold.index
@@ -1260,8 +1847,15 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
                        % (path, lineno, len(ret or ()), _show(scores)))
             continue
         cited = get("cited_chunks")
+        cited_pol = None
         if cited is not None and (type(cited) is not dict or not all(type(v) is str for v in cited.values())):
-            errors.add("%s:%d: \"cited_chunks\" must be an object of id -> text, got %s" % (path, lineno, _show(cited)))
+            cited, cited_pol = _cited_with_policies(cited)     # issue 20: {"text", "policy"} values
+            if cited is None:
+                errors.add("%s:%d: \"cited_chunks\" must be an object of id -> text or {\"text\", \"policy\"} "
+                           "(policy one of %s), got %s" % (path, lineno, ", ".join(SOURCE_POLICIES), _show(cited_pol)))
+                continue
+        extra = _trace_extras(row, path, lineno, errors)
+        if extra is None:
             continue
         decision = get("decision")
         if decision is not None and type(decision) is not str:
@@ -1283,6 +1877,7 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
                 dup_ex.append(qid)
         seen[i] = 1
         judge(i, claim, cits, ret, scores, cited, decision, fallback, True)
+        scorer.judge_extra(i, claim, cits, ret, cited, cited_pol, decision, extra)
     # The gold set owns the query set: an item without a trace row is judged on an empty row
     # (seed 002: a shipped answer with an empty claim; retrieval scores 0).
     missing = 0
@@ -1644,6 +2239,8 @@ def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
     ng = len(gidx)
     aidx = None   # answerable items, for the seed's recall@K
     for m in REGISTRY:
+        if m.name in EXTRA_METRICS:
+            continue
         if m.name in SEED_ONLY or m.name == "recall@K":
             names = [m.name] if m.name != "recall@K" else ["recall@%d" % k for k in scorer.ks]
             for name in names:
@@ -1705,12 +2302,89 @@ def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
                 continue
             total = math.fsum(vals)
             out[name] = _entry(total / ng, None, ng, _normal_ci(total, math.fsum(v * v for v in vals), ng))
+    if not trec:
+        out.update(_extra_metrics(scorer, idx, combos))
+        if scorer.gold.unlabelled:
+            _skip_gold_metrics(out)
     return out
 
 
+EXTRA_METRICS = ("refusal_rate", "rejection_calibration", "policy_compliance", "source_policy_compliance",
+                 "answer_relevance", "context_relevance", "citation_coverage", "conflict_correct_rate",
+                 "staleness_correct_rate", "clarify_correct_rate", "latency_p50", "latency_p95", "cost_per_item")
+# name -> (denominator predicate, numerator predicate), like _PAIRED
+_EXTRA_RATES = {
+    "refusal_rate": (lambda f: True, lambda f: not f & F_SHIP),
+    "rejection_calibration": (lambda f: not f & F_NOLAB, lambda f: bool(f & F_SHIP) != bool(f & F_EXPREF)),
+    "policy_compliance": (lambda f: f & (F_SHIP | F_POLREJ), lambda f: not f & F_POLV),
+    "source_policy_compliance": (_has(F_SHIP), lambda f: not f & F_SRCV),
+    "citation_coverage": (_has(F_REQDOCS), _has(F_OKDOCS)),
+    "conflict_correct_rate": (_has(F_REQCONF), _has(F_OKCONF)),
+    "staleness_correct_rate": (_has(F_REQSTALE), _has(F_OKSTALE)),
+    "clarify_correct_rate": (_has(F_REQCLAR), _has(F_OKCLAR)),
+}
+_PAIRED.update(_EXTRA_RATES)     # per-item yes/no verdicts: --baseline pairs them too
+_EMPTY_WHY = {"refusal_rate": "no items", "rejection_calibration": "no item is labelled",
+              "citation_coverage": "no gold item lists required_citation_doc_ids",
+              "conflict_correct_rate": "no gold item has required_behavior must_surface_conflict",
+              "staleness_correct_rate": "no gold item has required_behavior must_detect_staleness",
+              "clarify_correct_rate": "no gold item has required_behavior must_clarify"}
+_SKIPPED = "skipped: needs gold labels (reference-free mode: no --gold, or gold rows without labels)"
+
+
+def nearest_rank(sorted_values: List[float], p: float) -> float:
+    """The ceil(p * n)-th smallest value (1-based; p in (0, 1]); the list must be non-empty."""
+    return sorted_values[max(1, math.ceil(p * len(sorted_values) - 1e-9)) - 1]
+
+
+def _extra_metrics(scorer: Scorer, idx, combos: Counter) -> Dict[str, dict]:
+    """Issue 20's metrics over the items ``idx`` (``combos``: their flags, counted)."""
+    out: Dict[str, dict] = {}
+    for name, (den, num) in _EXTRA_RATES.items():
+        n = c = 0
+        for f, cnt in combos.items():
+            if den(f):
+                n += cnt
+                if num(f):
+                    c += cnt
+        m = _BY_NAME[name]
+        if name == "policy_compliance" and not scorer.policy_measured:
+            out[name] = _entry(None, c, n, None, "not measured: no [policy.*] patterns in the gates file "
+                                                 "and no gold policy rejection")
+        elif n == 0 and m.empty is None:
+            out[name] = _entry(None, 0, 0, None, "not measured: " + _EMPTY_WHY[name])
+        else:
+            out[name] = _entry(c / n if n else m.empty, c, n, wilson(c, n))
+    for name, arr, what in (("answer_relevance", scorer.answer_rel, "no shipped item has a question (q) with content terms"),
+                            ("context_relevance", scorer.context_rel, "no item has a question, retrieved chunks and all "
+                                                                      "their texts (give --chunks)")):
+        vals = [v for v in map(arr.__getitem__, idx) if v == v]
+        total = math.fsum(vals)
+        out[name] = (_entry(total / len(vals), None, len(vals), _normal_ci(total, math.fsum(v * v for v in vals), len(vals)))
+                     if vals else _entry(None, None, 0, None, "not measured: " + what))
+    lat = sorted(v for v in map(scorer.latency.__getitem__, idx) if v == v)
+    for name, p in (("latency_p50", 0.50), ("latency_p95", 0.95)):
+        out[name] = (_entry(nearest_rank(lat, p), None, len(lat), None) if lat else
+                     _entry(None, None, 0, None, "not measured: no trace row carries timings_ms.total"))
+    cost = [v for v in map(scorer.cost.__getitem__, idx) if v == v]
+    out["cost_per_item"] = (_entry(math.fsum(cost) / len(cost), None, len(cost), None) if cost else
+                            _entry(None, None, 0, None, "not measured: no trace row carries cost"))
+    return {m.name: out[m.name] for m in REGISTRY if m.name in out}
+
+
+def _skip_gold_metrics(out: Dict[str, dict]) -> None:
+    """Reference-free mode: every metric whose registry entry needs gold is skipped, with why."""
+    for name in out:
+        if parse_metric(name).metric.gold:
+            out[name] = _entry(None, None, None, None, _SKIPPED)
+
+
 # Severity order: an item's primary failure mode is its first label in this order.
-MODE_ORDER = ("missing_trace", "under_refusal", "citation_not_retrieved", "hallucination", "retrieval_miss",
-              "over_refusal", "citation_miss", "claim_miss", "decision_mismatch")
+MODE_ORDER = ("missing_trace", "policy_violation", "source_policy_violation", "training_cutoff_excuse",
+              "under_refusal", "false_acceptance", "citation_not_retrieved", "hallucination", "retrieval_miss",
+              "over_refusal", "false_rejection", "conflict_not_surfaced", "staleness_not_detected",
+              "clarification_missed", "required_citation_missing", "citation_miss", "claim_miss",
+              "decision_mismatch")
 
 
 def all_modes(f: int, trec: bool) -> List[str]:
@@ -1721,8 +2395,9 @@ def all_modes(f: int, trec: bool) -> List[str]:
     if f & F_GOLD and not f & F_GOLDRET and (trec or f & F_ANS):
         out.append("retrieval_miss")      # no gold citation was retrieved at all
     if not trec:
+        out += _extra_modes(f)
         if f & F_SHIP:
-            if not f & F_ANS:
+            if not f & (F_ANS | F_NOLAB):
                 out.append("under_refusal")
             if f & F_NOTRET:
                 out.append("citation_not_retrieved")
@@ -1737,6 +2412,28 @@ def all_modes(f: int, trec: bool) -> List[str]:
         if f & F_DEC and not f & F_DECOK:
             out.append("decision_mismatch")
     return sorted(out, key=MODE_ORDER.index)
+
+
+def _extra_modes(f: int) -> List[str]:
+    """Issue 20's failure labels (seed 004's rejection calibration, policies; seed 000's
+    decisions for the right reason)."""
+    out = []
+    if f & F_POLV:
+        out.append("policy_violation")
+    if f & F_SRCV:
+        out.append("source_policy_violation")
+    if f & F_CUTOFF:
+        out.append("training_cutoff_excuse")
+    if not f & F_NOLAB:
+        if f & F_SHIP and f & F_EXPREF:
+            out.append("false_acceptance")
+        if not f & (F_SHIP | F_EXPREF | F_CUTOFF):
+            out.append("false_rejection")
+    for req, ok, mode in ((F_REQCONF, F_OKCONF, "conflict_not_surfaced"), (F_REQSTALE, F_OKSTALE, "staleness_not_detected"),
+                          (F_REQCLAR, F_OKCLAR, "clarification_missed"), (F_REQDOCS, F_OKDOCS, "required_citation_missing")):
+        if f & req and not f & ok:
+            out.append(mode)
+    return out
 
 
 def failure_mode(f: int, trec: bool) -> Optional[str]:
@@ -3071,8 +3768,9 @@ def run(args) -> int:
         raise ScoreError("usage: give --gold/--trace or --qrels/--run, not both")
     if trec and not (args.qrels and args.run):
         raise ScoreError("usage: --qrels and --run go together")
-    if not trec and not (args.gold and args.trace):
-        raise ScoreError("usage: --gold and --trace are required (or --qrels and --run)")
+    if not trec and not args.trace:
+        raise ScoreError("usage: --trace is required (with --gold, or alone for the reference-free metrics), "
+                         "or --qrels and --run")
     ks = _parse_ks(args.k)
     trec_names = _trec_names(args, trec)
     dataset_given = args.dataset is not None
@@ -3095,6 +3793,7 @@ def run(args) -> int:
             section = None
         refusal, file_gates, regression = load_gates_file(gates_file, section)
         gates_source = gates_file
+    rules = load_rules(gates_file) if gates_file is not None else Rules()
     if no_gates:
         gates, shown, gates_source = [], {}, "none"
     elif args.gates is not None:
@@ -3124,8 +3823,9 @@ def run(args) -> int:
     errors = _Errors(max(1, args.max_errors))
     notes: List[str] = []
     chunks = None
+    chunk_policies: Dict[str, str] = {}
     if args.chunks:
-        chunks = read_chunks(args.chunks, errors, notes)
+        chunks = read_chunks(args.chunks, errors, notes, chunk_policies)
     if trec:
         gold = read_qrels(args.qrels, errors)
         runs = read_run(args.run, errors) if not errors.count else {}
@@ -3134,10 +3834,10 @@ def run(args) -> int:
         scorer = Scorer(gold, ks, refusal, chunks)
         stats = score_run(runs, scorer)
     else:
-        gold = read_gold(args.gold, args.by, errors, notes)
+        gold = read_gold(args.gold, args.by, errors, notes) if args.gold else gold_from_trace(args.trace, args.by)
         if errors.count:
             raise ScoreError(errors.text())
-        scorer = Scorer(gold, ks, refusal, chunks)
+        scorer = Scorer(gold, ks, refusal, chunks, rules, chunk_policies)
         scorer.progress = not args.quiet
         stats = score_trace(args.trace, scorer, errors, notes)
         if errors.count:
@@ -3195,18 +3895,23 @@ def run(args) -> int:
     if stats["missing"]:
         warnings.append("%d gold items have no trace row; each counts as %s" % (
             stats["missing"], "an empty ranking" if trec else "a shipped answer with an empty claim"))
+    skipped = sorted(name for name, e in metrics.items() if e["reason"] == _SKIPPED)
+    if skipped:
+        warnings.append("reference-free mode: %d metrics need gold labels and were skipped (%s)"
+                        % (len(skipped), ", ".join(skipped)))
     for name, e in metrics.items():
-        if e["reason"] and not trec:
+        if e["reason"] and not trec and e["reason"] != _SKIPPED and name not in EXTRA_METRICS:
             warnings.append("%s: %s" % (name, e["reason"]))
     gate_results = order_by_tier(gate_results)
     all_pass = blocking_pass(gate_results)
     # 5. report
     m0 = metrics
+    shipped_n = sum(c for f, c in by_flags.items() if f & F_SHIP)
     report: dict = {}
     if not trec:
         report.update({
-            "answered": m0["precision"]["n"],            # |S|
-            "refused": n - m0["precision"]["n"],         # |R|
+            "answered": shipped_n,                       # |S|
+            "refused": n - shipped_n,                    # |R|
             "answerable": m0["over_refusal"]["n"],       # |A|
             "unanswerable": m0["under_refusal"]["n"],    # |U|
             "precision": _r(m0["precision"]["value"]),
@@ -3235,6 +3940,9 @@ def run(args) -> int:
                    "warnings": warnings})
     report["warnings_failed"] = sum(1 for g in gate_results if g["tier"] == "warn" and not g["pass"])
     report["scorecard"] = scorecard(weights, metrics, k0)
+    if not trec:
+        report["reference_free"] = gold.unlabelled
+        report["skipped_metrics"] = {name: _SKIPPED for name in skipped}
     text = render_json(report, item_flags)
     for w in warnings:
         sys.stderr.write("score_eval: warning: %s\n" % w)
@@ -3270,6 +3978,7 @@ def _item_record(scorer: Scorer, i: int, trec: bool) -> dict:
                     "hallucination": bool(f & F_HALL) if f & F_SHIP and f & F_HMEAS else None,
                     "unsupported": scorer.unsupported.get(i, []) if f & F_HALL else [],
                     "recall@k": bool(f & F_REC)})
+        rec.update(_extra_item(scorer, i, f))
     if f & F_GOLD:
         ret = {"RR": round(scorer.rr[i], 4)}
         for k in scorer.ks:
@@ -3282,6 +3991,17 @@ def _item_record(scorer: Scorer, i: int, trec: bool) -> dict:
     else:
         rec["retrieval"] = None
     return rec
+
+
+def _extra_item(scorer: Scorer, i: int, f: int) -> dict:
+    """Issue 20's per-item fields of the --items file."""
+    def num(arr):
+        v = arr[i]
+        return round(v, 4) if v == v else None
+    return {"refused_by": None if f & F_SHIP else ("pattern" if f & F_PROSE else "token"),
+            "evidence": scorer.evidence.get(i, []), "answer_relevance": num(scorer.answer_rel),
+            "context_relevance": num(scorer.context_rel), "latency_ms": num(scorer.latency),
+            "cost": num(scorer.cost)}
 
 
 def _item_lines(scorer: Scorer, trec: bool, stages: Optional[ItemStages] = None):

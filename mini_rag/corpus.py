@@ -64,6 +64,10 @@ from .errors import MiniRagError
 from .records import Chunk, Document
 
 TEXT_SUFFIXES = (".md", ".txt")
+#: A document's ``policy:`` (front matter or BEIR metadata): how answers may use its text
+#: (seed 004's source policies; the scorer checks them).  Kept in ``metadata``, so every
+#: chunk and hit carries it, and the trace's ``cited_chunks`` passes it on.
+SOURCE_POLICIES = ("summarize", "quote_only", "no_use")
 KNOWN_KEYS = ("doc_id", "title", "authority", "effective")
 
 _FRONT_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)\s*:\s*(.*)$")
@@ -104,6 +108,12 @@ def _check_id(doc_id: str, where: str) -> str:
     return doc_id
 
 
+def _check_policy(meta: dict, where: str) -> None:
+    policy = meta.get("policy")
+    if policy is not None and policy not in SOURCE_POLICIES:
+        raise MiniRagError("%s: policy must be one of %s, got %r" % (where, ", ".join(SOURCE_POLICIES), policy))
+
+
 def _unquote(v: str) -> str:
     v = v.strip()
     if len(v) >= 2 and v[0] == v[-1] and v[0] in "\"'":
@@ -138,6 +148,7 @@ def parse_text_document(text: str, path: str, default_id: str, content_hash: str
             meta[key] = _unquote(m.group(2))
         body_start = end + 1
     where = "%s:1" % path
+    _check_policy(meta, where)
     doc_id = _check_id(meta.pop("doc_id", "") or default_id, where)
     effective = meta.pop("effective", "")
     if effective:
@@ -218,6 +229,7 @@ def _load_jsonl(path: str) -> List[Document]:
         if not isinstance(meta, dict):
             raise MiniRagError("%s: 'metadata' must be an object, got %r" % (where, meta))
         meta = dict(meta)
+        _check_policy(meta, where)
         authority = meta.pop("authority", "")
         effective = meta.pop("effective", "")
         if effective:

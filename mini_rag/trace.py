@@ -14,7 +14,10 @@ key                   value
 ``answer_json``       ``{"claim": str, "citations": [ids]}``; the refusal token and ``[]``
                       for every non-ANSWER decision
 ``cited_chunks``      ``{id: full chunk text}`` for the citations (the scorer's
-                      hallucination check); ``{}`` on a refusal
+                      hallucination check); ``{}`` on a refusal.  A chunk whose document
+                      sets ``policy:`` in its front matter (summarize, quote_only, no_use)
+                      gets ``{"text": ..., "policy": ...}`` instead, for the scorer's
+                      source-policy check (absent policy: plain text, as before)
 ``decision``          ANSWER | ABSTAIN | CLARIFY | BLOCK
 ``reasons``           every guard that fired, precedence order (``decision.py``)
 ``message``           the text for a person ("" on ANSWER)
@@ -61,7 +64,7 @@ def build_row(qid: str, question: str, hits: Sequence[Any], claim: str, citation
         "retrieved_ids": [h.chunk_id for h in hits],
         "retrieved_scores": [float(h.similarity) for h in hits],
         "answer_json": {"claim": claim, "citations": list(citations)},
-        "cited_chunks": {cid: cited_chunks[cid] for cid in citations if cid in cited_chunks},
+        "cited_chunks": {cid: _cited_value(cited_chunks[cid], hits, cid) for cid in citations if cid in cited_chunks},
         "decision": decision,
         "reasons": list(reasons),
         "message": message,
@@ -78,6 +81,16 @@ def build_row(qid: str, question: str, hits: Sequence[Any], claim: str, citation
     if timings_ms is not None:
         row["timings_ms"] = timings_ms
     return row
+
+
+def _cited_value(text: str, hits: Sequence[Any], cid: str) -> Any:
+    """The chunk text, or ``{"text", "policy"}`` when its document declares a source policy."""
+    for h in hits:
+        if h.chunk_id == cid:
+            policy = (getattr(h, "metadata", None) or {}).get("policy")
+            if policy:
+                return {"text": text, "policy": policy}
+    return text
 
 
 def format_text(decision: str, sentences: Sequence[Any], confidence: str, refusal: str,

@@ -131,6 +131,15 @@ class RegistryMetrics(TempDir):
         }
         # recall@1 (seed, trace order): G1 raw order starts with d1#1 -> hit; G2 hit; G3 needs 2 ids
         expected["recall@1"] = 2 / 5
+        # issue 20: refused G4, G6; behaviour matches the label for all but G5 (shipped, expected to
+        # refuse) and G6 (refused, expected to answer); no source policies; questions "q Gn" share
+        # only the number n with nothing; only G2's retrieved chunk text is known (0 of 1 relevant)
+        expected.update({"refusal_rate": 2 / 7, "rejection_calibration": 5 / 7, "source_policy_compliance": 5 / 5,
+                         "answer_relevance": 0.0, "context_relevance": 0 / 1})
+        unmeasured = ("policy_compliance", "citation_coverage", "conflict_correct_rate", "staleness_correct_rate",
+                      "clarify_correct_rate", "latency_p50", "latency_p95", "cost_per_item")
+        for name in unmeasured:
+            self.assertIsNone(m.pop(name), name)
         self.assertEqual(set(m), set(expected))
         for name, want in expected.items():
             with self.subTest(metric=name):
@@ -309,7 +318,7 @@ class BadInput(TempDir):
         (b'{"answerable": true}\n', 'gold.jsonl:1: missing "qid", got {"answerable": true}'),
         (b'{"qid": 5, "answerable": true}\n', 'gold.jsonl:1: "qid" must be a non-empty string, got 5'),
         (b'{"qid": "A", "answerable": "yes"}\n', 'gold.jsonl:1: "answerable" must be true or false, got "yes"'),
-        (b'{"qid": "A"}\n', 'gold.jsonl:1: "answerable" must be true or false, got null'),
+        (b'{"qid": "A", "gold_citations": []}\n', 'gold.jsonl:1: "answerable" must be true or false, got null'),
         (b'{"qid": "A", "answerable": true, "gold_citations": "c1"}\n',
          'gold.jsonl:1: "gold_citations" must be a list of strings, got "c1"'),
         (b'{"qid": "A", "answerable": true, "gold_citations": [1]}\n',
@@ -343,7 +352,8 @@ class BadInput(TempDir):
          'trace.jsonl:1: "retrieved_scores" must be a list of numbers as long as "retrieved_ids" (1), got [true]'),
         (b'{"qid": "A", "retrieved_ids": ["c"], "retrieved_scores": [NaN]}\n',
          'trace.jsonl:1: "retrieved_scores" must be a list of numbers as long as "retrieved_ids" (1), got [NaN]'),
-        (b'{"qid": "A", "cited_chunks": {"c": 1}}\n', 'trace.jsonl:1: "cited_chunks" must be an object of id -> text, got {"c": 1}'),
+        (b'{"qid": "A", "cited_chunks": {"c": 1}}\n', 'trace.jsonl:1: "cited_chunks" must be an object of id -> text or '
+         '{"text", "policy"} (policy one of summarize, quote_only, no_use), got {"c": 1}'),
         (b'{"qid": "A", "decision": 1}\n', 'trace.jsonl:1: "decision" must be a string, got 1'),
         (b'{"qid": "A", "fallback_used": "no"}\n', 'trace.jsonl:1: "fallback_used" must be true or false, got "no"'),
         (b'{"qid": "A"\n', 'trace.jsonl:1: invalid JSON (Expecting \',\' delimiter), got "{\\"qid\\": \\"A\\""'),
@@ -398,7 +408,8 @@ class BadInput(TempDir):
     def test_usage_errors(self):
         g = write_jsonl(self.dir / "g.jsonl", [gold_row("A", False)])
         cases = [
-            (["--gold", g], "usage: --gold and --trace are required (or --qrels and --run)"),
+            (["--gold", g], "usage: --trace is required (with --gold, or alone for the reference-free metrics), "
+                            "or --qrels and --run"),
             (["--gold", g, "--trace", g, "--k", "0"], "--k: cutoffs must be positive integers separated by commas, got '0'"),
             (["--gold", g, "--trace", g, "--gates", "recal@5=0.5"], "--gates: unknown metric 'recal@5'; did you mean 'recall@5'?"),
             (["--gold", g, "--trace", g, "--gates", "precision=high"], "--gates: threshold for 'precision' must be a number, got 'high'"),
@@ -483,7 +494,7 @@ class Gates(TempDir):
             ("[baseline]\nprecision = { min = \"0.5\" }\n", 'g.toml:2: gate \'precision\' min must be a number, got "0.5"'),
             ("[baseline]\nprecision = { minimum = 0.5 }\n", 'g.toml:2: gate \'precision\' has unknown keys minimum; known: min, max, message, tier, got {"minimum": 0.5}'),
             ("[perturb]\nchr = { min = 0.5 }\n", "g.toml: no [baseline] section; datasets in the file: perturb"),
-            ("[scorer]\nrefusl = \"x\"\n[baseline]\n", "g.toml:2: unknown [scorer] key 'refusl'; known: refusal, got \"x\""),
+            ("[scorer]\nrefusl = \"x\"\n[baseline]\n", "g.toml:2: unknown [scorer] key 'refusl'; known: refusal, refusal_patterns, cutoff_patterns, got \"x\""),
             ("[baseline]\n[regression]\nalpha = 2\n", "g.toml:3: [regression] alpha must be a number in (0, 1), got 2"),
             ("[baseline]\n[regression.max_drop]\n\"nDCG@10\" = 0.1\n",
              "g.toml:3: [regression.max_drop] 'nDCG@10' has no per-item yes/no verdict for the paired test"),
@@ -508,8 +519,14 @@ class Gates(TempDir):
         _, gates, _ = score_eval.load_gates_file(str(ROOT / "gates.toml"), "baseline")
         want = {"pass_rate": (">=", 0.95), "hallucination": ("<=", 0.0), "fallback_used_rate_answerable": ("<=", 0.15),
                 "incorrect_refusal": ("<=", 0.02), "precision": (">=", 0.80), "chr": (">=", 0.75),
-                "under_refusal": ("<=", 0.05), "over_refusal": ("<=", 0.10)}
+                "under_refusal": ("<=", 0.05), "over_refusal": ("<=", 0.10),
+                # issue 20: seed 004's critical tier blocks
+                "policy_compliance": (">=", 0.95)}
         self.assertEqual({g.ref.metric.name: (g.op, g.threshold) for g in gates if g.tier == "block"}, want)
+        # issue 20: seed 004's quality-tier bar for right-reason refusals, as warn gates
+        self.assertEqual({g.ref.metric.name: (g.op, g.threshold) for g in gates if g.tier == "warn"},
+                         {"conflict_correct_rate": (">=", 0.80), "staleness_correct_rate": (">=", 0.80),
+                          "clarify_correct_rate": (">=", 0.80)})
         fb = [g for g in gates if g.ref.metric.name == "fallback_used_rate_answerable"][0]
         self.assertEqual(fb.message, "Fallback retrieval triggered too often; check embeddings/index changes or "
                                      "similarity calibration.")
