@@ -24,8 +24,10 @@
     ``make compare``: both configurations on both gold sets, the candidate gated against
     the baseline by the scorer's regression gates; prints the deltas.
 
-Exit status: ``ask``/``run`` 0 on success; ``eval``/``compare`` 0 when every gate
-passes, 1 when one fails; 2 for bad input (missing or malformed gold, config, corpus).
+Exit status: ``ask``/``run`` 0 on success, 1 when the generator failed on an item (that
+item is BLOCKed with reason ``generator_error:<kind>``; ``run`` still writes every row and
+prints the count); ``eval``/``compare`` 0 when every gate passes, 1 when one fails; 2 for
+bad input (missing or malformed gold, config, corpus).
 """
 from __future__ import annotations
 
@@ -105,6 +107,8 @@ def cmd_ask(args) -> int:
         raise MiniRagError("question must not be empty, got %r" % args.question)
     config = resolve_config(args.config)
     result = Pipeline(config).answer(args.question, timings=args.timings)
+    if result.generator_error:
+        print("mini_rag: %s" % result.row["validation"]["errors"][-1], file=sys.stderr)
     if args.debug:
         err = sys.stderr
         print(format_facts(result.facts_a), file=err)
@@ -121,7 +125,7 @@ def cmd_ask(args) -> int:
         sentences = result.answer.sentences if row["decision"] == "ANSWER" else []
         print(format_text(row["decision"], sentences, row["confidence"], config["answer"]["refusal"],
                           row["message"]))
-    return 0
+    return 1 if result.generator_error else 0
 
 
 def cmd_run(args) -> int:
@@ -129,9 +133,30 @@ def cmd_run(args) -> int:
     from .pipeline import Pipeline
     read_gold(args.gold)                          # bad gold is reported before the index is opened
     config = resolve_config(args.config)
-    n = run_gold(Pipeline(config), args.gold, args.out, timings=args.timings)
+    counted = _FailureCount(Pipeline(config))
+    n = run_gold(counted, args.gold, args.out, timings=args.timings)
     print("mini_rag: wrote %d trace rows to %s" % (n, args.out), file=sys.stderr)
+    if counted.failed:
+        print("mini_rag: %d of %d items BLOCKed by generator_error (first: %s)"
+              % (counted.failed, n, counted.first), file=sys.stderr)
+        return 1
     return 0
+
+
+class _FailureCount:
+    """A pipeline that counts the items whose generator failed (``run`` exits 1 then)."""
+
+    def __init__(self, pipeline) -> None:
+        self.pipeline = pipeline
+        self.failed = 0
+        self.first = ""
+
+    def answer(self, question: str, qid: str = "", timings: bool = False):
+        result = self.pipeline.answer(question, qid=qid, timings=timings)
+        if result.generator_error:
+            self.failed += 1
+            self.first = self.first or "%s: %s" % (qid, result.row["validation"]["errors"][-1])
+        return result
 
 
 def cmd_eval(args) -> int:

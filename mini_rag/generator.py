@@ -30,8 +30,11 @@ The command protocol: the program gets one JSON object on stdin, ``{"question": 
 and must print one phase C JSON object on stdout and exit 0.  It runs without a shell,
 in the current directory, with the current environment; after ``timeout`` seconds it is
 killed.  A failure to start, a non-zero exit, a timeout or output that is not one JSON
-object raises :class:`~mini_rag.errors.MiniRagError` (the caller decides whether that
-ends the run or becomes a refusal).  The extractive generator adds the keys
+object raises :class:`GeneratorError` (a MiniRagError with a ``kind``: ``not_found``,
+``not_executable``, ``cannot_run``, ``timeout``, ``exit_status``, ``unparsable_output``);
+the pipeline makes it that item's BLOCK ``generator_error:<kind>``, and ``run`` goes on
+to the next item.  The generator is only called when the retrieval half of the guards
+has not already decided (no hits, no phase B evidence: see ``pipeline.py``).  The extractive generator adds the keys
 ``refused``, ``reasons`` and ``detail`` to its output, which the validator ignores and
 ``generate_answer`` carries into the :class:`Answer`.
 """
@@ -47,8 +50,25 @@ from .records import Fact
 from .synthesize import Answer, phase_c
 from .validate import validate_synthesis
 
-__all__ = ["Generator", "ExtractiveGenerator", "CommandGenerator", "get_generator",
+__all__ = ["Generator", "ExtractiveGenerator", "CommandGenerator", "GeneratorError", "get_generator",
            "generate_answer", "GENERATORS"]
+
+
+class GeneratorError(MiniRagError):
+    """The generator failed on one question; ``kind`` is one of :data:`GENERATOR_ERRORS`.
+
+    The pipeline turns it into that item's BLOCK ``generator_error:<kind>`` (a run goes
+    on); it subclasses MiniRagError so a caller that does not catch it still fails closed.
+    """
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+#: ``GeneratorError.kind`` values: why no checkable output came back.
+GENERATOR_ERRORS = ("not_found", "not_executable", "cannot_run", "timeout", "exit_status",
+                    "unparsable_output")
 
 
 class Generator:
@@ -97,24 +117,25 @@ class CommandGenerator(Generator):
             proc = subprocess.run(self.argv, input=data, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   timeout=self.timeout, check=False)
         except FileNotFoundError:
-            raise MiniRagError("%s: not found" % where) from None
+            raise GeneratorError("not_found", "%s: not found" % where) from None
         except PermissionError:
-            raise MiniRagError("%s: not executable" % where) from None
+            raise GeneratorError("not_executable", "%s: not executable" % where) from None
         except subprocess.TimeoutExpired:
-            raise MiniRagError("%s: no answer within %g seconds" % (where, self.timeout)) from None
+            raise GeneratorError("timeout", "%s: no answer within %g seconds" % (where, self.timeout)) from None
         except OSError as exc:
-            raise MiniRagError("%s: cannot run: %s" % (where, exc.strerror or exc)) from None
+            raise GeneratorError("cannot_run", "%s: cannot run: %s" % (where, exc.strerror or exc)) from None
         if proc.returncode != 0:
             tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-            raise MiniRagError("%s: exited with status %d%s"
-                               % (where, proc.returncode, (": " + tail[0][:200]) if tail[0] else ""))
+            raise GeneratorError("exit_status", "%s: exited with status %d%s"
+                                 % (where, proc.returncode, (": " + tail[0][:200]) if tail[0] else ""))
         text = proc.stdout.decode("utf-8", "replace").strip()
         try:
             payload = json.loads(text)
         except ValueError:
-            raise MiniRagError("%s: stdout is not JSON, got %r" % (where, text[:60])) from None
+            raise GeneratorError("unparsable_output", "%s: stdout is not JSON, got %r" % (where, text[:60])) from None
         if not isinstance(payload, dict):
-            raise MiniRagError("%s: stdout must be one JSON object, got %r" % (where, text[:60]))
+            raise GeneratorError("unparsable_output",
+                                 "%s: stdout must be one JSON object, got %r" % (where, text[:60]))
         return payload
 
 

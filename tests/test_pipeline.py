@@ -102,7 +102,11 @@ class Decisions(unittest.TestCase):
         row = self.answer("Can we store social security numbers in plaintext?").row
         self.assertEqual(row["conflicts"], [{"kind": "polarity", "axis": "permission",
                                              "a": "encryption-standard#p1", "b": "security-policy-legacy#p1",
-                                             "reason": "permission: neg vs pos"}])
+                                             "reason": "permission: neg vs pos",
+                                             "evidence": {
+                                                 "a": "Social security numbers must not be stored in plaintext.",
+                                                 "b": "Social security numbers may be stored in plaintext "
+                                                      "on the internal file server."}}])
         self.assertIn("encryption-standard", row["message"])
         self.assertIn("security-policy-legacy", row["message"])
         self.assertEqual(row["risk"]["level"], "high")

@@ -1,0 +1,169 @@
+"""The pipeline's two halves (mini_rag/pipeline.py): the retrieval half decides before the
+generator is called; a generator failure is that item's BLOCK ``generator_error:<kind>``;
+the trace keeps ``decided_by`` and ``validation``.  Also ``run`` with a generator command
+that fails on one item of three (mini_rag/cmd_answer.py)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from mini_rag.generator import CommandGenerator, GeneratorError, Generator  # noqa: E402
+from mini_rag.pipeline import Pipeline  # noqa: E402
+from test_pipeline import Fixed, TopFact, fixture_config, fixture_retriever, row_of  # noqa: E402
+from test_cli_answer import mini_rag, write_config  # noqa: E402
+
+
+class Counting(Generator):
+    """TopFact that counts its calls."""
+    name = "counting"
+
+    def __init__(self):
+        self.calls = 0
+
+    def generate(self, question, facts, context):
+        self.calls += 1
+        return TopFact().generate(question, facts, context)
+
+
+class Failing(Generator):
+    name = "failing"
+
+    def __init__(self, kind):
+        self.kind = kind
+
+    def generate(self, question, facts, context):
+        raise GeneratorError(self.kind, "generator command 'llm': %s" % self.kind)
+
+
+def pipeline(generator, cfg=None):
+    cfg = cfg or fixture_config()
+    return Pipeline(cfg, retriever=fixture_retriever(cfg), generator=generator)
+
+
+class Halves(unittest.TestCase):
+    def test_generator_calls_counted(self):
+        # (question, decided_by, decision, reasons, generator calls)
+        cases = [
+            ("What is the capital of France?", "retrieval", "ABSTAIN", ["low_confidence:no_hits"], 0),
+            ("What colour is the logo of the plans page?", "retrieval", "ABSTAIN",
+             ["low_confidence:answer_refused:no_evidence"], 0),
+            ("Who approves invoices?", "answer", "ANSWER", [], 1),
+            ("Can we store social security numbers in plaintext?", "answer", "ABSTAIN",
+             ["conflict:polarity:encryption-standard#p1:security-policy-legacy#p1"], 1),
+        ]
+        for question, half, decision, reasons, calls in cases:
+            with self.subTest(question):
+                gen = Counting()
+                r = pipeline(gen).answer(question)
+                self.assertEqual((r.row["decided_by"], r.row["decision"], r.row["reasons"]),
+                                 (half, decision, reasons))
+                self.assertEqual((gen.calls, r.generator_called), (calls, calls > 0))
+
+    def test_too_few_hits_decides_before_generation(self):
+        cfg = fixture_config()
+        cfg["guards"]["min_chunks"] = 3
+        gen = Counting()
+        r = pipeline(gen, cfg).answer("Who approves invoices?")       # 2 hits < 3
+        self.assertEqual(len(r.retrieval.hits), 2)
+        self.assertEqual((r.row["decision"], r.row["reasons"], r.row["decided_by"], gen.calls),
+                         ("ABSTAIN", ["low_confidence:too_few_hits"], "retrieval", 0))
+
+    def test_generator_failure_blocks_the_item(self):
+        for kind in ("exit_status", "timeout", "unparsable_output"):
+            with self.subTest(kind):
+                r = pipeline(Failing(kind)).answer("Who approves invoices?")
+                self.assertEqual((r.row["decision"], r.row["reasons"]), ("BLOCK", ["generator_error:%s" % kind]))
+                self.assertEqual(r.generator_error, kind)
+                self.assertEqual(r.row["answer_json"], {"claim": "not in context", "citations": []})
+                self.assertEqual(r.row["validation"], {"citation_valid": False,
+                                                       "errors": ["generator command 'llm': %s" % kind],
+                                                       "warnings": []})
+                self.assertIn(kind.replace("_", " "), r.row["message"])
+
+    def test_validation_kept_in_trace(self):
+        def make(fs):
+            bad = row_of(fs[0], sentence="Zebras gallop.")          # shares no keyword with its chunk
+            return {"answer_sentences": [bad, {"sentence": "x", "pdf": "nowhere", "page": 1,
+                                               "chunk_id": "nowhere#p0"}], "confidence": "High"}
+        row = pipeline(Fixed(make)).answer("When does the staff cafeteria open?").row
+        self.assertEqual(row["decision"], "BLOCK")
+        self.assertEqual(row["validation"]["citation_valid"], False)
+        self.assertEqual(row["validation"]["errors"], ["citation 'nowhere#p0' does not match any retrieved chunk"])
+        self.assertEqual(row["validation"]["warnings"], [
+            "sentence 1 shares no keyword with its cited chunk 'cafeteria#p1'",
+            "answer_sentences[1]: (pdf='nowhere', page=1, chunk_id='nowhere#p0') is not a phase B fact"])
+        ok = pipeline(TopFact()).answer("When does the staff cafeteria open?").row
+        self.assertEqual(ok["validation"], {"citation_valid": True, "errors": [], "warnings": []})
+
+
+class CommandKinds(unittest.TestCase):
+    def test_kinds(self):
+        from test_generator import FACTS, Q, command, context
+        cases = [
+            ("import sys; sys.exit(3)", 20, "exit_status"),
+            ("print('not json')", 20, "unparsable_output"),
+            ("print('[1, 2]')", 20, "unparsable_output"),
+            ("import time; time.sleep(5)", 0.3, "timeout"),
+        ]
+        for script, timeout, kind in cases:
+            with self.subTest(kind=kind, script=script):
+                with self.assertRaises(GeneratorError) as cm:
+                    CommandGenerator(command(script), timeout).generate(Q, FACTS, context())
+                self.assertEqual(cm.exception.kind, kind)
+        with self.assertRaises(GeneratorError) as cm:
+            CommandGenerator(["/nonexistent/mini-rag-generator"]).generate(Q, FACTS, context())
+        self.assertEqual(cm.exception.kind, "not_found")
+
+
+# Answers with the first fact; exits 3 when the question mentions invoices.
+FLAKY = """import json, sys
+req = json.load(sys.stdin)
+if "invoices" in req["question"]:
+    sys.stderr.write("model overloaded\\n")
+    sys.exit(3)
+f = req["facts"][0]
+print(json.dumps({"answer_sentences": [{"sentence": f["quote"], "pdf": f["pdf"], "page": f["page"],
+                                        "chunk_id": f["chunk_id"]}], "confidence": "High"}))
+"""
+
+
+class RunGoesOn(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="mini_rag_halves_")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def test_one_failing_item_of_three(self):
+        script = os.path.join(self.tmp, "flaky.py")
+        with open(script, "w", encoding="utf-8") as fh:
+            fh.write(FLAKY)
+        config = write_config(self.tmp, '[answer]\ngenerator = "command"\ngenerator_command = [%s, %s]\n'
+                              % (json.dumps(sys.executable), json.dumps(script)))
+        gold = os.path.join(self.tmp, "gold.jsonl")
+        with open(gold, "w", encoding="utf-8") as fh:
+            for qid, q in (("G1", "When does the staff cafeteria open?"), ("G2", "Who approves invoices?"),
+                           ("G3", "Is the cafeteria menu vegan?")):
+                fh.write(json.dumps({"qid": qid, "question": q}) + "\n")
+        out = os.path.join(self.tmp, "trace.jsonl")
+        p = mini_rag("run", "--gold", gold, "--out", out, "--config", config)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        with open(out, encoding="utf-8") as fh:
+            rows = [json.loads(line) for line in fh]
+        self.assertEqual([r["qid"] for r in rows], ["G1", "G2", "G3"])
+        self.assertEqual([r["decision"] for r in rows], ["ANSWER", "BLOCK", "ANSWER"])
+        self.assertEqual(rows[1]["reasons"], ["generator_error:exit_status"])
+        self.assertIn("model overloaded", rows[1]["validation"]["errors"][0])
+        self.assertIn("wrote 3 trace rows", p.stderr)
+        self.assertIn("1 of 3 items BLOCKed by generator_error", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
