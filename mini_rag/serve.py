@@ -561,21 +561,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Connection", "close")
             self.close_connection = True
         self.end_headers()
+        if self.server.access_log:                       # logged before the body goes out
+            started = getattr(self, "_started", None)
+            ms = (time.perf_counter() - started) * 1000.0 if started is not None else 0.0
+            self.log_stream.write("%s - %s %s %d %d %.1fms\n" % (
+                self.client_address[0], self.command or "-", _printable(getattr(self, "path", "") or "-"),
+                status, len(data), ms))
         if self.command != "HEAD":
             self.wfile.write(data)
-        self._sent = (status, len(data))
 
     def log_request(self, code: Any = "-", size: Any = "-") -> None:
-        pass                                             # one line per request, from _log below
-
-    def handle_one_request(self) -> None:
-        self._sent = None
-        super().handle_one_request()
-        if self._sent is not None and self.server.access_log:
-            status, size = self._sent
-            ms = (time.perf_counter() - self._started) * 1000.0
-            self.log_stream.write("%s - %s %s %d %d %.1fms\n" % (
-                self.client_address[0], self.command, _printable(self.path), status, size, ms))
+        pass                                             # one line per request, written by _send
 
     def send_error(self, code: int, message: Optional[str] = None, explain: Optional[str] = None) -> None:
         """http.server's own errors (bad request line, unknown method, ...), as JSON."""
