@@ -4,7 +4,7 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad compare clean
+.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-serve serve compare clean
 
 eval:
 	@$(PYTHON) -m mini_rag eval
@@ -25,7 +25,7 @@ index:
 compare:
 	@$(PYTHON) -m mini_rag compare --candidate $(CANDIDATE)
 
-bench: bench-scorer bench-retrieval bench-squad
+bench: bench-scorer bench-retrieval bench-squad bench-serve
 
 bench-scorer:
 	@$(PYTHON) bench/bench_scorer.py
@@ -35,6 +35,12 @@ bench-retrieval:
 
 bench-squad:
 	@$(PYTHON) bench/bench_squad.py
+
+bench-serve:
+	@$(PYTHON) bench/bench_serve.py
+
+serve:
+	@$(PYTHON) -m mini_rag serve
 
 clean:
 	rm -rf runs/*.json runs/*.jsonl runs/*.md runs/*.gz runs/bench
