@@ -11,6 +11,20 @@ phase B fact, at most 6, duplicates dropped, confidence normalized), and after t
 through the same guards, decision and trace as the built-in generator.  So an LLM or
 any other program can be plugged in without being trusted.
 
+**Sentences and citations** (seed 001 allows 6 sentences, seed 000 blocks more than 5
+citations; this is the one rule that joins them):
+
+* an answer has at most ``[answer] max_sentences`` (6) sentences; rows past the sixth are
+  dropped, with a warning in the trace's ``validation``;
+* its sentences cite at most ``[guards] max_citations`` (5) **distinct** chunks; a sixth
+  distinct chunk BLOCKs the answer (``invalid_citations:6 citations, at most 5 allowed``);
+* sentences citing the same chunk share it: the chunk is one citation (listed once in
+  ``answer_json.citations``), never a duplicate; only a row repeating an earlier row's
+  chunk *and* sentence is dropped.
+
+So six sentences over five chunks are answered; six sentences over six chunks are not.
+The command protocol sends both limits to the program.
+
 ==========================================  =================================================
 ``Generator``                               base class: ``generate(question, facts, context)``
 ``ExtractiveGenerator(index, config)``      the built-in rule-based ``synthesize.phase_c``
@@ -26,7 +40,8 @@ by the extractive generator for typo corrections and hit headings) and ``"config
 full configuration); a generator ignores keys it does not use.
 
 The command protocol: the program gets one JSON object on stdin, ``{"question": str,
-"facts": [{"quote", "pdf", "page", "chunk_id", "score"}, ...], "max_sentences": int}``,
+"facts": [{"quote", "pdf", "page", "chunk_id", "score"}, ...], "max_sentences": int,
+"max_citations": int}``,
 and must print one phase C JSON object on stdout and exit 0.  It runs without a shell,
 in the current directory, with the current environment; after ``timeout`` seconds it is
 killed.  A failure to start, a non-zero exit, a timeout or output that is not one JSON
@@ -110,7 +125,8 @@ class CommandGenerator(Generator):
     def generate(self, question: str, facts: List[Fact], context: Dict[str, Any]) -> Dict[str, Any]:
         config = context.get("config") or {}
         request = {"question": question, "facts": [f.to_json() for f in facts],
-                   "max_sentences": int(config.get("answer", {}).get("max_sentences", 6))}
+                   "max_sentences": int(config.get("answer", {}).get("max_sentences", 6)),
+                   "max_citations": int(config.get("guards", {}).get("max_citations", 5))}
         data = json.dumps(request, ensure_ascii=False, sort_keys=True).encode("utf-8")
         where = "generator command %r" % self.argv[0]
         try:

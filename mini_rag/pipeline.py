@@ -221,7 +221,8 @@ def _raw_citations(payload: Any):
 
     A generator's own refusal (``"refused": true``) declares nothing, whatever rows it
     sent.  A row that is not an object, or has no string ``chunk_id``, is a missing
-    citation (``None``) -- on a non-refusal that BLOCKs.
+    citation (``None``) -- on a non-refusal that BLOCKs.  Sentences citing the same chunk
+    share it (generator.py's sentence/citation rule): one citation, their texts joined.
     """
     if not isinstance(payload, dict) or payload.get("refused") is True:
         return [], []
@@ -229,12 +230,19 @@ def _raw_citations(payload: Any):
     if not isinstance(rows, list):
         return [], []
     cites, sentences = [], []
+    slot: Dict[str, int] = {}
     for row in rows:
         if isinstance(row, dict):
             cid = row.get("chunk_id")
-            cites.append(cid if isinstance(cid, str) and cid else None)
             s = row.get("sentence")
-            sentences.append(s if isinstance(s, str) else "")
+            s = s if isinstance(s, str) else ""
+            if isinstance(cid, str) and cid in slot:
+                sentences[slot[cid]] += " " + s
+                continue
+            cites.append(cid if isinstance(cid, str) and cid else None)
+            sentences.append(s)
+            if cites[-1] is not None:
+                slot[cid] = len(cites) - 1
         else:
             cites.append(None)
             sentences.append("")

@@ -103,6 +103,41 @@ class Halves(unittest.TestCase):
         self.assertEqual(ok["validation"], {"citation_valid": True, "errors": [], "warnings": []})
 
 
+class SentenceCitationRule(unittest.TestCase):
+    """At most max_sentences sentences, at most max_citations distinct chunks; sentences
+    citing the same chunk share it (generator.py)."""
+
+    def test_rule(self):
+        q = "When does the staff cafeteria open?"
+        cfg = fixture_config()
+        cfg["guards"]["max_citations"] = 1
+        cfg["answer"]["max_sentences"] = 2
+        two = lambda fs: {"answer_sentences": [row_of(fs[0], sentence="The cafeteria opens at 8 am."),  # noqa: E731
+                                               row_of(fs[0])], "confidence": "High"}
+        cases = [
+            ("two sentences, one chunk", two, "ANSWER", 2, [], []),
+            ("an exact repeat is dropped", lambda fs: {"answer_sentences": [row_of(fs[0]), row_of(fs[0])],
+                                                       "confidence": "High"}, "ANSWER", 1, [],
+             ["answer_sentences[1]: duplicate (pdf='cafeteria', page=1, chunk_id='cafeteria#p1') dropped"]),
+            ("a third sentence is dropped", lambda fs: {"answer_sentences": two(fs)["answer_sentences"] + [
+                row_of(fs[0], sentence="Opens at 8 am on weekdays.")], "confidence": "High"}, "ANSWER", 2, [],
+             ["answer_sentences[2]: more than 2 sentences, dropped"]),
+            ("two distinct chunks, limit 1", lambda fs: {"answer_sentences": [row_of(f) for f in fs[:2]],
+                                                         "confidence": "High"}, "BLOCK", 0,
+             ["2 citations, at most 1 allowed"], []),
+        ]
+        for name, make, decision, n_sentences, errors, warnings in cases:
+            with self.subTest(name):
+                r = pipeline(Fixed(make), cfg).answer(q)
+                self.assertGreaterEqual(len(r.facts_b), 2)
+                self.assertEqual(r.row["decision"], decision, r.row["reasons"])
+                self.assertEqual(len(r.answer.sentences) if decision == "ANSWER" else 0, n_sentences)
+                self.assertEqual(r.row["validation"]["errors"], errors)
+                self.assertEqual(r.row["validation"]["warnings"], warnings)
+                if decision == "ANSWER":
+                    self.assertEqual(r.row["answer_json"]["citations"], ["cafeteria#p1"])
+
+
 class CommandKinds(unittest.TestCase):
     def test_kinds(self):
         from test_generator import FACTS, Q, command, context
@@ -120,6 +155,15 @@ class CommandKinds(unittest.TestCase):
         with self.assertRaises(GeneratorError) as cm:
             CommandGenerator(["/nonexistent/mini-rag-generator"]).generate(Q, FACTS, context())
         self.assertEqual(cm.exception.kind, "not_found")
+
+    def test_request_carries_both_limits(self):
+        from test_generator import FACTS, Q, command, context
+        script = "import json, sys; r = json.load(sys.stdin); print(json.dumps([r['max_sentences'], r['max_citations']]))"
+        with self.assertRaises(GeneratorError):                   # a list is no phase C object ...
+            CommandGenerator(command(script), 20).generate(Q, FACTS, context())
+        script = ("import json, sys; r = json.load(sys.stdin); "
+                  "print(json.dumps({'limits': [r['max_sentences'], r['max_citations']]}))")
+        self.assertEqual(CommandGenerator(command(script), 20).generate(Q, FACTS, context())["limits"], [6, 5])
 
 
 # Answers with the first fact; exits 3 when the question mentions invoices.
