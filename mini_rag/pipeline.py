@@ -184,6 +184,7 @@ class Pipeline:
         low = early if early is not None else guards.low_confidence(
             len(retrieval.hits), answer.refused or not answer.sentences, answer.reasons, cfg["guards"])
         # 7. decision
+        pairs = question_first(pairs, q_terms, self.analyzer, citations)
         verdict = decision_mod.decide(decision_mod.Signals(
             citation_errors=check.errors, conflicts=pairs, low_confidence=low, risk=risk.level,
             stale_sources=fresh.sources, as_of=fresh.as_of, ambiguity_kind=ambiguity.kind,
@@ -275,21 +276,28 @@ def generator_failed(exc: GeneratorError) -> decision_mod.Decision:
         "I can't provide an answer because the answer generator failed (%s)." % exc.kind.replace("_", " "))
 
 
+#: A conflict pair is *about the question* when both snippets hold at least this share of
+#: the question's terms.
+ABOUT_QUESTION_SHARE = 0.5
+
+
 def question_first(pairs: List[Any], q_terms: List[str], analyzer: Any, cited: List[str]) -> List[Any]:
     """Conflict pairs, the ones about the question first (the message names the first).
 
-    Order: pairs with a side the answer cites, then more question terms held by both
-    snippets, then the detector's order (chunk ids); a stable sort, so pairs that tie
-    keep it.
+    Two classes go first, in this order: a pair with a side the answer cites, and a
+    pair about the question (both snippets hold at least :data:`ABOUT_QUESTION_SHARE`
+    of the question's distinct terms).  Within a class the detector's order (chunk ids)
+    is kept: a stable sort on two yes/no keys.
     """
     if len(pairs) < 2:
         return list(pairs)
     wanted = set(q_terms)
+    need = ABOUT_QUESTION_SHARE * len(wanted)
     cited_set = set(cited)
 
-    def key(pair: Any) -> Tuple[int, int]:
+    def key(pair: Any) -> Tuple[bool, bool]:
         both = wanted & set(analyzer.analyze(pair.snippet_a)) & set(analyzer.analyze(pair.snippet_b))
-        return (0 if {pair.chunk_a, pair.chunk_b} & cited_set else 1, -len(both))
+        return (not {pair.chunk_a, pair.chunk_b} & cited_set, not (wanted and len(both) >= need))
     return sorted(pairs, key=key)
 
 

@@ -138,6 +138,38 @@ class SentenceCitationRule(unittest.TestCase):
                     self.assertEqual(r.row["answer_json"]["citations"], ["cafeteria#p1"])
 
 
+class QuestionFirst(unittest.TestCase):
+    class Words:
+        @staticmethod
+        def analyze(text):
+            return text.lower().replace(".", "").split()
+
+    @staticmethod
+    def pair(a, b, snippet_a, snippet_b):
+        from mini_rag.conflicts import ConflictPair
+        return ConflictPair("numeric", "day", a.split("#")[0], a, snippet_a, b.split("#")[0], b, snippet_b, "r")
+
+    def test_order(self):
+        from mini_rag.decision import conflict_message
+        from mini_rag.pipeline import question_first
+        q = ["pro", "plan", "refund", "days"]               # 4 terms: "about" needs 2 held by both sides
+        off = self.pair("a#p1", "b#p1", "Free tier refunds take 5 days.", "Free tier refunds take 9 days.")
+        about = self.pair("a#p2", "b#p2", "Pro plan refund in 30 days.", "Pro plan refund in 14 days.")
+        about2 = self.pair("a#p3", "b#p3", "Pro plan: 30 days.", "Pro plan: 60 days.")
+        cases = [
+            ("about the question first", [off, about], [], [about, off]),
+            ("a cited side first", [about, off], ["b#p1"], [off, about]),
+            ("ties keep the detector's order", [about2, about], [], [about2, about]),
+            ("one pair", [off], [], [off]),
+        ]
+        for name, pairs, cited, expected in cases:
+            with self.subTest(name):
+                self.assertEqual(question_first(pairs, q, self.Words, cited), expected)
+        message = conflict_message(question_first([off, about], q, self.Words, []))
+        self.assertIn("Source A (a, a#p2)", message)
+        self.assertIn("(1 more conflicting pair.)", message)
+
+
 class CommandKinds(unittest.TestCase):
     def test_kinds(self):
         from test_generator import FACTS, Q, command, context
