@@ -435,28 +435,7 @@ class _Handler(BaseHTTPRequestHandler):
     log_stream: Any = sys.stderr
     slots: threading.BoundedSemaphore
 
-    # ---- dispatch
-    def do_GET(self) -> None:
-        self._dispatch("GET")
-
-    def do_POST(self) -> None:
-        self._dispatch("POST")
-
-    def do_PUT(self) -> None:
-        self._dispatch("PUT")
-
-    def do_DELETE(self) -> None:
-        self._dispatch("DELETE")
-
-    def do_PATCH(self) -> None:
-        self._dispatch("PATCH")
-
-    def do_HEAD(self) -> None:
-        self._dispatch("HEAD")
-
-    def do_OPTIONS(self) -> None:
-        self._dispatch("OPTIONS")
-
+    # ---- dispatch (http.server calls do_<METHOD>; each is _dispatch, set below the class)
     def _dispatch(self, method: str) -> None:
         self._started = time.perf_counter()
         path = urlsplit(self.path).path
@@ -580,6 +559,10 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:   # http.server's own errors (400, timeouts)
         if self.server.access_log:
             self.log_stream.write("%s - %s\n" % (self.client_address[0], _printable(format % args)))
+
+
+for _method in ("GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"):
+    setattr(_Handler, "do_" + _method, lambda self, m=_method: self._dispatch(m))
 
 
 def _printable(text: str) -> str:
