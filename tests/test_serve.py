@@ -311,6 +311,41 @@ class Errors(ServeTest):
             quick.close()
 
 
+class Blocking(Counting):
+    """Counting, but waits for ``release`` first (a slow LLM)."""
+    name = "blocking"
+
+    def __init__(self):
+        super().__init__()
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def generate(self, question, facts, context):
+        self.entered.set()
+        self.release.wait(30)
+        return super().generate(question, facts, context)
+
+
+class InFlightBound(unittest.TestCase):
+    def test_503_over_max_requests(self):
+        gen = Blocking()
+        server = Server(generator=gen, max_requests=1)
+        try:
+            slow = []
+            t = threading.Thread(target=lambda: slow.append(server.call("POST", "/answer", {"query": ANSWER_Q})))
+            t.start()
+            self.assertTrue(gen.entered.wait(30))
+            status, body, _ = server.call("GET", "/health")
+            self.assertEqual((status, body), (503, {"error": "server busy: more than 1 requests in flight"}))
+            gen.release.set()
+            t.join(30)
+            self.assertEqual(slow[0][0], 200)
+            self.assertEqual(server.call("GET", "/health")[0], 200)        # the slot is free again
+        finally:
+            gen.release.set()
+            server.close()
+
+
 class Concurrency(ServeTest):
     def test_eight_threads_same_as_sequential(self):
         sequential = {q: self.call("POST", "/answer", {"query": q})[1] for q in QUESTIONS}
