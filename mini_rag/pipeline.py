@@ -10,7 +10,7 @@ step  stage                       module
 2     phase A: facts              ``facts.phase_a``
 3     phase B: filter             ``relevance.phase_b``
 4     retrieval half              guards that need only the retrieval
-                                  (``_retrieval_half``): no hits, fewer than
+                                  (``retrieval_half``): no hits, fewer than
                                   ``min_chunks``, no phase B evidence (what the
                                   authority scope and phase B's relevance filter left).
                                   When one fires the generator is **not called** and the
@@ -63,7 +63,7 @@ from .relevance import analyzer_of, expansion_bridges, phase_b, question_terms
 from .synthesize import Answer
 from .trace import build_row
 
-__all__ = ["Pipeline", "Result", "conflict_json", "question_first", "validation_json"]
+__all__ = ["Pipeline", "Result", "conflict_json", "question_first", "retrieval_half", "validation_json"]
 
 
 @dataclass
@@ -141,7 +141,7 @@ class Pipeline:
         facts_a = phase_a(retrieval)
         facts_b = phase_b(question, facts_a, retrieval, self.index, cfg)
         # 4. the retrieval half decides first: the generator is only called when it may answer
-        early = _retrieval_half(len(retrieval.hits), facts_b, cfg["guards"])
+        early = retrieval_half(len(retrieval.hits), facts_b, cfg["guards"])
         # 5. phase C through the generator, raw output kept
         recorder = _Recorder(self.generator)
         failure: Optional[GeneratorError] = None
@@ -256,7 +256,7 @@ def _ms(seconds: float) -> float:
 
 # ------------------------------------------------------------------ the two halves
 
-def _retrieval_half(hit_count: int, facts_b: List[Fact], guards_cfg: Dict[str, Any]) -> Optional[List[str]]:
+def retrieval_half(hit_count: int, facts_b: List[Fact], guards_cfg: Dict[str, Any]) -> Optional[List[str]]:
     """The low-confidence reasons the retrieval alone gives, or None to call the generator.
 
     Decides before generation when nothing could be answered: no accepted hit, fewer than

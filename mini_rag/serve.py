@@ -64,7 +64,7 @@ from . import guards
 from .errors import MiniRagError
 from .facts import phase_a
 from .framing import strip_framing
-from .pipeline import Pipeline, _retrieval_half, _versions, conflict_json, question_first
+from .pipeline import Pipeline, retrieval_half, _versions, conflict_json, question_first
 from .relevance import expansion_bridges, phase_b, question_terms
 
 __all__ = ["ROUTES", "Service", "ApiError", "make_server", "openapi", "register", "cmd_serve"]
@@ -235,7 +235,7 @@ class Service:
                                            {h.chunk_id: h.doc_id for h in retrieval.hits})
         if what == "conflicts":
             return out
-        early = _retrieval_half(len(retrieval.hits), facts_b, cfg["guards"])
+        early = retrieval_half(len(retrieval.hits), facts_b, cfg["guards"])
         out["risk"] = {"risk_level": risk.level, "matched_keywords": risk.matched}
         out["validation"] = None
         decision = None
