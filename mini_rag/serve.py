@@ -438,6 +438,7 @@ class _Handler(BaseHTTPRequestHandler):
     # ---- dispatch (http.server calls do_<METHOD>; each is _dispatch, set below the class)
     def _dispatch(self, method: str) -> None:
         self._started = time.perf_counter()
+        self._consumed = False                           # the request body was read
         path = urlsplit(self.path).path
         if not self.slots.acquire(blocking=False):
             self._send(503, {"error": "server busy: more than %d requests in flight" % self.server.max_requests},
@@ -455,7 +456,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ApiError as exc:
             self._send(exc.status, {"error": str(exc)},
                        allow=sorted(m for m, p in ROUTES if p == path) if exc.status == 405 else None,
-                       close=exc.status in (411, 413) or method not in ("GET", "POST"))
+                       close=method != "GET" and not self._consumed)   # unread bytes end the connection
         except MiniRagError as exc:                      # the pipeline refused this input
             self._send(400, {"error": str(exc)})
         except Exception:                                # never a traceback to the client
@@ -506,6 +507,7 @@ class _Handler(BaseHTTPRequestHandler):
         if n > self.max_body:
             raise ApiError(413, "body of %d bytes is over the limit of %d bytes" % (n, self.max_body))
         data = self.rfile.read(n)
+        self._consumed = True
         if len(data) != n:
             raise ApiError(400, "body ended after %d of %d bytes" % (len(data), n))
         try:
