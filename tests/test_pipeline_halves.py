@@ -239,6 +239,11 @@ class RunGoesOn(unittest.TestCase):
         self.assertIn("model overloaded", rows[1]["validation"]["errors"][0])
         self.assertIn("wrote 3 trace rows", p.stderr)
         self.assertIn("1 of 3 items BLOCKed by generator_error", p.stderr)
+        p = mini_rag("ask", "Who approves invoices?", "--config", config)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(p.stdout, "not in context\nI can't provide an answer because the answer generator "
+                                   "failed (exit status).\n")
+        self.assertIn("exited with status 3: model overloaded", p.stderr)
 
 
 if __name__ == "__main__":
