@@ -203,6 +203,9 @@ class Routes(ServeTest):
         self.assertTrue(spec["openapi"].startswith("3."))
         in_spec = {(m.upper(), p) for p, ops in spec["paths"].items() for m in ops}
         self.assertEqual(in_spec, set(ROUTES))
+        # the server dispatches only through ROUTES; no handler method is left out of it
+        handlers = {n[len("_route_"):] for n in dir(self.server.httpd.RequestHandlerClass) if n.startswith("_route_")}
+        self.assertEqual(handlers, {name for name, _, _ in ROUTES.values()})
         # every route in the spec answers; every other method on its path is 405
         for path, ops in spec["paths"].items():
             for method in ("GET", "POST", "PUT", "DELETE"):
