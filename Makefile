@@ -4,7 +4,7 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer fit compare clean
+.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve serve fit compare clean
 
 eval:
 	@$(PYTHON) -m mini_rag eval
@@ -25,7 +25,7 @@ index:
 compare:
 	@$(PYTHON) -m mini_rag compare --candidate $(CANDIDATE)
 
-bench: bench-scorer bench-retrieval bench-squad
+bench: bench-scorer bench-retrieval bench-squad bench-serve
 
 bench-scorer:
 	@$(PYTHON) bench/bench_scorer.py
@@ -44,6 +44,12 @@ bench-answer:
 # Refit mini_rag/data/answerability.json on the external fit halves (byte-identical output).
 fit:
 	@$(PYTHON) bench/fit_answerability.py
+
+bench-serve:
+	@$(PYTHON) bench/bench_serve.py
+
+serve:
+	@$(PYTHON) -m mini_rag serve
 
 clean:
 	rm -rf runs/*.json runs/*.jsonl runs/*.md runs/*.gz runs/bench

@@ -5,6 +5,7 @@ Each command lives with the stage it drives; this module only gathers them:
 * ``cmd_retrieval``: ``index``, ``search``
 * ``cmd_answer``: ``ask``, ``run``, ``eval``, ``compare``
 * ``cmd_gold``: ``check-gold``, ``perturb``
+* ``serve``: ``serve`` (the HTTP API)
 
 A command module exposes ``register(subparsers)`` which adds its parsers with
 ``set_defaults(func=handler)``; a handler takes the parsed arguments and returns the exit
@@ -20,7 +21,7 @@ from typing import List, Optional
 
 from .errors import MiniRagError
 
-COMMAND_MODULES = ("cmd_retrieval", "cmd_answer", "cmd_gold")
+COMMAND_MODULES = ("cmd_retrieval", "cmd_answer", "cmd_gold", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:

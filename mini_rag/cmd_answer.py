@@ -27,8 +27,10 @@
     ``make compare``: both configurations on both gold sets, the candidate gated against
     the baseline by the scorer's regression gates; prints the deltas.
 
-Exit status: ``ask``/``run`` 0 on success; ``eval``/``compare`` 0 when every gate
-passes, 1 when one fails; 2 for bad input (missing or malformed gold, config, corpus).
+Exit status: ``ask``/``run`` 0 on success, 1 when the generator failed on an item (that
+item is BLOCKed with reason ``generator_error:<kind>``; ``run`` still writes every row and
+prints the count); ``eval``/``compare`` 0 when every gate passes, 1 when one fails; 2 for
+bad input (missing or malformed gold, config, corpus).
 """
 from __future__ import annotations
 
@@ -134,6 +136,8 @@ def cmd_ask(args) -> int:
     config = _resolve(args)
     result = open_pipeline(config, quiet=args.quiet).answer(args.question, timings=args.timings,
                                                             doc_scope=args.scope)
+    if result.generator_error:
+        print("mini_rag: %s" % result.row["validation"]["errors"][-1], file=sys.stderr)
     if args.debug:
         err = sys.stderr
         print(format_facts(result.facts_a), file=err)
@@ -150,7 +154,7 @@ def cmd_ask(args) -> int:
         sentences = result.answer.sentences if row["decision"] == "ANSWER" else []
         print(format_text(row["decision"], sentences, row["confidence"], config["answer"]["refusal"],
                           row["message"]))
-    return 0
+    return 1 if result.generator_error else 0
 
 
 def cmd_run(args) -> int:
@@ -158,12 +162,32 @@ def cmd_run(args) -> int:
     from .runconfig import open_pipeline
     read_gold(args.gold)                          # bad gold is reported before the index is opened
     config = _resolve(args)
-    n = run_gold(open_pipeline(config, quiet=args.quiet), args.gold, args.out, timings=args.timings,
-                 quiet=args.quiet, doc_scope=args.scope)
+    counted = _FailureCount(open_pipeline(config, quiet=args.quiet))
+    n = run_gold(counted, args.gold, args.out, timings=args.timings, quiet=args.quiet, doc_scope=args.scope)
     if not args.quiet:
         print("mini_rag: wrote %d trace rows to %s (as_of %s)" % (n, args.out, config["guards"]["as_of"]),
               file=sys.stderr)
+    if counted.failed:
+        print("mini_rag: %d of %d items BLOCKed by generator_error (first: %s)"
+              % (counted.failed, n, counted.first), file=sys.stderr)
+        return 1
     return 0
+
+
+class _FailureCount:
+    """A pipeline that counts the items whose generator failed (``run`` exits 1 then)."""
+
+    def __init__(self, pipeline) -> None:
+        self.pipeline = pipeline
+        self.failed = 0
+        self.first = ""
+
+    def answer(self, question: str, qid: str = "", timings: bool = False, doc_scope=None):
+        result = self.pipeline.answer(question, qid=qid, timings=timings, doc_scope=doc_scope)
+        if result.generator_error:
+            self.failed += 1
+            self.first = self.first or "%s: %s" % (qid, result.row["validation"]["errors"][-1])
+        return result
 
 
 def cmd_eval(args) -> int:

@@ -11,6 +11,20 @@ phase B fact, at most 6, duplicates dropped, confidence normalized), and after t
 through the same guards, decision and trace as the built-in generator.  So an LLM or
 any other program can be plugged in without being trusted.
 
+**Sentences and citations** (seed 001 allows 6 sentences, seed 000 blocks more than 5
+citations; this is the one rule that joins them):
+
+* an answer has at most ``[answer] max_sentences`` (6) sentences; rows past the sixth are
+  dropped, with a warning in the trace's ``validation``;
+* its sentences cite at most ``[guards] max_citations`` (5) **distinct** chunks; a sixth
+  distinct chunk BLOCKs the answer (``invalid_citations:6 citations, at most 5 allowed``);
+* sentences citing the same chunk share it: the chunk is one citation (listed once in
+  ``answer_json.citations``), never a duplicate; only a row repeating an earlier row's
+  chunk *and* sentence is dropped.
+
+So six sentences over five chunks are answered; six sentences over six chunks are not.
+The command protocol sends both limits to the program.
+
 ==========================================  =================================================
 ``Generator``                               base class: ``generate(question, facts, context)``
 ``ExtractiveGenerator(index, config)``      the built-in rule-based ``synthesize.phase_c``
@@ -26,12 +40,16 @@ by the extractive generator for typo corrections and hit headings) and ``"config
 full configuration); a generator ignores keys it does not use.
 
 The command protocol: the program gets one JSON object on stdin, ``{"question": str,
-"facts": [{"quote", "pdf", "page", "chunk_id", "score"}, ...], "max_sentences": int}``,
+"facts": [{"quote", "pdf", "page", "chunk_id", "score"}, ...], "max_sentences": int,
+"max_citations": int}``,
 and must print one phase C JSON object on stdout and exit 0.  It runs without a shell,
 in the current directory, with the current environment; after ``timeout`` seconds it is
 killed.  A failure to start, a non-zero exit, a timeout or output that is not one JSON
-object raises :class:`~mini_rag.errors.MiniRagError` (the caller decides whether that
-ends the run or becomes a refusal).  The extractive generator adds the keys
+object raises :class:`GeneratorError` (a MiniRagError with a ``kind``: ``not_found``,
+``not_executable``, ``cannot_run``, ``timeout``, ``exit_status``, ``unparsable_output``);
+the pipeline makes it that item's BLOCK ``generator_error:<kind>``, and ``run`` goes on
+to the next item.  The generator is only called when the retrieval half of the guards
+has not already decided (no hits, no phase B evidence: see ``pipeline.py``).  The extractive generator adds the keys
 ``refused``, ``reasons`` and ``detail`` to its output, which the validator ignores and
 ``generate_answer`` carries into the :class:`Answer`.
 """
@@ -47,8 +65,25 @@ from .records import Fact
 from .synthesize import Answer, phase_c
 from .validate import validate_synthesis
 
-__all__ = ["Generator", "ExtractiveGenerator", "CommandGenerator", "get_generator",
+__all__ = ["Generator", "ExtractiveGenerator", "CommandGenerator", "GeneratorError", "get_generator",
            "generate_answer", "GENERATORS"]
+
+
+class GeneratorError(MiniRagError):
+    """The generator failed on one question; ``kind`` is one of :data:`GENERATOR_ERRORS`.
+
+    The pipeline turns it into that item's BLOCK ``generator_error:<kind>`` (a run goes
+    on); it subclasses MiniRagError so a caller that does not catch it still fails closed.
+    """
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+#: ``GeneratorError.kind`` values: why no checkable output came back.
+GENERATOR_ERRORS = ("not_found", "not_executable", "cannot_run", "timeout", "exit_status",
+                    "unparsable_output")
 
 
 class Generator:
@@ -90,31 +125,33 @@ class CommandGenerator(Generator):
     def generate(self, question: str, facts: List[Fact], context: Dict[str, Any]) -> Dict[str, Any]:
         config = context.get("config") or {}
         request = {"question": question, "facts": [f.to_json() for f in facts],
-                   "max_sentences": int(config.get("answer", {}).get("max_sentences", 6))}
+                   "max_sentences": int(config.get("answer", {}).get("max_sentences", 6)),
+                   "max_citations": int(config.get("guards", {}).get("max_citations", 5))}
         data = json.dumps(request, ensure_ascii=False, sort_keys=True).encode("utf-8")
         where = "generator command %r" % self.argv[0]
         try:
             proc = subprocess.run(self.argv, input=data, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   timeout=self.timeout, check=False)
         except FileNotFoundError:
-            raise MiniRagError("%s: not found" % where) from None
+            raise GeneratorError("not_found", "%s: not found" % where) from None
         except PermissionError:
-            raise MiniRagError("%s: not executable" % where) from None
+            raise GeneratorError("not_executable", "%s: not executable" % where) from None
         except subprocess.TimeoutExpired:
-            raise MiniRagError("%s: no answer within %g seconds" % (where, self.timeout)) from None
+            raise GeneratorError("timeout", "%s: no answer within %g seconds" % (where, self.timeout)) from None
         except OSError as exc:
-            raise MiniRagError("%s: cannot run: %s" % (where, exc.strerror or exc)) from None
+            raise GeneratorError("cannot_run", "%s: cannot run: %s" % (where, exc.strerror or exc)) from None
         if proc.returncode != 0:
             tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-            raise MiniRagError("%s: exited with status %d%s"
-                               % (where, proc.returncode, (": " + tail[0][:200]) if tail[0] else ""))
+            raise GeneratorError("exit_status", "%s: exited with status %d%s"
+                                 % (where, proc.returncode, (": " + tail[0][:200]) if tail[0] else ""))
         text = proc.stdout.decode("utf-8", "replace").strip()
         try:
             payload = json.loads(text)
         except ValueError:
-            raise MiniRagError("%s: stdout is not JSON, got %r" % (where, text[:60])) from None
+            raise GeneratorError("unparsable_output", "%s: stdout is not JSON, got %r" % (where, text[:60])) from None
         if not isinstance(payload, dict):
-            raise MiniRagError("%s: stdout must be one JSON object, got %r" % (where, text[:60]))
+            raise GeneratorError("unparsable_output",
+                                 "%s: stdout must be one JSON object, got %r" % (where, text[:60]))
         return payload
 
 

@@ -9,17 +9,30 @@ step  stage                       module
 1     retrieve                    ``retrieve.Retriever.retrieve`` -> Retrieval
 2     phase A: facts              ``facts.phase_a``
 3     phase B: filter             ``relevance.phase_b``
-4     phase C: answer             the generator (``generator.get_generator``), its raw
+4     retrieval half              guards that need only the retrieval
+                                  (``retrieval_half``): no hits, fewer than
+                                  ``min_chunks``, no phase B evidence (what the
+                                  authority scope and phase B's relevance filter left).
+                                  When one fires the generator is **not called** and the
+                                  row says ``decided_by: "retrieval"``
+5     phase C: answer             the generator (``generator.get_generator``), its raw
                                   output then ``validate_synthesis`` (via
-                                  ``generator.generate_answer``)
-5     guards                      citations (on the generator's *raw* output, so a
+                                  ``generator.generate_answer``).  A generator failure
+                                  (exit status, timeout, unparsable output) is that
+                                  item's BLOCK ``generator_error:<kind>``, never the end
+                                  of a run
+6     answer half: guards         citations (on the generator's *raw* output, so a
                                   generator that cites what it was not given is BLOCKed
                                   rather than silently repaired), conflicts among the
                                   phase B facts, risk, freshness of the cited chunks,
                                   ambiguity, low confidence
-6     decision                    ``decision.decide`` (seed 000's precedence)
-7     trace row                   ``trace.build_row``; a non-ANSWER decision ships the
-                                  refusal token (``[answer] refusal``) and no citations
+7     decision                    ``decision.decide`` (seed 000's precedence)
+8     trace row                   ``trace.build_row``; a non-ANSWER decision ships the
+                                  refusal token (``[answer] refusal``) and no citations;
+                                  ``decided_by`` names the half that decided,
+                                  ``validation`` keeps the citation check and the
+                                  validator's messages, each conflict pair keeps its
+                                  evidence snippets
 ====  ==========================  ====================================================
 
 Use::
@@ -45,13 +58,13 @@ from . import decision as decision_mod
 from . import guards
 from .facts import phase_a
 from .framing import strip_framing
-from .generator import Generator, generate_answer, get_generator
+from .generator import Generator, GeneratorError, generate_answer, get_generator
 from .records import Fact, Hit, Retrieval
 from .relevance import analyzer_of, expansion_bridges, phase_b, question_terms
 from .synthesize import Answer
 from .trace import build_row
 
-__all__ = ["Pipeline", "Result"]
+__all__ = ["Pipeline", "Result", "conflict_json", "question_first", "retrieval_half", "validation_json"]
 
 
 @dataclass
@@ -65,6 +78,8 @@ class Result:
     decision: decision_mod.Decision
     citation_check: guards.CitationCheck
     validator_errors: List[str] = field(default_factory=list)
+    generator_called: bool = False
+    generator_error: str = ""          # GeneratorError.kind when the generator failed
 
 
 class _Recorder(Generator):
@@ -74,8 +89,10 @@ class _Recorder(Generator):
         self.inner = inner
         self.name = inner.name
         self.payload: Any = None
+        self.calls = 0
 
     def generate(self, question, facts, context):
+        self.calls += 1
         self.payload = self.inner.generate(question, facts, context)
         return self.payload
 
@@ -127,19 +144,32 @@ class Pipeline:
         # 2-3. phase A, phase B
         facts_a = phase_a(retrieval)
         facts_b = phase_b(question, facts_a, retrieval, self.index, cfg)
-        # 4. phase C through the generator, raw output kept
+        # 4. the retrieval half decides first: the generator is only called when it may answer
+        early = retrieval_half(len(retrieval.hits), facts_b, cfg["guards"])
+        # 5. phase C through the generator, raw output kept
         recorder = _Recorder(self.generator)
-        answer, validator_errors = generate_answer(
-            recorder, question, facts_b, {"retrieval": retrieval, "config": cfg},
-            int(cfg["answer"]["max_sentences"]))
-        if cfg["answer"].get("answerability", False) and self.generator.name == "extractive":
-            # The fitted model weighs phase C's choice against every sentence of the best
-            # hits and decides whether to ship (answerability.py).
-            answer = answerability.decide(question, retrieval, answer, self.index, self.analyzer)
-            recorder.payload = {"refused": answer.refused, "answer_sentences": [
-                {"sentence": s.sentence, "chunk_id": s.chunk_id} for s in answer.sentences]}
+        failure: Optional[GeneratorError] = None
+        validator_errors: List[str] = []
+        if early is not None:
+            answer = Answer(sentences=[], confidence="Low", refused=True,
+                            reasons=[] if facts_b else ["no_evidence"])
+        else:
+            try:
+                answer, validator_errors = generate_answer(
+                    recorder, question, facts_b, {"retrieval": retrieval, "config": cfg},
+                    int(cfg["answer"]["max_sentences"]))
+            except GeneratorError as exc:
+                failure = exc
+                answer = Answer(sentences=[], confidence="Low", refused=True, reasons=["generator_error"])
+            else:
+                if cfg["answer"].get("answerability", False) and self.generator.name == "extractive":
+                    # The fitted model weighs phase C's choice against every sentence of the
+                    # best hits and decides whether to ship (answerability.py).
+                    answer = answerability.decide(question, retrieval, answer, self.index, self.analyzer)
+                    recorder.payload = {"refused": answer.refused, "answer_sentences": [
+                        {"sentence": s.sentence, "chunk_id": s.chunk_id} for s in answer.sentences]}
         t2 = clock()
-        # 5. guards
+        # 6. the answer half: guards
         hits_by_id: Dict[str, Hit] = {h.chunk_id: h for h in retrieval.hits}
         raw_citations, raw_sentences = _raw_citations(recorder.payload)
         check = guards.validate_citations(
@@ -162,15 +192,18 @@ class Pipeline:
             question, facts_b, self.analyzer, cfg["clarify"], cfg["guards"],
             context={cid: (h.heading, h.title) for cid, h in hits_by_id.items()},
             anchor=citations, retrieval=retrieval, bridges=bridges)
-        low = guards.low_confidence(len(retrieval.hits), answer.refused or not answer.sentences,
-                                    answer.reasons, cfg["guards"])
-        # 6. decision
+        low = early if early is not None else guards.low_confidence(
+            len(retrieval.hits), answer.refused or not answer.sentences, answer.reasons, cfg["guards"])
+        # 7. decision
+        pairs = question_first(pairs, q_terms, self.analyzer, citations)
         verdict = decision_mod.decide(decision_mod.Signals(
             citation_errors=check.errors, conflicts=pairs, low_confidence=low, risk=risk.level,
             stale_sources=fresh.sources, as_of=fresh.as_of, ambiguity_kind=ambiguity.kind,
             ambiguity_detail=ambiguity.detail))
+        if failure is not None:
+            verdict = generator_failed(failure)
         t3 = clock()
-        # 7. trace row
+        # 8. trace row
         if verdict.decision == decision_mod.ANSWER:
             claim, shipped = answer.claim(self.refusal), citations
             confidence = answer.confidence
@@ -186,9 +219,13 @@ class Pipeline:
             decision=verdict.decision, reasons=verdict.reasons, message=verdict.message,
             confidence=confidence, fallback_used=retrieval.fallback_used,
             expansions=retrieval.expansions, corrections=retrieval.corrections,
-            risk=risk.to_json(), conflicts=[c.compact() for c in pairs],
-            signals=retrieval.signals, timings_ms=timing, doc_scope=doc_scope)
-        return Result(row, retrieval, facts_a, facts_b, answer, verdict, check, validator_errors)
+            risk=risk.to_json(), conflicts=[conflict_json(c) for c in pairs],
+            signals=retrieval.signals, timings_ms=timing, doc_scope=doc_scope,
+            decided_by="retrieval" if early is not None else "answer",
+            validation=validation_json(check, validator_errors, failure))
+        return Result(row, retrieval, facts_a, facts_b, answer, verdict, check, validator_errors,
+                      generator_called=recorder.calls > 0,
+                      generator_error=failure.kind if failure is not None else "")
 
 
 def _raw_citations(payload: Any):
@@ -196,7 +233,8 @@ def _raw_citations(payload: Any):
 
     A generator's own refusal (``"refused": true``) declares nothing, whatever rows it
     sent.  A row that is not an object, or has no string ``chunk_id``, is a missing
-    citation (``None``) -- on a non-refusal that BLOCKs.
+    citation (``None``) -- on a non-refusal that BLOCKs.  Sentences citing the same chunk
+    share it (generator.py's sentence/citation rule): one citation, their texts joined.
     """
     if not isinstance(payload, dict) or payload.get("refused") is True:
         return [], []
@@ -204,12 +242,19 @@ def _raw_citations(payload: Any):
     if not isinstance(rows, list):
         return [], []
     cites, sentences = [], []
+    slot: Dict[str, int] = {}
     for row in rows:
         if isinstance(row, dict):
             cid = row.get("chunk_id")
-            cites.append(cid if isinstance(cid, str) and cid else None)
             s = row.get("sentence")
-            sentences.append(s if isinstance(s, str) else "")
+            s = s if isinstance(s, str) else ""
+            if isinstance(cid, str) and cid in slot:
+                sentences[slot[cid]] += " " + s
+                continue
+            cites.append(cid if isinstance(cid, str) and cid else None)
+            sentences.append(s)
+            if cites[-1] is not None:
+                slot[cid] = len(cites) - 1
         else:
             cites.append(None)
             sentences.append("")
@@ -218,3 +263,68 @@ def _raw_citations(payload: Any):
 
 def _ms(seconds: float) -> float:
     return round(seconds * 1000.0, 3)
+
+
+# ------------------------------------------------------------------ the two halves
+
+def retrieval_half(hit_count: int, facts_b: List[Fact], guards_cfg: Dict[str, Any]) -> Optional[List[str]]:
+    """The low-confidence reasons the retrieval alone gives, or None to call the generator.
+
+    Decides before generation when nothing could be answered: no accepted hit, fewer than
+    ``[guards] min_chunks``, or no phase B fact (the authority scope and phase B's
+    relevance filter left no evidence).  The reasons are the ones the answer half would
+    give for the same item (``no_hits``, ``too_few_hits``, ``answer_refused:no_evidence``),
+    so deciding early changes no trace but ``decided_by``.
+    """
+    early = guards.low_confidence(hit_count, not facts_b, ["no_evidence"], guards_cfg)
+    return early or None
+
+
+def generator_failed(exc: GeneratorError) -> decision_mod.Decision:
+    """BLOCK ``generator_error:<kind>``: no answer text came back that could be checked."""
+    return decision_mod.Decision(
+        decision_mod.BLOCK, ["generator_error:%s" % exc.kind],
+        "I can't provide an answer because the answer generator failed (%s)." % exc.kind.replace("_", " "))
+
+
+#: A conflict pair is *about the question* when both snippets hold at least this share of
+#: the question's terms.
+ABOUT_QUESTION_SHARE = 0.5
+
+
+def question_first(pairs: List[Any], q_terms: List[str], analyzer: Any, cited: List[str]) -> List[Any]:
+    """Conflict pairs, the ones about the question first (the message names the first).
+
+    Two classes go first, in this order: a pair with a side the answer cites, and a
+    pair about the question (both snippets hold at least :data:`ABOUT_QUESTION_SHARE`
+    of the question's distinct terms).  Within a class the detector's order (chunk ids)
+    is kept: a stable sort on two yes/no keys.
+    """
+    if len(pairs) < 2:
+        return list(pairs)
+    wanted = set(q_terms)
+    need = ABOUT_QUESTION_SHARE * len(wanted)
+    cited_set = set(cited)
+
+    def key(pair: Any) -> Tuple[bool, bool]:
+        both = wanted & set(analyzer.analyze(pair.snippet_a)) & set(analyzer.analyze(pair.snippet_b))
+        return (not {pair.chunk_a, pair.chunk_b} & cited_set, not (wanted and len(both) >= need))
+    return sorted(pairs, key=key)
+
+
+def conflict_json(pair: Any) -> Dict[str, Any]:
+    """A conflict pair in the trace: the compact form plus both evidence snippets."""
+    out = pair.compact()
+    out["evidence"] = {"a": pair.snippet_a, "b": pair.snippet_b}
+    return out
+
+
+def validation_json(check: guards.CitationCheck, validator_errors: List[str],
+                    failure: Optional[GeneratorError] = None) -> Dict[str, Any]:
+    """``{citation_valid, errors, warnings}`` (seed 000): the citation check's errors (and
+    the generator's failure), its warnings and the contract validator's dropped rows."""
+    errors = list(check.errors)
+    if failure is not None:
+        errors.append(str(failure))
+    return {"citation_valid": check.valid and failure is None, "errors": errors,
+            "warnings": list(check.warnings) + list(validator_errors)}

@@ -26,8 +26,16 @@ key                   value
 ``expansions``        expanded query strings that were run
 ``corrections``       ``{query token: index term}`` typo corrections
 ``risk``              ``{"level": ..., "matched": [...]}``
-``conflicts``         compact pairs ``{"kind", "axis", "a", "b", "reason"}``
+``conflicts``         every conflict pair ``{"kind", "axis", "a", "b", "reason", "evidence":
+                      {"a": snippet, "b": snippet}}``, the pairs about the question first
+                      (``message`` names the first)
 ``signals``           the retrieval signals (max, mean, gap, hit_count, dates, as_of, ...)
+``decided_by``        which half of the guards decided: ``"retrieval"`` (no hits, or no
+                      phase B evidence: the generator was not called) or ``"answer"``
+                      (after the generator: its citations, conflicts on what it cites, ...)
+``validation``        seed 000's ``{"citation_valid", "errors", "warnings"}``: the citation
+                      check on the generator's raw output (errors BLOCK), its warnings and
+                      the contract validator's dropped rows; a generator failure's message
 ``timings_ms``        only with ``--timings``: per-stage wall times.  Off by default
                       because times differ run to run and the trace must be byte-identical
 ====================  ===================================================================
@@ -43,7 +51,7 @@ __all__ = ["TRACE_KEYS", "build_row", "format_text"]
 
 TRACE_KEYS = ("qid", "q", "retrieved_ids", "retrieved_scores", "answer_json", "cited_chunks",
               "decision", "reasons", "message", "confidence", "fallback_used", "expansions",
-              "corrections", "risk", "conflicts", "signals")
+              "corrections", "risk", "conflicts", "signals", "decided_by", "validation")
 
 
 def build_row(qid: str, question: str, hits: Sequence[Any], claim: str, citations: Sequence[str],
@@ -51,6 +59,7 @@ def build_row(qid: str, question: str, hits: Sequence[Any], claim: str, citation
               confidence: str, fallback_used: bool, expansions: Sequence[str],
               corrections: Dict[str, str], risk: Dict[str, Any], conflicts: Sequence[Dict[str, Any]],
               signals: Dict[str, Any], timings_ms: Optional[Dict[str, float]] = None,
+              decided_by: str = "answer", validation: Optional[Dict[str, Any]] = None,
               doc_scope: Optional[str] = None) -> Dict[str, Any]:
     """The trace row, keys in :data:`TRACE_KEYS` order (plus ``doc_scope`` and ``timings_ms``
     when given).
@@ -75,6 +84,9 @@ def build_row(qid: str, question: str, hits: Sequence[Any], claim: str, citation
         "risk": risk,
         "conflicts": list(conflicts),
         "signals": signals,
+        "decided_by": decided_by,
+        "validation": validation if validation is not None else {
+            "citation_valid": True, "errors": [], "warnings": []},
     }
     if doc_scope:
         row["doc_scope"] = doc_scope

@@ -28,7 +28,10 @@ Rules of ``validate_synthesis`` (payload ``{"answer_sentences": [...], "confiden
 2. each row must be an object with ``pdf``, ``page``, ``chunk_id`` as above and
    ``sentence`` (a string with a non-space character), else dropped;
 3. the key must be the key of a phase B fact, else dropped;
-4. a key seen before is dropped (the first one is kept);
+4. a row repeating an earlier row's key *and* sentence is dropped (the first one is
+   kept); two different sentences from one chunk are both kept and share its citation
+   (the sentence/citation rule of ``generator.py``: at most 6 sentences, at most 5
+   distinct cited chunks);
 5. at most ``max_sentences`` (6) rows are accepted; later valid rows are dropped;
 6. no accepted row -> a refused :class:`Answer` with reason ``no_valid_sentence``
    (shipped as the refusal text, ``Not found in provided PDFs`` in the contract);
@@ -165,13 +168,14 @@ def validate_synthesis(payload: Any, phase_b_facts: List[Fact],
         if key not in known:
             errors.append("%s: %s is not a phase B fact" % (where, _key_text(key)))
             continue
-        if key in seen:
+        text = row["sentence"].strip()
+        if (key, text) in seen:
             errors.append("%s: duplicate %s dropped" % (where, _key_text(key)))
             continue
         if len(sentences) >= max_sentences:
             errors.append("%s: more than %d sentences, dropped" % (where, max_sentences))
             continue
-        seen.add(key)
+        seen.add((key, text))
         sentences.append(AnswerSentence(sentence=row["sentence"].strip(), pdf=key[0],
                                         page=key[1], chunk_id=key[2]))
     if not sentences:

@@ -102,7 +102,11 @@ class Decisions(unittest.TestCase):
         row = self.answer("Can we store social security numbers in plaintext?").row
         self.assertEqual(row["conflicts"], [{"kind": "polarity", "axis": "permission",
                                              "a": "encryption-standard#p1", "b": "security-policy-legacy#p1",
-                                             "reason": "permission: neg vs pos"}])
+                                             "reason": "permission: neg vs pos",
+                                             "evidence": {
+                                                 "a": "Social security numbers must not be stored in plaintext.",
+                                                 "b": "Social security numbers may be stored in plaintext "
+                                                      "on the internal file server."}}])
         self.assertIn("encryption-standard", row["message"])
         self.assertIn("security-policy-legacy", row["message"])
         self.assertEqual(row["risk"]["level"], "high")
@@ -113,9 +117,6 @@ class Decisions(unittest.TestCase):
             ("cites a chunk that was not retrieved",
              lambda fs: {"answer_sentences": [row_of(fs[0], chunk_id="plans#p3")], "confidence": "High"},
              "invalid_citations:citation 'plans#p3' does not match any retrieved chunk"),
-            ("cites one chunk twice",
-             lambda fs: {"answer_sentences": [row_of(fs[0]), row_of(fs[0])], "confidence": "High"},
-             "invalid_citations:duplicate citation 'cafeteria#p1'"),
             ("a sentence without a citation",
              lambda fs: {"answer_sentences": [{"sentence": "Opens at 8.", "pdf": "cafeteria", "page": 1}],
                          "confidence": "High"},

@@ -28,7 +28,7 @@ class BuildRow(unittest.TestCase):
         self.assertEqual(TRACE_KEYS, ("qid", "q", "retrieved_ids", "retrieved_scores", "answer_json",
                                       "cited_chunks", "decision", "reasons", "message", "confidence",
                                       "fallback_used", "expansions", "corrections", "risk", "conflicts",
-                                      "signals"))
+                                      "signals", "decided_by", "validation"))
         self.assertEqual(tuple(row()), TRACE_KEYS)
         self.assertEqual(tuple(row(timings_ms={"total": 1.0})), TRACE_KEYS + ("timings_ms",))
 

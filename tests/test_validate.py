@@ -87,7 +87,10 @@ class SynthesisTest(unittest.TestCase):
             # must map to a phase B key: handbook#p0 is phase A only
             ({"answer_sentences": [row("handbook", 1, "handbook#p0", sentence="Blank.")], "confidence": "High"}, [],
              ["answer_sentences[0]: (pdf='handbook', page=1, chunk_id='handbook#p0') is not a phase B fact"]),
-            ({"answer_sentences": [row(sentence=s), row(sentence="again")], "confidence": "High"}, ["refunds#p2"],
+            # two sentences from one chunk share it; a repeated (key, sentence) row is dropped
+            ({"answer_sentences": [row(sentence=s), row(sentence="again")], "confidence": "High"},
+             ["refunds#p2", "refunds#p2"], []),
+            ({"answer_sentences": [row(sentence=s), row(sentence=" %s " % s)], "confidence": "High"}, ["refunds#p2"],
              ["answer_sentences[1]: duplicate (pdf='refunds', page=1, chunk_id='refunds#p2') dropped"]),
         ]
         for payload, kept, errors in cases:

@@ -1,0 +1,387 @@
+"""The HTTP API (mini_rag/serve.py), started in-process on an ephemeral loopback port over
+the fixture corpus tests/fixtures/guards/corpus and called with urllib / http.client."""
+import http.client
+import io
+import json
+import os
+import socket
+import sys
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.parse
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from mini_rag.pipeline import Pipeline  # noqa: E402
+from mini_rag.serve import ROUTES, Service, make_server, openapi  # noqa: E402
+from test_pipeline import fixture_config, fixture_retriever  # noqa: E402
+from test_pipeline_halves import Counting  # noqa: E402
+
+CONFLICT_Q = "Can we store social security numbers in plaintext?"
+ANSWER_Q = "Who approves invoices?"
+NO_HITS_Q = "What is the capital of France?"
+QUESTIONS = [CONFLICT_Q, ANSWER_Q, NO_HITS_Q, "When does the staff cafeteria open?",
+             "How long are customer invoices retained?", "Is the cafeteria menu vegan?",
+             "How many days do customers have to request a refund?", "Are promotional purchases refundable?"]
+
+
+class Server:
+    """A server over the fixture corpus on 127.0.0.1:<free port>, run in a thread."""
+
+    def __init__(self, generator=None, **options):
+        cfg = fixture_config()
+        self.generator = generator or Counting()
+        self.service = Service(cfg, Pipeline(cfg, retriever=fixture_retriever(cfg), generator=self.generator))
+        self.log = io.StringIO()
+        self.httpd = make_server(self.service, "127.0.0.1", 0, log_stream=self.log, **options)
+        self.host, self.port = self.httpd.server_address[:2]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def url(self, path):
+        return "http://%s:%d%s" % (self.host, self.port, path)
+
+    def call(self, method, path, body=None, raw=None, headers=None):
+        """(status, parsed JSON body, headers) with urllib; errors are returned, not raised."""
+        data = raw if raw is not None else (json.dumps(body).encode("utf-8") if body is not None else None)
+        req = urllib.request.Request(self.url(path), data=data, method=method,
+                                     headers=dict({"Content-Type": "application/json"}, **(headers or {})))
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return resp.status, json.loads(resp.read().decode("utf-8")), resp.headers
+        except urllib.error.HTTPError as exc:
+            with exc:
+                return exc.code, json.loads(exc.read().decode("utf-8")), exc.headers
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(5)
+
+
+class ServeTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+
+    def call(self, *args, **kw):
+        return self.server.call(*args, **kw)
+
+
+class Routes(ServeTest):
+    def test_answer_shape_and_conflict_pairs(self):
+        status, body, headers = self.call("POST", "/answer", {"query": CONFLICT_Q, "top_k": 5})
+        self.assertEqual(status, 200)
+        self.assertEqual(headers["Content-Type"], "application/json; charset=utf-8")
+        self.assertEqual(list(body), ["query", "decision", "answer", "citations", "confidence", "retrieval",
+                                      "retrieval_quality", "validation", "conflicts", "reasons", "message",
+                                      "decided_by", "signals", "risk"])
+        self.assertEqual((body["decision"], body["citations"], body["decided_by"]), ("ABSTAIN", [], "answer"))
+        self.assertEqual(body["answer"], body["message"])
+        self.assertIn("encryption-standard", body["answer"])
+        self.assertEqual(body["retrieval"]["top_k"], 5)
+        self.assertLessEqual(len(body["retrieval"]["chunks"]), 5)
+        self.assertEqual(set(body["retrieval"]["chunks"][0]),
+                         {"doc_id", "chunk_id", "rank", "timestamp", "similarity", "title", "heading", "text"})
+        self.assertEqual(body["conflicts"], {
+            "conflict_detected": True, "conflict_type": "polarity",
+            "pairs": [{"chunk_a": {"doc_id": "encryption-standard", "chunk_id": "encryption-standard#p1"},
+                       "chunk_b": {"doc_id": "security-policy-legacy", "chunk_id": "security-policy-legacy#p1"},
+                       "reason": "permission: neg vs pos",
+                       "evidence_snippets": {
+                           "a": "Social security numbers must not be stored in plaintext.",
+                           "b": "Social security numbers may be stored in plaintext on the internal file server."},
+                       "conflict_type": "polarity", "axis": "permission"}],
+            "summary": "Polarity conflict detected: 1 conflicting pair(s) found"})
+        q = body["retrieval_quality"]
+        self.assertEqual(set(q), {"confidence", "freshness", "top_doc_ids", "top_timestamps"})
+        self.assertEqual(q["confidence"]["hit_count"], len(body["retrieval"]["chunks"]))
+        self.assertEqual(q["top_doc_ids"], [c["doc_id"] for c in body["retrieval"]["chunks"]])
+        self.assertEqual(body["signals"], {"retrieval_confidence_max": q["confidence"]["max"],
+                                           "retrieval_hit_count": q["confidence"]["hit_count"],
+                                           "freshness_violation": q["freshness"]["freshness_violation"]})
+        self.assertEqual(body["risk"]["risk_level"], "high")
+
+    def test_answer_same_as_pipeline(self):
+        status, body, _ = self.call("POST", "/answer", {"query": ANSWER_Q})
+        row = self.server.service.base.answer(ANSWER_Q).row
+        self.assertEqual(status, 200)
+        self.assertEqual((body["decision"], body["answer"], body["citations"], body["reasons"], body["validation"]),
+                         (row["decision"], row["answer_json"]["claim"], row["answer_json"]["citations"],
+                          row["reasons"], row["validation"]))
+        self.assertEqual(body["decision"], "ANSWER")
+
+    def test_doc_scope_names_one_document(self):
+        # the conflict question retrieves both sides; scoped to one document, only its chunks
+        status, body, _ = self.call("POST", "/answer", {"query": CONFLICT_Q, "doc_scope": "encryption-standard"})
+        self.assertEqual(status, 200)
+        self.assertEqual({c["doc_id"] for c in body["retrieval"]["chunks"]}, {"encryption-standard"})
+        self.assertFalse(body["conflicts"]["conflict_detected"])
+        status, body, _ = self.call("GET", "/debug/retrieval?q=plaintext&doc_scope=security-policy-legacy")
+        self.assertEqual({c["doc_id"] for c in body["retrieval"]["chunks"]}, {"security-policy-legacy"})
+
+    def test_parameters_change_the_pipeline(self):
+        # both hits are the cafeteria guide's, effective 2018-05-01, 3106 days before as_of
+        # 2026-11-01: stale at the configured 730 days, not at 36500 (a low-risk question is
+        # answered either way)
+        q = "When does the staff cafeteria open?"
+        _, stale, _ = self.call("POST", "/answer", {"query": q})
+        _, fresh, _ = self.call("POST", "/answer", {"query": q, "freshness_days": 36500})
+        old = {k: stale["retrieval_quality"]["freshness"][k]
+               for k in ("freshness_violation", "freshness_violation_count", "freshness_days")}
+        new = {k: fresh["retrieval_quality"]["freshness"][k]
+               for k in ("freshness_violation", "freshness_violation_count", "freshness_days")}
+        self.assertEqual([c["chunk_id"] for c in stale["retrieval"]["chunks"]], ["cafeteria#p1", "cafeteria#p2"])
+        self.assertEqual(old, {"freshness_violation": True, "freshness_violation_count": 2, "freshness_days": 730})
+        self.assertEqual(stale["retrieval_quality"]["freshness"]["stale"][0]["age_days"], 3106)
+        self.assertEqual(new, {"freshness_violation": False, "freshness_violation_count": 0, "freshness_days": 36500})
+        self.assertEqual((stale["decision"], fresh["decision"]), ("ANSWER", "ANSWER"))
+        _, one, _ = self.call("POST", "/answer", {"query": CONFLICT_Q, "top_k": 1})
+        self.assertEqual(len(one["retrieval"]["chunks"]), 1)
+        authorities = self.server.service.authorities
+        self.assertTrue(authorities)
+        _, scoped, _ = self.call("GET", "/debug/retrieval?" + urllib.parse.urlencode(
+            {"q": CONFLICT_Q, "doc_scope": authorities[0].lower()}))
+        self.assertEqual(scoped["retrieval"]["doc_scope"], authorities[0])
+
+    def test_validate(self):
+        chunks = [{"doc_id": "d", "chunk_id": "d#p%d" % i, "text": "SSNs must be encrypted at rest %d." % i}
+                  for i in range(7)]
+        ok = "SSNs must be encrypted at rest."
+        cases = [
+            ("valid", ok, ["d#p1"], True, [], []),
+            ("unknown id", ok, ["fake#p0"], False, ["citation 'fake#p0' does not match any retrieved chunk"],
+             ["the answer shares no keyword with its cited chunks"]),
+            ("duplicate", ok, ["d#p1", "d#p1"], False, ["duplicate citation 'd#p1'"], []),
+            ("six citations", ok, ["d#p%d" % i for i in range(6)], False, ["6 citations, at most 5 allowed"], []),
+            ("no citations", ok, [], False, ["answer has no citations"], []),
+            ("refusal may cite nothing", "not in context", [], True, [], []),
+            ("no shared keyword", "Zebras gallop.", ["d#p0"], True, [],
+             ["the answer shares no keyword with its cited chunks"]),
+        ]
+        for name, answer, citations, valid, errors, warnings in cases:
+            with self.subTest(name):
+                status, body, _ = self.call("POST", "/validate", {"answer": answer, "citations": citations,
+                                                                  "retrieved_chunks": chunks})
+                self.assertEqual(status, 200)
+                self.assertEqual(body, {"citation_valid": valid, "errors": errors, "warnings": warnings})
+
+    def test_debug_routes_never_call_the_generator(self):
+        before = self.server.generator.calls
+        q = urllib.parse.quote(CONFLICT_Q)
+        _, r, _ = self.call("GET", "/debug/retrieval?q=%s&top_k=3" % q)
+        self.assertEqual(list(r), ["query", "retrieval", "retrieval_quality"])
+        self.assertEqual(r["retrieval"]["top_k"], 3)
+        _, c, _ = self.call("GET", "/debug/conflicts?q=%s" % q)
+        self.assertEqual(list(c), ["query", "retrieval", "retrieval_quality", "conflicts"])
+        self.assertEqual([(p["chunk_a"]["chunk_id"], p["chunk_b"]["chunk_id"]) for p in c["conflicts"]["pairs"]],
+                         [("encryption-standard#p1", "security-policy-legacy#p1")])
+        _, d, _ = self.call("GET", "/debug/decision?q=%s" % q)
+        self.assertEqual(d["validation"], None)
+        self.assertEqual((d["decision_result"]["decision"], d["decision_result"]["would_call_generator"]),
+                         (None, True))
+        _, n, _ = self.call("GET", "/debug/decision?q=%s" % urllib.parse.quote(NO_HITS_Q))
+        self.assertEqual({k: n["decision_result"][k] for k in ("decision", "decided_by", "reasons")},
+                         {"decision": "ABSTAIN", "decided_by": "retrieval", "reasons": ["low_confidence:no_hits"]})
+        self.assertEqual(self.server.generator.calls, before)
+
+    def test_health_and_docs(self):
+        status, h, _ = self.call("GET", "/health")
+        self.assertEqual((status, h["status"], h["generator"]), (200, "ok", "counting"))
+        _, d, _ = self.call("GET", "/docs")
+        corpus = os.path.join(ROOT, "tests", "fixtures", "guards", "corpus")
+        names = sorted(os.path.splitext(n)[0] for n in os.listdir(corpus))
+        self.assertEqual([x["doc_id"] for x in d["documents"]], names)
+        self.assertEqual(d["count"], len(names))
+        self.assertEqual(sum(x["chunks"] for x in d["documents"]), h["chunks"])
+        self.assertEqual(set(d["documents"][0]), {"doc_id", "title", "effective", "authority", "chunks"})
+
+    def test_openapi_matches_the_routes(self):
+        status, spec, _ = self.call("GET", "/openapi.json")
+        self.assertEqual(status, 200)
+        self.assertEqual(spec, openapi())
+        self.assertTrue(spec["openapi"].startswith("3."))
+        in_spec = {(m.upper(), p) for p, ops in spec["paths"].items() for m in ops}
+        self.assertEqual(in_spec, set(ROUTES))
+        # the server dispatches only through ROUTES; no handler method is left out of it
+        handlers = {n[len("_route_"):] for n in dir(self.server.httpd.RequestHandlerClass) if n.startswith("_route_")}
+        self.assertEqual(handlers, {name for name, _, _ in ROUTES.values()})
+        # every route in the spec answers; every other method on its path is 405
+        for path, ops in spec["paths"].items():
+            for method in ("GET", "POST", "PUT", "DELETE"):
+                with self.subTest(method=method, path=path):
+                    if method.lower() in ops:
+                        body = {"query": ANSWER_Q} if path == "/answer" else \
+                            {"answer": "x", "citations": [], "retrieved_chunks": []} if method == "POST" else None
+                        status, _, _ = self.call(method, path + ("?q=refund" if "debug" in path else ""), body)
+                        self.assertEqual(status, 200)
+                    else:
+                        status, err, headers = self.call(method, path, {} if method != "GET" else None)
+                        self.assertEqual(status, 405)
+                        self.assertEqual(headers["Allow"], ", ".join(sorted(m.upper() for m in ops)))
+                        self.assertIn("not allowed", err["error"])
+
+
+class Errors(ServeTest):
+    def test_400(self):
+        cases = [
+            ("bad JSON", "/answer", b'{"query": ', "body is not JSON"),
+            ("not an object", "/answer", b'["query"]', "the body must be one JSON object, got list"),
+            ("missing field", "/answer", b'{}', "missing field 'query'"),
+            ("wrong type", "/answer", b'{"query": 3}', "query must be a string, got 3"),
+            ("empty query", "/answer", b'{"query": " "}', "query must be a non-empty string, got ' '"),
+            ("unknown field", "/answer", b'{"query": "x", "topk": 3}',
+             "unknown field 'topk' (known: doc_scope, freshness_days, query, top_k); did you mean 'top_k'?"),
+            ("top_k bool", "/answer", b'{"query": "x", "top_k": true}',
+             "top_k must be an integer from 1 to 100, got True"),
+            ("top_k too big", "/answer", b'{"query": "x", "top_k": 101}',
+             "top_k must be an integer from 1 to 100, got 101"),
+            ("unknown scope", "/answer", b'{"query": "x", "doc_scope": "NASA"}', "doc_scope must be a doc_id, MIXED or one"),
+            ("citations not strings", "/validate", b'{"answer": "x", "citations": [1], "retrieved_chunks": []}',
+             "citations[0] must be a string, got 1"),
+            ("chunk without id", "/validate", b'{"answer": "x", "citations": [], "retrieved_chunks": [{}]}',
+             "retrieved_chunks[0] must be an object with a non-empty string chunk_id"),
+            ("not UTF-8", "/answer", b'{"query": "\xff"}', "body must be UTF-8"),
+        ]
+        for name, path, raw, message in cases:
+            with self.subTest(name):
+                status, body, _ = self.call("POST", path, raw=raw)
+                self.assertEqual(status, 400)
+                self.assertTrue(body["error"].startswith(message), body["error"])
+        for name, query, message in [("no q", "top_k=3", "missing field 'q'"),
+                                     ("q twice", "q=a&q=b", "parameter 'q' given 2 times"),
+                                     ("bad top_k", "q=a&top_k=x", "top_k must be an integer, got 'x'"),
+                                     ("unknown", "q=a&k=3", "unknown field 'k'")]:
+            with self.subTest(name):
+                status, body, _ = self.call("GET", "/debug/retrieval?" + query)
+                self.assertEqual(status, 400)
+                self.assertTrue(body["error"].startswith(message), body["error"])
+
+    def test_404(self):
+        status, body, _ = self.call("GET", "/nowhere")
+        self.assertEqual((status, body), (404, {"error": "no route '/nowhere'"}))
+
+    def test_411_and_413(self):
+        conn = http.client.HTTPConnection(self.server.host, self.server.port, timeout=10)
+        conn.putrequest("POST", "/answer")
+        conn.putheader("Content-Length", str((1 << 20) + 1))     # the default limit is 1 MiB
+        conn.endheaders()
+        resp = conn.getresponse()
+        self.assertEqual((resp.status, json.loads(resp.read())),
+                         (413, {"error": "body of 1048577 bytes is over the limit of 1048576 bytes"}))
+        conn.close()
+        conn = http.client.HTTPConnection(self.server.host, self.server.port, timeout=10)
+        conn.putrequest("POST", "/answer")
+        conn.endheaders()
+        resp = conn.getresponse()
+        self.assertEqual((resp.status, json.loads(resp.read())), (411, {"error": "Content-Length required"}))
+        conn.close()
+
+    def test_413_body_sent(self):
+        small = Server(max_body=1000)
+        try:
+            status, body, _ = small.call("POST", "/answer", raw=b'{"query": "%s"}' % (b"x" * 2000))
+            self.assertEqual((status, body["error"]), (413, "body of %d bytes is over the limit of 1000 bytes" % (len('{"query": "') + 2000 + len('"}'))))
+            status, _, _ = small.call("POST", "/answer", {"query": ANSWER_Q})
+            self.assertEqual(status, 200)                              # the server goes on
+        finally:
+            small.close()
+
+    def test_500_logged_not_sent(self):
+        def boom(body):
+            raise RuntimeError("secret detail")
+        service = self.server.service
+        service.answer = boom
+        try:
+            status, body, _ = self.call("POST", "/answer", {"query": "x"})
+        finally:
+            del service.answer
+        self.assertEqual((status, body), (500, {"error": "internal error"}))
+        log = self.server.log.getvalue()
+        self.assertIn("Traceback", log)
+        self.assertIn("RuntimeError: secret detail", log)
+
+    def test_access_log_and_timeout(self):
+        self.call("GET", "/health")
+        self.assertRegex(self.server.log.getvalue(), r"127\.0\.0\.1 - GET /health 200 \d+ [\d.]+ms\n")
+        quick = Server(timeout=0.3)
+        try:
+            with socket.create_connection((quick.host, quick.port), timeout=10) as s:
+                t0 = time.monotonic()
+                self.assertEqual(s.recv(100), b"")                     # closed: nothing was sent
+                self.assertLess(time.monotonic() - t0, 5)
+        finally:
+            quick.close()
+
+
+class Blocking(Counting):
+    """Counting, but waits for ``release`` first (a slow LLM)."""
+    name = "blocking"
+
+    def __init__(self):
+        super().__init__()
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def generate(self, question, facts, context):
+        self.entered.set()
+        self.release.wait(30)
+        return super().generate(question, facts, context)
+
+
+class InFlightBound(unittest.TestCase):
+    def test_503_over_max_requests(self):
+        gen = Blocking()
+        server = Server(generator=gen, max_requests=1)
+        try:
+            slow = []
+            t = threading.Thread(target=lambda: slow.append(server.call("POST", "/answer", {"query": ANSWER_Q})))
+            t.start()
+            self.assertTrue(gen.entered.wait(30))
+            status, body, _ = server.call("GET", "/health")
+            self.assertEqual((status, body), (503, {"error": "server busy: more than 1 requests in flight"}))
+            gen.release.set()
+            t.join(30)
+            self.assertEqual(slow[0][0], 200)
+            self.assertEqual(server.call("GET", "/health")[0], 200)        # the slot is free again
+        finally:
+            gen.release.set()
+            server.close()
+
+
+class Concurrency(ServeTest):
+    def test_eight_threads_same_as_sequential(self):
+        sequential = {q: self.call("POST", "/answer", {"query": q})[1] for q in QUESTIONS}
+        results, errors = [], []
+
+        def client(n):
+            try:
+                for i in range(len(QUESTIONS)):
+                    q = QUESTIONS[(n + i) % len(QUESTIONS)]
+                    results.append((q, self.call("POST", "/answer", {"query": q})))
+            except Exception as exc:                               # pragma: no cover - reported below
+                errors.append(exc)
+        threads = [threading.Thread(target=client, args=(n,)) for n in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(errors, [])
+        self.assertEqual(len(results), 8 * len(QUESTIONS))
+        for q, (status, body, _) in results:
+            self.assertEqual(status, 200)
+            self.assertEqual(body, sequential[q], q)
+        self.assertEqual({sequential[q]["decision"] for q in QUESTIONS}, {"ANSWER", "ABSTAIN"})
+
+
+if __name__ == "__main__":
+    unittest.main()
