@@ -159,9 +159,20 @@ def main(argv=None) -> int:
     ap.add_argument("--ablate", action="store_true", help="ablation table on the held-out halves")
     ap.add_argument("--config", default=None, help="TOML config (default: configs/default.toml)")
     ap.add_argument("--out", default=OUT, help="output folder (default: %s)" % OUT)
-    ap.add_argument("--docs", action="store_true", help="rewrite the generated part of docs/answering.md")
+    ap.add_argument("--docs", action="store_true",
+                    help="rewrite the generated parts of docs/answering.md and README.md")
+    ap.add_argument("--from-summary", metavar="FILE",
+                    help="render (and with --docs write) the tables of an earlier run's summary.json; run nothing")
     args = ap.parse_args(argv)
     halves = set(args.halves.split(","))
+    if args.from_summary:
+        with open(args.from_summary, encoding="utf-8") as fh:
+            summary = json.load(fh)
+        text = render(summary["results"], summary["ablation"])
+        print(text)
+        if args.docs:
+            write_docs(text, summary["results"])
+        return 0
     try:
         runner = Runner(args.config, args.out)
         os.makedirs(args.out, exist_ok=True)
@@ -204,7 +215,7 @@ def main(argv=None) -> int:
     text = render(results, ablation)
     print(text)
     if args.docs:
-        write_docs(text)
+        write_docs(text, results)
     return 0
 
 
@@ -241,13 +252,23 @@ def render(results, ablation):
 
 
 BEGIN, END = "<!-- bench-answer:begin -->", "<!-- bench-answer:end -->"
+README = os.path.join(ROOT, "README.md")
+README_BEGIN, README_END = "<!-- external:begin -->", "<!-- external:end -->"
 
 
-def write_docs(text):
-    with open(DOC, encoding="utf-8") as fh:
+def _replace_block(path, begin, end, text):
+    with open(path, encoding="utf-8") as fh:
         doc = fh.read()
-    i, j = doc.index(BEGIN) + len(BEGIN), doc.index(END)
-    atomic_write_text(DOC, doc[:i] + "\n" + text + doc[j:])
+    i, j = doc.index(begin) + len(begin), doc.index(end)
+    atomic_write_text(path, doc[:i] + "\n" + text + doc[j:])
+
+
+def write_docs(text, results):
+    """docs/answering.md gets every table; README.md's external block the held-out rows."""
+    _replace_block(DOC, BEGIN, END, text)
+    held = {label: r for label, r in results.items() if label.endswith("-held")}
+    if held:
+        _replace_block(README, README_BEGIN, README_END, render(held, {}))
 
 
 if __name__ == "__main__":
