@@ -2802,13 +2802,18 @@ def scorecard(weights: Dict[str, float], metrics: Dict[str, dict], k0: int) -> d
     return {"overall": _r(overall), "stages": stages, "not_measured": left_out, "note": note}
 
 
+# issue 20's per-item means: metric -> the Scorer array holding each item's value (NaN: none)
+_ITEM_MEANS = {"answer_relevance": "answer_rel", "context_relevance": "context_rel"}
+
+
 class ItemStages:
     """Per-item stage scores and overall score, for the stages the run measured.
 
     An item's stage score is its verdict on the stage metric (1 or 0 for a rate, oriented so
-    higher is better; the per-item value for P/R/nDCG/RR families); None when the item is not
-    in the metric's denominator or the metric has no per-item verdict.  The item's overall is
-    the weighted mean over its scored stages (renormalized per item)."""
+    higher is better; the per-item value for P/R/nDCG/RR families and for the per-item means
+    in ``_ITEM_MEANS``); None when the item is not in the metric's denominator (for a mean:
+    the item has no value, e.g. no chunk text) or the metric has no per-item verdict.  The
+    item's overall is the weighted mean over its scored stages (renormalized per item)."""
 
     def __init__(self, scorer: "Scorer", card: dict, weights: Dict[str, float]):
         self.scorer, self.weights = scorer, weights
@@ -2823,6 +2828,9 @@ class ItemStages:
         self.cache: Dict[int, dict] = {}
 
     def _score(self, i: int, f: int, ref: MetricRef, pname: str):
+        if pname in _ITEM_MEANS:
+            v = getattr(self.scorer, _ITEM_MEANS[pname])[i]
+            return None if v != v else _oriented(ref, v)     # NaN: the item has no value
         if pname in _PAIRED:
             den, num = _PAIRED[pname]
             if not den(f) or (pname == "hallucination" and not f & F_HMEAS):
