@@ -307,10 +307,20 @@ class Weights(TempDir):
         (self.dir / "g.toml").write_text(ALL_GATES, encoding="utf-8")
         trace = [dict(r) for r in ALL_TRACE]
         trace[2] = dict(trace[2], cited_chunks={"x": "delta"})     # c3's text unknown: A3 has no context value
-        card, _ = self.card("--gates-file", "g.toml", "--items", "i.jsonl", trace=trace)
-        self.assertEqual(card["stages"]["context_relevance"]["score"], 1.0)      # A1 1/1, A2 1/1
-        by = {r["qid"]: r["scorecard"] for r in map(json.loads, (self.dir / "i.jsonl").read_text().splitlines())}
-        self.assertIsNone(by["A3"]["stages"]["context_relevance"])
+        code, rep, err = self.score(CARD_GOLD, trace, "--k", "5", "--gates-file", "g.toml", gates=None)
+        self.assertEqual(code, 0, err)
+        # the metric keeps its value over the items it could judge (A1 1/1, A2 1/1) ...
+        self.assertEqual((rep["metrics"]["context_relevance"]["value"], rep["metrics"]["context_relevance"]["n"]),
+                         (1.0, 2))
+        # ... but the scorecard leaves the stage out: 1 of the 3 items with a question and retrieved
+        # chunks (A1, A2, A3; A4 retrieved nothing) lacks chunk text
+        card = rep["scorecard"]
+        self.assertEqual(card["not_measured"], ["context_relevance"])
+        self.assertIn("unknown for 1 of 3 items", card["stages"]["context_relevance"]["reason"])
+        others = 1.0 - 0.10
+        overall = (0.10 * 3 / 4 + 0.20 * 2 / 3 + 0.15 * 13 / 18 + 0.15 * 2 / 3 + 0.10 * 2 / 3 + 0.10 * 2 / 3
+                   + 0.10 * 3 / 4) / others
+        self.assertEqual(card["overall"], round(overall, 4))
         # no chunk text at all: context_relevance (and faithfulness) not measured; answer relevance
         # needs none and stays 13/18
         trace = [{k: v for k, v in r.items() if k != "cited_chunks"} for r in ALL_TRACE]
