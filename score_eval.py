@@ -1589,6 +1589,8 @@ class Scorer:
         self.cost = nan * n
         self.term_cache: Dict[str, frozenset] = {}
         self.flags_seen = bytearray(n)
+        # items with a question and retrieved chunks whose texts are not all known (no context value)
+        self.context_lack = bytearray(n)
         # policy_compliance is measured when a [policy.*] exists or gold names a policy rejection
         self.policy_measured = bool(self.rules.policies) or any(b & F_POLREJ for b in self.gold.base)
 
@@ -1651,6 +1653,7 @@ class Scorer:
         if f & F_REQDOCS and self.gold.req_docs[i] <= {c.split("#", 1)[0] for c in cits}:
             f |= F_OKDOCS
         # reference-free relevance (lexical)
+        self.context_lack[i] = 0
         if q:
             qt = content_terms(q)
             if qt and f & F_SHIP:
@@ -1661,6 +1664,8 @@ class Scorer:
                 if len(texts) == len(set(ret)):
                     hit = sum(1 for c in ret if not qt.isdisjoint(self._terms(texts[c])))
                     self.context_rel[i] = hit / len(ret)
+            if qt and ret and self.context_rel[i] != self.context_rel[i]:
+                self.context_lack[i] = 1
         if found:
             self.evidence[i] = found
         self.flags[i] = f
@@ -2644,7 +2649,8 @@ def compare(base: dict, path: str, metrics: Dict[str, dict], categories: Dict[st
 # --------------------------------------------------------------------------- weighted scorecard
 
 # Seed 004's stages and the registry metric that scores each: the one table of the mapping.
-# A stage whose metric is not in the registry or was not measured in this run is left out of
+# A stage whose metric is not in the registry or was not measured in this run (or, see
+# scorecard_gaps, measured on only part of the items it should judge) is left out of
 # the overall score and the other weights are renormalized (the report names it).  A metric
 # where lower is better scores 1 - value.  Default weights are seed 004's pack defaults; gate
 # stages are the ones seed 004 marks is_gate (a stage whose metric a block gate checks is one too).
@@ -2769,8 +2775,23 @@ def _oriented(ref: MetricRef, value):
     return None if value is None else (1.0 - value if ref.metric.better == "lower" else value)
 
 
-def scorecard(weights: Dict[str, float], metrics: Dict[str, dict], k0: int) -> dict:
-    """The run's stage scores and weighted overall score (unmeasured stages renormalized away)."""
+def scorecard_gaps(scorer: "Scorer") -> Dict[str, str]:
+    """Stage metric -> why the scorecard leaves it out although the metric has a value: its
+    value covers only part of the items it should judge (context_relevance without the
+    texts of some item's retrieved chunks), so it would stand for a biased subset."""
+    lack = sum(getattr(scorer, "context_lack", b""))
+    if not lack:
+        return {}
+    have = sum(1 for v in scorer.context_rel if v == v)
+    return {"context_relevance": "not measured: the retrieved chunks' texts are unknown for %d of %d items with a "
+                                 "question and retrieved chunks (context_relevance covers only the other %d); give "
+                                 "--chunks FILE" % (lack, lack + have, have)}
+
+
+def scorecard(weights: Dict[str, float], metrics: Dict[str, dict], k0: int,
+              gaps: Optional[Dict[str, str]] = None) -> dict:
+    """The run's stage scores and weighted overall score (unmeasured stages renormalized away;
+    ``gaps``: metric -> reason for a metric that has a value but is left out, see scorecard_gaps)."""
     stages: Dict[str, dict] = {}
     used = 0.0
     acc = []
@@ -2785,6 +2806,8 @@ def scorecard(weights: Dict[str, float], metrics: Dict[str, dict], k0: int) -> d
             reason = "not measured: %r is a count, not a score in [0, 1]" % key
         elif entry is None or entry["value"] is None:
             reason = (entry or {}).get("reason") or "not measured: %s was not computed" % key
+        elif gaps and key in gaps:
+            reason = gaps[key]
         score = None if reason else _oriented(ref, entry["value"])
         stages[s.name] = {"metric": key, "weight": round(weights[s.name], 4), "effective_weight": None,
                           "score": score, "n": entry["n"] if entry and not reason else None, "reason": reason}
@@ -2802,13 +2825,18 @@ def scorecard(weights: Dict[str, float], metrics: Dict[str, dict], k0: int) -> d
     return {"overall": _r(overall), "stages": stages, "not_measured": left_out, "note": note}
 
 
+# issue 20's per-item means: metric -> the Scorer array holding each item's value (NaN: none)
+_ITEM_MEANS = {"answer_relevance": "answer_rel", "context_relevance": "context_rel"}
+
+
 class ItemStages:
     """Per-item stage scores and overall score, for the stages the run measured.
 
     An item's stage score is its verdict on the stage metric (1 or 0 for a rate, oriented so
-    higher is better; the per-item value for P/R/nDCG/RR families); None when the item is not
-    in the metric's denominator or the metric has no per-item verdict.  The item's overall is
-    the weighted mean over its scored stages (renormalized per item)."""
+    higher is better; the per-item value for P/R/nDCG/RR families and for the per-item means
+    in ``_ITEM_MEANS``); None when the item is not in the metric's denominator (for a mean:
+    the item has no value, e.g. no chunk text) or the metric has no per-item verdict.  The
+    item's overall is the weighted mean over its scored stages (renormalized per item)."""
 
     def __init__(self, scorer: "Scorer", card: dict, weights: Dict[str, float]):
         self.scorer, self.weights = scorer, weights
@@ -2823,6 +2851,9 @@ class ItemStages:
         self.cache: Dict[int, dict] = {}
 
     def _score(self, i: int, f: int, ref: MetricRef, pname: str):
+        if pname in _ITEM_MEANS:
+            v = getattr(self.scorer, _ITEM_MEANS[pname])[i]
+            return None if v != v else _oriented(ref, v)     # NaN: the item has no value
         if pname in _PAIRED:
             den, num = _PAIRED[pname]
             if not den(f) or (pname == "hallucination" and not f & F_HMEAS):
@@ -3939,7 +3970,7 @@ def run(args) -> int:
                    "regression": regression_block,
                    "warnings": warnings})
     report["warnings_failed"] = sum(1 for g in gate_results if g["tier"] == "warn" and not g["pass"])
-    report["scorecard"] = scorecard(weights, metrics, k0)
+    report["scorecard"] = scorecard(weights, metrics, k0, scorecard_gaps(scorer))
     if not trec:
         report["reference_free"] = gold.unlabelled
         report["skipped_metrics"] = {name: _SKIPPED for name in skipped}

@@ -61,14 +61,40 @@ def run_peer(exe, code, data):
 #   A3 ships "delta" citing x (not gold); c3 is retrieved second          -> no hit, grounded
 #   A4 refuses; nothing retrieved                                          -> over-refusal, recall miss
 # shipped |S| = 3: hallucination 1/3 (faithfulness 2/3), chr 2/3; recall@5 over |A| = 4: 3/4.
+# Issue 20's stages on this fixture, by hand:
+#   source_policy: no chunk carries a policy (all summarize): 3 of 3 shipped compliant -> 1
+#   rejection_calibration: all 4 labelled answerable; A1-A3 answer, A4 refuses -> 3/4
+#   policy_compliance: no [policy.*] (the temp dir has no gates file), no gold policy rejection -> not measured
+#   answer_relevance, context_relevance: the rows carry no question (q) -> not measured
 CARD_GOLD = [gold_row("A%d" % i, True, ["alpha"], ["c%d" % i], category="cat") for i in range(1, 5)]
-CARD_TRACE = [
+CARD_TRACE = [{k: v for k, v in row.items() if k != "q"} for row in [
     trace_row("A1", "alpha beta", ["c1"], ["c1"], cited_chunks={"c1": "alpha beta"}),
     trace_row("A2", "alpha gamma", ["c2"], ["c2"], cited_chunks={"c2": "alpha"}),
     trace_row("A3", "delta", ["x"], ["x", "c3"], cited_chunks={"x": "delta"}),
     trace_row("A4", "not in context", [], []),
+]]
+# seed 004 defaults of the measured stages (sum 0.65)
+W = {"retrieval": 0.10, "faithfulness": 0.20, "citation": 0.15, "source_policy": 0.10, "rejection_calibration": 0.10}
+UNMEASURED = ["context_relevance", "answer_relevance", "policy_compliance"]     # in STAGES order
+
+# The same items with every stage measured (all default weights, sum 1):
+#   questions: A1 "alpha beta?" A2 "alpha gamma epsilon?" A3 "delta omega?" A4 "alpha?"
+#   answer_relevance (shipped): A1 2/2, A2 2/3 (no epsilon), A3 1/2 (no omega) -> mean 13/18
+#   context_relevance: A1 c1 shares alpha -> 1/1; A2 c2 -> 1/1; A3 x "delta" shares delta, c3 "zeta"
+#     shares nothing -> 1/2; A4 retrieved nothing -> no value; mean (1 + 1 + 1/2) / 3 = 5/6
+#   source_policy: c1 and c2 are quote_only; "alpha beta" is verbatim in c1, "alpha gamma" is not
+#     in c2 -> A2 violates: 2/3
+#   policy_compliance: [policy.no_delta] matches A3's "delta": 2 of 3 shipped comply -> 2/3
+#   retrieval 3/4, faithfulness 2/3, citation 2/3, rejection_calibration 3/4 as above
+ALL_TRACE = [
+    trace_row("A1", "alpha beta", ["c1"], ["c1"], q="alpha beta?",
+              cited_chunks={"c1": {"text": "alpha beta", "policy": "quote_only"}}),
+    trace_row("A2", "alpha gamma", ["c2"], ["c2"], q="alpha gamma epsilon?",
+              cited_chunks={"c2": {"text": "alpha", "policy": "quote_only"}}),
+    trace_row("A3", "delta", ["x"], ["x", "c3"], q="delta omega?", cited_chunks={"x": "delta", "c3": "zeta"}),
+    trace_row("A4", "not in context", [], [], q="alpha?"),
 ]
-W = {"retrieval": 0.10, "faithfulness": 0.20, "citation": 0.15}   # seed 004 defaults of the measured stages
+ALL_GATES = "[baseline]\nprecision = { min = 0 }\n[policy.no_delta]\nmessage = \"no delta\"\npatterns = ['\\bdelta\\b']\n"
 
 
 class Tiers(TempDir):
@@ -146,14 +172,20 @@ class Weights(TempDir):
 
     def test_defaults_renormalize_over_measured_stages(self):
         card, warnings = self.card()
-        want = (W["retrieval"] * 3 / 4 + W["faithfulness"] * 2 / 3 + W["citation"] * 2 / 3) / sum(W.values())
+        want = (W["retrieval"] * 3 / 4 + W["faithfulness"] * 2 / 3 + W["citation"] * 2 / 3 + W["source_policy"] * 1
+                + W["rejection_calibration"] * 3 / 4) / sum(W.values())
         self.assertEqual(card["overall"], round(want, 4))
         self.assertEqual({k: v["score"] for k, v in card["stages"].items() if v["score"] is not None},
-                         {"retrieval": 0.75, "faithfulness": round(2 / 3, 4), "citation": round(2 / 3, 4)})
-        self.assertEqual(card["stages"]["faithfulness"]["effective_weight"], round(0.20 / 0.45, 4))
+                         {"retrieval": 0.75, "faithfulness": round(2 / 3, 4), "citation": round(2 / 3, 4),
+                          "source_policy": 1.0, "rejection_calibration": 0.75})
+        self.assertEqual(card["stages"]["faithfulness"]["effective_weight"], round(0.20 / 0.65, 4))
         self.assertEqual(card["stages"]["faithfulness"]["metric"], "hallucination")
         self.assertEqual(card["stages"]["retrieval"]["metric"], "recall@5")
+        self.assertEqual(card["not_measured"], UNMEASURED)
         self.assertEqual(card["not_measured"], [s.name for s in score_eval.STAGES if s.name not in W])
+        self.assertIn("no item has a question", card["stages"]["context_relevance"]["reason"])
+        self.assertIn("no shipped item has a question", card["stages"]["answer_relevance"]["reason"])
+        self.assertIn("no [policy.*]", card["stages"]["policy_compliance"]["reason"])
         self.assertIn("left out of the overall score (the other weights renormalized): context_relevance", card["note"])
         self.assertFalse([w for w in warnings if w.startswith("weights")])
 
@@ -163,27 +195,33 @@ class Weights(TempDir):
         card, _ = self.card(trace=trace)
         self.assertIsNone(card["stages"]["faithfulness"]["score"])
         self.assertIn("faithfulness", card["not_measured"])
-        self.assertEqual(card["overall"], round((0.10 * 3 / 4 + 0.15 * 2 / 3) / 0.25, 4))
+        # source_policy stays 1 (no chunk has a policy, so no text is needed): retrieval, citation,
+        # source_policy and rejection_calibration remain, raw weights 0.10 + 0.15 + 0.10 + 0.10
+        self.assertEqual(card["overall"], round((0.10 * 3 / 4 + 0.15 * 2 / 3 + 0.10 * 1 + 0.10 * 3 / 4) / 0.45, 4))
 
     def test_items_carry_stage_scores(self):
         items = self.dir / "i.jsonl"
         self.card("--items", items)
         by = {r["qid"]: r["scorecard"] for r in map(json.loads, items.read_text().splitlines())}
         t = sum(W.values())
-        want = {"A1": ({"retrieval": 1.0, "faithfulness": 1.0, "citation": 1.0}, 1.0),
-                "A2": ({"retrieval": 1.0, "faithfulness": 0.0, "citation": 1.0}, (0.10 + 0.15) / t),
-                "A3": ({"retrieval": 1.0, "faithfulness": 1.0, "citation": 0.0}, (0.10 + 0.20) / t),
-                "A4": ({"retrieval": 0.0, "faithfulness": None, "citation": None}, 0.0)}
+        # stages: retrieval, faithfulness, citation, source_policy, rejection_calibration; an item
+        # outside a stage's denominator (A4 shipped nothing) has None there and is renormalized
+        want = {"A1": ((1.0, 1.0, 1.0, 1.0, 1.0), 1.0),
+                "A2": ((1.0, 0.0, 1.0, 1.0, 1.0), (0.10 + 0.15 + 0.10 + 0.10) / t),
+                "A3": ((1.0, 1.0, 0.0, 1.0, 1.0), (0.10 + 0.20 + 0.10 + 0.10) / t),
+                "A4": ((0.0, None, None, None, 0.0), 0.0 / (0.10 + 0.10))}
         for qid, (stages, overall) in want.items():
             with self.subTest(qid=qid):
-                self.assertEqual(by[qid], {"stages": stages, "overall": round(overall, 4)})
+                self.assertEqual(by[qid], {"stages": dict(zip(W, stages)),
+                                           "overall": round(overall, 4)})
 
     def test_override_normalizes_with_warning(self):
         card, warnings = self.card("--weights", '{"faithfulness": 0.5}')
         total = 1.0 - 0.20 + 0.5
         self.assertIn("weights sum to 1.3, not 1 (tolerance 0.05); normalized to sum 1", warnings)
         self.assertEqual(card["stages"]["faithfulness"]["weight"], round(0.5 / total, 4))
-        want = (0.10 * 3 / 4 + 0.5 * 2 / 3 + 0.15 * 2 / 3) / (0.10 + 0.5 + 0.15)
+        # the measured stages' raw weights (the 1.3 normalization cancels): 0.10, 0.5, 0.15, 0.10, 0.10
+        want = (0.10 * 3 / 4 + 0.5 * 2 / 3 + 0.15 * 2 / 3 + 0.10 * 1 + 0.10 * 3 / 4) / (0.10 + 0.5 + 0.15 + 0.10 + 0.10)
         self.assertEqual(card["overall"], round(want, 4))
         # within the tolerance: normalized silently
         card, warnings = self.card("--weights", '{"faithfulness": 0.24}')
@@ -229,16 +267,69 @@ class Weights(TempDir):
 
     def test_new_registry_metric_is_picked_up(self):
         """A stage's metric that joins the registry (issue 20's policy_compliance) scores the stage."""
-        metric = score_eval.Metric("policy_compliance", "rate", "higher", "d", "f", "u", 1.0)
         metrics = {"recall@5": {"value": 0.75, "n": 4, "reason": None},
                    "policy_compliance": {"value": 0.5, "n": 2, "reason": None}}
         weights = {s.name: s.weight for s in score_eval.STAGES}
-        with mock.patch.dict(score_eval._BY_NAME, {"policy_compliance": metric}):
+        with mock.patch.dict(score_eval._BY_NAME):      # as before issue 20: not in the registry, left out
+            del score_eval._BY_NAME["policy_compliance"]
             card = score_eval.scorecard(weights, metrics, 5)
+        self.assertEqual(card["overall"], 0.75)
+        self.assertIn("not a registry metric", card["stages"]["policy_compliance"]["reason"])
+        card = score_eval.scorecard(weights, metrics, 5)     # in the registry: it scores the stage
         self.assertEqual(card["overall"], round((0.10 * 0.75 + 0.10 * 0.5) / 0.20, 4))
         self.assertEqual(card["stages"]["policy_compliance"]["effective_weight"], 0.5)
-        card = score_eval.scorecard(weights, metrics, 5)     # not in the registry: left out
-        self.assertEqual(card["overall"], 0.75)
+
+    def test_every_stage_measured(self):
+        (self.dir / "g.toml").write_text(ALL_GATES, encoding="utf-8")
+        card, _ = self.card("--gates-file", "g.toml", "--items", "i.jsonl", trace=ALL_TRACE)
+        self.assertEqual((card["not_measured"], card["note"]), ([], "every stage measured"))
+        want = {"retrieval": 3 / 4, "context_relevance": 5 / 6, "faithfulness": 2 / 3, "answer_relevance": 13 / 18,
+                "citation": 2 / 3, "source_policy": 2 / 3, "policy_compliance": 2 / 3, "rejection_calibration": 3 / 4}
+        self.assertEqual({k: v["score"] for k, v in card["stages"].items()}, {k: round(v, 4) for k, v in want.items()})
+        # default weights sum to 1: 0.075 + 0.0833 + 0.1333 + 0.1083 + 0.1 + 0.0667 + 0.0667 + 0.075
+        overall = (0.10 * 3 / 4 + 0.10 * 5 / 6 + 0.20 * 2 / 3 + 0.15 * 13 / 18 + 0.15 * 2 / 3 + 0.10 * 2 / 3
+                   + 0.10 * 2 / 3 + 0.10 * 3 / 4)
+        self.assertEqual(card["overall"], round(overall, 4))
+        by = {r["qid"]: r["scorecard"] for r in map(json.loads, (self.dir / "i.jsonl").read_text().splitlines())}
+        # per item, stages in STAGES order: retrieval, context, faithfulness, answer, citation,
+        # source_policy, policy_compliance, rejection_calibration (None: not in the denominator / no value)
+        items = {"A1": ((1, 1, 1, 1, 1, 1, 1, 1), 1.0),
+                 "A2": ((1, 1, 0, 2 / 3, 1, 0, 1, 1), 0.10 + 0.10 + 0.15 * 2 / 3 + 0.15 + 0.10 + 0.10),
+                 "A3": ((1, 1 / 2, 1, 1 / 2, 0, 1, 0, 1), 0.10 + 0.10 / 2 + 0.20 + 0.15 / 2 + 0.10 + 0.10),
+                 "A4": ((0, None, None, None, None, None, None, 0), 0.0)}
+        for qid, (stages, overall) in items.items():
+            with self.subTest(qid=qid):
+                self.assertEqual(by[qid], {"stages": {s.name: None if v is None else round(float(v), 4)
+                                                      for s, v in zip(score_eval.STAGES, stages)},
+                                           "overall": round(overall, 4)})
+
+    def test_context_relevance_needs_chunk_text(self):
+        (self.dir / "g.toml").write_text(ALL_GATES, encoding="utf-8")
+        trace = [dict(r) for r in ALL_TRACE]
+        trace[2] = dict(trace[2], cited_chunks={"x": "delta"})     # c3's text unknown: A3 has no context value
+        code, rep, err = self.score(CARD_GOLD, trace, "--k", "5", "--gates-file", "g.toml", gates=None)
+        self.assertEqual(code, 0, err)
+        # the metric keeps its value over the items it could judge (A1 1/1, A2 1/1) ...
+        self.assertEqual((rep["metrics"]["context_relevance"]["value"], rep["metrics"]["context_relevance"]["n"]),
+                         (1.0, 2))
+        # ... but the scorecard leaves the stage out: 1 of the 3 items with a question and retrieved
+        # chunks (A1, A2, A3; A4 retrieved nothing) lacks chunk text
+        card = rep["scorecard"]
+        self.assertEqual(card["not_measured"], ["context_relevance"])
+        self.assertIn("unknown for 1 of 3 items", card["stages"]["context_relevance"]["reason"])
+        others = 1.0 - 0.10
+        overall = (0.10 * 3 / 4 + 0.20 * 2 / 3 + 0.15 * 13 / 18 + 0.15 * 2 / 3 + 0.10 * 2 / 3 + 0.10 * 2 / 3
+                   + 0.10 * 3 / 4) / others
+        self.assertEqual(card["overall"], round(overall, 4))
+        # no chunk text at all: context_relevance (and faithfulness) not measured; answer relevance
+        # needs none and stays 13/18
+        trace = [{k: v for k, v in r.items() if k != "cited_chunks"} for r in ALL_TRACE]
+        card, _ = self.card("--gates-file", "g.toml", "--items", "i.jsonl", trace=trace)
+        self.assertEqual(card["not_measured"], ["context_relevance", "faithfulness"])
+        self.assertIn("all their texts", card["stages"]["context_relevance"]["reason"])
+        self.assertEqual(card["stages"]["answer_relevance"]["score"], round(13 / 18, 4))
+        by = {r["qid"]: r["scorecard"] for r in map(json.loads, (self.dir / "i.jsonl").read_text().splitlines())}
+        self.assertNotIn("context_relevance", by["A1"]["stages"])
 
 
 class Calibration(TempDir):
