@@ -35,8 +35,11 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 import tempfile
+import time
+import traceback
 from array import array
 from collections import Counter
 from itertools import compress
@@ -58,6 +61,15 @@ DECISIONS = ("ANSWER", "ABSTAIN", "CLARIFY", "BLOCK")
 Z95 = 1.959963984540054               # two-sided 95% normal quantile
 NO_CATEGORY = "(none)"
 SCHEMA = "score_eval/1"
+
+# Limits on untrusted input (README "Limits and exit codes"); each breach is a path:line: error, exit 2.
+MAX_LINE_BYTES = 16 * 1024 * 1024     # one input line (a JSONL row, a TREC line); --max-line-bytes
+MAX_JSON_DEPTH = 64                   # nesting of arrays/objects in one JSON row
+MAX_NUMBER_CHARS = 100                # digits of one integer in JSON or TOML (Python's int limit is 4300)
+MAX_K = 10000                         # largest rank cutoff for --k and metric names
+TMP_SUFFIX = ".ragtmp"                # temp files of an atomic write: .<name>.<pid>.<random>.ragtmp
+EXIT_PASS, EXIT_GATE, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+_LIMITS = {"line_bytes": MAX_LINE_BYTES}   # this run's values (main sets them from the options)
 
 # Words that carry no claim of their own; everything else of >= 3 letters in a shipped claim
 # must occur in a cited chunk.  Negations (no, not, never) are deliberately NOT here: a claim
@@ -394,6 +406,8 @@ class _TomlLine:
                 raise self.fail("dates, times, hex/octal/binary and special numbers are outside the supported TOML subset")
             text = m.group(0)
             self.i = m.end()
+            if len(text) > MAX_NUMBER_CHARS:
+                raise self.fail("a number longer than %d characters, got %s..." % (MAX_NUMBER_CHARS, text[:20]))
             if _INT_RX.fullmatch(text):
                 return int(text.replace("_", ""))
             return float(text.replace("_", ""))
@@ -525,7 +539,10 @@ def parse_toml(text: str, path: str = "<string>") -> dict:
 
 
 def _parse_toml_lines(text: str, path: str) -> Tuple[dict, Dict[Tuple[str, ...], int]]:
-    data, lines = _toml_subset(text, path)
+    try:
+        data, lines = _toml_subset(text, path)
+    except RecursionError:
+        raise ScoreError("%s: arrays nested too deeply (more than Python's recursion limit)" % path) from None
     if _tomllib is None:
         return data, lines
     try:
@@ -568,8 +585,11 @@ def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate],
     ``dataset=None`` (a --gates string replaces the file's gates) reads only the refusal
     token and the regression section."""
     try:
-        with open(path, "rb") as fh:
-            text = fh.read().decode("utf-8")
+        with open_input(path, "gates file") as fh:
+            data = fh.read(_LIMITS["line_bytes"] + 1)
+        if len(data) > _LIMITS["line_bytes"]:
+            raise ScoreError("%s: gates file longer than %d bytes (--max-line-bytes)" % (path, _LIMITS["line_bytes"]))
+        text = data.decode("utf-8")
     except OSError as exc:
         raise ScoreError("%s: cannot read gates file: %s" % (path, exc.strerror)) from None
     except UnicodeDecodeError as exc:
@@ -746,12 +766,67 @@ class _Errors:
         return "\n".join(out)
 
 
+class _JsonLimit(ValueError):
+    """A JSON row that parses but breaks a limit (depth, digits, lone surrogate)."""
+
+
+_JSON_SPECIAL = re.compile(r'[\[\]{}"\\]')
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _json_depth(text: str) -> int:
+    """Deepest nesting of arrays/objects in a JSON text, brackets inside strings ignored.
+
+    Linear: one pass over the brackets, quotes and backslashes only."""
+    depth = deepest = 0
+    in_string = escaped = False
+    last = -2
+    for m in _JSON_SPECIAL.finditer(text):
+        c, pos = m.group(), m.start()
+        if in_string:
+            if escaped and pos == last + 1:
+                escaped = False
+            elif c == "\\":
+                escaped, last = True, pos
+            elif c == '"':
+                in_string = False
+            continue
+        if c == '"':
+            in_string, escaped = True, False
+        elif c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth -= 1
+    return deepest
+
+
+def _parse_int(text: str) -> int:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise _JsonLimit("an integer longer than %d digits, got %s..." % (MAX_NUMBER_CHARS, text[:20]))
+    return int(text)
+
+
+def json_row(text: str):
+    """``json.loads`` with limits: nesting <= MAX_JSON_DEPTH (checked before parsing, so no
+    RecursionError), integers <= MAX_NUMBER_CHARS digits, no lone surrogate (\\ud800) in a
+    string (it could not be written out).  Raises ValueError (``_JsonLimit`` for a limit)."""
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _json_depth(text) > MAX_JSON_DEPTH:
+        raise _JsonLimit("JSON nested deeper than %d levels" % MAX_JSON_DEPTH)
+    obj = json.loads(text, parse_int=_parse_int)
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text):
+        try:
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise _JsonLimit("a lone surrogate escape (\\ud800-\\udfff) in a string") from None
+    return obj
+
+
 def _jsonl(path: str, errors: _Errors, notes: List[str]):
     """Yield (lineno, object) for each non-blank line; bad lines go to ``errors``.
 
     Reads bytes so that a non-UTF-8 line is reported with its line number; a UTF-8
     byte-order mark on the first line and CRLF line ends are accepted."""
-    loads = json.loads
     for lineno, line in _decoded_lines(path, errors):
         if lineno == 1 and line.startswith("\ufeff"):
             line = line[1:]
@@ -759,7 +834,10 @@ def _jsonl(path: str, errors: _Errors, notes: List[str]):
         if not line or line.isspace():
             continue
         try:
-            obj = loads(line)
+            obj = json_row(line)
+        except _JsonLimit as exc:
+            errors.add("%s:%d: %s" % (path, lineno, exc))
+            continue
         except ValueError as exc:
             errors.add("%s:%d: invalid JSON (%s), got %s" % (path, lineno, str(exc).split(":")[0],
                                                            _show(line.strip(), 60)))
@@ -770,19 +848,59 @@ def _jsonl(path: str, errors: _Errors, notes: List[str]):
         yield lineno, obj
 
 
+def open_input(path: str, what: str = ""):
+    """A binary file object for ``path``; ``-`` is stdin.  Anything but a regular file (a FIFO,
+    a device such as /dev/zero, a folder) is refused: it could hang or never end."""
+    what = " " + what if what else ""
+    if path == "-":
+        return os.fdopen(os.dup(sys.stdin.fileno()), "rb")
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise ScoreError("%s: cannot read%s: not a regular file (%s); give a file, or - for stdin"
+                             % (path, what, _file_kind(st.st_mode)))
+        return open(path, "rb")
+    except OSError as exc:
+        raise ScoreError("%s: cannot read%s: %s" % (path, what, exc.strerror or exc)) from None
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def _raw_lines(path: str, errors: "_Errors", what: str = ""):
+    """Yield (lineno, bytes) of each line of ``path`` of at most ``MAX_LINE_BYTES`` bytes; a
+    longer line is reported and skipped without holding more than the limit in memory."""
+    limit = _LIMITS["line_bytes"]
+    with open_input(path, what) as fh:
+        readline = fh.readline
+        lineno = 0
+        while True:
+            raw = readline(limit + 1)
+            if not raw:
+                return
+            lineno += 1
+            if len(raw) > limit and not (len(raw) == limit + 1 and raw.endswith(b"\n")):
+                errors.add("%s:%d: line longer than %d bytes (--max-line-bytes), got %r..."
+                           % (path, lineno, limit, raw[:40]))
+                while raw and not raw.endswith(b"\n"):
+                    raw = readline(limit + 1)
+                continue
+            yield lineno, raw
+
+
 def _decoded_lines(path: str, errors: "_Errors"):
     """Yield (lineno, text) for each line of ``path`` that is UTF-8; the others go to ``errors``."""
-    try:
-        fh = open(path, "rb")
-    except OSError as exc:
-        raise ScoreError("%s: cannot read: %s" % (path, exc.strerror)) from None
-    with fh:
-        for lineno, raw in enumerate(fh, 1):
-            try:
-                yield lineno, raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                errors.add("%s:%d: not UTF-8 (byte 0x%02x at column %d), got %r"
-                           % (path, lineno, raw[exc.start], exc.start + 1, raw[:60]))
+    for lineno, raw in _raw_lines(path, errors):
+        try:
+            yield lineno, raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            errors.add("%s:%d: not UTF-8 (byte 0x%02x at column %d), got %r"
+                       % (path, lineno, raw[exc.start], exc.start + 1, raw[:60]))
 
 
 _IS_STR = str.__instancecheck__
@@ -1502,11 +1620,14 @@ def _paired_counts(name: str, base_flags: Dict[str, int], cur: Dict[str, int], q
 
 
 def load_baseline(path: str) -> dict:
+    errors = _Errors(MAX_ERRORS)
+    raw = b"".join(r for _, r in _raw_lines(path, errors, "baseline report"))
+    if errors.count:
+        raise ScoreError(errors.text())
     try:
-        with open(path, "rb") as fh:
-            data = json.loads(fh.read().decode("utf-8-sig"))
-    except OSError as exc:
-        raise ScoreError("%s: cannot read baseline report: %s" % (path, exc.strerror)) from None
+        data = json_row(raw.decode("utf-8-sig"))
+    except _JsonLimit as exc:
+        raise ScoreError("%s: %s" % (path, exc)) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ScoreError("%s: baseline report is not JSON (%s), got a file of another kind" % (path, str(exc).split(":")[0])) from None
     if type(data) is not dict or type(data.get("items")) is not dict or type(data.get("metrics")) is not dict:
@@ -1644,20 +1765,93 @@ def _metric_sort_key(name: str):
 
 
 def atomic_write(path: str, text: str) -> None:
-    """Write to a temp file in the target's folder, then os.replace() it into place."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    """Write ``text`` to ``path`` so that a crash leaves the old file or the new one, never half.
+
+    ``-`` is stdout.  A symlink is resolved and its target replaced; a device, FIFO or socket
+    is written directly (never renamed over).  A regular file is written to a temp file in
+    the target's folder (``.<name>.<pid>.<random>.ragtmp``), fsynced, given mode
+    0666 & ~umask and renamed into place.  Every OS error is a ScoreError naming the path."""
+    data = text.encode("utf-8")
+    if path == "-":
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    target = os.path.realpath(path)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
         try:
-            os.unlink(tmp)
+            st = os.stat(target)
+        except FileNotFoundError:
+            st = None
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            raise ScoreError("%s: cannot write: it is a folder" % path)
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            with open(target, "wb") as fh:          # a device or FIFO: written in place
+                fh.write(data)
+            return
+        folder = os.path.dirname(target)
+        os.makedirs(folder, exist_ok=True)
+        sweep_temp_files(folder)
+        fd, tmp = tempfile.mkstemp(prefix=".%s.%d." % (os.path.basename(target), os.getpid()),
+                                   suffix=TMP_SUFFIX, dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, 0o666 & ~_umask())
+            os.replace(tmp, target)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except OSError as exc:
+        raise ScoreError("%s: cannot write: %s" % (path, exc.strerror or exc)) from None
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_STARTED = time.time()
+
+
+def sweep_temp_files(folder: str) -> int:
+    """Remove ``*.ragtmp`` files in ``folder`` left by killed runs: their process is gone and
+    they are older than this one.  Returns how many were removed (errors are ignored)."""
+    removed = 0
+    try:
+        names = [n for n in os.listdir(folder) if n.endswith(TMP_SUFFIX) and n.startswith(".")]
+    except OSError:
+        return 0
+    for name in names:
+        parts = name.split(".")
+        pid = int(parts[-3]) if len(parts) >= 4 and parts[-3].isdigit() else 0
+        full = os.path.join(folder, name)
+        try:
+            if pid == os.getpid() or os.lstat(full).st_mtime >= _STARTED or _alive(pid):
+                continue
+            os.unlink(full)
+            removed += 1
         except OSError:
             pass
-        raise
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:          # exists, owned by someone else
+        return True
+    return True
 
 
 def render_json(report: dict, items: Dict[str, str]) -> str:
@@ -1668,7 +1862,7 @@ def render_json(report: dict, items: Dict[str, str]) -> str:
 
 def render_markdown(report: dict, worst: List[dict]) -> str:
     mark = {True: "PASS", False: "FAIL"}
-    out = ["# score_eval report: %s" % report["dataset"], "",
+    out = ["# score_eval report: %s" % md_text(report["dataset"]), "",
            "**%s**: %d of %d gates pass." % (mark[report["pass"]],
                                                sum(1 for g in report["gate_results"] if g["pass"]),
                                                len(report["gate_results"])), ""]
@@ -1681,7 +1875,7 @@ def render_markdown(report: dict, worst: List[dict]) -> str:
         need = "%s %s" % (g["op"], _fmt_num(g["threshold"]))
         note = (g["reason"] or "") + ((" " + g["message"]) if g.get("message") else "")
         out.append("| %s | `%s` | %s | %s | %s |" % ("✅" if g["pass"] else "❌", g["gate"],
-                                                    _cell(g["value"]), need, note.replace("|", "\\|")))
+                                                    _cell(g["value"]), need, md_text(note)))
     out += ["", "## Metrics", "", "| metric | value | count / n | 95% CI |", "|---|---|---|---|"]
     for name, e in report["metrics"].items():
         frac = "" if e["n"] is None else ("%s / %d" % (e["count"], e["n"]) if e["count"] is not None else "n = %d" % e["n"])
@@ -1695,7 +1889,7 @@ def render_markdown(report: dict, worst: List[dict]) -> str:
         out += ["", "## Categories", "", "| category | items | " + " | ".join(cols) + " |",
                 "|---|---|" + "---|" * len(cols)]
         for cat, block in cats.items():
-            out.append("| %s | %d | %s |" % (cat, block["items"], " | ".join(
+            out.append("| %s | %d | %s |" % (md_text(cat), block["items"], " | ".join(
                 _cell(block["metrics"].get(col, {}).get("value")) for col in cols)))
     out += ["", "## Failure modes", ""]
     if report["failure_modes"]:
@@ -1707,18 +1901,30 @@ def render_markdown(report: dict, worst: List[dict]) -> str:
         out += ["", "## Worst items (up to %d)" % len(worst), "", "| qid | category | failure mode | all labels |",
                 "|---|---|---|---|"]
         for w in worst:
-            out.append("| %s | %s | %s | %s |" % (w["qid"], w["category"], w["failure_mode"], ", ".join(w["labels"])))
+            out.append("| %s | %s | %s | %s |" % (md_text(w["qid"]), md_text(w["category"]), w["failure_mode"],
+                                                ", ".join(w["labels"])))
     reg = report.get("regression")
     if reg:
-        out += ["", "## Against the baseline", "", "Baseline: `%s`; %d items paired." % (reg["baseline"], reg["matched_items"]),
+        out += ["", "## Against the baseline", "", "Baseline: %s; %d items paired." % (md_text(reg["baseline"]), reg["matched_items"]),
                 "", "| metric | baseline | current | delta | worse | better | p |", "|---|---|---|---|---|---|---|"]
         for name, r in reg["metrics"].items():
             out.append("| `%s` | %s | %s | %s | %s | %s | %s |" % (
                 name, _cell(r["baseline"]), _cell(r["current"]), _cell(r["delta"]), r.get("worse", ""),
                 r.get("better", ""), _cell(r.get("p_value"))))
     if report["warnings"]:
-        out += ["", "## Warnings", ""] + ["- %s" % w for w in report["warnings"]]
+        out += ["", "## Warnings", ""] + ["- %s" % md_text(w) for w in report["warnings"]]
     return "\n".join(out) + "\n"
+
+
+_MD_SPECIAL = {"|": "\\|", "`": "\\`", "<": "&lt;", ">": "&gt;", "&": "&amp;", "\r": " ", "\n": " ",
+               "\\": "\\\\", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]", "#": "\\#"}
+_MD_RX = re.compile("[|`<>&\r\n\\\\*_\\[\\]#]")
+
+
+def md_text(value) -> str:
+    """Text from the input made inert in Markdown: table pipes, code ticks, raw HTML
+    (``<`` ``>`` ``&``), emphasis, links and headings escaped; a newline becomes a space."""
+    return _MD_RX.sub(lambda m: _MD_SPECIAL[m.group()], _CONTROL.sub("?", str(value)))
 
 
 def _cell(v) -> str:
@@ -1736,8 +1942,9 @@ def _parse_ks(text: str) -> List[int]:
     ks = []
     for part in text.split(","):
         part = part.strip()
-        if not part.isdigit() or int(part) < 1:
-            raise ScoreError("--k: cutoffs must be positive integers separated by commas, got %r" % text)
+        if not part.isdigit() or len(part) > 6 or not 1 <= int(part) <= MAX_K:
+            raise ScoreError("--k: cutoffs must be integers from 1 to %d separated by commas, got %r"
+                             % (MAX_K, text))
         if int(part) not in ks:
             ks.append(int(part))
     return ks
@@ -1767,6 +1974,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--items", help="write one JSON line per gold item with its verdicts")
     ap.add_argument("--max-errors", type=int, default=MAX_ERRORS, help="bad lines listed before the rest are only "
                                                                        "counted (default %d)" % MAX_ERRORS)
+    ap.add_argument("--max-line-bytes", type=int, default=MAX_LINE_BYTES, metavar="N",
+                    help="longest input line accepted, in bytes (default %d = 16 MiB)" % MAX_LINE_BYTES)
+    ap.add_argument("--debug", action="store_true",
+                    help="on an internal error (exit 3), print the traceback instead of saving it to a file")
     ap.add_argument("--print-metric-table", action="store_true",
                     help="print the README metric table (Markdown, from the registry) and exit")
     return ap
@@ -1784,6 +1995,9 @@ def run(args) -> int:
     if not trec and not (args.gold and args.trace):
         raise ScoreError("usage: --gold and --trace are required (or --qrels and --run)")
     ks = _parse_ks(args.k)
+    if not 1 <= args.max_line_bytes <= 1 << 40:
+        raise ScoreError("--max-line-bytes: must be from 1 to 2**40, got %d" % args.max_line_bytes)
+    _LIMITS["line_bytes"] = args.max_line_bytes
     # 1. gates and the refusal token
     refusal, file_gates, regression, gates_source = REFUSAL, [], None, None
     gates_file = args.gates_file
@@ -1920,20 +2134,21 @@ def run(args) -> int:
                    "warnings": warnings})
     text = render_json(report, item_flags)
     for w in warnings:
-        sys.stderr.write("score_eval: warning: %s\n" % w)
+        sys.stderr.write("score_eval: warning: %s\n" % terminal_safe(w))
     for g in gate_results:
         if not g["pass"]:
-            sys.stderr.write("score_eval: gate failed: %s: %s%s\n" % (
-                g["gate"], g["reason"], (" " + g["message"]) if g.get("message") else ""))
+            sys.stderr.write(terminal_safe("score_eval: gate failed: %s: %s%s\n" % (
+                g["gate"], g["reason"], (" " + g["message"]) if g.get("message") else "")))
     if args.out:
         atomic_write(args.out, text)
     if args.items:
         atomic_write(args.items, "".join(_item_lines(scorer, trec)))
     if args.markdown:
         atomic_write(args.markdown, render_markdown(report, _worst(scorer, trec)))
-    sys.stdout.write(text)
-    sys.stdout.flush()
-    return 0 if all_pass else 1
+    if "-" not in (args.out, args.items, args.markdown):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return EXIT_PASS if all_pass else EXIT_GATE
 
 
 def _item_record(scorer: Scorer, i: int, trec: bool) -> dict:
@@ -1983,19 +2198,84 @@ def _worst(scorer: Scorer, trec: bool, limit: int = 20) -> List[dict]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """The command line; returns the exit status and never raises on bad input."""
+    """The command line; returns the exit status (0 pass, 1 a gate failed, 2 usage or input
+    error, 3 internal error) and never raises."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        sys.stderr.write("score_eval: interrupted\n")
+        return 130
+    except Exception:   # a bug, never a verdict: exit 3, the traceback saved or (--debug) shown
+        return internal_error("score_eval", "--debug" in argv)
+
+
+def _main(argv: List[str]) -> int:
+    bad = [a for a in argv if _has_surrogate(a)]
+    if bad:
+        sys.stderr.write("score_eval: usage: argument is not valid UTF-8, got %s\n" % ascii(bad[0]))
+        return EXIT_INPUT
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:   # argparse already printed usage / help
-        return exc.code if isinstance(exc.code, int) else 2
+        return exc.code if isinstance(exc.code, int) else EXIT_INPUT
     try:
         return run(args)
     except ScoreError as exc:
-        sys.stderr.write("%s\n" % exc)
-        return 2
-    except BrokenPipeError:   # e.g. `| head`; nothing left to say
-        return 1
+        sys.stderr.write(terminal_safe("%s\n" % exc))
+        return EXIT_INPUT
+    except BrokenPipeError:   # e.g. `| head`: the report was not delivered
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        sys.stderr.write("score_eval: stdout closed before the report was written\n")
+        return EXIT_INPUT
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """Control characters (ESC and the rest of C0/C1, DEL; not tab or newline) shown as
+    ``\\xNN`` so input text cannot move the cursor or recolor a terminal; lone surrogates too."""
+    text = _CONTROL.sub(lambda m: "\\x%02x" % ord(m.group()), text)
+    return text.encode("utf-8", "backslashreplace").decode("utf-8") if _has_surrogate(text) else text
+
+
+def internal_error(prog: str, debug: bool) -> int:
+    """Report the exception being handled as an internal error: one stderr line naming it
+    and where its traceback was saved (a file in the system temp folder), or the traceback
+    itself when ``debug``.  Returns EXIT_INTERNAL."""
+    etype, exc, tb = sys.exc_info()
+    where = ""
+    frames = traceback.extract_tb(tb) if tb is not None else []
+    if frames:
+        where = " at %s:%d" % (os.path.basename(frames[-1].filename), frames[-1].lineno)
+    name = etype.__name__ if etype is not None else "error"
+    text = "".join(traceback.format_exception(etype, exc, tb))
+    if debug:
+        sys.stderr.write(text)
+        sys.stderr.write("%s: internal error (exit 3): %s%s\n" % (prog, name, where))
+        return EXIT_INTERNAL
+    try:
+        fd, saved = tempfile.mkstemp(prefix="%s-crash-" % prog, suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
+            fh.write(text)
+        note = "traceback in %s" % saved
+    except OSError:
+        note = "traceback could not be saved; rerun with --debug"
+    sys.stderr.write("%s: internal error (exit 3, a bug, not a verdict): %s%s; %s\n" % (prog, name, where, note))
+    return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

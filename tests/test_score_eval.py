@@ -399,7 +399,7 @@ class BadInput(TempDir):
         g = write_jsonl(self.dir / "g.jsonl", [gold_row("A", False)])
         cases = [
             (["--gold", g], "usage: --gold and --trace are required (or --qrels and --run)"),
-            (["--gold", g, "--trace", g, "--k", "0"], "--k: cutoffs must be positive integers separated by commas, got '0'"),
+            (["--gold", g, "--trace", g, "--k", "0"], "--k: cutoffs must be integers from 1 to 10000 separated by commas, got '0'"),
             (["--gold", g, "--trace", g, "--gates", "recal@5=0.5"], "--gates: unknown metric 'recal@5'; did you mean 'recall@5'?"),
             (["--gold", g, "--trace", g, "--gates", "precision=high"], "--gates: threshold for 'precision' must be a number, got 'high'"),
             (["--gold", g, "--trace", g, "--gates", "precision"], "--gates: expected name=value, got 'precision'"),
@@ -527,7 +527,7 @@ class Outputs(TempDir):
                      "| missing_trace | 1 |", "## Worst items", "| G7 | c | missing_trace |"):
             with self.subTest(part=part):
                 self.assertIn(part, text)
-        self.assertEqual([p.name for p in self.dir.rglob(".*.tmp")], [])
+        self.assertEqual([p.name for p in self.dir.rglob(".*.ragtmp")], [])
 
     def test_rounding_and_key_order(self):
         gold = [gold_row("A%d" % i, True, ["alpha"], ["c"]) for i in range(3)]
