@@ -407,7 +407,7 @@ class _TomlLine:
             text = m.group(0)
             self.i = m.end()
             if len(text) > MAX_NUMBER_CHARS:
-                raise self.fail("a number longer than %d characters, got %s..." % (MAX_NUMBER_CHARS, text[:20]))
+                raise self.fail("numbers are limited to %d characters" % MAX_NUMBER_CHARS)
             if _INT_RX.fullmatch(text):
                 return int(text.replace("_", ""))
             return float(text.replace("_", ""))
@@ -872,10 +872,11 @@ def _file_kind(mode: int) -> str:
     return "a special file"
 
 
-def _raw_lines(path: str, errors: "_Errors", what: str = ""):
-    """Yield (lineno, bytes) of each line of ``path`` of at most ``MAX_LINE_BYTES`` bytes; a
-    longer line is reported and skipped without holding more than the limit in memory."""
-    limit = _LIMITS["line_bytes"]
+def iter_lines(path: str, what: str = "", limit: Optional[int] = None):
+    """Yield (lineno, bytes) for each line of ``path`` (``-``: stdin), line end included;
+    a line longer than ``limit`` bytes (default --max-line-bytes) yields (lineno, None),
+    and is skipped without ever holding more than the limit in memory."""
+    limit = limit or _LIMITS["line_bytes"]
     with open_input(path, what) as fh:
         readline = fh.readline
         lineno = 0
@@ -885,11 +886,19 @@ def _raw_lines(path: str, errors: "_Errors", what: str = ""):
                 return
             lineno += 1
             if len(raw) > limit and not (len(raw) == limit + 1 and raw.endswith(b"\n")):
-                errors.add("%s:%d: line longer than %d bytes (--max-line-bytes), got %r..."
-                           % (path, lineno, limit, raw[:40]))
                 while raw and not raw.endswith(b"\n"):
                     raw = readline(limit + 1)
+                yield lineno, None
                 continue
+            yield lineno, raw
+
+
+def _raw_lines(path: str, errors: "_Errors", what: str = ""):
+    """iter_lines with each over-long line reported to ``errors``."""
+    for lineno, raw in iter_lines(path, what):
+        if raw is None:
+            errors.add("%s:%d: line longer than %d bytes (--max-line-bytes)" % (path, lineno, _LIMITS["line_bytes"]))
+        else:
             yield lineno, raw
 
 
@@ -1765,13 +1774,17 @@ def _metric_sort_key(name: str):
 
 
 def atomic_write(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` so that a crash leaves the old file or the new one, never half.
+    """``write_output`` of ``text`` as UTF-8."""
+    write_output(path, text.encode("utf-8"))
+
+
+def write_output(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a crash leaves the old file or the new one, never half.
 
     ``-`` is stdout.  A symlink is resolved and its target replaced; a device, FIFO or socket
     is written directly (never renamed over).  A regular file is written to a temp file in
     the target's folder (``.<name>.<pid>.<random>.ragtmp``), fsynced, given mode
     0666 & ~umask and renamed into place.  Every OS error is a ScoreError naming the path."""
-    data = text.encode("utf-8")
     if path == "-":
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
