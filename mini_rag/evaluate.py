@@ -39,7 +39,7 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .errors import MiniRagError
-from .fileio import atomic_write_text, dumps_jsonl, join_errors, read_jsonl
+from .fileio import MAX_QUESTION_CHARS, atomic_write_text, dumps_jsonl, join_errors, read_jsonl
 from .progress import Progress
 
 __all__ = ["DATASETS", "SEED_EXAMPLE", "read_gold", "run_gold", "score", "evaluate", "compare",
@@ -75,6 +75,9 @@ def read_gold(path: str) -> List[Tuple[int, dict]]:
         q = row.get("question")
         if not isinstance(q, str) or not q.strip():
             errors.append("%s:%d: question must be a non-empty string, got %r" % (path, lineno, q))
+        elif len(q) > MAX_QUESTION_CHARS:
+            errors.append("%s:%d: question is longer than %d characters, got %d characters"
+                          % (path, lineno, MAX_QUESTION_CHARS, len(q)))
     if errors:
         raise MiniRagError(join_errors(errors))
     if not rows:
@@ -125,8 +128,11 @@ def score(dataset: str, gold: str, trace: str, out_dir: str, gates: str, refusal
     os.makedirs(out_dir, exist_ok=True)
     proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
     err = proc.stderr.decode("utf-8", "replace")
-    if proc.returncode not in (0, 1):
+    if proc.returncode == 2:
         raise MiniRagError("score_eval.py exited with status %d for %s:\n%s"
+                           % (proc.returncode, trace, err.strip()))
+    if proc.returncode not in (0, 1):   # the scorer crashed: an internal error, never a verdict
+        raise RuntimeError("score_eval.py exited with status %d for %s: %s"
                            % (proc.returncode, trace, err.strip()))
     if err:
         sys.stderr.write(err)
