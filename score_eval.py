@@ -1042,6 +1042,8 @@ def read_qrels(path: str, errors: _Errors) -> Gold:
             continue
         topic, _, doc, rel = parts
         try:
+            if len(rel) > MAX_NUMBER_CHARS:
+                raise ValueError
             level = int(rel)
         except ValueError:
             errors.add("%s:%d: relevance must be an integer, got %r" % (path, lineno, rel))

@@ -1,0 +1,224 @@
+"""Find every regular expression in score_eval.py and mini_rag, and time each on hostile text.
+
+Used by tests/test_regex_time.py and runnable by hand to see the slowest patterns::
+
+    python3 tests/regex_audit.py [--size 100000] [--top 20]
+
+Patterns are found two ways, so a new one cannot hide:
+
+1. every compiled ``re.Pattern`` reachable from a module's globals (also inside tuples,
+   lists, dicts and class attributes);
+2. every ``re.compile/search/match/fullmatch/findall/finditer/sub/subn/split`` call whose
+   pattern is a string literal, found in the source with ``ast`` (patterns built inside
+   functions).
+
+Hostile inputs are built from each pattern's own characters (``sre_parse``): each literal
+and a sample of each class repeated to the full size, the same followed by a character
+that makes the match fail at the end, every literal run of the pattern repeated, the
+pattern's characters in order repeated, and pairs of its first characters alternating.
+These are the shapes that make a backtracking matcher quadratic (``\\s+$`` on many spaces
+then a letter, ``(a|ab)*c`` on ``abab...``).
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import os
+import pkgutil
+import re
+import sys
+import time
+import warnings
+from typing import Dict, Iterator, List, Tuple
+
+try:  # Python 3.11+
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - 3.9 / 3.10
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import sre_parse  # type: ignore[no-redef]
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CALLS = ("compile", "search", "match", "fullmatch", "findall", "finditer", "sub", "subn", "split")
+_CATEGORY_SAMPLES = {"DIGIT": "0", "NOT_DIGIT": "a", "SPACE": " \n", "NOT_SPACE": "a", "WORD": "a_é",
+                     "NOT_WORD": "!", "LINEBREAK": "\n", "NOT_LINEBREAK": "a"}
+
+
+def modules():
+    """score_eval and every mini_rag module, imported."""
+    sys.path.insert(0, ROOT) if ROOT not in sys.path else None
+    out = [importlib.import_module("score_eval")]
+    import mini_rag
+    for info in pkgutil.iter_modules(mini_rag.__path__):
+        if info.name == "__main__":
+            continue
+        out.append(importlib.import_module("mini_rag." + info.name))
+    return out
+
+
+def _patterns_in(value, depth: int = 0) -> Iterator[re.Pattern]:
+    if isinstance(value, re.Pattern):
+        yield value
+    elif depth < 3 and isinstance(value, (tuple, list, frozenset, set)):
+        for v in value:
+            yield from _patterns_in(v, depth + 1)
+    elif depth < 3 and isinstance(value, dict):
+        for v in value.values():
+            yield from _patterns_in(v, depth + 1)
+    elif depth < 1 and isinstance(value, type):
+        for v in vars(value).values():
+            yield from _patterns_in(v, depth + 1)
+
+
+def find_patterns() -> Dict[Tuple[str, int], str]:
+    """``{(pattern, flags): where}`` for every pattern found either way."""
+    found: Dict[Tuple[str, int], str] = {}
+    for mod in modules():
+        name = mod.__name__
+        for attr, value in sorted(vars(mod).items()):
+            if attr.startswith("__"):
+                continue
+            for p in _patterns_in(value):
+                if isinstance(p.pattern, str):
+                    found.setdefault((p.pattern, p.flags & ~re.UNICODE), "%s.%s" % (name, attr))
+        path = mod.__file__
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "re"
+                    and node.func.attr in CALLS and node.args):
+                continue
+            arg = node.args[0]
+            if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+                continue
+            flags = 0
+            flag_arg = None
+            if node.func.attr in ("compile",) and len(node.args) > 1:
+                flag_arg = node.args[1]
+            for kw in node.keywords:
+                if kw.arg == "flags":
+                    flag_arg = kw.value
+            flags = _flags(flag_arg)
+            compiled = re.compile(arg.value, flags)
+            found.setdefault((compiled.pattern, compiled.flags & ~re.UNICODE),
+                             "%s:%d" % (os.path.relpath(path, ROOT), node.lineno))
+    return found
+
+
+def _flags(node) -> int:
+    if node is None:
+        return 0
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "re":
+        return int(getattr(re, node.attr))
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _flags(node.left) | _flags(node.right)
+    return 0
+
+
+def _walk(items, chars: List[str], runs: List[str]) -> None:
+    run = ""
+    for op, av in items:
+        name = str(op)
+        if name == "LITERAL":
+            run += chr(av)
+            chars.append(chr(av))
+            continue
+        if len(run) >= 2:
+            runs.append(run)
+        run = ""
+        if name == "NOT_LITERAL":
+            chars.append("a" if av != ord("a") else "b")
+        elif name == "IN":
+            for o, a in av:
+                o = str(o)
+                if o == "LITERAL":
+                    chars.append(chr(a))
+                elif o == "RANGE":
+                    chars.extend((chr(a[0]), chr(a[1])))
+                elif o == "CATEGORY":
+                    chars.extend(_CATEGORY_SAMPLES.get(str(a).replace("CATEGORY_", "").replace("UNI_", ""), "a"))
+                elif o == "NEGATE":
+                    chars.extend("a!")
+        elif name == "ANY":
+            chars.extend("a ")
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            _walk(av[2], chars, runs)
+        elif name == "SUBPATTERN":
+            _walk(av[-1], chars, runs)
+        elif name == "ATOMIC_GROUP":
+            _walk(av, chars, runs)
+        elif name == "BRANCH":
+            for sub in av[1]:
+                _walk(sub, chars, runs)
+        elif name in ("ASSERT", "ASSERT_NOT"):
+            _walk(av[1], chars, runs)
+        elif name == "GROUPREF_EXISTS":
+            for sub in av[1:]:
+                if sub is not None:
+                    _walk(sub, chars, runs)
+    if len(run) >= 2:
+        runs.append(run)
+
+
+def hostile_inputs(pattern: str, flags: int, size: int) -> List[str]:
+    """Inputs of ``size`` characters built from the pattern's own characters."""
+    chars: List[str] = []
+    runs: List[str] = []
+    _walk(sdiff_parse(pattern, flags), chars, runs)
+    uniq = list(dict.fromkeys(chars))[:12]
+    out = []
+    for c in uniq:
+        out.append(c * size)
+        out.append(c * (size - 1) + ("\x00" if c != "\x00" else "a"))
+    for r in list(dict.fromkeys(runs))[:6]:
+        out.append((r * (size // len(r) + 1))[:size])
+    if uniq:
+        seq = "".join(uniq)
+        out.append((seq * (size // len(seq) + 1))[:size])
+    for i, a in enumerate(uniq[:5]):
+        for b in uniq[i + 1:5]:
+            out.append(((a + b) * (size // 2 + 1))[:size])
+            out.append(((a + b + b) * (size // 3 + 1))[:size])
+    return list(dict.fromkeys(out))
+
+
+def sdiff_parse(pattern: str, flags: int):
+    return sre_parse.parse(pattern, flags)
+
+
+def worst_time(pattern: str, flags: int, size: int, budget: float) -> Tuple[float, str]:
+    """The slowest ``finditer`` over the hostile inputs (stops early past ``budget``)."""
+    rx = re.compile(pattern, flags)
+    worst, worst_input = 0.0, ""
+    for text in hostile_inputs(pattern, flags, size):
+        t0 = time.perf_counter()
+        for _ in rx.finditer(text):
+            pass
+        dt = time.perf_counter() - t0
+        if dt > worst:
+            worst, worst_input = dt, text[:12]
+        if worst > budget:
+            break
+    return worst, worst_input
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", type=int, default=100_000, help="input length (default 100000)")
+    ap.add_argument("--top", type=int, default=20, help="slowest patterns shown (default 20)")
+    args = ap.parse_args(argv)
+    rows = []
+    for (pattern, flags), where in sorted(find_patterns().items(), key=lambda kv: kv[1]):
+        t, sample = worst_time(pattern, flags, args.size, 5.0)
+        rows.append((t, where, pattern, sample))
+    rows.sort(reverse=True)
+    print("%d patterns" % len(rows))
+    for t, where, pattern, sample in rows[:args.top]:
+        print("%8.3f s  %-45s %r  on %r..." % (t, where, pattern[:60], sample))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
