@@ -586,9 +586,9 @@ def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate],
     token and the regression section."""
     try:
         with open_input(path, "gates file") as fh:
-            data = fh.read(_LIMITS["line_bytes"] + 1)
-        if len(data) > _LIMITS["line_bytes"]:
-            raise ScoreError("%s: gates file longer than %d bytes (--max-line-bytes)" % (path, _LIMITS["line_bytes"]))
+            data = fh.read(MAX_LINE_BYTES + 1)
+        if len(data) > MAX_LINE_BYTES:
+            raise ScoreError("%s: gates file longer than %d bytes" % (path, MAX_LINE_BYTES))
         text = data.decode("utf-8")
     except OSError as exc:
         raise ScoreError("%s: cannot read gates file: %s" % (path, exc.strerror)) from None
@@ -1788,9 +1788,13 @@ def write_output(path: str, data: bytes) -> None:
     the target's folder (``.<name>.<pid>.<random>.ragtmp``), fsynced, given mode
     0666 & ~umask and renamed into place.  Every OS error is a ScoreError naming the path."""
     if path == "-":
-        sys.stdout.flush()
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
+        buf = getattr(sys.stdout, "buffer", None)
+        if buf is None:                       # a text-only stream (tests, IDEs)
+            sys.stdout.write(data.decode("utf-8"))
+        else:
+            sys.stdout.flush()
+            buf.write(data)
+            buf.flush()
         return
     target = os.path.realpath(path)
     try:

@@ -148,7 +148,7 @@ def read_question(argument, path) -> str:
             argument = data.decode("utf-8").strip()
         except UnicodeDecodeError:
             raise MiniRagError("%s: question file is not UTF-8 text" % path) from None
-    return check_question(argument)
+    return check_question(argument, "question" if path is None else "%s: the question" % path)
 
 
 def cmd_run(args) -> int:

@@ -505,6 +505,10 @@ def _loads_index_line(line: bytes, path: str, lineno: int) -> Any:
         obj = json.loads(line.decode("utf-8"), parse_int=_index_int)
     except RecursionError:
         raise MiniRagError("%s:%d: index JSON nested too deeply" % (path, lineno)) from None
+    except ValueError as exc:
+        if lineno == 1:
+            raise
+        raise MiniRagError("%s:%d: index body is not valid JSON (%s)" % (path, lineno, str(exc)[:80])) from None
     if _SURROGATE.search(line):
         try:
             json.dumps(obj, ensure_ascii=False).encode("utf-8")
