@@ -71,20 +71,29 @@ def _patterns_in(value, depth: int = 0) -> Iterator[re.Pattern]:
             yield from _patterns_in(v, depth + 1)
 
 
-def find_patterns() -> Dict[Tuple[str, int], str]:
-    """``{(pattern, flags): where}`` for every pattern found either way."""
-    found: Dict[Tuple[str, int], str] = {}
+ANCHORED = frozenset(("match", "fullmatch"))
+
+
+def find_patterns() -> Dict[Tuple[str, int], Tuple[str, bool]]:
+    """``{(pattern, flags): (where, anchored)}`` for every pattern found either way.
+
+    ``anchored``: the code only ever calls it with ``match``/``fullmatch`` (one start
+    position); every other pattern is timed as ``finditer``, which tries every start."""
+    found: Dict[Tuple[str, int], Tuple[str, bool]] = {}
     for mod in modules():
         name = mod.__name__
+        path = mod.__file__
+        with open(path, encoding="utf-8") as fh:
+            source = fh.read()
+        tree = ast.parse(source)
         for attr, value in sorted(vars(mod).items()):
             if attr.startswith("__"):
                 continue
+            used = set(re.findall(r"\b%s\.(\w+)\(" % re.escape(attr), source))
+            anchored = bool(used) and used <= ANCHORED and isinstance(value, re.Pattern)
             for p in _patterns_in(value):
                 if isinstance(p.pattern, str):
-                    found.setdefault((p.pattern, p.flags & ~re.UNICODE), "%s.%s" % (name, attr))
-        path = mod.__file__
-        with open(path, encoding="utf-8") as fh:
-            tree = ast.parse(fh.read())
+                    found.setdefault((p.pattern, p.flags & ~re.UNICODE), ("%s.%s" % (name, attr), anchored))
         for node in ast.walk(tree):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and isinstance(node.func.value, ast.Name) and node.func.value.id == "re"
@@ -103,7 +112,7 @@ def find_patterns() -> Dict[Tuple[str, int], str]:
             flags = _flags(flag_arg)
             compiled = re.compile(arg.value, flags)
             found.setdefault((compiled.pattern, compiled.flags & ~re.UNICODE),
-                             "%s:%d" % (os.path.relpath(path, ROOT), node.lineno))
+                             ("%s:%d" % (os.path.relpath(path, ROOT), node.lineno), node.func.attr in ANCHORED))
     return found
 
 
@@ -188,14 +197,18 @@ def sdiff_parse(pattern: str, flags: int):
     return sre_parse.parse(pattern, flags)
 
 
-def worst_time(pattern: str, flags: int, size: int, budget: float) -> Tuple[float, str]:
-    """The slowest ``finditer`` over the hostile inputs (stops early past ``budget``)."""
+def worst_time(pattern: str, flags: int, size: int, budget: float, anchored: bool = False) -> Tuple[float, str]:
+    """The slowest ``finditer`` (``match`` when ``anchored``) over the hostile inputs
+    (stops early past ``budget``)."""
     rx = re.compile(pattern, flags)
     worst, worst_input = 0.0, ""
     for text in hostile_inputs(pattern, flags, size):
         t0 = time.perf_counter()
-        for _ in rx.finditer(text):
-            pass
+        if anchored:
+            rx.match(text)
+        else:
+            for _ in rx.finditer(text):
+                pass
         dt = time.perf_counter() - t0
         if dt > worst:
             worst, worst_input = dt, text[:12]
@@ -208,11 +221,14 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=100_000, help="input length (default 100000)")
     ap.add_argument("--top", type=int, default=20, help="slowest patterns shown (default 20)")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print each pattern as it is timed")
     args = ap.parse_args(argv)
     rows = []
-    for (pattern, flags), where in sorted(find_patterns().items(), key=lambda kv: kv[1]):
-        t, sample = worst_time(pattern, flags, args.size, 5.0)
-        rows.append((t, where, pattern, sample))
+    for (pattern, flags), (where, anchored) in sorted(find_patterns().items(), key=lambda kv: kv[1]):
+        if args.verbose:
+            print("... %s %r" % (where, pattern[:70]), file=sys.stderr, flush=True)
+        t, sample = worst_time(pattern, flags, args.size, 5.0, anchored)
+        rows.append((t, where + (" (match)" if anchored else ""), pattern, sample))
     rows.sort(reverse=True)
     print("%d patterns" % len(rows))
     for t, where, pattern, sample in rows[:args.top]:
