@@ -98,7 +98,7 @@ class _Rng:
 
 # ---------------------------------------------------------------- protected text
 
-_QUOTED = re.compile(r'"[^"\n]{0,300}"|\u201c[^\u201d\n]{0,300}\u201d|\u2018[^\u2019\n]{0,300}\u2019|(?<!\w)\'[^\'\n]{1,300}\'(?!\w)')
+_QUOTED = re.compile(r'"[^"\n]*"|\u201c[^\u201c\u201d\n]*\u201d|\u2018[^\u2018\u2019\n]*\u2019|(?<!\w)\'[^\'\n]+\'(?!\w)')
 # A token group as the analyzer sees it: letter/digit runs joined by ' - / . (see analysis.py).
 _GROUP = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*(?:[-/.,][^\W_]+(?:['\u2019][^\W_]+)*)*")
 _DIGIT = re.compile(r"\d")
