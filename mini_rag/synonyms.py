@@ -391,7 +391,7 @@ def number_bridges(question: str, q_terms: Sequence[str], analyzer) -> Dict[str,
 
 #: A plural time unit; a vague length of time when no number comes before it ("for weeks").
 _TIME_UNITS = ("seconds", "minutes", "hours", "days", "weeks", "months", "years")
-_PLURAL_UNIT = re.compile(r"(\S{1,100}\s{1,20})?\b(" + "|".join(_TIME_UNITS) + r")\b")
+_PLURAL_UNIT = re.compile(r"((?<!\S)\S{1,100}\s{1,20})?\b(" + "|".join(_TIME_UNITS) + r")\b")
 
 
 def unit_bridges(question: str, q_terms: Sequence[str], analyzer) -> Dict[str, List[FrozenSet[str]]]:

@@ -171,26 +171,36 @@ def _walk(items, chars: List[str], runs: List[str]) -> None:
         runs.append(run)
 
 
-def hostile_inputs(pattern: str, flags: int, size: int) -> List[str]:
-    """Inputs of ``size`` characters built from the pattern's own characters."""
+def shapes(pattern: str, flags: int) -> List[Tuple[str, str]]:
+    """``(unit, tail)`` pairs: an input is ``unit`` repeated, then ``tail`` (see the docstring)."""
     chars: List[str] = []
     runs: List[str] = []
     _walk(sdiff_parse(pattern, flags), chars, runs)
     uniq = list(dict.fromkeys(chars))[:12]
     out = []
     for c in uniq:
-        out.append(c * size)
-        out.append(c * (size - 1) + ("\x00" if c != "\x00" else "a"))
+        out.append((c, ""))
+        out.append((c, "\x00" if c != "\x00" else "a"))
     for r in list(dict.fromkeys(runs))[:6]:
-        out.append((r * (size // len(r) + 1))[:size])
+        out.append((r, ""))
     if uniq:
-        seq = "".join(uniq)
-        out.append((seq * (size // len(seq) + 1))[:size])
+        out.append(("".join(uniq), ""))
     for i, a in enumerate(uniq[:5]):
         for b in uniq[i + 1:5]:
-            out.append(((a + b) * (size // 2 + 1))[:size])
-            out.append(((a + b + b) * (size // 3 + 1))[:size])
+            out.append((a + b, ""))
+            out.append((a + b + b, ""))
     return list(dict.fromkeys(out))
+
+
+def make_input(shape: Tuple[str, str], size: int) -> str:
+    unit, tail = shape
+    body = size - len(tail)
+    return (unit * (body // len(unit) + 1))[:body] + tail
+
+
+def hostile_inputs(pattern: str, flags: int, size: int) -> List[str]:
+    """Inputs of ``size`` characters built from the pattern's own characters."""
+    return [make_input(s, size) for s in shapes(pattern, flags)]
 
 
 def sdiff_parse(pattern: str, flags: int):
@@ -228,20 +238,19 @@ def _time_one(rx: re.Pattern, text: str, anchored: bool) -> float:
 
 
 def screened_time(pattern: str, flags: int, anchored: bool, size: int = 100_000,
-                  probe: int = 2_000, keep: int = 3) -> Tuple[float, str]:
+                  probe: int = 1_000, keep: int = 2) -> Tuple[float, str]:
     """Time every hostile input at ``probe`` characters, then only the ``keep`` slowest
     shapes at ``size``: the full check at a fraction of the cost (a quadratic shape is
-    already the slowest at 2,000 characters).  Returns (worst seconds, input start)."""
+    already the slowest at 1,000 characters).  Returns (worst seconds, input start)."""
     rx = re.compile(pattern, flags)
-    small = hostile_inputs(pattern, flags, probe)
-    order = sorted(range(len(small)), key=lambda i: -_time_one(rx, small[i], anchored))[:keep]
-    big = hostile_inputs(pattern, flags, size)
+    found = shapes(pattern, flags)
+    order = sorted(found, key=lambda sh: -_time_one(rx, make_input(sh, probe), anchored))[:keep]
     worst, sample = 0.0, ""
-    for i in order:
-        if i < len(big):
-            t = _time_one(rx, big[i], anchored)
-            if t > worst:
-                worst, sample = t, big[i][:12]
+    for shape in order:
+        text = make_input(shape, size)
+        t = _time_one(rx, text, anchored)
+        if t > worst:
+            worst, sample = t, text[:12]
     return worst, sample
 
 

@@ -31,8 +31,8 @@ class RegexTime(unittest.TestCase):
         inputs = regex_audit.hostile_inputs(r"\s+x", 0, 50)
         self.assertIn(" " * 49 + "\x00", inputs)
         # and the check catches a quadratic pattern (at a size where it is still cheap)
-        slow, _ = regex_audit.screened_time(r"\s*,?\s+and", 0, False, size=20_000, probe=500)
-        fast, _ = regex_audit.screened_time(r"(?:\s{0,20},)?\s{1,20}and", 0, False, size=20_000, probe=500)
+        slow, _ = regex_audit.screened_time(r"\s+and", 0, False, size=5_000, probe=500)
+        fast, _ = regex_audit.screened_time(r"\s{1,20}and", 0, False, size=5_000, probe=500)
         self.assertGreater(slow, 10 * fast)
 
     def test_every_pattern_is_linear(self):
