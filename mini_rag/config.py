@@ -133,44 +133,32 @@ _RULE_KEYS = {"match": "", "add": [""]}
 # Ranges of numeric settings (inclusive).  Every other number must be finite and at most
 # NUMBER_BOUND in size: NaN or inf silently changes every score (k1 = nan indexes to NaN).
 NUMBER_BOUND = 1e9
-_SHARE = (0.0, 1.0)
+# Shares, weights and similarities: from 0 to 1.
+_SHARES = {
+    "index": "b",
+    "retrieval": "min_similarity mmr_lambda fallback_min_similarity derivation_weight synonym_weight",
+    "answer": "min_fact_overlap dedup_jaccard key_idf_ratio min_key_coverage min_key_coverage_typed "
+              "min_question_share weight_coverage weight_type weight_proximity weight_retrieval "
+              "confidence_high confidence_medium confidence_margin",
+    "guards": "conflict_min_agreement variant_min_overlap parallel_min_similarity",
+}
 RANGES: Dict[Tuple[str, str], Tuple[float, float]] = {
+    (section, key): (0.0, 1.0) for section, keys in _SHARES.items() for key in keys.split()}
+RANGES.update({
     ("corpus", "max_chunk_chars"): (0, 10_000_000),
     ("index", "k1"): (0.0, 1000.0),
-    ("index", "b"): _SHARE,
     ("retrieval", "top_k"): (1, 10_000),
     ("retrieval", "max_context_chunks"): (1, 10_000),
-    ("retrieval", "min_similarity"): _SHARE,
-    ("retrieval", "mmr_lambda"): _SHARE,
-    ("retrieval", "fallback_min_similarity"): _SHARE,
-    ("retrieval", "derivation_weight"): _SHARE,
-    ("retrieval", "synonym_weight"): _SHARE,
     ("answer", "max_sentences"): (1, 1000),
     ("answer", "generator_timeout"): (0.001, 86400.0),
-    ("answer", "min_fact_overlap"): _SHARE,
-    ("answer", "dedup_jaccard"): _SHARE,
-    ("answer", "key_idf_ratio"): _SHARE,
-    ("answer", "min_key_coverage"): _SHARE,
-    ("answer", "min_key_coverage_typed"): _SHARE,
-    ("answer", "min_question_share"): _SHARE,
-    ("answer", "weight_coverage"): _SHARE,
-    ("answer", "weight_type"): _SHARE,
-    ("answer", "weight_proximity"): _SHARE,
-    ("answer", "weight_retrieval"): _SHARE,
     ("answer", "max_extra_sentences"): (0, 1000),
-    ("answer", "confidence_high"): _SHARE,
-    ("answer", "confidence_medium"): _SHARE,
-    ("answer", "confidence_margin"): _SHARE,
     ("guards", "max_citations"): (1, 1000),
     ("guards", "min_chunks"): (0, 10_000),
     ("guards", "freshness_days_high_risk"): (0, 1_000_000),
     ("guards", "freshness_days"): (0, 1_000_000),
     ("guards", "conflict_min_shared_terms"): (0, 1000),
-    ("guards", "conflict_min_agreement"): _SHARE,
-    ("guards", "variant_min_overlap"): _SHARE,
-    ("guards", "parallel_min_similarity"): _SHARE,
     ("clarify", "vague_max_terms"): (0, 1000),
-}
+})
 
 
 def check_range(where: str, section: str, key: str, value: Any) -> Any:

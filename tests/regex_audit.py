@@ -207,27 +207,8 @@ def sdiff_parse(pattern: str, flags: int):
     return sre_parse.parse(pattern, flags)
 
 
-def worst_time(pattern: str, flags: int, size: int, budget: float, anchored: bool = False) -> Tuple[float, str]:
-    """The slowest ``finditer`` (``match`` when ``anchored``) over the hostile inputs
-    (stops early past ``budget``)."""
-    rx = re.compile(pattern, flags)
-    worst, worst_input = 0.0, ""
-    for text in hostile_inputs(pattern, flags, size):
-        t0 = time.perf_counter()
-        if anchored:
-            rx.match(text)
-        else:
-            for _ in rx.finditer(text):
-                pass
-        dt = time.perf_counter() - t0
-        if dt > worst:
-            worst, worst_input = dt, text[:12]
-        if worst > budget:
-            break
-    return worst, worst_input
-
-
 def _time_one(rx: re.Pattern, text: str, anchored: bool) -> float:
+    """Seconds for one ``match`` (``anchored``) or one full ``finditer`` over ``text``."""
     t0 = time.perf_counter()
     if anchored:
         rx.match(text)
@@ -235,6 +216,19 @@ def _time_one(rx: re.Pattern, text: str, anchored: bool) -> float:
         for _ in rx.finditer(text):
             pass
     return time.perf_counter() - t0
+
+
+def worst_time(pattern: str, flags: int, size: int, budget: float, anchored: bool = False) -> Tuple[float, str]:
+    """The slowest run over every hostile input (stops early past ``budget``)."""
+    rx = re.compile(pattern, flags)
+    worst, worst_input = 0.0, ""
+    for text in hostile_inputs(pattern, flags, size):
+        dt = _time_one(rx, text, anchored)
+        if dt > worst:
+            worst, worst_input = dt, text[:12]
+        if worst > budget:
+            break
+    return worst, worst_input
 
 
 def screened_time(pattern: str, flags: int, anchored: bool, size: int = 100_000,

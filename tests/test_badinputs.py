@@ -358,6 +358,12 @@ class MiniRagBadInputs(Base):
     def config(self, text):
         return write(self.path("config.toml"), text)
 
+    def test_ranges_cover_real_keys_and_defaults(self):
+        for (section, key), (lo, hi) in RANGES.items():
+            with self.subTest(key="%s.%s" % (section, key)):
+                self.assertLessEqual(lo, DEFAULTS[section][key])
+                self.assertLessEqual(DEFAULTS[section][key], hi)
+
     def test_config_numbers(self):
         n = 0
         for section, table in sorted(DEFAULTS.items()):
