@@ -36,7 +36,7 @@ from typing import Any, Dict
 
 from .config import DEFAULT_CONFIG_PATH, load_config
 from .errors import MiniRagError
-from .fileio import MAX_QUESTION_CHARS, check_question, read_limited, terminal_safe
+from .fileio import MAX_QUESTION_CHARS, check_question, json_terminal_safe, read_limited, terminal_safe
 
 __all__ = ["register", "resolve_config"]
 
@@ -119,7 +119,7 @@ def cmd_ask(args) -> int:
             print(terminal_safe("WARNING: %s" % w), file=err)
         print("DECISION: %s %s" % (result.decision.decision, json.dumps(result.decision.reasons)), file=err)
     if args.json:
-        print(json.dumps(result.row, ensure_ascii=False, separators=(",", ":")))
+        print(json_terminal_safe(json.dumps(result.row, ensure_ascii=False, separators=(",", ":"))))
     else:
         row = result.row
         sentences = result.answer.sentences if row["decision"] == "ANSWER" else []
@@ -166,7 +166,7 @@ def cmd_eval(args) -> int:
     config = resolve_config(args.config)
     status, combined = evaluate(config, runs=args.runs, gold=args.gold, perturb=args.perturb,
                                 gates=args.gates)
-    sys.stdout.write(json.dumps(combined, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.write(json_terminal_safe(json.dumps(combined, indent=2, ensure_ascii=False)) + "\n")
     return status
 
 

@@ -19,7 +19,7 @@ from typing import Any, Dict, List
 
 from .config import DEFAULT_CONFIG_PATH, load_config
 from .errors import MiniRagError
-from .fileio import MAX_K, MAX_QUESTION_CHARS, check_question, terminal_safe
+from .fileio import MAX_K, MAX_QUESTION_CHARS, check_question, json_terminal_safe, terminal_safe
 from .progress import Progress
 
 EXCERPT_CHARS = 160
@@ -113,7 +113,7 @@ def cmd_search(args) -> int:
             config["retrieval"]["top_k"] = args.k
         result = retriever.retrieve(args.question)
         if args.json:
-            out.write(json.dumps(result.to_json(), ensure_ascii=False, indent=2) + "\n")
+            out.write(json_terminal_safe(json.dumps(result.to_json(), ensure_ascii=False, indent=2)) + "\n")
             return 0
         s = result.signals
         out.write(terminal_safe("hits: %d of %d candidates; fallback: %s; expansions: %s; corrections: %s\n"
@@ -124,7 +124,7 @@ def cmd_search(args) -> int:
     hits = retriever.search(args.question, args.k or config["retrieval"]["top_k"],
                             scope=config["retrieval"]["authority_scope"])
     if args.json:
-        out.write(json.dumps([h.to_json() for h in hits], ensure_ascii=False, indent=2) + "\n")
+        out.write(json_terminal_safe(json.dumps([h.to_json() for h in hits], ensure_ascii=False, indent=2)) + "\n")
     else:
         if not hits:
             out.write("no chunk shares a term with the question\n")

@@ -104,6 +104,19 @@ def terminal_safe(text: str) -> str:
     return scorer().terminal_safe(text)
 
 
+_C1_DEL = None
+
+
+def json_terminal_safe(text: str) -> str:
+    """JSON text with DEL and C1 controls written as ``\\u00XX`` (json.dumps escapes C0
+    only): the same data, inert on a terminal."""
+    global _C1_DEL
+    if _C1_DEL is None:
+        import re
+        _C1_DEL = re.compile("[\x7f-\x9f]")
+    return _C1_DEL.sub(lambda m: "\\u%04x" % ord(m.group()), text)
+
+
 def check_question(question: str, where: str = "question") -> str:
     """A question to answer: non-empty, at most MAX_QUESTION_CHARS characters."""
     if not question.strip():

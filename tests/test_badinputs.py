@@ -312,6 +312,22 @@ class Inert(Base):
         self.assertIn("\\x1b]0;pwned\\x07", err)
 
 
+    def test_mini_rag_terminal_output_escaped(self):
+        corpus = self.path("corpus")
+        os.mkdir(corpus)
+        write(os.path.join(corpus, "a.md"), "# Refunds\n\nRefunds \x1b[31mwithin 30 days\x9b of purchase.\n")
+        for extra in ([], ["--json"]):
+            code, out, err, _ = self.run_main(cli.main, ["search", "refunds", "--corpus", corpus,
+                                                         "--index", self.path("i.json")] + extra)
+            with self.subTest(extra=extra):
+                self.assertEqual(code, 0, err)
+                self.assertIn("within 30 days", out)
+                self.assertNotIn("\x1b", out)
+                self.assertNotIn("\x9b", out)
+                if extra:
+                    self.assertIn("\x1b[31mwithin", json.loads(out)[0]["text"])
+
+
 class InternalErrors(Base):
     def test_crash_is_exit_3_with_saved_traceback(self):
         g = write(self.path("gold.jsonl"), json.dumps(GOLD) + "\n")
