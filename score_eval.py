@@ -1830,6 +1830,33 @@ def write_output(path: str, data: bytes) -> None:
         raise ScoreError("%s: cannot write: %s" % (path, exc.strerror or exc)) from None
 
 
+def write_manifest(path: str, files: List[str]) -> None:
+    """Write, last, the manifest of a set of outputs: each file's sha256 as written.  A reader
+    tells a complete set (every hash matches) from a torn one (a run killed midway removed
+    the old manifest first and never wrote the new one)."""
+    import hashlib
+    hashes = {}
+    here = os.path.dirname(os.path.abspath(path))
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                hashes[os.path.relpath(os.path.abspath(f), here).replace(os.sep, "/")] = \
+                    hashlib.sha256(fh.read()).hexdigest()
+        except OSError as exc:
+            raise ScoreError("%s: cannot read back for the manifest: %s" % (f, exc.strerror)) from None
+    atomic_write(path, json.dumps({"schema": "output-set/1", "sha256": hashes}, indent=2) + "\n")
+
+
+def remove_output(path: str) -> None:
+    """Remove an earlier manifest before a new set is written (missing is fine)."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise ScoreError("%s: cannot remove: %s" % (path, exc.strerror)) from None
+
+
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
@@ -1993,6 +2020,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--items", help="write one JSON line per gold item with its verdicts")
     ap.add_argument("--max-errors", type=int, default=MAX_ERRORS, help="bad lines listed before the rest are only "
                                                                        "counted (default %d)" % MAX_ERRORS)
+    ap.add_argument("--manifest", metavar="FILE", help="after --out/--items/--markdown, write FILE naming each "
+                                                        "with its sha256 (removed first: no manifest = torn set)")
     ap.add_argument("--max-line-bytes", type=int, default=MAX_LINE_BYTES, metavar="N",
                     help="longest input line accepted, in bytes (default %d = 16 MiB)" % MAX_LINE_BYTES)
     ap.add_argument("--debug", action="store_true",
@@ -2158,12 +2187,16 @@ def run(args) -> int:
         if not g["pass"]:
             sys.stderr.write(terminal_safe("score_eval: gate failed: %s: %s%s\n" % (
                 g["gate"], g["reason"], (" " + g["message"]) if g.get("message") else "")))
+    if args.manifest:
+        remove_output(args.manifest)
     if args.out:
         atomic_write(args.out, text)
     if args.items:
         atomic_write(args.items, "".join(_item_lines(scorer, trec)))
     if args.markdown:
         atomic_write(args.markdown, render_markdown(report, _worst(scorer, trec)))
+    if args.manifest:
+        write_manifest(args.manifest, [p for p in (args.out, args.items, args.markdown) if p and p != "-"])
     if "-" not in (args.out, args.items, args.markdown):
         sys.stdout.write(text)
         sys.stdout.flush()

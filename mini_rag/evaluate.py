@@ -39,7 +39,8 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .errors import MiniRagError
-from .fileio import MAX_QUESTION_CHARS, atomic_write_text, dumps_jsonl, join_errors, read_jsonl
+from .fileio import (MAX_QUESTION_CHARS, atomic_write_text, dumps_jsonl, join_errors, read_jsonl,
+                     write_set_manifest)
 from .progress import Progress
 
 __all__ = ["DATASETS", "SEED_EXAMPLE", "read_gold", "run_gold", "score", "evaluate", "compare",
@@ -171,6 +172,8 @@ def evaluate(config: Dict[str, Any], runs: str = "runs", gold: Optional[str] = N
     if not os.path.isfile(gates):
         raise MiniRagError("%s: cannot read gates file: no such file" % gates)
     sets = _datasets(gold, perturb)
+    manifest = os.path.join(runs, "manifest.json")
+    write_set_manifest(manifest, [], start=True)
     refusal = config["answer"]["refusal"]
     reports: Dict[str, Any] = {}
     worst = 0
@@ -198,6 +201,10 @@ def evaluate(config: Dict[str, Any], runs: str = "runs", gold: Optional[str] = N
         except OSError:
             md_parts.append("")
     atomic_write_text(os.path.join(runs, "report.md"), combined_markdown(reports, md_parts))
+    written = [os.path.join(runs, "%s.%s.%s" % (kind, name, ext)) for name, _, is_seed in sets
+               for kind, ext in (("trace", "jsonl"), ("report", "json"), ("report", "md"), ("items", "jsonl"))
+               if kind != "trace" or not is_seed]
+    write_set_manifest(manifest, written + [os.path.join(runs, "report.json"), os.path.join(runs, "report.md")])
     return (0 if combined["pass"] and worst == 0 else 1), combined
 
 

@@ -57,6 +57,19 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
         raise MiniRagError(str(exc)) from None
 
 
+def write_set_manifest(path: str, files: List[str], start: bool = False) -> None:
+    """Outputs written as one set: call with ``start=True`` before writing them (removes the
+    old manifest), then with the files after (writes each file's sha256, last)."""
+    se = scorer()
+    try:
+        if start:
+            se.remove_output(path)
+        else:
+            se.write_manifest(path, files)
+    except se.ScoreError as exc:
+        raise MiniRagError(str(exc)) from None
+
+
 def open_input(path: str, what: str = ""):
     """A binary file object for a regular file (or ``-``: stdin); MiniRagError otherwise."""
     se = scorer()

@@ -6,6 +6,7 @@ from a seeded generator over their measured run time.  Two runs with different i
 two known versions of every output; after each kill every output must equal one of them.
 """
 import glob
+import hashlib
 import json
 import os
 import random
@@ -48,7 +49,7 @@ class KillAtRandomMoments(unittest.TestCase):
         proc.send_signal(signal.SIGKILL)
         proc.wait()
 
-    def check(self, versions, outputs, argvs, seconds):
+    def check(self, versions, outputs, argvs, seconds, manifest=None):
         rng = random.Random(SEED)
         for n in range(KILLS):
             which = rng.randrange(2)
@@ -56,6 +57,12 @@ class KillAtRandomMoments(unittest.TestCase):
             for path in outputs:
                 with self.subTest(kill=n, output=os.path.basename(path)):
                     self.assertIn(_read(path), versions[path], "torn or missing output")
+            if manifest and os.path.exists(manifest):    # a manifest vouches for a complete set
+                with open(manifest, encoding="utf-8") as fh:
+                    hashes = json.load(fh)["sha256"]
+                self.assertEqual(sorted(hashes), sorted(os.path.basename(p) for p in outputs))
+                for path in outputs:
+                    self.assertEqual(hashlib.sha256(_read(path)).hexdigest(), hashes[os.path.basename(path)])
         self.run_once(argvs[0])           # the next run sweeps what the killed ones left
         self.assertEqual(glob.glob(os.path.join(self.dir, ".*.ragtmp")), [])
         for path in outputs:
@@ -73,9 +80,10 @@ class KillAtRandomMoments(unittest.TestCase):
                                     "answer_json": {"claim": "the claim %d" % i if i % 5 else "not in context",
                                                     "citations": ["d%d#p1" % i]}}) + "\n")
         outputs = [os.path.join(self.dir, n) for n in ("report.json", "items.jsonl", "report.md")]
+        manifest = os.path.join(self.dir, "manifest.json")
         argvs = [[sys.executable, os.path.join(ROOT, "score_eval.py"), "--gold", gold, "--trace", trace,
                   "--gates", "precision=0.5", "--k", k, "--out", outputs[0], "--items", outputs[1],
-                  "--markdown", outputs[2]] for k in ("5", "1,5")]
+                  "--markdown", outputs[2], "--manifest", manifest] for k in ("5", "1,5")]
         seconds = max(self.run_once(argvs[1]), 0.05)
         versions = {p: [] for p in outputs}
         for argv in (argvs[1], argvs[0]):
@@ -83,7 +91,8 @@ class KillAtRandomMoments(unittest.TestCase):
             for p in outputs:
                 versions[p].insert(0, _read(p))
         self.assertNotEqual(versions[outputs[0]][0], versions[outputs[0]][1])
-        self.check(versions, outputs, argvs, seconds)
+        self.check(versions, outputs, argvs, seconds, manifest)
+        self.assertTrue(os.path.exists(manifest))
 
     def test_index(self):
         index = os.path.join(self.dir, "index.json.gz")

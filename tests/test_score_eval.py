@@ -608,7 +608,7 @@ class Docs(unittest.TestCase):
         tree = ast.parse((ROOT / "score_eval.py").read_text(encoding="utf-8"))
         stdlib = set(getattr(sys, "stdlib_module_names", ())) or {
             "__future__", "argparse", "array", "collections", "difflib", "itertools", "json", "math", "os",
-            "re", "stat", "sys", "tempfile", "time", "traceback", "typing"}
+            "hashlib", "re", "stat", "sys", "tempfile", "time", "traceback", "typing"}
         stdlib.add("tomllib")   # 3.11+; score_eval imports it inside try/except ImportError
         found = set()
         for node in ast.walk(tree):
