@@ -2043,6 +2043,11 @@ def run(args) -> int:
     if not trec and not (args.gold and args.trace):
         raise ScoreError("usage: --gold and --trace are required (or --qrels and --run)")
     ks = _parse_ks(args.k)
+    stdin_inputs = [o for o in ("gold", "trace", "qrels", "run", "chunks", "baseline", "gates_file")
+                    if getattr(args, o) == "-"]
+    if len(stdin_inputs) > 1:
+        raise ScoreError("usage: only one input can be - (stdin), got %s"
+                         % ", ".join("--" + o.replace("_", "-") for o in stdin_inputs))
     if not 1 <= args.max_line_bytes <= 1 << 40:
         raise ScoreError("--max-line-bytes: must be from 1 to 2**40, got %d" % args.max_line_bytes)
     _LIMITS["line_bytes"] = args.max_line_bytes

@@ -273,6 +273,17 @@ class ScorerOutputs(Base):
         self.assertEqual(code, 0)
         self.assertTrue(stat.S_ISCHR(os.stat(os.devnull).st_mode))
 
+    def test_dash_is_stdin_once(self):
+        import subprocess
+        with open(self.t, "rb") as fh:
+            proc = subprocess.run([sys.executable, os.path.join(ROOT, "score_eval.py"), "--gold", self.g,
+                                   "--trace", "-", "--gates", "precision=0"], stdin=fh, cwd=self.dir,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(json.loads(proc.stdout)["counts"]["matched_items"], 1)
+        code, _, err, _ = self.run_main(score_eval.main, ["--gold", "-", "--trace", "-"])
+        self.assertEqual((code, err), (2, "usage: only one input can be - (stdin), got --gold, --trace\n"))
+
     def test_dash_is_stdout(self):
         code, out, _, _ = self.score("--out", "-")
         self.assertEqual(code, 0)
