@@ -53,3 +53,4 @@ serve:
 
 clean:
 	rm -rf runs/*.json runs/*.jsonl runs/*.md runs/*.gz runs/bench
+	find . -path ./.git -prune -o -name '.*.ragtmp' -type f -exec rm -f {} +

@@ -52,6 +52,7 @@ import stat
 import sys
 import tempfile
 import time
+import traceback
 from array import array
 from collections import Counter
 from itertools import compress
@@ -79,6 +80,15 @@ __version__ = "0.1.0"                 # also in every JSON report ("version"); p
 # "monitor" gates only report their value.
 TIERS = ("block", "warn", "monitor")
 _TIER_ORDER = {"warn": 0, "block": 1, "monitor": 2}
+
+# Limits on untrusted input (README "Limits and exit codes"); each breach is a path:line: error, exit 2.
+MAX_LINE_BYTES = 16 * 1024 * 1024     # one input line (a JSONL row, a TREC line); --max-line-bytes
+MAX_JSON_DEPTH = 64                   # nesting of arrays/objects in one JSON row
+MAX_NUMBER_CHARS = 100                # digits of one integer in JSON or TOML (Python's int limit is 4300)
+MAX_K = 10000                         # largest rank cutoff for --k and metric names
+TMP_SUFFIX = ".ragtmp"                # temp files of an atomic write: .<name>.<pid>.<random>.ragtmp
+EXIT_PASS, EXIT_GATE, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+_LIMITS = {"line_bytes": MAX_LINE_BYTES}   # this run's values (main sets them from the options)
 
 # Words that carry no claim of their own; everything else of >= 3 letters in a shipped claim
 # must occur in a cited chunk.  Negations (no, not, never) are deliberately NOT here: a claim
@@ -497,6 +507,8 @@ class _TomlLine:
                 raise self.fail("dates, times, hex/octal/binary and special numbers are outside the supported TOML subset")
             text = m.group(0)
             self.i = m.end()
+            if len(text) > MAX_NUMBER_CHARS:
+                raise self.fail("numbers are limited to %d characters" % MAX_NUMBER_CHARS)
             if _INT_RX.fullmatch(text):
                 return int(text.replace("_", ""))
             return float(text.replace("_", ""))
@@ -628,7 +640,10 @@ def parse_toml(text: str, path: str = "<string>") -> dict:
 
 
 def _parse_toml_lines(text: str, path: str) -> Tuple[dict, Dict[Tuple[str, ...], int]]:
-    data, lines = _toml_subset(text, path)
+    try:
+        data, lines = _toml_subset(text, path)
+    except RecursionError:
+        raise ScoreError("%s: arrays nested too deeply (more than Python's recursion limit)" % path) from None
     if _tomllib is None:
         return data, lines
     try:
@@ -672,8 +687,11 @@ def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate],
     ``dataset=None`` (a --gates string replaces the file's gates) reads only the refusal
     token and the regression section."""
     try:
-        with open(path, "rb") as fh:
-            text = fh.read().decode("utf-8")
+        with open_input(path, "gates file") as fh:
+            data = fh.read(MAX_LINE_BYTES + 1)
+        if len(data) > MAX_LINE_BYTES:
+            raise ScoreError("%s: gates file longer than %d bytes" % (path, MAX_LINE_BYTES))
+        text = data.decode("utf-8")
     except OSError as exc:
         raise ScoreError("%s: cannot read gates file: %s" % (path, exc.strerror)) from None
     except UnicodeDecodeError as exc:
@@ -1017,12 +1035,67 @@ class _Errors:
         return "\n".join(out)
 
 
+class _JsonLimit(ValueError):
+    """A JSON row that parses but breaks a limit (depth, digits, lone surrogate)."""
+
+
+_JSON_SPECIAL = re.compile(r'[\[\]{}"\\]')
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _json_depth(text: str) -> int:
+    """Deepest nesting of arrays/objects in a JSON text, brackets inside strings ignored.
+
+    Linear: one pass over the brackets, quotes and backslashes only."""
+    depth = deepest = 0
+    in_string = escaped = False
+    last = -2
+    for m in _JSON_SPECIAL.finditer(text):
+        c, pos = m.group(), m.start()
+        if in_string:
+            if escaped and pos == last + 1:
+                escaped = False
+            elif c == "\\":
+                escaped, last = True, pos
+            elif c == '"':
+                in_string = False
+            continue
+        if c == '"':
+            in_string, escaped = True, False
+        elif c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth -= 1
+    return deepest
+
+
+def _parse_int(text: str) -> int:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise _JsonLimit("an integer longer than %d digits, got %s..." % (MAX_NUMBER_CHARS, text[:20]))
+    return int(text)
+
+
+def json_row(text: str):
+    """``json.loads`` with limits: nesting <= MAX_JSON_DEPTH (checked before parsing, so no
+    RecursionError), integers <= MAX_NUMBER_CHARS digits, no lone surrogate (\\ud800) in a
+    string (it could not be written out).  Raises ValueError (``_JsonLimit`` for a limit)."""
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _json_depth(text) > MAX_JSON_DEPTH:
+        raise _JsonLimit("JSON nested deeper than %d levels" % MAX_JSON_DEPTH)
+    obj = json.loads(text, parse_int=_parse_int)
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text):
+        try:
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise _JsonLimit("a lone surrogate escape (\\ud800-\\udfff) in a string") from None
+    return obj
+
+
 def _jsonl(path: str, errors: _Errors, notes: List[str]):
     """Yield (lineno, object) for each non-blank line; bad lines go to ``errors``.
 
     Reads bytes so that a non-UTF-8 line is reported with its line number; a UTF-8
     byte-order mark on the first line and CRLF line ends are accepted."""
-    loads = json.loads
     for lineno, line in _decoded_lines(path, errors):
         if lineno == 1 and line.startswith("\ufeff"):
             line = line[1:]
@@ -1030,7 +1103,10 @@ def _jsonl(path: str, errors: _Errors, notes: List[str]):
         if not line or line.isspace():
             continue
         try:
-            obj = loads(line)
+            obj = json_row(line)
+        except _JsonLimit as exc:
+            errors.add("%s:%d: %s" % (path, lineno, exc))
+            continue
         except ValueError as exc:
             errors.add("%s:%d: invalid JSON (%s), got %s" % (path, lineno, str(exc).split(":")[0],
                                                            _show(line.strip(), 60)))
@@ -1041,19 +1117,68 @@ def _jsonl(path: str, errors: _Errors, notes: List[str]):
         yield lineno, obj
 
 
+def open_input(path: str, what: str = ""):
+    """A binary file object for ``path``; ``-`` is stdin.  Anything but a regular file (a FIFO,
+    a device such as /dev/zero, a folder) is refused: it could hang or never end."""
+    what = " " + what if what else ""
+    if path == "-":
+        return os.fdopen(os.dup(sys.stdin.fileno()), "rb")
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise ScoreError("%s: cannot read%s: not a regular file (%s); give a file, or - for stdin"
+                             % (path, what, _file_kind(st.st_mode)))
+        return open(path, "rb")
+    except OSError as exc:
+        raise ScoreError("%s: cannot read%s: %s" % (path, what, exc.strerror or exc)) from None
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def iter_lines(path: str, what: str = "", limit: Optional[int] = None):
+    """Yield (lineno, bytes) for each line of ``path`` (``-``: stdin), line end included;
+    a line longer than ``limit`` bytes (default --max-line-bytes) yields (lineno, None),
+    and is skipped without ever holding more than the limit in memory."""
+    limit = limit or _LIMITS["line_bytes"]
+    with open_input(path, what) as fh:
+        readline = fh.readline
+        lineno = 0
+        while True:
+            raw = readline(limit + 1)
+            if not raw:
+                return
+            lineno += 1
+            if len(raw) > limit and not (len(raw) == limit + 1 and raw.endswith(b"\n")):
+                while raw and not raw.endswith(b"\n"):
+                    raw = readline(limit + 1)
+                yield lineno, None
+                continue
+            yield lineno, raw
+
+
+def _raw_lines(path: str, errors: "_Errors", what: str = ""):
+    """iter_lines with each over-long line reported to ``errors``."""
+    for lineno, raw in iter_lines(path, what):
+        if raw is None:
+            errors.add("%s:%d: line longer than %d bytes (--max-line-bytes)" % (path, lineno, _LIMITS["line_bytes"]))
+        else:
+            yield lineno, raw
+
+
 def _decoded_lines(path: str, errors: "_Errors"):
     """Yield (lineno, text) for each line of ``path`` that is UTF-8; the others go to ``errors``."""
-    try:
-        fh = open(path, "rb")
-    except OSError as exc:
-        raise ScoreError("%s: cannot read: %s" % (path, exc.strerror)) from None
-    with fh:
-        for lineno, raw in enumerate(fh, 1):
-            try:
-                yield lineno, raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                errors.add("%s:%d: not UTF-8 (byte 0x%02x at column %d), got %r"
-                           % (path, lineno, raw[exc.start], exc.start + 1, raw[:60]))
+    for lineno, raw in _raw_lines(path, errors):
+        try:
+            yield lineno, raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            errors.add("%s:%d: not UTF-8 (byte 0x%02x at column %d), got %r"
+                       % (path, lineno, raw[exc.start], exc.start + 1, raw[:60]))
 
 
 _IS_STR = str.__instancecheck__
@@ -1318,6 +1443,8 @@ def read_qrels(path: str, errors: _Errors) -> Gold:
             continue
         topic, _, doc, rel = parts
         try:
+            if len(rel) > MAX_NUMBER_CHARS:
+                raise ValueError
             level = int(rel)
         except ValueError:
             errors.add("%s:%d: relevance must be an integer, got %r" % (path, lineno, rel))
@@ -2535,11 +2662,14 @@ def _paired_counts(name: str, base_flags: Dict[str, int], cur: Dict[str, int], q
 
 
 def load_baseline(path: str) -> dict:
+    errors = _Errors(MAX_ERRORS)
+    raw = b"".join(r for _, r in _raw_lines(path, errors, "baseline report"))
+    if errors.count:
+        raise ScoreError(errors.text())
     try:
-        with open(path, "rb") as fh:
-            data = json.loads(fh.read().decode("utf-8-sig"))
-    except OSError as exc:
-        raise ScoreError("%s: cannot read baseline report: %s" % (path, exc.strerror)) from None
+        data = json_row(raw.decode("utf-8-sig"))
+    except _JsonLimit as exc:
+        raise ScoreError("%s: %s" % (path, exc)) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ScoreError("%s: baseline report is not JSON (%s), got a file of another kind" % (path, str(exc).split(":")[0])) from None
     if type(data) is not dict or type(data.get("items")) is not dict or type(data.get("metrics")) is not dict:
@@ -2917,20 +3047,128 @@ def _metric_sort_key(name: str):
 
 
 def atomic_write(path: str, text: str) -> None:
-    """Write to a temp file in the target's folder, then os.replace() it into place."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    """``write_output`` of ``text`` as UTF-8."""
+    write_output(path, text.encode("utf-8"))
+
+
+def write_output(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a crash leaves the old file or the new one, never half.
+
+    ``-`` is stdout.  A symlink is resolved and its target replaced; a device, FIFO or socket
+    is written directly (never renamed over).  A regular file is written to a temp file in
+    the target's folder (``.<name>.<pid>.<random>.ragtmp``), fsynced, given mode
+    0666 & ~umask and renamed into place.  Every OS error is a ScoreError naming the path."""
+    if path == "-":
+        buf = getattr(sys.stdout, "buffer", None)
+        if buf is None:                       # a text-only stream (tests, IDEs)
+            sys.stdout.write(data.decode("utf-8"))
+        else:
+            sys.stdout.flush()
+            buf.write(data)
+            buf.flush()
+        return
+    target = os.path.realpath(path)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
         try:
-            os.unlink(tmp)
+            st = os.stat(target)
+        except FileNotFoundError:
+            st = None
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            raise ScoreError("%s: cannot write: it is a folder" % path)
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            with open(target, "wb") as fh:          # a device or FIFO: written in place
+                fh.write(data)
+            return
+        folder = os.path.dirname(target)
+        os.makedirs(folder, exist_ok=True)
+        sweep_temp_files(folder)
+        fd, tmp = tempfile.mkstemp(prefix=".%s.%d." % (os.path.basename(target), os.getpid()),
+                                   suffix=TMP_SUFFIX, dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, 0o666 & ~_umask())
+            os.replace(tmp, target)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except OSError as exc:
+        raise ScoreError("%s: cannot write: %s" % (path, exc.strerror or exc)) from None
+
+
+def write_manifest(path: str, files: List[str]) -> None:
+    """Write, last, the manifest of a set of outputs: each file's sha256 as written.  A reader
+    tells a complete set (every hash matches) from a torn one (a run killed midway removed
+    the old manifest first and never wrote the new one)."""
+    import hashlib
+    hashes = {}
+    here = os.path.dirname(os.path.abspath(path))
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                hashes[os.path.relpath(os.path.abspath(f), here).replace(os.sep, "/")] = \
+                    hashlib.sha256(fh.read()).hexdigest()
+        except OSError as exc:
+            raise ScoreError("%s: cannot read back for the manifest: %s" % (f, exc.strerror)) from None
+    atomic_write(path, json.dumps({"schema": "output-set/1", "sha256": hashes}, indent=2) + "\n")
+
+
+def remove_output(path: str) -> None:
+    """Remove an earlier manifest before a new set is written (missing is fine)."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise ScoreError("%s: cannot remove: %s" % (path, exc.strerror)) from None
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_STARTED = time.time()
+
+
+def sweep_temp_files(folder: str) -> int:
+    """Remove ``*.ragtmp`` files in ``folder`` left by killed runs: their process is gone and
+    they are older than this one.  Returns how many were removed (errors are ignored)."""
+    removed = 0
+    try:
+        names = [n for n in os.listdir(folder) if n.endswith(TMP_SUFFIX) and n.startswith(".")]
+    except OSError:
+        return 0
+    for name in names:
+        parts = name.split(".")
+        pid = int(parts[-3]) if len(parts) >= 4 and parts[-3].isdigit() else 0
+        full = os.path.join(folder, name)
+        try:
+            if pid == os.getpid() or os.lstat(full).st_mtime >= _STARTED or _alive(pid):
+                continue
+            os.unlink(full)
+            removed += 1
         except OSError:
             pass
-        raise
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:          # exists, owned by someone else
+        return True
+    return True
 
 
 def render_json(report: dict, items: Dict[str, str]) -> str:
@@ -2941,7 +3179,7 @@ def render_json(report: dict, items: Dict[str, str]) -> str:
 
 def render_markdown(report: dict, worst: List[dict]) -> str:
     mark = {True: "PASS", False: "FAIL"}
-    out = ["# score_eval report: %s" % report["dataset"], "",
+    out = ["# score_eval report: %s" % md_text(report["dataset"]), "",
            "**%s**: %d of %d gates pass." % (mark[report["pass"]],
                                                sum(1 for g in report["gate_results"] if g["pass"]),
                                                len(report["gate_results"])), ""]
@@ -2954,7 +3192,7 @@ def render_markdown(report: dict, worst: List[dict]) -> str:
         need = "" if g["op"] is None else "%s %s" % (g["op"], _fmt_num(g["threshold"]))
         note = (g["reason"] or "") + ((" " + g["message"]) if g.get("message") else "")
         out.append("| %s | `%s`%s | %s | %s | %s |" % (_markdown_mark(g), g["gate"], _markdown_tier(g),
-                                                    _cell(g["value"]), need, note.replace("|", "\\|")))
+                                                    _cell(g["value"]), need, md_text(note)))
     card = report.get("scorecard")
     if card:
         out += ["", "Weighted overall score: %s (%s)." % (_cell(card["overall"]), card["note"])]
@@ -2971,7 +3209,7 @@ def render_markdown(report: dict, worst: List[dict]) -> str:
         out += ["", "## Categories", "", "| category | items | " + " | ".join(cols) + " |",
                 "|---|---|" + "---|" * len(cols)]
         for cat, block in cats.items():
-            out.append("| %s | %d | %s |" % (cat, block["items"], " | ".join(
+            out.append("| %s | %d | %s |" % (md_text(cat), block["items"], " | ".join(
                 _cell(block["metrics"].get(col, {}).get("value")) for col in cols)))
     out += ["", "## Failure modes", ""]
     if report["failure_modes"]:
@@ -2983,17 +3221,18 @@ def render_markdown(report: dict, worst: List[dict]) -> str:
         out += ["", "## Worst items (up to %d)" % len(worst), "", "| qid | category | failure mode | all labels |",
                 "|---|---|---|---|"]
         for w in worst:
-            out.append("| %s | %s | %s | %s |" % (w["qid"], w["category"], w["failure_mode"], ", ".join(w["labels"])))
+            out.append("| %s | %s | %s | %s |" % (md_text(w["qid"]), md_text(w["category"]), w["failure_mode"],
+                                                ", ".join(w["labels"])))
     reg = report.get("regression")
     if reg:
-        out += ["", "## Against the baseline", "", "Baseline: `%s`; %d items paired." % (reg["baseline"], reg["matched_items"]),
+        out += ["", "## Against the baseline", "", "Baseline: %s; %d items paired." % (md_text(reg["baseline"]), reg["matched_items"]),
                 "", "| metric | baseline | current | delta | worse | better | p |", "|---|---|---|---|---|---|---|"]
         for name, r in reg["metrics"].items():
             out.append("| `%s` | %s | %s | %s | %s | %s | %s |" % (
                 name, _cell(r["baseline"]), _cell(r["current"]), _cell(r["delta"]), r.get("worse", ""),
                 r.get("better", ""), _cell(r.get("p_value"))))
     if report["warnings"]:
-        out += ["", "## Warnings", ""] + ["- %s" % w for w in report["warnings"]]
+        out += ["", "## Warnings", ""] + ["- %s" % md_text(w) for w in report["warnings"]]
     return "\n".join(out) + "\n"
 
 
@@ -3005,6 +3244,17 @@ def _markdown_mark(g: dict) -> str:
 
 def _markdown_tier(g: dict) -> str:
     return "" if g.get("tier", "block") == "block" else " (%s)" % g["tier"]
+
+
+_MD_SPECIAL = {"|": "\\|", "`": "\\`", "<": "&lt;", ">": "&gt;", "&": "&amp;", "\r": " ", "\n": " ",
+               "\\": "\\\\", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]", "#": "\\#"}
+_MD_RX = re.compile("[|`<>&\r\n\\\\*_\\[\\]#]")
+
+
+def md_text(value) -> str:
+    """Text from the input made inert in Markdown: table pipes, code ticks, raw HTML
+    (``<`` ``>`` ``&``), emphasis, links and headings escaped; a newline becomes a space."""
+    return _MD_RX.sub(lambda m: _MD_SPECIAL[m.group()], _CONTROL.sub("?", str(value)))
 
 
 def _cell(v) -> str:
@@ -3684,8 +3934,9 @@ def _parse_ks(text: str) -> List[int]:
     ks = []
     for part in text.split(","):
         part = part.strip()
-        if not part.isdigit() or int(part) < 1:
-            raise ScoreError("--k: cutoffs must be positive integers separated by commas, got %r" % text)
+        if not part.isdigit() or len(part) > 6 or not 1 <= int(part) <= MAX_K:
+            raise ScoreError("--k: cutoffs must be integers from 1 to %d separated by commas, got %r"
+                             % (MAX_K, text))
         if int(part) not in ks:
             ks.append(int(part))
     return ks
@@ -3785,6 +4036,12 @@ def build_parser() -> argparse.ArgumentParser:
                          "reports progress; errors and gate failures are still printed)")
     ap.add_argument("--version", action="version", version="score_eval.py " + __version__,
                     help="print the version and exit")
+    ap.add_argument("--manifest", metavar="FILE", help="after --out/--items/--markdown, write FILE naming each "
+                                                        "with its sha256 (removed first: no manifest = torn set)")
+    ap.add_argument("--max-line-bytes", type=int, default=MAX_LINE_BYTES, metavar="N",
+                    help="longest input line accepted, in bytes (default %d = 16 MiB)" % MAX_LINE_BYTES)
+    ap.add_argument("--debug", action="store_true",
+                    help="on an internal error (exit 3), print the traceback instead of saving it to a file")
     ap.add_argument("--print-metric-table", action="store_true",
                     help="print the README metric table (Markdown, from the registry) and exit")
     return ap
@@ -3810,6 +4067,14 @@ def run(args) -> int:
     no_gates = args.gates is not None and args.gates.strip().lower() == "none"
     if args.junit_items and not args.junit:
         raise ScoreError("usage: --junit-items needs --junit FILE")
+    stdin_inputs = [o for o in ("gold", "trace", "qrels", "run", "chunks", "baseline", "gates_file")
+                    if getattr(args, o) == "-"]
+    if len(stdin_inputs) > 1:
+        raise ScoreError("usage: only one input can be - (stdin), got %s"
+                         % ", ".join("--" + o.replace("_", "-") for o in stdin_inputs))
+    if not 1 <= args.max_line_bytes <= 1 << 40:
+        raise ScoreError("--max-line-bytes: must be from 1 to 2**40, got %d" % args.max_line_bytes)
+    _LIMITS["line_bytes"] = args.max_line_bytes
     # 1. gates and the refusal token
     refusal, file_gates, regression, gates_source = REFUSAL, [], None, None
     gates_file = args.gates_file
@@ -3976,12 +4241,14 @@ def run(args) -> int:
         report["skipped_metrics"] = {name: _SKIPPED for name in skipped}
     text = render_json(report, item_flags)
     for w in warnings:
-        sys.stderr.write("score_eval: warning: %s\n" % w)
+        sys.stderr.write("score_eval: warning: %s\n" % terminal_safe(w))
     for g in gate_results:
         if not g["pass"] and g["tier"] != "monitor":
-            sys.stderr.write("score_eval: %sgate failed: %s: %s%s\n" % (
+            sys.stderr.write(terminal_safe("score_eval: %sgate failed: %s: %s%s\n" % (
                 "warn " if g["tier"] == "warn" else "", g["gate"], g["reason"],
-                (" " + g["message"]) if g.get("message") else ""))
+                (" " + g["message"]) if g.get("message") else "")))
+    if args.manifest:
+        remove_output(args.manifest)
     if args.out:
         atomic_write(args.out, text)
     stages = ItemStages(scorer, report["scorecard"], weights)
@@ -3992,9 +4259,13 @@ def run(args) -> int:
     if args.format == "trec":
         text = render_trec(trec_per, trec_all, args.per_query, num_q=not (args.m or args.measures))
     write_reports(args, report, scorer, trec, stages)
-    sys.stdout.write(text)
-    sys.stdout.flush()
-    return 0 if all_pass else 1
+    outputs = (args.out, args.items, args.markdown, args.html, args.junit, args.csv, args.metrics_csv)
+    if args.manifest:
+        write_manifest(args.manifest, [p for p in outputs if p and p != "-"])
+    if "-" not in outputs:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return EXIT_PASS if all_pass else EXIT_GATE
 
 
 def _item_record(scorer: Scorer, i: int, trec: bool) -> dict:
@@ -4059,26 +4330,90 @@ def _worst(scorer: Scorer, trec: bool, limit: int = 20) -> List[dict]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """The command line; returns the exit status and never raises on bad input."""
+    """The command line; returns the exit status (0 pass, 1 a gate failed, 2 usage or input
+    error, 3 internal error) and never raises."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        sys.stderr.write("score_eval: interrupted\n")
+        return 130
+    except Exception:   # a bug, never a verdict: exit 3, the traceback saved or (--debug) shown
+        return internal_error("score_eval", "--debug" in argv)
+
+
+def _main(argv: List[str]) -> int:
+    bad = [a for a in argv if _has_surrogate(a)]
+    if bad:
+        sys.stderr.write("score_eval: usage: argument is not valid UTF-8, got %s\n" % ascii(bad[0]))
+        return EXIT_INPUT
     if argv and argv[0] in SUBCOMMANDS:
         try:
             return SUBCOMMANDS[argv[0]](argv[1:])
         except ScoreError as exc:
-            sys.stderr.write("%s\n" % exc)
-            return 2
+            sys.stderr.write(terminal_safe("%s\n" % exc))
+            return EXIT_INPUT
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:   # argparse already printed usage / help
-        return exc.code if isinstance(exc.code, int) else 2
+        return exc.code if isinstance(exc.code, int) else EXIT_INPUT
     try:
         return run(args)
     except ScoreError as exc:
-        sys.stderr.write("%s\n" % exc)
-        return 2
-    except BrokenPipeError:   # e.g. `| head`; nothing left to say
-        return 1
+        sys.stderr.write(terminal_safe("%s\n" % exc))
+        return EXIT_INPUT
+    except BrokenPipeError:   # e.g. `| head`: the report was not delivered
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        sys.stderr.write("score_eval: stdout closed before the report was written\n")
+        return EXIT_INPUT
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """Control characters (ESC and the rest of C0/C1, DEL; not tab or newline) shown as
+    ``\\xNN`` so input text cannot move the cursor or recolor a terminal; lone surrogates too."""
+    text = _CONTROL.sub(lambda m: "\\x%02x" % ord(m.group()), text)
+    return text.encode("utf-8", "backslashreplace").decode("utf-8") if _has_surrogate(text) else text
+
+
+def internal_error(prog: str, debug: bool) -> int:
+    """Report the exception being handled as an internal error: one stderr line naming it
+    and where its traceback was saved (a file in the system temp folder), or the traceback
+    itself when ``debug``.  Returns EXIT_INTERNAL."""
+    etype, exc, tb = sys.exc_info()
+    where = ""
+    frames = traceback.extract_tb(tb) if tb is not None else []
+    if frames:
+        where = " at %s:%d" % (os.path.basename(frames[-1].filename), frames[-1].lineno)
+    name = etype.__name__ if etype is not None else "error"
+    text = "".join(traceback.format_exception(etype, exc, tb))
+    if debug:
+        sys.stderr.write(text)
+        sys.stderr.write("%s: internal error (exit 3): %s%s\n" % (prog, name, where))
+        return EXIT_INTERNAL
+    try:
+        fd, saved = tempfile.mkstemp(prefix="%s-crash-" % prog, suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
+            fh.write(text)
+        note = "traceback in %s" % saved
+    except OSError:
+        note = "traceback could not be saved; rerun with --debug"
+    sys.stderr.write("%s: internal error (exit 3, a bug, not a verdict): %s%s; %s\n" % (prog, name, where, note))
+    return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ from typing import Any, Dict
 
 from .config import DEFAULT_CONFIG_PATH, load_config
 from .errors import MiniRagError
+from .fileio import MAX_QUESTION_CHARS, check_question, json_terminal_safe, read_limited, terminal_safe
 
 __all__ = ["register", "resolve_config"]
 
@@ -76,7 +77,11 @@ def _resolve(args) -> Dict[str, Any]:
 def register(subparsers) -> None:
     a = subparsers.add_parser("ask", help="answer one question (the contract's text form)",
                               description="Answer one question: retrieve, phases A/B/C, guards, decision.")
-    a.add_argument("question", help="the question to answer")
+    a.add_argument("question", nargs="?",
+                   help="the question to answer (at most %d characters); - reads it from stdin"
+                        % MAX_QUESTION_CHARS)
+    a.add_argument("--question-file", metavar="FILE",
+                   help="read the question from FILE (UTF-8; - is stdin) instead of the argument")
     a.add_argument("--json", action="store_true", help="print the trace row (one JSON line) instead of text")
     a.add_argument("--debug", action="store_true",
                    help="print the FACTS: lines, phase B survivors and the decision's reasons to stderr")
@@ -130,31 +135,53 @@ def register(subparsers) -> None:
 def cmd_ask(args) -> int:
     from .facts import format_facts
     from .trace import format_text
-    if not args.question.strip():
-        raise MiniRagError("question must not be empty, got %r" % args.question)
+    question = read_question(args.question, args.question_file)
     from .runconfig import open_pipeline
     config = _resolve(args)
-    result = open_pipeline(config, quiet=args.quiet).answer(args.question, timings=args.timings,
+    result = open_pipeline(config, quiet=args.quiet).answer(question, timings=args.timings,
                                                             doc_scope=args.scope)
     if result.generator_error:
         print("mini_rag: %s" % result.row["validation"]["errors"][-1], file=sys.stderr)
     if args.debug:
         err = sys.stderr
-        print(format_facts(result.facts_a), file=err)
+        print(terminal_safe(format_facts(result.facts_a)), file=err)
         print("PHASE B: %s" % (", ".join(f.chunk_id for f in result.facts_b) or "(none)"), file=err)
         if result.answer.refused:
             print("PHASE C: refused (%s)" % ", ".join(result.answer.reasons), file=err)
         for w in result.citation_check.warnings + result.validator_errors:
-            print("WARNING: %s" % w, file=err)
+            print(terminal_safe("WARNING: %s" % w), file=err)
         print("DECISION: %s %s" % (result.decision.decision, json.dumps(result.decision.reasons)), file=err)
     if args.json:
-        print(json.dumps(result.row, ensure_ascii=False, separators=(",", ":")))
+        print(json_terminal_safe(json.dumps(result.row, ensure_ascii=False, separators=(",", ":"))))
     else:
         row = result.row
         sentences = result.answer.sentences if row["decision"] == "ANSWER" else []
-        print(format_text(row["decision"], sentences, row["confidence"], config["answer"]["refusal"],
-                          row["message"]))
+        print(terminal_safe(format_text(row["decision"], sentences, row["confidence"],
+                                        config["answer"]["refusal"], row["message"])))
     return 1 if result.generator_error else 0
+
+
+def read_question(argument, path) -> str:
+    """The question of ``ask``: the argument, or ``--question-file`` (``-`` is stdin) read
+    within the length limit; exactly one of them."""
+    if (argument is None) == (path is None):
+        raise MiniRagError("usage: give the question as an argument or with --question-file, not %s"
+                           % ("both" if path is not None else "neither"))
+    if argument == "-":
+        path = "-"
+    if path is not None:
+        # 4 bytes per character at most; anything longer is over the limit anyway
+        try:
+            data = read_limited(path, "question file", 4 * MAX_QUESTION_CHARS + 16)
+        except MiniRagError as exc:
+            if "larger than" not in str(exc):
+                raise
+            raise MiniRagError("%s: the question is longer than %d characters" % (path, MAX_QUESTION_CHARS)) from None
+        try:
+            argument = data.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            raise MiniRagError("%s: question file is not UTF-8 text" % path) from None
+    return check_question(argument, "question" if path is None else "%s: the question" % path)
 
 
 def cmd_run(args) -> int:
@@ -209,7 +236,7 @@ def cmd_eval(args) -> int:
     short = summary(combined, args.runs)
     if not args.quiet:
         sys.stderr.write(summary_text(short))
-    sys.stdout.write(summary_json(short) + "\n")
+    sys.stdout.write(json_terminal_safe(summary_json(short)) + "\n")
     return status
 
 

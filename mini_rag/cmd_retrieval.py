@@ -19,6 +19,7 @@ from typing import Any, Dict, List
 
 from .config import DEFAULT_CONFIG_PATH
 from .errors import MiniRagError
+from .fileio import MAX_K, MAX_QUESTION_CHARS, check_question, json_terminal_safe, terminal_safe
 from .progress import Progress
 
 EXCERPT_CHARS = 160
@@ -50,9 +51,10 @@ def register(subparsers) -> None:
 
     s = subparsers.add_parser("search", help="rank chunks for a question",
                               description="Rank the corpus's chunks for a question (BM25 by default).")
-    s.add_argument("question", help="the question or keywords to search for")
+    s.add_argument("question", help="the question or keywords to search for (at most %d characters)"
+                                    % MAX_QUESTION_CHARS)
     s.add_argument("--k", type=int, default=None, metavar="N",
-                   help="number of chunks to show (default: [retrieval] top_k)")
+                   help="number of chunks to show, 1 to %d (default: [retrieval] top_k)" % MAX_K)
     s.add_argument("--json", action="store_true",
                    help="print JSON (a list of hits, or the Retrieval with --contract)")
     s.add_argument("--contract", action="store_true",
@@ -90,16 +92,18 @@ def _excerpt(text: str) -> str:
 
 def _print_hits(hits, out) -> None:
     for h in hits:
-        out.write("%2d. %-28s sim=%.3f score=%.4f p.%d  %s\n    %s\n"
-                  % (h.rank, h.chunk_id, h.similarity, h.score, h.page, h.title, _excerpt(h.text)))
+        out.write(terminal_safe("%2d. %-28s sim=%.3f score=%.4f p.%d  %s\n    %s\n"
+                                % (h.rank, h.chunk_id, h.similarity, h.score, h.page, h.title,
+                                   _excerpt(h.text))))
 
 
 def cmd_search(args) -> int:
     from .retrieve import open_retriever
     config = _config(args)
+    check_question(args.question)
     if args.k is not None:
-        if args.k < 1:
-            raise MiniRagError("--k must be >= 1, got %d" % args.k)
+        if not 1 <= args.k <= MAX_K:
+            raise MiniRagError("--k must be from 1 to %d, got %d" % (MAX_K, args.k))
     with _progress(quiet=args.quiet) as progress:
         retriever = open_retriever(config, config["corpus"]["path"], progress=progress)
     from .runconfig import resolve_as_of
@@ -110,18 +114,18 @@ def cmd_search(args) -> int:
             config["retrieval"]["top_k"] = args.k
         result = retriever.retrieve(args.question, doc_scope=args.scope)
         if args.json:
-            out.write(json.dumps(result.to_json(), ensure_ascii=False, indent=2) + "\n")
+            out.write(json_terminal_safe(json.dumps(result.to_json(), ensure_ascii=False, indent=2)) + "\n")
             return 0
         s = result.signals
-        out.write("hits: %d of %d candidates; fallback: %s; expansions: %s; corrections: %s\n"
-                  % (s["hit_count"], s["candidate_count"], "yes" if result.fallback_used else "no",
-                     result.expansions or "none", result.corrections or "none"))
+        out.write(terminal_safe("hits: %d of %d candidates; fallback: %s; expansions: %s; corrections: %s\n"
+                                % (s["hit_count"], s["candidate_count"], "yes" if result.fallback_used else "no",
+                                   result.expansions or "none", result.corrections or "none")))
         _print_hits(result.hits, out)
         return 0
     hits = retriever.search(args.question, args.k or config["retrieval"]["top_k"],
                             scope=config["retrieval"]["authority_scope"], doc_scope=args.scope)
     if args.json:
-        out.write(json.dumps([h.to_json() for h in hits], ensure_ascii=False, indent=2) + "\n")
+        out.write(json_terminal_safe(json.dumps([h.to_json() for h in hits], ensure_ascii=False, indent=2)) + "\n")
     else:
         if not hits:
             out.write("no chunk shares a term with the question\n")

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import copy
 import difflib
-import importlib.util
+import math
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from .errors import MiniRagError
+from .fileio import read_limited, scorer
 
 DEFAULT_CONFIG_PATH = os.path.join("configs", "default.toml")
 
@@ -130,6 +131,46 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
 
 _RULE_KEYS = {"match": "", "add": [""]}
 
+# Ranges of numeric settings (inclusive).  Every other number must be finite and at most
+# NUMBER_BOUND in size: NaN or inf silently changes every score (k1 = nan indexes to NaN).
+NUMBER_BOUND = 1e9
+# Shares, weights and similarities: from 0 to 1.
+_SHARES = {
+    "index": "b",
+    "retrieval": "min_similarity mmr_lambda fallback_min_similarity derivation_weight synonym_weight",
+    "answer": "min_fact_overlap dedup_jaccard key_idf_ratio min_key_coverage min_key_coverage_typed "
+              "min_question_share weight_coverage weight_type weight_proximity weight_retrieval "
+              "confidence_high confidence_medium confidence_margin",
+    "guards": "conflict_min_agreement variant_min_overlap parallel_min_similarity",
+}
+RANGES: Dict[Tuple[str, str], Tuple[float, float]] = {
+    (section, key): (0.0, 1.0) for section, keys in _SHARES.items() for key in keys.split()}
+RANGES.update({
+    ("corpus", "max_chunk_chars"): (0, 10_000_000),
+    ("index", "k1"): (0.0, 1000.0),
+    ("retrieval", "top_k"): (1, 10_000),
+    ("retrieval", "max_context_chunks"): (1, 10_000),
+    ("answer", "max_sentences"): (1, 1000),
+    ("answer", "generator_timeout"): (0.001, 86400.0),
+    ("answer", "max_extra_sentences"): (0, 1000),
+    ("guards", "max_citations"): (1, 1000),
+    ("guards", "min_chunks"): (0, 10_000),
+    ("guards", "freshness_days_high_risk"): (0, 1_000_000),
+    ("guards", "freshness_days"): (0, 1_000_000),
+    ("guards", "conflict_min_shared_terms"): (0, 1000),
+    ("clarify", "vague_max_terms"): (0, 1000),
+})
+
+
+def check_range(where: str, section: str, key: str, value: Any) -> Any:
+    """A number setting must be finite and inside RANGES (else within +-NUMBER_BOUND)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    lo, hi = RANGES.get((section, key), (-NUMBER_BOUND, NUMBER_BOUND))
+    if not (math.isfinite(value) and lo <= value <= hi):
+        raise MiniRagError("%s must be a finite number from %s to %s, got %r" % (where, lo, hi, value))
+    return value
+
 
 def _suggest(name: str, known) -> str:
     close = difflib.get_close_matches(name, sorted(known), n=1)
@@ -138,11 +179,7 @@ def _suggest(name: str, known) -> str:
 
 def read_toml(path: str) -> Dict[str, Any]:
     """Parse a TOML file into a dict (tomllib, or the scorer's subset reader before 3.11)."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise MiniRagError("%s: cannot read config: %s" % (path, exc.strerror)) from None
+    data = read_limited(path, "config")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -150,22 +187,22 @@ def read_toml(path: str) -> Dict[str, Any]:
     try:
         import tomllib  # Python 3.11+
     except ImportError:
-        return _scorer().parse_toml(text, path)
+        se = _scorer()
+        try:
+            return se.parse_toml(text, path)
+        except se.ScoreError as exc:
+            raise MiniRagError(str(exc)) from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise MiniRagError("%s: invalid TOML: %s" % (path, exc)) from None
+    except (ValueError, RecursionError) as exc:   # Python's int digit limit, arrays nested too deep
+        raise MiniRagError("%s: invalid TOML: %s" % (path, str(exc)[:120] or type(exc).__name__)) from None
 
 
 def _scorer():
-    """Load score_eval.py (repository root) for its TOML subset reader."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    spec = importlib.util.spec_from_file_location("score_eval", os.path.join(here, "score_eval.py"))
-    if spec is None or spec.loader is None:
-        raise MiniRagError("score_eval.py not found next to mini_rag/: needed to read TOML before Python 3.11")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """score_eval.py (repository root), for its TOML subset reader."""
+    return scorer()
 
 
 def _check_value(where: str, default: Any, value: Any) -> Any:
@@ -222,8 +259,9 @@ def merge(base: Dict[str, Any], override: Dict[str, Any], origin: str) -> Dict[s
             if key not in DEFAULTS[section]:
                 raise MiniRagError("%s: unknown key %r in [%s]%s"
                                    % (origin, key, section, _suggest(key, DEFAULTS[section])))
-            out[section][key] = _check_value("%s: [%s] %s" % (origin, section, key),
-                                             DEFAULTS[section][key], value)
+            where = "%s: [%s] %s" % (origin, section, key)
+            out[section][key] = check_range(where, section, key,
+                                            _check_value(where, DEFAULTS[section][key], value))
     return out
 
 

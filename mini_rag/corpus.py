@@ -58,9 +58,12 @@ import hashlib
 import json
 import os
 import re
+import stat
+import sys
 from typing import Iterator, List, Tuple
 
 from .errors import MiniRagError
+from .fileio import MAX_LINE_BYTES, iter_lines, json_error, json_row
 from .records import Chunk, Document
 
 TEXT_SUFFIXES = (".md", ".txt")
@@ -168,11 +171,54 @@ def parse_text_document(text: str, path: str, default_id: str, content_hash: str
 
 
 def _iter_text_files(root: str) -> Iterator[str]:
+    """The corpus folder's ``.md``/``.txt`` files that are safe to read, sorted per folder.
+
+    Only regular files are read.  A symlink is followed only when it ends at a regular
+    file inside the folder; a symlink that leaves the folder, dangles or loops, a FIFO,
+    a device or a socket is skipped with a warning naming it (reading a FIFO would hang,
+    a device never ends, a link out of the folder would index what nobody chose).
+    Symlinked folders are never entered (os.walk does not follow them), so no loop."""
+    real_root = os.path.realpath(root)
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for d in dirnames:
+            if not d.startswith(".") and os.path.islink(os.path.join(dirpath, d)):
+                _skip(os.path.join(dirpath, d), "a symlinked folder (not followed)")
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".")
+                             and not os.path.islink(os.path.join(dirpath, d)))
         for name in sorted(filenames):
             if name.lower().endswith(TEXT_SUFFIXES) and not name.startswith("."):
-                yield os.path.join(dirpath, name)
+                path = os.path.join(dirpath, name)
+                why = _unsafe(path, real_root)
+                if why:
+                    _skip(path, why)
+                else:
+                    yield path
+
+
+def _unsafe(path: str, real_root: str) -> str:
+    """Why ``path`` must not be read ('' when it is a regular file we may read)."""
+    try:
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            target = os.path.realpath(path)
+            if os.path.commonpath([real_root, target]) != real_root:
+                return "a symlink pointing outside the corpus folder (to %s)" % target
+            st = os.stat(path)
+    except (OSError, ValueError) as exc:
+        return "a dangling or looping symlink (%s)" % (getattr(exc, "strerror", None) or exc)
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file (a FIFO, device or socket)"
+    return ""
+
+
+_WARNED: set = set()
+
+
+def _skip(path: str, why: str) -> None:
+    """One warning on stderr per skipped path and process."""
+    if path not in _WARNED:
+        _WARNED.add(path)
+        print("mini_rag: warning: %s: skipped, %s" % (path, why), file=sys.stderr)
 
 
 def corpus_files(path: str) -> List[Tuple[str, str]]:
@@ -205,17 +251,23 @@ def _read_bytes(path: str) -> bytes:
 
 
 def _load_jsonl(path: str) -> List[Document]:
-    data = _read_bytes(path)
-    text = _decode(data, path)
     docs = []
-    for lineno, line in enumerate(text.split("\n"), 1):
+    for lineno, raw in iter_lines(path, "corpus file"):
+        where = "%s:%d" % (path, lineno)
+        if raw is None:
+            raise MiniRagError("%s: line longer than %d bytes" % (where, MAX_LINE_BYTES))
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise MiniRagError("%s: not UTF-8 text, got byte 0x%02x" % (where, raw[exc.start])) from None
+        if lineno == 1 and line.startswith("\ufeff"):
+            line = line[1:]
         if not line.strip():
             continue
-        where = "%s:%d" % (path, lineno)
         try:
-            row = json.loads(line)
+            row = json_row(line)
         except ValueError as exc:
-            raise MiniRagError("%s: invalid JSON (%s), got %r" % (where, exc.msg, line[:60])) from None
+            raise MiniRagError("%s: %s, got %r" % (where, json_error(exc), line[:60])) from None
         if not isinstance(row, dict):
             raise MiniRagError("%s: a corpus row must be a JSON object, got %r" % (where, line[:60]))
         doc_id = row.get("_id", row.get("doc_id"))

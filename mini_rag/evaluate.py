@@ -50,7 +50,8 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .errors import MiniRagError
-from .fileio import atomic_write_text, dumps_jsonl, join_errors, read_jsonl
+from .fileio import (MAX_QUESTION_CHARS, atomic_write_text, dumps_jsonl, join_errors, read_jsonl,
+                     write_set_manifest)
 from .progress import Progress
 
 __all__ = ["DATASETS", "SEED_EXAMPLE", "read_gold", "run_gold", "score", "evaluate", "compare",
@@ -87,6 +88,9 @@ def read_gold(path: str) -> List[Tuple[int, dict]]:
         q = row.get("question")
         if not isinstance(q, str) or not q.strip():
             errors.append("%s:%d: question must be a non-empty string, got %r" % (path, lineno, q))
+        elif len(q) > MAX_QUESTION_CHARS:
+            errors.append("%s:%d: question is longer than %d characters, got %d characters"
+                          % (path, lineno, MAX_QUESTION_CHARS, len(q)))
     if errors:
         raise MiniRagError(join_errors(errors))
     if not rows:
@@ -145,8 +149,11 @@ def score(dataset: str, gold: str, trace: str, out_dir: str, gates: str, refusal
     os.makedirs(out_dir, exist_ok=True)
     proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
     err = proc.stderr.decode("utf-8", "replace")
-    if proc.returncode not in (0, 1):
+    if proc.returncode == 2:
         raise MiniRagError("score_eval.py exited with status %d for %s:\n%s"
+                           % (proc.returncode, trace, err.strip()))
+    if proc.returncode not in (0, 1):   # the scorer crashed: an internal error, never a verdict
+        raise RuntimeError("score_eval.py exited with status %d for %s: %s"
                            % (proc.returncode, trace, err.strip()))
     if err:
         sys.stderr.write(err)
@@ -232,6 +239,8 @@ def evaluate(config: Dict[str, Any], runs: str = "runs", gold: Optional[str] = N
     if gates != NONE and not os.path.isfile(gates):
         raise MiniRagError("%s: cannot read gates file: no such file" % gates)
     sets = _datasets(gold, perturb, runs, config)
+    manifest = os.path.join(runs, "manifest.json")
+    write_set_manifest(manifest, [], start=True)
     refusal = config["answer"]["refusal"]
     reports: Dict[str, Any] = {}
     worst = 0
@@ -262,6 +271,12 @@ def evaluate(config: Dict[str, Any], runs: str = "runs", gold: Optional[str] = N
             md_parts.append("")
     atomic_write_text(os.path.join(runs, "report.md"), combined_markdown(reports, md_parts))
     merge_html(os.path.join(runs, "report.html"), [os.path.join(runs, "report.%s.html" % n) for n, _, _ in sets])
+    written = [os.path.join(runs, "%s.%s.%s" % (kind, name, ext)) for name, _, is_seed in sets
+               for kind, ext in (("trace", "jsonl"), ("report", "json"), ("report", "md"), ("report", "html"),
+                                 ("items", "jsonl"))
+               if kind != "trace" or not is_seed]
+    write_set_manifest(manifest, written + [os.path.join(runs, "report.json"), os.path.join(runs, "report.md"),
+                                            os.path.join(runs, "report.html")])
     return (0 if combined["pass"] and worst == 0 else 1), combined
 
 

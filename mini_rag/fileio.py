@@ -1,44 +1,143 @@
-"""Reading JSONL with line numbers, and writing files so that a crash never leaves half a file.
+"""Reading untrusted files within limits, and writing files so that a crash never leaves half a file.
 
-Every output of mini_rag goes through :func:`atomic_write_text` / :func:`atomic_write_bytes`:
-the data is written to a temporary file in the target's folder, flushed and fsynced, then
-renamed over the target.  An interrupted run leaves the previous good file in place.
+The limits and the writer are the scorer's (``score_eval.py`` at the repository root, loaded
+once by :func:`scorer`), so both tools fail the same way on the same input:
+
+* an input that is not a regular file (a FIFO, a device, a folder) is refused, ``-`` is stdin;
+* a line longer than :data:`MAX_LINE_BYTES` is an error naming ``path:line``;
+* a JSON row nested deeper than 64 levels, with an integer of more than 100 digits or a lone
+  surrogate escape is an error naming ``path:line`` (never a RecursionError or a crash
+  when the text is written out);
+* every output goes through :func:`atomic_write_bytes`: ``-`` is stdout, a device or FIFO is
+  written in place, a symlink's target is replaced; otherwise the data goes to a temp file
+  ``.<name>.<pid>.<random>.ragtmp`` in the target's folder, is fsynced, given mode
+  0666 & ~umask and renamed over the target, so an interrupted run leaves the previous good
+  file.  Temp files left by killed runs are swept by the next write in that folder.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
-import tempfile
-from typing import Iterator, List, Tuple
+import sys
+from typing import Iterator, List, Optional, Tuple
 
 from .errors import MiniRagError
 
 MAX_REPORTED = 20   # bad lines listed one by one before the rest are only counted
+MAX_LINE_BYTES = 16 * 1024 * 1024   # one JSONL line (gold, BEIR corpus row); the scorer's default
+MAX_QUESTION_CHARS = 2000           # a longer question is refused (ask, search, run)
+MAX_K = 10000                       # largest --k of search (the scorer's MAX_K)
+
+_SCORER = None
 
 
-def _umask() -> int:
-    old = os.umask(0)
-    os.umask(old)
-    return old
+def scorer():
+    """The scorer module (``score_eval.py`` next to ``mini_rag/``), loaded once."""
+    global _SCORER
+    if _SCORER is None:
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        path = os.path.join(here, "score_eval.py")
+        spec = importlib.util.spec_from_file_location("score_eval", path)
+        if spec is None or spec.loader is None or not os.path.isfile(path):
+            raise MiniRagError("%s: not found next to mini_rag/ (its readers and writers are shared)" % path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        _SCORER = mod
+    return _SCORER
 
 
 def atomic_write_bytes(path: str, data: bytes) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    """Write ``data`` to ``path`` atomically (see the module docstring); MiniRagError naming
+    the path on any OS error (missing or read-only folder, disk full, a folder as target)."""
+    se = scorer()
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())   # mkstemp makes 0600; give the file normal permissions
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+        se.write_output(path, data)
+    except se.ScoreError as exc:
+        raise MiniRagError(str(exc)) from None
+
+
+def write_set_manifest(path: str, files: List[str], start: bool = False) -> None:
+    """Outputs written as one set: call with ``start=True`` before writing them (removes the
+    old manifest), then with the files after (writes each file's sha256, last)."""
+    se = scorer()
+    try:
+        if start:
+            se.remove_output(path)
+        else:
+            se.write_manifest(path, files)
+    except se.ScoreError as exc:
+        raise MiniRagError(str(exc)) from None
+
+
+def open_input(path: str, what: str = ""):
+    """A binary file object for a regular file (or ``-``: stdin); MiniRagError otherwise."""
+    se = scorer()
+    try:
+        return se.open_input(path, what)
+    except se.ScoreError as exc:
+        raise MiniRagError(str(exc)) from None
+
+
+def read_limited(path: str, what: str = "", limit: int = MAX_LINE_BYTES) -> bytes:
+    """The whole content of a regular file of at most ``limit`` bytes."""
+    with open_input(path, what) as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise MiniRagError("%s: %s larger than %d bytes" % (path, what or "file", limit))
+    return data
+
+
+def iter_lines(path: str, what: str = "", limit: int = MAX_LINE_BYTES) -> Iterator[Tuple[int, Optional[bytes]]]:
+    """``(line number, bytes without the line end)``; ``None`` for a line over ``limit`` bytes."""
+    se = scorer()
+    try:
+        for lineno, raw in se.iter_lines(path, what, limit):
+            yield lineno, None if raw is None else raw.rstrip(b"\n").rstrip(b"\r")
+    except se.ScoreError as exc:
+        raise MiniRagError(str(exc)) from None
+
+
+def json_row(text: str):
+    """``json.loads`` within the limits; ValueError with a short reason otherwise."""
+    return scorer().json_row(text)
+
+
+def json_error(exc: ValueError) -> str:
+    """The reason of a :func:`json_row` failure, for a ``path:line:`` message."""
+    if isinstance(exc, json.JSONDecodeError):
+        return "invalid JSON (%s)" % exc.msg
+    if isinstance(exc, scorer()._JsonLimit):
+        return str(exc)
+    return "invalid JSON (%s)" % exc
+
+
+def terminal_safe(text: str) -> str:
+    """Control characters (ESC, C0/C1 but tab and newline) shown as ``\\xNN``."""
+    return scorer().terminal_safe(text)
+
+
+_C1_DEL = None
+
+
+def json_terminal_safe(text: str) -> str:
+    """JSON text with DEL and C1 controls written as ``\\u00XX`` (json.dumps escapes C0
+    only): the same data, inert on a terminal."""
+    global _C1_DEL
+    if _C1_DEL is None:
+        import re
+        _C1_DEL = re.compile("[\x7f-\x9f]")
+    return _C1_DEL.sub(lambda m: "\\u%04x" % ord(m.group()), text)
+
+
+def check_question(question: str, where: str = "question") -> str:
+    """A question to answer: non-empty, at most MAX_QUESTION_CHARS characters."""
+    if not question.strip():
+        raise MiniRagError("%s must not be empty, got %r" % (where, question))
+    if len(question) > MAX_QUESTION_CHARS:
+        raise MiniRagError("%s is longer than %d characters, got %d characters"
+                           % (where, MAX_QUESTION_CHARS, len(question)))
+    return question
 
 
 def atomic_write_text(path: str, text: str) -> None:
@@ -59,14 +158,11 @@ def scan_jsonl(path: str, what: str = "a row",
     message for a line that is JSON but not an object, ``file_kind`` the file in the
     message when it cannot be read (the only case that raises MiniRagError).
     """
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise MiniRagError("%s: cannot read%s: %s" % (path, " " + file_kind if file_kind else "",
-                                                       exc.strerror)) from None
     rows, problems = [], []
-    for lineno, raw in _lines(data):
+    for lineno, raw in iter_lines(path, file_kind):
+        if raw is None:
+            problems.append((lineno, "line longer than %d bytes" % MAX_LINE_BYTES))
+            continue
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -77,10 +173,9 @@ def scan_jsonl(path: str, what: str = "a row",
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = json_row(line)
         except ValueError as exc:
-            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-            problems.append((lineno, "invalid JSON (%s), got %s" % (msg, _show(line[:60]))))
+            problems.append((lineno, "%s, got %s" % (json_error(exc), _show(line[:60]))))
             continue
         if not isinstance(obj, dict):
             problems.append((lineno, "%s must be a JSON object, got %s" % (what, _show(line[:60]))))
@@ -111,8 +206,3 @@ def join_errors(errors: List[str]) -> str:
     if len(errors) > MAX_REPORTED:
         shown.append("... and %d more" % (len(errors) - MAX_REPORTED))
     return "\n".join(shown)
-
-
-def _lines(data: bytes) -> Iterator[Tuple[int, bytes]]:
-    for i, raw in enumerate(data.split(b"\n"), 1):
-        yield i, raw.rstrip(b"\r")

@@ -74,7 +74,7 @@ _ASIDE = re.compile(r",\s*(?:%s)\b[^,?.!]*(?:,(?=\s)|(?=[?.!]?\s*$))" % "|".join
     re.escape(c).replace(r"\ ", r"\s+") for c in sorted(ASIDE_CUES, key=len, reverse=True)), re.IGNORECASE)
 # a segment ends at . ! ? followed by space, or at a colon followed by space
 # ("TLS 1.2", "e.g.x", "10:30": punctuation not followed by a space stays inside)
-_SEGMENT = re.compile(r"(?:[^.!?:]|[.!?:](?=\S))*(?:[.!?]+|:)(?=\s|$)|(?:[^.!?:]|[.!?:](?=\S))+$")
+_SEGMENT = re.compile(r"[\s\S]*?[.!?:](?=\s|$)|[\s\S]+$")   # up to the first ending mark; linear
 
 
 def _segments(text: str) -> List[str]:

@@ -78,7 +78,7 @@ _ENTRY = re.compile(r"^[ \t]*(?:[-*][ \t]+)?\*\*([^*\n]{1,80}?)\*\*[ \t]*[:\u201
 _PROSE = re.compile(r"(?:^|(?<=[.!?]\s))([A-Z][\w-]*(?:[ \t]+[\w-]+){0,5}?)(?:[ \t]*\([^()]{1,60}\))?[ \t]+"
                     r"(?:means|is\s+defined\s+as|are\s+defined\s+as|refers\s+to|denotes)[ \t]+([^.!?]+[.!?]?)",
                     re.MULTILINE)
-_PAREN = re.compile(r"\s*\(([^()]{1,60})\)\s*")
+_PAREN = re.compile(r"\s{0,20}\(([^()]{1,60})\)\s{0,20}")
 _MAX_TERM_WORDS = 6
 
 
@@ -272,7 +272,7 @@ def _build_scope(chunks: Any, analyzer: Any) -> Dict[str, FrozenSet[str]]:
 #: the list up to the end of the clause.
 _EXAMPLES = re.compile(r"\b([A-Za-z][\w-]*),?\s+(?:such\s+as|e\.g\.,?|including)\s+([^.;:()!?|]+)",
                        re.IGNORECASE)
-_LIST_SPLIT = re.compile(r"(\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)", re.IGNORECASE)
+_LIST_SPLIT = re.compile(r"(\s{0,20},\s{0,20}(?:and\s{1,20}|or\s{1,20})?|\s{1,20}(?:and|or)\s{1,20})", re.IGNORECASE)
 _MAX_EXAMPLE_WORDS = 4
 _EXAMPLES_CACHE: "weakref.WeakKeyDictionary[Any, List[Tuple[FrozenSet[str], List[FrozenSet[str]]]]]" = \
     weakref.WeakKeyDictionary()

@@ -285,6 +285,8 @@ def check_files(paths: Sequence[str], chunks: Dict[str, str],
     for path in paths:
         rows, bad = read_gold(path)
         found = bad + check_rows(path, rows, chunks, source)
+        if not rows and not bad:     # an empty gold set checks nothing: never "OK"
+            found.append(Problem(path, 1, "no gold rows, got an empty file"))
         problems.extend(sorted(found, key=lambda p: p.line))
         for _, row in rows:
             n_rows += 1

@@ -87,6 +87,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import struct
 import sys
 import zlib
@@ -106,6 +107,8 @@ BM25_IDF = "ln(1 + (N - df + 0.5) / (df + 0.5))"
 TFIDF_IDF = "ln((1 + N) / (1 + df)) + 1"
 INDEXED_FIELDS = "title + heading (when not the chunk itself and not the title) + text"
 CHUNKING_RULE = "mini_rag-paragraphs-1"
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024   # line 1 once decompressed (file hashes of the corpus)
+MAX_INDEX_BYTES = 1 << 30               # line 2 once decompressed: 1 GiB; more is refused, not read
 
 
 def _gc_paused(func):
@@ -478,16 +481,55 @@ def _open(path: str):
 def read_manifest(path: str) -> Dict[str, Any]:
     """The manifest line of an index file (the body is not read)."""
     with _open(path) as fh:
-        try:
-            line = fh.readline()
-        except (OSError, EOFError, zlib.error) as exc:
-            raise MiniRagError("%s: not a readable index file (%s)" % (path, exc)) from None
+        line = _read_line(fh, path, 1, MAX_MANIFEST_BYTES)
     return _parse_manifest(line, path)
+
+
+def _read_line(fh, path: str, lineno: int, limit: int) -> bytes:
+    """One line of an index file, decompressing at most ``limit`` bytes (a gzip bomb stops
+    there)."""
+    try:
+        line = fh.readline(limit + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise MiniRagError("%s: not a readable index file (%s)" % (path, exc)) from None
+    if len(line) > limit:
+        raise MiniRagError("%s:%d: index line longer than %d bytes once decompressed (limit: "
+                           "MAX_INDEX_BYTES); not an index this tool wrote" % (path, lineno, limit))
+    return line
+
+
+def _loads_index_line(line: bytes, path: str, lineno: int) -> Any:
+    """JSON of one index line; no RecursionError, no integer beyond the digit limit, no
+    lone surrogate (each an error naming ``path:line``)."""
+    try:
+        obj = json.loads(line.decode("utf-8"), parse_int=_index_int)
+    except RecursionError:
+        raise MiniRagError("%s:%d: index JSON nested too deeply" % (path, lineno)) from None
+    except ValueError as exc:
+        if lineno == 1:
+            raise
+        raise MiniRagError("%s:%d: index body is not valid JSON (%s)" % (path, lineno, str(exc)[:80])) from None
+    if _SURROGATE.search(line):
+        try:
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise MiniRagError("%s:%d: index holds a lone surrogate escape (\\ud800-\\udfff)"
+                               % (path, lineno)) from None
+    return obj
+
+
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _index_int(text: str) -> int:
+    if len(text) > 20:
+        raise ValueError("integer longer than 20 digits")
+    return int(text)
 
 
 def _parse_manifest(line: bytes, path: str) -> Dict[str, Any]:
     try:
-        manifest = json.loads(line.decode("utf-8"))
+        manifest = _loads_index_line(line, path, 1)
     except (UnicodeDecodeError, ValueError):
         raise MiniRagError("%s:1: not a mini_rag index (the first line is not a JSON manifest), got %r"
                            % (path, line[:40])) from None
@@ -505,17 +547,14 @@ def _parse_manifest(line: bytes, path: str) -> Dict[str, Any]:
 def load_index(path: str) -> Index:
     """Read an index file; its manifest, body hash and analysis settings are checked."""
     with _open(path) as fh:
-        try:
-            first = fh.readline()
-            body_line = fh.readline().rstrip(b"\n")
-        except (OSError, EOFError, zlib.error) as exc:
-            raise MiniRagError("%s: not a readable index file (%s)" % (path, exc)) from None
+        first = _read_line(fh, path, 1, MAX_MANIFEST_BYTES)
+        body_line = _read_line(fh, path, 2, MAX_INDEX_BYTES).rstrip(b"\n")
     manifest = _parse_manifest(first, path)
     if hashlib.sha256(body_line).hexdigest() != manifest.get("body_sha256"):
         raise MiniRagError("%s:2: index body does not match the manifest's body_sha256 "
                            "(truncated or edited); rebuild it with 'python -m mini_rag index --force'"
                            % path)
-    body = json.loads(body_line.decode("utf-8"))
+    body = validate_index(manifest, _loads_index_line(body_line, path, 2), path)
     analyzer = Analyzer.from_settings(manifest.get("analysis"))
     vocab = body["vocabulary"]
     bags = []
@@ -524,6 +563,51 @@ def load_index(path: str) -> Index:
     chunks = [Chunk.from_json(c) for c in body["chunks"]]
     scoring = manifest.get("scoring") or {}
     return Index(chunks, bags, analyzer, scoring.get("k1", 1.5), scoring.get("b", 0.75), manifest)
+
+
+_CHUNK_TYPES = (("chunk_id", str), ("doc_id", str), ("ordinal", int), ("page", int), ("text", str),
+                ("title", str), ("heading", str), ("is_heading", bool), ("authority", str),
+                ("effective", str), ("line", int), ("metadata", dict))
+
+
+def validate_index(manifest: Dict[str, Any], body: Any, path: str) -> Dict[str, Any]:
+    """Check a parsed index against the format before anything uses it: a body whose hash
+    matches but whose structure is wrong (hand-made or from a buggy writer) is an error
+    naming the file, never a KeyError, IndexError or TypeError later.  Returns ``body``."""
+    def bad(what: str) -> MiniRagError:
+        return MiniRagError("%s: not a valid index (%s); rebuild it with 'python -m mini_rag index --force'"
+                            % (path, what))
+    scoring = manifest.get("scoring")
+    if not isinstance(scoring, dict):
+        raise bad("manifest scoring must be an object")
+    for key, lo, hi in (("k1", 0.0, 1000.0), ("b", 0.0, 1.0)):
+        v = scoring.get(key, 1.5 if key == "k1" else 0.75)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and lo <= v <= hi):
+            raise bad("scoring %s must be a finite number from %s to %s, got %r" % (key, lo, hi, v))
+    if not isinstance(body, dict):
+        raise bad("the body must be an object")
+    chunks, vocab, rows = body.get("chunks"), body.get("vocabulary"), body.get("chunk_terms")
+    if not isinstance(chunks, list) or not isinstance(vocab, list) or not isinstance(rows, list):
+        raise bad("the body needs lists chunks, vocabulary and chunk_terms")
+    if len(rows) != len(chunks):
+        raise bad("%d chunk_terms rows for %d chunks" % (len(rows), len(chunks)))
+    if not all(type(t) is str for t in vocab) or len(set(vocab)) != len(vocab):
+        raise bad("vocabulary must be distinct strings")
+    names = {name for name, _ in _CHUNK_TYPES}
+    for n, c in enumerate(chunks):
+        if not isinstance(c, dict) or set(c) != names:
+            raise bad("chunk %d must be an object with keys %s" % (n, ", ".join(sorted(names))))
+        for name, typ in _CHUNK_TYPES:
+            v = c[name]
+            if type(v) is not typ or (typ is int and v < 0):
+                raise bad("chunk %d: %s must be %s, got %r" % (n, name, typ.__name__, v))
+    n_vocab = len(vocab)
+    for n, flat in enumerate(rows):
+        if not isinstance(flat, list) or len(flat) % 2 or not set(map(type, flat)) <= {int}:
+            raise bad("chunk_terms row %d must be a list of [term id, tf] integer pairs" % n)
+        if flat and not (min(flat[0::2]) >= 0 and max(flat[0::2]) < n_vocab and min(flat[1::2]) >= 1):
+            raise bad("chunk_terms row %d: term ids must be in 0..%d and tf >= 1" % (n, n_vocab - 1))
+    return body
 
 
 def build_or_load(config: Dict[str, Any], corpus_path: Optional[str] = None, force: bool = False,

@@ -98,7 +98,7 @@ class _Rng:
 
 # ---------------------------------------------------------------- protected text
 
-_QUOTED = re.compile(r'"[^"\n]*"|\u201c[^\u201d\n]*\u201d|\u2018[^\u2019\n]*\u2019|(?<!\w)\'[^\'\n]+\'(?!\w)')
+_QUOTED = re.compile(r'"[^"\n]*"|\u201c[^\u201c\u201d\n]*\u201d|\u2018[^\u2018\u2019\n]*\u2019|(?<!\w)\'[^\'\n]+\'(?!\w)')
 # A token group as the analyzer sees it: letter/digit runs joined by ' - / . (see analysis.py).
 _GROUP = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*(?:[-/.,][^\W_]+(?:['\u2019][^\W_]+)*)*")
 _DIGIT = re.compile(r"\d")
@@ -208,8 +208,10 @@ def _fix_article(before: str, word: str) -> str:
 
 def _split_end(text: str) -> Tuple[str, str]:
     """(text without its final punctuation and spaces, that ending)."""
-    m = re.search(r"[\s?.!]*$", text)
-    return text[:m.start()], text[m.start():]
+    i = len(text)          # a loop, not re.search(r"[\s?.!]*$"): that is quadratic on long runs
+    while i and (text[i - 1] in "?.!" or text[i - 1].isspace()):
+        i -= 1
+    return text[:i], text[i:]
 
 
 def _last_sentence_start(body: str, spans: List[Tuple[int, int]]) -> int:

@@ -130,7 +130,7 @@ _AUX = (r"(?:is|are|was|were|am|do|does|did|can|could|may|might|must|shall|shoul
         r"has|have|had)")
 #: Where a question splits into parts: at ? and ;, and before and / but / or / also that
 #: open a new question (a question word, maybe after a preposition, or an auxiliary verb).
-_PART_SPLIT = re.compile(r"[?;]+|\s*,?\s+(?:and|but|or|also)\s+(?=(?:(?:in|on|at|by|for|from|to|with|under|"
+_PART_SPLIT = re.compile(r"[?;]+|(?<!\s)(?:\s{0,20},)?\s{1,20}(?:and|but|or|also)\s{1,20}(?=(?:(?:in|on|at|by|for|from|to|with|under|"
                          r"since|until|after|before|during|of)\s+(?:what|which|whom|whose|how)|what|when|where|who|"
                          r"whom|whose|which|why|how|" + _AUX[3:-1] + r")\b)", re.IGNORECASE)
 

@@ -321,7 +321,7 @@ def _spelled_value(words: Sequence[str]) -> int:
 
 
 #: A unit after a small spelled number makes it a quantity ("five-day", "three years").
-_UNIT_AFTER = re.compile(r"\s*-?\s*(?:(?:business|calendar|working)\s+)?(?:seconds?|minutes?|hours?|days?|weeks?|"
+_UNIT_AFTER = re.compile(r"\s{0,20}(?:-\s{0,20})?(?:(?:business|calendar|working)\s{1,20})?(?:seconds?|minutes?|hours?|days?|weeks?|"
                          r"months?|years?|decades?|percent|per\s+cent|dollars?|euros?|pounds?|times|"
                          r"kilo\w*|kg|grams?|metres?|meters?|miles?|users?|seats?|characters?)\b")
 
@@ -391,7 +391,7 @@ def number_bridges(question: str, q_terms: Sequence[str], analyzer) -> Dict[str,
 
 #: A plural time unit; a vague length of time when no number comes before it ("for weeks").
 _TIME_UNITS = ("seconds", "minutes", "hours", "days", "weeks", "months", "years")
-_PLURAL_UNIT = re.compile(r"(\S+\s+)?\b(" + "|".join(_TIME_UNITS) + r")\b")
+_PLURAL_UNIT = re.compile(r"((?<!\S)\S{1,100}\s{1,20})?\b(" + "|".join(_TIME_UNITS) + r")\b")
 
 
 def unit_bridges(question: str, q_terms: Sequence[str], analyzer) -> Dict[str, List[FrozenSet[str]]]:
@@ -460,9 +460,9 @@ def comparative_bridges(question: str, q_terms: Sequence[str], analyzer) -> Dict
 
 # ------------------------------------------------------------------ numbers within a stated range
 
-_NUM = r"(?:usd|eur|gbp|\$|\u20ac|\u00a3)?\s*(\d[\d,]*(?:\.\d+)?)"
+_NUM = r"(?:usd|eur|gbp|\$|\u20ac|\u00a3)?\s{0,20}(\d[\d,]{0,30}(?:\.\d{1,30})?)"
 #: "40% or more", "5 or fewer", "USD 5,000 and above": a bound, then its direction.
-_BOUND_AFTER = re.compile(_NUM + r"\s*(?:%|percent|per\s+cent)?\s*(?:[a-z]+\s+)?"
+_BOUND_AFTER = re.compile(_NUM + r"\s{0,20}(?:%|percent|per\s{1,20}cent)?\s{0,20}(?:[a-z]{1,40}\s{1,20})?"
                           r"(?:or|and)\s+(more|higher|greater|above|over|up|less|fewer|lower|below|under)\b",
                           re.IGNORECASE)
 #: "at least 40%", "more than 5", "above USD 5,000", "up to 20", "no more than 3".
@@ -504,9 +504,9 @@ def _bounds(text: str) -> List[Tuple[int, str, str, float]]:
     return sorted(set(out))
 
 
-_PERCENT_AFTER = re.compile(r"\s*(?:%|percent\b|per\s+cent\b)", re.IGNORECASE)
+_PERCENT_AFTER = re.compile(r"\s{0,20}(?:%|percent\b|per\s{1,20}cent\b)", re.IGNORECASE)
 _MONEY_BEFORE = re.compile(r"(?:usd|eur|gbp|\$|\u20ac|\u00a3)\s*$", re.IGNORECASE)
-_MONEY_AFTER = re.compile(r"\s*(?:usd|eur|gbp|dollars?|euros?|pounds?)\b", re.IGNORECASE)
+_MONEY_AFTER = re.compile(r"\s{0,20}(?:usd|eur|gbp|dollars?|euros?|pounds?)\b", re.IGNORECASE)
 
 
 def _kind(text: str, start: int, end: int) -> str:

@@ -248,7 +248,7 @@ _ABBREVIATIONS = frozenset(
 
 _UNIT_LINE = re.compile(r"^(?:[-*+\u2022]\s|\d+[.)]\s|\||#)")
 _BOUNDARY = re.compile(r"[.!?][\"'\u201d\u2019)\]]*(?=\s+[\"'\u201c\u2018(\[]?[A-Z0-9])")
-_WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z.]*)\.$")
+_WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z.]{0,60})\.$")
 
 
 def _is_boundary(text: str, end: int) -> bool:
@@ -424,8 +424,8 @@ _NUMBER = re.compile(r"(?<![A-Za-z\d])(?<![A-Za-z]-)\d|\b" + _NUM_WORDS + r"\b|\
 _TIME_UNIT = (r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|nights?|weeks?|fortnights?|months?|"
               r"years?|yrs?|quarters?|decades?|centuries|century|semesters?)")
 _DURATION = re.compile(
-    r"(?:\d[\d,.]*|\b" + _NUM_WORDS + r"|\ban?|\bfew|\bmany)[\s-]+(?:(?:business|calendar|working|full|"
-    r"consecutive|additional|more)[\s-]+)?" + _TIME_UNIT + r"\b|"
+    r"(?:\d[\d,.]{0,30}|\b" + _NUM_WORDS + r"|\ban?|\bfew|\bmany)[\s-]{1,20}(?:(?:business|calendar|working|full|"
+    r"consecutive|additional|more)[\s-]{1,20})?" + _TIME_UNIT + r"\b|"
     r"\b(?:hourly|daily|nightly|weekly|fortnightly|biweekly|monthly|quarterly|annually|yearly|"
     r"biannually|semiannually|indefinitely|permanently|immediately|overnight)\b|"
     r"\b(?:every|each|per|a|one|the\s+same)\s+(?:\w+\s+)?" + _TIME_UNIT + r"\b", _I)
@@ -475,9 +475,9 @@ _WORD = re.compile(r"\w+")
 #: is a question word followed by "is a / is the" ("Risk is the combination of ...").
 _DEFINITION_VERB = re.compile(r"\b(?:means|mean|meaning|(?:is|are)\s+defined\s+as|defined\s+as|refers?\s+to|"
                               r"stands?\s+for|denotes?|(?:is|are)\s+(?:also\s+)?(?:known|called)\b)", _I)
-_DEFINIENDUM = re.compile(r"^\W*(?:(?:an?|the)\s+)?([\w-]+(?:\s+[\w-]+){0,4}?)\s*(?:\*\*)?\s*(?:\([^()]*\)\s*)?"
-                          r"(?:\*\*)?\s*(?::\s|(?:is|are)\s+(?:an?|the|any|that|when|where)\b)", _I)
-_ABBREVIATION = re.compile(r"\b[A-Z][A-Za-z0-9]*[A-Z]\w*\s*\([^()]{3,}\)|\([A-Z][A-Za-z0-9]*[A-Z]\w*\)")
+_DEFINIENDUM = re.compile(r"^\W{0,20}(?:(?:an?|the)\s{1,20})?([\w-]{1,60}(?:\s{1,20}[\w-]{1,60}){0,4}?)\s{0,20}(?:\*\*)?\s{0,20}(?:\([^()]{0,200}\)\s{0,20})?"
+                          r"(?:\*\*)?\s{0,20}(?::\s|(?:is|are)\s{1,20}(?:an?|the|any|that|when|where)\b)", _I)
+_ABBREVIATION = re.compile(r"\b[A-Z][A-Za-z0-9]{0,30}[A-Z]\w{0,30}\s{0,5}\([^()]{3,300}\)|\([A-Z][A-Za-z0-9]{0,30}[A-Z]\w{0,30}\)")
 
 
 def _defines(sentence: str, echo: frozenset) -> bool:
@@ -897,7 +897,7 @@ def is_task_request(question: str) -> bool:
     return bool(TASK_REQUEST.search(question))
 
 
-_TABLE_RULE = re.compile(r"[ \t]*\|?[ \t]*:?-{2,}:?[ \t]*(?:\|[ \t]*:?-{2,}:?[ \t]*)*\|?[ \t]*(?:\n|$)")
+_TABLE_RULE = re.compile(r"[ \t]{0,40}(?:\|[ \t]{0,40})?:?-{2,400}:?[ \t]{0,40}(?:\|[ \t]{0,40}:?-{2,400}:?[ \t]{0,40})*(?:\|[ \t]{0,40})?(?:\n|$)")
 
 
 def _is_table_header(text: str, end: int) -> bool:

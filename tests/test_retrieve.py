@@ -463,7 +463,7 @@ class CommandLine(unittest.TestCase):
         missing = os.path.join(self.tmp.name, "none")
         table = [
             (["index", "--corpus", missing, "--index", self.index], "%s: corpus not found" % missing),
-            (["search", "x", "--corpus", FIXTURE, "--index", self.index, "--k", "0"], "--k must be >= 1, got 0"),
+            (["search", "x", "--corpus", FIXTURE, "--index", self.index, "--k", "0"], "--k must be from 1 to 10000, got 0"),
             (["index", "--corpus", FIXTURE, "--config", missing], "%s: cannot read config" % missing),
         ]
         for argv, message in table:

@@ -410,7 +410,7 @@ class BadInput(TempDir):
         cases = [
             (["--gold", g], "usage: --trace is required (with --gold, or alone for the reference-free metrics), "
                             "or --qrels and --run"),
-            (["--gold", g, "--trace", g, "--k", "0"], "--k: cutoffs must be positive integers separated by commas, got '0'"),
+            (["--gold", g, "--trace", g, "--k", "0"], "--k: cutoffs must be integers from 1 to 10000 separated by commas, got '0'"),
             (["--gold", g, "--trace", g, "--gates", "recal@5=0.5"], "--gates: unknown metric 'recal@5'; did you mean 'recall@5'?"),
             (["--gold", g, "--trace", g, "--gates", "precision=high"], "--gates: threshold for 'precision' must be a number, got 'high'"),
             (["--gold", g, "--trace", g, "--gates", "precision"], "--gates: expected name=value, got 'precision'"),
@@ -544,7 +544,7 @@ class Outputs(TempDir):
                      "| missing_trace | 1 |", "## Worst items", "| G7 | c | missing_trace |"):
             with self.subTest(part=part):
                 self.assertIn(part, text)
-        self.assertEqual([p.name for p in self.dir.rglob(".*.tmp")], [])
+        self.assertEqual([p.name for p in self.dir.rglob(".*.ragtmp")], [])
 
     def test_rounding_and_key_order(self):
         gold = [gold_row("A%d" % i, True, ["alpha"], ["c"]) for i in range(3)]
@@ -625,7 +625,7 @@ class Docs(unittest.TestCase):
         tree = ast.parse((ROOT / "score_eval.py").read_text(encoding="utf-8"))
         stdlib = set(getattr(sys, "stdlib_module_names", ())) or {
             "__future__", "argparse", "array", "collections", "difflib", "itertools", "json", "math", "os",
-            "re", "sys", "tempfile", "time", "typing", "csv", "html", "io", "random", "stat"}
+            "re", "sys", "tempfile", "time", "typing", "csv", "html", "io", "random", "stat", "hashlib", "traceback"}
         stdlib.add("tomllib")   # 3.11+; score_eval imports it inside try/except ImportError
         found = set()
         for node in ast.walk(tree):

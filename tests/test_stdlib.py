@@ -22,7 +22,7 @@ __future__ abc argparse array ast bisect codecs collections contextlib copy csv 
 datetime decimal difflib enum errno fnmatch fractions functools gc glob gzip hashlib heapq hmac html
 importlib io itertools json keyword locale math numbers operator os pathlib platform pprint queue
 random re resource select shlex shutil signal stat statistics string struct subprocess sys tempfile
-textwrap threading time tomllib tracemalloc types typing unicodedata unittest uuid warnings
+textwrap threading time tomllib traceback tracemalloc types typing unicodedata unittest uuid warnings
 weakref zlib
 http socketserver traceback urllib
 """.split())
