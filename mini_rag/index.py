@@ -80,6 +80,7 @@ does not match its hash is an error, never used.
 """
 from __future__ import annotations
 
+import array
 import functools
 import gc
 import gzip
@@ -87,19 +88,21 @@ import hashlib
 import json
 import math
 import os
-import struct
 import sys
 import zlib
+from collections.abc import Mapping, Sequence as SequenceABC
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .analysis import Analyzer
 from .corpus import chunk_document, corpus_files, load_corpus
 from .errors import MiniRagError
-from .fileio import atomic_write_bytes
 from .records import Chunk
+from .store import SectionFile, SectionWriter
 
 FORMAT = "mini_rag-index"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Versions load_index reads: 1 (per-chunk term bags, rebuilt on load) and 2 (sections).
+READABLE_VERSIONS = (1, 2)
 SCORINGS = ("bm25", "tfidf")
 BM25_VARIANT = "lucene"
 BM25_IDF = "ln(1 + (N - df + 0.5) / (df + 0.5))"
@@ -194,8 +197,11 @@ class Index:
         self.num_searchable = sum(1 for n in lengths if n)
         # fsum: the exact mean, whatever the order of the additions.
         self.avgdl = math.fsum(lengths) / self.num_searchable if self.num_searchable else 0.0
-        self._weights: Dict[str, Dict[str, List[float]]] = {}
+        self._weights: Dict[str, Any] = {}
+        self._max_weights: Dict[str, Any] = {}
         self._vocabulary: Optional[List[str]] = None
+        self._chunk_ids = None
+        self._mapped = None
         # Tie-break rank: chunks ordered by chunk_id (code point order).  Rankings sort
         # on (score descending, chunk_id ascending); comparing these ints is the same.
         order = sorted(range(len(chunks)), key=lambda i: chunks[i].chunk_id)
@@ -206,14 +212,21 @@ class Index:
     # ------------------------------------------------------------ lookups
 
     def chunk(self, chunk_id: str) -> Chunk:
-        pos = self._by_id.get(chunk_id)
+        pos = self._ids().get(chunk_id)
         if pos is None:
             raise MiniRagError("unknown chunk id, got %r" % chunk_id)
         return self.chunks[pos]
 
     def position(self, chunk_id: str) -> int:
         """0-based position of a chunk in :attr:`chunks` (KeyError-free: -1 when unknown)."""
-        return self._by_id.get(chunk_id, -1)
+        return self._ids().get(chunk_id, -1)
+
+    def _ids(self) -> Dict[str, int]:
+        """``{chunk_id: position}`` (a loaded index builds it on first need)."""
+        if self._by_id is None:
+            ids = self._chunk_ids() if self._chunk_ids is not None else [c.chunk_id for c in self.chunks]
+            self._by_id = dict(zip(ids, range(len(ids))))
+        return self._by_id
 
     def doc_freq(self, term: str) -> int:
         p = self._positions.get(term)
@@ -267,16 +280,29 @@ class Index:
                                for p, tf in zip(pos_list, self._freqs[term])]
         else:
             idfs = {t: tfidf_idf(n, len(p)) for t, p in self._positions.items()}
-            norms = []
-            for bag in self._terms:
-                # fsum: a norm independent of the order of the chunk's terms.
-                norms.append(math.sqrt(math.fsum(((1.0 + math.log(tf)) * idfs[t]) ** 2
-                                                 for t, tf in bag.items())) or 1.0)
+            # Each chunk's squared weights gathered from the postings (a loaded index has
+            # no bags at hand); fsum: a norm independent of the order of the chunk's terms.
+            squares: List[List[float]] = [[] for _ in range(self.num_chunks)]
+            for term, pos_list in self._positions.items():
+                idf = idfs[term]
+                for p, tf in zip(pos_list, self._freqs[term]):
+                    squares[p].append(((1.0 + math.log(tf)) * idf) ** 2)
+            norms = [math.sqrt(math.fsum(sq)) or 1.0 for sq in squares]
+            del squares
             for term, pos_list in self._positions.items():
                 idf = idfs[term]
                 table[term] = [(1.0 + math.log(tf)) * idf / norms[p]
                                for p, tf in zip(pos_list, self._freqs[term])]
         self._weights[scoring] = table
+        return table
+
+    def max_weights(self, scoring: str = "bm25") -> Dict[str, float]:
+        """``{term: largest posting weight}``: the per-term upper bounds of pruned top-k
+        (stored in the index file for ``bm25``, computed once otherwise)."""
+        table = self._max_weights.get(scoring)
+        if table is None:
+            weights = self.prepare(scoring)
+            table = self._max_weights[scoring] = {t: max(ws) for t, ws in weights.items()}
         return table
 
     def postings(self, term: str, scoring: str = "bm25") -> Tuple[List[int], List[float]]:
@@ -422,24 +448,18 @@ def build_from_config(config: Dict[str, Any], corpus_path: Optional[str] = None,
 
 # ---------------------------------------------------------------- persistence
 
-def _gzip_bytes(data: bytes) -> bytes:
-    """gzip with a fixed header (mtime 0, no name, OS 255): same bytes on every Python."""
-    comp = zlib.compressobj(6, zlib.DEFLATED, -15)
-    body = comp.compress(data) + comp.flush()
-    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
-    return header + body + struct.pack("<II", zlib.crc32(data) & 0xFFFFFFFF, len(data) & 0xFFFFFFFF)
-
-
 def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
 def index_bytes(index: Index) -> bytes:
-    """The two-line serialization of an index (uncompressed)."""
+    """The format 1 serialization of an index (two JSON lines, uncompressed): still read
+    by :func:`load_index`; written only to test that."""
     vocab = index.vocabulary
     tid = {t: i for i, t in enumerate(vocab)}
     rows = []
-    for bag in index._terms:
+    for pos in range(index.num_chunks):
+        bag = index.terms(pos)
         flat: List[int] = []
         for t in sorted(bag, key=tid.__getitem__):
             flat.append(tid[t])
@@ -448,18 +468,89 @@ def index_bytes(index: Index) -> bytes:
     body = {"chunks": [c.to_json() for c in index.chunks], "vocabulary": vocab, "chunk_terms": rows}
     body_line = _dumps(body).encode("utf-8")
     manifest = dict(index.manifest)
+    manifest.pop("sections", None)
+    manifest["format_version"] = 1
     manifest["body_sha256"] = hashlib.sha256(body_line).hexdigest()
-    index.manifest = manifest
     return _dumps(manifest).encode("utf-8") + b"\n" + body_line + b"\n"
 
 
+#: Sections of format 2, in file order: (name, type).  Postings are stored term by term
+#: in vocabulary order; ``offsets[i]:offsets[i + 1]`` are term i's postings.
+SECTIONS = (("vocabulary", "json"), ("chunk_ids", "json"), ("chunks", "jsonl"),
+            ("chunk_offsets", "u64"), ("lengths", "u32"), ("tie_rank", "u32"),
+            ("offsets", "u64"), ("positions", "u32"), ("tf", "u32"), ("bm25", "f64"),
+            ("bm25_max", "f64"))
+_FLUSH = 1 << 20        # numbers gathered before an array is written out
+
+
+def _array_parts(code: str, lists):
+    """Arrays of about ``_FLUSH`` numbers from an iterable of number lists (bounded memory)."""
+    buf = array.array(code)
+    for values in lists:
+        buf.extend(values)
+        if len(buf) >= _FLUSH:
+            yield buf
+            buf = array.array(code)
+    if buf:
+        yield buf
+
+
+def _chunk_lines(index: Index, offsets: "array.array"):
+    """The chunks as JSON lines, about 1 MB at a time; fills ``offsets`` on the way."""
+    pos, parts, size = 0, [], 0
+    for c in index.chunks:
+        line = _dumps(c.to_json()).encode("utf-8") + b"\n"
+        parts.append(line)
+        size += len(line)
+        pos += len(line)
+        offsets.append(pos)
+        if size >= _FLUSH:
+            yield b"".join(parts)
+            parts, size = [], 0
+    if parts:
+        yield b"".join(parts)
+
+
+@_gc_paused
 def save_index(index: Index, path: str) -> int:
-    """Write the index atomically; returns the number of bytes written."""
-    data = index_bytes(index)
-    if path.endswith(".gz"):
-        data = _gzip_bytes(data)
-    atomic_write_bytes(path, data)
-    return len(data)
+    """Write the index atomically (format 2, gzip'd when the path ends in ``.gz``), one
+    section at a time; returns the number of bytes written."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    vocab = index.vocabulary
+    positions, freqs = index._positions, index._freqs
+    weights, maxima = index.prepare("bm25"), index.max_weights("bm25")
+    writer = SectionWriter(folder)
+    try:
+        writer.add_json("vocabulary", vocab)
+        writer.add_json("chunk_ids", [c.chunk_id for c in index.chunks] if index._chunk_ids is None
+                        else index._chunk_ids())
+        offsets = array.array("Q", [0])
+        writer.add("chunks", "jsonl", _chunk_lines(index, offsets))
+        writer.add("chunk_offsets", "u64", [offsets])
+        del offsets
+        writer.add("lengths", "u32", [array.array("I", index.lengths)])
+        writer.add("tie_rank", "u32", [array.array("I", index.tie_rank)])
+        offsets = array.array("Q", [0])
+        for t in vocab:
+            offsets.append(offsets[-1] + len(positions[t]))
+        writer.add("offsets", "u64", [offsets])
+        del offsets
+        writer.add("positions", "u32", _array_parts("I", (positions[t] for t in vocab)))
+        writer.add("tf", "u32", _array_parts("I", (freqs[t] for t in vocab)))
+        writer.add("bm25", "f64", _array_parts("d", (weights[t] for t in vocab)))
+        writer.add("bm25_max", "f64", [array.array("d", [maxima[t] for t in vocab])])
+        manifest = {k: v for k, v in index.manifest.items() if k not in ("sections", "body_sha256")}
+        manifest.setdefault("format", FORMAT)
+        manifest["format_version"] = FORMAT_VERSION
+        manifest.setdefault("scoring", index.settings())
+        manifest.setdefault("analysis", index.analyzer.settings())
+        size = writer.finish(path, manifest, path.endswith(".gz"))
+    finally:
+        writer.close()
+    manifest["sections"] = writer.sections
+    index.manifest = manifest
+    return size
 
 
 def _open(path: str):
@@ -494,23 +585,47 @@ def _parse_manifest(line: bytes, path: str) -> Dict[str, Any]:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise MiniRagError("%s:1: not a mini_rag index, got format %r"
                            % (path, manifest.get("format") if isinstance(manifest, dict) else manifest))
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise MiniRagError("%s:1: index format version must be %d, got %r; rebuild it with "
+    if manifest.get("format_version") not in READABLE_VERSIONS:
+        raise MiniRagError("%s:1: index format version must be %s, got %r; rebuild it with "
                            "'python -m mini_rag index --force'"
-                           % (path, FORMAT_VERSION, manifest.get("format_version")))
+                           % (path, " or ".join(map(str, READABLE_VERSIONS)), manifest.get("format_version")))
     return manifest
 
 
 @_gc_paused
 def load_index(path: str) -> Index:
-    """Read an index file; its manifest, body hash and analysis settings are checked."""
-    with _open(path) as fh:
+    """Read an index file; its manifest, section (or body) hashes and settings are checked.
+
+    Format 2 is ready when read: postings, weights and upper bounds are views of the
+    memory-mapped file, chunks are decoded when first asked for.  Format 1 is rebuilt
+    from its term bags (the older, slower way; saving it again writes format 2).
+    """
+    fh = _open(path)
+    try:
         try:
             first = fh.readline()
+        except (OSError, EOFError, zlib.error) as exc:
+            raise MiniRagError("%s: not a readable index file (%s)" % (path, exc)) from None
+        manifest = _parse_manifest(first, path)
+        if manifest["format_version"] == 1:
+            return _load_v1(path, fh, manifest)
+    except BaseException:
+        fh.close()
+        raise
+    fh.close()
+    with open(path, "rb") as raw:
+        sf = SectionFile(path, first, raw)
+        sf.check(manifest)
+        sf.close()
+    return _load_v2(path, sf, manifest)
+
+
+def _load_v1(path: str, fh, manifest: Dict[str, Any]) -> Index:
+    with fh:
+        try:
             body_line = fh.readline().rstrip(b"\n")
         except (OSError, EOFError, zlib.error) as exc:
             raise MiniRagError("%s: not a readable index file (%s)" % (path, exc)) from None
-    manifest = _parse_manifest(first, path)
     if hashlib.sha256(body_line).hexdigest() != manifest.get("body_sha256"):
         raise MiniRagError("%s:2: index body does not match the manifest's body_sha256 "
                            "(truncated or edited); rebuild it with 'python -m mini_rag index --force'"
@@ -524,6 +639,142 @@ def load_index(path: str) -> Index:
     chunks = [Chunk.from_json(c) for c in body["chunks"]]
     scoring = manifest.get("scoring") or {}
     return Index(chunks, bags, analyzer, scoring.get("k1", 1.5), scoring.get("b", 0.75), manifest)
+
+
+class _Packed(Mapping):
+    """``term -> its slice of a packed array`` (zero-copy), through the vocabulary's ids."""
+
+    __slots__ = ("_ids", "_off", "_data")
+
+    def __init__(self, ids: Dict[str, int], offsets, data) -> None:
+        self._ids, self._off, self._data = ids, offsets, data
+
+    def __getitem__(self, term: str):
+        i = self._ids[term]
+        return self._data[self._off[i]:self._off[i + 1]]
+
+    def get(self, term: str, default=None):
+        i = self._ids.get(term)
+        return default if i is None else self._data[self._off[i]:self._off[i + 1]]
+
+    def __contains__(self, term: object) -> bool:
+        return term in self._ids
+
+    def __iter__(self):
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
+class _PerTerm(_Packed):
+    """``term -> one number`` of an array indexed by term id."""
+
+    __slots__ = ()
+
+    def __getitem__(self, term: str):
+        return self._data[self._ids[term]]
+
+    def get(self, term: str, default=None):
+        i = self._ids.get(term)
+        return default if i is None else self._data[i]
+
+
+class _LazyChunks(SequenceABC):
+    """The chunks of a loaded index, each decoded from its JSON line when first asked for
+    (a bounded cache keeps the recent ones)."""
+
+    CACHE = 1 << 16
+
+    def __init__(self, lines: memoryview, offsets) -> None:
+        self._lines, self._off = lines, offsets
+        self._n = len(offsets) - 1
+        self._cache: Dict[int, Chunk] = {}
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _decode(self, i: int) -> Chunk:
+        return Chunk.from_json(json.loads(bytes(self._lines[self._off[i]:self._off[i + 1]])))
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._n))]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError("chunk position out of range")
+        c = self._cache.get(i)
+        if c is None:
+            if len(self._cache) >= self.CACHE:
+                self._cache.clear()
+            c = self._cache[i] = self._decode(i)
+        return c
+
+    def __iter__(self):
+        cache = self._cache
+        for i in range(self._n):
+            c = cache.get(i)
+            yield c if c is not None else self._decode(i)
+
+
+class _LazyBags(SequenceABC):
+    """Each chunk's ``{term: tf}``, analyzed again from its text when asked for: the same
+    bag the build made (same text, same analyzer), not stored in the file."""
+
+    def __init__(self, chunks: Sequence[Chunk], analyzer: Analyzer) -> None:
+        self._chunks, self._analyzer = chunks, analyzer
+        self._cache: Dict[int, Dict[str, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._chunks)
+
+    def __getitem__(self, pos):
+        bag = self._cache.get(pos)
+        if bag is None:
+            c = self._chunks[pos]
+            bag = {} if c.is_heading else self._analyzer.term_counts(indexed_text(c))
+            if len(self._cache) >= _LazyChunks.CACHE:
+                self._cache.clear()
+            self._cache[pos] = bag
+        return bag
+
+
+def _load_v2(path: str, sf: SectionFile, manifest: Dict[str, Any]) -> Index:
+    missing = [name for name, _ in SECTIONS if name not in sf.sections]
+    if missing:
+        raise MiniRagError("%s:1: index has no section %s; rebuild it with "
+                           "'python -m mini_rag index --force'" % (path, ", ".join(missing)))
+    vocab = sf.json("vocabulary")
+    offsets, positions = sf.array("offsets"), sf.array("positions")
+    tf, bm25, maxima = sf.array("tf"), sf.array("bm25"), sf.array("bm25_max")
+    chunk_offsets, lengths, tie = sf.array("chunk_offsets"), sf.array("lengths"), sf.array("tie_rank")
+    n = len(chunk_offsets) - 1
+    if not (isinstance(vocab, list) and len(offsets) == len(vocab) + 1 == len(maxima) + 1
+            and offsets[-1] == len(positions) == len(tf) == len(bm25)
+            and n >= 0 and len(lengths) == len(tie) == n):
+        raise MiniRagError("%s: index sections disagree on their sizes; rebuild it with "
+                           "'python -m mini_rag index --force'" % path)
+    scoring = manifest.get("scoring") or {}
+    index = Index([], [], Analyzer.from_settings(manifest.get("analysis")),
+                  scoring.get("k1", 1.5), scoring.get("b", 0.75), manifest)
+    ids = dict(zip(vocab, range(len(vocab))))
+    index.chunks = _LazyChunks(sf.raw("chunks"), chunk_offsets)   # type: ignore[assignment]
+    index.num_chunks = n
+    index._by_id = None
+    index._chunk_ids = lambda: sf.json("chunk_ids")
+    index._terms = _LazyBags(index.chunks, index.analyzer)        # type: ignore[assignment]
+    index._positions = _Packed(ids, offsets, positions)          # type: ignore[assignment]
+    index._freqs = _Packed(ids, offsets, tf)                     # type: ignore[assignment]
+    index.lengths = array.array("I", lengths)                    # type: ignore[assignment]
+    index.num_searchable = n - index.lengths.count(0)
+    index.avgdl = math.fsum(index.lengths) / index.num_searchable if index.num_searchable else 0.0
+    index.tie_rank = tie                                         # type: ignore[assignment]
+    index._vocabulary = vocab
+    index._weights["bm25"] = _Packed(ids, offsets, bm25)
+    index._max_weights["bm25"] = _PerTerm(ids, None, maxima)
+    index._mapped = sf
+    return index
 
 
 def build_or_load(config: Dict[str, Any], corpus_path: Optional[str] = None, force: bool = False,

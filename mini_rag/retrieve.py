@@ -116,10 +116,12 @@ threshold and the answering stage's evidence checks must still reject it.
 from __future__ import annotations
 
 import datetime
+import heapq
 import math
 import re
+from bisect import bisect_left
 from collections import Counter
-from itertools import islice, repeat
+from itertools import compress, islice, repeat
 from operator import add, mul
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -274,6 +276,23 @@ def _cosine(a: Dict[str, int], b: Dict[str, int], idf) -> float:
     return min(1.0, dot / (na * nb))
 
 
+def _kth_largest(acc: Dict[int, float], k: int, allowed=None) -> float:
+    """A lower bound of the k-th largest score of ``acc`` (within ``allowed``), 0.0 when
+    there are fewer than k: the exact value, or a sampled one shown to have >= k scores
+    at or above it (both valid thresholds for pruning)."""
+    vals: Any = acc.values() if allowed is None else [s for p, s in acc.items() if p in allowed]
+    n = len(vals)
+    if n < k or k <= 0:
+        return 0.0
+    if n > 8 * k + 64:
+        step = n // (4 * k)
+        sample = sorted(islice(vals, 0, None, step), reverse=True)
+        th = sample[min(len(sample), -(-k // step) + 1) - 1]
+        if sum(map(th.__le__, vals)) >= k:
+            return th
+    return heapq.nlargest(k, vals)[-1]
+
+
 # ---------------------------------------------------------------- retriever
 
 class Retriever:
@@ -304,6 +323,8 @@ class Retriever:
                 raise MiniRagError("[retrieval] %s must be a number from 0 to 1, got %r" % (key, w))
             self._alt_weights[key] = float(w)
         self._extra_groups = tuple((config.get("answer") or {}).get("synonym_groups") or ())
+        # Pruned top-k (exact, see _pruned_scores); False scores every chunk that shares a term.
+        self.pruning = bool(r.get("pruning", True))
 
     # ------------------------------------------------------------ ranking core
 
@@ -317,13 +338,7 @@ class Retriever:
             return {}
         # Longest postings first (built at C speed by dict()), then by term: a fixed order.
         terms.sort(key=lambda t: (-len(positions[t]), t))
-        if self.scoring == "tfidf":
-            n = self.index.num_searchable
-            qw = {t: (1.0 + math.log(q)) * tfidf_idf(n, self.index.doc_freq(t)) for t, q in qtf.items()}
-            qnorm = math.sqrt(math.fsum(v * v for v in qw.values()))
-            mult = {t: qw[t] / qnorm for t in terms}
-        else:
-            mult = {t: float(qtf[t]) for t in terms if qtf[t] != 1}
+        mult = self._multipliers(qtf, terms)
         acc: Dict[int, float] = {}
         get = acc.get
         for i, t in enumerate(terms):
@@ -338,6 +353,94 @@ class Retriever:
                 # postings list are distinct, so each read precedes its own write.
                 acc.update(zip(pos, map(add, map(get, pos, repeat(0.0)), ws)))
         return acc
+
+    def _multipliers(self, qtf: Dict[str, int], terms: Sequence[str]) -> Dict[str, float]:
+        """``{term: factor}`` applied to a term's posting weights (absent: 1, none applied)."""
+        if self.scoring == "tfidf":
+            n = self.index.num_searchable
+            qw = {t: (1.0 + math.log(q)) * tfidf_idf(n, self.index.doc_freq(t)) for t, q in qtf.items()}
+            qnorm = math.sqrt(math.fsum(v * v for v in qw.values()))
+            return {t: qw[t] / qnorm for t in terms}
+        return {t: float(qtf[t]) for t in terms if qtf[t] != 1}
+
+    def _pruned_scores(self, qtf: Dict[str, int], k: int, allowed=None,
+                       alternatives: Optional[Alternatives] = None) -> Dict[int, float]:
+        """Exact scores of a set of chunks that holds the k best (ties at the cut included)
+        within ``allowed``: what :meth:`_top` needs, without scoring every chunk.
+
+        MaxScore (Turtle & Flood, 1995) term at a time, exact to the bit:
+
+        1. Terms are added rarest first into partial sums.  Before a term, when the
+           postings left are many, ``theta`` (a lower bound of the k-th best score: the
+           k-th best partial sum) is compared with ``rest``, the sum of the upper bounds
+           (largest posting weight times the query factor, stored in the index) of the
+           terms left.  When ``rest < theta`` a chunk holding none of the terms added so
+           far cannot reach the k best: the rest of the terms are never scanned.
+        2. Candidates: chunks whose partial sum plus ``rest`` reaches ``theta``.
+        3. Each candidate's score is summed again in the exhaustive order (longest
+           postings first, then term; a term's weight looked up by bisection or a map),
+           so every float equals the one :meth:`_exhaustive_scores` computes.
+        Margins of 1e-9 (relative) keep step 1 and 2 safe from rounding.
+        """
+        positions, weights = self._positions, self._weights
+        bounds = self.index.max_weights(self.scoring)
+        if alternatives and self.scoring == "bm25":
+            positions, weights = self._with_alternatives(qtf, alternatives)
+            bounds = {t: (max(weights[t], default=0.0) if t in alternatives else bounds[t])
+                      for t in weights}
+        terms = [t for t in qtf if t in weights and len(positions[t])]
+        if not terms:
+            return {}
+        canonical = sorted(terms, key=lambda t: (-len(positions[t]), t))
+        mult = self._multipliers(qtf, terms)
+        order = canonical[::-1]
+        ubs = [bounds[t] * mult.get(t, 1.0) for t in order]
+        lens = [len(positions[t]) for t in order]
+        rest, left = [0.0] * (len(order) + 1), [0] * (len(order) + 1)
+        for i in range(len(order) - 1, -1, -1):
+            rest[i] = rest[i + 1] + ubs[i]
+            left[i] = left[i + 1] + lens[i]
+        acc: Dict[int, float] = {}
+        get = acc.get
+        cut, theta = len(order), 0.0
+        for i, t in enumerate(order):
+            if i and 4 * left[i] >= len(acc):
+                theta = _kth_largest(acc, k, allowed)
+                if rest[i] < theta * (1.0 - 1e-9):
+                    cut = i
+                    break
+            pos, ws = positions[t], weights[t]
+            m = mult.get(t)
+            if m is not None:
+                ws = map(mul, ws, repeat(m))
+            acc.update(zip(pos, map(add, map(get, pos, repeat(0.0)), ws)))
+        if cut == len(order):
+            theta = _kth_largest(acc, k, allowed)
+        floor = theta * (1.0 - 1e-9) - rest[cut] * (1.0 + 1e-9)
+        cands = list(compress(acc, map(floor.__le__, acc.values()))) if floor > 0.0 else list(acc)
+        if allowed is not None:
+            cands = [p for p in cands if p in allowed]
+        cands.sort()
+        scores = dict.fromkeys(cands, 0.0)
+        for t in canonical:
+            pos, ws = positions[t], weights[t]
+            m = mult.get(t)
+            if len(cands) * 16 < len(pos):
+                n = len(pos)
+                found = []
+                lo = 0
+                for p in cands:                     # ascending: each search starts at the last
+                    lo = bisect_left(pos, p, lo)
+                    if lo == n:
+                        break
+                    if pos[lo] == p:
+                        found.append((p, ws[lo]))
+            else:
+                wmap = dict(zip(pos, ws))
+                found = [(p, wmap[p]) for p in cands if p in wmap]
+            for p, w in found:
+                scores[p] = scores[p] + (w if m is None else w * m)
+        return scores
 
     def _with_alternatives(self, qtf: Dict[str, int], alternatives: Alternatives):
         """Postings and weights where a query term with alternatives holds, for each chunk,
@@ -464,11 +567,19 @@ class Retriever:
 
     def _rank(self, qtf: Dict[str, int], k: int, scope: str,
               alternatives: Optional[Alternatives] = None) -> List[Tuple[int, float]]:
-        acc = self._accumulate(qtf, alternatives)
         allowed = self._scope_filter(scope)
+        if self.pruning:
+            return self._top(self._pruned_scores(qtf, k, allowed, alternatives), k)
+        return self._top(self._exhaustive_scores(qtf, allowed, alternatives), k)
+
+    def _exhaustive_scores(self, qtf: Dict[str, int], allowed=None,
+                           alternatives: Optional[Alternatives] = None) -> Dict[int, float]:
+        """Every chunk sharing a term with the query (within ``allowed`` positions, when
+        given): the reference the pruned path must equal."""
+        acc = self._accumulate(qtf, alternatives)
         if allowed is not None:
             acc = {p: s for p, s in acc.items() if p in allowed}
-        return self._top(acc, k)
+        return acc
 
     def rank_terms(self, terms: Sequence[str], k: int, scope: str = "MIXED",
                    alternatives: Optional[Alternatives] = None) -> List[Tuple[int, float, float]]:
