@@ -469,7 +469,10 @@ def index_bytes(index: Index) -> bytes:
     body_line = _dumps(body).encode("utf-8")
     manifest = dict(index.manifest)
     manifest.pop("sections", None)
+    manifest.setdefault("format", FORMAT)
     manifest["format_version"] = 1
+    manifest.setdefault("scoring", index.settings())
+    manifest.setdefault("analysis", index.analyzer.settings())
     manifest["body_sha256"] = hashlib.sha256(body_line).hexdigest()
     return _dumps(manifest).encode("utf-8") + b"\n" + body_line + b"\n"
 
@@ -799,7 +802,12 @@ def build_or_load(config: Dict[str, Any], corpus_path: Optional[str] = None, for
         else:
             reasons = stale_reasons(manifest, expected)
             if not reasons:
-                return load_index(path)
+                index = load_index(path)
+                if manifest.get("format_version") != FORMAT_VERSION:
+                    print("mini_rag: index %s has format version %s; saving it as version %d"
+                          % (path, manifest.get("format_version"), FORMAT_VERSION), file=log)
+                    save_index(index, path)
+                return index
             print("mini_rag: index %s is stale: %s; rebuilding" % (path, "; ".join(reasons)), file=log)
             try:
                 old = load_index(path)
