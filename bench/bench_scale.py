@@ -1,0 +1,416 @@
+#!/usr/bin/env python3
+"""Scale benchmark: mini_rag against bm25s on synthetic corpora of 100,000 and 1,000,000
+chunks, and queries per second on the shared collections against rank_bm25 and bm25s.
+Run by ``make bench-scale``; writes docs/performance.md (generated, never hand-edited).
+
+Usage::
+
+    python3 bench/bench_scale.py [--sizes 100000,1000000] [--queries N] [--no-peers]
+                                 [--no-collections] [--repeat N] [--out FILE] [--doc FILE]
+
+Corpora: ``bench_retrieval.synthetic_texts`` (deterministic, Zipf(1.0) over 60,000 words,
+median 45 words a chunk, the 170 commonest words English stopwords), written once to
+runs/bench/scale-N/texts.txt.  Queries: 4 to 10 words drawn from random chunks (fixed seed),
+the same strings for both systems.
+
+Each figure comes from its own subprocess, so that memory is the system's own:
+
+* *build*: from the texts in memory to an index ready to query (mini_rag: ``build_index``
+  and the BM25 weights; bm25s: ``tokenize`` with PyStemmer and ``index``);
+* *save*: writing the index to disk (mini_rag: ``save_index`` to a plain file, format 2;
+  bm25s: ``BM25.save``); *peak RSS* after build and after save (``ru_maxrss``);
+* *load* (a new process): reading the index back (mini_rag: ``load_index``; bm25s:
+  ``BM25.load``), and the resident memory right after it (``VmRSS``);
+* *query p50 / p95*: one query at a time, top 10, from the raw string (mini_rag:
+  ``Retriever.search``; bm25s: ``tokenize`` + ``retrieve``), after the load above;
+* *fresh search* (100k and below): the wall time of a whole new process that loads the
+  index and answers one query (mini_rag: ``python -m mini_rag search`` on the corpus as
+  BEIR JSONL with its index built; bm25s: a ``python -c`` doing the same), median of 3.
+
+Collections: bench_retrieval's workers (same harness as ``make bench-retrieval``), QPS and
+nDCG@10 per system; mini_rag twice, pure Python and with ``[retrieval] numpy = true``
+(skipped when numpy does not import).
+
+Peers are installed by bench_retrieval.ensure_venv into runs/bench/venv (pip, PyPI);
+without it they are skipped with a message.  Exit status 0 (a missed target is reported,
+not an error), 2 for bad arguments.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+import bench_retrieval as br  # noqa: E402
+
+WORK = ROOT / "runs" / "bench"
+QUERY_SEED = 7
+
+
+def rss_mb() -> float:
+    """Current resident set size (Linux /proc; elsewhere the peak)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return peak_mb()
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def folder_of(n: int) -> Path:
+    return WORK / ("scale-%d" % n)
+
+
+def prepare_texts(n: int, nq: int) -> None:
+    """texts.txt (one chunk a line) and queries.json of the size-n corpus, made once."""
+    d = folder_of(n)
+    d.mkdir(parents=True, exist_ok=True)
+    if (d / "texts.txt").exists() and (d / "queries.json").exists():
+        return
+    texts = br.synthetic_texts(n)
+    rng = random.Random(QUERY_SEED)
+    queries = []
+    for _ in range(nq):
+        words = texts[rng.randrange(len(texts))].rstrip(".").split()
+        queries.append(" ".join(rng.sample(words, min(len(words), rng.randint(4, 10)))))
+    with open(d / "texts.txt", "w", encoding="utf-8") as fh:
+        fh.write("\n".join(texts) + "\n")
+    with open(d / "queries.json", "w", encoding="utf-8") as fh:
+        json.dump(queries, fh)
+    # The same corpus as BEIR JSONL, for the fresh `search` process.
+    with open(d / "corpus.jsonl", "w", encoding="utf-8") as fh:
+        for i, t in enumerate(texts):
+            fh.write(json.dumps({"_id": "doc%07d" % i, "title": "", "text": t}) + "\n")
+
+
+def read_texts(n: int):
+    with open(folder_of(n) / "texts.txt", encoding="utf-8") as fh:
+        return fh.read().splitlines()
+
+
+def read_queries(n: int):
+    with open(folder_of(n) / "queries.json", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def latencies(run_one, queries):
+    lat = []
+    for q in queries:
+        t0 = time.perf_counter()
+        run_one(q)
+        lat.append(time.perf_counter() - t0)
+    lat.sort()
+    return {"p50_ms": 1000 * lat[len(lat) // 2], "p95_ms": 1000 * lat[int(len(lat) * 0.95)],
+            "queries": len(lat)}
+
+
+# ---------------------------------------------------------------- workers
+
+def mini_build(n: int) -> dict:
+    sys.path.insert(0, str(ROOT))
+    from mini_rag.index import build_index, save_index
+    from mini_rag.records import Chunk
+    texts = read_texts(n)
+    chunks = [Chunk(chunk_id="doc%07d#p0" % i, doc_id="doc%07d" % i, ordinal=0, page=1, text=t)
+              for i, t in enumerate(texts)]
+    del texts
+    t0 = time.perf_counter()
+    index = build_index(chunks)
+    index.prepare("bm25")
+    build_s = time.perf_counter() - t0
+    out = {"build_s": build_s, "rss_after_build_mb": rss_mb(), "peak_after_build_mb": peak_mb(),
+           "terms": len(index.vocabulary)}
+    path = str(folder_of(n) / "mini.idx")
+    t0 = time.perf_counter()
+    out["size_bytes"] = save_index(index, path)
+    out["save_s"] = time.perf_counter() - t0
+    out["peak_after_save_mb"] = peak_mb()
+    return out
+
+
+def mini_load(n: int) -> dict:
+    sys.path.insert(0, str(ROOT))
+    from mini_rag.config import load_config
+    from mini_rag.index import load_index
+    from mini_rag.retrieve import Retriever
+    queries = read_queries(n)
+    base = rss_mb()
+    t0 = time.perf_counter()
+    index = load_index(str(folder_of(n) / "mini.idx"))
+    retriever = Retriever(index, load_config())
+    out = {"load_s": time.perf_counter() - t0, "rss_after_load_mb": rss_mb(), "rss_before_load_mb": base}
+    out.update(latencies(lambda q: retriever.search(q, 10), queries))
+    out["rss_after_queries_mb"] = rss_mb()
+    return out
+
+
+def _bm25s_tokenizer():
+    import bm25s
+    import Stemmer
+    stemmer = Stemmer.Stemmer("english")
+    return lambda texts: bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False)
+
+
+def bm25s_build(n: int) -> dict:
+    import bm25s
+    tok = _bm25s_tokenizer()
+    texts = read_texts(n)
+    t0 = time.perf_counter()
+    model = bm25s.BM25()
+    model.index(tok(texts), show_progress=False)
+    out = {"build_s": time.perf_counter() - t0, "rss_after_build_mb": rss_mb(),
+           "peak_after_build_mb": peak_mb()}
+    path = folder_of(n) / "bm25s"
+    t0 = time.perf_counter()
+    model.save(str(path))
+    out["save_s"] = time.perf_counter() - t0
+    out["peak_after_save_mb"] = peak_mb()
+    out["size_bytes"] = sum(f.stat().st_size for f in path.iterdir())
+    return out
+
+
+def bm25s_load(n: int) -> dict:
+    import bm25s
+    tok = _bm25s_tokenizer()
+    queries = read_queries(n)
+    base = rss_mb()
+    t0 = time.perf_counter()
+    model = bm25s.BM25.load(str(folder_of(n) / "bm25s"))
+    out = {"load_s": time.perf_counter() - t0, "rss_after_load_mb": rss_mb(), "rss_before_load_mb": base}
+    out.update(latencies(lambda q: model.retrieve(tok([q]), k=10, show_progress=False), queries))
+    return out
+
+
+WORKERS = {"mini-build": mini_build, "mini-load": mini_load,
+           "bm25s-build": bm25s_build, "bm25s-load": bm25s_load}
+
+
+def run(py: str, worker: str, n: int, log):
+    print("bench-scale: %s, %d chunks ..." % (worker, n), file=log, flush=True)
+    p = subprocess.run([py, str(Path(__file__).resolve()), "--worker", worker, "--sizes", str(n)],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    if p.returncode != 0:
+        print("bench-scale: %s failed:\n%s" % (worker, p.stderr[-1500:]), file=log)
+        return None
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def fresh_search(n: int, peer_py: str, log) -> dict:
+    """Wall time of a new process that loads the index and answers one query (median of 3)."""
+    d = folder_of(n)
+    cfg = d / "search.toml"
+    cfg.write_text('[corpus]\npath = "%s"\n[index]\npath = "%s"\n'
+                   % (d / "corpus.jsonl", d / "search-index.idx"), encoding="utf-8")
+    q = read_queries(n)[0]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    subprocess.run([sys.executable, "-m", "mini_rag", "index", "--config", str(cfg)], env=env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, cwd=str(ROOT))
+    cmds = {"mini_rag": [sys.executable, "-m", "mini_rag", "search", q, "--k", "10", "--config", str(cfg)]}
+    if peer_py:
+        code = ("import bm25s, Stemmer; m = bm25s.BM25.load(%r); s = Stemmer.Stemmer('english'); "
+                "print(m.retrieve(bm25s.tokenize([%r], stopwords='en', stemmer=s, show_progress=False), "
+                "k=10, show_progress=False))" % (str(d / "bm25s"), q))
+        cmds["bm25s"] = [peer_py, "-c", code]
+    out = {}
+    for system, cmd in cmds.items():
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            p = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               universal_newlines=True, cwd=str(ROOT))
+            times.append(time.perf_counter() - t0)
+            if p.returncode != 0:
+                print("bench-scale: fresh %s search failed:\n%s" % (system, p.stderr[-800:]), file=log)
+                break
+        out[system] = statistics.median(times)
+    return out
+
+
+# ---------------------------------------------------------------- report
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def targets_of(report) -> list:
+    """(target, met, value) for every acceptance figure the run measured (issue 23)."""
+    out = []
+    for name, e in sorted(report["collections"].items()):
+        mine, peers = e.get("mini_rag"), {s: v for s, v in e.items() if s != "mini_rag"}
+        if mine and "rank_bm25" in peers:
+            r = ratio(mine["qps"], peers["rank_bm25"]["qps"])
+            out.append(("%s QPS >= 15x rank_bm25" % name, r >= 15, "%.1fx" % r))
+        if mine and "bm25s" in peers and name == "scifact":
+            r = ratio(mine["qps"], peers["bm25s"]["qps"])
+            out.append(("scifact QPS >= 0.5x bm25s (pure Python)", r >= 0.5, "%.2fx" % r))
+            if e.get("mini_rag_numpy"):
+                r = ratio(e["mini_rag_numpy"]["qps"], peers["bm25s"]["qps"])
+                out.append(("scifact QPS >= 1.0x bm25s (numpy)", r >= 1.0, "%.2fx" % r))
+    for n, s in sorted(report["scale"].items(), key=lambda kv: int(kv[0])):
+        m, b = s.get("mini_rag") or {}, s.get("bm25s") or {}
+        if int(n) >= 1000000 and m and b:
+            for label, key, limit in (("load", "load_s", 5), ("query p50", "p50_ms", 5),
+                                      ("RSS after load", "rss_after_load_mb", 2)):
+                r = ratio(m[key], b[key])
+                out.append(("%s: %s <= %gx bm25s" % (n, label, limit), r <= limit, "%.2fx" % r))
+            r = ratio(m["build_s"] + m["save_s"], b["build_s"] + b["save_s"])
+            out.append(("%s: build + save <= 1.2x bm25s" % n, r <= 1.2, "%.2fx" % r))
+        if int(n) >= 1000000 and m:
+            r = ratio(m["peak_after_save_mb"], m["peak_after_build_mb"])
+            out.append(("%s: peak RSS while saving <= 1.2x own peak after build" % n, r <= 1.2, "%.2fx" % r))
+        f = s.get("fresh_search") or {}
+        if "mini_rag" in f and "bm25s" in f:
+            r = ratio(f["mini_rag"], f["bm25s"])
+            out.append(("%s: fresh search process <= 10x bm25s" % n, r <= 10, "%.2fx" % r))
+    return out
+
+
+def markdown(report) -> str:
+    lines = ["# Performance at scale", "",
+             "Generated by `make bench-scale` (bench/bench_scale.py); do not edit by hand.",
+             "Python %s, %s; one run, every figure from its own process." % (report["python"], report["machine"]),
+             "", "## Synthetic corpora", "",
+             "| chunks | system | build s | save s | build + save s | size MB | peak RSS after build MB "
+             "| peak RSS after save MB | load s | RSS after load MB | query p50 ms | query p95 ms | fresh search s |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for n, s in sorted(report["scale"].items(), key=lambda kv: int(kv[0])):
+        for system in ("mini_rag", "bm25s"):
+            e = s.get(system)
+            if not e:
+                continue
+            fresh = (s.get("fresh_search") or {}).get(system)
+            lines.append("| %s | %s | %.2f | %.2f | %.2f | %.1f | %.0f | %.0f | %.2f | %.0f | %.2f | %.2f | %s |"
+                         % ("{:,}".format(int(n)), system, e["build_s"], e["save_s"], e["build_s"] + e["save_s"],
+                            e["size_bytes"] / 1e6, e["peak_after_build_mb"], e["peak_after_save_mb"],
+                            e["load_s"], e["rss_after_load_mb"], e["p50_ms"], e["p95_ms"],
+                            "%.2f" % fresh if fresh is not None else "-"))
+    lines += ["", "## Shared collections (queries per second, single thread)", "",
+              "| collection | system | QPS | nDCG@10 |", "|---|---|---:|---:|"]
+    for name, e in sorted(report["collections"].items()):
+        for system in ("mini_rag", "mini_rag_numpy", "rank_bm25", "bm25s"):
+            if system in e:
+                lines.append("| %s | %s | %.1f | %.4f |" % (name, system, e[system]["qps"], e[system]["nDCG@10"]))
+    lines += ["", "## Targets (issue 23)", "", "| target | met | value |", "|---|---|---:|"]
+    for t in report["targets"]:
+        lines.append("| %s | %s | %s |" % (t["target"], "yes" if t["met"] else "**no**", t["value"]))
+    return "\n".join(lines) + "\n"
+
+
+def collections(peer_py: str, repeat: int, log) -> dict:
+    out = {}
+    systems = [("mini_rag", sys.executable)]
+    if peer_py:
+        systems += [("rank_bm25", peer_py), ("bm25s", peer_py)]
+    for c in br.DEFAULT_COLLECTIONS:
+        folder = br.DATA / c
+        if not (folder / "corpus.jsonl").exists():
+            print("bench-scale: %s not found, skipped" % folder, file=log)
+            continue
+        _, _, qrels = br.read_collection(folder)
+        entry = out.setdefault(folder.name, {})
+        for system, py in systems:
+            print("bench-scale: %s on %s ..." % (system, folder.name), file=log, flush=True)
+            res = br.run_worker(py, system, folder, repeat, log)
+            if res is not None:
+                entry[system] = dict(br.evaluate(res["run"], qrels), qps=res["qps"], build_s=res["build_s"])
+        if _has_numpy():
+            os.environ["MINI_RAG_BENCH_NUMPY"] = "1"
+            try:
+                res = br.run_worker(sys.executable, "mini_rag", folder, repeat, log)
+            finally:
+                del os.environ["MINI_RAG_BENCH_NUMPY"]
+            if res is not None:
+                entry["mini_rag_numpy"] = dict(br.evaluate(res["run"], qrels), qps=res["qps"],
+                                               build_s=res["build_s"])
+    return out
+
+
+def _has_numpy() -> bool:
+    return subprocess.run([sys.executable, "-c", "import numpy"], stderr=subprocess.DEVNULL).returncode == 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="100000,1000000", metavar="N,N",
+                    help="synthetic corpus sizes in chunks, comma-separated (default 100000,1000000)")
+    ap.add_argument("--queries", type=int, default=1000, metavar="N", help="timed queries per size (default 1000)")
+    ap.add_argument("--repeat", type=int, default=3, metavar="N",
+                    help="builds and query passes per system on the collections; medians (default 3)")
+    ap.add_argument("--no-peers", action="store_true", help="measure mini_rag only (no virtualenv, no pip)")
+    ap.add_argument("--no-collections", action="store_true", help="skip the shared collections")
+    ap.add_argument("--keep", action="store_true", help="keep the indexes under runs/bench/scale-N")
+    ap.add_argument("--out", default=str(WORK / "scale.json"), metavar="FILE",
+                    help="JSON report (default runs/bench/scale.json)")
+    ap.add_argument("--doc", default=str(ROOT / "docs" / "performance.md"), metavar="FILE",
+                    help="generated Markdown (default docs/performance.md; '' for none)")
+    ap.add_argument("--worker", choices=sorted(WORKERS), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    try:
+        sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
+    except ValueError:
+        print("bench-scale: --sizes must be integers separated by commas, got %r" % args.sizes, file=sys.stderr)
+        return 2
+    if not sizes or min(sizes) < 100 or args.queries < 1 or args.repeat < 1:
+        print("bench-scale: --sizes must be >= 100, --queries and --repeat >= 1", file=sys.stderr)
+        return 2
+    if args.worker:
+        print(json.dumps(WORKERS[args.worker](sizes[0])))
+        return 0
+    log = sys.stderr
+    WORK.mkdir(parents=True, exist_ok=True)
+    peer_py = "" if args.no_peers else br.ensure_venv(log)
+    report = {"python": sys.version.split()[0], "machine": "%d cores" % (os.cpu_count() or 0),
+              "scale": {}, "collections": {}}
+    for n in sizes:
+        prepare_texts(n, args.queries)
+        s = report["scale"][str(n)] = {}
+        build = run(sys.executable, "mini-build", n, log)
+        if build:
+            load = run(sys.executable, "mini-load", n, log)
+            if load:
+                s["mini_rag"] = dict(build, **load)
+        if peer_py:
+            build = run(peer_py, "bm25s-build", n, log)
+            if build:
+                load = run(peer_py, "bm25s-load", n, log)
+                if load:
+                    s["bm25s"] = dict(build, **load)
+        if n <= 100000:
+            print("bench-scale: fresh search processes, %d chunks ..." % n, file=log, flush=True)
+            s["fresh_search"] = fresh_search(n, peer_py if "bm25s" in s else "", log)
+        if not args.keep:
+            shutil.rmtree(folder_of(n), ignore_errors=True)
+    if not args.no_collections:
+        report["collections"] = collections(peer_py, args.repeat, log)
+    report["targets"] = [{"target": t, "met": ok, "value": v} for t, ok, v in targets_of(report)]
+    with open(args.out, "w", encoding="utf-8") as fh:
+        json.dump(report, fh, indent=2)
+    text = markdown(report)
+    if args.doc:
+        tmp = args.doc + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, args.doc)
+    sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
