@@ -81,6 +81,7 @@ does not match its hash is an error, never used.
 from __future__ import annotations
 
 import array
+import dataclasses
 import functools
 import gc
 import gzip
@@ -499,10 +500,16 @@ def _array_parts(code: str, lists):
 
 
 def _chunk_lines(index: Index, offsets: "array.array"):
-    """The chunks as JSON lines, about 1 MB at a time; fills ``offsets`` on the way."""
+    """The chunks as JSON lines, about 1 MB at a time; fills ``offsets`` on the way.
+
+    A line is ``Chunk.to_json()`` (``dataclasses.asdict``) dumped; the dict is made here
+    field by field (same keys, same order, same values): asdict's deep copy was 70% of
+    the time of a save."""
+    names = [f.name for f in dataclasses.fields(Chunk)]
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
     pos, parts, size = 0, [], 0
     for c in index.chunks:
-        line = _dumps(c.to_json()).encode("utf-8") + b"\n"
+        line = encode({n: getattr(c, n) for n in names}).encode("utf-8") + b"\n"
         parts.append(line)
         size += len(line)
         pos += len(line)
