@@ -135,6 +135,8 @@ from .records import Hit, Retrieval
 Alternatives = Dict[str, List[Tuple[Tuple[str, ...], float]]]
 
 _HAS_DIGIT = re.compile(r"\d").search
+#: Postings of a query from which pruned top-k is tried (``Retriever.prune_min``).
+PRUNE_MIN = 50000
 _SPACES = re.compile(r"\s+")
 _ID_SEPARATORS = re.compile(r"[-_.]+")
 
@@ -325,6 +327,27 @@ class Retriever:
         self._extra_groups = tuple((config.get("answer") or {}).get("synonym_groups") or ())
         # Pruned top-k (exact, see _pruned_scores); False scores every chunk that shares a term.
         self.pruning = bool(r.get("pruning", True))
+        # Below this many postings the exhaustive sum (all C-level) is faster than pruning's
+        # bookkeeping; the two give the same ranking, so this only decides speed.
+        self.prune_min = PRUNE_MIN
+        # Optional numpy scoring (same ranking, same floats): only when asked and importable.
+        self._np: Any = None
+        self._np_tie: Any = None
+        self._np_cache: Dict[Any, Any] = {}
+        self._np_masks: Dict[int, Any] = {}
+        if r.get("numpy", False):
+            self.use_numpy(True)
+
+    def use_numpy(self, on: bool = True) -> bool:
+        """Score with numpy from now on (``on``), when numpy imports; returns whether it does."""
+        self._np = None
+        if on:
+            try:
+                import numpy
+            except ImportError:
+                return False
+            self._np = numpy
+        return self._np is not None
 
     # ------------------------------------------------------------ ranking core
 
@@ -531,7 +554,7 @@ class Retriever:
             # ~k / step of the sample are expected among the top k; twice that plus a
             # margin puts theta near the 2k-th best score.
             theta = sample[min(len(sample), 2 * (-(-k // step)) + 8) - 1]
-            keys = [p for p, s in acc.items() if s >= theta]
+            keys = list(compress(acc, map(theta.__le__, acc.values())))
             if len(keys) < k:
                 keys = None
         if keys is None:
@@ -568,9 +591,82 @@ class Retriever:
     def _rank(self, qtf: Dict[str, int], k: int, scope: str,
               alternatives: Optional[Alternatives] = None) -> List[Tuple[int, float]]:
         allowed = self._scope_filter(scope)
-        if self.pruning:
+        if self._np is not None:
+            return self._rank_numpy(qtf, k, allowed, alternatives)
+        if self.pruning and self._postings_total(qtf) >= self.prune_min:
             return self._top(self._pruned_scores(qtf, k, allowed, alternatives), k)
         return self._top(self._exhaustive_scores(qtf, allowed, alternatives), k)
+
+    def _rank_numpy(self, qtf: Dict[str, int], k: int, allowed=None,
+                    alternatives: Optional[Alternatives] = None) -> List[Tuple[int, float]]:
+        """:meth:`_top` of :meth:`_exhaustive_scores`, with numpy (``[retrieval] numpy``).
+
+        The query terms' postings are concatenated in the exhaustive order (longest first,
+        then term) and summed per chunk by ``numpy.bincount``, which adds each chunk's
+        weights one by one in input order starting from 0.0: the same float additions in
+        the same order as the dict accumulator, so the same scores to the bit.  Then the
+        k best (ties at the cut included) by ``argpartition``, ordered by (score
+        descending, chunk_id ascending) by ``lexsort``.
+        """
+        np = self._np
+        positions, weights = self._positions, self._weights
+        if alternatives and self.scoring == "bm25":
+            positions, weights = self._with_alternatives(qtf, alternatives)
+        terms = [t for t in qtf if t in weights and len(positions[t])]
+        if not terms or k <= 0:
+            return []
+        terms.sort(key=lambda t: (-len(positions[t]), t))
+        mult = self._multipliers(qtf, terms)
+        pos_parts, w_parts = [], []
+        for t in terms:
+            pos_parts.append(self._np_view(positions[t], np.uint32))
+            w = self._np_view(weights[t], np.float64)
+            m = mult.get(t)
+            w_parts.append(w * m if m is not None else w)
+        pos = np.concatenate(pos_parts) if len(pos_parts) > 1 else pos_parts[0]
+        scores = np.bincount(pos, weights=np.concatenate(w_parts) if len(w_parts) > 1 else w_parts[0],
+                             minlength=self.index.num_chunks)
+        touched = np.zeros(self.index.num_chunks, dtype=bool)
+        touched[pos] = True
+        if allowed is not None:
+            touched &= self._np_allowed(allowed)
+        cand = np.flatnonzero(touched)
+        cs = scores[cand]
+        if len(cand) > k:
+            theta = -np.partition(-cs, k - 1)[k - 1]
+            keep = cs >= theta
+            cand, cs = cand[keep], cs[keep]
+        if self._np_tie is None:
+            self._np_tie = np.asarray(self._tie, dtype=np.int64)
+        order = np.lexsort((self._np_tie[cand], -cs))[:k]
+        return list(zip(cand[order].tolist(), cs[order].tolist()))
+
+    def _np_view(self, seq, dtype):
+        """A numpy array of a postings list: zero-copy for a loaded index's views, else
+        converted once and kept (bounded by the vocabulary)."""
+        np = self._np
+        if isinstance(seq, memoryview):
+            return np.frombuffer(seq, dtype=dtype)
+        key = (id(seq), dtype)
+        hit = self._np_cache.get(key)
+        if hit is None or hit[0] is not seq:
+            if len(self._np_cache) >= 1 << 18:     # alternatives' lists are made per query
+                self._np_cache.clear()
+            hit = self._np_cache[key] = (seq, np.asarray(seq, dtype=dtype))
+        return hit[1]
+
+    def _np_allowed(self, allowed):
+        mask = self._np_masks.get(id(allowed))
+        if mask is None or mask[0] is not allowed:
+            m = self._np.zeros(self.index.num_chunks, dtype=bool)
+            m[sorted(allowed)] = True
+            mask = self._np_masks[id(allowed)] = (allowed, m)
+        return mask[1]
+
+    def _postings_total(self, qtf: Dict[str, int]) -> int:
+        """Postings the exhaustive path would add for ``qtf`` (alternatives not counted)."""
+        get = self._positions.get
+        return sum(len(get(t, ())) for t in qtf)
 
     def _exhaustive_scores(self, qtf: Dict[str, int], allowed=None,
                            alternatives: Optional[Alternatives] = None) -> Dict[int, float]:

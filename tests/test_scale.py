@@ -49,6 +49,7 @@ def cfg(**retrieval):
 def both(retriever, terms, k, scope="MIXED", alternatives=None):
     """(pruned, exhaustive) rankings of the same query."""
     out = []
+    retriever.prune_min = 0                    # prune even the smallest query
     for pruning in (True, False):
         retriever.pruning = pruning
         out.append(retriever.rank_terms(terms, k, scope, alternatives))
@@ -101,9 +102,45 @@ class PrunedEqualsExhaustive(unittest.TestCase):
     def test_retrieve_flow_unchanged(self):
         """The QA contract flow (threshold, fallback, MMR, expansion) on top of either core."""
         on, off = Retriever(self.index, cfg()), Retriever(self.index, cfg(pruning=False))
+        on.prune_min = 0
         for words in (self.words[5:8], self.words[100:103], ["what", "is", self.words[3]]):
             q = " ".join(words)
             self.assertEqual(on.retrieve(q).to_json(), off.retrieve(q).to_json())
+
+
+class NumpyPath(unittest.TestCase):
+    """[retrieval] numpy: the same rankings, floats included (skipped without numpy)."""
+
+    def test_same_ranking(self):
+        try:
+            import numpy  # noqa: F401
+        except ImportError:
+            self.skipTest("numpy is not installed")
+        chunks, words = generated_chunks(800, seed=9)
+        built = build_index(chunks)
+        tmp = tempfile.mkdtemp()
+        try:
+            save_index(built, os.path.join(tmp, "i.idx"))
+            loaded = load_index(os.path.join(tmp, "i.idx"))
+            rng = random.Random(4)
+            for label, index in (("built", built), ("loaded", loaded)):
+                for scoring in ("bm25", "tfidf"):
+                    r = Retriever(index, cfg(scoring=scoring, numpy=True))
+                    self.assertTrue(r.use_numpy(True))
+                    a, b = (index.analyzer.analyze(w)[0] for w in words[20:22])
+                    for q in range(40):
+                        terms = index.analyzer.analyze(" ".join(rng.sample(words[:30], 2) + rng.sample(words, 3)))
+                        alts = {terms[0]: [((a,), 0.5), ((a, b), 0.25)]} if q % 2 and scoring == "bm25" else None
+                        for k in (1, 10, 100):
+                            for scope in ("MIXED", "B"):
+                                with self.subTest(index=label, scoring=scoring, q=q, k=k, scope=scope):
+                                    r.use_numpy(True)
+                                    got = r.rank_terms(terms, k, scope, alts)
+                                    r.use_numpy(False)
+                                    self.assertEqual(got, r.rank_terms(terms, k, scope, alts))
+                                    self.assertTrue(all(type(p) is int and type(s) is float for p, s, _ in got))
+        finally:
+            shutil.rmtree(tmp)
 
 
 class SharedCollections(unittest.TestCase):
