@@ -12,8 +12,9 @@ Public API
 ================================  ==========================================================
 ``build_index(chunks, ...)``      chunks -> :class:`Index` (analysis + postings + weights)
 ``build_or_load(config)``         the index at ``[index] path``, rebuilt when stale
-``load_index(path)``              read an index file (manifest and body hash checked)
+``load_index(path)``              read an index file (manifest and section hashes checked)
 ``save_index(index, path)``       write it atomically (gzip when the path ends in ``.gz``)
+``Index.max_weights(scoring)``    ``{term: largest posting weight}`` (pruning's bounds)
 ``Index.chunks``                  list of :class:`~mini_rag.records.Chunk`, corpus order
 ``Index.chunk(chunk_id)``         one chunk by id (MiniRagError when unknown)
 ``Index.idf(term)``               BM25 idf (Lucene's), defined for df = 0 too
@@ -62,14 +63,21 @@ negative (no epsilon floor as in rank_bm25) and is defined for df = 0.
 
 Persistence
 -----------
-The file has two lines of compact JSON, gzip-compressed when the path ends in ``.gz``
-(deterministic: fixed header, mtime 0): line 1 is the manifest, line 2 the body.  The
+Format 2 (``save_index``): one line of compact JSON, the manifest, then binary sections
+(``store.py``: each with its type, offset, length and sha256 in the manifest); the whole
+file gzip'd when the path ends in ``.gz`` (deterministic: fixed header, mtime 0).  The
 manifest records the format version, the corpus path and the sha256 of every corpus
-file, the chunking, analysis and scoring settings, a content hash per document, counts,
-and the sha256 of the body line.  Reading only the first line is enough to tell whether
-the index is stale.  The body holds the chunks (as records), the sorted vocabulary and,
-per chunk, its ``[term id, tf, ...]`` pairs; postings and weights are rebuilt from them
-on load (cheaper than storing them twice, and bit-identical: same operations, same order).
+file, the chunking, analysis and scoring settings, a content hash per document and
+counts: reading only the first line is enough to tell whether the index is stale.  The
+sections (``SECTIONS``) hold the vocabulary, the chunk ids and records, chunk lengths and
+tie-break ranks, and the inverted index itself: per term its postings, term
+frequencies, BM25 weights and largest weight (pruned top-k's upper bound), as packed
+little-endian arrays.  Loading builds nothing: a plain file is memory-mapped and the
+arrays are views of it; chunks are decoded when first asked for; a chunk's bag of terms
+is analyzed again from its text when needed (the same bag: same text, same analyzer);
+TF-IDF weights are computed from the stored tf on first use (the same floats).  Saving
+streams section by section.  Format 1 (two JSON lines; per-chunk term bags, postings
+rebuilt on load) is still read.
 
 Staleness: :func:`build_or_load` compares the manifest with the corpus on disk and the
 configured settings.  A changed, added or removed file, another corpus path or other
