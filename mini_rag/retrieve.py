@@ -25,6 +25,14 @@ ever touched.  The top k are selected exactly (``_top``: a sampled score thresho
 C-level sorts); **ties are broken by chunk_id ascending**
 (code point order), here and in every list this module returns.
 
+Two faster paths give the same ranking, every score equal to the float: *pruned top-k*
+(``[retrieval] pruning``, on by default, used from ``PRUNE_MIN`` postings a query:
+MaxScore with the per-term upper bounds stored in the index, candidates re-summed in
+the order above, see ``_pruned_scores``) and *numpy* (``[retrieval] numpy``, off by
+default, used only when numpy imports: ``bincount`` adds the same weights in the same
+order, see ``_rank_numpy``).  A scope filter (``allowed`` positions) applies to the
+candidates of every path before the top k are chosen.
+
 Similarity in [0, 1] (what the thresholds compare)
 --------------------------------------------------
 ``bm25``: the BM25 score divided by the score of a *reference chunk* that contains every
