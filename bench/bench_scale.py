@@ -31,6 +31,11 @@ Collections: bench_retrieval's workers (same harness as ``make bench-retrieval``
 nDCG@10 per system; mini_rag twice, pure Python and with ``[retrieval] numpy = true``
 (skipped when numpy does not import).
 
+Sharded scoring (``--merge-rows``, default 1,000,000): score_eval.py over generated gold
+and trace rows (bench_scorer.generate) in one run, then over the trace cut into 1, 2 and 7
+consecutive shards with ``--partial``, merged with ``score_eval.py merge``: stdout, stderr
+and exit status must be byte-identical to the single run's.
+
 Peers are installed by bench_retrieval.ensure_venv into runs/bench/venv (pip, PyPI);
 without it they are skipped with a message.  Exit status 0 (a missed target is reported,
 not an error), 2 for bad arguments.
@@ -243,6 +248,55 @@ def fresh_search(n: int, peer_py: str, log) -> dict:
     return out
 
 
+# ---------------------------------------------------------------- sharded scoring
+
+def merge_check(rows: int, log) -> dict:
+    """score_eval.py over ``rows`` generated rows (bench_scorer.generate): one run, then the
+    trace cut into 1, 2 and 7 consecutive shards, each run with --partial, and merged; the
+    merged JSON report must be byte-identical to the single run's."""
+    import bench_scorer
+    d = WORK / ("merge-%d" % rows)
+    d.mkdir(parents=True, exist_ok=True)
+    print("bench-scale: generating %d gold + trace rows ..." % rows, file=log, flush=True)
+    bench_scorer.generate(d, rows, 7)
+    scorer = [sys.executable, str(ROOT / "score_eval.py")]
+    common = ["--k", "1,5,10", "--gates-file", str(ROOT / "gates.toml")]
+
+    def timed(cmd):
+        t0 = time.perf_counter()
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(ROOT))
+        return time.perf_counter() - t0, p
+
+    print("bench-scale: score_eval, one run ...", file=log, flush=True)
+    single_s, single = timed(scorer + ["--gold", str(d / "gold.jsonl"), "--trace", str(d / "trace.jsonl")] + common)
+    out = {"rows": rows, "single_s": single_s, "single_exit": single.returncode, "shards": {}}
+    with open(d / "trace.jsonl", "rb") as fh:
+        lines = fh.readlines()
+    for n in (1, 2, 7):
+        print("bench-scale: score_eval, %d shard(s) + merge ..." % n, file=log, flush=True)
+        size = -(-len(lines) // n)
+        parts, shard_s = [], []
+        for j in range(n):
+            shard, part = d / ("shard%d_%d.jsonl" % (n, j)), d / ("part%d_%d.json" % (n, j))
+            with open(shard, "wb") as fh:
+                fh.writelines(lines[j * size:(j + 1) * size])
+            t, p = timed(scorer + ["--gold", str(d / "gold.jsonl"), "--trace", str(shard),
+                                   "--partial", str(part)] + common)
+            if p.returncode != 0:
+                print("bench-scale: shard run failed:\n%s" % p.stderr[-800:].decode("utf-8", "replace"), file=log)
+            shard_s.append(t)
+            parts.append(str(part))
+            shard.unlink()
+        merge_s, merged = timed(scorer + ["merge"] + parts + ["--trace", str(d / "trace.jsonl"),
+                                                              "--gates-file", str(ROOT / "gates.toml")])
+        out["shards"][str(n)] = {"identical": merged.stdout == single.stdout and merged.stderr == single.stderr
+                                 and merged.returncode == single.returncode,
+                                 "max_shard_s": max(shard_s), "sum_shard_s": sum(shard_s), "merge_s": merge_s}
+    del lines
+    shutil.rmtree(d, ignore_errors=True)
+    return out
+
+
 # ---------------------------------------------------------------- report
 
 def ratio(a, b):
@@ -279,6 +333,11 @@ def targets_of(report) -> list:
         if "mini_rag" in f and "bm25s" in f:
             r = ratio(f["mini_rag"], f["bm25s"])
             out.append(("%s: fresh search process <= 10x bm25s" % n, r <= 10, "%.2fx" % r))
+    m = report.get("merge")
+    if m:
+        for n, e in sorted(m["shards"].items(), key=lambda kv: int(kv[0])):
+            out.append(("score_eval merge of %s shard(s) byte-identical to one run (%d rows)" % (n, m["rows"]),
+                        e["identical"], "yes" if e["identical"] else "no"))
     return out
 
 
@@ -307,6 +366,14 @@ def markdown(report) -> str:
         for system in ("mini_rag", "mini_rag_numpy", "rank_bm25", "bm25s"):
             if system in e:
                 lines.append("| %s | %s | %.1f | %.4f |" % (name, system, e[system]["qps"], e[system]["nDCG@10"]))
+    m = report.get("merge")
+    if m:
+        lines += ["", "## Sharded scoring (score_eval.py --partial / merge, %s generated rows)" % "{:,}".format(m["rows"]),
+                  "", "One run: %.1f s (exit %d)." % (m["single_s"], m["single_exit"]), "",
+                  "| shards | byte-identical | slowest shard s | all shards s | merge s |", "|---:|---|---:|---:|---:|"]
+        for n, e in sorted(m["shards"].items(), key=lambda kv: int(kv[0])):
+            lines.append("| %s | %s | %.1f | %.1f | %.1f |" % (n, "yes" if e["identical"] else "**no**",
+                                                            e["max_shard_s"], e["sum_shard_s"], e["merge_s"]))
     lines += ["", "## Targets (issue 23)", "", "| target | met | value |", "|---|---|---:|"]
     for t in report["targets"]:
         lines.append("| %s | %s | %s |" % (t["target"], "yes" if t["met"] else "**no**", t["value"]))
@@ -355,6 +422,8 @@ def main(argv=None) -> int:
                     help="builds and query passes per system on the collections; medians (default 3)")
     ap.add_argument("--no-peers", action="store_true", help="measure mini_rag only (no virtualenv, no pip)")
     ap.add_argument("--no-collections", action="store_true", help="skip the shared collections")
+    ap.add_argument("--merge-rows", type=int, default=1000000, metavar="N",
+                    help="generated rows for the score_eval --partial/merge check (default 1000000; 0: skip)")
     ap.add_argument("--keep", action="store_true", help="keep the indexes under runs/bench/scale-N")
     ap.add_argument("--out", default=str(WORK / "scale.json"), metavar="FILE",
                     help="JSON report (default runs/bench/scale.json)")
@@ -367,8 +436,9 @@ def main(argv=None) -> int:
     except ValueError:
         print("bench-scale: --sizes must be integers separated by commas, got %r" % args.sizes, file=sys.stderr)
         return 2
-    if not sizes or min(sizes) < 100 or args.queries < 1 or args.repeat < 1:
-        print("bench-scale: --sizes must be >= 100, --queries and --repeat >= 1", file=sys.stderr)
+    if not sizes or min(sizes) < 100 or args.queries < 1 or args.repeat < 1 or args.merge_rows < 0:
+        print("bench-scale: --sizes must be >= 100, --queries and --repeat >= 1, --merge-rows >= 0",
+              file=sys.stderr)
         return 2
     if args.worker:
         print(json.dumps(WORKERS[args.worker](sizes[0])))
@@ -399,6 +469,8 @@ def main(argv=None) -> int:
             shutil.rmtree(folder_of(n), ignore_errors=True)
     if not args.no_collections:
         report["collections"] = collections(peer_py, args.repeat, log)
+    if args.merge_rows:
+        report["merge"] = merge_check(args.merge_rows, log)
     report["targets"] = [{"target": t, "met": ok, "value": v} for t, ok, v in targets_of(report)]
     with open(args.out, "w", encoding="utf-8") as fh:
         json.dump(report, fh, indent=2)
