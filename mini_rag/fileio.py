@@ -23,12 +23,18 @@ def _umask() -> int:
 
 
 def atomic_write_bytes(path: str, data: bytes) -> None:
+    atomic_write_with(path, lambda fh: fh.write(data))
+
+
+def atomic_write_with(path: str, write) -> None:
+    """:func:`atomic_write_bytes` for content produced piece by piece: ``write(fh)``
+    writes it to the binary temporary file."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_umask())   # mkstemp makes 0600; give the file normal permissions

@@ -33,6 +33,7 @@ import zlib
 from typing import Any, Dict, Iterable, List, Optional
 
 from .errors import MiniRagError
+from .fileio import atomic_write_with
 
 #: section type -> array typecode (checked below to have the named width).
 TYPECODES = {"i32": "i", "u16": "H", "u32": "I", "u64": "Q", "f64": "d"}
@@ -111,33 +112,22 @@ class SectionWriter:
         manifest["sections"] = self.sections
         line = _dumps(manifest)
         line += b" " * (-(len(line) + 1) % ALIGN) + b"\n"
-        folder = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+        written = []
+
+        def write(out) -> None:
+            self._fh.flush()
+            self._fh.seek(0)
+            if compress:
+                _gzip_copy(line, self._fh, out)
+            else:
+                out.write(line)
+                shutil.copyfileobj(self._fh, out, _BLOCK)
+            written.append(out.tell())
         try:
-            with os.fdopen(fd, "wb") as out:
-                self._fh.flush()
-                self._fh.seek(0)
-                if compress:
-                    _gzip_copy(line, self._fh, out)
-                else:
-                    out.write(line)
-                    shutil.copyfileobj(self._fh, out, _BLOCK)
-                out.flush()
-                os.fsync(out.fileno())
-                size = out.tell()
-            old = os.umask(0)
-            os.umask(old)
-            os.chmod(tmp, 0o666 & ~old)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+            atomic_write_with(path, write)
         finally:
             self.close()
-        return size
+        return written[0]
 
     def close(self) -> None:
         if self._fh is not None:
