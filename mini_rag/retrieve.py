@@ -571,10 +571,17 @@ class Retriever:
         keys.sort(key=score, reverse=True)
         head = list(map(score, keys[:k + 1]))
         if len(set(head)) < len(head):
-            # A tie within the k best or at the cut: chunk_id order first, then a stable
-            # sort on the score keeps it among equal scores.
-            keys.sort(key=self._tie.__getitem__)
-            keys.sort(key=score, reverse=True)
+            # A tie within the k best or at the cut: each run of equal scores that starts
+            # among the k best is put in chunk_id order (a run is contiguous, scores
+            # being sorted; the run at the cut is sorted whole, so the cut is right).
+            tie, n, i = self._tie.__getitem__, len(keys), 0
+            while i < k and i < n:
+                s, j = head[i], i + 1
+                while j < n and score(keys[j]) == s:
+                    j += 1
+                if j - i > 1:
+                    keys[i:j] = sorted(keys[i:j], key=tie)
+                i = j
         del keys[k:]
         return list(zip(keys, map(score, keys)))
 

@@ -90,6 +90,19 @@ class PrunedEqualsExhaustive(unittest.TestCase):
         ids = [self.chunks[p].chunk_id for p, _s, _sim in pruned]
         self.assertEqual(ids, sorted(ids))                                  # ... by chunk_id
 
+    def test_top_k_selection_with_many_ties(self):
+        """_top against a plain sort on (score descending, chunk_id ascending)."""
+        r = Retriever(self.index, cfg())
+        rng = random.Random(3)
+        tie = self.index.tie_rank
+        for case in range(40):
+            n = rng.choice((5, 50, 700, 1500))
+            acc = {p: float(rng.randint(1, 6 if case % 2 else 10 ** 6)) for p in rng.sample(range(len(self.chunks)), n)}
+            for k in (1, 2, 10, 100, 600):
+                with self.subTest(case=case, n=n, k=k):
+                    want = sorted(acc.items(), key=lambda kv: (-kv[1], tie[kv[0]]))[:k]
+                    self.assertEqual(r._top(acc, k), want)
+
     def test_alternatives_weighted(self):
         r = Retriever(self.index, cfg())
         a, b, c = (self.index.analyzer.analyze(w)[0] for w in self.words[30:33])
