@@ -2053,14 +2053,13 @@ def _pack(arr) -> dict:
 
 def _unpack(d: dict, path: str):
     import base64
-    import binascii
     try:
         raw = base64.b64decode(d["data"].encode("ascii"), validate=True)
         if d["type"] == "bytes":
             return bytearray(raw)
         out = array(d["type"])
         out.frombytes(raw)
-    except (KeyError, TypeError, ValueError, AttributeError, binascii.Error):
+    except (KeyError, TypeError, ValueError, AttributeError):   # binascii.Error is a ValueError
         raise ScoreError("%s: malformed packed array in a partial, got %s" % (path, _show(d, 60))) from None
     if sys.byteorder != "little":                  # pragma: no cover - big-endian hosts
         out.byteswap()

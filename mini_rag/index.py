@@ -72,8 +72,9 @@ counts: reading only the first line is enough to tell whether the index is stale
 sections (``SECTIONS``) hold the vocabulary, the chunk ids and records, chunk lengths and
 tie-break ranks, and the inverted index itself: per term its postings, term
 frequencies, BM25 weights and largest weight (pruned top-k's upper bound), as packed
-little-endian arrays.  Loading builds nothing: a plain file is memory-mapped and the
-arrays are views of it; chunks are decoded when first asked for; a chunk's bag of terms
+little-endian arrays.  Loading builds nothing: a plain file stays open, its small
+sections are read and a term's postings and weights are read when a query asks for
+them (a bounded cache keeps recent ones); chunks are decoded when first asked for; a chunk's bag of terms
 is analyzed again from its text when needed (the same bag: same text, same analyzer);
 TF-IDF weights are computed from the stored tf on first use (the same floats).  Saving
 streams section by section.  Format 1 (two JSON lines; per-chunk term bags, postings
@@ -108,7 +109,7 @@ from .analysis import Analyzer
 from .corpus import chunk_document, corpus_files, load_corpus
 from .errors import MiniRagError
 from .records import Chunk
-from .store import SectionFile, SectionWriter
+from .store import LazyArray, SectionFile, SectionWriter
 
 FORMAT = "mini_rag-index"
 FORMAT_VERSION = 2
@@ -212,7 +213,7 @@ class Index:
         self._max_weights: Dict[str, Any] = {}
         self._vocabulary: Optional[List[str]] = None
         self._chunk_ids = None
-        self._mapped = None
+        self._mapped = None         # a loaded index: its open SectionFile
         # Tie-break rank: chunks ordered by chunk_id (code point order).  Rankings sort
         # on (score descending, chunk_id ascending); comparing these ints is the same.
         order = sorted(range(len(chunks)), key=lambda i: chunks[i].chunk_id)
@@ -616,8 +617,8 @@ def _parse_manifest(line: bytes, path: str) -> Dict[str, Any]:
 def load_index(path: str) -> Index:
     """Read an index file; its manifest, section (or body) hashes and settings are checked.
 
-    Format 2 is ready when read: postings, weights and upper bounds are views of the
-    memory-mapped file, chunks are decoded when first asked for.  Format 1 is rebuilt
+    Format 2 is ready when read: the small sections are read, postings and weights are
+    read term by term when a query asks for them, chunks are decoded when first asked for.  Format 1 is rebuilt
     from its term bags (the older, slower way; saving it again writes format 2).
     """
     fh = _open(path)
@@ -633,11 +634,14 @@ def load_index(path: str) -> Index:
         fh.close()
         raise
     fh.close()
-    with open(path, "rb") as raw:
+    raw = open(path, "rb")
+    try:
         sf = SectionFile(path, first, raw)
         sf.check(manifest)
-        sf.close()
-    return _load_v2(path, sf, manifest)
+        return _load_v2(path, sf, manifest)
+    except BaseException:
+        raw.close()
+        raise
 
 
 def _load_v1(path: str, fh, manifest: Dict[str, Any]) -> Index:
@@ -662,20 +666,37 @@ def _load_v1(path: str, fh, manifest: Dict[str, Any]) -> Index:
 
 
 class _Packed(Mapping):
-    """``term -> its slice of a packed array`` (zero-copy), through the vocabulary's ids."""
+    """``term -> its slice of a packed array``, through the vocabulary's ids.  Slices of a
+    section read on demand (``store.LazyArray``) are kept in a cache of bounded size."""
 
-    __slots__ = ("_ids", "_off", "_data")
+    __slots__ = ("_ids", "_off", "_data", "_cache", "_cached")
+    CACHE_BYTES = 1 << 26
 
     def __init__(self, ids: Dict[str, int], offsets, data) -> None:
         self._ids, self._off, self._data = ids, offsets, data
+        self._cache: Optional[Dict[int, Any]] = {} if isinstance(data, LazyArray) else None
+        self._cached = 0
+
+    def _slice(self, i: int):
+        cache = self._cache
+        if cache is None:
+            return self._data[self._off[i]:self._off[i + 1]]
+        view = cache.get(i)
+        if view is None:
+            view = self._data[self._off[i]:self._off[i + 1]]
+            self._cached += view.nbytes
+            if self._cached > self.CACHE_BYTES:
+                cache.clear()
+                self._cached = view.nbytes
+            cache[i] = view
+        return view
 
     def __getitem__(self, term: str):
-        i = self._ids[term]
-        return self._data[self._off[i]:self._off[i + 1]]
+        return self._slice(self._ids[term])
 
     def get(self, term: str, default=None):
         i = self._ids.get(term)
-        return default if i is None else self._data[self._off[i]:self._off[i + 1]]
+        return default if i is None else self._slice(i)
 
     def __contains__(self, term: object) -> bool:
         return term in self._ids
@@ -706,7 +727,7 @@ class _LazyChunks(SequenceABC):
 
     CACHE = 1 << 16
 
-    def __init__(self, lines: memoryview, offsets) -> None:
+    def __init__(self, lines, offsets) -> None:
         self._lines, self._off = lines, offsets
         self._n = len(offsets) - 1
         self._cache: Dict[int, Chunk] = {}
@@ -770,8 +791,8 @@ def _load_v2(path: str, sf: SectionFile, manifest: Dict[str, Any]) -> Index:
                            "it with 'python -m mini_rag index --force'"
                            % (path, manifest.get("chunk_fields"), list(CHUNK_FIELDS)))
     vocab = sf.json("vocabulary")
-    offsets, positions = sf.array("offsets"), sf.array("positions")
-    tf, bm25, maxima = sf.array("tf"), sf.array("bm25"), sf.array("bm25_max")
+    offsets, positions = sf.array("offsets"), sf.lazy("positions")
+    tf, bm25, maxima = sf.lazy("tf"), sf.lazy("bm25"), sf.array("bm25_max")
     chunk_offsets, lengths, tie = sf.array("chunk_offsets"), sf.array("lengths"), sf.array("tie_rank")
     n = len(chunk_offsets) - 1
     if not (isinstance(vocab, list) and len(offsets) == len(vocab) + 1 == len(maxima) + 1
@@ -783,7 +804,7 @@ def _load_v2(path: str, sf: SectionFile, manifest: Dict[str, Any]) -> Index:
     index = Index([], [], Analyzer.from_settings(manifest.get("analysis")),
                   scoring.get("k1", 1.5), scoring.get("b", 0.75), manifest)
     ids = dict(zip(vocab, range(len(vocab))))
-    index.chunks = _LazyChunks(sf.raw("chunks"), chunk_offsets)   # type: ignore[assignment]
+    index.chunks = _LazyChunks(sf.lazy("chunks"), chunk_offsets)  # type: ignore[assignment]
     index.num_chunks = n
     index._by_id = None
     index._chunk_ids = lambda: sf.json("chunk_ids")
@@ -823,17 +844,22 @@ def build_or_load(config: Dict[str, Any], corpus_path: Optional[str] = None, for
         else:
             reasons = stale_reasons(manifest, expected)
             if not reasons:
-                index = load_index(path)
-                if manifest.get("format_version") != FORMAT_VERSION:
-                    print("mini_rag: index %s has format version %s; saving it as version %d"
-                          % (path, manifest.get("format_version"), FORMAT_VERSION), file=log)
-                    save_index(index, path)
-                return index
-            print("mini_rag: index %s is stale: %s; rebuilding" % (path, "; ".join(reasons)), file=log)
-            try:
-                old = load_index(path)
-            except MiniRagError:
-                old = None
+                try:
+                    index = load_index(path)
+                except MiniRagError as exc:      # damaged sections: rebuilt, never used
+                    print("mini_rag: index %s is unusable, rebuilding: %s" % (path, exc), file=log)
+                else:
+                    if manifest.get("format_version") != FORMAT_VERSION:
+                        print("mini_rag: index %s has format version %s; saving it as version %d"
+                              % (path, manifest.get("format_version"), FORMAT_VERSION), file=log)
+                        save_index(index, path)
+                    return index
+            else:
+                print("mini_rag: index %s is stale: %s; rebuilding" % (path, "; ".join(reasons)), file=log)
+                try:
+                    old = load_index(path)
+                except MiniRagError:
+                    old = None
     index = build_from_config(config, corpus_path, reuse=old, progress=progress)
     save_index(index, path)
     return index

@@ -12,9 +12,9 @@ as it is produced, its sha256 computed on the way, then the manifest line and th
 are copied into the target, which is replaced atomically.  Nothing holds a whole
 section in memory unless its producer does.
 
-Reading (:class:`SectionFile`) memory-maps a plain file (a gzip'd one is decompressed
-into memory), checks every section's length and sha256 (read through the file, so the
-check does not keep pages resident), and hands out zero-copy ``memoryview`` arrays.
+Reading (:class:`SectionFile`) keeps a plain file open (a gzip'd one is decompressed
+into memory), checks every section's length and sha256, reads small sections whole and
+large ones a slice at a time when asked for (``os.pread``), as ``memoryview`` arrays.
 Nothing read is ever evaluated: JSON is parsed with ``json``, arrays are cast views.
 """
 from __future__ import annotations
@@ -23,7 +23,6 @@ import array
 import gzip
 import hashlib
 import json
-import mmap
 import os
 import shutil
 import struct
@@ -156,13 +155,21 @@ def _gzip_copy(head: bytes, src, out) -> None:
 
 
 class SectionFile:
-    """An opened sectioned file: its manifest and zero-copy views of its sections."""
+    """An opened sectioned file: its manifest's sections, read whole or on demand.
+
+    A gzip'd file is decompressed into memory.  A plain file stays open: small sections
+    are read whole (:meth:`array`, :meth:`json`), large ones are read a slice at a time
+    when asked for (:meth:`lazy`), so loading reads only what it needs and a query only
+    the postings it touches (the operating system's page cache keeps them warm).
+    """
 
     def __init__(self, path: str, first: bytes, fh) -> None:
         self.path = path
         self._fh = fh
-        self._mm = None
+        self._buf: Optional[memoryview] = None
         self.base = len(first)
+        self.sections: Dict[str, Dict[str, Any]] = {}
+        fh.seek(0)
         if fh.read(2) == b"\x1f\x8b":
             fh.close()
             self._fh = None
@@ -172,15 +179,14 @@ class SectionFile:
             except (OSError, EOFError, zlib.error) as exc:
                 raise MiniRagError("%s: not a readable index file (%s)" % (path, exc)) from None
             self._buf = memoryview(data)
+            self._size = len(data)
         else:
-            size = os.fstat(fh.fileno()).st_size
-            self._mm = mmap.mmap(fh.fileno(), size, access=mmap.ACCESS_READ) if size else b""
-            self._buf = memoryview(self._mm)
+            self._size = os.fstat(fh.fileno()).st_size
 
     def check(self, manifest: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
         """Every section present, inside the file, and matching its sha256; by name."""
         out: Dict[str, Dict[str, Any]] = {}
-        body = len(self._buf) - self.base
+        body = self._size - self.base
         for sec in manifest.get("sections") or []:
             try:
                 name, kind, off, length = sec["name"], sec["type"], int(sec["offset"]), int(sec["length"])
@@ -200,38 +206,53 @@ class SectionFile:
 
     def _digest(self, off: int, length: int) -> str:
         h = hashlib.sha256()
-        if self._fh is None:
+        if self._buf is not None:
             h.update(self._buf[self.base + off:self.base + off + length])
             return h.hexdigest()
-        # Read through the file, not the map: the check leaves no page resident.
-        self._fh.seek(self.base + off)
-        left = length
+        pos, left = self.base + off, length
         while left:
-            block = self._fh.read(min(left, _BLOCK))
+            block = self._read(pos, min(left, _BLOCK))
             if not block:
                 break
             h.update(block)
+            pos += len(block)
             left -= len(block)
         return h.hexdigest()
 
+    def _read(self, pos: int, size: int) -> bytes:
+        if _PREAD is not None:
+            return _PREAD(self._fh.fileno(), size, pos)
+        self._fh.seek(pos)                                  # pragma: no cover - no os.pread
+        return self._fh.read(size)
+
     def raw(self, name: str) -> memoryview:
+        """A whole section's bytes."""
         sec = self.sections[name]
         start = self.base + sec["offset"]
-        return self._buf[start:start + sec["length"]]
+        if self._buf is not None:
+            return self._buf[start:start + sec["length"]]
+        data = self._read(start, sec["length"])
+        if len(data) != sec["length"]:
+            raise MiniRagError("%s: section %r is shorter than the manifest says" % (self.path, name))
+        return memoryview(data)
 
     def array(self, name: str):
-        """A section as a read-only sequence of numbers (a cast memoryview, or an array
-        on big-endian hosts)."""
+        """A whole section as a read-only sequence of numbers (a cast memoryview, or an
+        array on big-endian hosts)."""
+        return _cast(self.raw(name), TYPECODES[self.sections[name]["type"]], self.path, name)
+
+    def lazy(self, name: str) -> "LazyArray":
+        """A section read on demand: ``lazy[i:j]`` reads items i..j-1 (bytes of a json/jsonl
+        section)."""
         sec = self.sections[name]
-        code = TYPECODES[sec["type"]]
-        view = self.raw(name)
-        if view.nbytes % array.array(code).itemsize:
+        code = TYPECODES.get(sec["type"])
+        width = array.array(code).itemsize if code else 1
+        if sec["length"] % width:
             raise MiniRagError("%s: section %r has a partial item" % (self.path, name))
-        if _LITTLE:
-            return view.cast(code)
-        arr = array.array(code, view.tobytes())           # pragma: no cover - big-endian hosts
-        arr.byteswap()
-        return arr
+        if self._buf is not None:
+            whole = self.raw(name)
+            return whole.cast(code) if code and _LITTLE else (_cast(whole, code, self.path, name) if code else whole)
+        return LazyArray(self, self.base + sec["offset"], sec["length"] // width, code, width)
 
     def json(self, name: str) -> Any:
         try:
@@ -244,5 +265,49 @@ class SectionFile:
             self._fh.close()
             self._fh = None
 
+    def __del__(self) -> None:
+        fh = getattr(self, "_fh", None)
+        if fh is not None:
+            fh.close()
 
-__all__ = ["SectionWriter", "SectionFile", "TYPECODES", "to_le_bytes"]
+
+_PREAD = getattr(os, "pread", None)
+
+
+def _cast(view: memoryview, code: str, path: str, name: str):
+    if view.nbytes % array.array(code).itemsize:
+        raise MiniRagError("%s: section %r has a partial item" % (path, name))
+    if _LITTLE:
+        return view.cast(code)
+    arr = array.array(code, view.tobytes())               # pragma: no cover - big-endian hosts
+    arr.byteswap()
+    return arr
+
+
+class LazyArray:
+    """Items of a section read from the open file when sliced: ``la[i:j]`` is a cast
+    memoryview of items i..j-1 (their bytes when the section is not an array)."""
+
+    __slots__ = ("_file", "_start", "_n", "_code", "_width")
+
+    def __init__(self, file: SectionFile, start: int, n: int, code: Optional[str], width: int) -> None:
+        self._file, self._start, self._n, self._code, self._width = file, start, n, code, width
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, key):
+        if not isinstance(key, slice):
+            raise TypeError("LazyArray supports slices only")
+        i, j, _ = key.indices(self._n)
+        j = max(i, j)
+        data = self._file._read(self._start + i * self._width, (j - i) * self._width)
+        view = memoryview(data)
+        if len(data) != (j - i) * self._width:
+            raise MiniRagError("%s: the index file changed or shrank while in use" % self._file.path)
+        if self._code is None:
+            return view
+        return _cast(view, self._code, self._file.path, "?")
+
+
+__all__ = ["SectionWriter", "SectionFile", "LazyArray", "TYPECODES", "to_le_bytes"]

@@ -215,7 +215,16 @@ class Persistence(unittest.TestCase):
                 with self.assertRaises(MiniRagError) as cm:
                     load_index(plain)
                 self.assertIn(message, str(cm.exception))
-        # build_or_load replaces an unusable file instead of using it.
+        # build_or_load replaces an unusable file instead of using it: a damaged section ...
+        save_index(index, path)
+        with open(path, "rb") as fh:
+            data = fh.read()
+        with open(path, "wb") as fh:
+            fh.write(data[:-10])
+        index, log = self.build()
+        self.assertIn("is unusable, rebuilding: %s: not a readable index file" % path, log)
+        self.assertEqual(index.num_chunks, 14)
+        # ... or no index at all.
         with open(path, "wb") as fh:
             fh.write(b"garbage")
         index, log = self.build()
