@@ -499,10 +499,15 @@ _FLUSH = 1 << 20        # numbers gathered before an array is written out
 
 
 def _array_parts(code: str, lists):
-    """Arrays of about ``_FLUSH`` numbers from an iterable of number lists (bounded memory)."""
+    """Arrays of about ``_FLUSH`` numbers from an iterable of number lists (bounded memory),
+    filled 256 lists per C-level ``extend``."""
+    lists = iter(lists)
     buf = array.array(code)
-    for values in lists:
-        buf.extend(values)
+    while True:
+        batch = list(itertools.islice(lists, 256))
+        if not batch:
+            break
+        buf.extend(itertools.chain.from_iterable(batch))
         if len(buf) >= _FLUSH:
             yield buf
             buf = array.array(code)
