@@ -4,7 +4,7 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve serve fit compare clean
+.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale serve fit compare clean
 
 eval:
 	@$(PYTHON) -m mini_rag eval
@@ -50,6 +50,10 @@ bench-serve:
 
 serve:
 	@$(PYTHON) -m mini_rag serve
+
+# 100k and 1M synthetic chunks vs bm25s, collections' QPS, sharded scoring; writes docs/performance.md
+bench-scale:
+	@$(PYTHON) bench/bench_scale.py
 
 clean:
 	rm -rf runs/*.json runs/*.jsonl runs/*.md runs/*.gz runs/bench

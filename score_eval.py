@@ -25,6 +25,8 @@ Usage (seed 002's command works unchanged)::
 Gates have tiers (``block`` sets the exit status, ``warn`` and ``monitor`` only report); a
 weighted scorecard over seed 004's stages (``STAGES``) gives a run and each item an overall score.
     python score_eval.py --trace T --chunks C --gates answer_relevance=0.5   # no gold: reference-free
+    python score_eval.py --gold G --trace SHARD1 --k 1,5 --partial P1.json      # one shard ...
+    python score_eval.py merge P1.json P2.json --trace T --gates-file gates.toml  # ... the report
 
 Pipeline, top to bottom: constants and the error class -> metric registry -> TOML subset
 reader and gates config -> line readers (records with line numbers) -> per-item judging
@@ -3067,6 +3069,17 @@ def write_output(path: str, data: bytes) -> None:
             buf.write(data)
             buf.flush()
         return
+    write_output_with(path, lambda fh: fh.write(data))
+
+
+def write_output_with(path: str, write) -> None:
+    """:func:`write_output` of content produced piece by piece: ``write(fh)`` writes it to
+    the binary file (the temp file, or the device in place); ``-`` is stdout's buffer."""
+    if path == "-":
+        sys.stdout.flush()
+        write(sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        return
     target = os.path.realpath(path)
     try:
         try:
@@ -3077,7 +3090,7 @@ def write_output(path: str, data: bytes) -> None:
             raise ScoreError("%s: cannot write: it is a folder" % path)
         if st is not None and not stat.S_ISREG(st.st_mode):
             with open(target, "wb") as fh:          # a device or FIFO: written in place
-                fh.write(data)
+                write(fh)
             return
         folder = os.path.dirname(target)
         os.makedirs(folder, exist_ok=True)
@@ -3086,7 +3099,7 @@ def write_output(path: str, data: bytes) -> None:
                                    suffix=TMP_SUFFIX, dir=folder)
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
+                write(fh)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.chmod(tmp, 0o666 & ~_umask())
@@ -4042,6 +4055,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="longest input line accepted, in bytes (default %d = 16 MiB)" % MAX_LINE_BYTES)
     ap.add_argument("--debug", action="store_true",
                     help="on an internal error (exit 3), print the traceback instead of saving it to a file")
+    ap.add_argument("--partial", metavar="OUT.json",
+                    help="shard run: write this shard's verdicts to OUT.json ('-': stdout) for "
+                         "'score_eval.py merge P1.json P2.json ...' instead of a report")
     ap.add_argument("--print-metric-table", action="store_true",
                     help="print the README metric table (Markdown, from the registry) and exit")
     return ap
@@ -4120,9 +4136,11 @@ def run(args) -> int:
     notes: List[str] = []
     chunks = None
     chunk_policies: Dict[str, str] = {}
-    if args.chunks:
+    if args.chunks and not getattr(args, "merge", None):
         chunks = read_chunks(args.chunks, errors, notes, chunk_policies)
-    if trec:
+    if getattr(args, "merge", None):          # shards' partials (merge_partials)
+        gold, scorer, stats = merge_partials(args.merge, args, ks, refusal, errors, notes, rules)
+    elif trec:
         gold = read_qrels(args.qrels, errors)
         runs = read_run(args.run, errors) if not errors.count else {}
         if errors.count:
@@ -4138,12 +4156,16 @@ def run(args) -> int:
         stats = score_trace(args.trace, scorer, errors, notes)
         if errors.count:
             raise ScoreError(errors.text())
+    if getattr(args, "partial", None):        # a shard run writes its verdicts, no report
+        return write_partial(args, gold, scorer, stats, notes)
     baseline = load_baseline(args.baseline) if args.baseline else None
     # 3. aggregate
     n = len(gold)
     everything = range(n)
     metrics = aggregate(scorer, everything, trec)
     if trec:
+        if getattr(args, "merge", None):      # trec_eval's measures read the rankings again
+            runs = merged_runs(args.merge, errors)
         trec_per, trec_all = trec_evaluate(gold, runs, trec_names)
         metrics.update(trec_metric_entries(trec_per, trec_all))
     order = sorted(everything, key=gold.cat.__getitem__)
@@ -4329,6 +4351,296 @@ def _worst(scorer: Scorer, trec: bool, limit: int = 20) -> List[dict]:
     return [_item_record(scorer, i, trec) for _, i in failing[:limit]]
 
 
+# --------------------------------------------------------------------------- shards: --partial and merge
+#
+# A shard run (``--partial OUT.json``) judges its slice of the trace rows and writes, instead
+# of a report, the verdicts it made: for every gold item it saw, the item's slots of every
+# per-item container of the Scorer (arrays, per-cutoff arrays, sparse maps), found
+# generically so a metric added to the Scorer merges with no code here; the order in which
+# its rows named items (to count duplicates across shards exactly); its row counts and
+# notes.  ``merge P1 ... Pn`` reads the gold set again (its sha256 must match), takes each
+# item's verdict from the last shard that saw it (last row wins, as in one run when the
+# shards are consecutive pieces of the trace), judges the items no shard saw as missing,
+# and then aggregates, gates, compares and prints through the very code of a single run:
+# the output is byte-identical to one run over all the rows.  TREC runs shard by topic.
+
+PARTIAL_FORMAT = "score_eval-partial"
+PARTIAL_VERSION = 1
+_PARTIAL_ARGS = ("gold", "trace", "qrels", "run", "k", "by", "refusal", "chunks", "dataset")
+
+
+class _RecordingScorer(Scorer):
+    """A Scorer that also records which items the rows named, in row order."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.calls = array("I")
+
+    def judge(self, i, *rest):
+        if rest[-1]:                               # present: a row named the item
+            self.calls.append(i)
+        super().judge(i, *rest)
+
+
+def _per_item(scorer: Scorer):
+    """``(name, key, container, kind)`` of every per-item container of a Scorer: ``kind``
+    is "array" (one slot per item; ``key`` a cutoff or None) or "sparse" (a dict keyed by
+    item position)."""
+    n = len(scorer.gold)
+    for name, v in sorted(vars(scorer).items()):
+        if name == "calls" or name == "gold":
+            continue
+        if isinstance(v, (array, bytearray)) and len(v) == n:
+            yield name, None, v, "array"
+        elif isinstance(v, dict):
+            vals = list(v.values())
+            if vals and all(isinstance(x, (array, bytearray)) and len(x) == n for x in vals):
+                for key in sorted(v):
+                    yield name, key, v[key], "array"
+            elif all(type(key) is int for key in v) and not any(isinstance(x, (array, bytearray)) for x in vals):
+                yield name, None, v, "sparse"
+
+
+def _pack(arr) -> dict:
+    import base64
+    if isinstance(arr, bytearray):
+        return {"type": "bytes", "data": base64.b64encode(bytes(arr)).decode("ascii")}
+    if sys.byteorder != "little":                  # pragma: no cover - big-endian hosts
+        arr = array(arr.typecode, arr)
+        arr.byteswap()
+    return {"type": arr.typecode, "data": base64.b64encode(arr.tobytes()).decode("ascii")}
+
+
+def _unpack(d: dict, path: str):
+    import base64
+    try:
+        raw = base64.b64decode(d["data"].encode("ascii"), validate=True)
+        if d["type"] == "bytes":
+            return bytearray(raw)
+        out = array(d["type"])
+        out.frombytes(raw)
+    except (KeyError, TypeError, ValueError, AttributeError):   # binascii.Error is a ValueError
+        raise ScoreError("%s: malformed packed array in a partial, got %s" % (path, _show(d, 60))) from None
+    if sys.byteorder != "little":                  # pragma: no cover - big-endian hosts
+        out.byteswap()
+    return out
+
+
+def _sha256_file(path: str) -> str:
+    import hashlib
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    except OSError as exc:
+        raise ScoreError("%s: cannot read: %s" % (path, exc.strerror)) from None
+    return h.hexdigest()
+
+
+def write_partial(args, gold: "Gold", scorer: Scorer, stats: dict, notes: List[str]) -> int:
+    """The ``--partial`` output of a shard run (see the section comment); exit status 0."""
+    calls = getattr(scorer, "calls", None)
+    if calls is None:                              # pragma: no cover - run() always records
+        raise ScoreError("--partial: internal error, the shard's rows were not recorded")
+    seen = sorted(set(calls))
+    idx = array("I", seen)
+    fields = []
+    for name, key, cont, kind in _per_item(scorer):
+        if kind == "array":
+            sub = bytearray(cont[i] for i in seen) if isinstance(cont, bytearray) \
+                else array(cont.typecode, [cont[i] for i in seen])
+            fields.append({"name": name, "key": key, "kind": kind, "values": _pack(sub)})
+        else:
+            fields.append({"name": name, "key": None, "kind": kind,
+                           "values": [[i, cont[i]] for i in seen if i in cont]})
+    source = args.gold or args.qrels
+    doc = {"format": PARTIAL_FORMAT, "version": PARTIAL_VERSION, "schema": SCHEMA,
+           "args": {a: getattr(args, a) for a in _PARTIAL_ARGS},
+           "gold_sha256": _sha256_file(source), "gold_items": len(gold), "ks": scorer.ks,
+           "stats": stats, "notes": notes, "items": _pack(idx), "calls": _pack(calls), "fields": fields}
+    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n"
+    if args.partial == "-":
+        sys.stdout.write(text)
+    else:
+        atomic_write(args.partial, text)
+    return 0
+
+
+def _read_partial(path: str) -> dict:
+    try:
+        with open(path, "rb") as fh:
+            doc = json.loads(fh.read().decode("utf-8"))
+    except OSError as exc:
+        raise ScoreError("%s: cannot read: %s" % (path, exc.strerror)) from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ScoreError("%s:1: not a partial (invalid JSON: %s)" % (path, str(exc).split(":")[0])) from None
+    if type(doc) is not dict or doc.get("format") != PARTIAL_FORMAT:
+        raise ScoreError("%s:1: not a score_eval partial, got format %s"
+                         % (path, _show(doc.get("format") if type(doc) is dict else doc)))
+    if doc.get("version") != PARTIAL_VERSION or doc.get("schema") != SCHEMA:
+        raise ScoreError("%s:1: partial version must be %d (%s), got %s"
+                         % (path, PARTIAL_VERSION, SCHEMA, _show([doc.get("version"), doc.get("schema")])))
+    for key in ("args", "gold_sha256", "gold_items", "ks", "stats", "notes", "items", "calls", "fields"):
+        if key not in doc:
+            raise ScoreError("%s:1: partial has no %r" % (path, key))
+    return doc
+
+
+def merged_runs(paths: List[str], errors: "_Errors") -> dict:
+    """The rankings of TREC shards (split by topic), read again from the run files their
+    partials name, for trec_eval's measures (which the partials do not carry)."""
+    runs: dict = {}
+    for p in paths:
+        run_path = _read_partial(p)["args"].get("run")
+        if not isinstance(run_path, str) or not run_path:
+            raise ScoreError("%s: the partial names no run file" % p)
+        runs.update(read_run(run_path, errors))
+    if errors.count:
+        raise ScoreError(errors.text())
+    return runs
+
+
+def merge_partials(paths: List[str], args, ks: List[int], refusal: str, errors: "_Errors",
+                   notes: List[str], rules: Optional["Rules"] = None):
+    """``(gold, scorer, stats)`` of the union of the shards' rows (see the section comment)."""
+    docs = [_read_partial(p) for p in paths]
+    trec = bool(args.qrels)
+    source = args.gold or args.qrels
+    first = docs[0]
+    for p, d in zip(paths, docs):
+        same = {a: d["args"].get(a) for a in _PARTIAL_ARGS if a not in ("trace", "run")}
+        want = {a: first["args"].get(a) for a in same}
+        if same != want or d["gold_sha256"] != first["gold_sha256"]:
+            diff = sorted(a for a in same if same[a] != want[a]) or ["gold file content"]
+            raise ScoreError("%s: shard differs from %s in %s; every shard must score the same gold "
+                             "set with the same options" % (p, paths[0], ", ".join(diff)))
+    if _sha256_file(source) != first["gold_sha256"]:
+        raise ScoreError("%s: the gold file changed since the partials were written (sha256 differs)" % source)
+    gold = read_qrels(source, errors) if trec else read_gold(source, args.by, errors, [])
+    if errors.count:
+        raise ScoreError(errors.text())
+    if first["ks"] != ks:
+        raise ScoreError("merge: the shards computed cutoffs %s, the gates need %s; run the shards with "
+                         "--k %s" % (first["ks"], ks, ",".join(map(str, ks))))
+    scorer = Scorer(gold, ks, refusal, None, rules)
+    slots = {(name, key): (cont, kind) for name, key, cont, kind in _per_item(scorer)}
+    n = len(gold)
+    seen = bytearray(n)
+    rows = unknown = dup = 0
+    unknown_ex: List[str] = []
+    unknown_topics: set = set()
+    dup_ex: List[str] = []
+    # Notes made before the trace (chunks, gold) are the same in every shard: kept once.
+    prefix = docs[0]["notes"]
+    for d in docs[1:]:
+        common = 0
+        while common < min(len(prefix), len(d["notes"])) and prefix[common] == d["notes"][common]:
+            common += 1
+        prefix = prefix[:common]
+    notes.extend(prefix)
+    for d in docs:
+        notes.extend(d["notes"][len(prefix):])
+    for p, d in zip(paths, docs):
+        s = d["stats"]
+        rows += s["rows"]
+        unknown += s["unknown"]
+        if trec:
+            unknown_topics.update(s["unknown_ex"])
+        else:
+            unknown_ex.extend(s["unknown_ex"])
+        for i in _unpack(d["calls"], p):          # replay the rows' order: duplicates as one run
+            if i >= n:
+                raise ScoreError("%s: item position %d out of range (%d gold items)" % (p, i, n))
+            if seen[i]:
+                dup += 1
+                if len(dup_ex) < 5:
+                    dup_ex.append(gold.qids[i])
+            seen[i] = 1
+        items = _unpack(d["items"], p)
+        for f in d["fields"]:
+            key = (f["name"], f["key"])
+            if key not in slots:
+                raise ScoreError("%s: the partial holds %s%s, which this scorer does not have (another "
+                                 "version wrote it?)" % (p, f["name"], "" if f["key"] is None else "[%s]" % f["key"]))
+            cont, kind = slots[key]
+            if kind == "array":
+                values = _unpack(f["values"], p)
+                if len(values) != len(items):
+                    raise ScoreError("%s: %s holds %d values for %d items" % (p, f["name"], len(values), len(items)))
+                for i, v in zip(items, values):
+                    cont[i] = v
+            else:
+                for i in items:
+                    cont.pop(i, None)
+                for i, v in f["values"]:
+                    cont[i] = v
+    missing = 0
+    i = seen.find(0)
+    while i >= 0:
+        missing += 1
+        scorer.judge(i, None, None, None if not trec else [], None, None, None, None, False)
+        i = seen.find(0, i + 1)
+    if trec:
+        unknown_ex = sorted(unknown_topics)
+    stats = {"rows": rows, "unknown": unknown, "unknown_ex": unknown_ex[:5],
+             "duplicates": dup, "duplicate_ex": dup_ex, "missing": missing}
+    return gold, scorer, stats
+
+
+def merge_main(argv: List[str]) -> int:
+    """``score_eval.py merge P1.json P2.json ... [options]``: one report from shard partials."""
+    ap = argparse.ArgumentParser(
+        prog="score_eval.py merge",
+        description="Combine the --partial outputs of shard runs (in trace order) into the report one "
+                    "run over all their rows prints, gates and --baseline comparison included.")
+    ap.add_argument("partials", nargs="+", help="partial JSON files written by --partial, in trace order")
+    ap.add_argument("--trace", help="trace name shown in the report's inputs (default: the shards' names, "
+                                    "comma-separated)")
+    for flag in ("--gates", "--gates-file", "--baseline", "--out", "--markdown", "--items"):
+        ap.add_argument(flag, help="as for a single run")
+    ap.add_argument("--dataset", help="as for a single run (default: the shards')")
+    ap.add_argument("--max-errors", type=int, default=MAX_ERRORS, help="as for a single run")
+    try:
+        margs = ap.parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        first = _read_partial(margs.partials[0])
+        args = build_parser().parse_args([])
+        for a in _PARTIAL_ARGS:
+            setattr(args, a, first["args"].get(a))
+        trec = bool(args.qrels)
+        names = margs.trace or ",".join(_read_partial(p)["args"].get("run" if trec else "trace") or ""
+                                        for p in margs.partials)
+        if trec:
+            args.run = names
+        else:
+            args.trace = names
+        for a in ("gates", "gates_file", "baseline", "out", "markdown", "items", "max_errors"):
+            setattr(args, a, getattr(margs, a))
+        if margs.dataset is not None:
+            args.dataset = margs.dataset
+        args.merge = margs.partials
+        return run(args)
+    except ScoreError as exc:
+        sys.stderr.write("%s\n" % exc)
+        return 2
+    except BrokenPipeError:
+        return 1
+
+
+def partial_main(args) -> int:
+    """A shard run: ``run`` with a Scorer that records the rows' items (see --partial)."""
+    global Scorer
+    plain = Scorer
+    Scorer = _RecordingScorer
+    try:
+        return run(args)
+    finally:
+        Scorer = plain
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """The command line; returns the exit status (0 pass, 1 a gate failed, 2 usage or input
     error, 3 internal error) and never raises."""
@@ -4354,12 +4666,15 @@ def _main(argv: List[str]) -> int:
             sys.stderr.write(terminal_safe("%s\n" % exc))
             return EXIT_INPUT
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["merge"]:
+        return merge_main(argv[1:])
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:   # argparse already printed usage / help
         return exc.code if isinstance(exc.code, int) else EXIT_INPUT
     try:
-        return run(args)
+        return partial_main(args) if args.partial else run(args)
     except ScoreError as exc:
         sys.stderr.write(terminal_safe("%s\n" % exc))
         return EXIT_INPUT

@@ -151,6 +151,8 @@ def worker_mini_rag(folder: Path, out: str, repeat: int) -> None:
     _, queries, _ = read_collection(folder)
     docs = load_corpus(str(folder / "corpus.jsonl"))       # JSON parsing: outside the timer
     config = load_config()
+    if os.environ.get("MINI_RAG_BENCH_NUMPY"):             # bench_scale.py: the numpy path
+        config["retrieval"]["numpy"] = True
 
     def build():
         chunks = []

@@ -57,6 +57,16 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
         raise MiniRagError(str(exc)) from None
 
 
+def atomic_write_with(path: str, write) -> None:
+    """:func:`atomic_write_bytes` for content produced piece by piece: ``write(fh)``
+    writes it to the binary temporary file (streamed, never held whole in memory)."""
+    se = scorer()
+    try:
+        se.write_output_with(path, write)
+    except se.ScoreError as exc:
+        raise MiniRagError(str(exc)) from None
+
+
 def write_set_manifest(path: str, files: List[str], start: bool = False) -> None:
     """Outputs written as one set: call with ``start=True`` before writing them (removes the
     old manifest), then with the files after (writes each file's sha256, last)."""

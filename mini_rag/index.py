@@ -12,8 +12,9 @@ Public API
 ================================  ==========================================================
 ``build_index(chunks, ...)``      chunks -> :class:`Index` (analysis + postings + weights)
 ``build_or_load(config)``         the index at ``[index] path``, rebuilt when stale
-``load_index(path)``              read an index file (manifest and body hash checked)
+``load_index(path)``              read an index file (manifest and section hashes checked)
 ``save_index(index, path)``       write it atomically (gzip when the path ends in ``.gz``)
+``Index.max_weights(scoring)``    ``{term: largest posting weight}`` (pruning's bounds)
 ``Index.chunks``                  list of :class:`~mini_rag.records.Chunk`, corpus order
 ``Index.chunk(chunk_id)``         one chunk by id (MiniRagError when unknown)
 ``Index.idf(term)``               BM25 idf (Lucene's), defined for df = 0 too
@@ -62,14 +63,22 @@ negative (no epsilon floor as in rank_bm25) and is defined for df = 0.
 
 Persistence
 -----------
-The file has two lines of compact JSON, gzip-compressed when the path ends in ``.gz``
-(deterministic: fixed header, mtime 0): line 1 is the manifest, line 2 the body.  The
+Format 2 (``save_index``): one line of compact JSON, the manifest, then binary sections
+(``store.py``: each with its type, offset, length and sha256 in the manifest); the whole
+file gzip'd when the path ends in ``.gz`` (deterministic: fixed header, mtime 0).  The
 manifest records the format version, the corpus path and the sha256 of every corpus
-file, the chunking, analysis and scoring settings, a content hash per document, counts,
-and the sha256 of the body line.  Reading only the first line is enough to tell whether
-the index is stale.  The body holds the chunks (as records), the sorted vocabulary and,
-per chunk, its ``[term id, tf, ...]`` pairs; postings and weights are rebuilt from them
-on load (cheaper than storing them twice, and bit-identical: same operations, same order).
+file, the chunking, analysis and scoring settings, a content hash per document and
+counts: reading only the first line is enough to tell whether the index is stale.  The
+sections (``SECTIONS``) hold the vocabulary, the chunk ids and records, chunk lengths and
+tie-break ranks, and the inverted index itself: per term its postings, term
+frequencies, BM25 weights and largest weight (pruned top-k's upper bound), as packed
+little-endian arrays.  Loading builds nothing: a plain file stays open, its small
+sections are read and a term's postings and weights are read when a query asks for
+them (a bounded cache keeps recent ones); chunks are decoded when first asked for; a chunk's bag of terms
+is analyzed again from its text when needed (the same bag: same text, same analyzer);
+TF-IDF weights are computed from the stored tf on first use (the same floats).  Saving
+streams section by section.  Format 1 (two JSON lines; per-chunk term bags, postings
+rebuilt on load) is still read.
 
 Staleness: :func:`build_or_load` compares the manifest with the corpus on disk and the
 configured settings.  A changed, added or removed file, another corpus path or other
@@ -80,7 +89,11 @@ does not match its hash is an error, never used.
 """
 from __future__ import annotations
 
+import array
+import dataclasses
 import functools
+import itertools
+import operator
 import gc
 import gzip
 import hashlib
@@ -91,16 +104,19 @@ import re
 import struct
 import sys
 import zlib
+from collections.abc import Mapping, Sequence as SequenceABC
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .analysis import Analyzer
 from .corpus import chunk_document, corpus_files, load_corpus
 from .errors import MiniRagError
-from .fileio import atomic_write_bytes
 from .records import Chunk
+from .store import LazyArray, SectionFile, SectionWriter
 
 FORMAT = "mini_rag-index"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Versions load_index reads: 1 (per-chunk term bags, rebuilt on load) and 2 (sections).
+READABLE_VERSIONS = (1, 2)
 SCORINGS = ("bm25", "tfidf")
 BM25_VARIANT = "lucene"
 BM25_IDF = "ln(1 + (N - df + 0.5) / (df + 0.5))"
@@ -197,8 +213,11 @@ class Index:
         self.num_searchable = sum(1 for n in lengths if n)
         # fsum: the exact mean, whatever the order of the additions.
         self.avgdl = math.fsum(lengths) / self.num_searchable if self.num_searchable else 0.0
-        self._weights: Dict[str, Dict[str, List[float]]] = {}
+        self._weights: Dict[str, Any] = {}
+        self._max_weights: Dict[str, Any] = {}
         self._vocabulary: Optional[List[str]] = None
+        self._chunk_ids = None
+        self._mapped = None         # a loaded index: its open SectionFile
         # Tie-break rank: chunks ordered by chunk_id (code point order).  Rankings sort
         # on (score descending, chunk_id ascending); comparing these ints is the same.
         order = sorted(range(len(chunks)), key=lambda i: chunks[i].chunk_id)
@@ -209,14 +228,21 @@ class Index:
     # ------------------------------------------------------------ lookups
 
     def chunk(self, chunk_id: str) -> Chunk:
-        pos = self._by_id.get(chunk_id)
+        pos = self._ids().get(chunk_id)
         if pos is None:
             raise MiniRagError("unknown chunk id, got %r" % chunk_id)
         return self.chunks[pos]
 
     def position(self, chunk_id: str) -> int:
         """0-based position of a chunk in :attr:`chunks` (KeyError-free: -1 when unknown)."""
-        return self._by_id.get(chunk_id, -1)
+        return self._ids().get(chunk_id, -1)
+
+    def _ids(self) -> Dict[str, int]:
+        """``{chunk_id: position}`` (a loaded index builds it on first need)."""
+        if self._by_id is None:
+            ids = self._chunk_ids() if self._chunk_ids is not None else [c.chunk_id for c in self.chunks]
+            self._by_id = dict(zip(ids, range(len(ids))))
+        return self._by_id
 
     def doc_freq(self, term: str) -> int:
         p = self._positions.get(term)
@@ -270,16 +296,29 @@ class Index:
                                for p, tf in zip(pos_list, self._freqs[term])]
         else:
             idfs = {t: tfidf_idf(n, len(p)) for t, p in self._positions.items()}
-            norms = []
-            for bag in self._terms:
-                # fsum: a norm independent of the order of the chunk's terms.
-                norms.append(math.sqrt(math.fsum(((1.0 + math.log(tf)) * idfs[t]) ** 2
-                                                 for t, tf in bag.items())) or 1.0)
+            # Each chunk's squared weights gathered from the postings (a loaded index has
+            # no bags at hand); fsum: a norm independent of the order of the chunk's terms.
+            squares: List[List[float]] = [[] for _ in range(self.num_chunks)]
+            for term, pos_list in self._positions.items():
+                idf = idfs[term]
+                for p, tf in zip(pos_list, self._freqs[term]):
+                    squares[p].append(((1.0 + math.log(tf)) * idf) ** 2)
+            norms = [math.sqrt(math.fsum(sq)) or 1.0 for sq in squares]
+            del squares
             for term, pos_list in self._positions.items():
                 idf = idfs[term]
                 table[term] = [(1.0 + math.log(tf)) * idf / norms[p]
                                for p, tf in zip(pos_list, self._freqs[term])]
         self._weights[scoring] = table
+        return table
+
+    def max_weights(self, scoring: str = "bm25") -> Dict[str, float]:
+        """``{term: largest posting weight}``: the per-term upper bounds of pruned top-k
+        (stored in the index file for ``bm25``, computed once otherwise)."""
+        table = self._max_weights.get(scoring)
+        if table is None:
+            weights = self.prepare(scoring)
+            table = self._max_weights[scoring] = {t: max(ws) for t, ws in weights.items()}
         return table
 
     def postings(self, term: str, scoring: str = "bm25") -> Tuple[List[int], List[float]]:
@@ -425,24 +464,18 @@ def build_from_config(config: Dict[str, Any], corpus_path: Optional[str] = None,
 
 # ---------------------------------------------------------------- persistence
 
-def _gzip_bytes(data: bytes) -> bytes:
-    """gzip with a fixed header (mtime 0, no name, OS 255): same bytes on every Python."""
-    comp = zlib.compressobj(6, zlib.DEFLATED, -15)
-    body = comp.compress(data) + comp.flush()
-    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
-    return header + body + struct.pack("<II", zlib.crc32(data) & 0xFFFFFFFF, len(data) & 0xFFFFFFFF)
-
-
 def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
 def index_bytes(index: Index) -> bytes:
-    """The two-line serialization of an index (uncompressed)."""
+    """The format 1 serialization of an index (two JSON lines, uncompressed): still read
+    by :func:`load_index`; written only to test that."""
     vocab = index.vocabulary
     tid = {t: i for i, t in enumerate(vocab)}
     rows = []
-    for bag in index._terms:
+    for pos in range(index.num_chunks):
+        bag = index.terms(pos)
         flat: List[int] = []
         for t in sorted(bag, key=tid.__getitem__):
             flat.append(tid[t])
@@ -451,18 +484,103 @@ def index_bytes(index: Index) -> bytes:
     body = {"chunks": [c.to_json() for c in index.chunks], "vocabulary": vocab, "chunk_terms": rows}
     body_line = _dumps(body).encode("utf-8")
     manifest = dict(index.manifest)
+    manifest.pop("sections", None)
+    manifest.setdefault("format", FORMAT)
+    manifest["format_version"] = 1
+    manifest.setdefault("scoring", index.settings())
+    manifest.setdefault("analysis", index.analyzer.settings())
     manifest["body_sha256"] = hashlib.sha256(body_line).hexdigest()
-    index.manifest = manifest
     return _dumps(manifest).encode("utf-8") + b"\n" + body_line + b"\n"
 
 
+#: Sections of format 2, in file order: (name, type).  Postings are stored term by term
+#: in vocabulary order; ``offsets[i]:offsets[i + 1]`` are term i's postings.
+SECTIONS = (("vocabulary", "json"), ("chunk_ids", "json"), ("chunks", "jsonl"),
+            ("chunk_offsets", "u64"), ("lengths", "u32"), ("tie_rank", "u32"),
+            ("offsets", "u64"), ("positions", "u32"), ("tf", "u32"), ("bm25", "f64"),
+            ("bm25_max", "f64"))
+_FLUSH = 1 << 20        # numbers gathered before an array is written out
+
+
+def _array_parts(code: str, lists):
+    """Arrays of about ``_FLUSH`` numbers from an iterable of number lists (bounded memory),
+    filled 256 lists per C-level ``extend``."""
+    lists = iter(lists)
+    buf = array.array(code)
+    while True:
+        batch = list(itertools.islice(lists, 256))
+        if not batch:
+            break
+        buf.extend(itertools.chain.from_iterable(batch))
+        if len(buf) >= _FLUSH:
+            yield buf
+            buf = array.array(code)
+    if buf:
+        yield buf
+
+
+#: A stored chunk record is the JSON array of these fields' values (``Chunk`` order).
+CHUNK_FIELDS = tuple(f.name for f in dataclasses.fields(Chunk))
+_BATCH = 8192
+
+
+def _chunk_lines(index: Index, offsets: "array.array"):
+    """The chunks as JSON lines (``CHUNK_FIELDS`` values, an array), a batch at a time;
+    fills ``offsets`` (byte offset of each line's end) on the way.  Arrays rather than
+    ``to_json()`` objects, built by C-level maps: the per-chunk Python work was most of
+    the time of a save."""
+    get = operator.attrgetter(*CHUNK_FIELDS)
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    chunks = index.chunks
+    for start in range(0, len(chunks), _BATCH):
+        lines = list(map(str.encode, map(encode, map(get, chunks[start:start + _BATCH]))))
+        ends = itertools.accumulate(map((1).__add__, map(len, lines)), initial=offsets[-1])
+        next(ends)                                  # the initial value: the previous end
+        offsets.extend(ends)
+        yield b"\n".join(lines) + b"\n"
+
+
+@_gc_paused
 def save_index(index: Index, path: str) -> int:
-    """Write the index atomically; returns the number of bytes written."""
-    data = index_bytes(index)
-    if path.endswith(".gz"):
-        data = _gzip_bytes(data)
-    atomic_write_bytes(path, data)
-    return len(data)
+    """Write the index atomically (format 2, gzip'd when the path ends in ``.gz``), one
+    section at a time; returns the number of bytes written."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    vocab = index.vocabulary
+    positions, freqs = index._positions, index._freqs
+    weights, maxima = index.prepare("bm25"), index.max_weights("bm25")
+    writer = SectionWriter(folder)
+    try:
+        writer.add_json("vocabulary", vocab)
+        writer.add_json("chunk_ids", [c.chunk_id for c in index.chunks] if index._chunk_ids is None
+                        else index._chunk_ids())
+        offsets = array.array("Q", [0])
+        writer.add("chunks", "jsonl", _chunk_lines(index, offsets))
+        writer.add("chunk_offsets", "u64", [offsets])
+        del offsets
+        writer.add("lengths", "u32", [array.array("I", index.lengths)])
+        writer.add("tie_rank", "u32", [array.array("I", index.tie_rank)])
+        offsets = array.array("Q", [0])
+        for t in vocab:
+            offsets.append(offsets[-1] + len(positions[t]))
+        writer.add("offsets", "u64", [offsets])
+        del offsets
+        writer.add("positions", "u32", _array_parts("I", (positions[t] for t in vocab)))
+        writer.add("tf", "u32", _array_parts("I", (freqs[t] for t in vocab)))
+        writer.add("bm25", "f64", _array_parts("d", (weights[t] for t in vocab)))
+        writer.add("bm25_max", "f64", [array.array("d", [maxima[t] for t in vocab])])
+        manifest = {k: v for k, v in index.manifest.items() if k not in ("sections", "body_sha256")}
+        manifest.setdefault("format", FORMAT)
+        manifest["format_version"] = FORMAT_VERSION
+        manifest["chunk_fields"] = list(CHUNK_FIELDS)
+        manifest.setdefault("scoring", index.settings())
+        manifest.setdefault("analysis", index.analyzer.settings())
+        size = writer.finish(path, manifest, path.endswith(".gz"))
+    finally:
+        writer.close()
+    manifest["sections"] = writer.sections
+    index.manifest = manifest
+    return size
 
 
 def _open(path: str):
@@ -536,20 +654,44 @@ def _parse_manifest(line: bytes, path: str) -> Dict[str, Any]:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise MiniRagError("%s:1: not a mini_rag index, got format %r"
                            % (path, manifest.get("format") if isinstance(manifest, dict) else manifest))
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise MiniRagError("%s:1: index format version must be %d, got %r; rebuild it with "
+    if manifest.get("format_version") not in READABLE_VERSIONS:
+        raise MiniRagError("%s:1: index format version must be %s, got %r; rebuild it with "
                            "'python -m mini_rag index --force'"
-                           % (path, FORMAT_VERSION, manifest.get("format_version")))
+                           % (path, " or ".join(map(str, READABLE_VERSIONS)), manifest.get("format_version")))
     return manifest
 
 
 @_gc_paused
 def load_index(path: str) -> Index:
-    """Read an index file; its manifest, body hash and analysis settings are checked."""
-    with _open(path) as fh:
+    """Read an index file; its manifest, section (or body) hashes and settings are checked.
+
+    Format 2 is ready when read: the small sections are read, postings and weights are
+    read term by term when a query asks for them, chunks are decoded when first asked for.  Format 1 is rebuilt
+    from its term bags (the older, slower way; saving it again writes format 2).
+    """
+    fh = _open(path)
+    try:
         first = _read_line(fh, path, 1, MAX_MANIFEST_BYTES)
+        manifest = _parse_manifest(first, path)
+        if manifest["format_version"] == 1:
+            return _load_v1(path, fh, manifest)
+    except BaseException:
+        fh.close()
+        raise
+    fh.close()
+    raw = open(path, "rb")
+    try:
+        sf = SectionFile(path, first, raw)
+        sf.check(manifest)
+        return _load_v2(path, sf, manifest)
+    except BaseException:
+        raw.close()
+        raise
+
+
+def _load_v1(path: str, fh, manifest: Dict[str, Any]) -> Index:
+    with fh:
         body_line = _read_line(fh, path, 2, MAX_INDEX_BYTES).rstrip(b"\n")
-    manifest = _parse_manifest(first, path)
     if hashlib.sha256(body_line).hexdigest() != manifest.get("body_sha256"):
         raise MiniRagError("%s:2: index body does not match the manifest's body_sha256 "
                            "(truncated or edited); rebuild it with 'python -m mini_rag index --force'"
@@ -610,6 +752,163 @@ def validate_index(manifest: Dict[str, Any], body: Any, path: str) -> Dict[str, 
     return body
 
 
+class _Packed(Mapping):
+    """``term -> its slice of a packed array``, through the vocabulary's ids.  Slices of a
+    section read on demand (``store.LazyArray``) are kept in a cache of bounded size."""
+
+    __slots__ = ("_ids", "_off", "_data", "_cache", "_cached")
+    CACHE_BYTES = 1 << 26
+
+    def __init__(self, ids: Dict[str, int], offsets, data) -> None:
+        self._ids, self._off, self._data = ids, offsets, data
+        self._cache: Optional[Dict[int, Any]] = {} if isinstance(data, LazyArray) else None
+        self._cached = 0
+
+    def _slice(self, i: int):
+        cache = self._cache
+        if cache is None:
+            return self._data[self._off[i]:self._off[i + 1]]
+        view = cache.get(i)
+        if view is None:
+            view = self._data[self._off[i]:self._off[i + 1]]
+            self._cached += view.nbytes
+            if self._cached > self.CACHE_BYTES:
+                cache.clear()
+                self._cached = view.nbytes
+            cache[i] = view
+        return view
+
+    def __getitem__(self, term: str):
+        return self._slice(self._ids[term])
+
+    def get(self, term: str, default=None):
+        i = self._ids.get(term)
+        return default if i is None else self._slice(i)
+
+    def __contains__(self, term: object) -> bool:
+        return term in self._ids
+
+    def __iter__(self):
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
+class _PerTerm(_Packed):
+    """``term -> one number`` of an array indexed by term id."""
+
+    __slots__ = ()
+
+    def __getitem__(self, term: str):
+        return self._data[self._ids[term]]
+
+    def get(self, term: str, default=None):
+        i = self._ids.get(term)
+        return default if i is None else self._data[i]
+
+
+class _LazyChunks(SequenceABC):
+    """The chunks of a loaded index, each decoded from its JSON line when first asked for
+    (a bounded cache keeps the recent ones)."""
+
+    CACHE = 1 << 16
+
+    def __init__(self, lines, offsets) -> None:
+        self._lines, self._off = lines, offsets
+        self._n = len(offsets) - 1
+        self._cache: Dict[int, Chunk] = {}
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _decode(self, i: int) -> Chunk:
+        return Chunk(*json.loads(bytes(self._lines[self._off[i]:self._off[i + 1]])))
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._n))]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError("chunk position out of range")
+        c = self._cache.get(i)
+        if c is None:
+            if len(self._cache) >= self.CACHE:
+                self._cache.clear()
+            c = self._cache[i] = self._decode(i)
+        return c
+
+    def __iter__(self):
+        cache = self._cache
+        for i in range(self._n):
+            c = cache.get(i)
+            yield c if c is not None else self._decode(i)
+
+
+class _LazyBags(SequenceABC):
+    """Each chunk's ``{term: tf}``, analyzed again from its text when asked for: the same
+    bag the build made (same text, same analyzer), not stored in the file."""
+
+    def __init__(self, chunks: Sequence[Chunk], analyzer: Analyzer) -> None:
+        self._chunks, self._analyzer = chunks, analyzer
+        self._cache: Dict[int, Dict[str, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._chunks)
+
+    def __getitem__(self, pos):
+        bag = self._cache.get(pos)
+        if bag is None:
+            c = self._chunks[pos]
+            bag = {} if c.is_heading else self._analyzer.term_counts(indexed_text(c))
+            if len(self._cache) >= _LazyChunks.CACHE:
+                self._cache.clear()
+            self._cache[pos] = bag
+        return bag
+
+
+def _load_v2(path: str, sf: SectionFile, manifest: Dict[str, Any]) -> Index:
+    missing = [name for name, _ in SECTIONS if name not in sf.sections]
+    if missing:
+        raise MiniRagError("%s:1: index has no section %s; rebuild it with "
+                           "'python -m mini_rag index --force'" % (path, ", ".join(missing)))
+    if manifest.get("chunk_fields") != list(CHUNK_FIELDS):
+        raise MiniRagError("%s:1: index chunk records have fields %r, this version reads %r; rebuild "
+                           "it with 'python -m mini_rag index --force'"
+                           % (path, manifest.get("chunk_fields"), list(CHUNK_FIELDS)))
+    vocab = sf.json("vocabulary")
+    offsets, positions = sf.array("offsets"), sf.lazy("positions")
+    tf, bm25, maxima = sf.lazy("tf"), sf.lazy("bm25"), sf.array("bm25_max")
+    chunk_offsets, lengths, tie = sf.array("chunk_offsets"), sf.array("lengths"), sf.array("tie_rank")
+    n = len(chunk_offsets) - 1
+    if not (isinstance(vocab, list) and len(offsets) == len(vocab) + 1 == len(maxima) + 1
+            and offsets[-1] == len(positions) == len(tf) == len(bm25)
+            and n >= 0 and len(lengths) == len(tie) == n):
+        raise MiniRagError("%s: index sections disagree on their sizes; rebuild it with "
+                           "'python -m mini_rag index --force'" % path)
+    scoring = manifest.get("scoring") or {}
+    index = Index([], [], Analyzer.from_settings(manifest.get("analysis")),
+                  scoring.get("k1", 1.5), scoring.get("b", 0.75), manifest)
+    ids = dict(zip(vocab, range(len(vocab))))
+    index.chunks = _LazyChunks(sf.lazy("chunks"), chunk_offsets)  # type: ignore[assignment]
+    index.num_chunks = n
+    index._by_id = None
+    index._chunk_ids = lambda: sf.json("chunk_ids")
+    index._terms = _LazyBags(index.chunks, index.analyzer)        # type: ignore[assignment]
+    index._positions = _Packed(ids, offsets, positions)          # type: ignore[assignment]
+    index._freqs = _Packed(ids, offsets, tf)                     # type: ignore[assignment]
+    index.lengths = array.array("I", lengths)                    # type: ignore[assignment]
+    index.num_searchable = n - index.lengths.count(0)
+    index.avgdl = math.fsum(index.lengths) / index.num_searchable if index.num_searchable else 0.0
+    index.tie_rank = tie                                         # type: ignore[assignment]
+    index._vocabulary = vocab
+    index._weights["bm25"] = _Packed(ids, offsets, bm25)
+    index._max_weights["bm25"] = _PerTerm(ids, None, maxima)
+    index._mapped = sf
+    return index
+
+
 def build_or_load(config: Dict[str, Any], corpus_path: Optional[str] = None, force: bool = False,
                   log=None, progress=None) -> Index:
     """The index for ``config`` (and ``corpus_path``, default ``[corpus] path``).
@@ -632,12 +931,22 @@ def build_or_load(config: Dict[str, Any], corpus_path: Optional[str] = None, for
         else:
             reasons = stale_reasons(manifest, expected)
             if not reasons:
-                return load_index(path)
-            print("mini_rag: index %s is stale: %s; rebuilding" % (path, "; ".join(reasons)), file=log)
-            try:
-                old = load_index(path)
-            except MiniRagError:
-                old = None
+                try:
+                    index = load_index(path)
+                except MiniRagError as exc:      # damaged sections: rebuilt, never used
+                    print("mini_rag: index %s is unusable, rebuilding: %s" % (path, exc), file=log)
+                else:
+                    if manifest.get("format_version") != FORMAT_VERSION:
+                        print("mini_rag: index %s has format version %s; saving it as version %d"
+                              % (path, manifest.get("format_version"), FORMAT_VERSION), file=log)
+                        save_index(index, path)
+                    return index
+            else:
+                print("mini_rag: index %s is stale: %s; rebuilding" % (path, "; ".join(reasons)), file=log)
+                try:
+                    old = load_index(path)
+                except MiniRagError:
+                    old = None
     index = build_from_config(config, corpus_path, reuse=old, progress=progress)
     save_index(index, path)
     return index

@@ -25,6 +25,14 @@ ever touched.  The top k are selected exactly (``_top``: a sampled score thresho
 C-level sorts); **ties are broken by chunk_id ascending**
 (code point order), here and in every list this module returns.
 
+Two faster paths give the same ranking, every score equal to the float: *pruned top-k*
+(``[retrieval] pruning``, on by default, used from ``PRUNE_MIN`` postings a query:
+MaxScore with the per-term upper bounds stored in the index, candidates re-summed in
+the order above, see ``_pruned_scores``) and *numpy* (``[retrieval] numpy``, off by
+default, used only when numpy imports: ``bincount`` adds the same weights in the same
+order, see ``_rank_numpy``).  A scope filter (``allowed`` positions) applies to the
+candidates of every path before the top k are chosen.
+
 Similarity in [0, 1] (what the thresholds compare)
 --------------------------------------------------
 ``bm25``: the BM25 score divided by the score of a *reference chunk* that contains every
@@ -116,10 +124,12 @@ threshold and the answering stage's evidence checks must still reject it.
 from __future__ import annotations
 
 import datetime
+import heapq
 import math
 import re
+from bisect import bisect_left
 from collections import Counter
-from itertools import islice, repeat
+from itertools import compress, islice, repeat
 from operator import add, mul
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -133,6 +143,8 @@ from .records import Hit, Retrieval
 Alternatives = Dict[str, List[Tuple[Tuple[str, ...], float]]]
 
 _HAS_DIGIT = re.compile(r"\d").search
+#: Postings of a query from which pruned top-k is tried (``Retriever.prune_min``).
+PRUNE_MIN = 50000
 _SPACES = re.compile(r"\s+")
 _ID_SEPARATORS = re.compile(r"[-_.]+")
 
@@ -274,6 +286,23 @@ def _cosine(a: Dict[str, int], b: Dict[str, int], idf) -> float:
     return min(1.0, dot / (na * nb))
 
 
+def _kth_largest(acc: Dict[int, float], k: int, allowed=None) -> float:
+    """A lower bound of the k-th largest score of ``acc`` (within ``allowed``), 0.0 when
+    there are fewer than k: the exact value, or a sampled one shown to have >= k scores
+    at or above it (both valid thresholds for pruning)."""
+    vals: Any = acc.values() if allowed is None else [s for p, s in acc.items() if p in allowed]
+    n = len(vals)
+    if n < k or k <= 0:
+        return 0.0
+    if n > 8 * k + 64:
+        step = n // (4 * k)
+        sample = sorted(islice(vals, 0, None, step), reverse=True)
+        th = sample[min(len(sample), -(-k // step) + 1) - 1]
+        if sum(map(th.__le__, vals)) >= k:
+            return th
+    return heapq.nlargest(k, vals)[-1]
+
+
 # ---------------------------------------------------------------- retriever
 
 class Retriever:
@@ -304,6 +333,29 @@ class Retriever:
                 raise MiniRagError("[retrieval] %s must be a number from 0 to 1, got %r" % (key, w))
             self._alt_weights[key] = float(w)
         self._extra_groups = tuple((config.get("answer") or {}).get("synonym_groups") or ())
+        # Pruned top-k (exact, see _pruned_scores); False scores every chunk that shares a term.
+        self.pruning = bool(r.get("pruning", True))
+        # Below this many postings the exhaustive sum (all C-level) is faster than pruning's
+        # bookkeeping; the two give the same ranking, so this only decides speed.
+        self.prune_min = PRUNE_MIN
+        # Optional numpy scoring (same ranking, same floats): only when asked and importable.
+        self._np: Any = None
+        self._np_tie: Any = None
+        self._np_cache: Dict[Any, Any] = {}
+        self._np_masks: Dict[int, Any] = {}
+        if r.get("numpy", False):
+            self.use_numpy(True)
+
+    def use_numpy(self, on: bool = True) -> bool:
+        """Score with numpy from now on (``on``), when numpy imports; returns whether it does."""
+        self._np = None
+        if on:
+            try:
+                import numpy
+            except ImportError:
+                return False
+            self._np = numpy
+        return self._np is not None
 
     # ------------------------------------------------------------ ranking core
 
@@ -317,13 +369,7 @@ class Retriever:
             return {}
         # Longest postings first (built at C speed by dict()), then by term: a fixed order.
         terms.sort(key=lambda t: (-len(positions[t]), t))
-        if self.scoring == "tfidf":
-            n = self.index.num_searchable
-            qw = {t: (1.0 + math.log(q)) * tfidf_idf(n, self.index.doc_freq(t)) for t, q in qtf.items()}
-            qnorm = math.sqrt(math.fsum(v * v for v in qw.values()))
-            mult = {t: qw[t] / qnorm for t in terms}
-        else:
-            mult = {t: float(qtf[t]) for t in terms if qtf[t] != 1}
+        mult = self._multipliers(qtf, terms)
         acc: Dict[int, float] = {}
         get = acc.get
         for i, t in enumerate(terms):
@@ -338,6 +384,94 @@ class Retriever:
                 # postings list are distinct, so each read precedes its own write.
                 acc.update(zip(pos, map(add, map(get, pos, repeat(0.0)), ws)))
         return acc
+
+    def _multipliers(self, qtf: Dict[str, int], terms: Sequence[str]) -> Dict[str, float]:
+        """``{term: factor}`` applied to a term's posting weights (absent: 1, none applied)."""
+        if self.scoring == "tfidf":
+            n = self.index.num_searchable
+            qw = {t: (1.0 + math.log(q)) * tfidf_idf(n, self.index.doc_freq(t)) for t, q in qtf.items()}
+            qnorm = math.sqrt(math.fsum(v * v for v in qw.values()))
+            return {t: qw[t] / qnorm for t in terms}
+        return {t: float(qtf[t]) for t in terms if qtf[t] != 1}
+
+    def _pruned_scores(self, qtf: Dict[str, int], k: int, allowed=None,
+                       alternatives: Optional[Alternatives] = None) -> Dict[int, float]:
+        """Exact scores of a set of chunks that holds the k best (ties at the cut included)
+        within ``allowed``: what :meth:`_top` needs, without scoring every chunk.
+
+        MaxScore (Turtle & Flood, 1995) term at a time, exact to the bit:
+
+        1. Terms are added rarest first into partial sums.  Before a term, when the
+           postings left are many, ``theta`` (a lower bound of the k-th best score: the
+           k-th best partial sum) is compared with ``rest``, the sum of the upper bounds
+           (largest posting weight times the query factor, stored in the index) of the
+           terms left.  When ``rest < theta`` a chunk holding none of the terms added so
+           far cannot reach the k best: the rest of the terms are never scanned.
+        2. Candidates: chunks whose partial sum plus ``rest`` reaches ``theta``.
+        3. Each candidate's score is summed again in the exhaustive order (longest
+           postings first, then term; a term's weight looked up by bisection or a map),
+           so every float equals the one :meth:`_exhaustive_scores` computes.
+        Margins of 1e-9 (relative) keep step 1 and 2 safe from rounding.
+        """
+        positions, weights = self._positions, self._weights
+        bounds = self.index.max_weights(self.scoring)
+        if alternatives and self.scoring == "bm25":
+            positions, weights = self._with_alternatives(qtf, alternatives)
+            bounds = {t: (max(weights[t], default=0.0) if t in alternatives else bounds[t])
+                      for t in weights}
+        terms = [t for t in qtf if t in weights and len(positions[t])]
+        if not terms:
+            return {}
+        canonical = sorted(terms, key=lambda t: (-len(positions[t]), t))
+        mult = self._multipliers(qtf, terms)
+        order = canonical[::-1]
+        ubs = [bounds[t] * mult.get(t, 1.0) for t in order]
+        lens = [len(positions[t]) for t in order]
+        rest, left = [0.0] * (len(order) + 1), [0] * (len(order) + 1)
+        for i in range(len(order) - 1, -1, -1):
+            rest[i] = rest[i + 1] + ubs[i]
+            left[i] = left[i + 1] + lens[i]
+        acc: Dict[int, float] = {}
+        get = acc.get
+        cut, theta = len(order), 0.0
+        for i, t in enumerate(order):
+            if i and 4 * left[i] >= len(acc):
+                theta = _kth_largest(acc, k, allowed)
+                if rest[i] < theta * (1.0 - 1e-9):
+                    cut = i
+                    break
+            pos, ws = positions[t], weights[t]
+            m = mult.get(t)
+            if m is not None:
+                ws = map(mul, ws, repeat(m))
+            acc.update(zip(pos, map(add, map(get, pos, repeat(0.0)), ws)))
+        if cut == len(order):
+            theta = _kth_largest(acc, k, allowed)
+        floor = theta * (1.0 - 1e-9) - rest[cut] * (1.0 + 1e-9)
+        cands = list(compress(acc, map(floor.__le__, acc.values()))) if floor > 0.0 else list(acc)
+        if allowed is not None:
+            cands = [p for p in cands if p in allowed]
+        cands.sort()
+        scores = dict.fromkeys(cands, 0.0)
+        for t in canonical:
+            pos, ws = positions[t], weights[t]
+            m = mult.get(t)
+            if len(cands) * 16 < len(pos):
+                n = len(pos)
+                found = []
+                lo = 0
+                for p in cands:                     # ascending: each search starts at the last
+                    lo = bisect_left(pos, p, lo)
+                    if lo == n:
+                        break
+                    if pos[lo] == p:
+                        found.append((p, ws[lo]))
+            else:
+                wmap = dict(zip(pos, ws))
+                found = [(p, wmap[p]) for p in cands if p in wmap]
+            for p, w in found:
+                scores[p] = scores[p] + (w if m is None else w * m)
+        return scores
 
     def _with_alternatives(self, qtf: Dict[str, int], alternatives: Alternatives):
         """Postings and weights where a query term with alternatives holds, for each chunk,
@@ -428,7 +562,7 @@ class Retriever:
             # ~k / step of the sample are expected among the top k; twice that plus a
             # margin puts theta near the 2k-th best score.
             theta = sample[min(len(sample), 2 * (-(-k // step)) + 8) - 1]
-            keys = [p for p, s in acc.items() if s >= theta]
+            keys = list(compress(acc, map(theta.__le__, acc.values())))
             if len(keys) < k:
                 keys = None
         if keys is None:
@@ -437,10 +571,17 @@ class Retriever:
         keys.sort(key=score, reverse=True)
         head = list(map(score, keys[:k + 1]))
         if len(set(head)) < len(head):
-            # A tie within the k best or at the cut: chunk_id order first, then a stable
-            # sort on the score keeps it among equal scores.
-            keys.sort(key=self._tie.__getitem__)
-            keys.sort(key=score, reverse=True)
+            # A tie within the k best or at the cut: each run of equal scores that starts
+            # among the k best is put in chunk_id order (a run is contiguous, scores
+            # being sorted; the run at the cut is sorted whole, so the cut is right).
+            tie, n, i = self._tie.__getitem__, len(keys), 0
+            while i < k and i < n:
+                s, j = head[i], i + 1
+                while j < n and score(keys[j]) == s:
+                    j += 1
+                if j - i > 1:
+                    keys[i:j] = sorted(keys[i:j], key=tie)
+                i = j
         del keys[k:]
         return list(zip(keys, map(score, keys)))
 
@@ -477,11 +618,92 @@ class Retriever:
     def _rank(self, qtf: Dict[str, int], k: int, scope: str,
               alternatives: Optional[Alternatives] = None,
               doc_scope: Optional[str] = None) -> List[Tuple[int, float]]:
-        acc = self._accumulate(qtf, alternatives)
         allowed = self._scope_filter(scope, doc_scope)
+        if self._np is not None:
+            return self._rank_numpy(qtf, k, allowed, alternatives)
+        if self.pruning and self._postings_total(qtf) >= self.prune_min:
+            return self._top(self._pruned_scores(qtf, k, allowed, alternatives), k)
+        return self._top(self._exhaustive_scores(qtf, allowed, alternatives), k)
+
+    def _rank_numpy(self, qtf: Dict[str, int], k: int, allowed=None,
+                    alternatives: Optional[Alternatives] = None) -> List[Tuple[int, float]]:
+        """:meth:`_top` of :meth:`_exhaustive_scores`, with numpy (``[retrieval] numpy``).
+
+        The query terms' postings are concatenated in the exhaustive order (longest first,
+        then term) and summed per chunk by ``numpy.bincount``, which adds each chunk's
+        weights one by one in input order starting from 0.0: the same float additions in
+        the same order as the dict accumulator, so the same scores to the bit.  Then the
+        k best (ties at the cut included) by ``argpartition``, ordered by (score
+        descending, chunk_id ascending) by ``lexsort``.
+        """
+        np = self._np
+        positions, weights = self._positions, self._weights
+        if alternatives and self.scoring == "bm25":
+            positions, weights = self._with_alternatives(qtf, alternatives)
+        terms = [t for t in qtf if t in weights and len(positions[t])]
+        if not terms or k <= 0:
+            return []
+        terms.sort(key=lambda t: (-len(positions[t]), t))
+        mult = self._multipliers(qtf, terms)
+        pos_parts, w_parts = [], []
+        for t in terms:
+            pos_parts.append(self._np_view(positions[t], np.uint32))
+            w = self._np_view(weights[t], np.float64)
+            m = mult.get(t)
+            w_parts.append(w * m if m is not None else w)
+        pos = np.concatenate(pos_parts) if len(pos_parts) > 1 else pos_parts[0]
+        scores = np.bincount(pos, weights=np.concatenate(w_parts) if len(w_parts) > 1 else w_parts[0],
+                             minlength=self.index.num_chunks)
+        touched = np.zeros(self.index.num_chunks, dtype=bool)
+        touched[pos] = True
+        if allowed is not None:
+            touched &= self._np_allowed(allowed)
+        cand = np.flatnonzero(touched)
+        cs = scores[cand]
+        if len(cand) > k:
+            theta = -np.partition(-cs, k - 1)[k - 1]
+            keep = cs >= theta
+            cand, cs = cand[keep], cs[keep]
+        if self._np_tie is None:
+            self._np_tie = np.asarray(self._tie, dtype=np.int64)
+        order = np.lexsort((self._np_tie[cand], -cs))[:k]
+        return list(zip(cand[order].tolist(), cs[order].tolist()))
+
+    def _np_view(self, seq, dtype):
+        """A numpy array of a postings list: zero-copy for a loaded index's views, else
+        converted once and kept (bounded by the vocabulary)."""
+        np = self._np
+        if isinstance(seq, memoryview):
+            return np.frombuffer(seq, dtype=dtype)
+        key = (id(seq), dtype)
+        hit = self._np_cache.get(key)
+        if hit is None or hit[0] is not seq:
+            if len(self._np_cache) >= 1 << 18:     # alternatives' lists are made per query
+                self._np_cache.clear()
+            hit = self._np_cache[key] = (seq, np.asarray(seq, dtype=dtype))
+        return hit[1]
+
+    def _np_allowed(self, allowed):
+        mask = self._np_masks.get(id(allowed))
+        if mask is None or mask[0] is not allowed:
+            m = self._np.zeros(self.index.num_chunks, dtype=bool)
+            m[sorted(allowed)] = True
+            mask = self._np_masks[id(allowed)] = (allowed, m)
+        return mask[1]
+
+    def _postings_total(self, qtf: Dict[str, int]) -> int:
+        """Postings the exhaustive path would add for ``qtf`` (alternatives not counted)."""
+        get = self._positions.get
+        return sum(len(get(t, ())) for t in qtf)
+
+    def _exhaustive_scores(self, qtf: Dict[str, int], allowed=None,
+                           alternatives: Optional[Alternatives] = None) -> Dict[int, float]:
+        """Every chunk sharing a term with the query (within ``allowed`` positions, when
+        given): the reference the pruned path must equal."""
+        acc = self._accumulate(qtf, alternatives)
         if allowed is not None:
             acc = {p: s for p, s in acc.items() if p in allowed}
-        return self._top(acc, k)
+        return acc
 
     def rank_terms(self, terms: Sequence[str], k: int, scope: str = "MIXED",
                    alternatives: Optional[Alternatives] = None,

@@ -106,19 +106,31 @@ _STEP2 = sorted([
     ("ogist", "og"), ("ogi", None), ("fulli", "ful"), ("lessli", "less"),
     ("li", None),
 ], key=lambda pair: -len(pair[0]))
-_STEP2_ENDS = tuple(sorted({s[-1] for s, _ in _STEP2}))
 
 _STEP3 = sorted([
     ("tional", "tion"), ("ational", "ate"), ("alize", "al"), ("icate", "ic"),
     ("iciti", "ic"), ("ical", "ic"), ("ful", ""), ("ness", ""), ("ative", None),
 ], key=lambda pair: -len(pair[0]))
-_STEP3_ENDS = tuple(sorted({s[-1] for s, _ in _STEP3}))
 
 _STEP4 = sorted([
     "al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment",
     "ent", "ism", "ate", "iti", "ous", "ive", "ize", "ion",
 ], key=lambda s: -len(s))
-_STEP4_ENDS = tuple(sorted({s[-1] for s in _STEP4}))
+
+
+def _by_last_letter(entries, suffix_of):
+    """``{last letter: entries ending in it}``, each list in the original (longest-first)
+    order: a step looks only at the suffixes its word can end with."""
+    table: dict = {}
+    for e in entries:
+        table.setdefault(suffix_of(e)[-1], []).append(e)
+    return {ch: tuple(lst) for ch, lst in table.items()}
+
+
+_STEP2_BY_LAST = _by_last_letter(_STEP2, lambda e: e[0])
+_STEP3_BY_LAST = _by_last_letter(_STEP3, lambda e: e[0])
+_STEP4_BY_LAST = _by_last_letter(_STEP4, lambda e: e)
+_NONE: tuple = ()
 
 
 def _ends_short_syllable(w: str, end: int) -> bool:
@@ -259,8 +271,8 @@ def stem(word: str) -> str:
         w = w[:-1] + "i"
 
     # Step 2: longest suffix; acts only if that suffix lies in R1.
-    if w.endswith(_STEP2_ENDS):
-        for suffix, repl in _STEP2:
+    if w:
+        for suffix, repl in _STEP2_BY_LAST.get(w[-1], _NONE):
             if w.endswith(suffix):
                 cut = len(w) - len(suffix)
                 if cut >= p1:
@@ -274,8 +286,8 @@ def stem(word: str) -> str:
                 break
 
     # Step 3: longest suffix, in R1; -ative only in R2.
-    if w.endswith(_STEP3_ENDS):
-        for suffix, repl in _STEP3:
+    if w:
+        for suffix, repl in _STEP3_BY_LAST.get(w[-1], _NONE):
             if w.endswith(suffix):
                 cut = len(w) - len(suffix)
                 if cut >= p1:
@@ -286,8 +298,8 @@ def stem(word: str) -> str:
                 break
 
     # Step 4: longest suffix, in R2; -ion only after s or t.
-    if w.endswith(_STEP4_ENDS):
-        for suffix in _STEP4:
+    if w:
+        for suffix in _STEP4_BY_LAST.get(w[-1], _NONE):
             if w.endswith(suffix):
                 cut = len(w) - len(suffix)
                 if cut >= p2:

@@ -146,7 +146,7 @@ class Persistence(unittest.TestCase):
         b = [(h.chunk_id, h.score) for h in Retriever(loaded, self.cfg).search(q, 5)]
         self.assertEqual(a, b)                               # bit-identical scores
         m = read_manifest(path)
-        self.assertEqual((m["format_version"], m["stats"]["documents"], m["stats"]["chunks"]), (1, 3, 14))
+        self.assertEqual((m["format_version"], m["stats"]["documents"], m["stats"]["chunks"]), (2, 3, 14))
         self.assertEqual(m["scoring"]["k1"], 1.5)                # configs/default.toml
         self.assertEqual(m["scoring"]["idf"], "ln(1 + (N - df + 0.5) / (df + 0.5))")
         self.assertEqual(sorted(m["documents"]), ["alpha-guide", "beta", "gamma-note"])
@@ -198,14 +198,15 @@ class Persistence(unittest.TestCase):
         index = load_index(path)
         save_index(index, plain)
         with open(plain, "rb") as fh:
-            lines = fh.read().split(b"\n")
+            data = fh.read()
+        self.assertIn(b"Refunds", data)
         table = [
-            ("edited body", lines[0] + b"\n" + lines[1].replace(b"Refunds", b"Rebates") + b"\n",
-             "plain.json:2: index body does not match the manifest's body_sha256"),
+            ("edited body", data.replace(b"Refunds", b"Rebates"),
+             "plain.json: section 'chunks' does not match its sha256"),
             ("not an index", b'{"a": 1}\n', "plain.json:1: not a mini_rag index, got format None"),
             ("not json", b"hello\n", "plain.json:1: not a mini_rag index (the first line is not a JSON manifest)"),
-            ("old version", lines[0].replace(b'"format_version":1', b'"format_version":0') + b"\n" + lines[1],
-             "plain.json:1: index format version must be 1, got 0"),
+            ("old version", data.replace(b'"format_version":2', b'"format_version":0', 1),
+             "plain.json:1: index format version must be 1 or 2, got 0"),
         ]
         for label, data, message in table:
             with self.subTest(case=label):
@@ -214,12 +215,38 @@ class Persistence(unittest.TestCase):
                 with self.assertRaises(MiniRagError) as cm:
                     load_index(plain)
                 self.assertIn(message, str(cm.exception))
-        # build_or_load replaces an unusable file instead of using it.
+        # build_or_load replaces an unusable file instead of using it: a damaged section ...
+        save_index(index, path)
+        with open(path, "rb") as fh:
+            data = fh.read()
+        with open(path, "wb") as fh:
+            fh.write(data[:-10])
+        index, log = self.build()
+        self.assertIn("is unusable, rebuilding: %s: not a readable index file" % path, log)
+        self.assertEqual(index.num_chunks, 14)
+        # ... or no index at all.
         with open(path, "wb") as fh:
             fh.write(b"garbage")
         index, log = self.build()
         self.assertIn("is unusable, rebuilding", log)
         self.assertEqual(index.num_chunks, 14)
+
+    def test_format_one_is_read_and_upgraded(self):
+        from mini_rag.index import index_bytes
+        index, _ = self.build()
+        path = self.cfg["index"]["path"]
+        old_bytes = index_bytes(index)
+        with open(path, "wb") as fh:
+            fh.write(old_bytes)
+        self.assertEqual(read_manifest(path)["format_version"], 1)
+        again, log = self.build()
+        self.assertIn("has format version 1; saving it as version 2", log)
+        self.assertEqual(read_manifest(path)["format_version"], 2)
+        q = "refund within 30 days"
+        self.assertEqual([(h.chunk_id, h.score) for h in Retriever(again, self.cfg).search(q, 5)],
+                         [(h.chunk_id, h.score) for h in Retriever(index, self.cfg).search(q, 5)])
+        _, log = self.build()
+        self.assertEqual(log, "")
 
     def test_missing_corpus(self):
         self.cfg["corpus"]["path"] = os.path.join(self.tmp, "nope")

@@ -624,8 +624,8 @@ class Docs(unittest.TestCase):
     def test_stdlib_only_imports(self):
         tree = ast.parse((ROOT / "score_eval.py").read_text(encoding="utf-8"))
         stdlib = set(getattr(sys, "stdlib_module_names", ())) or {
-            "__future__", "argparse", "array", "collections", "difflib", "itertools", "json", "math", "os",
-            "re", "sys", "tempfile", "time", "typing", "csv", "html", "io", "random", "stat", "hashlib", "traceback"}
+            "__future__", "argparse", "array", "base64", "collections", "difflib", "hashlib", "itertools", "json",
+            "math", "os", "re", "sys", "tempfile", "time", "typing", "csv", "html", "io", "random", "stat", "traceback"}
         stdlib.add("tomllib")   # 3.11+; score_eval imports it inside try/except ImportError
         found = set()
         for node in ast.walk(tree):
