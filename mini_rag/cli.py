@@ -21,6 +21,8 @@ from typing import List, Optional
 from .errors import MiniRagError
 
 COMMAND_MODULES = ("cmd_retrieval", "cmd_answer", "cmd_gold")
+# Commands that open a retriever, hence may need the embedding model ([retrieval] mode).
+EMBED_COMMANDS = ("index", "search", "ask", "run", "eval", "compare")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,6 +32,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module("mini_rag." + name).register(sub)
+    for name in EMBED_COMMANDS:
+        if name in sub.choices:
+            sub.choices[name].add_argument(
+                "--embed-model", metavar="PATH",
+                help="embedding model folder or .whl for [retrieval] mode dense/hybrid "
+                     "(default: $MINI_RAG_EMBED_MODEL, else [embed] model)")
     return parser
 
 
@@ -39,8 +47,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    from .embed.hybrid import cli_model
     try:
-        return int(args.func(args) or 0)
+        with cli_model(getattr(args, "embed_model", None)):
+            return int(args.func(args) or 0)
     except MiniRagError as exc:
         print("mini_rag: %s" % exc, file=sys.stderr)
         return 2

@@ -304,6 +304,7 @@ class Retriever:
                 raise MiniRagError("[retrieval] %s must be a number from 0 to 1, got %r" % (key, w))
             self._alt_weights[key] = float(w)
         self._extra_groups = tuple((config.get("answer") or {}).get("synonym_groups") or ())
+        self.fusion = None    # dense / hybrid ranking, set by embed.hybrid.attach (mode != "bm25")
 
     # ------------------------------------------------------------ ranking core
 
@@ -479,6 +480,14 @@ class Retriever:
         to_sim = self._to_similarity(qtf)
         return [(p, s, to_sim(s)) for p, s in top]
 
+    def _ranked(self, text: str, terms: Sequence[str], k: int, scope: str = "MIXED",
+                alternatives: Optional[Alternatives] = None) -> List[Tuple[int, float, float]]:
+        """:meth:`rank_terms`, or the dense / hybrid ranking of ``text`` when
+        ``[retrieval] mode`` is not ``bm25`` (``embed/hybrid.py``)."""
+        if self.fusion is None:
+            return self.rank_terms(terms, k, scope, alternatives)
+        return self.fusion.rank(self, text, terms, k, scope, alternatives)
+
     def _to_similarity(self, qtf: Dict[str, int]):
         """The function from a score for ``qtf`` to its similarity in [0, 1] (module doc)."""
         if self.scoring == "tfidf":
@@ -510,7 +519,7 @@ class Retriever:
         """Plain ranking of ``query`` (no thresholds, expansion or typo correction)."""
         terms = self.index.analyzer.analyze(query)
         return [self._hit(p, s, sim, r, query)
-                for r, (p, s, sim) in enumerate(self.rank_terms(terms, k, scope), 1)]
+                for r, (p, s, sim) in enumerate(self._ranked(query, terms, k, scope), 1)]
 
     # ------------------------------------------------------------ typo correction
 
@@ -679,7 +688,7 @@ class Retriever:
             for t, lst in alts.items():
                 bucket = alternatives.setdefault(t, [])
                 bucket.extend(" ".join(a) for a, _ in lst if " ".join(a) not in bucket)
-            for pos, score, sim in self.rank_terms(vterms, top_k, scope, alts):
+            for pos, score, sim in self._ranked(variant, vterms, top_k, scope, alts):
                 c = self.index.chunks[pos]
                 key = (c.doc_id, c.page, c.chunk_id)
                 old = merged.get(key)
@@ -750,8 +759,13 @@ class Retriever:
 
 def open_retriever(config: Dict[str, Any], corpus_path: Optional[str] = None,
                    force: bool = False, progress=None) -> Retriever:
-    """A retriever over the configured index, rebuilt first when stale."""
-    return Retriever(build_or_load(config, corpus_path, force=force, progress=progress), config)
+    """A retriever over the configured index, rebuilt first when stale (with its dense
+    index too when ``[retrieval] mode`` is ``dense`` or ``hybrid``)."""
+    retriever = Retriever(build_or_load(config, corpus_path, force=force, progress=progress), config)
+    if config["retrieval"].get("mode", "bm25") != "bm25":
+        from .embed.hybrid import attach
+        attach(retriever, config)
+    return retriever
 
 
 __all__ = ["Retriever", "open_retriever", "osa_distance", "similarity_ceiling", "max_edits"]
