@@ -92,7 +92,9 @@ def collection(folder: Path, encoder, log):
     dense = build_or_load(index, encoder, str(path), log=log)
     took, cpu = time.perf_counter() - t0, time.process_time() - c0
     if dense.encoded:
-        tokens = sum(len(encoder.token_ids(t)) for t in _texts(index))
+        texts = _texts(index)
+        # A resumed encode (checkpoint) did only part: count that share of the tokens.
+        tokens = sum(len(encoder.token_ids(t)) for t in texts) * dense.encoded / len(set(texts))
         # CPU seconds (one BLAS thread): the rate of one core, whatever else the machine runs.
         stats = {"chunks": dense.encoded, "seconds": took, "cpu_seconds": cpu, "tokens": tokens,
                  "chunks_per_s": dense.encoded / took, "tokens_per_s": tokens / took,

@@ -415,6 +415,39 @@ class DenseRetrieval(unittest.TestCase):
                 r4 = open_retriever(cfg)
             self.assertEqual(r4.fusion.dense.encoded, len(searchable))
 
+    def test_interrupted_encode_resumes_from_its_checkpoint(self):
+        from mini_rag.embed import dense as D
+        from mini_rag.embed.hybrid import get_encoder
+        from mini_rag.index import build_from_config
+        with tempfile.TemporaryDirectory() as tmp:
+            self.corpus(tmp, DOCS)
+            cfg = tiny_config(tmp, self.folder, self.sha)
+            index = build_from_config(cfg)
+            encoder = get_encoder(cfg, io.StringIO())
+            real = encoder.encode
+            calls = []
+
+            def failing(texts, **kw):
+                calls.append(len(texts))
+                if len(calls) == 3:
+                    raise KeyboardInterrupt
+                return real(texts, **kw)
+            saved = (D.CHECKPOINT_TEXTS, D.CHECKPOINT_SECONDS)
+            D.CHECKPOINT_TEXTS, D.CHECKPOINT_SECONDS = 2, 0.0
+            try:
+                encoder.encode = failing
+                with self.assertRaises(KeyboardInterrupt):
+                    D.build_or_load(index, encoder, os.path.join(tmp, "d.dense"), log=io.StringIO())
+                manifest, _ = D.read_dense(os.path.join(tmp, "d.dense"))
+                self.assertEqual(manifest["rows"], 4)          # two slices of 2 were saved
+                encoder.encode = real
+                dense = D.build_or_load(index, encoder, os.path.join(tmp, "d.dense"), log=io.StringIO())
+            finally:
+                D.CHECKPOINT_TEXTS, D.CHECKPOINT_SECONDS = saved
+                encoder.encode = real
+            self.assertEqual(dense.encoded, len(dense.keys) - 4)
+            self.assertEqual(calls[:2], [2, 2])
+
     def test_dense_and_hybrid_rankings(self):
         from mini_rag.index import indexed_text
         from mini_rag.retrieve import open_retriever

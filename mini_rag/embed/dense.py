@@ -16,7 +16,8 @@ not encoded (as in BM25, they are never retrieved).
 ``build_or_load`` reads the file when the model's sha256 and ``max_seq_length`` match and
 reuses every row whose key is still wanted: only new or changed chunks are encoded
 (progress with rate and ETA on stderr); the file is rewritten atomically when anything
-changed.  A file that is not a dense index, has another format version, a wrong size or
+changed, and every 2 minutes during a long encode (a checkpoint: an interrupted build
+resumes from the rows already saved).  A file that is not a dense index, has another format version, a wrong size or
 a body that does not match its hash is reported and rebuilt, never used.
 """
 from __future__ import annotations
@@ -34,6 +35,8 @@ from ..index import Index, indexed_text
 
 FORMAT = "mini_rag-dense"
 FORMAT_VERSION = 1
+CHECKPOINT_TEXTS = 256
+CHECKPOINT_SECONDS = 120.0
 TEXT_RULE = "index.indexed_text: title + heading (when not the chunk itself and not the title) + text"
 
 
@@ -196,12 +199,24 @@ def build_or_load(index: Index, encoder, path: str, log=None, progress: bool = T
             print("mini_rag: dense index %s: encoding %d new or changed chunks (%d reused)"
                   % (path, len(todo), len(wanted) - len(todo)), file=log)
         bar = EncodeProgress(len(todo), stream=log) if progress else None
-        vecs = encoder.encode([texts[k] for k in todo], progress=bar)
+        pos = {k: i for i, k in enumerate(wanted)}
+        have = [k for k in wanted if k in old]
+        saved = time.monotonic()
+        # Slices of CHECKPOINT_TEXTS; every CHECKPOINT_SECONDS the rows so far are saved,
+        # so an interrupted encode of a large corpus resumes where it stopped.
+        for start in range(0, len(todo), CHECKPOINT_TEXTS):
+            part = todo[start:start + CHECKPOINT_TEXTS]
+            vecs = encoder.encode([texts[k] for k in part],
+                                  progress=(lambda n, s=start: bar(s + n)) if bar is not None else None)
+            for k, v in zip(part, vecs):
+                matrix[pos[k]] = v
+            have.extend(part)
+            if start + len(part) < len(todo) and time.monotonic() - saved >= CHECKPOINT_SECONDS:
+                rows = [pos[k] for k in have]
+                atomic_write_bytes(path, dense_bytes(dict(expected, keys=list(have)), matrix[rows]))
+                saved = time.monotonic()
         if bar is not None:
             bar.close(len(todo))
-        pos = {k: i for i, k in enumerate(wanted)}
-        for k, v in zip(todo, vecs):
-            matrix[pos[k]] = v
     manifest = dict(expected, keys=wanted)
     if todo or old_keys != wanted:
         atomic_write_bytes(path, dense_bytes(manifest, matrix))
