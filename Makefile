@@ -4,7 +4,7 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad compare clean
+.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-embed compare clean
 
 eval:
 	@$(PYTHON) -m mini_rag eval
@@ -35,6 +35,11 @@ bench-retrieval:
 
 bench-squad:
 	@$(PYTHON) bench/bench_squad.py
+
+# Dense / hybrid retrieval with all-MiniLM-L6-v2 (needs numpy and runs/wheels/*.whl, else skips);
+# slow: the dense indexes are cached in runs/embed/.  Rewrites the figures in docs/embeddings.md.
+bench-embed:
+	@$(PYTHON) bench/bench_embed.py --verify --docs docs/embeddings.md
 
 clean:
 	rm -rf runs/*.json runs/*.jsonl runs/*.md runs/*.gz runs/bench

@@ -70,7 +70,9 @@ The QA contract flow (``retrieve``), seed 001, every value from ``[retrieval]``
    authority equals it, case-insensitively).  Results are merged by (doc_id, page,
    chunk_id) keeping the best similarity (an earlier variant wins a tie); the ``top_k``
    best of the merge (similarity, then the variant's own score: clipped similarities
-   of 1.0 keep the ranking's order, then chunk_id) are the *candidates*.
+   of 1.0 keep the ranking's order, then chunk_id) are the *candidates*.  With
+   ``[retrieval] mode`` ``dense`` or ``hybrid``, each variant's ranking, scores and
+   similarities come from ``embed/hybrid.py`` instead (docs/embeddings.md).
 4. Threshold: candidates with similarity >= ``min_similarity`` are accepted.
 5. Fallback, when nothing was accepted (``fallback_only_if_empty = true``; with false it
    is also tried when something was): if the top candidate has similarity >=
