@@ -35,7 +35,7 @@ from ..index import Index, indexed_text
 
 FORMAT = "mini_rag-dense"
 FORMAT_VERSION = 1
-CHECKPOINT_TEXTS = 256
+CHECKPOINT_TEXTS = 64
 CHECKPOINT_SECONDS = 120.0
 TEXT_RULE = "index.indexed_text: title + heading (when not the chunk itself and not the title) + text"
 

@@ -81,7 +81,7 @@ def get_encoder(config: Dict[str, Any], log=None):
     e = config.get("embed") or {}
     path = model_path(config)
     key = (os.path.abspath(path) if path else "", e.get("sha256", ""), int(e.get("max_seq_length", 256)),
-           int(e.get("batch_size", 32)))
+           int(e.get("batch_size", 8)))
     enc = _encoders.get(key)
     if enc is None:
         enc = load_encoder(path, e.get("sha256", ""), key[2], key[3], log)
@@ -237,7 +237,7 @@ def check_settings(config: Dict[str, Any]) -> str:
         raise MiniRagError("[retrieval] rrf_k must be >= 0 and fusion_depth >= 1, got %r and %r"
                            % (r.get("rrf_k"), r.get("fusion_depth")))
     e = config.get("embed") or {}
-    if e.get("batch_size", 32) < 1:
+    if e.get("batch_size", 8) < 1:
         raise MiniRagError("[embed] batch_size must be >= 1, got %r" % e.get("batch_size"))
     return mode
 

