@@ -448,6 +448,29 @@ class DenseRetrieval(unittest.TestCase):
             self.assertEqual(dense.encoded, len(dense.keys) - 4)
             self.assertEqual(calls[:2], [2, 2])
 
+    def test_index_command_builds_the_dense_index_and_cosine_scores(self):
+        from mini_rag.cli import main
+        from mini_rag.embed import available, cosine_scores
+        with tempfile.TemporaryDirectory() as tmp:
+            self.corpus(tmp, DOCS)
+            path = os.path.join(tmp, "c.toml")
+            with open(path, "w") as fh:
+                fh.write("[corpus]\npath = %s\n[index]\npath = %s\n[retrieval]\nmode = \"hybrid\"\n"
+                         "[embed]\nsha256 = %s\nmax_seq_length = 32\n"
+                         % tuple(json.dumps(v) for v in (os.path.join(tmp, "corpus"),
+                                                         os.path.join(tmp, "i.json.gz"), self.sha)))
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                rc = main(["index", "--config", path, "--embed-model", self.folder])
+            self.assertEqual(rc, 0, err.getvalue())
+            self.assertIn("%s: 5 vectors of 32 dimensions (5 encoded, 0 reused)" % os.path.join(tmp, "i.dense"),
+                          out.getvalue())
+            cfg = tiny_config(tmp, self.folder, self.sha)
+            self.assertTrue(available(cfg))
+            vecs = hybrid.get_encoder(cfg).encode(["leave", "annual leave", "data"])
+            self.assertEqual(cosine_scores("leave", ["annual leave", "data"], cfg),
+                             [round(float(vecs[0] @ vecs[i]), 6) for i in (1, 2)])
+
     def test_dense_and_hybrid_rankings(self):
         from mini_rag.index import indexed_text
         from mini_rag.retrieve import open_retriever
