@@ -249,7 +249,21 @@ def render(report) -> str:
             "%.1f" % s["chunks_per_cpu_s"] if s.get("chunks_per_cpu_s") else "n/a",
             "%.0f" % s["tokens_per_cpu_s"] if s.get("tokens_per_cpu_s") else "n/a",
             "%.2f" % s["chunks_per_s"] if s else "n/a", e["query_cpu_p50_ms"], e["query_p50_ms"]))
+    lines += ["", "Targets (issue 24):", ""]
+    for name, e in report["collections"].items():
+        q = e["quality"]
+        best = max(("rrf", "convex"), key=lambda m: q[m]["nDCG@10"])
+        for m in ("rrf", "convex"):
+            lines.append("* [%s] %s %s nDCG@10 %.4f above BM25 %.4f"
+                         % ("met" if q[m]["nDCG@10"] > q["bm25"]["nDCG@10"] else "MISSED", name, m,
+                            q[m]["nDCG@10"], q["bm25"]["nDCG@10"]))
+        if name == "scifact":
+            lines.append("* [%s] scifact hybrid nDCG@10 >= 0.72: %s %.4f"
+                         % ("met" if q[best]["nDCG@10"] >= 0.72 else "MISSED", best, q[best]["nDCG@10"]))
     v = report.get("verification")
+    if v:
+        lines.append("* [%s] max abs difference to sentence-transformers <= 1e-5: %.2e"
+                     % ("met" if v["max_abs_diff"] <= 1e-5 else "MISSED", v["max_abs_diff"]))
     lines.append("")
     if v:
         lines.append("Against sentence-transformers (torch 2.13.0, CPU) on %d varied texts: max abs "
