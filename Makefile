@@ -4,7 +4,7 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale serve fit compare clean
+.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed serve fit compare clean
 
 eval:
 	@$(PYTHON) -m mini_rag eval
@@ -54,6 +54,11 @@ serve:
 # 100k and 1M synthetic chunks vs bm25s, collections' QPS, sharded scoring; writes docs/performance.md
 bench-scale:
 	@$(PYTHON) bench/bench_scale.py
+
+# Dense / hybrid retrieval with all-MiniLM-L6-v2 (needs numpy and runs/wheels/*.whl, else skips);
+# slow: the dense indexes are cached in runs/embed/.  Rewrites the figures in docs/embeddings.md.
+bench-embed:
+	@$(PYTHON) bench/bench_embed.py --verify --docs docs/embeddings.md
 
 clean:
 	rm -rf runs/*.json runs/*.jsonl runs/*.md runs/*.gz runs/bench

@@ -25,6 +25,8 @@ from .errors import MiniRagError
 from .fileio import scorer, terminal_safe
 
 COMMAND_MODULES = ("cmd_retrieval", "cmd_answer", "cmd_gold", "serve")
+# Commands that open a retriever, hence may need the embedding model ([retrieval] mode).
+EMBED_COMMANDS = ("index", "search", "ask", "run", "eval", "compare", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,6 +41,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module("mini_rag." + name).register(sub)
+    for name in EMBED_COMMANDS:
+        if name in sub.choices:
+            sub.choices[name].add_argument(
+                "--embed-model", metavar="PATH",
+                help="embedding model folder or .whl for [retrieval] mode dense/hybrid "
+                     "(default: $MINI_RAG_EMBED_MODEL, else [embed] model)")
     return parser
 
 
@@ -69,8 +77,10 @@ def _main(argv: List[str]) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    from .embed.hybrid import cli_model
     try:
-        return int(args.func(args) or 0)
+        with cli_model(getattr(args, "embed_model", None)):
+            return int(args.func(args) or 0)
     except MiniRagError as exc:
         print(terminal_safe("mini_rag: %s" % exc), file=sys.stderr)
         return 2

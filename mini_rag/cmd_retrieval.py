@@ -82,6 +82,14 @@ def cmd_index(args) -> int:
     print("%s: %d documents, %d chunks, %d terms, %d postings (%s, %d bytes)"
           % (path, stats["documents"], stats["chunks"], stats["terms"], stats["postings"],
              note, os.path.getsize(path)))
+    if config["retrieval"].get("mode", "bm25") != "bm25":
+        from .embed.hybrid import build_dense, check_settings
+        from .embed.dense import dense_path
+        check_settings(config)
+        _, dense = build_dense(config, index)
+        print("%s: %d vectors of %d dimensions (%d encoded, %d reused)"
+              % (dense_path(config), len(dense.keys), dense.manifest["dim"], dense.encoded,
+                 len(dense.keys) - dense.encoded))
     return 0
 
 

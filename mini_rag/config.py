@@ -59,6 +59,20 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         "definition_lookup": True,       # "What is X?" puts the corpus's definition of X first (glossary.py)
         "pruning": True,                 # exact pruned top-k (MaxScore) on large queries; same ranking either way
         "numpy": False,                  # score with numpy when it imports (optional); same ranking either way
+        # embed/hybrid.py: "bm25" (default, no numpy) | "dense" | "hybrid" (needs numpy and [embed] model)
+        "mode": "bm25",
+        "fusion": "rrf",                 # hybrid: "rrf" (reciprocal rank) | "convex" (min-max, fusion_alpha)
+        "rrf_k": 60,
+        "fusion_alpha": 0.5,             # BM25's weight in convex fusion and in the hybrid similarity
+        "fusion_depth": 100,             # each run's top N fused
+    },
+    # Dense embeddings (mini_rag/embed/, docs/embeddings.md); read only when mode is not "bm25".
+    "embed": {
+        "model": "",                     # folder or .whl of all-MiniLM-L6-v2; --embed-model and MINI_RAG_EMBED_MODEL override
+        "sha256": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",  # of model.safetensors; "": unchecked (warning)
+        "max_seq_length": 256,           # word pieces per chunk, [CLS] and [SEP] included
+        "batch_size": 8,                 # texts encoded together (8 ran faster per token than 32)
+        "index_path": "",                # "": the [index] path with .json.gz replaced by .dense
     },
     # [expansion.NAME] tables: match = "continuous processing", add = ["...", "..."]
     "expansion": {

@@ -78,7 +78,9 @@ The QA contract flow (``retrieve``), seed 001, every value from ``[retrieval]``
    authority equals it, case-insensitively).  Results are merged by (doc_id, page,
    chunk_id) keeping the best similarity (an earlier variant wins a tie); the ``top_k``
    best of the merge (similarity, then the variant's own score: clipped similarities
-   of 1.0 keep the ranking's order, then chunk_id) are the *candidates*.
+   of 1.0 keep the ranking's order, then chunk_id) are the *candidates*.  With
+   ``[retrieval] mode`` ``dense`` or ``hybrid``, each variant's ranking, scores and
+   similarities come from ``embed/hybrid.py`` instead (docs/embeddings.md).
 4. Threshold: candidates with similarity >= ``min_similarity`` are accepted.
 5. Fallback, when nothing was accepted (``fallback_only_if_empty = true``; with false it
    is also tried when something was): if the top candidate has similarity >=
@@ -345,6 +347,7 @@ class Retriever:
         self._np_masks: Dict[int, Any] = {}
         if r.get("numpy", False):
             self.use_numpy(True)
+        self.fusion = None    # dense / hybrid ranking, set by embed.hybrid.attach (mode != "bm25")
 
     def use_numpy(self, on: bool = True) -> bool:
         """Score with numpy from now on (``on``), when numpy imports; returns whether it does."""
@@ -715,6 +718,15 @@ class Retriever:
         to_sim = self._to_similarity(qtf)
         return [(p, s, to_sim(s)) for p, s in top]
 
+    def _ranked(self, text: str, terms: Sequence[str], k: int, scope: str = "MIXED",
+                alternatives: Optional[Alternatives] = None,
+                doc_scope: Optional[str] = None) -> List[Tuple[int, float, float]]:
+        """:meth:`rank_terms`, or the dense / hybrid ranking of ``text`` when
+        ``[retrieval] mode`` is not ``bm25`` (``embed/hybrid.py``)."""
+        if self.fusion is None:
+            return self.rank_terms(terms, k, scope, alternatives, doc_scope)
+        return self.fusion.rank(self, text, terms, k, scope, alternatives, doc_scope)
+
     def _to_similarity(self, qtf: Dict[str, int]):
         """The function from a score for ``qtf`` to its similarity in [0, 1] (module doc)."""
         if self.scoring == "tfidf":
@@ -748,7 +760,7 @@ class Retriever:
         """Plain ranking of ``query`` (no thresholds, expansion or typo correction)."""
         terms = self.index.analyzer.analyze(query)
         return [self._hit(p, s, sim, r, query)
-                for r, (p, s, sim) in enumerate(self.rank_terms(terms, k, scope, doc_scope=doc_scope), 1)]
+                for r, (p, s, sim) in enumerate(self._ranked(query, terms, k, scope, doc_scope=doc_scope), 1)]
 
     # ------------------------------------------------------------ typo correction
 
@@ -918,7 +930,7 @@ class Retriever:
             for t, lst in alts.items():
                 bucket = alternatives.setdefault(t, [])
                 bucket.extend(" ".join(a) for a, _ in lst if " ".join(a) not in bucket)
-            for pos, score, sim in self.rank_terms(vterms, top_k, scope, alts, doc_scope):
+            for pos, score, sim in self._ranked(variant, vterms, top_k, scope, alts, doc_scope):
                 c = self.index.chunks[pos]
                 key = (c.doc_id, c.page, c.chunk_id)
                 old = merged.get(key)
@@ -989,8 +1001,13 @@ class Retriever:
 
 def open_retriever(config: Dict[str, Any], corpus_path: Optional[str] = None,
                    force: bool = False, progress=None) -> Retriever:
-    """A retriever over the configured index, rebuilt first when stale."""
-    return Retriever(build_or_load(config, corpus_path, force=force, progress=progress), config)
+    """A retriever over the configured index, rebuilt first when stale (with its dense
+    index too when ``[retrieval] mode`` is ``dense`` or ``hybrid``)."""
+    retriever = Retriever(build_or_load(config, corpus_path, force=force, progress=progress), config)
+    if config["retrieval"].get("mode", "bm25") != "bm25":
+        from .embed.hybrid import attach
+        attach(retriever, config)
+    return retriever
 
 
 __all__ = ["Retriever", "open_retriever", "osa_distance", "similarity_ceiling", "max_edits"]

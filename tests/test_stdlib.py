@@ -23,7 +23,7 @@ datetime decimal difflib enum errno fnmatch fractions functools gc glob gzip has
 importlib io itertools json keyword locale math numbers operator os pathlib platform pprint queue
 random re resource select shlex shutil signal stat statistics string struct subprocess sys tempfile
 textwrap threading time tomllib traceback tracemalloc types typing unicodedata unittest uuid warnings
-weakref zlib
+weakref zipfile zlib
 http socketserver traceback urllib
 """.split())
 
