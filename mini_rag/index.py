@@ -125,6 +125,7 @@ INDEXED_FIELDS = "title + heading (when not the chunk itself and not the title) 
 CHUNKING_RULE = "mini_rag-paragraphs-1"
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024   # line 1 once decompressed (file hashes of the corpus)
 MAX_INDEX_BYTES = 1 << 30               # line 2 once decompressed: 1 GiB; more is refused, not read
+MAX_DECLARED_BYTES = 1 << 36            # format 2: the most a manifest may describe (64 GiB)
 
 
 def _gc_paused(func):
@@ -681,12 +682,28 @@ def load_index(path: str) -> Index:
     fh.close()
     raw = open(path, "rb")
     try:
-        sf = SectionFile(path, first, raw)
+        sf = SectionFile(path, first, raw, _declared_size(manifest, len(first), path))
         sf.check(manifest)
         return _load_v2(path, sf, manifest)
     except BaseException:
         raw.close()
         raise
+
+
+def _declared_size(manifest: Dict[str, Any], head: int, path: str) -> int:
+    """The size a format 2 file decompresses to, by its manifest: the manifest line plus
+    the end of its last section (padded), at most MAX_DECLARED_BYTES."""
+    end = 0
+    for sec in manifest.get("sections") or []:
+        try:
+            end = max(end, int(sec["offset"]) + int(sec["length"]))
+        except (KeyError, TypeError, ValueError):
+            raise MiniRagError("%s:1: malformed section entry, got %r" % (path, sec)) from None
+    size = head + end + 64
+    if size > MAX_DECLARED_BYTES:
+        raise MiniRagError("%s:1: the manifest describes %d bytes, more than %d; not an index this "
+                           "tool wrote" % (path, size, MAX_DECLARED_BYTES))
+    return size
 
 
 def _load_v1(path: str, fh, manifest: Dict[str, Any]) -> Index:

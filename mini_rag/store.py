@@ -163,7 +163,9 @@ class SectionFile:
     the postings it touches (the operating system's page cache keeps them warm).
     """
 
-    def __init__(self, path: str, first: bytes, fh) -> None:
+    def __init__(self, path: str, first: bytes, fh, limit: Optional[int] = None) -> None:
+        """``limit``: the most bytes a gzip'd file may decompress to (the end of its last
+        section, as its manifest says); more is refused unread, so a gzip bomb stops there."""
         self.path = path
         self._fh = fh
         self._buf: Optional[memoryview] = None
@@ -175,9 +177,12 @@ class SectionFile:
             self._fh = None
             try:
                 with gzip.open(path, "rb") as gz:
-                    data = gz.read()
+                    data = gz.read() if limit is None else gz.read(limit + 1)
             except (OSError, EOFError, zlib.error) as exc:
                 raise MiniRagError("%s: not a readable index file (%s)" % (path, exc)) from None
+            if limit is not None and len(data) > limit:
+                raise MiniRagError("%s: decompresses to more than the %d bytes its manifest describes; "
+                                   "not an index this tool wrote" % (path, limit))
             self._buf = memoryview(data)
             self._size = len(data)
         else:

@@ -539,6 +539,24 @@ class BadIndexes(Base):
         self.assertIn("%s:2: index line longer than %d bytes" % (bomb, 1 << 20), str(cm.exception))
 
 
+    def test_gzip_bomb_format2_stops_at_its_manifest(self):
+        # a real format 2 index, gzip'd with 64 MiB of zeros after it: decompression stops
+        # past the size its manifest describes (the last section's end), long before 64 MiB
+        with open(self.path("index.json"), "rb") as fh:
+            data = fh.read()
+        bomb = self.path("bomb2.json.gz")
+        with gzip.open(bomb, "wb") as fh:
+            fh.write(data)
+            for _ in range(64):
+                fh.write(b"\0" * (1 << 20))
+        with self.assertRaises(MiniRagError) as cm:
+            index_mod.load_index(bomb)
+        self.assertIn("%s: decompresses to more than the" % bomb, str(cm.exception))
+        with gzip.open(self.path("ok.json.gz"), "wb") as fh:     # the same index, intact, loads
+            fh.write(data)
+        self.assertGreater(index_mod.load_index(self.path("ok.json.gz")).num_chunks, 0)
+
+
 class CorpusFolders(Base):
     def test_unsafe_entries_skipped_with_a_warning(self):
         corpus = self.path("corpus")
