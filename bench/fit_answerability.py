@@ -294,6 +294,30 @@ def reliability(outs_all, model_t, bins=10):
     return table, round(ece, 4)
 
 
+def calibration(args) -> int:
+    """Reliability of the committed model's probability on the held-out halves."""
+    model = am.load_model(args.model)
+    lines = ["Held-out calibration of `%s` (threshold %.3f): P is the gate's probability that the "
+             "chosen sentence is correct (answerable, a gold citation, a gold substring)." % (
+                 os.path.relpath(args.model, ROOT), model.threshold), ""]
+    for name in answer_data.SETS:
+        got = collect(name, args.config, args.out, args.reuse, half="held")
+        if got is None:
+            print("fit: %s absent: skipped" % name, file=sys.stderr)
+            continue
+        outs = outcomes(got[0], model)
+        table, ece = reliability([outs], model.threshold)
+        m = metrics(outs, model.threshold)
+        lines.append("**%s held-out** (%d questions): ECE %.4f; at the threshold, without the guards: "
+                     "precision %.3f, under-refusal %.3f, over-refusal %.3f" % (
+                         name, len(outs), ece, m["precision"], m["under_refusal"], m["over_refusal"]))
+        lines += ["", "| P | questions | mean P | correct |", "|---|---|---|---|"]
+        lines += ["| %s | %d | %.3f | %.3f |" % (r["bin"], r["n"], r["mean_p"], r["correct"]) for r in table]
+        lines.append("")
+    print("\n".join(lines))
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Fit mini_rag's answerability model on the external fit halves.")
     ap.add_argument("--config", default=None, help="TOML config (default: configs/default.toml)")
@@ -301,9 +325,14 @@ def main(argv=None) -> int:
     ap.add_argument("--l2", type=float, default=1e-3, help="L2 penalty (default 1e-3)")
     ap.add_argument("--model", default=am.MODEL_PATH, help="model file to write")
     ap.add_argument("--check", action="store_true", help="compare with the committed model; write nothing")
+    ap.add_argument("--calibration", action="store_true",
+                    help="print the committed model's reliability table and ECE on the HELD-OUT halves "
+                         "(Markdown); fit nothing")
     ap.add_argument("--reuse", action="store_true",
                     help="reuse the pipeline results cached under --out (phase C and retrieval unchanged)")
     args = ap.parse_args(argv)
+    if args.calibration:
+        return calibration(args)
     collected, data = [], []
     for name in answer_data.SETS:
         got = collect(name, args.config, args.out, args.reuse)

@@ -46,7 +46,11 @@ The chunking rule (users write gold citations against it, so it is exact):
 7. Optional (off by default): with ``max_chunk_chars > 0`` a paragraph longer than that
    is cut at sentence ends into pieces of at most that length (a single longer sentence
    stays whole); the pieces of paragraph N are ``<doc_id>#p<N>.<M>``, M from 0.
-   A paragraph that fits keeps its plain ``#p<N>`` id.
+   A paragraph that fits keeps its plain ``#p<N>`` id.  Always: a paragraph longer than
+   ``MAX_PARAGRAPH_CHARS`` (20,000; a page of text is about 3,000) is cut so, and a piece
+   still longer (one endless sentence, a file on one line) at its last white space
+   before the limit, else at the limit: answering reads every sentence of a chunk, so
+   a chunk's size bounds the work of a question.
 
 Documents are returned sorted by doc_id; a doc_id may not contain ``#`` or white space
 and must be unique across the corpus.
@@ -354,6 +358,23 @@ def _heading_text(text: str, is_txt: bool) -> str:
     return ""
 
 
+MAX_PARAGRAPH_CHARS = 20000
+
+
+def _hard_cut(piece: str, limit: int) -> List[str]:
+    """``piece`` cut into parts of at most ``limit`` characters, at white space if any."""
+    out = []
+    while len(piece) > limit:
+        cut = piece.rfind(" ", 0, limit + 1)
+        if cut <= 0:
+            cut = limit
+        out.append(piece[:cut].rstrip())
+        piece = piece[cut:].lstrip()
+    if piece:
+        out.append(piece)
+    return out
+
+
 def split_sentences(text: str, max_chars: int) -> List[str]:
     """Greedy packing of a paragraph's sentences into pieces of at most ``max_chars``."""
     pieces, cur = [], ""
@@ -389,6 +410,10 @@ def chunk_document(doc: Document, max_chunk_chars: int = 0) -> List[Chunk]:
             pieces = [text]
             if max_chunk_chars > 0 and len(text) > max_chunk_chars and not head:
                 pieces = split_sentences(text, max_chunk_chars)
+            if len(text) > MAX_PARAGRAPH_CHARS:
+                if len(pieces) == 1:
+                    pieces = split_sentences(text, MAX_PARAGRAPH_CHARS)
+                pieces = [part for p in pieces for part in _hard_cut(p, MAX_PARAGRAPH_CHARS)]
             for m, piece in enumerate(pieces):
                 cid = "%s#p%d" % (doc.doc_id, ordinal)
                 if len(pieces) > 1:

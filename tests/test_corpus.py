@@ -98,6 +98,23 @@ class LongParagraphs(unittest.TestCase):
         self.assertEqual(by_id["beta#p1.1"], "Payroll records are kept for six years.")
 
 
+    def test_overlong_paragraph_is_always_cut(self):
+        from mini_rag.corpus import MAX_PARAGRAPH_CHARS, parse_text_document
+        self.assertEqual(MAX_PARAGRAPH_CHARS, 20000)
+        # 5,000 words of 9 characters plus a space, no sentence end: 49,999 characters.
+        # Cut at the last space at or before 20,000: 2,000 words (19,999 chars) per piece.
+        words = ["w%08d" % i for i in range(5000)]
+        doc = parse_text_document("# T\n\nintro.\n\n" + " ".join(words) + "\n", "t.md", "t")
+        chunks = chunk_document(doc)
+        by_id = {c.chunk_id: c.text for c in chunks}
+        self.assertEqual(sorted(by_id), ["t#p0", "t#p1", "t#p2.0", "t#p2.1", "t#p2.2"])
+        self.assertEqual([len(by_id["t#p2.%d" % m]) for m in range(3)], [19999, 19999, 9999])
+        self.assertEqual(" ".join(by_id["t#p2.%d" % m] for m in range(3)), " ".join(words))
+        # one 25,000-character word: cut at the limit itself
+        doc = parse_text_document("x" * 25000 + "\n", "u.md", "u")
+        self.assertEqual([len(c.text) for c in chunk_document(doc)], [20000, 5000])
+
+
 class BeirJsonl(unittest.TestCase):
     def test_rows_pages_and_metadata(self):
         with tempfile.TemporaryDirectory() as tmp:
