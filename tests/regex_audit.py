@@ -50,10 +50,10 @@ def modules():
     sys.path.insert(0, ROOT) if ROOT not in sys.path else None
     out = [importlib.import_module("score_eval")]
     import mini_rag
-    for info in pkgutil.iter_modules(mini_rag.__path__):
-        if info.name == "__main__":
+    for info in pkgutil.walk_packages(mini_rag.__path__, "mini_rag."):   # subpackages too (embed)
+        if info.name.endswith(".__main__"):
             continue
-        out.append(importlib.import_module("mini_rag." + info.name))
+        out.append(importlib.import_module(info.name))
     return out
 
 
