@@ -27,7 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_squad import doc_id_of, widen, MIN_SUBSTR  # noqa: E402
+from bench_squad import answer_substrings, doc_id_of  # noqa: E402
 from mini_rag.errors import MiniRagError  # noqa: E402
 from mini_rag.fileio import atomic_write_text, dumps_jsonl  # noqa: E402
 
@@ -80,15 +80,7 @@ def _squad(half: str):
                 if not keep:
                     continue
                 answerable = not qa.get("is_impossible", False) and bool(qa.get("answers"))
-                subs: List[str] = []
-                for ans in qa.get("answers") or [] if answerable else []:
-                    text = _SPACE.sub(" ", ans["text"]).strip()
-                    pos = context.find(text)
-                    if pos < 0 or not text:
-                        continue
-                    s = widen(context, pos, pos + len(text))
-                    if len(s) >= MIN_SUBSTR and s not in subs:
-                        subs.append(s)
+                subs = answer_substrings(context, qa["answers"]) if answerable else []
                 if answerable and not subs:
                     continue
                 gold.append({"qid": qa["id"], "question": qa["question"].strip(), "answerable": answerable,

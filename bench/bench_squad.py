@@ -101,6 +101,21 @@ def widen(context: str, start: int, end: int) -> str:
     return context[start:end].strip()
 
 
+def answer_substrings(context: str, answers) -> list:
+    """Each distinct answer text found in ``context``, widened (``widen``) to >= MIN_SUBSTR
+    characters, in answer order; [] when none is usable."""
+    subs = []
+    for ans in answers:
+        text = _SPACE.sub(" ", ans["text"]).strip()
+        pos = context.find(text)
+        if pos < 0 or not text:
+            continue
+        s = widen(context, pos, pos + len(text))
+        if len(s) >= MIN_SUBSTR and s not in subs:
+            subs.append(s)
+    return subs
+
+
 def convert(data_path: str, out_dir: str):
     """Write corpus.jsonl and gold.jsonl; return (corpus path, gold path, counts)."""
     try:
@@ -124,18 +139,9 @@ def convert(data_path: str, out_dir: str):
             chunk_id = "%s#p%d" % (doc_id, n)
             for qa in para["qas"]:
                 answerable = not qa.get("is_impossible", False) and bool(qa.get("answers"))
-                subs = []
-                if answerable:
-                    for ans in qa["answers"]:
-                        text = _SPACE.sub(" ", ans["text"]).strip()
-                        pos = context.find(text)
-                        if pos < 0 or not text:
-                            continue
-                        s = widen(context, pos, pos + len(text))
-                        if len(s) >= MIN_SUBSTR and s not in subs:
-                            subs.append(s)
-                    if not subs:              # no usable answer string: not gold we can score
-                        continue
+                subs = answer_substrings(context, qa["answers"]) if answerable else []
+                if answerable and not subs:   # no usable answer string: not gold we can score
+                    continue
                 gold.append({"qid": qa["id"], "question": qa["question"], "answerable": answerable,
                              "gold_claim_substr": subs, "gold_citations": [chunk_id] if answerable else [],
                              "category": "answerable" if answerable else "unanswerable",
