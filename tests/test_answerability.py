@@ -30,23 +30,34 @@ DOCS = [
 ]
 
 
+_FIXTURE = []
+
+
 def _setup():
-    d = tempfile.mkdtemp()
-    path = os.path.join(d, "corpus.jsonl")
-    with open(path, "w", encoding="utf-8") as fh:
-        for row in DOCS:
-            fh.write(json.dumps(row) + "\n")
-    cfg = copy.deepcopy(DEFAULTS)
-    cfg["corpus"]["path"] = path
-    index = build_index(load_chunks(path))
-    return cfg, index
+    """(config, index) over DOCS, built once per test run (the corpus file in a temp folder)."""
+    if not _FIXTURE:
+        d = tempfile.mkdtemp()
+        path = os.path.join(d, "corpus.jsonl")
+        with open(path, "w", encoding="utf-8") as fh:
+            for row in DOCS:
+                fh.write(json.dumps(row) + "\n")
+        cfg = copy.deepcopy(DEFAULTS)
+        cfg["corpus"]["path"] = path
+        _FIXTURE.append((cfg, build_index(load_chunks(path))))
+    cfg, index = _FIXTURE[0]
+    return copy.deepcopy(cfg), index
 
 
-class DocScope(unittest.TestCase):
+class FixtureCase(unittest.TestCase):
+    """A retriever over DOCS for the class."""
+
     @classmethod
     def setUpClass(cls):
         cls.cfg, cls.index = _setup()
         cls.r = Retriever(cls.index, cls.cfg)
+
+
+class DocScope(FixtureCase):
 
     def test_search_is_restricted_to_the_document(self):
         # "cafe opens" is in alpha#p0 and beta#p0 only; scoped to beta, only beta's chunk.
@@ -90,11 +101,7 @@ class NaiveBaseline(unittest.TestCase):
         self.assertEqual(row["retrieved_ids"], ["beta#p0"])
 
 
-class Features(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.cfg, cls.index = _setup()
-        cls.r = Retriever(cls.index, cls.cfg)
+class Features(FixtureCase):
 
     def test_hand_derived_features(self):
         retrieval = self.r.retrieve("Is parking free?")
