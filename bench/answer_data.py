@@ -13,6 +13,12 @@ gold formats, deterministically:
 
 ``prepare(name, half, out_dir)`` writes ``corpus.jsonl`` and ``gold.jsonl`` under
 ``out_dir`` and returns their paths and counts; ``None`` when the data is absent.
+
+``prepare(..., perturb=True)`` writes the same half with every question rewritten once the way
+real users write it (``mini_rag.perturb``: one of ``PERTURB_KINDS`` per question, chosen
+deterministically; the ``synonym`` and ``expansion`` kinds are left out, as they draw on
+word tables the answerer shares).  The seed's perturbation gate (QA contract) asks for this
+robustness; these sets measure it on questions nobody here wrote.
 """
 from __future__ import annotations
 
@@ -36,6 +42,8 @@ SQUAD = os.path.join(DATA, "squad2", "dev-v2.0.explorer-derived.json")
 CNLI_CORPUS = os.path.join(DATA, "contractnli", "corpus_dev.jsonl")
 CNLI_GOLD = os.path.join(DATA, "contractnli", "gold_dev.jsonl")
 SETS = ("squad", "cnli")
+#: Perturbation kinds of the perturbed external sets (mini_rag.perturb.KINDS).
+PERTURB_KINDS = ("typo", "casing", "word_order", "distractor")
 HALVES = ("fit", "held")
 _SPACE = re.compile(r"\s")
 _CNLI_DOC = re.compile(r"cnli-(\d+)\Z")
@@ -132,11 +140,14 @@ def _cnli(half: str):
     return docs, gold
 
 
-def prepare(name: str, half: str, out_dir: str) -> Optional[Dict[str, Any]]:
+def prepare(name: str, half: str, out_dir: str, perturb: bool = False) -> Optional[Dict[str, Any]]:
     """Write ``corpus.jsonl`` and ``gold.jsonl`` for one half; None when the data is absent."""
     if not available(name):
         return None
     docs, gold = (_squad if name == "squad" else _cnli)(half)
+    if perturb:
+        from mini_rag.perturb import perturb_rows
+        gold = perturb_rows(gold, PERTURB_KINDS, 1, ())
     os.makedirs(out_dir, exist_ok=True)
     corpus = os.path.join(out_dir, "corpus.jsonl")
     gold_path = os.path.join(out_dir, "gold.jsonl")

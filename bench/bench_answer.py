@@ -88,8 +88,14 @@ def _sets(names):
             out.append(("gold-baseline", None, os.path.join(ROOT, "gold", "gold.jsonl")))
             out.append(("gold-perturb", None, os.path.join(ROOT, "gold", "gold_perturb.jsonl")))
             continue
+        base, _, kind = name.partition("+")
+        if base not in answer_data.SETS or kind not in ("", "perturb"):
+            raise MiniRagError("--sets: unknown set %r (gold, squad, cnli, squad+perturb, cnli+perturb)" % name)
         for half in answer_data.HALVES:
-            out.append(("%s-%s" % (name, half), (name, half), None))
+            if kind:
+                out.append(("%s-%s-perturb" % (base, half), (base, half, kind), None))
+            else:
+                out.append(("%s-%s" % (base, half), (base, half), None))
     return out
 
 
@@ -105,9 +111,9 @@ class Runner:
         cfg = copy.deepcopy(self.base)
         if spec is None:
             return cfg, gold
-        name, half = spec
+        name, half = spec[:2]
         d = os.path.join(self.out, label)
-        info = answer_data.prepare(name, half, d)
+        info = answer_data.prepare(name, half, d, perturb=len(spec) > 2)
         if info is None:
             return None
         cfg["corpus"]["path"] = info["corpus"]
@@ -154,7 +160,8 @@ def table(rows, header):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="mini_rag vs the naive baseline on gold and external halves.")
-    ap.add_argument("--sets", default="gold,squad,cnli", help="comma list of gold, squad, cnli")
+    ap.add_argument("--sets", default="gold,squad,cnli", help="comma list of gold, squad, cnli, squad+perturb, cnli+perturb "
+                    "(the external halves with every question perturbed once)")
     ap.add_argument("--halves", default="fit,held", help="external halves to run (fit, held)")
     ap.add_argument("--ablate", action="store_true", help="ablation table on the held-out halves")
     ap.add_argument("--config", default=None, help="TOML config (default: configs/default.toml)")
@@ -263,8 +270,17 @@ def _replace_block(path, begin, end, text):
     atomic_write_text(path, doc[:i] + "\n" + text + doc[j:])
 
 
+PERTURB_BEGIN, PERTURB_END = "<!-- bench-answer-perturb:begin -->", "<!-- bench-answer-perturb:end -->"
+
+
 def write_docs(text, results):
-    """docs/answering.md gets every table; README.md's external block the held-out rows."""
+    """docs/answering.md gets every table; README.md's external block the held-out rows.
+
+    A run of perturbed sets only (``--sets squad+perturb,cnli+perturb``) fills its own block
+    of docs/answering.md and leaves the others alone."""
+    if results and all(label.endswith("-perturb") for label in results):
+        _replace_block(DOC, PERTURB_BEGIN, PERTURB_END, text)
+        return
     _replace_block(DOC, BEGIN, END, text)
     held = {label: r for label, r in results.items() if label.endswith("-held")}
     if held:

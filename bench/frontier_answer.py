@@ -1,0 +1,169 @@
+"""The reachable operating points on the held-out halves (issue 17): can any threshold do it?
+
+Issue 17's bar is a point: precision at least the naive baseline's + 0.08 with under- and
+over-refusal each no higher than naive's.  A system with one decision threshold traces a
+curve of (precision, under-refusal, over-refusal) as the threshold moves; the bar is
+reachable only if the curve passes through the box naive's own point defines.  This script
+traces the curves, on the held-out halves, of:
+
+* **naive**: the baseline's ``cover`` threshold from 0.30 to 0.90 (``bench/naive_baseline.py``);
+* **model**: the fitted answerability model (``mini_rag/answerability.py``), its threshold
+  from 0.00 to 0.80.  The pipeline runs once with the threshold at 0 and the gate's
+  probability kept per question; a question ships at threshold ``t`` when it shipped at 0
+  and its probability is at least ``t`` (the chosen sentence does not depend on ``t``,
+  and the guards refuse the same questions whatever the model ships), so every point is
+  exact, scored by ``score_eval.py``.
+
+For each system it prints the best precision inside naive's box (or that no point is in
+it) and writes the curves to ``OUT/frontier.json``.  ``--docs`` rewrites the generated
+block of ``docs/answering.md``.  The thresholds are scanned on the held-out halves on
+purpose: this is an upper bound on what the threshold can buy, not a fit.
+
+    python3 bench/frontier_answer.py [--sets squad,cnli] [--docs]
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import answer_data  # noqa: E402
+from bench_answer import ROOT, DOC, Runner, _replace_block, score  # noqa: E402
+from naive_baseline import Naive  # noqa: E402
+
+from mini_rag import answerability  # noqa: E402
+from mini_rag.errors import MiniRagError  # noqa: E402
+from mini_rag.evaluate import read_gold  # noqa: E402
+from mini_rag.fileio import atomic_write_text, dumps_jsonl  # noqa: E402
+from mini_rag.pipeline import Pipeline  # noqa: E402
+from mini_rag.retrieve import Retriever  # noqa: E402
+
+OUT = os.path.join("runs", "bench", "frontier")
+COVERS = [round(0.30 + 0.05 * i, 2) for i in range(13)]
+THRESHOLDS = [round(0.02 * i, 2) for i in range(41)]
+KEYS = ("precision", "under_refusal", "over_refusal", "pass_rate")
+
+
+def _point(gold_path, rows, out_dir, tag):
+    trace = os.path.join(out_dir, "trace.%s.jsonl" % tag)
+    atomic_write_text(trace, dumps_jsonl(rows))
+    m = score(gold_path, trace, out_dir, tag)
+    return {k: m[k] for k in KEYS}
+
+
+def naive_curve(retriever, gold, gold_path, out_dir, refusal):
+    out = []
+    for cover in COVERS:
+        naive = Naive(retriever, refusal, cover=cover)
+        rows = [naive.answer(g["question"], g["qid"], g.get("doc_scope")) for _, g in gold]
+        out.append(dict(_point(gold_path, rows, out_dir, "naive"), threshold=cover))
+    return out
+
+
+def model_curve(cfg, retriever, gold, gold_path, out_dir, refusal):
+    path = answerability.MODEL_PATH
+    fitted = answerability.load_model(path)
+    answerability._MODELS[path] = dataclasses.replace(fitted, threshold=0.0)
+    try:
+        pipe = Pipeline(_on(cfg), retriever=retriever)
+        rows, probs = [], []
+        for _, g in gold:
+            r = pipe.answer(g["question"], qid=g["qid"], doc_scope=g.get("doc_scope"))
+            rows.append(r.row)
+            probs.append(r.answer.detail.get("answerability"))
+    finally:
+        answerability._MODELS[path] = fitted
+    out = []
+    for t in THRESHOLDS:
+        cut = []
+        for row, p in zip(rows, probs):
+            if p is not None and p < t:
+                row = dict(row, answer_json={"claim": refusal, "citations": []}, decision="ABSTAIN")
+            cut.append(row)
+        out.append(dict(_point(gold_path, cut, out_dir, "model"), threshold=t))
+    return out, fitted.threshold
+
+
+def _on(cfg):
+    c = copy.deepcopy(cfg)
+    c["answer"]["answerability"] = True
+    return c
+
+
+def best_in_box(curve, box):
+    inside = [p for p in curve if p["under_refusal"] <= box["under_refusal"] and p["over_refusal"] <= box["over_refusal"]]
+    return max(inside, key=lambda p: (p["precision"], -p["threshold"])) if inside else None
+
+
+def render(results):
+    lines = ["| held-out set | system | naive's point (precision / under / over) | best precision inside naive's box "
+             "(threshold) | the bar (naive + 0.08) |", "|---|---|---|---|---|"]
+    for label, r in results.items():
+        box = r["naive_point"]
+        for system in ("naive", "model"):
+            b = r["best"][system]
+            got = "none: no threshold is inside" if b is None else "%.3f (%s %.2f)" % (
+                b["precision"], "cover" if system == "naive" else "t", b["threshold"])
+            lines.append("| %s | %s | %.3f / %.3f / %.3f | %s | %.3f |" % (
+                label, system, box["precision"], box["under_refusal"], box["over_refusal"], got,
+                box["precision"] + 0.08))
+    lines.append("")
+    lines.append("The curves (threshold: precision / under-refusal / over-refusal):")
+    lines.append("")
+    for label, r in results.items():
+        for system in ("naive", "model"):
+            pts = [p for p in r["curves"][system] if system == "naive" or round(p["threshold"] * 100) % 10 == 0]
+            lines.append("- %s, %s: %s" % (label, system, "; ".join(
+                "%.2f: %.3f / %.3f / %.3f" % (p["threshold"], p["precision"], p["under_refusal"], p["over_refusal"])
+                for p in pts)))
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="Operating-point curves of naive and the fitted model on the held-out halves.")
+    ap.add_argument("--sets", default="squad,cnli", help="comma list of squad, cnli")
+    ap.add_argument("--config", default=None, help="TOML config (default: configs/default.toml)")
+    ap.add_argument("--out", default=OUT, help="output folder (default: %s)" % OUT)
+    ap.add_argument("--docs", action="store_true", help="rewrite the frontier block of docs/answering.md")
+    args = ap.parse_args(argv)
+    results = {}
+    try:
+        runner = Runner(args.config, args.out)
+        for name in [s for s in args.sets.split(",") if s]:
+            label = "%s-held" % name
+            ready = runner.setup(label, (name, "held"), None)
+            if ready is None:
+                print("frontier: %s skipped: data absent" % label, file=sys.stderr)
+                continue
+            cfg, gold_path = ready
+            out_dir = os.path.join(args.out, label)
+            os.makedirs(out_dir, exist_ok=True)
+            retriever = Retriever(runner.index(cfg), cfg)
+            gold = read_gold(gold_path)
+            refusal = cfg["answer"]["refusal"]
+            naive = naive_curve(retriever, gold, gold_path, out_dir, refusal)
+            model, fitted_t = model_curve(cfg, retriever, gold, gold_path, out_dir, refusal)
+            box = next(p for p in naive if p["threshold"] == 0.6)
+            results[label] = {"naive_point": box, "fitted_threshold": fitted_t,
+                              "curves": {"naive": naive, "model": model},
+                              "best": {"naive": best_in_box(naive, box), "model": best_in_box(model, box)}}
+            print("%s: naive %s, model %s" % (label, results[label]["best"]["naive"], results[label]["best"]["model"]),
+                  file=sys.stderr, flush=True)
+    except MiniRagError as exc:
+        print("frontier: %s" % exc, file=sys.stderr)
+        return 2
+    atomic_write_text(os.path.join(args.out, "frontier.json"), json.dumps(results, indent=2, sort_keys=True) + "\n")
+    text = render(results)
+    print(text)
+    if args.docs:
+        _replace_block(DOC, "<!-- frontier:begin -->", "<!-- frontier:end -->", text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
