@@ -164,6 +164,10 @@ def main(argv=None) -> int:
                     "(the external halves with every question perturbed once)")
     ap.add_argument("--halves", default="fit,held", help="external halves to run (fit, held)")
     ap.add_argument("--ablate", action="store_true", help="ablation table on the held-out halves")
+    ap.add_argument("--only", metavar="NAMES", default="",
+                    help="with --ablate: a comma list of the ablations to run (default: all)")
+    ap.add_argument("--systems", metavar="NAMES", default="",
+                    help="a comma list of the systems to run (default: all: %s)" % ", ".join(s for s, _ in SYSTEMS))
     ap.add_argument("--config", default=None, help="TOML config (default: configs/default.toml)")
     ap.add_argument("--out", default=OUT, help="output folder (default: %s)" % OUT)
     ap.add_argument("--docs", action="store_true",
@@ -172,6 +176,11 @@ def main(argv=None) -> int:
                     help="render (and with --docs write) the tables of an earlier run's summary.json; run nothing")
     args = ap.parse_args(argv)
     halves = set(args.halves.split(","))
+    only = [a for a in args.only.split(",") if a]
+    systems = [s for s in args.systems.split(",") if s]
+    unknown = sorted(set(only) - {n for n, _, _ in ABLATIONS}) + sorted(set(systems) - {n for n, _ in SYSTEMS})
+    if unknown:
+        ap.error("unknown ablation or system: %s" % ", ".join(unknown))
     if args.from_summary:
         with open(args.from_summary, encoding="utf-8") as fh:
             summary = json.load(fh)
@@ -196,6 +205,8 @@ def main(argv=None) -> int:
             out_dir = os.path.join(args.out, label)
             os.makedirs(out_dir, exist_ok=True)
             for system, override in SYSTEMS:
+                if systems and system not in systems:
+                    continue
                 trace = os.path.join(out_dir, "trace.%s.jsonl" % system)
                 n, p50 = runner.run("naive" if override is None else "mini_rag",
                                     cfg if override is None else _merge(cfg, override), gold_path, trace)
@@ -207,6 +218,8 @@ def main(argv=None) -> int:
                     "%s %.3f" % (k, m[k]) for k in METRICS), m["p50_ms"] or 0), file=sys.stderr, flush=True)
             if args.ablate and spec is not None and spec[1] == "held":
                 for name, _what, override in ABLATIONS:
+                    if only and name not in only:
+                        continue
                     acfg = _merge(cfg, override)
                     tag = "ablate-" + name.replace(" ", "_")
                     trace = os.path.join(out_dir, "trace.%s.jsonl" % tag)
@@ -230,12 +243,14 @@ def render(results, ablation):
     rows = []
     for label in results:
         for system, _o in SYSTEMS:
-            m = results[label][system]
+            m = results[label].get(system)
+            if m is None:
+                continue
             rows.append([label, system, str(m["n"])] + [fmt(m[k]) for k in METRICS] + [fmt(m["p50_ms"]).rstrip("0")])
     out = [table(rows, ["set", "system", "n", "precision", "CHR", "under-refusal", "over-refusal",
                         "pass rate", "p50 ms"])]
     if ablation:
-        held = [l for l in results if l.endswith("-held")]
+        held = [l for l in results if l.endswith("-held") or l.endswith("-held-perturb")]
         arows = []
         full = {l: results[l]["mini_rag"] for l in held}
         for name, what, _o in ABLATIONS:
