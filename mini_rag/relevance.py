@@ -479,7 +479,7 @@ def near_duplicate(a: str, b: str, threshold: float) -> bool:
 
 def _within_limit(question: str, pairs: List[Tuple[Fact, FrozenSet[str]]], overlap: List[float],
                   limit: int, retrieval: Optional[Retrieval], analyzer: Analyzer, index: Any,
-                  bridges: Bridges) -> FrozenSet[int]:
+                  bridges: Bridges, qa: Any = None) -> FrozenSet[int]:
     """The positions in ``pairs`` (facts in retrieval order, with their terms and
     ``overlap``, their ``fact_overlap`` with the whole question) of at most ``limit``
     facts to keep: those that hold most of the question (synonyms and other bridges
@@ -488,13 +488,16 @@ def _within_limit(question: str, pairs: List[Tuple[Fact, FrozenSet[str]]], overl
     question with several (``split_question``) keeps the facts that speak most to it (the
     largest overlap with the part's terms; on a tie the first ones, at most ``limit //
     (parts + 1)`` per part), so "How long is the refund window, and is there a processing
-    fee?" keeps its refund-window chunk though the fee chunks hold more of the whole."""
+    fee?" keeps its refund-window chunk though the fee chunks hold more of the whole.
+    ``qa`` (the question's analysis) gives the parts and their terms (``b_parts``)."""
     reserved: List[int] = []
-    parts = split_question(question)
+    parts = ([(p.text, p.terms) for p in qa.b_parts] if qa is not None
+             else [(p, None) for p in split_question(question)])
     share = max(1, limit // (len(parts) + 1))     # the rest of the slots go in retrieval order
     if len(parts) > 1:
-        for part in parts:
-            p_terms = question_terms(part, retrieval, analyzer)
+        for part, p_terms in parts:
+            if p_terms is None:
+                p_terms = question_terms(part, retrieval, analyzer)
             if not p_terms:
                 continue
             weights = term_weights(p_terms, index)
@@ -511,22 +514,27 @@ def _within_limit(question: str, pairs: List[Tuple[Fact, FrozenSet[str]]], overl
 
 
 def phase_b(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
-            config: Dict[str, Any]) -> List[Fact]:
+            config: Dict[str, Any], qa: Any = None) -> List[Fact]:
     """Noise removed, question-relevant, de-duplicated, at most max_context_chunks facts."""
-    return phase_b_detail(question, facts, retrieval, index, config)[0]
+    return phase_b_detail(question, facts, retrieval, index, config, qa=qa)[0]
 
 
 def phase_b_detail(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
-                   config: Dict[str, Any]) -> Tuple[List[Fact], List[Dict[str, str]]]:
-    """``(kept facts, dropped)``; see the module docstring for the steps and reasons."""
+                   config: Dict[str, Any], qa: Any = None) -> Tuple[List[Fact], List[Dict[str, str]]]:
+    """``(kept facts, dropped)``; see the module docstring for the steps and reasons.
+    ``qa`` (``question.analyze_question`` of ``question``) gives its terms, weights,
+    bridges and parts instead of analyzing ``question`` here."""
     answer_cfg = config.get("answer", {})
     min_overlap = float(answer_cfg.get("min_fact_overlap", 0.15))
     dedup = float(answer_cfg.get("dedup_jaccard", 0.9))
     limit = int(config.get("retrieval", {}).get("max_context_chunks", 6))
     analyzer = analyzer_of(index, config)
-    q_terms = question_terms(question, retrieval, analyzer)
-    weights = term_weights(q_terms, index)
-    bridges = expansion_bridges(question, config, analyzer, index, retrieval.corrections)
+    if qa is not None:
+        q_terms, weights, bridges = qa.terms, qa.idf, qa.bridges
+    else:
+        q_terms = question_terms(question, retrieval, analyzer)
+        weights = term_weights(q_terms, index)
+        bridges = expansion_bridges(question, config, analyzer, index, retrieval.corrections)
     hits = _hit_map(retrieval)
     scopes = scope_table(index, analyzer)
 
@@ -582,7 +590,7 @@ def phase_b_detail(question: str, facts: List[Fact], retrieval: Retrieval, index
     keep_idx.sort()
     if len(keep_idx) > limit:
         capped = _within_limit(question, [survivors[i] for i in keep_idx], [overlap[i] for i in keep_idx],
-                               limit, retrieval, analyzer, index, bridges)
+                               limit, retrieval, analyzer, index, bridges, qa)
         dropped.extend({"chunk_id": survivors[i][0].chunk_id, "reason": "over_limit"}
                        for n, i in enumerate(keep_idx) if n not in capped)
         keep_idx = [i for n, i in enumerate(keep_idx) if n in capped]

@@ -993,9 +993,10 @@ def _concept_weights(q_terms: Sequence[str], index: Any, bridges: Bridges) -> Di
 
 
 def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: Any,
-                 bridges: Bridges, cfg: Dict[str, Any]) -> Dict[str, Any]:
-    """Rules 1-7 for one question part: a dict with outcome, chosen units and numbers."""
-    kind = question_type(part)
+                 bridges: Bridges, cfg: Dict[str, Any], analyzed: Any = None) -> Dict[str, Any]:
+    """Rules 1-7 for one question part: a dict with outcome, chosen units and numbers.
+    ``analyzed``: the part's ``question.QuestionPart`` (its type and echo words)."""
+    kind = question_type(part) if analyzed is None else analyzed.question_type
     out: Dict[str, Any] = {"part": part, "terms": list(q_terms), "question_type": kind}
     if not q_terms:
         out["outcome"] = "no_question_terms"
@@ -1034,7 +1035,7 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
     out["key_coverage"] = _r(max(coverage)) if coverage else 0.0
     min_cov = float(cfg["min_key_coverage"])
     typed_min = float(cfg.get("min_key_coverage_typed", min_cov))
-    echo = echo_words(part)
+    echo = echo_words(part) if analyzed is None else analyzed.echo
 
     def typed_on_topic(info: _FactInfo) -> bool:
         # rule 2's relaxation: a sentence states the asked value and holds typed_min of K
@@ -1140,17 +1141,19 @@ def _cfg(config: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def phase_c(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
-            config: Dict[str, Any]) -> Answer:
-    """The extractive answer to ``question`` from the phase B ``facts`` (rules 1-7 above)."""
+            config: Dict[str, Any], qa: Any = None) -> Answer:
+    """The extractive answer to ``question`` from the phase B ``facts`` (rules 1-7 above);
+    ``qa`` (``question.analyze_question`` of ``question``) gives its bridges and parts."""
     cfg = _cfg(config)
-    if is_task_request(question):
+    if (is_task_request(question) if qa is None else qa.task_request):
         return Answer(sentences=[], confidence="Low", refused=True, reasons=["task_request"],
                       detail={"parts": []})
     if not facts:
         return Answer(sentences=[], confidence="Low", refused=True, reasons=["no_evidence"],
                       detail={"parts": []})
     analyzer = analyzer_of(index, config)
-    bridges = expansion_bridges(question, config, analyzer, index, retrieval.corrections if retrieval else None)
+    bridges = (qa.bridges if qa is not None else
+               expansion_bridges(question, config, analyzer, index, retrieval.corrections if retrieval else None))
     ranges = range_bridges(question, [f.quote for f in facts], analyzer) if cfg.get("synonyms", True) else {}
     if ranges:
         # a number of the question within a bound the evidence states ("50%" and "40% or more")
@@ -1159,7 +1162,10 @@ def phase_c(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
             bridges.setdefault(term, []).extend(alts)
     infos = _prepare(facts, retrieval, index, analyzer)
     parts = []
-    for part in split_question(cue_spelling(question, retrieval, analyzer)):
+    if qa is not None:
+        for qp in qa.parts:
+            parts.append(_answer_part(qp.text, list(qp.terms), infos, index, bridges, cfg, qp))
+    for part in (split_question(cue_spelling(question, retrieval, analyzer)) if qa is None else ()):
         q_terms = question_terms(part, retrieval, analyzer)
         parts.append(_answer_part(part, q_terms, infos, index, bridges, cfg))
 
