@@ -142,9 +142,7 @@ class Pipeline:
         qa = self.analyze(asked)
         question = qa.text
         # 1. retrieve
-        retrieval = self._retrieve(qa, doc_scope)
-        if retrieval.corrections != qa.corrections:       # a retriever that corrects on its own
-            qa = analyze_question(asked, self.analyzer, self.index, cfg, corrections=retrieval.corrections)
+        retrieval, qa = self._retrieve(qa, doc_scope)
         t1 = clock()
         # 2-3. phase A, phase B
         facts_a = phase_a(retrieval)
@@ -237,12 +235,19 @@ class Pipeline:
         :meth:`answer` builds first, with this pipeline's analyzer, index and retriever."""
         return analyze_question(question, self.analyzer, self.index, self.config, retriever=self.retriever)
 
-    def _retrieve(self, qa: QuestionAnalysis, doc_scope: Optional[str]) -> Retrieval:
-        """Step 1: the retriever's ``retrieve`` of ``qa.text``, given ``qa`` when it takes it."""
+    def _retrieve(self, qa: QuestionAnalysis,
+                  doc_scope: Optional[str]) -> Tuple[Retrieval, QuestionAnalysis]:
+        """Step 1: the retriever's ``retrieve`` of ``qa.text`` (given ``qa`` when it takes
+        it), and ``qa`` -- analyzed again with the retrieval's typo corrections when a
+        retriever that does not take ``qa`` (a test stub) corrected on its own."""
         kwargs: Dict[str, Any] = {"doc_scope": doc_scope} if doc_scope else {}
         if getattr(self.retriever, "accepts_analysis", False):
             kwargs["qa"] = qa
-        return self.retriever.retrieve(qa.text, **kwargs)
+        retrieval = self.retriever.retrieve(qa.text, **kwargs)
+        if retrieval.corrections != qa.corrections:
+            qa = analyze_question(qa.asked, self.analyzer, self.index, self.config,
+                                  corrections=retrieval.corrections)
+        return retrieval, qa
 
 
 def _raw_citations(payload: Any):

@@ -53,15 +53,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, FrozenSet, List, Optional
+from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 from . import conflicts as _conf
 from .answerability import _marked_words, _negated
 from .framing import strip_framing
 from .glossary import asked_term
 from .records import Retrieval
-from .relevance import Bridges, expansion_bridges, question_terms, split_question, term_weights
-from .synthesize import cue_spelling, echo_words, is_task_request, question_type
+from .relevance import Bridges, asks_revisions, expansion_bridges, question_terms, split_question, term_weights
+from .synonyms import question_quantities
+from .synthesize import (asked_subject, category_terms, cue_spelling, echo_words, general_terms, is_enumeration,
+                         is_task_request, name_words, question_type)
 
 __all__ = ["QuestionAnalysis", "QuestionPart", "analyze_question"]
 
@@ -73,12 +75,20 @@ class QuestionPart:
     """One part of a question with several (``relevance.split_question``)."""
     text: str
     terms: List[str]                          # relevance.question_terms of the part
-    question_type: Optional[str] = None       # synthesize.question_type (phase C parts)
-    echo: FrozenSet[str] = frozenset()        # synthesize.echo_words (phase C parts)
+    # phase C parts only (synthesize):
+    question_type: Optional[str] = None       # question_type
+    echo: FrozenSet[str] = frozenset()        # echo_words
+    category: List[str] = field(default_factory=list)   # category_terms: the answer's category
+    general: List[str] = field(default_factory=list)    # general_terms: light and type words
+    enumeration: bool = False                 # is_enumeration: asks for a whole list
+    names: List[Tuple[str, List[str]]] = field(default_factory=list)   # name_words: names, codes
+    subject: Tuple[str, ...] = ()             # asked_subject: "is there X" subject, head terms
 
     def to_json(self) -> Dict[str, Any]:
         return {"text": self.text, "terms": list(self.terms), "question_type": self.question_type,
-                "echo": sorted(self.echo)}
+                "echo": sorted(self.echo), "category": list(self.category), "general": list(self.general),
+                "enumeration": self.enumeration, "names": [[w, list(t)] for w, t in self.names],
+                "subject": list(self.subject)}
 
 
 @dataclass
@@ -91,6 +101,7 @@ class QuestionAnalysis:
     corrections: Dict[str, str]
     variants: List[str]
     variant_terms: List[List[str]]
+    alternatives: List[Dict[str, List[Tuple[Tuple[str, ...], float]]]]
     defined: Optional[str]
     defined_terms: List[str]
     terms: List[str]
@@ -105,6 +116,8 @@ class QuestionAnalysis:
     years: List[str]
     qualifiers: FrozenSet[str]
     task_request: bool
+    asks_revisions: bool
+    quantities: List[Tuple[str, str, float]]
     bridges: Bridges
     b_parts: List[QuestionPart] = field(default_factory=list)
     parts: List[QuestionPart] = field(default_factory=list)
@@ -115,23 +128,27 @@ class QuestionAnalysis:
             "asked": self.asked, "text": self.text, "analyzed": list(self.analyzed),
             "query_terms": list(self.query_terms), "corrections": dict(sorted(self.corrections.items())),
             "variants": list(self.variants), "variant_terms": [list(v) for v in self.variant_terms],
+            "alternatives": [{t: [[list(a), share] for a, share in alts[t]] for t in sorted(alts)}
+                             for alts in self.alternatives],
             "defined": self.defined, "defined_terms": list(self.defined_terms),
             "terms": list(self.terms), "idf": {t: round(self.idf[t], 6) for t in self.terms},
             "doc_freq": {t: self.doc_freq[t] for t in self.terms if t in self.doc_freq},
             "absent": list(self.absent), "question_type": self.question_type,
             "echo": sorted(self.echo), "negated": self.negated, "marked": list(self.marked),
             "words": list(self.words), "years": list(self.years), "qualifiers": sorted(self.qualifiers),
-            "task_request": self.task_request,
+            "task_request": self.task_request, "asks_revisions": self.asks_revisions,
+            "quantities": [list(q) for q in self.quantities],
             "bridges": {t: [sorted(alt) for alt in self.bridges[t]] for t in sorted(self.bridges)},
             "b_parts": [p.to_json() for p in self.b_parts], "parts": [p.to_json() for p in self.parts],
         }
 
 
 def _retrieval_terms(text: str, analyzer: Any, retriever: Any, corrections: Optional[Dict[str, str]]):
-    """(query terms, corrections, variants, variant terms, defined, defined terms): what
-    ``Retriever.retrieve`` ranks, computed as it would (typos corrected across the
-    question and its expansion variants in one dict).  Without a retriever that corrects
-    (a stub), the analyzer's terms and the ``corrections`` given."""
+    """(query terms, corrections, variants, variant terms, alternatives, defined, defined
+    terms): what ``Retriever.retrieve`` ranks, computed as it would (typos corrected across
+    the question and its expansion variants in one dict; each variant's alternatives by
+    ``Retriever.alternatives``).  Without a retriever that corrects (a stub), the
+    analyzer's terms and the ``corrections`` given."""
     defined = asked_term(text)
     if corrections is None and callable(getattr(retriever, "query_terms", None)) and \
             callable(getattr(retriever, "expansions", None)):
@@ -140,10 +157,23 @@ def _retrieval_terms(text: str, analyzer: Any, retriever: Any, corrections: Opti
         variants = [text] + retriever.expansions(text)
         vterms = [terms] + [retriever.query_terms(v, fixes) for v in variants[1:]]
         dterms = retriever.query_terms(defined, {}) if defined is not None else []
-        return terms, fixes, variants, vterms, defined, dterms
+        alts = getattr(retriever, "alternatives", None)
+        valts = [alts(v, vt) for v, vt in zip(variants, vterms)] if callable(alts) else [{} for _ in variants]
+        return terms, fixes, variants, vterms, valts, defined, dterms
     terms = analyzer.analyze(text)
     dterms = analyzer.analyze(defined) if defined is not None else []
-    return terms, dict(corrections or {}), [text], [terms], defined, dterms
+    return terms, dict(corrections or {}), [text], [terms], [{}], defined, dterms
+
+
+def _phase_c_part(part: str, shim: Retrieval, analyzer: Any, index: Any) -> QuestionPart:
+    """One part as phase C reads it (``synthesize._answer_part``): with the index's
+    analyzer for names, subject, category and general terms, as there."""
+    kind = question_type(part)
+    own = getattr(index, "analyzer", None)
+    return QuestionPart(part, question_terms(part, shim, analyzer), kind, echo_words(part),
+                        category=category_terms(part, index), general=general_terms(part, kind, own),
+                        enumeration=is_enumeration(part), names=name_words(part, own) if own is not None else [],
+                        subject=asked_subject(part, own))
 
 
 def analyze_question(question: str, analyzer: Any, index: Any = None, config: Optional[Dict[str, Any]] = None,
@@ -159,7 +189,7 @@ def analyze_question(question: str, analyzer: Any, index: Any = None, config: Op
     text = question
     if cfg.get("answer", {}).get("strip_framing", True):
         text = strip_framing(question)
-    terms_q, fixes, variants, vterms, defined, dterms = _retrieval_terms(text, analyzer, retriever, corrections)
+    terms_q, fixes, variants, vterms, valts, defined, dterms = _retrieval_terms(text, analyzer, retriever, corrections)
     shim = Retrieval(question=text, hits=[], corrections=fixes)
     content = question_terms(text, shim, analyzer)
     idf = term_weights(content, index)
@@ -168,16 +198,16 @@ def analyze_question(question: str, analyzer: Any, index: Any = None, config: Op
     clarify = cfg.get("clarify", {})
     cue_text = cue_spelling(text, shim, analyzer)
     b_parts = [QuestionPart(p, question_terms(p, shim, analyzer)) for p in split_question(text)]
-    parts = [QuestionPart(p, question_terms(p, shim, analyzer), question_type(p), echo_words(p))
-             for p in split_question(cue_text)]
+    parts = [_phase_c_part(p, shim, analyzer, index) for p in split_question(cue_text)]
     return QuestionAnalysis(
         asked=question, text=text, analyzed=analyzer.analyze(text), query_terms=list(terms_q),
-        corrections=fixes, variants=variants, variant_terms=vterms, defined=defined, defined_terms=dterms,
+        corrections=fixes, variants=variants, variant_terms=vterms, alternatives=valts, defined=defined, defined_terms=dterms,
         terms=content, idf=idf, doc_freq=doc_freq, absent=[t for t in content if doc_freq.get(t, 1) == 0],
         question_type=question_type(text), echo=echo_words(text), negated=_negated(text),
         marked=_marked_words(text), words=re.findall(r"[a-z']+", text.lower()),
         years=list(dict.fromkeys(_YEAR.findall(text))),
         qualifiers=_conf.qualifiers(text, clarify.get("dimension_values", []), clarify.get("dimension_nouns", [])),
-        task_request=is_task_request(text),
+        task_request=is_task_request(text), asks_revisions=asks_revisions(text),
+        quantities=question_quantities(text),
         bridges=expansion_bridges(text, cfg, analyzer, index, fixes),
         b_parts=b_parts, parts=parts)

@@ -93,7 +93,7 @@ from .glossary import definition_bridges, definition_table, example_bridges, exa
 from .records import Fact, Hit, Retrieval
 from .synonyms import Synonym, comparative_bridges, number_bridges, synonym_bridges, unit_bridges
 
-__all__ = ["phase_b", "phase_b_detail", "question_terms", "corrected_terms", "split_question", "term_weights",
+__all__ = ["phase_b", "phase_b_detail", "asks_revisions", "question_terms", "corrected_terms", "split_question", "term_weights",
            "expansion_bridges", "covered", "weighted_share", "analyzer_of", "chunk_context", "is_artifact",
            "is_bare_heading", "is_boilerplate", "is_page_furniture", "is_revision_table",
            "fact_overlap", "question_codes", "near_duplicate", "SCAFFOLD_WORDS"]
@@ -423,12 +423,17 @@ _REVISION_QUESTION = re.compile(r"\b(?:revis\w*|rev|version\w*|chang\w*|histor\w
                                 re.IGNORECASE)
 
 
+def asks_revisions(question: str) -> bool:
+    """Does ``question`` ask about revisions, versions, changes or history?"""
+    return bool(question and _REVISION_QUESTION.search(question))
+
+
 def is_revision_table(text: str, heading: str = "", question: str = "") -> bool:
     """A revision/version/change table or a fact under a revision-history heading.
 
     Never noise when the question asks about revisions, versions, changes or history.
     """
-    if question and _REVISION_QUESTION.search(question):
+    if asks_revisions(question):
         return False
     if heading and _REVISION_HEADING.search(heading):
         return True
@@ -551,7 +556,8 @@ def phase_b_detail(question: str, facts: List[Fact], retrieval: Retrieval, index
             reason = "boilerplate"
         elif is_bare_heading(fact.quote, is_heading):
             reason = "heading"
-        elif is_revision_table(fact.quote, heading, question):
+        elif (is_revision_table(fact.quote, heading, question) if qa is None
+              else not qa.asks_revisions and is_revision_table(fact.quote, heading)):
             reason = "revision_table"
         terms = frozenset(analyzer.analyze(fact.quote + "\n" + heading + "\n" + title)) | \
             scopes.get(fact.pdf, frozenset())

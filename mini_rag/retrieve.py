@@ -915,7 +915,8 @@ class Retriever:
         """Run the QA contract's retrieval flow for one question (see module docstring);
         ``doc_scope`` (a doc_id) restricts every ranking to that document's chunks.
         ``qa`` (``question.analyze_question`` of ``question`` with this retriever) gives
-        the corrected terms, corrections and expansion variants already computed."""
+        the corrected terms, corrections, expansion variants and their alternatives
+        already computed."""
         r = self.config["retrieval"]
         top_k = r["top_k"]
         scope = r["authority_scope"] or "MIXED"
@@ -936,7 +937,7 @@ class Retriever:
                                             else self.query_terms(variant, corrections))
             if vi:
                 gate_terms.extend(vterms)
-            alts = self.alternatives(variant, vterms)
+            alts = self.alternatives(variant, vterms) if qa is None else qa.alternatives[vi]
             if vi == 0:
                 question_alts = alts
             for t, lst in alts.items():
