@@ -139,7 +139,8 @@ class QuestionAnalysis:
             "task_request": self.task_request, "asks_revisions": self.asks_revisions,
             "quantities": [list(q) for q in self.quantities],
             "bridges": {t: [sorted(alt) for alt in self.bridges[t]] for t in sorted(self.bridges)},
-            "b_parts": [p.to_json() for p in self.b_parts], "parts": [p.to_json() for p in self.parts],
+            "b_parts": [{"text": p.text, "terms": list(p.terms)} for p in self.b_parts],
+            "parts": [p.to_json() for p in self.parts],
         }
 
 
