@@ -60,8 +60,8 @@ from . import conflicts as conflicts_mod
 from . import decision as decision_mod
 from . import guards
 from .facts import phase_a
-from .question import QuestionAnalysis, analyze_question
 from .generator import Generator, GeneratorError, generate_answer, get_generator
+from .question import QuestionAnalysis, analyze_question
 from .records import Fact, Hit, Retrieval
 from .relevance import analyzer_of, phase_b
 from .synthesize import Answer
@@ -130,6 +130,25 @@ class Pipeline:
         self.generator = generator if generator is not None else get_generator(config, self.index)
         self.refusal = config["answer"]["refusal"]
         guards.parse_date(config["guards"]["as_of"], "config [guards] as_of")   # fail early
+
+    def analyze(self, question: str) -> QuestionAnalysis:
+        """The :class:`~mini_rag.question.QuestionAnalysis` of ``question`` (as asked) that
+        :meth:`answer` builds first, with this pipeline's analyzer, index and retriever."""
+        return analyze_question(question, self.analyzer, self.index, self.config, retriever=self.retriever)
+
+    def _retrieve(self, qa: QuestionAnalysis,
+                  doc_scope: Optional[str]) -> Tuple[Retrieval, QuestionAnalysis]:
+        """Step 1: the retriever's ``retrieve`` of ``qa.text`` (given ``qa`` when it takes
+        it), and ``qa`` -- analyzed again with the retrieval's typo corrections when a
+        retriever that does not take ``qa`` (a test stub) corrected on its own."""
+        kwargs: Dict[str, Any] = {"doc_scope": doc_scope} if doc_scope else {}
+        if getattr(self.retriever, "accepts_analysis", False):
+            kwargs["qa"] = qa
+        retrieval = self.retriever.retrieve(qa.text, **kwargs)
+        if retrieval.corrections != qa.corrections:
+            qa = analyze_question(qa.asked, self.analyzer, self.index, self.config,
+                                  corrections=retrieval.corrections)
+        return retrieval, qa
 
     def answer(self, question: str, qid: str = "", timings: bool = False,
                doc_scope: Optional[str] = None) -> Result:
@@ -228,26 +247,6 @@ class Pipeline:
         return Result(row, retrieval, facts_a, facts_b, answer, verdict, check, validator_errors,
                       generator_called=recorder.calls > 0,
                       generator_error=failure.kind if failure is not None else "")
-
-
-    def analyze(self, question: str) -> QuestionAnalysis:
-        """The :class:`~mini_rag.question.QuestionAnalysis` of ``question`` (as asked) that
-        :meth:`answer` builds first, with this pipeline's analyzer, index and retriever."""
-        return analyze_question(question, self.analyzer, self.index, self.config, retriever=self.retriever)
-
-    def _retrieve(self, qa: QuestionAnalysis,
-                  doc_scope: Optional[str]) -> Tuple[Retrieval, QuestionAnalysis]:
-        """Step 1: the retriever's ``retrieve`` of ``qa.text`` (given ``qa`` when it takes
-        it), and ``qa`` -- analyzed again with the retrieval's typo corrections when a
-        retriever that does not take ``qa`` (a test stub) corrected on its own."""
-        kwargs: Dict[str, Any] = {"doc_scope": doc_scope} if doc_scope else {}
-        if getattr(self.retriever, "accepts_analysis", False):
-            kwargs["qa"] = qa
-        retrieval = self.retriever.retrieve(qa.text, **kwargs)
-        if retrieval.corrections != qa.corrections:
-            qa = analyze_question(qa.asked, self.analyzer, self.index, self.config,
-                                  corrections=retrieval.corrections)
-        return retrieval, qa
 
 
 def _raw_citations(payload: Any):
