@@ -4,8 +4,8 @@ The question is analyzed once, before retrieval, into a :class:`QuestionAnalysis
 retrieval (``Retriever.retrieve(..., qa=)``), phase B (``relevance.phase_b(..., qa=)``),
 phase C (the generator's ``context["analysis"]``, ``synthesize.phase_c(..., qa=)``),
 the answerability model (``answerability.candidates(..., qa=)``) and the guards
-(risk, ambiguity, conflicts) read its fields instead of analyzing the question text
-again.  Every function those stages exported keeps working with a question string
+(risk and ambiguity; conflicts through the record's terms and bridges) read its fields
+instead of analyzing the question text again.  Every function those stages exported keeps working with a question string
 alone: the record is an optional extra argument, and without it each computes what it
 needs as before, so the results are the same either way.
 
@@ -25,8 +25,9 @@ Fields (``text`` is the question with its framing stripped, what every stage rea
 * ``query_terms``, ``corrections``: the terms retrieval ranks, in order, each typo the
   retriever corrects replaced (``Retriever.query_terms``); ``corrections`` maps a token to
   the index terms used instead, including tokens of the expansion variants.
-* ``variants``, ``variant_terms``: the question then its expansions (``[expansion.*]``
-  rules, ``Retriever.expansions``), each with its corrected terms.
+* ``variants``, ``variant_terms``, ``alternatives``: the question then its expansions
+  (``[expansion.*]`` rules, ``Retriever.expansions``), each with its corrected terms and
+  the derivations and synonyms the index holds for them (``Retriever.alternatives``).
 * ``defined``, ``defined_terms``: the term a "What is X?" question asks the meaning of
   (``glossary.asked_term``) and its corrected terms (retrieval's definition lookup).
 * ``terms``: the content terms (``relevance.question_terms``: corrected, distinct, in
@@ -37,17 +38,21 @@ Fields (``text`` is the question with its framing stripped, what every stage rea
   numbers past the first word), ``words`` (lower-case words, as the ambiguity guard reads
   them), ``years`` (four-digit years named), ``qualifiers`` (the plan / tier / region
   names the question scopes itself to: ``conflicts.qualifiers`` with ``[clarify]``
-  ``dimension_values`` and ``dimension_nouns``), ``task_request``.
+  ``dimension_values`` and ``dimension_nouns``), ``task_request`` (a joke or poem is
+  asked for), ``asks_revisions`` (revisions, versions, history: phase B keeps revision
+  tables), ``quantities`` (percentages and amounts, ``synonyms.question_quantities``).
 * ``bridges``: ``relevance.expansion_bridges`` of the question (term -> alternative term
   sets: derivations, abbreviations, glossary, synonyms, numbers, expansion rules).
 * ``b_parts``: phase B's parts (``split_question(text)``) with their content terms;
   ``parts``: phase C's (``split_question`` of the text with misspelt cue words written
-  out, ``synthesize.cue_spelling``), each with its terms, type and echo words.
+  out, ``synthesize.cue_spelling``), each with its terms, type, echo words, answer
+  category and light / type words (never key terms), whether it asks for a whole list,
+  its names and codes with their terms, and the subject of "is there X".
 
 >>> from mini_rag.analysis import Analyzer
 >>> qa = analyze_question("Hi! How many days do we keep audit logs?", Analyzer())
 >>> qa.text, qa.terms, qa.question_type
-('How many days do we keep audit logs?', ['day', 'keep', 'audit', 'log'], 'number')
+('How many days do we keep audit logs?', ['day', 'keep', 'audit', 'log'], 'duration')
 """
 from __future__ import annotations
 

@@ -133,6 +133,11 @@ class Fields(unittest.TestCase):
         self.assertEqual(qa.idf, {"day": 1.0, "keep": 1.0, "audit": 1.0, "log": 1.0})
         self.assertEqual((qa.doc_freq, qa.absent, qa.corrections), ({}, [], {}))
 
+    def test_doctests(self):
+        import doctest
+        import mini_rag.question
+        self.assertEqual(doctest.testmod(mini_rag.question).failed, 0)
+
     def test_framing_kept_when_switched_off(self):
         cfg = copy.deepcopy(self.cfg)
         cfg["answer"]["strip_framing"] = False
