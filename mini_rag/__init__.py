@@ -11,6 +11,8 @@ module                stage
 ``store``             index format 2: binary sections behind the manifest, read on demand
 ``embed/``            optional dense embeddings (numpy): MiniLM encoder, hybrid ranking
 ``framing``           the question without greetings, thanks and asides
+``question``          the question analyzed once (``QuestionAnalysis``): terms,
+                      corrections, idf, answer type, qualifiers; every later stage reads it
 ``retrieve``          BM25 / TF-IDF top-k, thresholds, fallback, expansion, MMR
 ``facts``             phase A: retrieval hits -> facts
 ``relevance``         phase B: noise, relevance, de-duplication

@@ -192,8 +192,10 @@ def _bigrams(toks: Sequence[str]) -> set:
 
 
 def candidates(question: str, retrieval: Retrieval, answer: Answer, index: Any,
-               analyzer: Any) -> List[Candidate]:
-    """Every sentence of the first ``CANDIDATE_HITS`` hits, with its features."""
+               analyzer: Any, qa: Any = None) -> List[Candidate]:
+    """Every sentence of the first ``CANDIDATE_HITS`` hits, with its features; ``qa``
+    (the question's ``question.QuestionAnalysis``) gives the question's type, echo
+    words, capitalized words, negation and terms instead of reading ``question`` again."""
     hits = retrieval.hits[:CANDIDATE_HITS]
     q_terms = list(dict.fromkeys(retrieval.query_terms))
     if not hits or not q_terms:
@@ -204,17 +206,17 @@ def candidates(question: str, retrieval: Retrieval, answer: Answer, index: Any,
     rarest = max(q_terms, key=lambda t: (idf[t], t))
     absent = math.fsum(v for t, v in idf.items() if index.doc_freq(t) == 0) / total if total else 0.0
     margin = hits[0].similarity - hits[1].similarity if len(hits) > 1 else hits[0].similarity
-    kind = question_type(question)
-    echo = echo_words(question)
+    kind = question_type(question) if qa is None else qa.question_type
+    echo = echo_words(question) if qa is None else qa.echo
     chosen = set()
     if not answer.refused:
         for s in answer.sentences:
             chosen.add(s.chunk_id)
             chosen.update("%s\0%s" % (s.chunk_id, part) for part in split_sentences(s.sentence))
     refused = 1.0 if answer.refused or not answer.sentences else 0.0
-    marked = _marked_words(question)
-    q_neg = _negated(question)
-    q_pairs = _bigrams(analyzer.analyze(question))
+    marked = _marked_words(question) if qa is None else qa.marked
+    q_neg = _negated(question) if qa is None else qa.negated
+    q_pairs = _bigrams(analyzer.analyze(question) if qa is None else qa.analyzed)
     out = []
     for rank, h in enumerate(hits):
         chunk_terms = frozenset(analyzer.analyze(h.text))
@@ -256,10 +258,10 @@ def candidates(question: str, retrieval: Retrieval, answer: Answer, index: Any,
 
 
 def decide(question: str, retrieval: Retrieval, answer: Answer, index: Any, analyzer: Any,
-           model: Optional[Model] = None) -> Answer:
+           model: Optional[Model] = None, qa: Any = None) -> Answer:
     """The answer to ship: phase C's, one better-supported sentence, or a refusal."""
     model = model or load_model()
-    cands = candidates(question, retrieval, answer, index, analyzer)
+    cands = candidates(question, retrieval, answer, index, analyzer, qa=qa)
     i, gate_feats = model.choose([c.features for c in cands])
     p = model.prob(gate_feats) if i is not None else 0.0
     detail = dict(answer.detail)

@@ -36,8 +36,10 @@ context, max_sentences=6)``
 ==========================================  =================================================
 
 ``context`` is a dict: ``"retrieval"`` (the :class:`~mini_rag.records.Retrieval`, needed
-by the extractive generator for typo corrections and hit headings) and ``"config"`` (the
-full configuration); a generator ignores keys it does not use.
+by the extractive generator for typo corrections and hit headings), ``"config"`` (the
+full configuration) and, from the pipeline, ``"analysis"`` (the question's
+``question.QuestionAnalysis``, which the extractive generator reads instead of analyzing
+the question again); a generator ignores keys it does not use.
 
 The command protocol: the program gets one JSON object on stdin, ``{"question": str,
 "facts": [{"quote", "pdf", "page", "chunk_id", "score"}, ...], "max_sentences": int,
@@ -107,7 +109,7 @@ class ExtractiveGenerator(Generator):
         from .records import Retrieval
         retrieval = context.get("retrieval") or Retrieval(question=question, hits=[])
         config = context.get("config") or self.config
-        return phase_c(question, facts, retrieval, self.index, config).to_json()
+        return phase_c(question, facts, retrieval, self.index, config, qa=context.get("analysis")).to_json()
 
 
 class CommandGenerator(Generator):

@@ -123,7 +123,8 @@ class RiskResult:
         return asdict(self)
 
 
-def classify_risk(question: str, analyzer, risk: Dict[str, List[str]]) -> RiskResult:
+def classify_risk(question: str, analyzer, risk: Dict[str, List[str]],
+                  terms: Optional[Sequence[str]] = None) -> RiskResult:
     """Risk class of a question from the ``[risk]`` keyword lists.
 
     Each keyword phrase is analyzed like the question (so ``limits`` matches ``limit``
@@ -137,8 +138,10 @@ def classify_risk(question: str, analyzer, risk: Dict[str, List[str]]) -> RiskRe
     >>> from mini_rag.analysis import Analyzer
     >>> classify_risk("What is the API rate limit?", Analyzer(), {"high": ["limit"], "medium": ["rate limit"]}).level
     'medium'
+
+    ``terms``: the question's analyzed terms when already known (``QuestionAnalysis.analyzed``).
     """
-    terms = analyzer.analyze(question)
+    terms = analyzer.analyze(question) if terms is None else list(terms)
     matches: List[Tuple[int, int, int, str]] = []       # (-length, -level, start, phrase)
     for level_name in ("high", "medium"):
         level = RISK_LEVELS.index(level_name)
@@ -269,7 +272,7 @@ _NEGATION = re.compile(r"\b(?:no|not|never|none|without|cannot|can't|non)\b|n't\
 def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str, Any],
                     guards: Dict[str, Any], context: Optional[Dict[str, Tuple[str, str]]] = None,
                     anchor: Sequence[str] = (), retrieval=None,
-                    bridges: Optional[Dict[str, List[frozenset]]] = None) -> AmbiguityResult:
+                    bridges: Optional[Dict[str, List[frozenset]]] = None, qa: Any = None) -> AmbiguityResult:
     """Does answering need a choice the user has not made?  (decision_policy.md rule 5)
 
     (a) **Vague reference**: the question contains one of ``vague_referents`` (it, that,
@@ -338,15 +341,17 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
     for m in _MODALS:
         modal_terms.update(analyzer.analyze(m))
     # the question's content terms: scaffold (how long, what, ...) and modals removed
-    q_terms = [t for t in question_terms(question, retrieval, analyzer) if t not in modal_terms]
+    # (``qa``: the question's analysis, whose terms, words and qualifiers are read here)
+    q_terms = [t for t in (question_terms(question, retrieval, analyzer) if qa is None else qa.terms)
+               if t not in modal_terms]
 
-    words = re.findall(r"[a-z']+", question.lower())
+    words = re.findall(r"[a-z']+", question.lower()) if qa is None else list(qa.words)
     referents = [w for w in clarify.get("vague_referents", []) if w.lower() in words]
     if referents and len(set(q_terms)) <= int(clarify.get("vague_max_terms", 2)):
         return AmbiguityResult(True, "vague_reference", {"referents": sorted(referents),
                                                         "content_terms": sorted(set(q_terms))})
 
-    q_quals = _conf.qualifiers(question, values, nouns)
+    q_quals = _conf.qualifiers(question, values, nouns) if qa is None else qa.qualifiers
     owners = {w.lower() for w in list(clarify.get("vague_referents", [])) + list(clarify.get("possessives", []))}
     noun_set = {n.lower() for n in nouns}
     unnamed = [" ".join(words[i:i + 2]) for i in range(len(words) - 1)
@@ -367,7 +372,7 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
     need = max(1, math.ceil(float(guards.get("variant_min_overlap", 0.5)) * len(needed_terms)))
     def held(terms) -> set:
         return {t for t in needed_terms if covered(t, terms, bridges)}
-    asked = set(analyzer.analyze(question)) | set(q_terms)
+    asked = set(analyzer.analyze(question) if qa is None else qa.analyzed) | set(q_terms)
     asked |= {next(iter(alt)) for t in q_terms for alt in (bridges or {}).get(t, ()) if len(alt) == 1}
     stem = _conf._stemmer(analyzer)
 

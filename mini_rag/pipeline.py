@@ -3,9 +3,12 @@
 ====  ==========================  ====================================================
 step  stage                       module
 ====  ==========================  ====================================================
-0     the question                ``framing.strip_framing``: greetings, thanks and asides
-                                  dropped (``[answer] strip_framing``); the trace
-                                  keeps the question as asked
+0     the question                ``question.analyze_question``, once: framing
+                                  stripped (``framing.strip_framing``, ``[answer]
+                                  strip_framing``; the trace keeps the question as
+                                  asked), terms, typo corrections, idf, answer type,
+                                  qualifiers, bridges; every later stage reads this
+                                  record instead of analyzing the question again
 1     retrieve                    ``retrieve.Retriever.retrieve`` -> Retrieval
 2     phase A: facts              ``facts.phase_a``
 3     phase B: filter             ``relevance.phase_b``
@@ -57,10 +60,10 @@ from . import conflicts as conflicts_mod
 from . import decision as decision_mod
 from . import guards
 from .facts import phase_a
-from .framing import strip_framing
 from .generator import Generator, GeneratorError, generate_answer, get_generator
+from .question import QuestionAnalysis, analyze_question
 from .records import Fact, Hit, Retrieval
-from .relevance import analyzer_of, expansion_bridges, phase_b, question_terms
+from .relevance import analyzer_of, phase_b
 from .synthesize import Answer
 from .trace import build_row
 
@@ -128,6 +131,25 @@ class Pipeline:
         self.refusal = config["answer"]["refusal"]
         guards.parse_date(config["guards"]["as_of"], "config [guards] as_of")   # fail early
 
+    def analyze(self, question: str) -> QuestionAnalysis:
+        """The :class:`~mini_rag.question.QuestionAnalysis` of ``question`` (as asked) that
+        :meth:`answer` builds first, with this pipeline's analyzer, index and retriever."""
+        return analyze_question(question, self.analyzer, self.index, self.config, retriever=self.retriever)
+
+    def _retrieve(self, qa: QuestionAnalysis,
+                  doc_scope: Optional[str]) -> Tuple[Retrieval, QuestionAnalysis]:
+        """Step 1: the retriever's ``retrieve`` of ``qa.text`` (given ``qa`` when it takes
+        it), and ``qa`` -- analyzed again with the retrieval's typo corrections when a
+        retriever that does not take ``qa`` (a test stub) corrected on its own."""
+        kwargs: Dict[str, Any] = {"doc_scope": doc_scope} if doc_scope else {}
+        if getattr(self.retriever, "accepts_analysis", False):
+            kwargs["qa"] = qa
+        retrieval = self.retriever.retrieve(qa.text, **kwargs)
+        if retrieval.corrections != qa.corrections:
+            qa = analyze_question(qa.asked, self.analyzer, self.index, self.config,
+                                  corrections=retrieval.corrections)
+        return retrieval, qa
+
     def answer(self, question: str, qid: str = "", timings: bool = False,
                doc_scope: Optional[str] = None) -> Result:
         """Answer ``question``; ``doc_scope`` (a doc_id) restricts retrieval to one document."""
@@ -135,15 +157,15 @@ class Pipeline:
         clock = time.perf_counter if timings else (lambda: 0.0)
         t0 = clock()
         asked = question
-        if cfg["answer"].get("strip_framing", True):
-            question = strip_framing(question)         # "Hi there! ... Thanks!": framing.py
+        # 0. the question, analyzed once ("Hi there! ... Thanks!" stripped: framing.py)
+        qa = self.analyze(asked)
+        question = qa.text
         # 1. retrieve
-        retrieval = (self.retriever.retrieve(question, doc_scope=doc_scope) if doc_scope
-                     else self.retriever.retrieve(question))
+        retrieval, qa = self._retrieve(qa, doc_scope)
         t1 = clock()
         # 2-3. phase A, phase B
         facts_a = phase_a(retrieval)
-        facts_b = phase_b(question, facts_a, retrieval, self.index, cfg)
+        facts_b = phase_b(question, facts_a, retrieval, self.index, cfg, qa=qa)
         # 4. the retrieval half decides first: the generator is only called when it may answer
         early = retrieval_half(len(retrieval.hits), facts_b, cfg["guards"])
         # 5. phase C through the generator, raw output kept
@@ -156,7 +178,7 @@ class Pipeline:
         else:
             try:
                 answer, validator_errors = generate_answer(
-                    recorder, question, facts_b, {"retrieval": retrieval, "config": cfg},
+                    recorder, question, facts_b, {"retrieval": retrieval, "config": cfg, "analysis": qa},
                     int(cfg["answer"]["max_sentences"]))
             except GeneratorError as exc:
                 failure = exc
@@ -165,7 +187,7 @@ class Pipeline:
                 if cfg["answer"].get("answerability", False) and self.generator.name == "extractive":
                     # The fitted model weighs phase C's choice against every sentence of the
                     # best hits and decides whether to ship (answerability.py).
-                    answer = answerability.decide(question, retrieval, answer, self.index, self.analyzer)
+                    answer = answerability.decide(question, retrieval, answer, self.index, self.analyzer, qa=qa)
                     recorder.payload = {"refused": answer.refused, "answer_sentences": [
                         {"sentence": s.sentence, "chunk_id": s.chunk_id} for s in answer.sentences]}
         t2 = clock()
@@ -176,22 +198,21 @@ class Pipeline:
             raw_citations, [h.chunk_id for h in retrieval.hits], is_refusal=not raw_citations,
             max_citations=int(cfg["guards"]["max_citations"]), sentences=raw_sentences,
             chunk_texts={cid: h.text for cid, h in hits_by_id.items()}, analyzer=self.analyzer)
-        q_terms = question_terms(question, retrieval, self.analyzer)
-        bridges = expansion_bridges(question, cfg, self.analyzer, self.index, retrieval.corrections)
+        q_terms, bridges = qa.terms, qa.bridges
         citations = answer.citations()
         # Conflicts: among every accepted hit (phase A), about what the answer cites.
         pairs = conflicts_mod.find_conflicts(
             q_terms, facts_a, self.analyzer, cfg["guards"], cfg["clarify"],
             context={cid: "%s\n%s" % (h.heading, h.title) for cid, h in hits_by_id.items()},
             question=question, anchor=citations, versions=_versions(retrieval.hits), bridges=bridges)
-        risk = guards.classify_risk(question, self.analyzer, cfg["risk"])
+        risk = guards.classify_risk(question, self.analyzer, cfg["risk"], terms=qa.analyzed)
         cited = [(cid, hits_by_id[cid].doc_id, hits_by_id[cid].effective, hits_by_id[cid].metadata)
                  for cid in citations if cid in hits_by_id]
         fresh = guards.check_freshness(cited, risk.level, cfg["guards"])
         ambiguity = guards.check_ambiguity(
             question, facts_b, self.analyzer, cfg["clarify"], cfg["guards"],
             context={cid: (h.heading, h.title) for cid, h in hits_by_id.items()},
-            anchor=citations, retrieval=retrieval, bridges=bridges)
+            anchor=citations, retrieval=retrieval, bridges=bridges, qa=qa)
         low = early if early is not None else guards.low_confidence(
             len(retrieval.hits), answer.refused or not answer.sentences, answer.reasons, cfg["guards"])
         # 7. decision

@@ -12,6 +12,9 @@ Hit                one retrieved chunk with its scores                          
 Retrieval          the hits of one question plus the retrieval signals          retrieve
 Fact               phase A: a quote with (pdf, page, chunk_id, score)           facts
 =================  ==========================================================  ===========
+
+The question's analysis, read by every stage after it, is ``question.QuestionAnalysis``
+(``to_json()`` too).
 """
 from __future__ import annotations
 

@@ -93,7 +93,7 @@ from .glossary import definition_bridges, definition_table, example_bridges, exa
 from .records import Fact, Hit, Retrieval
 from .synonyms import Synonym, comparative_bridges, number_bridges, synonym_bridges, unit_bridges
 
-__all__ = ["phase_b", "phase_b_detail", "question_terms", "corrected_terms", "split_question", "term_weights",
+__all__ = ["phase_b", "phase_b_detail", "asks_revisions", "question_terms", "corrected_terms", "split_question", "term_weights",
            "expansion_bridges", "covered", "weighted_share", "analyzer_of", "chunk_context", "is_artifact",
            "is_bare_heading", "is_boilerplate", "is_page_furniture", "is_revision_table",
            "fact_overlap", "question_codes", "near_duplicate", "SCAFFOLD_WORDS"]
@@ -423,12 +423,17 @@ _REVISION_QUESTION = re.compile(r"\b(?:revis\w*|rev|version\w*|chang\w*|histor\w
                                 re.IGNORECASE)
 
 
+def asks_revisions(question: str) -> bool:
+    """Does ``question`` ask about revisions, versions, changes or history?"""
+    return bool(question and _REVISION_QUESTION.search(question))
+
+
 def is_revision_table(text: str, heading: str = "", question: str = "") -> bool:
     """A revision/version/change table or a fact under a revision-history heading.
 
     Never noise when the question asks about revisions, versions, changes or history.
     """
-    if question and _REVISION_QUESTION.search(question):
+    if asks_revisions(question):
         return False
     if heading and _REVISION_HEADING.search(heading):
         return True
@@ -479,7 +484,7 @@ def near_duplicate(a: str, b: str, threshold: float) -> bool:
 
 def _within_limit(question: str, pairs: List[Tuple[Fact, FrozenSet[str]]], overlap: List[float],
                   limit: int, retrieval: Optional[Retrieval], analyzer: Analyzer, index: Any,
-                  bridges: Bridges) -> FrozenSet[int]:
+                  bridges: Bridges, qa: Any = None) -> FrozenSet[int]:
     """The positions in ``pairs`` (facts in retrieval order, with their terms and
     ``overlap``, their ``fact_overlap`` with the whole question) of at most ``limit``
     facts to keep: those that hold most of the question (synonyms and other bridges
@@ -488,13 +493,16 @@ def _within_limit(question: str, pairs: List[Tuple[Fact, FrozenSet[str]]], overl
     question with several (``split_question``) keeps the facts that speak most to it (the
     largest overlap with the part's terms; on a tie the first ones, at most ``limit //
     (parts + 1)`` per part), so "How long is the refund window, and is there a processing
-    fee?" keeps its refund-window chunk though the fee chunks hold more of the whole."""
+    fee?" keeps its refund-window chunk though the fee chunks hold more of the whole.
+    ``qa`` (the question's analysis) gives the parts and their terms (``b_parts``)."""
     reserved: List[int] = []
-    parts = split_question(question)
+    parts = ([(p.text, p.terms) for p in qa.b_parts] if qa is not None
+             else [(p, None) for p in split_question(question)])
     share = max(1, limit // (len(parts) + 1))     # the rest of the slots go in retrieval order
     if len(parts) > 1:
-        for part in parts:
-            p_terms = question_terms(part, retrieval, analyzer)
+        for part, p_terms in parts:
+            if p_terms is None:
+                p_terms = question_terms(part, retrieval, analyzer)
             if not p_terms:
                 continue
             weights = term_weights(p_terms, index)
@@ -511,22 +519,27 @@ def _within_limit(question: str, pairs: List[Tuple[Fact, FrozenSet[str]]], overl
 
 
 def phase_b(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
-            config: Dict[str, Any]) -> List[Fact]:
+            config: Dict[str, Any], qa: Any = None) -> List[Fact]:
     """Noise removed, question-relevant, de-duplicated, at most max_context_chunks facts."""
-    return phase_b_detail(question, facts, retrieval, index, config)[0]
+    return phase_b_detail(question, facts, retrieval, index, config, qa=qa)[0]
 
 
 def phase_b_detail(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
-                   config: Dict[str, Any]) -> Tuple[List[Fact], List[Dict[str, str]]]:
-    """``(kept facts, dropped)``; see the module docstring for the steps and reasons."""
+                   config: Dict[str, Any], qa: Any = None) -> Tuple[List[Fact], List[Dict[str, str]]]:
+    """``(kept facts, dropped)``; see the module docstring for the steps and reasons.
+    ``qa`` (``question.analyze_question`` of ``question``) gives its terms, weights,
+    bridges and parts instead of analyzing ``question`` here."""
     answer_cfg = config.get("answer", {})
     min_overlap = float(answer_cfg.get("min_fact_overlap", 0.15))
     dedup = float(answer_cfg.get("dedup_jaccard", 0.9))
     limit = int(config.get("retrieval", {}).get("max_context_chunks", 6))
     analyzer = analyzer_of(index, config)
-    q_terms = question_terms(question, retrieval, analyzer)
-    weights = term_weights(q_terms, index)
-    bridges = expansion_bridges(question, config, analyzer, index, retrieval.corrections)
+    if qa is not None:
+        q_terms, weights, bridges = qa.terms, qa.idf, qa.bridges
+    else:
+        q_terms = question_terms(question, retrieval, analyzer)
+        weights = term_weights(q_terms, index)
+        bridges = expansion_bridges(question, config, analyzer, index, retrieval.corrections)
     hits = _hit_map(retrieval)
     scopes = scope_table(index, analyzer)
 
@@ -543,7 +556,8 @@ def phase_b_detail(question: str, facts: List[Fact], retrieval: Retrieval, index
             reason = "boilerplate"
         elif is_bare_heading(fact.quote, is_heading):
             reason = "heading"
-        elif is_revision_table(fact.quote, heading, question):
+        elif (is_revision_table(fact.quote, heading, question) if qa is None
+              else not qa.asks_revisions and is_revision_table(fact.quote, heading)):
             reason = "revision_table"
         terms = frozenset(analyzer.analyze(fact.quote + "\n" + heading + "\n" + title)) | \
             scopes.get(fact.pdf, frozenset())
@@ -582,7 +596,7 @@ def phase_b_detail(question: str, facts: List[Fact], retrieval: Retrieval, index
     keep_idx.sort()
     if len(keep_idx) > limit:
         capped = _within_limit(question, [survivors[i] for i in keep_idx], [overlap[i] for i in keep_idx],
-                               limit, retrieval, analyzer, index, bridges)
+                               limit, retrieval, analyzer, index, bridges, qa)
         dropped.extend({"chunk_id": survivors[i][0].chunk_id, "reason": "over_limit"}
                        for n, i in enumerate(keep_idx) if n not in capped)
         keep_idx = [i for n, i in enumerate(keep_idx) if n in capped]

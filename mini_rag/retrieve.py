@@ -737,13 +737,14 @@ class Retriever:
         return lambda s: min(1.0, s / ceiling)
 
     def definitions(self, question: str, scope: str = "MIXED",
-                    doc_scope: Optional[str] = None) -> List[int]:
+                    doc_scope: Optional[str] = None, qa: Any = None) -> List[int]:
         """Positions of the chunks defining the term ``question`` asks the meaning of
-        (``glossary.asked_term``; the term's typos corrected), within ``scope``."""
-        asked = glossary.asked_term(question)
+        (``glossary.asked_term``; the term's typos corrected), within ``scope``; with
+        ``qa`` (the question's analysis) its ``defined`` / ``defined_terms``."""
+        asked = glossary.asked_term(question) if qa is None else qa.defined
         if asked is None:
             return []
-        terms = frozenset(self.query_terms(asked, {}))
+        terms = frozenset(self.query_terms(asked, {}) if qa is None else qa.defined_terms)
         allowed = self._scope_filter(scope, doc_scope)
         return [p for p in glossary.defining_chunks(self.index).get(terms, ())
                 if allowed is None or p in allowed]
@@ -907,24 +908,36 @@ class Retriever:
             chosen.append(remaining.pop(best))
         return chosen
 
-    def retrieve(self, question: str, doc_scope: Optional[str] = None) -> Retrieval:
+    #: ``retrieve`` takes the question's analysis (``question.QuestionAnalysis``) as ``qa``.
+    accepts_analysis = True
+
+    def retrieve(self, question: str, doc_scope: Optional[str] = None, qa: Any = None) -> Retrieval:
         """Run the QA contract's retrieval flow for one question (see module docstring);
-        ``doc_scope`` (a doc_id) restricts every ranking to that document's chunks."""
+        ``doc_scope`` (a doc_id) restricts every ranking to that document's chunks.
+        ``qa`` (``question.analyze_question`` of ``question`` with this retriever) gives
+        the corrected terms, corrections, expansion variants and their alternatives
+        already computed."""
         r = self.config["retrieval"]
         top_k = r["top_k"]
         scope = r["authority_scope"] or "MIXED"
-        corrections: Dict[str, str] = {}
-        terms = self.query_terms(question, corrections)
-        variants = [question] + self.expansions(question)
+        if qa is not None:
+            corrections: Dict[str, str] = dict(qa.corrections)
+            terms = list(qa.query_terms)
+            variants = list(qa.variants)
+        else:
+            corrections = {}
+            terms = self.query_terms(question, corrections)
+            variants = [question] + self.expansions(question)
         merged: Dict[Tuple[str, int, str], Tuple[float, float, int, str]] = {}
         gate_terms: List[str] = list(terms)
         alternatives: Dict[str, List[str]] = {}
         question_alts: Alternatives = {}
         for vi, variant in enumerate(variants):
-            vterms = terms if vi == 0 else self.query_terms(variant, corrections)
+            vterms = terms if vi == 0 else (qa.variant_terms[vi] if qa is not None
+                                            else self.query_terms(variant, corrections))
             if vi:
                 gate_terms.extend(vterms)
-            alts = self.alternatives(variant, vterms)
+            alts = self.alternatives(variant, vterms) if qa is None else qa.alternatives[vi]
             if vi == 0:
                 question_alts = alts
             for t, lst in alts.items():
@@ -938,7 +951,7 @@ class Retriever:
                     merged[key] = (sim, score, pos, variant)
         first = set()
         if r.get("definition_lookup", True):
-            first = set(self.definitions(question, scope, doc_scope))
+            first = set(self.definitions(question, scope, doc_scope, qa=qa))
             if first:
                 qtf = dict(Counter(terms))
                 acc = self._accumulate(qtf, question_alts)

@@ -64,9 +64,8 @@ from . import conflicts as conflicts_mod
 from . import guards
 from .errors import MiniRagError
 from .facts import phase_a
-from .framing import strip_framing
 from .pipeline import Pipeline, retrieval_half, _versions, conflict_json, question_first
-from .relevance import expansion_bridges, phase_b, question_terms
+from .relevance import phase_b
 
 __all__ = ["ROUTES", "Service", "ApiError", "make_server", "openapi", "register", "cmd_serve"]
 
@@ -223,23 +222,24 @@ class Service:
         query = _query(query_args["q"])
         p = self.pipeline_for(query_args)
         cfg = p.config
-        asked = strip_framing(query) if cfg["answer"].get("strip_framing", True) else query
+        qa = p.analyze(query)                  # the question analyzed once, as Pipeline.answer does
+        asked = qa.text
         doc = self.document_scope(query_args)
-        retrieval = p.retriever.retrieve(asked, doc_scope=doc) if doc else p.retriever.retrieve(asked)
-        risk = guards.classify_risk(asked, p.analyzer, cfg["risk"])
+        retrieval, qa = p._retrieve(qa, doc)
+        risk = guards.classify_risk(asked, p.analyzer, cfg["risk"], terms=qa.analyzed)
         out: Dict[str, Any] = {"query": query}
         out.update(_retrieval_json(p, retrieval, risk.level))
         if what == "retrieval":
             return out
         facts_a = phase_a(retrieval)
-        facts_b = phase_b(asked, facts_a, retrieval, p.index, cfg)
-        q_terms = question_terms(asked, retrieval, p.analyzer)
+        facts_b = phase_b(asked, facts_a, retrieval, p.index, cfg, qa=qa)
+        q_terms = qa.terms
         # as the pipeline computes them for an answer that cites nothing (no generator here)
         pairs = conflicts_mod.find_conflicts(
             q_terms, facts_a, p.analyzer, cfg["guards"], cfg["clarify"],
             context={h.chunk_id: "%s\n%s" % (h.heading, h.title) for h in retrieval.hits}, question=asked,
             versions=_versions(retrieval.hits),
-            bridges=expansion_bridges(asked, cfg, p.analyzer, p.index, retrieval.corrections))
+            bridges=qa.bridges)
         pairs = question_first(pairs, q_terms, p.analyzer, [])
         out["conflicts"] = _conflicts_json([conflict_json(c) for c in pairs],
                                            {h.chunk_id: h.doc_id for h in retrieval.hits})
@@ -266,6 +266,7 @@ class Service:
             "signals": _signals(out["retrieval_quality"]),
             "risk": out["risk"],
         }
+        out["question_analysis"] = qa.to_json()
         return out
 
     def health(self) -> Dict[str, Any]:

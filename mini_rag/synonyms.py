@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Dict, FrozenSet, Iterable, List, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 __all__ = ["GROUPS", "Synonym", "Equivalent", "parse_groups", "synonym_bridges", "spelled_numbers", "number_bridges",
            "unit_bridges", "comparative_bridges", "stated_bounds", "question_quantities", "range_bridges"]
@@ -539,13 +539,15 @@ def question_quantities(question: str) -> List[Tuple[str, str, float]]:
     return [(w, k, v) for _, w, k, v in sorted(out)]
 
 
-def range_bridges(question: str, texts: Iterable[str], analyzer) -> Dict[str, List[FrozenSet[str]]]:
+def range_bridges(question: str, texts: Iterable[str], analyzer,
+                  asked: Optional[List[Tuple[str, str, float]]] = None) -> Dict[str, List[FrozenSet[str]]]:
     """``{question term: [bound term sets]}``: a percentage or an amount of money in the
     question is covered by a bound of the same kind in ``texts`` (the evidence) that it
     satisfies: "a 50% discount" by "a discount of 40% or more", "a refund over five
     thousand dollars" by "refunds above USD 4,000".  Numbers of other kinds (years,
-    counts) are left alone: "in 1962" is not "over 1,000"."""
-    asked = question_quantities(question)
+    counts) are left alone: "in 1962" is not "over 1,000".  ``asked``: the question's
+    ``question_quantities`` when already known (``QuestionAnalysis.quantities``)."""
+    asked = question_quantities(question) if asked is None else asked
     out: Dict[str, List[FrozenSet[str]]] = {}
     if not asked:
         return out

@@ -145,7 +145,7 @@ from .synonyms import Equivalent, Synonym, range_bridges
 
 __all__ = ["AnswerSentence", "Answer", "phase_c", "split_sentences", "sentence_spans",
            "question_type", "cue_spelling", "CUE_WORDS", "value_match", "echo_words", "is_pending", "is_deferral", "is_task_request",
-           "unknown_subject", "split_question",
+           "unknown_subject", "asked_subject", "unknown_names", "name_words", "split_question",
            "format_answer",
            "REFUSAL_REASONS", "CONFIDENCE_LEVELS", "VALUE_TYPES", "SENTENCE_SHARE"]
 
@@ -825,8 +825,22 @@ def _casing_marks_names(question: str, scaffold) -> bool:
     return True
 
 
+def name_words(question: str, analyzer: Any) -> List[Tuple[str, List[str]]]:
+    """The words of ``question`` written as names or codes (see :func:`unknown_names`),
+    each with its analyzed terms, question scaffold removed, in question order."""
+    scaffold = _scaffold(analyzer)
+    cased = _casing_marks_names(question, scaffold)
+    out = []
+    for m in _NAME_TOKEN.finditer(question):
+        if not cased and not any(c.isdigit() for c in m.group(0)):
+            continue            # "WHEN SOMEONE QUITS": capitals that mark nothing
+        out.append((m.group(0), [t for t in analyzer.analyze(m.group(0)) if t not in scaffold]))
+    return out
+
+
 def unknown_names(question: str, index: Any, bridges: Optional[Bridges] = None,
-                  evidence: Sequence[frozenset] = ()) -> List[str]:
+                  evidence: Sequence[frozenset] = (),
+                  names: Optional[Sequence[Tuple[str, List[str]]]] = None) -> List[str]:
     """Names and codes in ``question`` whose every term the corpus has never seen.
 
     A name is a word written with a capital not at the start of the question
@@ -837,21 +851,17 @@ def unknown_names(question: str, index: Any, bridges: Optional[Bridges] = None,
     capitals mark nothing, and only words with a digit are names; question scaffold
     ("Is it OK to ...") is never a name.  A name the corpus writes otherwise is known:
     through one of its own bridges, or through a synonym that an ``evidence`` fact's
-    terms hold ("MFA" and "multi-factor authentication").
+    terms hold ("MFA" and "multi-factor authentication").  ``names``: the question's
+    :func:`name_words` when already known (``question.QuestionPart.names``).
     """
     df = getattr(index, "doc_freq", None)
     analyzer = getattr(index, "analyzer", None)
     if df is None or analyzer is None:
         return []
-    scaffold = _scaffold(analyzer)
-    cased = _casing_marks_names(question, scaffold)
     out = []
-    for m in _NAME_TOKEN.finditer(question):
-        if not cased and not any(c.isdigit() for c in m.group(0)):
-            continue            # "WHEN SOMEONE QUITS": capitals that mark nothing
-        terms = [t for t in analyzer.analyze(m.group(0)) if t not in scaffold]
+    for word, terms in (name_words(question, analyzer) if names is None else names):
         if terms and all(df(t) == 0 and not _corpus_bridged(t, bridges, evidence) for t in terms):
-            out.append(m.group(0))
+            out.append(word)
     return list(dict.fromkeys(out))
 
 
@@ -860,24 +870,36 @@ _EXISTENTIAL = re.compile(r"^\W*(?:is|are)\s+there\s+(?:(?:an?|any|some)\s+)?((?
                           r"who|when|if|from|by|per|after|before|during)\b|\s*[?.!]|\s*$)", _I)
 
 
-def unknown_subject(question: str, index: Any, bridges: Optional[Bridges] = None) -> Optional[str]:
+def asked_subject(question: str, analyzer: Any) -> Tuple[str, ...]:
+    """``(subject, head term, ...)`` of an existential question ("Is there parking
+    available ...?": ``("parking", "park")``, see :func:`unknown_subject`), else ``()``."""
+    m = _EXISTENTIAL.match(question)
+    if analyzer is None or not m:
+        return ()
+    return (m.group(1),) + tuple(analyzer.analyze(m.group(1).split()[-1]))
+
+
+def unknown_subject(question: str, index: Any, bridges: Optional[Bridges] = None,
+                    subject: Optional[Tuple[str, ...]] = None) -> Optional[str]:
     """The subject of an existential question ("Is there parking available at the Leeds
     office?") when the corpus has never seen its head word, else None.
 
     The subject is the noun phrase after "is there / are there (a, any)" up to a
     preposition, "available", a relative word or the end; its head is its last word.  If
     the documents never use that word, they cannot say whether there is one, however
-    well "Leeds office" matches.
+    well "Leeds office" matches.  ``subject``: the question's :func:`asked_subject` when
+    already known (``question.QuestionPart.subject``).
     """
     df = getattr(index, "doc_freq", None)
     analyzer = getattr(index, "analyzer", None)
-    m = _EXISTENTIAL.match(question)
-    if df is None or analyzer is None or not m:
+    if df is None or analyzer is None:
         return None
-    head = m.group(1).split()[-1]
-    terms = [t for t in analyzer.analyze(head) if not _corpus_bridged(t, bridges)]
+    found = asked_subject(question, analyzer) if subject is None else subject
+    if not found:
+        return None
+    terms = [t for t in found[1:] if not _corpus_bridged(t, bridges)]
     if terms and all(df(t) == 0 for t in terms):
-        return m.group(1)
+        return found[0]
     return None
 
 
@@ -993,9 +1015,10 @@ def _concept_weights(q_terms: Sequence[str], index: Any, bridges: Bridges) -> Di
 
 
 def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: Any,
-                 bridges: Bridges, cfg: Dict[str, Any]) -> Dict[str, Any]:
-    """Rules 1-7 for one question part: a dict with outcome, chosen units and numbers."""
-    kind = question_type(part)
+                 bridges: Bridges, cfg: Dict[str, Any], analyzed: Any = None) -> Dict[str, Any]:
+    """Rules 1-7 for one question part: a dict with outcome, chosen units and numbers.
+    ``analyzed``: the part's ``question.QuestionPart`` (its type and echo words)."""
+    kind = question_type(part) if analyzed is None else analyzed.question_type
     out: Dict[str, Any] = {"part": part, "terms": list(q_terms), "question_type": kind}
     if not q_terms:
         out["outcome"] = "no_question_terms"
@@ -1004,18 +1027,22 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
     known = _known_terms(q_terms, index, bridges, [info.chunk_terms for info in infos])
     out["unknown_terms"] = [t for t in q_terms if t not in known]
     # 1b. a name or code the corpus has never seen: the question is about something else
-    names = unknown_names(part, index, bridges, [info.chunk_terms for info in infos])
+    names = unknown_names(part, index, bridges, [info.chunk_terms for info in infos],
+                          names=None if analyzed is None else analyzed.names)
     if names:
         out["unknown_names"] = names
         out["outcome"] = "unknown_name"
         return out
-    subject = unknown_subject(part, index, bridges)
+    subject = unknown_subject(part, index, bridges, subject=None if analyzed is None else analyzed.subject)
     if subject:
         out["unknown_subject"] = subject
         out["outcome"] = "unknown_subject"
         return out
-    category = set(category_terms(part, index))
-    category.update(general_terms(part, kind, getattr(index, "analyzer", None)))
+    if analyzed is None:
+        category = set(category_terms(part, index))
+        category.update(general_terms(part, kind, getattr(index, "analyzer", None)))
+    else:
+        category = set(analyzed.category) | set(analyzed.general)
     known = [t for t in known if t not in category] or known
     top = max([weights[t] for t in known] or [0.0])
     ratio = float(cfg["key_idf_ratio"])
@@ -1034,7 +1061,7 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
     out["key_coverage"] = _r(max(coverage)) if coverage else 0.0
     min_cov = float(cfg["min_key_coverage"])
     typed_min = float(cfg.get("min_key_coverage_typed", min_cov))
-    echo = echo_words(part)
+    echo = echo_words(part) if analyzed is None else analyzed.echo
 
     def typed_on_topic(info: _FactInfo) -> bool:
         # rule 2's relaxation: a sentence states the asked value and holds typed_min of K
@@ -1096,7 +1123,8 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
 
     # 6. extra sentences that bring key terms the chosen ones lack; a list asked for whole
     chosen = [best]
-    enumerated = is_enumeration(part) and bool(_LIST_ITEM.match(best[3].text))
+    enumerated = (is_enumeration(part) if analyzed is None else analyzed.enumeration) and \
+        bool(_LIST_ITEM.match(best[3].text))
     if enumerated:
         # the best unit's list, in text order, at most max_sentences items (best among them)
         items = sorted((s for s in scored if s[1] == best[1] and _LIST_ITEM.match(s[3].text)),
@@ -1140,18 +1168,21 @@ def _cfg(config: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def phase_c(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
-            config: Dict[str, Any]) -> Answer:
-    """The extractive answer to ``question`` from the phase B ``facts`` (rules 1-7 above)."""
+            config: Dict[str, Any], qa: Any = None) -> Answer:
+    """The extractive answer to ``question`` from the phase B ``facts`` (rules 1-7 above);
+    ``qa`` (``question.analyze_question`` of ``question``) gives its bridges and parts."""
     cfg = _cfg(config)
-    if is_task_request(question):
+    if (is_task_request(question) if qa is None else qa.task_request):
         return Answer(sentences=[], confidence="Low", refused=True, reasons=["task_request"],
                       detail={"parts": []})
     if not facts:
         return Answer(sentences=[], confidence="Low", refused=True, reasons=["no_evidence"],
                       detail={"parts": []})
     analyzer = analyzer_of(index, config)
-    bridges = expansion_bridges(question, config, analyzer, index, retrieval.corrections if retrieval else None)
-    ranges = range_bridges(question, [f.quote for f in facts], analyzer) if cfg.get("synonyms", True) else {}
+    bridges = (qa.bridges if qa is not None else
+               expansion_bridges(question, config, analyzer, index, retrieval.corrections if retrieval else None))
+    ranges = (range_bridges(question, [f.quote for f in facts], analyzer,
+                            asked=None if qa is None else qa.quantities) if cfg.get("synonyms", True) else {})
     if ranges:
         # a number of the question within a bound the evidence states ("50%" and "40% or more")
         bridges = {t: list(alts) for t, alts in bridges.items()}
@@ -1159,7 +1190,10 @@ def phase_c(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
             bridges.setdefault(term, []).extend(alts)
     infos = _prepare(facts, retrieval, index, analyzer)
     parts = []
-    for part in split_question(cue_spelling(question, retrieval, analyzer)):
+    if qa is not None:
+        for qp in qa.parts:
+            parts.append(_answer_part(qp.text, list(qp.terms), infos, index, bridges, cfg, qp))
+    for part in (split_question(cue_spelling(question, retrieval, analyzer)) if qa is None else ()):
         q_terms = question_terms(part, retrieval, analyzer)
         parts.append(_answer_part(part, q_terms, infos, index, bridges, cfg))
 
