@@ -44,7 +44,6 @@ ABLATIONS = (
     ("typo correction", "unknown query words kept as typed", {"retrieval": {"typo_correction": False}}),
     ("retrieval alternatives", "derivation and synonym weights 0",
      {"retrieval": {"derivation_weight": 0.0, "synonym_weight": 0.0}}),
-    ("definition lookup", "'What is X?' not sent to the glossary first", {"retrieval": {"definition_lookup": False}}),
     ("MMR", "hits in score order", {"retrieval": {"use_mmr": False}}),
     ("derivations", "answering bridges off: verb/noun variants", {"answer": {"derivations": False}}),
     ("abbreviations", "answering bridges off: corpus abbreviations", {"answer": {"abbreviations": False}}),

@@ -56,7 +56,6 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         "typo_correction": True,         # unknown query terms -> nearest vocabulary term (retrieve.py)
         "derivation_weight": 0.5,        # a query term's verb/noun variant (derive.py) counts at this share; 0: off
         "synonym_weight": 0.5,           # a query term's synonym (synonyms.py) counts at this share; 0: off
-        "definition_lookup": True,       # "What is X?" puts the corpus's definition of X first (glossary.py)
         "pruning": True,                 # exact pruned top-k (MaxScore) on large queries; same ranking either way
         "numpy": False,                  # score with numpy when it imports (optional); same ranking either way
         # embed/hybrid.py: "bm25" (default, no numpy) | "dense" | "hybrid" (needs numpy and [embed] model)

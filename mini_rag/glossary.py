@@ -31,13 +31,6 @@ must be submitted within 7 days of the chargeback notice", which has no "card".
   GDPR access request?" is answered by "Halvard responds to data subject requests within
   30 calendar days", whose document says it is about GDPR access requests.
 
-* ``asked_term(question)`` / ``defining_chunks(index)``: a question that only asks what
-  a term is ("What is a legal hold?", "What does RPO stand for?", "Define custodian")
-  and the chunks that define each term.  Retrieval puts the corpus's own definition of
-  the asked term first among its candidates (``[retrieval] definition_lookup``): a
-  glossary line is short and says the term once, so plain BM25 ranks it below the
-  paragraphs that use the term over and over.
-
 * ``find_examples(text)`` / ``example_table(index)``: the kinds a text lists by example
   (Hearst's patterns: "X such as A, B and C", "X, e.g. A or B", "X including A and B":
   each of A, B and C is a kind of X).  ``example_bridges(q_terms, table)``: a question
@@ -69,7 +62,7 @@ from .abbrev import cached_per_index
 from .synonyms import Synonym
 
 __all__ = ["find_definitions", "definition_table", "definition_bridges", "entry_term", "find_scope", "scope_table",
-           "asked_term", "defining_chunks", "find_examples", "example_table", "example_bridges"]
+           "find_examples", "example_table", "example_bridges"]
 
 #: "**Term**: definition" or "**Term** - definition", a glossary line (optionally a list item).
 _ENTRY = re.compile(r"^[ \t]*(?:[-*][ \t]+)?\*\*([^*\n]{1,80}?)\*\*[ \t]*[:\u2013\u2014-][ \t]*(\S[^\n]*(?:\n(?![ \t]*\n)"
@@ -195,50 +188,6 @@ def definition_bridges(q_terms: Sequence[str],
                 syn = Synonym(alt)
                 if syn not in bucket:
                     bucket.append(syn)
-    return out
-
-
-#: A question that only asks what a term is: "What is a legal hold?", "What are service
-#: credits?", "What is meant by RPO?", "What does SEV stand for?", "Define custodian.",
-#: "What's the meaning of chargeback?".  The term is the named group ``t``.
-_ASKED = re.compile(r"^\W*(?:what(?:\s+is|\s+are|'s|\u2019s)\s+(?:meant\s+by\s+|the\s+meaning\s+of\s+|the\s+definition\s+of\s+)?"
-                    r"(?:an?\s+|the\s+)?(?P<t>[^?.!,;:]{1,80}?)|what\s+(?:does|do)\s+(?:an?\s+|the\s+)?(?P<u>[^?.!,;:]{1,80}?)"
-                    r"\s+(?:mean|stand\s+for)|define\s+(?:an?\s+|the\s+)?(?P<v>[^?.!,;:]{1,80}?))\s*[?.!]?\s*$", re.IGNORECASE)
-_DEFINING_CACHE: "weakref.WeakKeyDictionary[Any, Dict[FrozenSet[str], List[int]]]" = weakref.WeakKeyDictionary()
-
-
-def asked_term(question: str) -> Optional[str]:
-    """The term ``question`` asks the meaning of, when that is all it asks, else None.
-
-    >>> asked_term("What is a legal hold?"), asked_term("WHAT DOES RPO STAND FOR?")
-    ('legal hold', 'RPO')
-    >>> asked_term("What is the retention period for logs?")
-    'retention period for logs'
-    >>> asked_term("How long is a legal hold kept?") is None
-    True
-    """
-    m = _ASKED.match(question)
-    if not m:
-        return None
-    term = next(g for g in m.groups() if g is not None)
-    return " ".join(term.split()) or None
-
-
-def defining_chunks(index: Any, analyzer: Any = None) -> Dict[FrozenSet[str], List[int]]:
-    """``{term set: [chunk positions]}``: every chunk of ``index`` that defines a term
-    (``find_definitions``), under each of the term's alternatives ("RPO (recovery point
-    objective)": {rpo} and {recoveri, point, object}); positions in chunk order; cached."""
-    return _per_index(_DEFINING_CACHE, index, analyzer, _build_defining, {})
-
-
-def _build_defining(chunks: Any, analyzer: Any) -> Dict[FrozenSet[str], List[int]]:
-    out: Dict[FrozenSet[str], List[int]] = {}
-    for pos, chunk in enumerate(chunks):
-        for term, _body in find_definitions(getattr(chunk, "text", "")):
-            for alt in _alternatives(term, analyzer):
-                lst = out.setdefault(alt, [])
-                if pos not in lst:
-                    lst.append(pos)
     return out
 
 

@@ -28,8 +28,6 @@ Fields (``text`` is the question with its framing stripped, what every stage rea
 * ``variants``, ``variant_terms``, ``alternatives``: the question then its expansions
   (``[expansion.*]`` rules, ``Retriever.expansions``), each with its corrected terms and
   the derivations and synonyms the index holds for them (``Retriever.alternatives``).
-* ``defined``, ``defined_terms``: the term a "What is X?" question asks the meaning of
-  (``glossary.asked_term``) and its corrected terms (retrieval's definition lookup).
 * ``terms``: the content terms (``relevance.question_terms``: corrected, distinct, in
   order, question scaffold removed); ``idf`` their weights (``relevance.term_weights``),
   ``doc_freq`` their document frequency and ``absent`` those no chunk contains.
@@ -63,7 +61,6 @@ from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 from . import conflicts as _conf
 from .answerability import _marked_words, _negated
 from .framing import strip_framing
-from .glossary import asked_term
 from .records import Retrieval
 from .relevance import Bridges, asks_revisions, expansion_bridges, question_terms, split_question, term_weights
 from .synonyms import question_quantities
@@ -107,8 +104,6 @@ class QuestionAnalysis:
     variants: List[str]
     variant_terms: List[List[str]]
     alternatives: List[Dict[str, List[Tuple[Tuple[str, ...], float]]]]
-    defined: Optional[str]
-    defined_terms: List[str]
     terms: List[str]
     idf: Dict[str, float]
     doc_freq: Dict[str, int]
@@ -135,7 +130,6 @@ class QuestionAnalysis:
             "variants": list(self.variants), "variant_terms": [list(v) for v in self.variant_terms],
             "alternatives": [{t: [[list(a), share] for a, share in alts[t]] for t in sorted(alts)}
                              for alts in self.alternatives],
-            "defined": self.defined, "defined_terms": list(self.defined_terms),
             "terms": list(self.terms), "idf": {t: round(self.idf[t], 6) for t in self.terms},
             "doc_freq": {t: self.doc_freq[t] for t in self.terms if t in self.doc_freq},
             "absent": list(self.absent), "question_type": self.question_type,
@@ -150,25 +144,21 @@ class QuestionAnalysis:
 
 
 def _retrieval_terms(text: str, analyzer: Any, retriever: Any, corrections: Optional[Dict[str, str]]):
-    """(query terms, corrections, variants, variant terms, alternatives, defined, defined
-    terms): what ``Retriever.retrieve`` ranks, computed as it would (typos corrected across
+    """(query terms, corrections, variants, variant terms, alternatives): what ``Retriever.retrieve`` ranks, computed as it would (typos corrected across
     the question and its expansion variants in one dict; each variant's alternatives by
     ``Retriever.alternatives``).  Without a retriever that corrects (a stub), the
     analyzer's terms and the ``corrections`` given."""
-    defined = asked_term(text)
     if corrections is None and callable(getattr(retriever, "query_terms", None)) and \
             callable(getattr(retriever, "expansions", None)):
         fixes: Dict[str, str] = {}
         terms = retriever.query_terms(text, fixes)
         variants = [text] + retriever.expansions(text)
         vterms = [terms] + [retriever.query_terms(v, fixes) for v in variants[1:]]
-        dterms = retriever.query_terms(defined, {}) if defined is not None else []
         alts = getattr(retriever, "alternatives", None)
         valts = [alts(v, vt) for v, vt in zip(variants, vterms)] if callable(alts) else [{} for _ in variants]
-        return terms, fixes, variants, vterms, valts, defined, dterms
+        return terms, fixes, variants, vterms, valts
     terms = analyzer.analyze(text)
-    dterms = analyzer.analyze(defined) if defined is not None else []
-    return terms, dict(corrections or {}), [text], [terms], [{}], defined, dterms
+    return terms, dict(corrections or {}), [text], [terms], [{}]
 
 
 def _phase_c_part(part: str, shim: Retrieval, analyzer: Any, index: Any) -> QuestionPart:
@@ -195,7 +185,7 @@ def analyze_question(question: str, analyzer: Any, index: Any = None, config: Op
     text = question
     if cfg.get("answer", {}).get("strip_framing", True):
         text = strip_framing(question)
-    terms_q, fixes, variants, vterms, valts, defined, dterms = _retrieval_terms(text, analyzer, retriever, corrections)
+    terms_q, fixes, variants, vterms, valts = _retrieval_terms(text, analyzer, retriever, corrections)
     shim = Retrieval(question=text, hits=[], corrections=fixes)
     content = question_terms(text, shim, analyzer)
     idf = term_weights(content, index)
@@ -207,7 +197,7 @@ def analyze_question(question: str, analyzer: Any, index: Any = None, config: Op
     parts = [_phase_c_part(p, shim, analyzer, index) for p in split_question(cue_text)]
     return QuestionAnalysis(
         asked=question, text=text, analyzed=analyzer.analyze(text), query_terms=list(terms_q),
-        corrections=fixes, variants=variants, variant_terms=vterms, alternatives=valts, defined=defined, defined_terms=dterms,
+        corrections=fixes, variants=variants, variant_terms=vterms, alternatives=valts,
         terms=content, idf=idf, doc_freq=doc_freq, absent=[t for t in content if doc_freq.get(t, 1) == 0],
         question_type=question_type(text), echo=echo_words(text), negated=_negated(text),
         marked=_marked_words(text), words=re.findall(r"[a-z']+", text.lower()),

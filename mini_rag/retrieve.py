@@ -64,11 +64,6 @@ The QA contract flow (``retrieve``), seed 001, every value from ``[retrieval]``
    denominator stays the question's own idf mass.  A question asking how long tickets
    are *kept* thus finds the table headed *Retention period*, below a chunk that says
    *kept* itself.  ``search`` ranks without them.
-   *Definition lookup* (``definition_lookup``): when the question only asks what a
-   term is ("What is a legal hold?", ``glossary.asked_term``) and the corpus defines
-   that term (a glossary entry or "X means ...", ``glossary.defining_chunks``; the
-   term's analyzed terms equal), the defining chunks go first among the candidates
-   (step 3), with their similarity for the question.
 2. Expansion: each ``[expansion.NAME]`` rule (in name order) whose ``match`` phrase occurs
    in the question (case-insensitive, white space collapsed, whole words) yields one
    variant per ``add`` phrase that is not already in the question: the question with the
@@ -138,7 +133,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from .errors import MiniRagError
 from .analysis import ENGLISH_STOPWORDS, tokenize
 from .index import Index, bm25_idf, build_or_load, indexed_text, tfidf_idf
-from . import derive, glossary, synonyms
+from . import derive, synonyms
 from .records import Hit, Retrieval
 
 #: ``{query term: [(alternative terms, share of weight)]}`` (``Retriever.alternatives``).
@@ -736,19 +731,6 @@ class Retriever:
             return lambda s: 0.0
         return lambda s: min(1.0, s / ceiling)
 
-    def definitions(self, question: str, scope: str = "MIXED",
-                    doc_scope: Optional[str] = None, qa: Any = None) -> List[int]:
-        """Positions of the chunks defining the term ``question`` asks the meaning of
-        (``glossary.asked_term``; the term's typos corrected), within ``scope``; with
-        ``qa`` (the question's analysis) its ``defined`` / ``defined_terms``."""
-        asked = glossary.asked_term(question) if qa is None else qa.defined
-        if asked is None:
-            return []
-        terms = frozenset(self.query_terms(asked, {}) if qa is None else qa.defined_terms)
-        allowed = self._scope_filter(scope, doc_scope)
-        return [p for p in glossary.defining_chunks(self.index).get(terms, ())
-                if allowed is None or p in allowed]
-
     def _hit(self, pos: int, score: float, sim: float, rank: int, query: str) -> Hit:
         c = self.index.chunks[pos]
         return Hit(chunk_id=c.chunk_id, doc_id=c.doc_id, rank=rank, score=score, similarity=sim,
@@ -931,15 +913,12 @@ class Retriever:
         merged: Dict[Tuple[str, int, str], Tuple[float, float, int, str]] = {}
         gate_terms: List[str] = list(terms)
         alternatives: Dict[str, List[str]] = {}
-        question_alts: Alternatives = {}
         for vi, variant in enumerate(variants):
             vterms = terms if vi == 0 else (qa.variant_terms[vi] if qa is not None
                                             else self.query_terms(variant, corrections))
             if vi:
                 gate_terms.extend(vterms)
             alts = self.alternatives(variant, vterms) if qa is None else qa.alternatives[vi]
-            if vi == 0:
-                question_alts = alts
             for t, lst in alts.items():
                 bucket = alternatives.setdefault(t, [])
                 bucket.extend(" ".join(a) for a, _ in lst if " ".join(a) not in bucket)
@@ -949,21 +928,7 @@ class Retriever:
                 old = merged.get(key)
                 if old is None or sim > old[0]:
                     merged[key] = (sim, score, pos, variant)
-        first = set()
-        if r.get("definition_lookup", True):
-            first = set(self.definitions(question, scope, doc_scope, qa=qa))
-            if first:
-                qtf = dict(Counter(terms))
-                acc = self._accumulate(qtf, question_alts)
-                to_sim = self._to_similarity(qtf)
-                for pos in sorted(first):
-                    c = self.index.chunks[pos]
-                    key = (c.doc_id, c.page, c.chunk_id)
-                    if key not in merged:
-                        score = acc.get(pos, 0.0)
-                        merged[key] = (to_sim(score), score, pos, question)
-        ranked = sorted(merged.values(), key=lambda v: (v[2] not in first, -v[0], -v[1],
-                                                        self.index.chunks[v[2]].chunk_id))[:top_k]
+        ranked = sorted(merged.values(), key=lambda v: (-v[0], -v[1], self.index.chunks[v[2]].chunk_id))[:top_k]
         candidates = [self._hit(pos, score, sim, i, variant)
                       for i, (sim, score, pos, variant) in enumerate(ranked, 1)]
         threshold = r["min_similarity"]

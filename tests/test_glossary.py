@@ -5,7 +5,7 @@ import unittest
 from types import SimpleNamespace
 
 from mini_rag.analysis import Analyzer
-from mini_rag.glossary import (asked_term, definition_bridges, definition_table, defining_chunks, example_bridges,
+from mini_rag.glossary import (definition_bridges, definition_table, example_bridges,
                                example_table, find_definitions, find_examples, find_scope, scope_table)
 from mini_rag.relevance import covered, expansion_bridges
 from tests.test_abbrev import FakeIndex as _AbbrevIndex
@@ -181,44 +181,6 @@ class ExamplesTest(unittest.TestCase):
             self.assertTrue(covered(term, sentence, bridges), term)
         off = expansion_bridges(q, {"answer": {"examples": False}}, A, index)
         self.assertFalse(covered("password", sentence, off))
-
-
-class AskedTermTest(unittest.TestCase):
-    def test_asked_term(self):
-        cases = [
-            ("What is a legal hold?", "legal hold"),
-            ("wHaT Is a LEgAL Hold?", "LEgAL Hold"),
-            ("What are service credits?", "service credits"),
-            ("What's an RPO?", "RPO"),
-            ("What is meant by chargeback?", "chargeback"),
-            ("What is the meaning of SEV?", "SEV"),
-            ("What does RPO stand for?", "RPO"),
-            ("What does the term workspace mean?", "term workspace"),
-            ("Define custodian.", "custodian"),
-            # the whole question is "what is X": a longer X is still X (it matches no term)
-            ("What is the retention period for logs?", "retention period for logs"),
-            # anything more than "what is X" is another question
-            ("What is a legal hold, and who issues it?", None),
-            ("How long is a legal hold kept?", None),
-            ("Which team issues a legal hold?", None),
-        ]
-        for question, want in cases:
-            with self.subTest(question=question):
-                self.assertEqual(asked_term(question), want)
-
-    def test_defining_chunks(self):
-        index = SimpleNamespace(analyzer=A, chunks=[
-            SimpleNamespace(text="A legal hold is issued by Legal."),
-            SimpleNamespace(text="**Legal hold**: an instruction to preserve records.\n\n"
-                                 "**RPO (recovery point objective)**: the data that may be lost."),
-            SimpleNamespace(text="Risk means the combination of the probability of harm and its severity."),
-        ])
-        self.assertEqual(defining_chunks(index), {
-            frozenset({"legal", "hold"}): [1],
-            frozenset({"rpo"}): [1],
-            frozenset({"recoveri", "point", "object"}): [1],
-            frozenset({"risk"}): [2],
-        })
 
 
 class ScopeTest(unittest.TestCase):

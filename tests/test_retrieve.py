@@ -241,8 +241,8 @@ class Alternatives(unittest.TestCase):
                          [("z#p0", 1.0), ("a#p0", 1.0)])
 
 
-class DefinitionLookup(unittest.TestCase):
-    """A question that only asks what a term is gets the corpus's definition first."""
+class NoDefinitionLookup(unittest.TestCase):
+    """A question that only asks what a term is ranks as any other question."""
 
     def retriever(self, **kw):
         chunks = [chunk("hold#p1", "A legal hold stops deletion. Each legal hold names custodians, and a legal "
@@ -254,32 +254,16 @@ class DefinitionLookup(unittest.TestCase):
         return Retriever(build_index(chunks, Analyzer(), k1=1.2, b=0.75),
                          config(use_mmr=False, typo_correction=True, top_k=2, **kw))
 
-    def test_definition_first(self):
+    def test_a_glossary_line_is_ranked_as_bm25_ranks_it(self):
+        # "Definition lookup" (the glossary line put first for "What is X?") was removed in
+        # session 11: it changed nothing on the external held-out halves.  Plain BM25 ranks
+        # the glossary line third: the procedure paragraphs repeat the term.
         r = self.retriever()
-        # Plain BM25 ranks the glossary line third: the procedure repeats the term.
         self.assertEqual([h.chunk_id for h in r.search("What is a legal hold?", 3)],
                          ["hold#p1", "hold#p2", "gloss#p1"])
-        self.assertEqual(r.definitions("What is a legal hold?"), [2])
-        result = r.retrieve("What is a legal hold?")
-        self.assertEqual([h.chunk_id for h in result.candidates], ["gloss#p1", "hold#p1"])
-        plain = {h.chunk_id: h for h in r.search("What is a legal hold?", 3)}
-        self.assertAlmostEqual(result.candidates[0].similarity, plain["gloss#p1"].similarity, places=12)
-        # a typo in the term is corrected first; the scope filter still applies
-        self.assertEqual(r.definitions("What is a legl hold?"), [2])
-        self.assertEqual(r.definitions("What is a legal hold?", "FDA"), [])
-        self.assertEqual(r.definitions("What is a legal hold?", "sops"), [2])
-
-    def test_only_the_asked_term(self):
-        r = self.retriever()
-        for question in ("How long does a legal hold last?", "What is a legal hold review?", "What is Legal?"):
-            with self.subTest(question=question):
-                self.assertEqual(r.definitions(question), [])
-                self.assertNotEqual(r.retrieve(question).candidates[0].chunk_id, "gloss#p1")
-
-    def test_off(self):
-        r = self.retriever(definition_lookup=False)
         self.assertEqual([h.chunk_id for h in r.retrieve("What is a legal hold?").candidates],
                          ["hold#p1", "hold#p2"])
+        self.assertFalse(hasattr(r, "definitions"))
 
 
 class Mmr(unittest.TestCase):

@@ -31,7 +31,6 @@ of the chunks ranked below it (a running maximum from the bottom): similarity ne
 down the ranking, so a threshold cuts the *fused* ranking after its last chunk whose own
 similarity reaches it, and ``retrieve``'s order (similarity, then score) is the fused
 order.  ``Hit.score`` is the fused score (RRF sum, convex value or cosine).
-Chunks put first by ``definition_lookup`` keep their BM25 similarity.
 """
 from __future__ import annotations
 
