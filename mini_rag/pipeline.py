@@ -98,12 +98,15 @@ class _Recorder(Generator):
 
 
 def _versions(hits) -> List[Tuple[str, str]]:
-    """(old doc id, new doc id) for each hit whose front matter names ``superseded_by``."""
+    """(old doc id, new doc id) for each hit whose metadata names ``superseded_by`` (front
+    matter, or read from its text by corpus.py) or whose text says it supersedes another
+    document (``versions_read["supersedes"]``)."""
     out = set()
-    for h in hits:
-        newer = (h.metadata or {}).get("superseded_by")
-        if isinstance(newer, str) and newer.strip():
-            out.add((h.doc_id, newer.strip()))
+    for v in conflicts_mod.doc_versions(hits).values():
+        if v.successor:
+            out.add((v.doc_id, v.successor))
+        if v.predecessor:
+            out.add((v.predecessor, v.doc_id))
     return sorted(out)
 
 
@@ -183,11 +186,12 @@ class Pipeline:
         pairs = conflicts_mod.find_conflicts(
             q_terms, facts_a, self.analyzer, cfg["guards"], cfg["clarify"],
             context={cid: "%s\n%s" % (h.heading, h.title) for cid, h in hits_by_id.items()},
-            question=question, anchor=citations, versions=_versions(retrieval.hits), bridges=bridges)
+            question=question, anchor=citations, versions=_versions(retrieval.hits), bridges=bridges,
+            doc_versions=conflicts_mod.doc_versions(retrieval.hits), idf=getattr(self.index, "idf", None))
         risk = guards.classify_risk(question, self.analyzer, cfg["risk"])
         cited = [(cid, hits_by_id[cid].doc_id, hits_by_id[cid].effective, hits_by_id[cid].metadata)
                  for cid in citations if cid in hits_by_id]
-        fresh = guards.check_freshness(cited, risk.level, cfg["guards"])
+        fresh = guards.check_freshness(cited, risk.level, cfg["guards"], question=question)
         ambiguity = guards.check_ambiguity(
             question, facts_b, self.analyzer, cfg["clarify"], cfg["guards"],
             context={cid: (h.heading, h.title) for cid, h in hits_by_id.items()},
