@@ -403,7 +403,8 @@ DOC_NOUNS = ("policy", "edition", "version", "document", "standard", "procedure"
              "guideline", "guidelines", "guidance", "note", "notice", "schedule", "page",
              "manual", "handbook", "circular", "memo", "memorandum", "directive",
              "specification", "revision", "release", "summary", "instruction", "rule",
-             "rules", "terms", "faq", "plan", "statement", "bulletin", "annex", "appendix")
+             "rules", "terms", "faq", "plan", "statement", "bulletin", "annex", "appendix", "guide",
+             "charter", "code", "framework", "checklist")
 
 #: ``status`` values of a document that is no longer in force.
 OUT_OF_FORCE = frozenset({"superseded", "withdrawn", "retired", "obsolete", "archived", "revoked",

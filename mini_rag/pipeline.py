@@ -110,6 +110,44 @@ def _versions(hits) -> List[Tuple[str, str]]:
     return sorted(out)
 
 
+def _version_facts(question: str, facts: List[Fact], hits, guards_cfg: Dict[str, Any]) -> List[Fact]:
+    """Phase B's facts without the ones of versions the question did not ask for
+    (issue 17: "a question about the rule in force answers from the in-force version; a
+    question that names an edition answers from that one").
+
+    * The question names an edition (``conflicts.named_editions``) that a document among
+      the hits has: facts of the *other* versions of that document (linked by
+      ``superseded_by`` / ``supersedes`` or of one family) are dropped.
+    * Else, when the question asks for the rule in force (``conflicts.asks_in_force``) or
+      ``[guards] conflicts_with_superseded`` is false: facts of a document no longer in
+      force are dropped when a version of it that is in force has facts too (when only the
+      old version speaks to the question it stays, and the freshness guard says so).
+
+    Facts keep their order; nothing is dropped when no document has version information.
+    """
+    dv = conflicts_mod.doc_versions(hits)
+    if not facts or not any(v.successor or v.predecessor or not v.in_force for v in dv.values()):
+        return facts
+    present = {f.pdf for f in facts}
+
+    def kin(a, b) -> bool:
+        return (b.doc_id in (a.successor, a.predecessor) or a.doc_id in (b.successor, b.predecessor)
+                or (a.family != "" and a.family == b.family and a.editions != b.editions))
+
+    named = conflicts_mod.named_editions(question)
+    chosen = [v for v in dv.values() if v.doc_id in present and v.editions & named
+              and any(kin(v, o) for o in dv.values() if o is not v)]
+    if chosen:
+        drop = {o.doc_id for o in dv.values() if o not in chosen and any(kin(c, o) for c in chosen)}
+    elif conflicts_mod.asks_in_force(question) or not guards_cfg.get("conflicts_with_superseded", True):
+        drop = {v.doc_id for v in dv.values() if not v.in_force and any(
+            o.in_force and o.doc_id in present and kin(v, o) for o in dv.values())}
+    else:
+        return facts
+    kept = [f for f in facts if f.pdf not in drop]
+    return kept if kept else facts
+
+
 class Pipeline:
     """``Pipeline(config, retriever=None, generator=None)``; ``answer(question, qid)``.
 
@@ -147,6 +185,7 @@ class Pipeline:
         # 2-3. phase A, phase B
         facts_a = phase_a(retrieval)
         facts_b = phase_b(question, facts_a, retrieval, self.index, cfg)
+        facts_b = _version_facts(question, facts_b, retrieval.hits, cfg["guards"])
         # 4. the retrieval half decides first: the generator is only called when it may answer
         early = retrieval_half(len(retrieval.hits), facts_b, cfg["guards"])
         # 5. phase C through the generator, raw output kept
