@@ -72,8 +72,9 @@ status.  Each head line is stripped of Markdown marks (``#``, ``*``, ``_``, ``>`
   ``in force`` / ``in effect`` read ``current``, ``replaced`` reads ``superseded``).
 * **self-declaration**: a sentence that starts with ``This`` or ``The present`` followed
   by one document noun (:data:`DOC_NOUNS`: policy, edition, version, document, standard,
-  procedure, SOP, ...) and then, within 60 characters and with no conditional word (if,
-  unless, upon, when, after, until, once, where) before it, one of
+  procedure, SOP, guide, ...) and then, within 60 characters and with no conditional
+  or modal word (if, unless, upon, when, after, until, once, where, will, shall, may,
+  might, would, could, should, can) before it, one of
 
   - ``superseded by X`` / ``replaced by X``: status ``superseded``, successor text X
     (up to the sentence end);
@@ -104,7 +105,9 @@ does not resolve: the status stays as read and the successor stays text only.
 
 What was read and where is kept in ``metadata["versions_read"]`` (so every chunk and hit
 carries it): ``{"status": [value, source], "superseded_by": [value, source],
-"successor_text": ..., "supersedes": [value, source], "editions": [...]}`` where a source
+"successor_text": ..., "supersedes": [value, source], "editions": [...],
+"status_in_text": [value, source]}`` (the last only when a status line of the text lost to
+the front matter) where a source
 is ``front_matter``, ``title``, ``body:LINE`` (1-based line of the file; for a JSONL row
 the body line) or ``corpus:DOC`` (inferred from document DOC's declaration).  A document
 with no version information at all has no ``versions_read`` key.
@@ -423,17 +426,19 @@ _MARKS = " \t#*_>|-"
 _STATUS_LINE = re.compile(r"^(?:document |policy )?status[*_\s]*[:\u2013\u2014-][*_\s]*([a-z][a-z -]{0,40})",
                           re.IGNORECASE)
 _SELF = re.compile(r"^(?:this|the present)\s+(" + "|".join(DOC_NOUNS) + r")\b", re.IGNORECASE)
-_CONDITIONAL = re.compile(r"\b(?:if|unless|upon|when|after|until|once|where)\b", re.IGNORECASE)
+_CONDITIONAL = re.compile(r"\b(?:if|unless|upon|when|after|until|once|where|will|shall|may|might|would|"
+                          r"could|should|can)\b", re.IGNORECASE)
 _SUCCESSOR = re.compile(r"\b(?:superseded|replaced)\s+by\s+(.{1,160})", re.IGNORECASE)
 _LEAD_SUCCESSOR = re.compile(r"^(?:superseded|replaced)\s+by\s*:?\s+(.{1,160})", re.IGNORECASE)
 _PREDECESSOR = re.compile(r"\b(?:replaces|supersedes)\s+(.{1,160})", re.IGNORECASE)
 _OUT_WORD = re.compile(r"\b(withdrawn|revoked|repealed|rescinded|retired|archived|obsolete|superseded)\b"
                        r"|\bno\s+longer\s+(?:in\s+force|in\s+effect|valid|current|applicable)\b",
                        re.IGNORECASE)
-_TITLE_STATUS = re.compile(r"[(\[][^)\]]{0,80}?\b(superseded|withdrawn|obsolete|archived|retired|revoked|"
-                           r"repealed|rescinded)\b", re.IGNORECASE)
+_TITLE_STATUS = re.compile(r"\b(superseded|withdrawn|obsolete|archived|retired|revoked|repealed|rescinded)\b",
+                           re.IGNORECASE)
 _EDITION = re.compile(r"\b(?:v|version|edition|revision|rev|release)\.?\s?(\d[\d.]{0,10})", re.IGNORECASE)
 _EDITION_YEAR = re.compile(r"(?<![\d.])((?:19|20)\d\d)(?![\d])")
+_BRACKETED = re.compile(r"\([^()]{0,80}\)|\[[^\[\]]{0,80}\]")
 _HEAD_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 #: Words removed from a title or doc_id to get its family key.
 _FAMILY_DROP = frozenset("legacy old new current superseded withdrawn obsolete archived retired "
@@ -467,7 +472,7 @@ def family_key(text: str) -> str:
     """``text`` (a title or doc_id) without editions, years, parentheses and version words:
     two editions of one document share it (``api-rate-limits-2021`` and
     ``api-rate-limits-2026`` -> ``api rate limits``)."""
-    text = re.sub(r"[(\[][^)\]]{0,80}[)\]]", " ", text)
+    text = _BRACKETED.sub(" ", text)
     text = _EDITION.sub(" ", text)
     text = _EDITION_YEAR.sub(" ", text)
     words = [w for w in re.split(r"[^0-9a-z]+", text.lower()) if w and w not in _FAMILY_DROP]
@@ -505,16 +510,19 @@ def read_versions(meta: dict, title: str, doc_id: str, body: str, first_line: in
         if tag not in editions:
             editions.append(tag)
     if "status" not in found and title:
-        m = _TITLE_STATUS.search(title)
-        if m:
-            found["status"] = [_status_word(m.group(1)), "title"]
+        for m in _TITLE_STATUS.finditer(title):
+            before = title[:m.start()]
+            if before.rfind("(") > before.rfind(")") or before.rfind("[") > before.rfind("]"):
+                found["status"] = [_status_word(m.group(1)), "title"]    # "(version 3, superseded)"
+                break
     for lineno, line, joined in _head(body, first_line):
         where = "body:%d" % lineno
         m = _STATUS_LINE.match(line)
-        if m and "status" not in found:
+        if m and "status_in_text" not in found:
             word = _status_word(m.group(1))
             if word:
-                found["status"] = [word, where]
+                found["status_in_text"] = [word, where]
+                found.setdefault("status", [word, where])
         m = _LEAD_SUCCESSOR.match(line)
         if m and "successor_text" not in found:
             found["successor_text"] = [_cut_sentence(m.group(1)), where]
@@ -529,6 +537,8 @@ def read_versions(meta: dict, title: str, doc_id: str, body: str, first_line: in
                         editions.append(tag)
     if editions:
         found["editions"] = editions
+    if found.get("status_in_text") == found.get("status"):
+        found.pop("status_in_text", None)                 # read from the text, said once
     if "status" in found and not meta.get("status"):
         meta["status"] = found["status"][0]
     if set(found) - {"status", "superseded_by"} or any(v[1] != "front_matter" for k, v in found.items()
@@ -606,7 +616,9 @@ def resolve_versions(docs: List[Document]) -> None:
                 families.setdefault(key, []).append(d)
     for d in todo:
         read = d.metadata["versions_read"]
-        if "successor_text" in read and not d.metadata.get("superseded_by"):
+        declared_current = (read.get("status", ["", ""])[1] == "front_matter"
+                            and str(d.metadata.get("status", "")).casefold() not in OUT_OF_FORCE)
+        if "successor_text" in read and not d.metadata.get("superseded_by") and not declared_current:
             text, where = read["successor_text"]
             other = _resolve(text, d, by_id, families)
             if other is not None:
