@@ -81,8 +81,8 @@ status.  Each head line is stripped of Markdown marks (``#``, ``*``, ``_``, ``>`
   - ``withdrawn``, ``revoked``, ``repealed``, ``rescinded``, ``retired``, ``archived``,
     ``obsolete``, ``no longer in force`` / ``in effect`` / ``valid`` / ``current`` /
     ``applicable``: that status (``no longer ...`` reads ``withdrawn``);
-  - ``replaces X`` / ``supersedes X``: the document is the successor of X (``supersedes``
-    text; its own status is not changed).
+  - ``replaces X`` / ``supersedes X``: the document is the successor of X
+    (``predecessor_text``; its own status is not changed).
 
   A line that *starts* with ``Superseded by X`` or ``Replaced by X`` counts too.
 * **title**: a status word (superseded, withdrawn, obsolete, archived, retired, revoked,
@@ -105,12 +105,13 @@ does not resolve: the status stays as read and the successor stays text only.
 
 What was read and where is kept in ``metadata["versions_read"]`` (so every chunk and hit
 carries it): ``{"status": [value, source], "superseded_by": [value, source],
-"successor_text": ..., "supersedes": [value, source], "editions": [...],
-"status_in_text": [value, source]}`` (the last only when a status line of the text lost to
-the front matter) where a source
-is ``front_matter``, ``title``, ``body:LINE`` (1-based line of the file; for a JSONL row
+"successor_text": [text, source], "predecessor_text": [text, source], "supersedes":
+[doc_id, source], "editions": [...], "status_in_text": [value, source]}`` (``supersedes``
+only once the predecessor text resolved; ``status_in_text`` only when a status line of the
+text lost to the front matter) where a source is ``front_matter``, ``title``,
+``body:LINE`` (1-based line of the file; for a JSONL row
 the body line) or ``corpus:DOC`` (inferred from document DOC's declaration).  A document
-with no version information at all has no ``versions_read`` key.
+whose only version facts are its front matter's, with no edition, has no ``versions_read``.
 """
 from __future__ import annotations
 
@@ -592,8 +593,8 @@ def _self_declaration(sentence: str, where: str, found: dict) -> bool:
         return True
     pred = _PREDECESSOR.search(rest)
     if pred and pred.start() < limit:
-        if "supersedes" not in found:
-            found["supersedes"] = [_cut_sentence(pred.group(1)), where]
+        if "predecessor_text" not in found:
+            found["predecessor_text"] = [_cut_sentence(pred.group(1)), where]
         return True
     out = _OUT_WORD.search(rest, 0, limit)
     if out and "status" not in found:
@@ -605,7 +606,7 @@ def resolve_versions(docs: List[Document]) -> None:
     """Resolve the successor / predecessor texts :func:`read_versions` kept to doc ids
     (module docstring); front matter is never overwritten."""
     todo = [d for d in docs if ("successor_text" in (d.metadata.get("versions_read") or {})
-                                or "supersedes" in (d.metadata.get("versions_read") or {}))]
+                                or "predecessor_text" in (d.metadata.get("versions_read") or {}))]
     if not todo:
         return
     by_id = {d.doc_id: d for d in docs}
@@ -624,8 +625,8 @@ def resolve_versions(docs: List[Document]) -> None:
             if other is not None:
                 d.metadata["superseded_by"] = other.doc_id
                 read["superseded_by"] = [other.doc_id, where]
-        if "supersedes" in read:
-            text, where = read["supersedes"]
+        if "predecessor_text" in read:
+            text, where = read["predecessor_text"]
             other = _resolve(text, d, by_id, families)
             if other is not None:
                 read["supersedes"] = [other.doc_id, where]

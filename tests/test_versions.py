@@ -90,7 +90,7 @@ class ReadFromText(unittest.TestCase):
     def test_supersedes_is_not_this_documents_edition(self):
         meta = read("# Information Security Policy (SEC-01)\n\nVersion 4.0, approved in 2026. This policy "
                     "replaces\nInformation Security Policy v2.3 (2019) in full.\n")
-        self.assertEqual(meta["versions_read"]["supersedes"],
+        self.assertEqual(meta["versions_read"]["predecessor_text"],
                          ["Information Security Policy v2.3 (2019) in full", "body:3"])
         self.assertEqual(meta["versions_read"]["editions"], ["v4"])
         self.assertNotIn("status", meta)
