@@ -591,11 +591,12 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
     with_superseded = bool(guards.get("conflicts_with_superseded", True))
     dv = doc_versions or {}
     min_subject = float(guards.get("conflict_min_subject", 0.5))
-    weights = {t: max(float(idf(t)), 0.0) for t in qset} if idf is not None else {}
+    weights = {t: max(float(idf(t)), 0.0) for t in sorted(qset)} if idf is not None else {}
     subject_mass = sum(weights.values())
 
     def subject_share(terms) -> float:
-        return sum(weights[t] for t in held(terms)) / subject_mass if subject_mass > 0 else 1.0
+        """Sums in sorted term order: the same float whatever the hash seed."""
+        return sum(weights[t] for t in sorted(held(terms))) / subject_mass if subject_mass > 0 else 1.0
 
     polarity_terms = _polarity_terms(analyzer)
     units: List[_Unit] = []
