@@ -67,7 +67,7 @@ status.  Each head line is stripped of Markdown marks (``#``, ``*``, ``_``, ``>`
 
 * **status line**: a line ``Status: WORDS`` (also ``Document status``, ``Policy
   status``, ``**Status:**``, a dash instead of the colon), regex
-  ``^(?:document |policy )?status[*_\s]*[:\u2013\u2014-][*_\s]*([a-z][a-z -]{0,40})``.
+  ``^(?:document |policy )?status[*_\\s]*[:\\u2013\\u2014-][*_\\s]*([a-z][a-z -]{0,40})``.
   The status is the first word of WORDS (``no longer in force`` reads ``withdrawn``,
   ``in force`` / ``in effect`` read ``current``, ``replaced`` reads ``superseded``).
 * **self-declaration**: a sentence that starts with ``This`` or ``The present`` followed
@@ -91,7 +91,7 @@ status.  Each head line is stripped of Markdown marks (``#``, ``*``, ``_``, ``>`
 * **editions**: in the title, the doc_id and the head, ``v``/``version``/``edition``/
   ``revision``/``rev``/``release`` followed by a number (``v2.3``, ``Version 4``,
   ``Edition 2026.1``: read ``v2.3``, ``v4``, ``v2026.1``), regex
-  ``\b(?:v|version|edition|revision|rev|release)\.?\s?(\d[\d.]{0,10})``, and, in the
+  ``\\b(?:v|version|edition|revision|rev|release)\\.?\\s?(\\d[\\d.]{0,10})``, and, in the
   title and doc_id only, years 1900-2099 (``2019``).
 
 Successor and predecessor texts are resolved to doc ids across the corpus
