@@ -69,7 +69,10 @@ status.  Each head line is stripped of Markdown marks (``#``, ``*``, ``_``, ``>`
   status``, ``**Status:**``, a dash instead of the colon), regex
   ``^(?:document |policy )?status[*_\\s]*[:\\u2013\\u2014-][*_\\s]*([a-z][a-z -]{0,40})``.
   The status is the first word of WORDS (``no longer in force`` reads ``withdrawn``,
-  ``in force`` / ``in effect`` read ``current``, ``replaced`` reads ``superseded``).
+  ``in force`` / ``in effect`` read ``current``, ``replaced`` reads ``superseded``); a
+  word that is no status (:data:`STATUS_WORDS`: superseded, replaced, withdrawn, revoked,
+  repealed, rescinded, retired, archived, obsolete, expired, deprecated, current, active,
+  effective, approved, draft) is ignored.
 * **self-declaration**: a sentence that starts with ``This`` or ``The present`` followed
   by one document noun (:data:`DOC_NOUNS`: policy, edition, version, document, standard,
   procedure, SOP, guide, ...) and then, within 60 characters and with no conditional
@@ -402,6 +405,7 @@ STATUS_WORDS = {
     "expired": "expired", "deprecated": "deprecated", "current": "current",
     "active": "current", "effective": "current", "approved": "current", "draft": "draft",
 }
+_STATUS_VALUES = frozenset(STATUS_WORDS.values())
 #: The nouns a document calls itself by in a self-declaration ("This edition was ...").
 DOC_NOUNS = ("policy", "edition", "version", "document", "standard", "procedure", "sop",
              "guideline", "guidelines", "guidance", "note", "notice", "schedule", "page",
@@ -521,7 +525,7 @@ def read_versions(meta: dict, title: str, doc_id: str, body: str, first_line: in
         m = _STATUS_LINE.match(line)
         if m and "status_in_text" not in found:
             word = _status_word(m.group(1))
-            if word:
+            if word in _STATUS_VALUES:                   # "Status: the order ships" is no status
                 found["status_in_text"] = [word, where]
                 found.setdefault("status", [word, where])
         m = _LEAD_SUCCESSOR.match(line)

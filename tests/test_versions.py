@@ -64,6 +64,8 @@ class ReadFromText(unittest.TestCase):
              ["withdrawn", "body:3"], None),
             ("self-declared no longer valid", "# P\n\nThis procedure is no longer valid.\n", "withdrawn",
              ["withdrawn", "body:3"], None),
+            ("a status line that states no status", "# FAQ\n\nStatus: the order ships in a day.\n", None,
+             None, None),
             ("future: modal before the word", "# P\n\nThis policy will be withdrawn next year.\n", None, None, None),
             ("conditional", "# P\n\nThis policy, where local rules exist, is replaced by them.\n"
              "This policy, if the board objects, is withdrawn.\n", None, None, None),
