@@ -119,6 +119,7 @@ whose only version facts are its front matter's, with no edition, has no ``versi
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import json
 import os
@@ -473,6 +474,7 @@ def editions_in(text: str, years: bool = True) -> List[str]:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
 def family_key(text: str) -> str:
     """``text`` (a title or doc_id) without editions, years, parentheses and version words:
     two editions of one document share it (``api-rate-limits-2021`` and
