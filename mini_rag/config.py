@@ -124,6 +124,8 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         "conflict_min_agreement": 0.67,  # Jaccard of the question terms two sides contain (rule 2c)
         "variant_min_overlap": 0.5,      # share of question terms a unit needs for the variant rule
         "parallel_min_similarity": 0.5,  # difflib ratio at which two units of one document are the same sentence
+        "conflict_min_subject": 0.5,     # idf share of the question both sides' chunks must hold (conflicts rule 2f)
+        "conflicts_with_superseded": True,   # a declared-superseded version still conflicts (seed 000; rule 5b)
     },
     # Risk classes: keyword phrases matched on analyzed question terms (decision_policy.md).
     "risk": {
@@ -156,7 +158,7 @@ _SHARES = {
     "answer": "min_fact_overlap dedup_jaccard key_idf_ratio min_key_coverage min_key_coverage_typed "
               "min_question_share weight_coverage weight_type weight_proximity weight_retrieval "
               "confidence_high confidence_medium confidence_margin",
-    "guards": "conflict_min_agreement variant_min_overlap parallel_min_similarity",
+    "guards": "conflict_min_agreement variant_min_overlap parallel_min_similarity conflict_min_subject",
 }
 RANGES: Dict[Tuple[str, str], Tuple[float, float]] = {
     (section, key): (0.0, 1.0) for section, keys in _SHARES.items() for key in keys.split()}

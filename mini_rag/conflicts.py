@@ -65,12 +65,38 @@ The rule, exactly.  Two evidence units *a* and *b* conflict when all of these ho
      that are part of codes (``AES-256``, ``WH-12``), dates, and bare years (1900-2099
      with no unit or currency) are not quantities.
 
+   f. the pair is about the **asked subject**: with ``idf`` given, the question terms the
+      two chunks hold between them (text, heading and title, bridges counted) carry at
+      least ``guards.conflict_min_subject`` (0.5) of the question's idf mass (polarity and
+      modal words left out; a question term absent from the corpus weighs the most, as
+      its idf says).  Two sentences sharing "maximum" and "size" do not conflict on a
+      question about the maximum size of a laptop screen when neither holds "laptop" or
+      "screen" (issue 17, failure class 4); a pair where one side says "at least 8
+      characters" and the other "minimum length of 14 characters" still covers
+      "minimum password length" between them.
+
 4. When the answer's citations are given (``anchor``), one side is a cited chunk: a
    disagreement the answer does not rest on is not a reason to withhold it (asked
    about promotional purchases, the answer cites "Promotional purchases are
    non-refundable"; two versions disagreeing on the general refund window are beside
    it).  The pipeline passes every accepted hit, not only phase B's capped list, so the
    superseded version ranked seventh still meets the current one.
+
+5. **Versions** (``doc_versions``: each document's status, successor and editions as
+   :mod:`mini_rag.corpus` read them from front matter or text).  A pair of two versions
+   of one policy -- linked by ``superseded_by`` / ``supersedes``, or of one family
+   (:func:`mini_rag.corpus.family_key`) -- does not conflict when
+
+   a. the question names an edition (:func:`named_editions`: ``in the 2019 policy``,
+      ``under v2.3``, ``version 3``) that one side has and the other has not: the
+      question chose that side;
+   b. one side is no longer in force (``status`` superseded, withdrawn, ... or a
+      successor named) and the other is, and either the question asks for the rule in
+      force (:data:`IN_FORCE_CUES`: current, currently, now, today, in force, in effect,
+      latest, ...) or ``guards.conflicts_with_superseded`` is false.  With its default
+      (true, seed 000's behaviour: "Source A says ... Source B says ... confirm which
+      source is authoritative") a plain question still surfaces the disagreement.
+   c. Otherwise (both in force, or both out of force) rules 1-4 apply unchanged.
 
 Each pair of chunks is reported once (the first contradiction found in unit order,
 polarity before numeric), and pairs are sorted by (chunk id of a, chunk id of b) with
@@ -83,14 +109,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
-from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
+from .corpus import editions_in, family_key, out_of_force
 from .relevance import covered
 
 __all__ = [
     "ConflictPair",
+    "DocVersion",
+    "asks_in_force",
+    "doc_versions",
     "evidence_units",
     "find_conflicts",
+    "named_editions",
     "polarity",
     "quantities",
     "qualifiers",
@@ -411,6 +442,82 @@ def _polarity_terms(analyzer) -> FrozenSet[str]:
     return got
 
 
+# -------------------------------------------------------------- versions
+
+@dataclass(frozen=True)
+class DocVersion:
+    """One document's version facts, as the corpus reader recorded them."""
+    doc_id: str
+    in_force: bool
+    editions: FrozenSet[str]
+    successor: str = ""                 # superseded_by doc id ("" when none)
+    predecessor: str = ""               # the doc id its text says it supersedes
+    family: str = ""                    # corpus.family_key of the doc_id
+
+
+def doc_versions(hits: Iterable) -> Dict[str, DocVersion]:
+    """``{doc_id: DocVersion}`` for the documents of ``hits`` (anything with ``doc_id`` and
+    ``metadata``), from the metadata :mod:`mini_rag.corpus` filled."""
+    out: Dict[str, DocVersion] = {}
+    for h in hits:
+        if h.doc_id in out:
+            continue
+        meta = getattr(h, "metadata", None) or {}
+        read = meta.get("versions_read") or {}
+        succ = meta.get("superseded_by")
+        pred = read.get("supersedes")
+        out[h.doc_id] = DocVersion(
+            h.doc_id, not out_of_force(meta), frozenset(read.get("editions") or ()),
+            succ.strip() if isinstance(succ, str) else "",
+            pred[0] if isinstance(pred, list) and pred and isinstance(pred[0], str) else "",
+            family_key(h.doc_id))
+    return out
+
+
+#: Words by which a question asks for the rule in force (rule 5b).
+IN_FORCE_CUES = ("current", "currently", "now", "today", "in force", "in effect", "latest",
+                 "presently", "at present", "these days", "nowadays", "still")
+_IN_FORCE = re.compile(r"\b(?:" + "|".join(c.replace(" ", r"\s+") for c in IN_FORCE_CUES) + r")\b",
+                       re.IGNORECASE)
+
+
+def asks_in_force(question: str) -> bool:
+    """True when the question asks for the rule in force (:data:`IN_FORCE_CUES`).
+
+    >>> asks_in_force("What is the current password length?"), asks_in_force("What is the password length?")
+    (True, False)
+    """
+    return bool(_IN_FORCE.search(question))
+
+
+def named_editions(question: str) -> FrozenSet[str]:
+    """The editions a question names, normalized as the corpus reader's
+    (:func:`mini_rag.corpus.editions_in`).
+
+    >>> sorted(named_editions("What did the 2019 policy say, under v2.3?"))
+    ['2019', 'v2.3']
+    """
+    return frozenset(editions_in(question))
+
+
+def _versions_apart(da: Optional[DocVersion], db: Optional[DocVersion], linked: bool,
+                    named: FrozenSet[str], in_force_asked: bool, with_superseded: bool) -> bool:
+    """Rule 5: True when two documents' units must not conflict because they are two
+    versions and the question or the corpus picks one of them."""
+    if da is None or db is None:
+        return False
+    related = (linked or db.doc_id in (da.successor, da.predecessor)
+               or da.doc_id in (db.successor, db.predecessor)
+               or (da.family != "" and da.family == db.family and da.editions != db.editions))
+    if not related and da.in_force == db.in_force:
+        return False
+    if related and named and bool(da.editions & named) != bool(db.editions & named):
+        return True                                    # 5a: the question chose one edition
+    if da.in_force != db.in_force and (in_force_asked or not with_superseded):
+        return True                                    # 5b: the in-force version answers
+    return False
+
+
 # -------------------------------------------------------------- detection
 
 @dataclass
@@ -451,7 +558,9 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
                    guards: Optional[dict] = None, clarify: Optional[dict] = None,
                    context: Optional[Dict[str, str]] = None, question: str = "",
                    anchor: Sequence[str] = (), versions: Iterable[Tuple[str, str]] = (),
-                   bridges: Optional[Dict[str, List[FrozenSet[str]]]] = None) -> List[ConflictPair]:
+                   bridges: Optional[Dict[str, List[FrozenSet[str]]]] = None,
+                   doc_versions: Optional[Dict[str, DocVersion]] = None,
+                   idf: Optional[Callable[[str], float]] = None) -> List[ConflictPair]:
     """Contradicting unit pairs among ``facts`` (records.Fact: quote, pdf = doc id,
     chunk_id), by the rule in the module docstring.  ``question_terms`` are the
     question's analyzed terms; ``guards`` and ``clarify`` are the config sections
@@ -462,7 +571,9 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
     them are reported (rule 4); ``versions``, (old doc id, new doc id) pairs of one
     policy's versions (rule 2c); ``bridges``, the answering stage's (``relevance.
     expansion_bridges``): a question term is held by a unit that holds all terms of one
-    of its alternatives ("min" by "minimum")."""
+    of its alternatives ("min" by "minimum"); ``doc_versions``, each document's
+    :class:`DocVersion` (rule 5; :func:`doc_versions` of the hits); ``idf``, a term's idf
+    in the index (rule 2f; without it rule 2f is not applied)."""
     related = {frozenset(v) for v in versions}
     guards = guards or {}
     clarify = clarify or {}
@@ -475,6 +586,17 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
         """The question terms ``terms`` holds, itself or through a bridge."""
         return {t for t in qset if covered(t, terms, bridges)}
     q_quals = qualifiers(question, values, nouns) if question else frozenset()
+    named = named_editions(question) if question else frozenset()
+    in_force_asked = asks_in_force(question) if question else False
+    with_superseded = bool(guards.get("conflicts_with_superseded", True))
+    dv = doc_versions or {}
+    min_subject = float(guards.get("conflict_min_subject", 0.5))
+    weights = {t: max(float(idf(t)), 0.0) for t in sorted(qset)} if idf is not None else {}
+    subject_mass = sum(weights.values())
+
+    def subject_share(terms) -> float:
+        """Sums in sorted term order: the same float whatever the hash seed."""
+        return sum(weights[t] for t in sorted(held(terms))) / subject_mass if subject_mass > 0 else 1.0
 
     polarity_terms = _polarity_terms(analyzer)
     units: List[_Unit] = []
@@ -521,9 +643,14 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
                 continue                               # rule 4: not about the answer
             first, second = (a, b) if a.chunk < b.chunk else (b, a)
             key = (first.chunk, second.chunk)
-            if key in found or not _same_subject(first, second, min_shared, held, min_agreement,
-                                                 frozenset((a.doc, b.doc)) in related):
+            linked = frozenset((a.doc, b.doc)) in related
+            if key in found or not _same_subject(first, second, min_shared, held, min_agreement, linked):
                 continue
+            if weights and subject_share(a.chunk_terms | b.chunk_terms) < min_subject:
+                continue                               # rule 2f: not about the asked subject
+            if _versions_apart(dv.get(a.doc), dv.get(b.doc), linked, named, in_force_asked,
+                               with_superseded):
+                continue                               # rule 5: the version asked for answers
             pair = _contradiction(first, second)
             if pair is not None:
                 found[key] = pair

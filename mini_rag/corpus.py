@@ -54,10 +54,72 @@ The chunking rule (users write gold citations against it, so it is exact):
 
 Documents are returned sorted by doc_id; a doc_id may not contain ``#`` or white space
 and must be unique across the corpus.
+
+Versions (issue 17, failure class 3).  A document's status and successor come from its
+front matter (``status:``, ``superseded_by:``; BEIR ``metadata``) and, when a key is
+absent there, from its text; front matter always wins.  The text read is the title
+(front matter ``title`` or the first ``#`` heading), the doc_id, and the *head*: the
+first ``VERSION_HEAD_LINES`` (15) non-blank lines of the body, at most
+``VERSION_HEAD_CHARS`` (2,000) characters -- where a status banner is written, so that
+prose further down ("this system was replaced by ...") is never read as the document's
+status.  Each head line is stripped of Markdown marks (``#``, ``*``, ``_``, ``>``, ``|``,
+``-``) and split into sentences.  The rules, exactly (case-insensitive):
+
+* **status line**: a line ``Status: WORDS`` (also ``Document status``, ``Policy
+  status``, ``**Status:**``, a dash instead of the colon), regex
+  ``^(?:document |policy )?status[*_\\s]*[:\\u2013\\u2014-][*_\\s]*([a-z][a-z -]{0,40})``.
+  The status is the first word of WORDS (``no longer in force`` reads ``withdrawn``,
+  ``in force`` / ``in effect`` read ``current``, ``replaced`` reads ``superseded``); a
+  word that is no status (:data:`STATUS_WORDS`: superseded, replaced, withdrawn, revoked,
+  repealed, rescinded, retired, archived, obsolete, expired, deprecated, current, active,
+  effective, approved, draft) is ignored.
+* **self-declaration**: a sentence that starts with ``This`` or ``The present`` followed
+  by one document noun (:data:`DOC_NOUNS`: policy, edition, version, document, standard,
+  procedure, SOP, guide, ...) and then, within 60 characters and with no conditional
+  or modal word (if, unless, upon, when, after, until, once, where, will, shall, may,
+  might, would, could, should, can) before it, one of
+
+  - ``superseded by X`` / ``replaced by X``: status ``superseded``, successor text X
+    (up to the sentence end);
+  - ``withdrawn``, ``revoked``, ``repealed``, ``rescinded``, ``retired``, ``archived``,
+    ``obsolete``, ``no longer in force`` / ``in effect`` / ``valid`` / ``current`` /
+    ``applicable``: that status (``no longer ...`` reads ``withdrawn``);
+  - ``replaces X`` / ``supersedes X``: the document is the successor of X
+    (``predecessor_text``; its own status is not changed).
+
+  A line that *starts* with ``Superseded by X`` or ``Replaced by X`` counts too.
+* **title**: a status word (superseded, withdrawn, obsolete, archived, retired, revoked,
+  repealed, rescinded) inside parentheses or brackets of the title, as in
+  ``SOP-QA-014 (version 3, superseded)``.
+* **editions**: in the title, the doc_id and the head, ``v``/``version``/``edition``/
+  ``revision``/``rev``/``release`` followed by a number (``v2.3``, ``Version 4``,
+  ``Edition 2026.1``: read ``v2.3``, ``v4``, ``v2026.1``), regex
+  ``\\b(?:v|version|edition|revision|rev|release)\\.?\\s?(\\d[\\d.]{0,10})``, and, in the
+  title and doc_id only, years 1900-2099 (``2019``).
+
+Successor and predecessor texts are resolved to doc ids across the corpus
+(:func:`resolve_versions`): a text that contains another document's doc_id names it;
+else the text's editions pick the one other document of the same *family* (doc_id or
+title equal once editions, years, parentheses and the words legacy/old/new/current/
+superseded are removed) that has one of those editions.  A resolved successor becomes
+``metadata["superseded_by"]``; a resolved predecessor ``X`` of document D makes X
+``superseded`` by D when X's front matter says nothing.  Nothing is guessed when the text
+does not resolve: the status stays as read and the successor stays text only.
+
+What was read and where is kept in ``metadata["versions_read"]`` (so every chunk and hit
+carries it): ``{"status": [value, source], "superseded_by": [value, source],
+"successor_text": [text, source], "predecessor_text": [text, source], "supersedes":
+[doc_id, source], "editions": [...], "status_in_text": [value, source]}`` (``supersedes``
+only once the predecessor text resolved; ``status_in_text`` only when a status line of the
+text lost to the front matter) where a source is ``front_matter``, ``title``,
+``body:LINE`` (1-based line of the file; for a JSONL row
+the body line) or ``corpus:DOC`` (inferred from document DOC's declaration).  A document
+whose only version facts are its front matter's, with no edition, has no ``versions_read``.
 """
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import json
 import os
@@ -168,6 +230,7 @@ def parse_text_document(text: str, path: str, default_id: str, content_hash: str
             if m:
                 title = m.group(1)
                 break
+    read_versions(meta, title, doc_id, body, body_start + 1)
     return Document(doc_id=doc_id, title=title or doc_id, path=path,
                     pages=body.split("\f"), body_line=body_start + 1,
                     authority=meta.pop("authority", ""), effective=effective,
@@ -290,8 +353,10 @@ def _load_jsonl(path: str) -> List[Document]:
         effective = meta.pop("effective", "")
         if effective:
             _check_date(str(effective), where, "effective")
+        body = body.replace("\r\n", "\n")
+        read_versions(meta, title, str(doc_id), body, 1)
         docs.append(Document(doc_id=_check_id(str(doc_id), where), title=title,
-                             path=where, pages=body.replace("\r\n", "\n").split("\f"),
+                             path=where, pages=body.split("\f"),
                              authority=str(authority or ""), effective=str(effective or ""),
                              metadata=meta,
                              content_hash=hashlib.sha256(line.encode("utf-8")).hexdigest()))
@@ -322,7 +387,280 @@ def load_corpus(path: str) -> List[Document]:
             raise MiniRagError("%s: doc_id %r is already used by %s" % (d.path, d.doc_id, seen[d.doc_id]))
         seen[d.doc_id] = d.path
     docs.sort(key=lambda d: d.doc_id)
+    resolve_versions(docs)
     return docs
+
+
+# ---------------------------------------------------------------- versions
+
+#: Rule version of the reading below; the index manifest records it, so an index built
+#: before a change of these rules is rebuilt (its chunks carry the old metadata).
+VERSION_RULE = "mini_rag-versions-1"
+VERSION_HEAD_LINES = 15
+VERSION_HEAD_CHARS = 2000
+#: Status words, as read, to the status recorded.
+STATUS_WORDS = {
+    "superseded": "superseded", "replaced": "superseded", "withdrawn": "withdrawn",
+    "revoked": "revoked", "repealed": "repealed", "rescinded": "rescinded",
+    "retired": "retired", "archived": "archived", "obsolete": "obsolete",
+    "expired": "expired", "deprecated": "deprecated", "current": "current",
+    "active": "current", "effective": "current", "approved": "current", "draft": "draft",
+}
+_STATUS_VALUES = frozenset(STATUS_WORDS.values())
+#: The nouns a document calls itself by in a self-declaration ("This edition was ...").
+DOC_NOUNS = ("policy", "edition", "version", "document", "standard", "procedure", "sop",
+             "guideline", "guidelines", "guidance", "note", "notice", "schedule", "page",
+             "manual", "handbook", "circular", "memo", "memorandum", "directive",
+             "specification", "revision", "release", "summary", "instruction", "rule",
+             "rules", "terms", "faq", "plan", "statement", "bulletin", "annex", "appendix", "guide",
+             "charter", "code", "framework", "checklist")
+
+#: ``status`` values of a document that is no longer in force.
+OUT_OF_FORCE = frozenset({"superseded", "withdrawn", "retired", "obsolete", "archived", "revoked",
+                          "repealed", "rescinded", "expired", "deprecated"})
+
+
+def out_of_force(metadata: dict) -> bool:
+    """True when a document's metadata says it is no longer in force: a successor
+    (``superseded_by``) or a status of :data:`OUT_OF_FORCE` (any case)."""
+    successor = str((metadata or {}).get("superseded_by") or "").strip()
+    status = str((metadata or {}).get("status") or "").strip().casefold()
+    return bool(successor) or status in OUT_OF_FORCE
+
+
+_MARKS = " \t#*_>|-"
+_STATUS_LINE = re.compile(r"^(?:document |policy )?status[*_\s]*[:\u2013\u2014-][*_\s]*([a-z][a-z -]{0,40})",
+                          re.IGNORECASE)
+_SELF = re.compile(r"^(?:this|the present)\s+(" + "|".join(DOC_NOUNS) + r")\b", re.IGNORECASE)
+_CONDITIONAL = re.compile(r"\b(?:if|unless|upon|when|after|until|once|where|will|shall|may|might|would|"
+                          r"could|should|can)\b", re.IGNORECASE)
+_SUCCESSOR = re.compile(r"\b(?:superseded|replaced)\s+by\s+(.{1,160})", re.IGNORECASE)
+_LEAD_SUCCESSOR = re.compile(r"^(?:superseded|replaced)\s+by\s*:?\s+(.{1,160})", re.IGNORECASE)
+_PREDECESSOR = re.compile(r"\b(?:replaces|supersedes)\s+(.{1,160})", re.IGNORECASE)
+_OUT_WORD = re.compile(r"\b(withdrawn|revoked|repealed|rescinded|retired|archived|obsolete|superseded)\b"
+                       r"|\bno\s+longer\s+(?:in\s+force|in\s+effect|valid|current|applicable)\b",
+                       re.IGNORECASE)
+_TITLE_STATUS = re.compile(r"\b(superseded|withdrawn|obsolete|archived|retired|revoked|repealed|rescinded)\b",
+                           re.IGNORECASE)
+_EDITION = re.compile(r"\b(?:v|version|edition|revision|rev|release)\.?\s?(\d[\d.]{0,10})", re.IGNORECASE)
+_EDITION_YEAR = re.compile(r"(?<![\d.])((?:19|20)\d\d)(?![\d])")
+_BRACKETED = re.compile(r"\([^()]{0,80}\)|\[[^\[\]]{0,80}\]")
+_HEAD_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+#: Words removed from a title or doc_id to get its family key.
+_FAMILY_DROP = frozenset("legacy old new current superseded withdrawn obsolete archived retired "
+                         "draft final updated revised edition version revision rev release v".split())
+
+
+def editions_in(text: str, years: bool = True) -> List[str]:
+    """Edition markers of ``text``, normalized, in first-occurrence order.
+
+    >>> editions_in("Information Security Policy (legacy v2.3), Edition 2026.1 of 2019, Version 4.0")
+    ['v2.3', 'v2026.1', 'v4', '2019']
+    """
+    out: List[str] = []
+    spans = []
+    for m in _EDITION.finditer(text):
+        spans.append(m.span())
+        tag = "v" + m.group(1).rstrip(".")
+        while tag.endswith(".0"):                    # "v4.0" is "v4"
+            tag = tag[:-2]
+        if tag not in out:
+            out.append(tag)
+    if years:
+        for m in _EDITION_YEAR.finditer(text):
+            inside = any(a <= m.start() < b for a, b in spans)
+            if not inside and m.group(1) not in out:
+                out.append(m.group(1))
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def family_key(text: str) -> str:
+    """``text`` (a title or doc_id) without editions, years, parentheses and version words:
+    two editions of one document share it (``api-rate-limits-2021`` and
+    ``api-rate-limits-2026`` -> ``api rate limits``)."""
+    text = _BRACKETED.sub(" ", text)
+    text = _EDITION.sub(" ", text)
+    text = _EDITION_YEAR.sub(" ", text)
+    words = [w for w in re.split(r"[^0-9a-z]+", text.lower()) if w and w not in _FAMILY_DROP]
+    return " ".join(words)
+
+
+def _status_word(words: str) -> str:
+    words = words.strip().lower()
+    if words.startswith("no longer"):
+        return "withdrawn"
+    if words.startswith(("in force", "in effect")):
+        return "current"
+    first = words.split(" ", 1)[0] if words else ""
+    return STATUS_WORDS.get(first, first)
+
+
+def _cut_sentence(text: str) -> str:
+    """``text`` up to its first sentence end (a ``.`` followed by space, or ``;``)."""
+    m = re.search(r"[.;!?](?:\s|$)|;", text)
+    return (text[:m.start()] if m else text).strip().rstrip(".,")
+
+
+def read_versions(meta: dict, title: str, doc_id: str, body: str, first_line: int) -> None:
+    """Fill ``meta`` (a document's metadata, front matter already in it) with the status,
+    successor and editions its text declares, by the rules in the module docstring.
+    Front matter wins: a key it gives is never overwritten.  Records what was read in
+    ``meta["versions_read"]``."""
+    found: dict = {}
+    if meta.get("status"):
+        found["status"] = [str(meta["status"]), "front_matter"]
+    if meta.get("superseded_by"):
+        found["superseded_by"] = [str(meta["superseded_by"]), "front_matter"]
+    editions = editions_in(title)
+    for tag in editions_in(doc_id.replace("-", " ").replace("_", " ")):
+        if tag not in editions:
+            editions.append(tag)
+    if "status" not in found and title:
+        for m in _TITLE_STATUS.finditer(title):
+            before = title[:m.start()]
+            if before.rfind("(") > before.rfind(")") or before.rfind("[") > before.rfind("]"):
+                found["status"] = [_status_word(m.group(1)), "title"]    # "(version 3, superseded)"
+                break
+    for lineno, line, joined in _head(body, first_line):
+        where = "body:%d" % lineno
+        m = _STATUS_LINE.match(line)
+        if m and "status_in_text" not in found:
+            word = _status_word(m.group(1))
+            if word in _STATUS_VALUES:                   # "Status: the order ships" is no status
+                found["status_in_text"] = [word, where]
+                found.setdefault("status", [word, where])
+        m = _LEAD_SUCCESSOR.match(line)
+        if m and "successor_text" not in found:
+            found["successor_text"] = [_cut_sentence(m.group(1)), where]
+            found.setdefault("status", ["superseded", where])
+            continue
+        if joined is None:
+            continue
+        for sentence in _HEAD_SENTENCE.split(joined):
+            if not _self_declaration(sentence, where, found):
+                for tag in editions_in(sentence, years=False):
+                    if tag not in editions:
+                        editions.append(tag)
+    if editions:
+        found["editions"] = editions
+    if found.get("status_in_text") == found.get("status"):
+        found.pop("status_in_text", None)                 # read from the text, said once
+    if "status" in found and not meta.get("status"):
+        meta["status"] = found["status"][0]
+    if set(found) - {"status", "superseded_by"} or any(v[1] != "front_matter" for k, v in found.items()
+                                                       if k in ("status", "superseded_by")):
+        meta["versions_read"] = found
+
+
+def _head(body: str, first_line: int) -> Iterator[Tuple[int, str, "str | None"]]:
+    """The body's head, by line: ``(file line, line without Markdown marks, paragraph)``
+    where ``paragraph`` (the line and the following non-blank head lines joined with
+    spaces) is given on a paragraph's first line only, None on the others."""
+    lines: List[Tuple[int, str]] = []
+    used = 0
+    for offset, raw in enumerate(body.split("\n")):
+        line = raw.strip(_MARKS)
+        if not line:
+            lines.append((first_line + offset, ""))
+            continue
+        used += len(line)
+        if len(lines) - sum(1 for _, t in lines if not t) >= VERSION_HEAD_LINES or used > VERSION_HEAD_CHARS:
+            break
+        lines.append((first_line + offset, line))
+    for i, (lineno, line) in enumerate(lines):
+        if not line:
+            continue
+        joined = None
+        if i == 0 or not lines[i - 1][1]:
+            parts = []
+            for _, t in lines[i:]:
+                if not t:
+                    break
+                parts.append(t)
+            joined = " ".join(parts)
+        yield lineno, line, joined
+
+
+def _self_declaration(sentence: str, where: str, found: dict) -> bool:
+    """Read one head sentence that starts with "This <document noun>" (module docstring);
+    True when it names a successor or a predecessor (its editions are not this one's)."""
+    m = _SELF.match(sentence)
+    if not m:
+        return False
+    rest = sentence[m.end():m.end() + 200]
+    cond = _CONDITIONAL.search(rest)
+    limit = min(cond.start() if cond else len(rest), 60)
+    succ = _SUCCESSOR.search(rest)
+    if succ and succ.start() < limit:
+        if "successor_text" not in found:
+            found["successor_text"] = [_cut_sentence(succ.group(1)), where]
+            found.setdefault("status", ["superseded", where])
+        return True
+    pred = _PREDECESSOR.search(rest)
+    if pred and pred.start() < limit:
+        if "predecessor_text" not in found:
+            found["predecessor_text"] = [_cut_sentence(pred.group(1)), where]
+        return True
+    out = _OUT_WORD.search(rest, 0, limit)
+    if out and "status" not in found:
+        found["status"] = [_status_word(out.group(1) or "no longer"), where]
+    return False
+
+
+def resolve_versions(docs: List[Document]) -> None:
+    """Resolve the successor / predecessor texts :func:`read_versions` kept to doc ids
+    (module docstring); front matter is never overwritten."""
+    todo = [d for d in docs if ("successor_text" in (d.metadata.get("versions_read") or {})
+                                or "predecessor_text" in (d.metadata.get("versions_read") or {}))]
+    if not todo:
+        return
+    by_id = {d.doc_id: d for d in docs}
+    families: dict = {}
+    for d in docs:
+        for key in {family_key(d.doc_id), family_key(d.title)}:
+            if key:
+                families.setdefault(key, []).append(d)
+    for d in todo:
+        read = d.metadata["versions_read"]
+        declared_current = (read.get("status", ["", ""])[1] == "front_matter"
+                            and str(d.metadata.get("status", "")).casefold() not in OUT_OF_FORCE)
+        if "successor_text" in read and not d.metadata.get("superseded_by") and not declared_current:
+            text, where = read["successor_text"]
+            other = _resolve(text, d, by_id, families)
+            if other is not None:
+                d.metadata["superseded_by"] = other.doc_id
+                read["superseded_by"] = [other.doc_id, where]
+        if "predecessor_text" in read:
+            text, where = read["predecessor_text"]
+            other = _resolve(text, d, by_id, families)
+            if other is not None:
+                read["supersedes"] = [other.doc_id, where]
+                old_read = other.metadata.setdefault("versions_read", {})
+                if not other.metadata.get("status"):
+                    other.metadata["status"] = "superseded"
+                    old_read["status"] = ["superseded", "corpus:" + d.doc_id]
+                if not other.metadata.get("superseded_by"):
+                    other.metadata["superseded_by"] = d.doc_id
+                    old_read["superseded_by"] = [d.doc_id, "corpus:" + d.doc_id]
+
+
+def _resolve(text: str, doc: Document, by_id: dict, families: dict) -> "Document | None":
+    """The document ``text`` names (not ``doc`` itself), or None."""
+    for word in re.split(r"[\s,;:()]+", text):
+        word = word.strip(".'\"")
+        if word in by_id and word != doc.doc_id:
+            return by_id[word]
+    wanted = set(editions_in(text))
+    if not wanted:
+        return None
+    kin: List[Document] = []
+    for key in {family_key(doc.doc_id), family_key(doc.title)}:
+        for other in families.get(key, ()) if key else ():
+            if other is not doc and other not in kin:
+                kin.append(other)
+    hits = [o for o in kin if wanted & set((o.metadata.get("versions_read") or {}).get("editions", ()))]
+    return hits[0] if len(hits) == 1 else None
 
 
 # ---------------------------------------------------------------- chunking

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import conflicts as _conf
+from . import corpus as _corpus
 from .errors import MiniRagError
 from .relevance import covered, question_terms
 
@@ -196,12 +197,13 @@ class FreshnessResult:
         return asdict(self)
 
 
-#: Front-matter ``status`` values of a document that is no longer in force.
-OUT_OF_FORCE = frozenset({"superseded", "withdrawn", "retired", "obsolete", "archived"})
+#: ``status`` values of a document that is no longer in force (front matter, or read from
+#: its text by mini_rag.corpus).
+OUT_OF_FORCE = _corpus.OUT_OF_FORCE
 
 
 def check_freshness(cited: Sequence[Tuple[str, str, str, Dict[str, Any]]], risk_level: str,
-                    guards: Dict[str, Any]) -> FreshnessResult:
+                    guards: Dict[str, Any], question: str = "") -> FreshnessResult:
     """Staleness of the chunks an answer cites, at the configured ``as_of`` date.
 
     ``cited`` holds ``(chunk_id, doc_id, effective, metadata)`` per cited chunk.  A chunk
@@ -217,18 +219,26 @@ def check_freshness(cited: Sequence[Tuple[str, str, str, Dict[str, Any]]], risk_
        (a window of 0 is off: a corpus of one's own has none unless configured);
     3. a chunk with neither date is not stale (there is nothing to measure).
 
+    Exception (issue 17, "a question that names an edition answers from that one"): a
+    chunk of a document no longer in force whose editions (``metadata["versions_read"]
+    ["editions"]``, read by mini_rag.corpus) include one that ``question`` names
+    (``conflicts.named_editions``: "in the 2019 policy", "under v2.3") is not stale: the
+    question asked for that old edition.  Rules 1 and 2 still apply to a document in force.
+
     Staleness is computed for every risk level (the trace shows it); only the decision
     stage decides that low-risk questions are answered from old documents anyway.
     """
     as_of = parse_date(guards.get("as_of"), "config [guards] as_of")
     limit = int(guards["freshness_days_high_risk"] if risk_level == "high" else guards["freshness_days"])
     sources: List[Dict[str, Any]] = []
+    named = _conf.named_editions(question) if question else frozenset()
     for chunk_id, doc_id, effective, metadata in cited:
         review_by = (metadata or {}).get("review_by")
         row: Optional[Dict[str, Any]] = None
         successor = str((metadata or {}).get("superseded_by") or "").strip()
-        status = str((metadata or {}).get("status") or "").strip().casefold()
-        if successor or status in OUT_OF_FORCE:
+        if _corpus.out_of_force(metadata) and _asked_edition(metadata, named):
+            continue                                   # the question asked for this old edition
+        if _corpus.out_of_force(metadata):
             row = {"rule": "superseded", "by": successor}
         elif review_by not in (None, ""):
             try:
@@ -250,6 +260,15 @@ def check_freshness(cited: Sequence[Tuple[str, str, str, Dict[str, Any]]], risk_
         if row is not None:
             sources.append(dict([("chunk_id", chunk_id), ("doc_id", doc_id)] + sorted(row.items())))
     return FreshnessResult(bool(sources), limit, as_of.isoformat(), sources)
+
+
+def _asked_edition(metadata: Optional[Dict[str, Any]], named) -> bool:
+    """True when the document's editions (as mini_rag.corpus read them) meet ``named``."""
+    if not named:
+        return False
+    read = (metadata or {}).get("versions_read") or {}
+    editions = read.get("editions") if isinstance(read, dict) else None
+    return bool(isinstance(editions, list) and named & set(editions))
 
 
 # ------------------------------------------------------------------ ambiguity

@@ -108,7 +108,7 @@ from collections.abc import Mapping, Sequence as SequenceABC
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .analysis import Analyzer
-from .corpus import chunk_document, corpus_files, load_corpus
+from .corpus import VERSION_RULE, chunk_document, corpus_files, load_corpus
 from .errors import MiniRagError
 from .records import Chunk
 from .store import LazyArray, SectionFile, SectionWriter
@@ -377,7 +377,7 @@ def _manifest(config: Dict[str, Any], corpus_path: str, files, docs, analyzer: A
         "format_version": FORMAT_VERSION,
         "mini_rag_version": __version__,
         "corpus": {"path": corpus_path, "files": [list(f) for f in files]},
-        "chunking": {"rule": CHUNKING_RULE,
+        "chunking": {"rule": CHUNKING_RULE, "versions": VERSION_RULE,
                      "max_chunk_chars": config["corpus"]["max_chunk_chars"]},
         "analysis": analyzer.settings(),
         "scoring": scoring_settings(config["index"]["k1"], config["index"]["b"]),
@@ -391,7 +391,7 @@ def _expected(config: Dict[str, Any], corpus_path: str, files, analyzer: Analyze
     """The manifest fields an up-to-date index must have."""
     return {
         "corpus": {"path": corpus_path, "files": [list(f) for f in files]},
-        "chunking": {"rule": CHUNKING_RULE,
+        "chunking": {"rule": CHUNKING_RULE, "versions": VERSION_RULE,
                      "max_chunk_chars": config["corpus"]["max_chunk_chars"]},
         "analysis": analyzer.settings(),
         "scoring": scoring_settings(config["index"]["k1"], config["index"]["b"]),

@@ -101,13 +101,54 @@ class _Recorder(Generator):
 
 
 def _versions(hits) -> List[Tuple[str, str]]:
-    """(old doc id, new doc id) for each hit whose front matter names ``superseded_by``."""
+    """(old doc id, new doc id) for each hit whose metadata names ``superseded_by`` (front
+    matter, or read from its text by corpus.py) or whose text says it supersedes another
+    document (``versions_read["supersedes"]``)."""
     out = set()
-    for h in hits:
-        newer = (h.metadata or {}).get("superseded_by")
-        if isinstance(newer, str) and newer.strip():
-            out.add((h.doc_id, newer.strip()))
+    for v in conflicts_mod.doc_versions(hits).values():
+        if v.successor:
+            out.add((v.doc_id, v.successor))
+        if v.predecessor:
+            out.add((v.predecessor, v.doc_id))
     return sorted(out)
+
+
+def _version_facts(question: str, facts: List[Fact], hits, guards_cfg: Dict[str, Any]) -> List[Fact]:
+    """Phase B's facts without the ones of versions the question did not ask for
+    (issue 17: "a question about the rule in force answers from the in-force version; a
+    question that names an edition answers from that one").
+
+    * The question names an edition (``conflicts.named_editions``) that a document among
+      the hits has: facts of the *other* versions of that document (linked by
+      ``superseded_by`` / ``supersedes`` or of one family) are dropped.
+    * Else, when the question asks for the rule in force (``conflicts.asks_in_force``) or
+      ``[guards] conflicts_with_superseded`` is false: facts of a document no longer in
+      force are dropped when a version of it that is in force has facts too (when only the
+      old version speaks to the question it stays, and the freshness guard says so).
+
+    Facts keep their order; nothing is dropped when no document has version information.
+    """
+    dv = conflicts_mod.doc_versions(hits)
+    if not facts or not any(v.successor or v.predecessor or not v.in_force for v in dv.values()):
+        return facts
+    present = {f.pdf for f in facts}
+
+    def kin(a, b) -> bool:
+        return (b.doc_id in (a.successor, a.predecessor) or a.doc_id in (b.successor, b.predecessor)
+                or (a.family != "" and a.family == b.family and a.editions != b.editions))
+
+    named = conflicts_mod.named_editions(question)
+    chosen = [v for v in dv.values() if v.doc_id in present and v.editions & named
+              and any(kin(v, o) for o in dv.values() if o is not v)]
+    if chosen:
+        drop = {o.doc_id for o in dv.values() if o not in chosen and any(kin(c, o) for c in chosen)}
+    elif conflicts_mod.asks_in_force(question) or not guards_cfg.get("conflicts_with_superseded", True):
+        drop = {v.doc_id for v in dv.values() if not v.in_force and any(
+            o.in_force and o.doc_id in present and kin(v, o) for o in dv.values())}
+    else:
+        return facts
+    kept = [f for f in facts if f.pdf not in drop]
+    return kept if kept else facts
 
 
 class Pipeline:
@@ -166,6 +207,7 @@ class Pipeline:
         # 2-3. phase A, phase B
         facts_a = phase_a(retrieval)
         facts_b = phase_b(question, facts_a, retrieval, self.index, cfg, qa=qa)
+        facts_b = _version_facts(question, facts_b, retrieval.hits, cfg["guards"])
         # 4. the retrieval half decides first: the generator is only called when it may answer
         early = retrieval_half(len(retrieval.hits), facts_b, cfg["guards"])
         # 5. phase C through the generator, raw output kept
@@ -204,11 +246,12 @@ class Pipeline:
         pairs = conflicts_mod.find_conflicts(
             q_terms, facts_a, self.analyzer, cfg["guards"], cfg["clarify"],
             context={cid: "%s\n%s" % (h.heading, h.title) for cid, h in hits_by_id.items()},
-            question=question, anchor=citations, versions=_versions(retrieval.hits), bridges=bridges)
+            question=question, anchor=citations, versions=_versions(retrieval.hits), bridges=bridges,
+            doc_versions=conflicts_mod.doc_versions(retrieval.hits), idf=getattr(self.index, "idf", None))
         risk = guards.classify_risk(question, self.analyzer, cfg["risk"], terms=qa.analyzed)
         cited = [(cid, hits_by_id[cid].doc_id, hits_by_id[cid].effective, hits_by_id[cid].metadata)
                  for cid in citations if cid in hits_by_id]
-        fresh = guards.check_freshness(cited, risk.level, cfg["guards"])
+        fresh = guards.check_freshness(cited, risk.level, cfg["guards"], question=question)
         ambiguity = guards.check_ambiguity(
             question, facts_b, self.analyzer, cfg["clarify"], cfg["guards"],
             context={cid: (h.heading, h.title) for cid, h in hits_by_id.items()},
