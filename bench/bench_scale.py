@@ -203,6 +203,112 @@ def bm25s_load(n: int) -> dict:
     return out
 
 
+# ---------------------------------------------------------------- collections' QPS, like for like
+#
+# Every system gets the same work inside the timer: the test queries already tokenized
+# (by its own analyzer, before the timer) in, each query's top 100 document ids out.
+
+def _timed_passes(query, repeat: int):
+    """One untimed warm-up pass of ``query()``, then ``repeat`` timed ones: the median of
+    their CPU seconds (``time.process_time``: single-threaded work, so what other processes
+    of a shared machine run does not count); every pass must return the same run."""
+    run = query()
+    passes = []
+    for _ in range(repeat):
+        t0 = time.process_time()
+        again = query()
+        passes.append(time.process_time() - t0)
+        if again != run:
+            raise SystemExit("bench-scale: two query passes returned different rankings")
+    return statistics.median(passes), run
+
+
+def rank_mini(folder: Path, repeat: int, numpy: bool = False) -> dict:
+    sys.path.insert(0, str(ROOT))
+    from mini_rag.config import load_config
+    from mini_rag.corpus import chunk_document, load_corpus
+    from mini_rag.index import build_index
+    from mini_rag.retrieve import Retriever
+    _, queries, _ = br.read_collection(folder)
+    config = load_config()
+    config["retrieval"]["numpy"] = numpy
+    chunks = []
+    for d in load_corpus(str(folder / "corpus.jsonl")):
+        chunks.extend(chunk_document(d))
+    retriever = Retriever(build_index(chunks, k1=config["index"]["k1"], b=config["index"]["b"]), config)
+    doc_of = [c.doc_id for c in retriever.index.chunks]
+    # A document's score is its best chunk's: more chunks are asked for when documents split.
+    depth = br.DEPTH if len(set(doc_of)) == len(doc_of) else br.DEPTH * 5
+    analyze, rank = retriever.index.analyzer.analyze, retriever.rank
+    tokenized = [(qid, analyze(text)) for qid, text in queries]
+
+    def query():
+        return {qid: list(dict.fromkeys([doc_of[p] for p, _s in rank(terms, depth)]))[:br.DEPTH]
+                for qid, terms in tokenized}
+    seconds, run = _timed_passes(query, repeat)
+    return {"query_s": seconds, "queries": len(queries), "run": run}
+
+
+def rank_mini_numpy(folder: Path, repeat: int) -> dict:
+    return rank_mini(folder, repeat, numpy=True)
+
+
+def rank_rank_bm25(folder: Path, repeat: int) -> dict:
+    import bm25s
+    import numpy as np
+    import Stemmer
+    from rank_bm25 import BM25Okapi
+    docs, queries, _ = br.read_collection(folder)
+    ids = [d for d, _, _ in docs]
+    stemmer = Stemmer.Stemmer("english")
+
+    def tok(texts):
+        return bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False, return_ids=False)
+    model = BM25Okapi([list(t) for t in tok([(t + " " + x).strip() for _, t, x in docs])])
+    tokenized = [(qid, list(tok([text])[0])) for qid, text in queries]
+
+    def query():
+        return {qid: [ids[int(j)] for j in np.argsort(-model.get_scores(terms), kind="stable")[:br.DEPTH]]
+                for qid, terms in tokenized}
+    seconds, run = _timed_passes(query, repeat)
+    return {"query_s": seconds, "queries": len(queries), "run": run}
+
+
+def rank_bm25s(folder: Path, repeat: int) -> dict:
+    import bm25s
+    import Stemmer
+    docs, queries, _ = br.read_collection(folder)
+    ids = [d for d, _, _ in docs]
+    stemmer = Stemmer.Stemmer("english")
+    model = bm25s.BM25()
+    model.index(bm25s.tokenize([(t + " " + x).strip() for _, t, x in docs], stopwords="en", stemmer=stemmer,
+                               show_progress=False), show_progress=False)
+    tokenized = bm25s.tokenize([q for _, q in queries], stopwords="en", stemmer=stemmer, show_progress=False)
+    k = min(br.DEPTH, len(docs))
+
+    def query():
+        results, _scores = model.retrieve(tokenized, k=k, show_progress=False, n_threads=1)
+        return {qid: [ids[int(j)] for j in results[i]] for i, (qid, _) in enumerate(queries)}
+    seconds, run = _timed_passes(query, repeat)
+    return {"query_s": seconds, "queries": len(queries), "run": run}
+
+
+RANK_WORKERS = {"mini_rag": rank_mini, "mini_rag_numpy": rank_mini_numpy,
+                "rank_bm25": rank_rank_bm25, "bm25s": rank_bm25s}
+
+
+def run_rank(py: str, system: str, folder: Path, repeat: int, log):
+    """One system's like-for-like QPS on one collection, in its own process."""
+    print("bench-scale: %s on %s ..." % (system, folder.name), file=log, flush=True)
+    p = subprocess.run([py, str(Path(__file__).resolve()), "--rank-worker", system, "--collection", str(folder),
+                        "--repeat", str(repeat)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True)
+    if p.returncode != 0:
+        print("bench-scale: %s on %s failed:\n%s" % (system, folder.name, p.stderr[-1500:]), file=log)
+        return None
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
 WORKERS = {"mini-build": mini_build, "mini-load": mini_load,
            "bm25s-build": bm25s_build, "bm25s-load": bm25s_load}
 
@@ -385,8 +491,12 @@ def markdown(report) -> str:
 
 
 def collections(peer_py: str, repeat: int, log) -> dict:
+    """Like-for-like QPS (see RANK_WORKERS) and nDCG@10 of every system on every shared
+    collection found; the systems of one collection run back to back."""
     out = {}
     systems = [("mini_rag", sys.executable)]
+    if _has_numpy():
+        systems.append(("mini_rag_numpy", sys.executable))
     if peer_py:
         systems += [("rank_bm25", peer_py), ("bm25s", peer_py)]
     for c in br.DEFAULT_COLLECTIONS:
@@ -397,19 +507,9 @@ def collections(peer_py: str, repeat: int, log) -> dict:
         _, _, qrels = br.read_collection(folder)
         entry = out.setdefault(folder.name, {})
         for system, py in systems:
-            print("bench-scale: %s on %s ..." % (system, folder.name), file=log, flush=True)
-            res = br.run_worker(py, system, folder, repeat, log)
+            res = run_rank(py, system, folder, repeat, log)
             if res is not None:
-                entry[system] = dict(br.evaluate(res["run"], qrels), qps=res["qps"], build_s=res["build_s"])
-        if _has_numpy():
-            os.environ["MINI_RAG_BENCH_NUMPY"] = "1"
-            try:
-                res = br.run_worker(sys.executable, "mini_rag", folder, repeat, log)
-            finally:
-                del os.environ["MINI_RAG_BENCH_NUMPY"]
-            if res is not None:
-                entry["mini_rag_numpy"] = dict(br.evaluate(res["run"], qrels), qps=res["qps"],
-                                               build_s=res["build_s"])
+                entry[system] = dict(br.evaluate(res["run"], qrels), qps=res["queries"] / res["query_s"])
     return out
 
 
@@ -443,7 +543,10 @@ def main(argv=None) -> int:
                     help="JSON report (default runs/bench/scale.json)")
     ap.add_argument("--doc", default=str(ROOT / "docs" / "performance.md"), metavar="FILE",
                     help="generated Markdown (default docs/performance.md; '' for none)")
+    ap.add_argument("--no-scale", action="store_true", help="skip the synthetic corpora (--sizes)")
     ap.add_argument("--worker", choices=sorted(WORKERS), help=argparse.SUPPRESS)
+    ap.add_argument("--rank-worker", choices=sorted(RANK_WORKERS), help=argparse.SUPPRESS)
+    ap.add_argument("--collection", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     try:
         sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
@@ -454,6 +557,9 @@ def main(argv=None) -> int:
         print("bench-scale: --sizes must be >= 100, --queries and --repeat >= 1, --merge-rows >= 0",
               file=sys.stderr)
         return 2
+    if args.rank_worker:
+        print(json.dumps(RANK_WORKERS[args.rank_worker](Path(args.collection), args.repeat)))
+        return 0
     if args.worker:
         print(json.dumps(WORKERS[args.worker](sizes[0])))
         return 0
@@ -462,7 +568,7 @@ def main(argv=None) -> int:
     peer_py = "" if args.no_peers else br.ensure_venv(log)
     report = {"python": sys.version.split()[0], "machine": "%d cores" % (os.cpu_count() or 0),
               "load_average_start": _load(), "scale": {}, "collections": {}}
-    for n in sizes:
+    for n in ([] if args.no_scale else sizes):
         prepare_texts(n, args.queries)
         s = report["scale"][str(n)] = {}
         build = run(sys.executable, "mini-build", n, log)
