@@ -27,9 +27,18 @@ Each figure comes from its own subprocess, so that memory is the system's own:
   index and answers one query (mini_rag: ``python -m mini_rag search`` on the corpus as
   BEIR JSONL with its index built; bm25s: a ``python -c`` doing the same), median of 3.
 
-Collections: bench_retrieval's workers (same harness as ``make bench-retrieval``), QPS and
-nDCG@10 per system; mini_rag twice, pure Python and with ``[retrieval] numpy = true``
-(skipped when numpy does not import).
+Collections (``--no-collections`` skips them): queries per second like for like, each
+system in its own process (``RANK_WORKERS``), the systems of a collection back to back.
+Inside the timer, for every system, the same work: the test queries already tokenized by
+the system's own analyzer (outside the timer) in, each query's top 100 document ids out;
+one untimed warm-up pass, then ``--repeat`` passes, the median of their CPU seconds
+(``time.process_time``, single thread: other processes on a shared machine do not count).
+mini_rag: ``Retriever.rank(terms, 100)`` (the ranking core: no thresholds, MMR, query
+expansion or typo correction) and its positions mapped to document ids; rank_bm25:
+``BM25Okapi.get_scores`` and a stable ``numpy.argsort``, top 100; bm25s: one
+``BM25.retrieve`` call over all queries' token ids (k = 100, one thread).  mini_rag runs
+twice, pure Python and with ``[retrieval] numpy = true`` (skipped when numpy does not import).
+nDCG@10 from each system's own run (``bench_retrieval.evaluate``).
 
 Sharded scoring (``--merge-rows``, default 1,000,000): score_eval.py over generated gold
 and trace rows (bench_scorer.generate) in one run, then over the trace cut into 1, 2 and 7
@@ -471,6 +480,7 @@ def markdown(report) -> str:
     lines += ["", "## Shared collections (queries per second, single thread)", ""]
     if report.get("collections_from"):
         lines += ["Measured by an earlier run of this bench (%s)." % report["collections_from"], ""]
+    lines += COLLECTIONS_TIMED + [""]
     lines += ["| collection | system | QPS | nDCG@10 |", "|---|---|---:|---:|"]
     for name, e in sorted(report["collections"].items()):
         for system in ("mini_rag", "mini_rag_numpy", "rank_bm25", "bm25s"):
@@ -487,7 +497,53 @@ def markdown(report) -> str:
     lines += ["", "## Targets (issue 23)", "", "| target | met | value |", "|---|---|---:|"]
     for t in report["targets"]:
         lines.append("| %s | %s | %s |" % (t["target"], "yes" if t["met"] else "**no**", t["value"]))
+    lines += [""] + DISTRIBUTED
     return "\n".join(lines) + "\n"
+
+
+COLLECTIONS_TIMED = [
+    "Like for like: inside the timer every system gets the test queries already tokenized by its own "
+    "analyzer (tokenized before the timer) and returns each query's top 100 document ids.  QPS = queries / "
+    "CPU seconds (`time.process_time`) of one pass, the median of 3 passes after an untimed warm-up, each "
+    "system in its own process, the systems of one collection back to back.",
+    "",
+    "| system | timed, per query |",
+    "|---|---|",
+    "| mini_rag | `Retriever.rank(terms, 100)`, the ranking core (no similarity threshold, MMR, query expansion or "
+    "typo correction: those are `retrieve`'s QA-contract rules), then positions to document ids |",
+    "| mini_rag_numpy | the same with `[retrieval] numpy = true` (`numpy.bincount`; same floats) |",
+    "| rank_bm25 | `BM25Okapi.get_scores(tokens)`, then `numpy.argsort(-scores, kind=\"stable\")[:100]` to ids |",
+    "| bm25s | one `BM25.retrieve(token ids of all queries, k=100, n_threads=1)` for the whole query set, to ids |",
+    "",
+    "Tokenizers: mini_rag its own analyzer (Snowball stop list and English stemmer, `configs/default.toml`); "
+    "rank_bm25 and bm25s `bm25s.tokenize` with English stopwords and PyStemmer.  Pure-Python mini_rag scores "
+    "these collections on its dense path (`Retriever._dense_scores`: one float per chunk, the postings added "
+    "in the exhaustive order, MaxScore's essential terms for the candidates; used when the index has at most "
+    "8 chunks per posting of the query, below 50,000 postings); every score equals the exhaustive sum's to the "
+    "bit (tests/test_scale.py compares the three paths on every query of these collections).  What bounds it: "
+    "about 60 ns of interpreter work per posting for `s[p] += w` (about a third of a Cranfield query's time), "
+    "the rest in choosing and sorting the top 100; a chunk's score must stay the same sum in the same order "
+    "(longest postings list first), so MaxScore cannot skip the long lists of common terms without changing "
+    "the last bits of scores that traces record.",
+]
+
+DISTRIBUTED = [
+    "## Sharded scoring on a distributed engine (`make example-dask`)",
+    "",
+    "`examples/dask_score.py` cuts a trace into consecutive shards (default: 20,000 generated gold and trace "
+    "rows, 7 shards), runs `score_eval.py --gold G --trace SHARD --partial PART.json` for each shard as a task "
+    "on a `dask.distributed.LocalCluster` (2 worker processes, one thread each), merges the partials with "
+    "`score_eval.py merge PART... --trace T --gates-file gates.toml --out merged.json`, scores the whole trace "
+    "in one process the same way, and exits 0 only when the two JSON reports, stdouts, stderrs and exit "
+    "statuses are byte-identical (1 when they differ, 2 when Dask is missing or a shard fails).  "
+    "`make example-dask` creates a throwaway virtualenv, runs/venv-dask, installs the pinned "
+    "`dask==2026.8.0 distributed==2026.8.0` from PyPI with pip (the only step that needs the network; "
+    "Dask is never a dependency of the project and nothing in `mini_rag` or `score_eval.py` imports it), "
+    "and runs the example there.  Its own gold and trace: `python examples/dask_score.py --gold G --trace T "
+    "[--shards N] [--workers N] [--workdir DIR]`.  tests/test_dask_example.py runs it on 1,500 rows in 3 "
+    "shards when `dask.distributed` imports and skips otherwise (`make test` skips it; "
+    "`runs/venv-dask/bin/python tests/run.py tests.test_dask_example` runs it).",
+]
 
 
 def collections(peer_py: str, repeat: int, log) -> dict:

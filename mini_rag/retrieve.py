@@ -25,10 +25,13 @@ ever touched.  The top k are selected exactly (``_top``: a sampled score thresho
 C-level sorts); **ties are broken by chunk_id ascending**
 (code point order), here and in every list this module returns.
 
-Two faster paths give the same ranking, every score equal to the float: *pruned top-k*
+Three faster paths give the same ranking, every score equal to the float: *pruned top-k*
 (``[retrieval] pruning``, on by default, used from ``PRUNE_MIN`` postings a query:
 MaxScore with the per-term upper bounds stored in the index, candidates re-summed in
-the order above, see ``_pruned_scores``) and *numpy* (``[retrieval] numpy``, off by
+the order above, see ``_pruned_scores``), below that *dense* top-k for a small index
+(also under ``pruning``, when the index has at most ``DENSE_RATIO`` chunks per posting
+of the query: one float per chunk added in the order above, MaxScore's essential terms
+for the candidates, see ``_dense_scores``) and *numpy* (``[retrieval] numpy``, off by
 default, used only when numpy imports: ``bincount`` adds the same weights in the same
 order, see ``_rank_numpy``).  A scope filter (``allowed`` positions) applies to the
 candidates of every path before the top k are chosen.
