@@ -4,7 +4,7 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed serve fit compare clean
+.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed example-dask serve fit compare clean
 
 eval:
 	@$(PYTHON) -m mini_rag eval
@@ -54,6 +54,17 @@ serve:
 # 100k and 1M synthetic chunks vs bm25s, collections' QPS, sharded scoring; writes docs/performance.md
 bench-scale:
 	@$(PYTHON) bench/bench_scale.py
+
+# score_eval.py --partial shards as Dask tasks on a 2-process LocalCluster, merged, checked
+# byte-identical to one run.  Dask goes into a throwaway virtualenv (runs/venv-dask, pip from
+# PyPI), never into the project.
+DASK_VENV = runs/venv-dask
+DASK_PINS = dask==2026.8.0 distributed==2026.8.0
+example-dask:
+	@test -x $(DASK_VENV)/bin/python || $(PYTHON) -m venv $(DASK_VENV)
+	@$(DASK_VENV)/bin/python -c "import dask.distributed" 2>/dev/null || \
+		$(DASK_VENV)/bin/python -m pip install --quiet --disable-pip-version-check $(DASK_PINS)
+	@$(DASK_VENV)/bin/python examples/dask_score.py
 
 # Dense / hybrid retrieval with all-MiniLM-L6-v2 (needs numpy and runs/wheels/*.whl, else skips);
 # slow: the dense indexes are cached in runs/embed/.  Rewrites the figures in docs/embeddings.md.

@@ -27,9 +27,18 @@ Each figure comes from its own subprocess, so that memory is the system's own:
   index and answers one query (mini_rag: ``python -m mini_rag search`` on the corpus as
   BEIR JSONL with its index built; bm25s: a ``python -c`` doing the same), median of 3.
 
-Collections: bench_retrieval's workers (same harness as ``make bench-retrieval``), QPS and
-nDCG@10 per system; mini_rag twice, pure Python and with ``[retrieval] numpy = true``
-(skipped when numpy does not import).
+Collections (``--no-collections`` skips them): queries per second like for like, each
+system in its own process (``RANK_WORKERS``), the systems of a collection back to back.
+Inside the timer, for every system, the same work: the test queries already tokenized by
+the system's own analyzer (outside the timer) in, each query's top 100 document ids out;
+one untimed warm-up pass, then ``--repeat`` passes, the median of their CPU seconds
+(``time.process_time``, single thread: other processes on a shared machine do not count).
+mini_rag: ``Retriever.rank(terms, 100)`` (the ranking core: no thresholds, MMR, query
+expansion or typo correction) and its positions mapped to document ids; rank_bm25:
+``BM25Okapi.get_scores`` and a stable ``numpy.argsort``, top 100; bm25s: one
+``BM25.retrieve`` call over all queries' token ids (k = 100, one thread).  mini_rag runs
+twice, pure Python and with ``[retrieval] numpy = true`` (skipped when numpy does not import).
+nDCG@10 from each system's own run (``bench_retrieval.evaluate``).
 
 Sharded scoring (``--merge-rows``, default 1,000,000): score_eval.py over generated gold
 and trace rows (bench_scorer.generate) in one run, then over the trace cut into 1, 2 and 7
@@ -203,6 +212,112 @@ def bm25s_load(n: int) -> dict:
     return out
 
 
+# ---------------------------------------------------------------- collections' QPS, like for like
+#
+# Every system gets the same work inside the timer: the test queries already tokenized
+# (by its own analyzer, before the timer) in, each query's top 100 document ids out.
+
+def _timed_passes(query, repeat: int):
+    """One untimed warm-up pass of ``query()``, then ``repeat`` timed ones: the median of
+    their CPU seconds (``time.process_time``: single-threaded work, so what other processes
+    of a shared machine run does not count); every pass must return the same run."""
+    run = query()
+    passes = []
+    for _ in range(repeat):
+        t0 = time.process_time()
+        again = query()
+        passes.append(time.process_time() - t0)
+        if again != run:
+            raise SystemExit("bench-scale: two query passes returned different rankings")
+    return statistics.median(passes), run
+
+
+def rank_mini(folder: Path, repeat: int, numpy: bool = False) -> dict:
+    sys.path.insert(0, str(ROOT))
+    from mini_rag.config import load_config
+    from mini_rag.corpus import chunk_document, load_corpus
+    from mini_rag.index import build_index
+    from mini_rag.retrieve import Retriever
+    _, queries, _ = br.read_collection(folder)
+    config = load_config()
+    config["retrieval"]["numpy"] = numpy
+    chunks = []
+    for d in load_corpus(str(folder / "corpus.jsonl")):
+        chunks.extend(chunk_document(d))
+    retriever = Retriever(build_index(chunks, k1=config["index"]["k1"], b=config["index"]["b"]), config)
+    doc_of = [c.doc_id for c in retriever.index.chunks]
+    # A document's score is its best chunk's: more chunks are asked for when documents split.
+    depth = br.DEPTH if len(set(doc_of)) == len(doc_of) else br.DEPTH * 5
+    analyze, rank = retriever.index.analyzer.analyze, retriever.rank
+    tokenized = [(qid, analyze(text)) for qid, text in queries]
+
+    def query():
+        return {qid: list(dict.fromkeys([doc_of[p] for p, _s in rank(terms, depth)]))[:br.DEPTH]
+                for qid, terms in tokenized}
+    seconds, run = _timed_passes(query, repeat)
+    return {"query_s": seconds, "queries": len(queries), "run": run}
+
+
+def rank_mini_numpy(folder: Path, repeat: int) -> dict:
+    return rank_mini(folder, repeat, numpy=True)
+
+
+def rank_rank_bm25(folder: Path, repeat: int) -> dict:
+    import bm25s
+    import numpy as np
+    import Stemmer
+    from rank_bm25 import BM25Okapi
+    docs, queries, _ = br.read_collection(folder)
+    ids = [d for d, _, _ in docs]
+    stemmer = Stemmer.Stemmer("english")
+
+    def tok(texts):
+        return bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False, return_ids=False)
+    model = BM25Okapi([list(t) for t in tok([(t + " " + x).strip() for _, t, x in docs])])
+    tokenized = [(qid, list(tok([text])[0])) for qid, text in queries]
+
+    def query():
+        return {qid: [ids[int(j)] for j in np.argsort(-model.get_scores(terms), kind="stable")[:br.DEPTH]]
+                for qid, terms in tokenized}
+    seconds, run = _timed_passes(query, repeat)
+    return {"query_s": seconds, "queries": len(queries), "run": run}
+
+
+def rank_bm25s(folder: Path, repeat: int) -> dict:
+    import bm25s
+    import Stemmer
+    docs, queries, _ = br.read_collection(folder)
+    ids = [d for d, _, _ in docs]
+    stemmer = Stemmer.Stemmer("english")
+    model = bm25s.BM25()
+    model.index(bm25s.tokenize([(t + " " + x).strip() for _, t, x in docs], stopwords="en", stemmer=stemmer,
+                               show_progress=False), show_progress=False)
+    tokenized = bm25s.tokenize([q for _, q in queries], stopwords="en", stemmer=stemmer, show_progress=False)
+    k = min(br.DEPTH, len(docs))
+
+    def query():
+        results, _scores = model.retrieve(tokenized, k=k, show_progress=False, n_threads=1)
+        return {qid: [ids[int(j)] for j in results[i]] for i, (qid, _) in enumerate(queries)}
+    seconds, run = _timed_passes(query, repeat)
+    return {"query_s": seconds, "queries": len(queries), "run": run}
+
+
+RANK_WORKERS = {"mini_rag": rank_mini, "mini_rag_numpy": rank_mini_numpy,
+                "rank_bm25": rank_rank_bm25, "bm25s": rank_bm25s}
+
+
+def run_rank(py: str, system: str, folder: Path, repeat: int, log):
+    """One system's like-for-like QPS on one collection, in its own process."""
+    print("bench-scale: %s on %s ..." % (system, folder.name), file=log, flush=True)
+    p = subprocess.run([py, str(Path(__file__).resolve()), "--rank-worker", system, "--collection", str(folder),
+                        "--repeat", str(repeat)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True)
+    if p.returncode != 0:
+        print("bench-scale: %s on %s failed:\n%s" % (system, folder.name, p.stderr[-1500:]), file=log)
+        return None
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
 WORKERS = {"mini-build": mini_build, "mini-load": mini_load,
            "bm25s-build": bm25s_build, "bm25s-load": bm25s_load}
 
@@ -365,6 +480,7 @@ def markdown(report) -> str:
     lines += ["", "## Shared collections (queries per second, single thread)", ""]
     if report.get("collections_from"):
         lines += ["Measured by an earlier run of this bench (%s)." % report["collections_from"], ""]
+    lines += COLLECTIONS_TIMED + [""]
     lines += ["| collection | system | QPS | nDCG@10 |", "|---|---|---:|---:|"]
     for name, e in sorted(report["collections"].items()):
         for system in ("mini_rag", "mini_rag_numpy", "rank_bm25", "bm25s"):
@@ -381,12 +497,62 @@ def markdown(report) -> str:
     lines += ["", "## Targets (issue 23)", "", "| target | met | value |", "|---|---|---:|"]
     for t in report["targets"]:
         lines.append("| %s | %s | %s |" % (t["target"], "yes" if t["met"] else "**no**", t["value"]))
+    lines += [""] + DISTRIBUTED
     return "\n".join(lines) + "\n"
 
 
+COLLECTIONS_TIMED = [
+    "Like for like: inside the timer every system gets the test queries already tokenized by its own "
+    "analyzer (tokenized before the timer) and returns each query's top 100 document ids.  QPS = queries / "
+    "CPU seconds (`time.process_time`) of one pass, the median of 3 passes after an untimed warm-up, each "
+    "system in its own process, the systems of one collection back to back.",
+    "",
+    "| system | timed, per query |",
+    "|---|---|",
+    "| mini_rag | `Retriever.rank(terms, 100)`, the ranking core (no similarity threshold, MMR, query expansion or "
+    "typo correction: those are `retrieve`'s QA-contract rules), then positions to document ids |",
+    "| mini_rag_numpy | the same with `[retrieval] numpy = true` (`numpy.bincount`; same floats) |",
+    "| rank_bm25 | `BM25Okapi.get_scores(tokens)`, then `numpy.argsort(-scores, kind=\"stable\")[:100]` to ids |",
+    "| bm25s | one `BM25.retrieve(token ids of all queries, k=100, n_threads=1)` for the whole query set, to ids |",
+    "",
+    "Tokenizers: mini_rag its own analyzer (Snowball stop list and English stemmer, `configs/default.toml`); "
+    "rank_bm25 and bm25s `bm25s.tokenize` with English stopwords and PyStemmer.  Pure-Python mini_rag scores "
+    "these collections on its dense path (`Retriever._dense_scores`: one float per chunk, the postings added "
+    "in the exhaustive order, MaxScore's essential terms for the candidates; used when the index has at most "
+    "8 chunks per posting of the query, below 50,000 postings); every score equals the exhaustive sum's to the "
+    "bit (tests/test_scale.py compares the three paths on every query of these collections).  What bounds it: "
+    "about 60 ns of interpreter work per posting for `s[p] += w` (about a third of a Cranfield query's time), "
+    "the rest in choosing and sorting the top 100; a chunk's score must stay the same sum in the same order "
+    "(longest postings list first), so MaxScore cannot skip the long lists of common terms without changing "
+    "the last bits of scores that traces record.",
+]
+
+DISTRIBUTED = [
+    "## Sharded scoring on a distributed engine (`make example-dask`)",
+    "",
+    "`examples/dask_score.py` cuts a trace into consecutive shards (default: 20,000 generated gold and trace "
+    "rows, 7 shards), runs `score_eval.py --gold G --trace SHARD --partial PART.json` for each shard as a task "
+    "on a `dask.distributed.LocalCluster` (2 worker processes, one thread each), merges the partials with "
+    "`score_eval.py merge PART... --trace T --gates-file gates.toml --out merged.json`, scores the whole trace "
+    "in one process the same way, and exits 0 only when the two JSON reports, stdouts, stderrs and exit "
+    "statuses are byte-identical (1 when they differ, 2 when Dask is missing or a shard fails).  "
+    "`make example-dask` creates a throwaway virtualenv, runs/venv-dask, installs the pinned "
+    "`dask==2026.8.0 distributed==2026.8.0` from PyPI with pip (the only step that needs the network; "
+    "Dask is never a dependency of the project and nothing in `mini_rag` or `score_eval.py` imports it), "
+    "and runs the example there.  Its own gold and trace: `python examples/dask_score.py --gold G --trace T "
+    "[--shards N] [--workers N] [--workdir DIR]`.  tests/test_dask_example.py runs it on 1,500 rows in 3 "
+    "shards when `dask.distributed` imports and skips otherwise (`make test` skips it; "
+    "`runs/venv-dask/bin/python tests/run.py tests.test_dask_example` runs it).",
+]
+
+
 def collections(peer_py: str, repeat: int, log) -> dict:
+    """Like-for-like QPS (see RANK_WORKERS) and nDCG@10 of every system on every shared
+    collection found; the systems of one collection run back to back."""
     out = {}
     systems = [("mini_rag", sys.executable)]
+    if _has_numpy():
+        systems.append(("mini_rag_numpy", sys.executable))
     if peer_py:
         systems += [("rank_bm25", peer_py), ("bm25s", peer_py)]
     for c in br.DEFAULT_COLLECTIONS:
@@ -397,19 +563,9 @@ def collections(peer_py: str, repeat: int, log) -> dict:
         _, _, qrels = br.read_collection(folder)
         entry = out.setdefault(folder.name, {})
         for system, py in systems:
-            print("bench-scale: %s on %s ..." % (system, folder.name), file=log, flush=True)
-            res = br.run_worker(py, system, folder, repeat, log)
+            res = run_rank(py, system, folder, repeat, log)
             if res is not None:
-                entry[system] = dict(br.evaluate(res["run"], qrels), qps=res["qps"], build_s=res["build_s"])
-        if _has_numpy():
-            os.environ["MINI_RAG_BENCH_NUMPY"] = "1"
-            try:
-                res = br.run_worker(sys.executable, "mini_rag", folder, repeat, log)
-            finally:
-                del os.environ["MINI_RAG_BENCH_NUMPY"]
-            if res is not None:
-                entry["mini_rag_numpy"] = dict(br.evaluate(res["run"], qrels), qps=res["qps"],
-                                               build_s=res["build_s"])
+                entry[system] = dict(br.evaluate(res["run"], qrels), qps=res["queries"] / res["query_s"])
     return out
 
 
@@ -443,7 +599,10 @@ def main(argv=None) -> int:
                     help="JSON report (default runs/bench/scale.json)")
     ap.add_argument("--doc", default=str(ROOT / "docs" / "performance.md"), metavar="FILE",
                     help="generated Markdown (default docs/performance.md; '' for none)")
+    ap.add_argument("--no-scale", action="store_true", help="skip the synthetic corpora (--sizes)")
     ap.add_argument("--worker", choices=sorted(WORKERS), help=argparse.SUPPRESS)
+    ap.add_argument("--rank-worker", choices=sorted(RANK_WORKERS), help=argparse.SUPPRESS)
+    ap.add_argument("--collection", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     try:
         sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
@@ -454,6 +613,9 @@ def main(argv=None) -> int:
         print("bench-scale: --sizes must be >= 100, --queries and --repeat >= 1, --merge-rows >= 0",
               file=sys.stderr)
         return 2
+    if args.rank_worker:
+        print(json.dumps(RANK_WORKERS[args.rank_worker](Path(args.collection), args.repeat)))
+        return 0
     if args.worker:
         print(json.dumps(WORKERS[args.worker](sizes[0])))
         return 0
@@ -462,7 +624,7 @@ def main(argv=None) -> int:
     peer_py = "" if args.no_peers else br.ensure_venv(log)
     report = {"python": sys.version.split()[0], "machine": "%d cores" % (os.cpu_count() or 0),
               "load_average_start": _load(), "scale": {}, "collections": {}}
-    for n in sizes:
+    for n in ([] if args.no_scale else sizes):
         prepare_texts(n, args.queries)
         s = report["scale"][str(n)] = {}
         build = run(sys.executable, "mini-build", n, log)

@@ -25,10 +25,13 @@ ever touched.  The top k are selected exactly (``_top``: a sampled score thresho
 C-level sorts); **ties are broken by chunk_id ascending**
 (code point order), here and in every list this module returns.
 
-Two faster paths give the same ranking, every score equal to the float: *pruned top-k*
+Three faster paths give the same ranking, every score equal to the float: *pruned top-k*
 (``[retrieval] pruning``, on by default, used from ``PRUNE_MIN`` postings a query:
 MaxScore with the per-term upper bounds stored in the index, candidates re-summed in
-the order above, see ``_pruned_scores``) and *numpy* (``[retrieval] numpy``, off by
+the order above, see ``_pruned_scores``), below that *dense* top-k for a small index
+(also under ``pruning``, when the index has at most ``DENSE_RATIO`` chunks per posting
+of the query: one float per chunk added in the order above, MaxScore's essential terms
+for the candidates, see ``_dense_scores``) and *numpy* (``[retrieval] numpy``, off by
 default, used only when numpy imports: ``bincount`` adds the same weights in the same
 order, see ``_rank_numpy``).  A scope filter (``allowed`` positions) applies to the
 candidates of every path before the top k are chosen.
@@ -127,7 +130,7 @@ import re
 from bisect import bisect_left
 from collections import Counter
 from itertools import compress, islice, repeat
-from operator import add, mul
+from operator import add, itemgetter, mul
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .errors import MiniRagError
@@ -142,6 +145,9 @@ Alternatives = Dict[str, List[Tuple[Tuple[str, ...], float]]]
 _HAS_DIGIT = re.compile(r"\d").search
 #: Postings of a query from which pruned top-k is tried (``Retriever.prune_min``).
 PRUNE_MIN = 50000
+#: Below PRUNE_MIN postings, scores go into a list of one float per chunk (``_dense_scores``)
+#: when the index has at most this many chunks per posting of the query.
+DENSE_RATIO = 8
 _SPACES = re.compile(r"\s+")
 _ID_SEPARATORS = re.compile(r"[-_.]+")
 
@@ -335,6 +341,8 @@ class Retriever:
         # Below this many postings the exhaustive sum (all C-level) is faster than pruning's
         # bookkeeping; the two give the same ranking, so this only decides speed.
         self.prune_min = PRUNE_MIN
+        # Below prune_min: dense scoring when chunks <= dense_ratio * postings (same ranking).
+        self.dense_ratio = DENSE_RATIO
         # Optional numpy scoring (same ranking, same floats): only when asked and importable.
         self._np: Any = None
         self._np_tie: Any = None
@@ -411,12 +419,7 @@ class Retriever:
            so every float equals the one :meth:`_exhaustive_scores` computes.
         Margins of 1e-9 (relative) keep step 1 and 2 safe from rounding.
         """
-        positions, weights = self._positions, self._weights
-        bounds = self.index.max_weights(self.scoring)
-        if alternatives and self.scoring == "bm25":
-            positions, weights = self._with_alternatives(qtf, alternatives)
-            bounds = {t: (max(weights[t], default=0.0) if t in alternatives else bounds[t])
-                      for t in weights}
+        positions, weights, bounds = self._bounded_postings(qtf, alternatives)
         terms = [t for t in qtf if t in weights and len(positions[t])]
         if not terms:
             return {}
@@ -470,6 +473,71 @@ class Retriever:
             for p, w in found:
                 scores[p] = scores[p] + (w if m is None else w * m)
         return scores
+
+    def _bounded_postings(self, qtf: Dict[str, int], alternatives: Optional[Alternatives]):
+        """``(positions, weights, bounds)`` by term: the index's, or with ``alternatives``
+        (``bm25``) the merged lists of :meth:`_with_alternatives` and their largest weights."""
+        positions, weights = self._positions, self._weights
+        bounds = self.index.max_weights(self.scoring)
+        if alternatives and self.scoring == "bm25":
+            positions, weights = self._with_alternatives(qtf, alternatives)
+            bounds = {t: (max(weights[t], default=0.0) if t in alternatives else bounds[t])
+                      for t in weights}
+        return positions, weights, bounds
+
+    def _dense_scores(self, qtf: Dict[str, int], k: int, allowed=None,
+                      alternatives: Optional[Alternatives] = None) -> Dict[int, float]:
+        """Exact scores of a set of chunks that holds the k best (ties at the cut included)
+        within ``allowed``, for a small index: the contract of :meth:`_pruned_scores`.
+
+        1. Every posting is added into a list of one float per chunk, in the exhaustive
+           order (longest postings first, then term), ``s[p] += w``: the same additions
+           as :meth:`_accumulate`'s, so the same floats, at about half the cost of a dict.
+        2. ``theta``, a lower bound of the k-th best score: the k-th best score among
+           the chunks of the terms with the largest upper bounds (at least 2k chunks).
+        3. MaxScore's split: the terms with the smallest upper bounds whose sum stays
+           below ``theta`` are *non-essential*: a chunk holding none of the others
+           scores below ``theta`` and cannot be among the k best.  Candidates: the
+           chunks of the essential terms scoring at least ``theta``.
+        Margins of 1e-9 (relative) keep step 3 safe from rounding.
+        """
+        positions, weights, bounds = self._bounded_postings(qtf, alternatives)
+        terms = [t for t in qtf if t in weights and len(positions[t])]
+        if not terms:
+            return {}
+        terms.sort(key=lambda t: (-len(positions[t]), t))
+        mult = self._multipliers(qtf, terms)
+        s = [0.0] * self.index.num_chunks
+        for t in terms:
+            m = mult.get(t)
+            if m is None:
+                for p, w in zip(positions[t], weights[t]):
+                    s[p] += w
+            else:
+                for p, w in zip(positions[t], weights[t]):
+                    s[p] += w * m
+        ubs = {t: bounds[t] * mult.get(t, 1.0) for t in terms}
+        by_bound = sorted(terms, key=lambda t: (ubs[t], t))
+        pool: set = set()
+        for t in reversed(by_bound):
+            pool.update(positions[t])
+            if len(pool) >= 2 * k:
+                break
+        if allowed is not None:
+            pool &= allowed
+        theta = sorted(map(s.__getitem__, pool), reverse=True)[k - 1] if len(pool) >= k > 0 else 0.0
+        limit, total, cut = theta * (1.0 - 1e-9), 0.0, 0
+        for t in by_bound:
+            total += ubs[t] * (1.0 + 1e-9)
+            if total >= limit:
+                break
+            cut += 1
+        cands = set().union(*[positions[t] for t in by_bound[cut:]])
+        if allowed is not None:
+            cands &= allowed
+        if len(cands) < 2:
+            return {p: s[p] for p in cands}
+        return {p: v for p, v in zip(cands, itemgetter(*cands)(s)) if v >= theta}
 
     def _with_alternatives(self, qtf: Dict[str, int], alternatives: Alternatives):
         """Postings and weights where a query term with alternatives holds, for each chunk,
@@ -619,8 +687,12 @@ class Retriever:
         allowed = self._scope_filter(scope, doc_scope)
         if self._np is not None:
             return self._rank_numpy(qtf, k, allowed, alternatives)
-        if self.pruning and self._postings_total(qtf) >= self.prune_min:
-            return self._top(self._pruned_scores(qtf, k, allowed, alternatives), k)
+        if self.pruning:
+            total = self._postings_total(qtf)
+            if total >= self.prune_min:
+                return self._top(self._pruned_scores(qtf, k, allowed, alternatives), k)
+            if self.index.num_chunks <= self.dense_ratio * total:
+                return self._top(self._dense_scores(qtf, k, allowed, alternatives), k)
         return self._top(self._exhaustive_scores(qtf, allowed, alternatives), k)
 
     def _rank_numpy(self, qtf: Dict[str, int], k: int, allowed=None,

@@ -1,5 +1,5 @@
 """Index format 2 (mini_rag/index.py, store.py) and pruned top-k (retrieve.py): the
-pruned ranking equals the exhaustive one to the bit, on generated data with ties, repeated
+pruned and dense rankings equal the exhaustive one to the bit, on generated data with ties, repeated
 query terms, a scope filter and both scoring functions, and on the shared collections
 (../shared/data; skipped when absent); a saved index loads to the same postings,
 weights and rankings; format 1 files are still read; damaged files are refused."""
@@ -47,14 +47,16 @@ def cfg(**retrieval):
 
 
 def both(retriever, terms, k, scope="MIXED", alternatives=None):
-    """(pruned, exhaustive) rankings of the same query."""
+    """(pruned, exhaustive) rankings of the same query; pruned is the MaxScore path's
+    ranking when it equals the dense path's (``_dense_scores``), else both, so that any
+    difference between the three paths fails the caller's comparison."""
     out = []
-    retriever.prune_min = 0                    # prune even the smallest query
-    for pruning in (True, False):
-        retriever.pruning = pruning
+    for pruning, prune_min, dense_ratio in ((True, 0, 0), (True, 1 << 60, 1 << 60), (False, 0, 0)):
+        retriever.pruning, retriever.prune_min, retriever.dense_ratio = pruning, prune_min, dense_ratio
         out.append(retriever.rank_terms(terms, k, scope, alternatives))
     retriever.pruning = True
-    return out
+    pruned, dense, full = out
+    return (pruned if pruned == dense else (pruned, dense)), full
 
 
 class PrunedEqualsExhaustive(unittest.TestCase):
@@ -114,11 +116,14 @@ class PrunedEqualsExhaustive(unittest.TestCase):
 
     def test_retrieve_flow_unchanged(self):
         """The QA contract flow (threshold, fallback, MMR, expansion) on top of either core."""
-        on, off = Retriever(self.index, cfg()), Retriever(self.index, cfg(pruning=False))
+        on, dense = Retriever(self.index, cfg()), Retriever(self.index, cfg())
+        off = Retriever(self.index, cfg(pruning=False))
         on.prune_min = 0
+        dense.prune_min, dense.dense_ratio = 1 << 60, 1 << 60
         for words in (self.words[5:8], self.words[100:103], ["what", "is", self.words[3]]):
             q = " ".join(words)
             self.assertEqual(on.retrieve(q).to_json(), off.retrieve(q).to_json())
+            self.assertEqual(dense.retrieve(q).to_json(), off.retrieve(q).to_json())
 
 
 class NumpyPath(unittest.TestCase):
@@ -157,7 +162,7 @@ class NumpyPath(unittest.TestCase):
 
 
 class SharedCollections(unittest.TestCase):
-    """Every test query of the shared collections, pruned == exhaustive at k = 10 and 100."""
+    """Every test query of the shared collections, pruned == dense == exhaustive at k = 10 and 100."""
 
     def test_collections(self):
         found = [name for name in COLLECTIONS if (DATA / name / "corpus.jsonl").exists()]
