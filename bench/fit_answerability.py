@@ -481,8 +481,11 @@ def main(argv=None) -> int:
                                       for name, b in zip(answer_data.SETS, bounds)}
     text = json.dumps(doc, indent=2) + "\n"
     if args.check:
-        with open(args.model, encoding="utf-8") as fh:
-            same = fh.read() == text
+        try:
+            with open(args.model, encoding="utf-8") as fh:
+                same = fh.read() == text
+        except FileNotFoundError:
+            same = False
         print("fit: %s" % ("identical to %s" % args.model if same else "DIFFERS from %s" % args.model))
         return 0 if same else 1
     atomic_write_text(args.model, text)
