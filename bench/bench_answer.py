@@ -204,6 +204,7 @@ def main(argv=None) -> int:
         summary = merged_summaries(args.from_summary.split(","))
         text = render(summary["results"], summary["ablation"])
         print(text)
+        print(embed_versus(summary["results"]))
         if args.docs:
             write_docs(text, summary["results"])
         return 0
@@ -260,6 +261,7 @@ def main(argv=None) -> int:
     atomic_write_text(os.path.join(args.out, "summary.json"), json.dumps(summary, indent=2, sort_keys=True) + "\n")
     text = render(results, ablation)
     print(text)
+    print(embed_versus(results))
     if args.docs:
         write_docs(text, results)
     return 0
@@ -310,9 +312,6 @@ def render(results, ablation, systems=ALL_SYSTEMS):
         out.append("Ablation on the held-out halves (value without the rule, and its change from the full "
                    "system; a rule pays when turning it off lowers precision or raises a refusal error):\n\n"
                    + table(arows, hdr))
-    versus = embed_versus(results) if any(s == EMBED_SYSTEM for s, _ in systems) else ""
-    if versus:
-        out.append(versus)
     return "\n\n".join(out) + "\n"
 
 
@@ -355,8 +354,18 @@ def _replace_block(path, begin, end, text):
     atomic_write_text(path, doc[:i] + "\n" + text + doc[j:])
 
 
+EMBED_BEGIN, EMBED_END = "<!-- bench-answer-embed:begin -->", "<!-- bench-answer-embed:end -->"
+
+
 def write_docs(text, results):
-    """docs/answering.md gets every table; README.md's external block the held-out rows."""
+    """docs/answering.md gets every table (its embeddings block the comparison of
+    :func:`embed_versus`); README.md's external block the held-out rows.  Results that lack
+    one of :data:`SYSTEMS` on a set (``--systems``) write the embeddings block alone."""
+    versus = embed_versus(results)
+    if versus:
+        _replace_block(DOC, EMBED_BEGIN, EMBED_END, versus + "\n")
+    if not all(s in r for r in results.values() for s, _ in SYSTEMS):
+        return
     _replace_block(DOC, BEGIN, END, text)
     held = {label: r for label, r in results.items() if label.endswith("-held")}
     if held:
