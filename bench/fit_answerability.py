@@ -27,7 +27,8 @@ question-chunk cosines of the MiniLM encoder (``--embed-model``, else
 in step 3: the bounds are the committed lexical model's under- and over-refusal on each
 fit half (at its threshold, without the guards), so the threshold chosen is the one of
 best mean fit-half precision among those that refuse no worse than the BM25-only
-configuration on either kind of error (fallback as above: best mean pass rate).  It
+configuration on either kind of error (fallback: the threshold whose largest excess of an
+under- or over-refusal over its bound on either half is smallest, then best mean precision).  It
 records the encoder's weights sha256 and ``max_seq_length``.  Without numpy or the model
 it prints why and exits 0 (skipped).  The cosines are cached beside the pipeline
 results (``cosines.*.json.gz``, read with ``--reuse``).
@@ -304,7 +305,11 @@ def naive_metrics(rows):
             "over_refusal": sum(1 for r in rows if r["answerable"] and not r["naive"]["shipped"]) / a}
 
 
-def choose(per_set, naive):
+def choose(per_set, naive, fallback="pass_rate"):
+    """The threshold of best mean precision among those whose under- and over-refusal are no
+    higher than the bounds ``naive`` on every set; when none is, ``fallback``: "pass_rate"
+    (best mean pass rate) or "closest" (the smallest largest excess of an under- or
+    over-refusal over its bound on any set, then the best mean precision)."""
     grid = [i / 200.0 for i in range(1, 200)]
     best, best_key = None, None
     for t in grid:
@@ -313,7 +318,12 @@ def choose(per_set, naive):
                        for m, n in zip(ms, naive))
         prec = sum(m["precision"] for m in ms) / len(ms)
         pr = sum(m["pass_rate"] for m in ms) / len(ms)
-        key = (feasible, prec if feasible else pr, -t)
+        if fallback == "closest":
+            excess = max(max(m["under_refusal"] - n["under_refusal"], m["over_refusal"] - n["over_refusal"])
+                         for m, n in zip(ms, naive))
+            key = (feasible, 0.0 if feasible else -round(excess, 9), prec, -t)
+        else:
+            key = (feasible, prec if feasible else pr, -t)
         if best_key is None or key > best_key:
             best, best_key = t, key
     return best, bool(best_key[0])
@@ -451,8 +461,8 @@ def main(argv=None) -> int:
         # The BM25-only configuration on the same fit halves: the committed lexical model.
         lexical = am.load_model(am.MODEL_PATH)
         bounds = [metrics(outcomes(rows, lexical), lexical.threshold) for rows in collected]
-        bound_name = "the lexical model (answerability.json)"
-    t, feasible = choose(per_set, bounds)
+        bound_name = "lexical model (answerability.json)"
+    t, feasible = choose(per_set, bounds, "pass_rate" if encoder is None else "closest")
     high = high_point(per_set, t)
     table, ece = reliability(per_set, t)
     doc = {
@@ -468,8 +478,9 @@ def main(argv=None) -> int:
         "threshold": t,
         "high": high,
         "threshold_rule": "best mean precision with under- and over-refusal <= %s on both fit halves" % bound_name
-                          if feasible else "no threshold met the %s bounds on both fit halves: best mean pass "
-                                           "rate" % bound_name,
+                          if feasible else "no threshold met the %s bounds on both fit halves: %s" % (
+                              bound_name, "best mean pass rate" if encoder is None else
+                              "the smallest largest excess over a bound, then best mean precision"),
         "fit_metrics": {name: {k: round(v, 4) for k, v in metrics(o, t).items()}
                         for name, o in zip(answer_data.SETS, per_set)},
         "naive_fit_metrics": {name: {k: round(v, 4) for k, v in n.items()} for name, n in zip(answer_data.SETS, naive)},
