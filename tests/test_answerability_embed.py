@@ -11,6 +11,7 @@ import io
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -147,8 +148,8 @@ class EmbedModelFile(unittest.TestCase):
             del doc["ranker"]["cos"]
         cases = [
             (lambda d: d["embed"].update(features=["cos"]), 'embed.features must be \\["cos", "chunk_cos"\\]'),
-            (lambda d: d["embed"].update(model_sha256="ABC"), "model_sha256 must be 64"),
-            (lambda d: d["embed"].update(max_seq_length=True), "max_seq_length must be an integer"),
+            (lambda d: d["embed"].update(model_sha256="ABC"), "embed.model_sha256 must be 64"),
+            (lambda d: d["embed"].update(max_seq_length=True), "embed.max_seq_length must be an integer"),
             (lambda d: d.update(embed=[]), "embed.features"),
             (without_cos, "ranker must give a finite number for each of .*cos, chunk_cos"),
             (lambda d: d["gate"].update(chunk_cos=float("nan")), "gate must give a finite number"),
@@ -162,7 +163,7 @@ class EmbedModelFile(unittest.TestCase):
                     json.dump(doc, fh)
                 with self.subTest(message=message):
                     with self.assertRaisesRegex(MiniRagError, "^%s: not an answerability model: %s" % (
-                            path.replace("\\", "\\\\"), message)):
+                            re.escape(path), message)):
                         am.load_model(path)
 
     def test_without_numpy_or_model_the_lexical_model_decides(self):
