@@ -323,7 +323,7 @@ def dominates(new, old):
 
 def embed_versus(results):
     """With embeddings against the BM25-only configuration on the held-out halves (issue 24)."""
-    held = [l for l in results if l.endswith("-held") and EMBED_SYSTEM in results[l]]
+    held = [l for l in results if l.endswith("-held") and EMBED_SYSTEM in results[l] and "mini_rag+model" in results[l]]
     if not held:
         return ""
     rows, verdicts = [], []
