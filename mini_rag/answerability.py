@@ -35,6 +35,23 @@ feature           what it measures (question terms: ``Retrieval.query_terms``, t
 ``rules_refused`` phase C's rules refused the question
 ================  ==========================================================================
 
+With embeddings (issue 24: numpy importable and an ``[embed] model`` configured, see
+``mini_rag/embed/``) two more features, :data:`EMBED_FEATURES`, come from the project's
+MiniLM encoder (``Encoder.cosine_scores``: unit vectors, cosines rounded to 6 places; each
+text is encoded once per process, all of a question's texts in one batched call):
+
+================  ==========================================================================
+``cos``           cosine of the question with the sentence
+``chunk_cos``     cosine of the question with the whole chunk (its first ``max_seq_length``
+                  word pieces)
+================  ==========================================================================
+
+They are read by a second fitted model, ``mini_rag/data/answerability_embed.json``
+(``bench/fit_answerability.py --embed``), which records the sha256 and ``max_seq_length``
+of the encoder it was fitted with; :func:`decide` uses it only when the configured
+encoder is that one, else the lexical model (one warning line).  Without embeddings
+nothing here imports numpy and the lexical model decides.
+
 Two fitted stages, both in the standard library:
 
 1. **Ranker** (a conditional logit): ``score = r . x`` over FEATURES (no bias); the
@@ -56,14 +73,16 @@ import json
 import math
 import os
 import re
+import sys
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .errors import MiniRagError
 from .records import Retrieval
 from .synthesize import Answer, AnswerSentence, echo_words, question_type, split_sentences, value_match
 
-__all__ = ["FEATURES", "GATE_FEATURES", "Candidate", "Model", "candidates", "load_model", "decide", "MODEL_PATH"]
+__all__ = ["FEATURES", "GATE_FEATURES", "EMBED_FEATURES", "Candidate", "Model", "candidates", "load_model",
+           "decide", "embed_scorer", "MODEL_PATH", "EMBED_MODEL_PATH"]
 
 FEATURES = ("bias", "cov", "wcov", "chunk_wcov", "rare", "absent", "sim", "top", "margin", "typed",
             "novel", "prox", "short", "miss_chunk", "names_missing", "negation", "bigram",
@@ -72,6 +91,9 @@ _WORDS = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
 _NEGATIONS = frozenset(("not", "never", "no", "nor", "cannot", "n't", "without", "none"))
 MODEL_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "answerability.json")
 MODEL_FORMAT = 2
+#: The "with embeddings" model: FEATURES + EMBED_FEATURES, same format.
+EMBED_MODEL_PATH = os.path.join(os.path.dirname(MODEL_PATH), "answerability_embed.json")
+EMBED_FEATURES = ("cos", "chunk_cos")
 #: Sentences of this many best hits are candidates.
 CANDIDATE_HITS = 3
 
@@ -100,9 +122,17 @@ class Model:
     gate: Dict[str, float]
     threshold: float
     high: float
+    #: The candidate features the model reads (FEATURES, or FEATURES + EMBED_FEATURES).
+    features: Tuple[str, ...] = FEATURES
+    #: With embeddings: {"model_sha256", "max_seq_length"} of the encoder it was fitted with.
+    embed: Optional[Dict[str, Any]] = None
+
+    @property
+    def gate_features(self) -> Tuple[str, ...]:
+        return self.features + ("share", "rmargin")
 
     def rank_score(self, feats: Dict[str, float]) -> float:
-        return math.fsum(self.ranker.get(k, 0.0) * feats[k] for k in FEATURES)
+        return math.fsum(self.ranker.get(k, 0.0) * feats[k] for k in self.features)
 
     def choose(self, feats: Sequence[Dict[str, float]]):
         """(index of the best candidate, its gate features), or (None, None) when empty."""
@@ -119,7 +149,7 @@ class Model:
         return best, g
 
     def prob(self, gate_feats: Dict[str, float]) -> float:
-        return _sigmoid(math.fsum(self.gate.get(k, 0.0) * gate_feats[k] for k in GATE_FEATURES))
+        return _sigmoid(math.fsum(self.gate.get(k, 0.0) * gate_feats[k] for k in self.gate_features))
 
 
 _MODELS: Dict[str, Model] = {}
@@ -143,15 +173,68 @@ def load_model(path: str = MODEL_PATH) -> Model:
             doc = json.load(fh)
         if not isinstance(doc, dict) or doc.get("format") != MODEL_FORMAT:
             raise ValueError("format must be %d" % MODEL_FORMAT)
-        ranker = _weights(doc, "ranker", [f for f in FEATURES if f != "bias"])
-        gate = _weights(doc, "gate", GATE_FEATURES)
+        embed = _embed_section(doc)
+        features = FEATURES + (EMBED_FEATURES if embed else ())
+        ranker = _weights(doc, "ranker", [f for f in features if f != "bias"])
+        gate = _weights(doc, "gate", features + ("share", "rmargin"))
         t, high = float(doc["threshold"]), float(doc["high"])
         if not (0.0 <= t <= 1.0 and 0.0 <= high <= 1.0):
             raise ValueError("threshold and high must be in [0, 1]")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise MiniRagError("%s: not an answerability model: %s" % (path, exc)) from None
-    m = _MODELS[path] = Model(ranker, gate, t, high)
+    m = _MODELS[path] = Model(ranker, gate, t, high, features, embed)
     return m
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _embed_section(doc: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """A model's ``embed`` section, checked ({"features", "model_sha256", "max_seq_length"}),
+    or None for a lexical model."""
+    e = doc.get("embed")
+    if e is None:
+        return None
+    if not isinstance(e, dict) or e.get("features") != list(EMBED_FEATURES):
+        raise ValueError("embed.features must be %s" % json.dumps(list(EMBED_FEATURES)))
+    sha, seq = e.get("model_sha256"), e.get("max_seq_length")
+    if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
+        raise ValueError("embed.model_sha256 must be 64 lower-case hex digits")
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 2:
+        raise ValueError("embed.max_seq_length must be an integer >= 2")
+    return {"model_sha256": sha, "max_seq_length": seq}
+
+
+Cosine = Callable[[str, Sequence[str]], List[float]]
+
+
+def embed_scorer(config: Optional[Dict[str, Any]]):
+    """The configured encoder (its ``cosine_scores(question, texts)`` gives ``cos`` and
+    ``chunk_cos``), or None when ``config`` sets no embedding model or numpy is not
+    installed; numpy is imported only in the first case."""
+    if not config:
+        return None
+    from . import embed
+    if not embed.available(config):
+        return None
+    from .embed.hybrid import get_encoder
+    return get_encoder(config)
+
+
+_WARNED: List[str] = []
+
+
+def _matches(model: Model, encoder: Any) -> bool:
+    """The encoder is the one the embedding model was fitted with (else one warning line)."""
+    want = model.embed or {}
+    if (encoder.sha256, encoder.max_seq_length) == (want.get("model_sha256"), want.get("max_seq_length")):
+        return True
+    if not _WARNED:
+        _WARNED.append(encoder.sha256)
+        print("mini_rag: warning: answerability: the embedding model (sha256 %s, max_seq_length %d) is not the "
+              "one %s was fitted with; the lexical model decides" % (
+                  encoder.sha256, encoder.max_seq_length, os.path.basename(EMBED_MODEL_PATH)), file=sys.stderr)
+    return False
 
 
 def _idf_table(index: Any, terms: Sequence[str]) -> Dict[str, float]:
@@ -192,10 +275,12 @@ def _bigrams(toks: Sequence[str]) -> set:
 
 
 def candidates(question: str, retrieval: Retrieval, answer: Answer, index: Any,
-               analyzer: Any, qa: Any = None) -> List[Candidate]:
-    """Every sentence of the first ``CANDIDATE_HITS`` hits, with its features; ``qa``
-    (the question's ``question.QuestionAnalysis``) gives the question's type, echo
-    words, capitalized words, negation and terms instead of reading ``question`` again."""
+               analyzer: Any, cosine: Optional[Cosine] = None, qa: Any = None) -> List[Candidate]:
+    """Every sentence of the first ``CANDIDATE_HITS`` hits, with its features; with
+    ``cosine`` (``cosine(question, texts) -> [cosine per text]``, e.g. an encoder's
+    ``cosine_scores``) also :data:`EMBED_FEATURES`; ``qa`` (the question's
+    ``question.QuestionAnalysis``) gives the question's type, echo words, capitalized
+    words, negation and terms instead of reading ``question`` again."""
     hits = retrieval.hits[:CANDIDATE_HITS]
     q_terms = list(dict.fromkeys(retrieval.query_terms))
     if not hits or not q_terms:
@@ -254,14 +339,45 @@ def candidates(question: str, retrieval: Retrieval, answer: Answer, index: Any,
                 "rules_refused": refused,
             }
             out.append(Candidate(h.chunk_id, h.doc_id, int(h.page), sent, feats))
+    if cosine is not None and out:
+        _add_cosines(question, hits, out, cosine)
     return out
 
 
+def _add_cosines(question: str, hits: Sequence[Any], cands: List[Candidate], cosine: Cosine) -> None:
+    """``cos`` and ``chunk_cos`` of every candidate: one call for the question's distinct
+    sentences and chunks."""
+    chunk_text = {h.chunk_id: h.text for h in hits}
+    texts = list(dict.fromkeys([c.sentence for c in cands] + [chunk_text[c.chunk_id] for c in cands]))
+    sims = dict(zip(texts, cosine(question, texts)))
+    for c in cands:
+        c.features["cos"] = float(sims[c.sentence])
+        c.features["chunk_cos"] = float(sims[chunk_text[c.chunk_id]])
+
+
 def decide(question: str, retrieval: Retrieval, answer: Answer, index: Any, analyzer: Any,
-           model: Optional[Model] = None, qa: Any = None) -> Answer:
-    """The answer to ship: phase C's, one better-supported sentence, or a refusal."""
-    model = model or load_model()
-    cands = candidates(question, retrieval, answer, index, analyzer, qa=qa)
+           model: Optional[Model] = None, config: Optional[Dict[str, Any]] = None,
+           qa: Any = None) -> Answer:
+    """The answer to ship: phase C's, one better-supported sentence, or a refusal.
+
+    Without ``model``: the embedding model when ``config`` configures embeddings (numpy
+    installed, ``[embed] model`` / ``$MINI_RAG_EMBED_MODEL`` / ``--embed-model``) and its
+    encoder is the one the model was fitted with, else the lexical model."""
+    encoder = None
+    if model is None:
+        encoder = embed_scorer(config)
+        if encoder is not None:
+            model = load_model(EMBED_MODEL_PATH)
+            if not _matches(model, encoder):
+                model, encoder = None, None
+        model = model or load_model()
+    elif model.embed is not None:
+        encoder = embed_scorer(config)
+        if encoder is None:
+            raise MiniRagError("answerability: this model reads embedding features; configure an embedding "
+                               "model ([embed] model) and install numpy")
+    cands = candidates(question, retrieval, answer, index, analyzer,
+                       cosine=encoder.cosine_scores if encoder is not None else None, qa=qa)
     i, gate_feats = model.choose([c.features for c in cands])
     p = model.prob(gate_feats) if i is not None else 0.0
     detail = dict(answer.detail)

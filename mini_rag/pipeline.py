@@ -229,7 +229,8 @@ class Pipeline:
                 if cfg["answer"].get("answerability", False) and self.generator.name == "extractive":
                     # The fitted model weighs phase C's choice against every sentence of the
                     # best hits and decides whether to ship (answerability.py).
-                    answer = answerability.decide(question, retrieval, answer, self.index, self.analyzer, qa=qa)
+                    answer = answerability.decide(question, retrieval, answer, self.index, self.analyzer,
+                                                  config=cfg, qa=qa)
                     recorder.payload = {"refused": answer.refused, "answer_sentences": [
                         {"sentence": s.sentence, "chunk_id": s.chunk_id} for s in answer.sentences]}
         t2 = clock()
