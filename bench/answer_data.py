@@ -15,7 +15,7 @@ gold formats, deterministically:
 ``out_dir`` and returns their paths and counts; ``None`` when the data is absent.
 
 ``prepare(..., perturb=True)`` writes the same half with every question rewritten once the way
-real users write it (``mini_rag.perturb``: one of ``PERTURB_KINDS`` per question, chosen
+real users write it (``mini_rag.eval.perturb``: one of ``PERTURB_KINDS`` per question, chosen
 deterministically; the ``synonym`` and ``expansion`` kinds are left out, as they draw on
 word tables the answerer shares).  The seed's perturbation gate (QA contract) asks for this
 robustness; these sets measure it on questions nobody here wrote.
@@ -42,7 +42,7 @@ SQUAD = os.path.join(DATA, "squad2", "dev-v2.0.explorer-derived.json")
 CNLI_CORPUS = os.path.join(DATA, "contractnli", "corpus_dev.jsonl")
 CNLI_GOLD = os.path.join(DATA, "contractnli", "gold_dev.jsonl")
 SETS = ("squad", "cnli")
-#: Perturbation kinds of the perturbed external sets (mini_rag.perturb.KINDS).
+#: Perturbation kinds of the perturbed external sets (mini_rag.eval.perturb.KINDS).
 PERTURB_KINDS = ("typo", "casing", "word_order", "distractor")
 HALVES = ("fit", "held")
 _SPACE = re.compile(r"\s")
@@ -146,7 +146,7 @@ def prepare(name: str, half: str, out_dir: str, perturb: bool = False) -> Option
         return None
     docs, gold = (_squad if name == "squad" else _cnli)(half)
     if perturb:
-        from mini_rag.perturb import perturb_rows
+        from mini_rag.eval.perturb import perturb_rows
         gold = perturb_rows(gold, PERTURB_KINDS, 1, ())
     os.makedirs(out_dir, exist_ok=True)
     corpus = os.path.join(out_dir, "corpus.jsonl")

@@ -129,7 +129,7 @@ def _sets(names):
 
 class Runner:
     def __init__(self, config_path, out):
-        from mini_rag.cmd_answer import resolve_config
+        from mini_rag.commands.cmd_answer import resolve_config
         self.base = resolve_config(config_path)
         self.out = out
         self._indexes = {}
@@ -149,16 +149,16 @@ class Runner:
         return cfg, info["gold"]
 
     def index(self, cfg):
-        from mini_rag.index import build_or_load
+        from mini_rag.indexing.index import build_or_load
         key = (cfg["corpus"]["path"], cfg["index"]["path"])
         if key not in self._indexes:
             self._indexes[key] = build_or_load(cfg)
         return self._indexes[key]
 
     def run(self, system, cfg, gold_path, trace_path):
-        from mini_rag.evaluate import read_gold
+        from mini_rag.eval.evaluate import read_gold
         from mini_rag.pipeline import Pipeline
-        from mini_rag.retrieve import Retriever
+        from mini_rag.search.retrieve import Retriever
         retriever = Retriever(self.index(cfg), cfg)
         gold = read_gold(gold_path)
         if system == "naive":

@@ -74,10 +74,10 @@ def collection(folder: Path, encoder, log):
     """(index, retriever, dense index, queries, qrels, encode stats) for one BEIR folder."""
     from bench_retrieval import read_collection
     from mini_rag.config import load_config
-    from mini_rag.corpus import chunk_document, load_corpus
+    from mini_rag.text.corpus import chunk_document, load_corpus
     from mini_rag.embed.dense import build_or_load
-    from mini_rag.index import build_index
-    from mini_rag.retrieve import Retriever
+    from mini_rag.indexing.index import build_index
+    from mini_rag.search.retrieve import Retriever
     _, queries, qrels = read_collection(folder)
     config = load_config()
     chunks = []
@@ -105,7 +105,7 @@ def collection(folder: Path, encoder, log):
 
 
 def _texts(index):
-    from mini_rag.index import indexed_text
+    from mini_rag.indexing.index import indexed_text
     return [indexed_text(c) for c in index.chunks if not c.is_heading]
 
 

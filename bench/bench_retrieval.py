@@ -145,9 +145,9 @@ def measure(build, query, repeat: int):
 def worker_mini_rag(folder: Path, out: str, repeat: int) -> None:
     sys.path.insert(0, str(ROOT))
     from mini_rag.config import load_config
-    from mini_rag.corpus import chunk_document, load_corpus
-    from mini_rag.index import build_index
-    from mini_rag.retrieve import Retriever
+    from mini_rag.text.corpus import chunk_document, load_corpus
+    from mini_rag.indexing.index import build_index
+    from mini_rag.search.retrieve import Retriever
     _, queries, _ = read_collection(folder)
     docs = load_corpus(str(folder / "corpus.jsonl"))       # JSON parsing: outside the timer
     config = load_config()
@@ -331,7 +331,7 @@ def synthetic_texts(n_chunks: int, seed: int = 20240601, vocab_size: int = 60000
     median 45).  The 170 most frequent ranks are English stopwords, as in real text; the
     rest are pronounceable made-up words with common English endings, so the stemmer works."""
     sys.path.insert(0, str(ROOT))
-    from mini_rag.analysis import ENGLISH_STOPWORDS
+    from mini_rag.text.analysis import ENGLISH_STOPWORDS
     rng = random.Random(seed)
     stops = sorted(w for w in ENGLISH_STOPWORDS if "'" not in w)
     onsets = ["b", "c", "d", "f", "g", "l", "m", "n", "p", "r", "s", "t", "v", "br", "cl", "st", "tr", "pl"]
@@ -361,9 +361,9 @@ def synthetic_texts(n_chunks: int, seed: int = 20240601, vocab_size: int = 60000
 def worker_scale(n_chunks: int, out: str) -> None:
     sys.path.insert(0, str(ROOT))
     from mini_rag.config import load_config
-    from mini_rag.index import build_index, save_index
+    from mini_rag.indexing.index import build_index, save_index
     from mini_rag.records import Chunk
-    from mini_rag.retrieve import Retriever
+    from mini_rag.search.retrieve import Retriever
     texts = synthetic_texts(n_chunks)
     chunks = [Chunk(chunk_id="doc%06d#p%d" % (i // 4, i % 4), doc_id="doc%06d" % (i // 4), ordinal=i % 4,
                     page=1, text=t, title="") for i, t in enumerate(texts)]

@@ -139,7 +139,7 @@ def latencies(run_one, queries):
 
 def mini_build(n: int) -> dict:
     sys.path.insert(0, str(ROOT))
-    from mini_rag.index import build_index, save_index
+    from mini_rag.indexing.index import build_index, save_index
     from mini_rag.records import Chunk
     texts = read_texts(n)
     chunks = [Chunk(chunk_id="doc%07d#p0" % i, doc_id="doc%07d" % i, ordinal=0, page=1, text=t)
@@ -162,8 +162,8 @@ def mini_build(n: int) -> dict:
 def mini_load(n: int) -> dict:
     sys.path.insert(0, str(ROOT))
     from mini_rag.config import load_config
-    from mini_rag.index import load_index
-    from mini_rag.retrieve import Retriever
+    from mini_rag.indexing.index import load_index
+    from mini_rag.search.retrieve import Retriever
     queries = read_queries(n)
     base = rss_mb()
     t0 = time.perf_counter()
@@ -235,9 +235,9 @@ def _timed_passes(query, repeat: int):
 def rank_mini(folder: Path, repeat: int, numpy: bool = False) -> dict:
     sys.path.insert(0, str(ROOT))
     from mini_rag.config import load_config
-    from mini_rag.corpus import chunk_document, load_corpus
-    from mini_rag.index import build_index
-    from mini_rag.retrieve import Retriever
+    from mini_rag.text.corpus import chunk_document, load_corpus
+    from mini_rag.indexing.index import build_index
+    from mini_rag.search.retrieve import Retriever
     _, queries, _ = br.read_collection(folder)
     config = load_config()
     config["retrieval"]["numpy"] = numpy

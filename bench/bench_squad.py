@@ -45,7 +45,7 @@ sys.path.insert(0, ROOT)
 
 from mini_rag.errors import MiniRagError  # noqa: E402
 from mini_rag.fileio import atomic_write_text, dumps_jsonl  # noqa: E402
-from mini_rag.progress import Progress  # noqa: E402
+from mini_rag.commands.progress import Progress  # noqa: E402
 
 DEFAULT_DATA = os.path.join(os.path.dirname(ROOT), "shared", "data", "squad2", "dev-v2.0.explorer-derived.json")
 OUT = os.path.join("runs", "bench", "squad")
@@ -174,11 +174,11 @@ def main(argv=None) -> int:
     if not os.path.isfile(args.data):
         print("bench-squad: skipped: %s not found" % args.data, file=sys.stderr)
         return 0
-    from mini_rag.cmd_answer import resolve_config
-    from mini_rag.evaluate import read_gold
-    from mini_rag.index import build_or_load
+    from mini_rag.commands.cmd_answer import resolve_config
+    from mini_rag.eval.evaluate import read_gold
+    from mini_rag.indexing.index import build_or_load
     from mini_rag.pipeline import Pipeline
-    from mini_rag.retrieve import Retriever
+    from mini_rag.search.retrieve import Retriever
     try:
         t0 = time.perf_counter()
         corpus, gold_path, counts = convert(args.data, args.out)

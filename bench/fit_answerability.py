@@ -3,7 +3,7 @@
 
 1. For SQuAD 2.0 (even articles) and ContractNLI (even contracts), as ``answer_data.py``
    splits them, run the pipeline with ``[answer] answerability = false`` and collect every
-   candidate sentence with its features (``mini_rag.answerability.candidates``).  A
+   candidate sentence with its features (``mini_rag.answer.answerability.candidates``).  A
    candidate is correct when its question is answerable, its chunk is a gold citation and
    it contains a gold substring (seed 002's containment: case-folded, >= 5 characters).
 2. Fit the ranker (a conditional logit over each answerable question's candidates) and
@@ -54,7 +54,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import answer_data  # noqa: E402
 from naive_baseline import Naive  # noqa: E402
-from mini_rag import answerability as am  # noqa: E402
+from mini_rag.answer import answerability as am  # noqa: E402
 from mini_rag.fileio import atomic_write_bytes, atomic_write_text  # noqa: E402
 
 OUT = os.path.join("runs", "fit")
@@ -99,13 +99,13 @@ class CosineCache:
 def collect(name, config_path, out, reuse=False, half="fit", encoder=None):
     """Per question of one half: {"answerable", "items": [(features, correct)], "naive"};
     with ``encoder`` the features include ``answerability.EMBED_FEATURES``."""
-    from mini_rag.cmd_answer import resolve_config
-    from mini_rag.evaluate import read_gold
-    from mini_rag.index import build_or_load
+    from mini_rag.commands.cmd_answer import resolve_config
+    from mini_rag.eval.evaluate import read_gold
+    from mini_rag.indexing.index import build_or_load
     from mini_rag.pipeline import Pipeline
     from mini_rag.records import Retrieval
-    from mini_rag.retrieve import Retriever
-    from mini_rag.synthesize import Answer
+    from mini_rag.search.retrieve import Retriever
+    from mini_rag.answer.synthesize import Answer
     d = os.path.join(out, "%s-%s" % (name, half))
     info = answer_data.prepare(name, half, d)
     if info is None:
@@ -386,7 +386,7 @@ def calibration(args, encoder=None) -> int:
 def embed_encoder(args):
     """(encoder, None), or (None, why it is skipped): numpy and a model are needed."""
     from bench_embed import find_model
-    from mini_rag.cmd_answer import resolve_config
+    from mini_rag.commands.cmd_answer import resolve_config
     from mini_rag.embed.hybrid import ENV_MODEL, get_encoder
     if importlib.util.find_spec("numpy") is None:
         return None, "numpy is not installed (%s)" % sys.executable
@@ -468,7 +468,7 @@ def main(argv=None) -> int:
     doc = {
         "format": am.MODEL_FORMAT,
         "what": "mini_rag answerability model: a conditional-logit ranker over answerability.FEATURES "
-                "and a logistic gate over answerability.GATE_FEATURES (see mini_rag/answerability.py)",
+                "and a logistic gate over answerability.GATE_FEATURES (see mini_rag/answer/answerability.py)",
         "command": COMMAND + ("" if args.l2 == 1e-3 else " --l2 %r" % args.l2),
         "data": data,
         "halves": "fit: SQuAD 2.0 dev even articles (every 3rd question), ContractNLI dev even contracts",
@@ -490,7 +490,7 @@ def main(argv=None) -> int:
     if encoder is not None:
         doc["what"] = ("mini_rag answerability model with embeddings: a conditional-logit ranker over "
                        "answerability.FEATURES + EMBED_FEATURES and a logistic gate over those + share, rmargin "
-                       "(see mini_rag/answerability.py)")
+                       "(see mini_rag/answer/answerability.py)")
         doc["command"] += " --embed"
         doc["embed"] = {"features": list(am.EMBED_FEATURES), "model_sha256": encoder.sha256,
                         "max_seq_length": encoder.max_seq_length}

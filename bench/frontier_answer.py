@@ -7,7 +7,7 @@ reachable only if the curve passes through the box naive's own point defines.  T
 traces the curves, on the held-out halves, of:
 
 * **naive**: the baseline's ``cover`` threshold from 0.30 to 0.90 (``bench/naive_baseline.py``);
-* **model**: the fitted answerability model (``mini_rag/answerability.py``), its threshold
+* **model**: the fitted answerability model (``mini_rag/answer/answerability.py``), its threshold
   from 0.00 to 0.80;
 * **model+embed**: the same for the model with embedding features
   (``answerability_embed.json``), when numpy and the MiniLM model are there (``--embed-model``,
@@ -39,12 +39,12 @@ import answer_data  # noqa: E402
 from bench_answer import DOC, Runner, _merge, _replace_block, embed_system, score  # noqa: E402
 from naive_baseline import Naive  # noqa: E402
 
-from mini_rag import answerability  # noqa: E402
+from mini_rag.answer import answerability  # noqa: E402
 from mini_rag.errors import MiniRagError  # noqa: E402
-from mini_rag.evaluate import read_gold  # noqa: E402
+from mini_rag.eval.evaluate import read_gold  # noqa: E402
 from mini_rag.fileio import atomic_write_text, dumps_jsonl  # noqa: E402
 from mini_rag.pipeline import Pipeline  # noqa: E402
-from mini_rag.retrieve import Retriever  # noqa: E402
+from mini_rag.search.retrieve import Retriever  # noqa: E402
 
 OUT = os.path.join("runs", "bench", "frontier")
 COVERS = [round(0.30 + 0.05 * i, 2) for i in range(13)]

@@ -13,7 +13,7 @@ from typing import Any, Dict, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from mini_rag.synthesize import split_sentences  # noqa: E402
+from mini_rag.answer.synthesize import split_sentences  # noqa: E402
 
 COVER = 0.6
 

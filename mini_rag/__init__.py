@@ -1,42 +1,40 @@
 """mini_rag: a pure-Python retrieval-augmented QA system that writes scoreable traces.
 
-Stages, one module each, passing plain records (``records.py``) that serialize to JSON:
+Stages, one subpackage each in pipeline order (text -> index -> question -> retrieval ->
+phases A, B, C -> guards and decision -> trace row), passing plain records
+(``records.py``) that serialize to JSON.  Each subpackage's ``__init__.py`` says what
+each of its modules does.
 
-====================  =====================================================
-module                stage
-====================  =====================================================
-``corpus``            text files / BEIR JSONL -> documents -> chunks
-``analysis``          tokenizer, stopwords, Snowball English stemmer
-``index``             inverted index with per-posting weights, JSON manifest
-``store``             index format 2: binary sections behind the manifest, read on demand
-``embed/``            optional dense embeddings (numpy): MiniLM encoder, hybrid ranking
-``framing``           the question without greetings, thanks and asides
-``question``          the question analyzed once (``QuestionAnalysis``): terms,
-                      corrections, idf, answer type, qualifiers; every later stage reads it
-``retrieve``          BM25 / TF-IDF top-k, thresholds, fallback, expansion, MMR
-``facts``             phase A: retrieval hits -> facts
-``relevance``         phase B: noise, relevance, de-duplication
-``derive``            verb/noun stem variants (retain ~ retention), answering bridges
-``abbrev``            abbreviations the corpus defines (CCB ~ Change Control Board)
-``synonyms``          synonyms (keep ~ retain), kinds (card > payment method)
-``glossary``          defined terms (chargeback ~ card dispute), scope statements
-``synthesize``        phase C: extractive answer sentences, confidence
-``answerability``     fitted ranker + gate over candidate sentences (``[answer]
-                      answerability``, off by default; ``data/answerability.json``)
-``validate``          the QA contract's two validators for external JSON
-``generator``         the pluggable phase C generator (extractive, external command)
-``conflicts``         polarity and numeric conflicts between documents
-``guards``            citations, conflicts, freshness, risk, ambiguity
-``decision``          ANSWER / ABSTAIN / CLARIFY / BLOCK by precedence
-``trace``             the trace row that ``score_eval.py`` reads
-``pipeline``          question -> trace row, wiring the stages
-``serve``             seed 000's HTTP API over the pipeline
-====================  =====================================================
-
-Around them: ``cli`` / ``cmd_*`` (the command line), ``runconfig`` (corpus, index and
-``as_of`` for a user's own documents), ``evaluate`` (``make eval``), ``goldcheck`` and
-``perturb`` (gold sets), ``fileio`` and ``progress`` (I/O through the scorer's readers and
-atomic writers, progress lines), ``config`` and ``errors``.
+===============  ============================================================
+folder / module  stage
+===============  ============================================================
+``text/``        Stage 1, text: corpus files -> documents -> chunks, and any text -> index and
+                 query terms.  Modules: ``corpus``, ``analysis``, ``stem``
+``indexing/``    Stage 2, indexing: the inverted index built from the chunks, and its file
+                 format.  Modules: ``index``, ``store``
+``query/``       Stage 3, the question: its analysis, and bridges from its words to the corpus's
+                 words.  Modules: ``question``, ``framing``, ``derive``, ``abbrev``,
+                 ``synonyms``, ``glossary``
+``search/``      Stage 4, retrieval: ranked search over the index (dense and hybrid:
+                 ``mini_rag/embed/``).  Modules: ``retrieve``
+``answer/``      Stage 5, answering (seed 001): hits -> facts (phase A) -> kept facts (B) ->
+                 answer (C).  Modules: ``facts``, ``relevance``, ``synthesize``,
+                 ``answerability``, ``generator``, ``validate``
+``guard/``       Stage 6, guards and decision: checks on an answer, then ANSWER / ABSTAIN /
+                 CLARIFY / BLOCK.  Modules: ``conflicts``, ``guards``, ``decision``
+``eval/``        Stage 7, evaluation: the trace row the scorer reads, ``make eval``, gold-set
+                 tooling.  Modules: ``trace``, ``evaluate``, ``goldcheck``, ``perturb``
+``commands/``    Around the stages: the command line (``python -m mini_rag``) and the HTTP API.
+                 Modules: ``cli``, ``cmd_retrieval``, ``cmd_answer``, ``cmd_gold``, ``serve``,
+                 ``runconfig``, ``progress``
+``embed/``       optional dense embeddings (numpy): MiniLM encoder, dense and hybrid ranking
+``data/``        the fitted answerability model (``answerability.json``)
+``errors``       ``MiniRagError``, the one exception class
+``records``      the plain records passed between the stages (JSON both ways)
+``config``       one configuration for every setting (``configs/default.toml``)
+``fileio``       reading untrusted files within limits; atomic writes (the scorer's)
+``pipeline``     question -> trace row, wiring the stages in order
+===============  ============================================================
 
 Run ``python -m mini_rag --help`` for the command line.
 """

@@ -55,17 +55,17 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import answerability
-from . import conflicts as conflicts_mod
-from . import decision as decision_mod
-from . import guards
-from .facts import phase_a
-from .generator import Generator, GeneratorError, generate_answer, get_generator
-from .question import QuestionAnalysis, analyze_question
+from .answer import answerability
+from .guard import conflicts as conflicts_mod
+from .guard import decision as decision_mod
+from .guard import guards
+from .answer.facts import phase_a
+from .answer.generator import Generator, GeneratorError, generate_answer, get_generator
+from .query.question import QuestionAnalysis, analyze_question
 from .records import Fact, Hit, Retrieval
-from .relevance import analyzer_of, phase_b
-from .synthesize import Answer
-from .trace import build_row
+from .answer.relevance import analyzer_of, phase_b
+from .answer.synthesize import Answer
+from .eval.trace import build_row
 
 __all__ = ["Pipeline", "Result", "conflict_json", "question_first", "retrieval_half", "validation_json"]
 
@@ -163,7 +163,7 @@ class Pipeline:
                  generator: Optional[Generator] = None) -> None:
         self.config = config
         if retriever is None:
-            from .retrieve import open_retriever
+            from .search.retrieve import open_retriever
             retriever = open_retriever(config)
         self.retriever = retriever
         self.index = getattr(retriever, "index", None)
@@ -173,7 +173,7 @@ class Pipeline:
         guards.parse_date(config["guards"]["as_of"], "config [guards] as_of")   # fail early
 
     def analyze(self, question: str) -> QuestionAnalysis:
-        """The :class:`~mini_rag.question.QuestionAnalysis` of ``question`` (as asked) that
+        """The :class:`~mini_rag.query.question.QuestionAnalysis` of ``question`` (as asked) that
         :meth:`answer` builds first, with this pipeline's analyzer, index and retriever."""
         return analyze_question(question, self.analyzer, self.index, self.config, retriever=self.retriever)
 

@@ -1,11 +1,11 @@
-"""Abbreviations a corpus defines (mini_rag/abbrev.py) and the bridges they make
+"""Abbreviations a corpus defines (mini_rag/query/abbrev.py) and the bridges they make
 (relevance.expansion_bridges): Schwartz & Hearst's matching, worked by hand."""
 import unittest
 from types import SimpleNamespace
 
-from mini_rag.abbrev import _match, abbreviation_table, find_abbreviations
-from mini_rag.analysis import Analyzer
-from mini_rag.relevance import covered, expansion_bridges
+from mini_rag.query.abbrev import _match, abbreviation_table, find_abbreviations
+from mini_rag.text.analysis import Analyzer
+from mini_rag.answer.relevance import covered, expansion_bridges
 
 A = Analyzer()
 

@@ -1,4 +1,4 @@
-"""Tests for mini_rag.analysis: tokenizer rule, stop list, Analyzer, manifest settings.
+"""Tests for mini_rag.text.analysis: tokenizer rule, stop list, Analyzer, manifest settings.
 
 Expected tokens are derived by hand from the rule in the analysis module docstring
 (the step is named in each row).  Expected stems come from the published Porter2
@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mini_rag.analysis import (  # noqa: E402
+from mini_rag.text.analysis import (  # noqa: E402
     ENGLISH_STOPWORDS,
     TOKEN_PATTERN,
     TOKENIZER_VERSION,
@@ -28,7 +28,7 @@ from mini_rag.analysis import (  # noqa: E402
     tokenize,
 )
 from mini_rag.errors import MiniRagError  # noqa: E402
-from mini_rag.stem import ALGORITHM  # noqa: E402
+from mini_rag.text.stem import ALGORITHM  # noqa: E402
 
 
 def data_dir() -> Path:
@@ -198,7 +198,7 @@ class AnalyzeTest(unittest.TestCase):
 
     def test_same_terms_under_any_hash_seed(self):
         code = ("import json, sys; sys.path.insert(0, sys.argv[1]);"
-                "from mini_rag.analysis import Analyzer, ENGLISH_STOPWORDS;"
+                "from mini_rag.text.analysis import Analyzer, ENGLISH_STOPWORDS;"
                 "a = Analyzer();"
                 "print(json.dumps([a.analyze('The refunds of WH-12, 1,000 units and cafés'),"
                 " a.settings(), sorted(ENGLISH_STOPWORDS)]))")
@@ -335,7 +335,7 @@ class SciFactInvariantsTest(unittest.TestCase):
 
 class DocstringExamplesTest(unittest.TestCase):
     def test_doctests(self):
-        result = doctest.testmod(importlib.import_module("mini_rag.analysis"), verbose=False)
+        result = doctest.testmod(importlib.import_module("mini_rag.text.analysis"), verbose=False)
         self.assertGreater(result.attempted, 0)
         self.assertEqual(result.failed, 0)
 
@@ -351,7 +351,7 @@ class FastPathMatchesRule(unittest.TestCase):
 
     @staticmethod
     def reference(analyzer, text):
-        from mini_rag import analysis
+        from mini_rag.text import analysis
         out = []
         for raw in analysis._TOKEN_RE.findall(analysis._normalize(text, analyzer.lowercase)):
             out.extend(analyzer._terms_of(raw))
@@ -380,7 +380,7 @@ class FastPathMatchesRule(unittest.TestCase):
 
     def test_every_white_space_character_separates(self):
         # No token match can cross white space, so splitting on it first is exact.
-        from mini_rag import analysis
+        from mini_rag.text import analysis
         spaces = [chr(cp) for cp in range(0x110000) if chr(cp).isspace()]
         self.assertGreater(len(spaces), 20)
         analyzer = Analyzer(stopwords="none", stemmer="none")
@@ -392,7 +392,7 @@ class FastPathMatchesRule(unittest.TestCase):
                     self.assertNotIn(ch, "".join(analysis._TOKEN_RE.findall(text)))
 
     def test_edge_separators_are_never_token_characters(self):
-        from mini_rag import analysis
+        from mini_rag.text import analysis
         for ch in analysis._EDGE_SEPARATORS:
             with self.subTest(char=ch):
                 self.assertFalse(ch.isalnum())

@@ -14,14 +14,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from mini_rag import answerability as am  # noqa: E402
+from mini_rag.answer import answerability as am  # noqa: E402
 from mini_rag.config import DEFAULTS  # noqa: E402
-from mini_rag.corpus import load_chunks  # noqa: E402
+from mini_rag.text.corpus import load_chunks  # noqa: E402
 from mini_rag.errors import MiniRagError  # noqa: E402
-from mini_rag.index import build_index  # noqa: E402
+from mini_rag.indexing.index import build_index  # noqa: E402
 from mini_rag.pipeline import Pipeline  # noqa: E402
-from mini_rag.retrieve import Retriever  # noqa: E402
-from mini_rag.synthesize import Answer  # noqa: E402
+from mini_rag.search.retrieve import Retriever  # noqa: E402
+from mini_rag.answer.synthesize import Answer  # noqa: E402
 
 DOCS = [
     {"_id": "alpha", "title": "", "text": "The cafe opens at 8 am on weekdays.\n\nParking is free for visitors."},

@@ -22,10 +22,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from mini_rag import answerability as am  # noqa: E402
+from mini_rag.answer import answerability as am  # noqa: E402
 from mini_rag.errors import MiniRagError  # noqa: E402
-from mini_rag.retrieve import Retriever  # noqa: E402
-from mini_rag.synthesize import Answer  # noqa: E402
+from mini_rag.search.retrieve import Retriever  # noqa: E402
+from mini_rag.answer.synthesize import Answer  # noqa: E402
 from tests.test_answerability import _setup  # noqa: E402  (the three-document fixture)
 
 try:
@@ -187,7 +187,7 @@ class EmbedModelFile(unittest.TestCase):
                 "from tests.test_answerability import _setup\n"
                 "from mini_rag.pipeline import Pipeline\n"
                 "cfg, index = _setup(); cfg['answer']['answerability'] = True\n"
-                "from mini_rag.retrieve import Retriever\n"
+                "from mini_rag.search.retrieve import Retriever\n"
                 "row = Pipeline(cfg, retriever=Retriever(index, cfg)).answer(%r).row\n"
                 "print(row['answer_json']['citations'], 'numpy' in sys.modules)\n" % (ROOT, os.path.join(ROOT, "bench"),
                                                                                      QUESTION))

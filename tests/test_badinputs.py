@@ -24,7 +24,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import score_eval  # noqa: E402
-from mini_rag import cli, index as index_mod  # noqa: E402
+from mini_rag.commands import cli  # noqa: E402
+from mini_rag.indexing import index as index_mod  # noqa: E402
 from mini_rag.config import DEFAULTS, RANGES  # noqa: E402
 from mini_rag.errors import MiniRagError  # noqa: E402
 
@@ -366,7 +367,7 @@ class InternalErrors(Base):
         self.assertIn("Traceback", err_dbg)
 
     def test_mini_rag_crash_is_exit_3(self):
-        import mini_rag.cmd_gold as cg
+        import mini_rag.commands.cmd_gold as cg
         real = cg.main_check_gold
 
         def boom(args):

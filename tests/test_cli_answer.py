@@ -1,4 +1,4 @@
-"""The answering commands (mini_rag/cmd_answer.py) as a user runs them: ask, run, eval.
+"""The answering commands (mini_rag/commands/cmd_answer.py) as a user runs them: ask, run, eval.
 
 Each test runs ``python -m mini_rag`` in a subprocess against the fixture corpus
 tests/fixtures/guards/corpus with a throwaway config and index in a temp folder.
@@ -14,7 +14,7 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from mini_rag.trace import TRACE_KEYS  # noqa: E402
+from mini_rag.eval.trace import TRACE_KEYS  # noqa: E402
 
 FIX = os.path.join(ROOT, "tests", "fixtures", "guards")
 HAVE_SCORER = os.path.isfile(os.path.join(ROOT, "score_eval.py"))
@@ -207,7 +207,7 @@ class EvalSeedFallback(CliTest):
 
 class Help(unittest.TestCase):
     def test_every_flag_has_help(self):
-        from mini_rag.cli import build_parser
+        from mini_rag.commands.cli import build_parser
         parser = build_parser()
         sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
         for name in ("ask", "run", "eval", "compare"):

@@ -1,13 +1,13 @@
-"""Conflict detection (mini_rag/conflicts.py): each rule of the module docstring on a fixture."""
+"""Conflict detection (mini_rag/guard/conflicts.py): each rule of the module docstring on a fixture."""
 import os
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from mini_rag.analysis import Analyzer  # noqa: E402
+from mini_rag.text.analysis import Analyzer  # noqa: E402
 from mini_rag.config import DEFAULTS  # noqa: E402
-from mini_rag.conflicts import (evidence_units, find_conflicts, polarity, qualifiers,  # noqa: E402
+from mini_rag.guard.conflicts import (evidence_units, find_conflicts, polarity, qualifiers,  # noqa: E402
                                 quantities)
 from mini_rag.records import Fact  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Corpus loading and the chunking rule (mini_rag/corpus.py), on tests/fixtures/corpus.
+"""Corpus loading and the chunking rule (mini_rag/text/corpus.py), on tests/fixtures/corpus.
 
 The fixture has: front matter with an extra key, a UTF-8 BOM and CRLF line ends
 (alpha.md); a .txt file with form feeds, a page boundary inside a paragraph run and
@@ -12,7 +12,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from mini_rag.corpus import chunk_document, corpus_files, load_chunks, load_corpus
+from mini_rag.text.corpus import chunk_document, corpus_files, load_chunks, load_corpus
 from mini_rag.errors import MiniRagError
 
 FIXTURE = str(Path(__file__).resolve().parent / "fixtures" / "corpus")
@@ -99,7 +99,7 @@ class LongParagraphs(unittest.TestCase):
 
 
     def test_overlong_paragraph_is_always_cut(self):
-        from mini_rag.corpus import MAX_PARAGRAPH_CHARS, parse_text_document
+        from mini_rag.text.corpus import MAX_PARAGRAPH_CHARS, parse_text_document
         self.assertEqual(MAX_PARAGRAPH_CHARS, 20000)
         # 5,000 words of 9 characters plus a space, no sentence end: 49,999 characters.
         # Cut at the last space at or before 20,000: 2,000 words (19,999 chars) per piece.

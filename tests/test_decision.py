@@ -1,4 +1,4 @@
-"""Decision precedence (mini_rag/decision.py): every rule alone, every pair, and the messages."""
+"""Decision precedence (mini_rag/guard/decision.py): every rule alone, every pair, and the messages."""
 import itertools
 import os
 import sys
@@ -6,8 +6,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from mini_rag.conflicts import ConflictPair  # noqa: E402
-from mini_rag.decision import ABSTAIN, ANSWER, BLOCK, CLARIFY, Signals, decide  # noqa: E402
+from mini_rag.guard.conflicts import ConflictPair  # noqa: E402
+from mini_rag.guard.decision import ABSTAIN, ANSWER, BLOCK, CLARIFY, Signals, decide  # noqa: E402
 
 PAIR = ConflictPair("polarity", "permission", "enc-std", "enc-std#p1", "SSNs must not be stored in plaintext.",
                     "legacy", "legacy#p1", "SSNs may be stored in plaintext.", "permission: neg vs pos")
@@ -107,8 +107,8 @@ class DocTests(unittest.TestCase):
     def test_docstring_examples(self):
         import doctest
         import importlib
-        for name in ("mini_rag.guards", "mini_rag.conflicts", "mini_rag.decision", "mini_rag.trace",
-                     "mini_rag.synthesize", "mini_rag.synonyms", "mini_rag.framing", "mini_rag.glossary"):
+        for name in ("mini_rag.guard.guards", "mini_rag.guard.conflicts", "mini_rag.guard.decision", "mini_rag.eval.trace",
+                     "mini_rag.answer.synthesize", "mini_rag.query.synonyms", "mini_rag.query.framing", "mini_rag.query.glossary"):
             with self.subTest(module=name):
                 result = doctest.testmod(importlib.import_module(name))
                 self.assertEqual(result.failed, 0)

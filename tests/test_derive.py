@@ -1,9 +1,9 @@
-"""Derivational variants (mini_rag/derive.py): verb/noun pairs that the Snowball stemmer
+"""Derivational variants (mini_rag/query/derive.py): verb/noun pairs that the Snowball stemmer
 keeps apart are related, both ways, by one rule; unrelated stems are not."""
 import unittest
 
-from mini_rag.analysis import Analyzer
-from mini_rag.derive import RULES, variants
+from mini_rag.text.analysis import Analyzer
+from mini_rag.query.derive import RULES, variants
 
 A = Analyzer()
 

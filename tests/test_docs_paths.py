@@ -53,8 +53,8 @@ class DocPaths(unittest.TestCase):
                     self.assertTrue(resolves(doc, token), "%s names %s, which does not exist" % (doc, token))
 
     def test_the_checker_catches_a_missing_file(self):
-        paths = named_paths("see `gold/gold.policies.jsonl`, `G.jsonl`, `runs/report.json` and `mini_rag/cli.py`")
-        self.assertEqual(paths, {"gold/gold.policies.jsonl", "mini_rag/cli.py"})
+        paths = named_paths("see `gold/gold.policies.jsonl`, `G.jsonl`, `runs/report.json` and `mini_rag/commands/cli.py`")
+        self.assertEqual(paths, {"gold/gold.policies.jsonl", "mini_rag/commands/cli.py"})
         self.assertFalse(resolves("README.md", "gold/gold.policies.jsonl"))
 
 

@@ -372,7 +372,7 @@ class DenseRetrieval(unittest.TestCase):
 
     def test_dense_index_is_incremental_and_checked(self):
         from mini_rag.embed.dense import dense_path, read_dense
-        from mini_rag.retrieve import open_retriever
+        from mini_rag.search.retrieve import open_retriever
         with tempfile.TemporaryDirectory() as tmp:
             self.corpus(tmp, DOCS)
             cfg = tiny_config(tmp, self.folder, self.sha, mode="dense")
@@ -393,7 +393,7 @@ class DenseRetrieval(unittest.TestCase):
             self.assertEqual(r2.fusion.dense.encoded, 1)
             self.assertIn("encoding 1 new or changed chunks", log.getvalue())
             enc = r2.fusion.encoder
-            from mini_rag.index import indexed_text
+            from mini_rag.indexing.index import indexed_text
             for pos, c in enumerate(r2.index.chunks):
                 row = r2.fusion.dense.row_of[pos]
                 if c.is_heading:
@@ -418,7 +418,7 @@ class DenseRetrieval(unittest.TestCase):
     def test_interrupted_encode_resumes_from_its_checkpoint(self):
         from mini_rag.embed import dense as D
         from mini_rag.embed.hybrid import get_encoder
-        from mini_rag.index import build_from_config
+        from mini_rag.indexing.index import build_from_config
         with tempfile.TemporaryDirectory() as tmp:
             self.corpus(tmp, DOCS)
             cfg = tiny_config(tmp, self.folder, self.sha)
@@ -449,7 +449,7 @@ class DenseRetrieval(unittest.TestCase):
             self.assertEqual(calls[:2], [2, 2])
 
     def test_index_command_builds_the_dense_index_and_cosine_scores(self):
-        from mini_rag.cli import main
+        from mini_rag.commands.cli import main
         from mini_rag.embed import available, cosine_scores
         with tempfile.TemporaryDirectory() as tmp:
             self.corpus(tmp, DOCS)
@@ -472,8 +472,8 @@ class DenseRetrieval(unittest.TestCase):
                              [round(float(vecs[0] @ vecs[i]), 6) for i in (1, 2)])
 
     def test_dense_and_hybrid_rankings(self):
-        from mini_rag.index import indexed_text
-        from mini_rag.retrieve import open_retriever
+        from mini_rag.indexing.index import indexed_text
+        from mini_rag.search.retrieve import open_retriever
         q = "how long is customer data kept"
         with tempfile.TemporaryDirectory() as tmp:
             self.corpus(tmp, DOCS)
@@ -569,7 +569,7 @@ class Fusion(unittest.TestCase):
 
 class CommandLine(unittest.TestCase):
     def run_cli(self, args, tmp, prelude="", env=None):
-        code = ("import sys; sys.path.insert(0, %r); %s\nfrom mini_rag.cli import main\nrc = main(%r)\n"
+        code = ("import sys; sys.path.insert(0, %r); %s\nfrom mini_rag.commands.cli import main\nrc = main(%r)\n"
                 "print('numpy imported:', 'numpy' in sys.modules)\nsys.exit(rc)" % (str(ROOT), prelude, args))
         environ = {k: v for k, v in os.environ.items() if k != hybrid.ENV_MODEL}
         environ.update(env or {})

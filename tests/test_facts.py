@@ -1,9 +1,9 @@
-"""Phase A (mini_rag/facts.py): hits -> facts, and the contract's FACTS: debug text."""
+"""Phase A (mini_rag/answer/facts.py): hits -> facts, and the contract's FACTS: debug text."""
 import json
 import unittest
 from pathlib import Path
 
-from mini_rag.facts import format_facts, phase_a
+from mini_rag.answer.facts import format_facts, phase_a
 from mini_rag.records import Fact, Hit, Retrieval
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "phases" / "evidence.json"

@@ -1,11 +1,11 @@
-"""Conversational framing (mini_rag/framing.py): the question without greetings and asides."""
+"""Conversational framing (mini_rag/query/framing.py): the question without greetings and asides."""
 import os
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from mini_rag.framing import strip_framing   # noqa: E402
+from mini_rag.query.framing import strip_framing   # noqa: E402
 
 
 class StripFraming(unittest.TestCase):

@@ -1,4 +1,4 @@
-"""The generator interface (mini_rag/generator.py): the registry, the extractive generator,
+"""The generator interface (mini_rag/answer/generator.py): the registry, the extractive generator,
 the command protocol and its failures, and validation of any generator's output."""
 import copy
 import json
@@ -7,10 +7,10 @@ import unittest
 
 from mini_rag.config import DEFAULTS
 from mini_rag.errors import MiniRagError
-from mini_rag.generator import (CommandGenerator, ExtractiveGenerator, Generator, generate_answer,
+from mini_rag.answer.generator import (CommandGenerator, ExtractiveGenerator, Generator, generate_answer,
                                 get_generator)
 from mini_rag.records import Fact, Retrieval
-from mini_rag.synthesize import AnswerSentence, phase_c
+from mini_rag.answer.synthesize import AnswerSentence, phase_c
 
 FACTS = [Fact("Audit logs are kept for 90 days. Backups are separate.", "audit", 1, "audit#p1", 0.8),
          Fact("Refunds take 5 business days.", "refunds", 2, "refunds#p3", 0.4)]

@@ -1,13 +1,13 @@
-"""Definitions a corpus states (mini_rag/glossary.py) and the bridges they make
+"""Definitions a corpus states (mini_rag/query/glossary.py) and the bridges they make
 (relevance.expansion_bridges).  Stems are Snowball English's, worked out by hand:
 chargeback -> chargeback, card -> card, dispute/disputes -> disput, payment -> payment."""
 import unittest
 from types import SimpleNamespace
 
-from mini_rag.analysis import Analyzer
-from mini_rag.glossary import (definition_bridges, definition_table, example_bridges,
+from mini_rag.text.analysis import Analyzer
+from mini_rag.query.glossary import (definition_bridges, definition_table, example_bridges,
                                example_table, find_definitions, find_examples, find_scope, scope_table)
-from mini_rag.relevance import covered, expansion_bridges
+from mini_rag.answer.relevance import covered, expansion_bridges
 from tests.test_abbrev import FakeIndex as _AbbrevIndex
 
 A = Analyzer()

@@ -1,4 +1,4 @@
-"""Tests for mini_rag.goldcheck and the check-gold command: every problem class and its text.
+"""Tests for mini_rag.eval.goldcheck and the check-gold command: every problem class and its text.
 
 The fixture corpus (tests/fixtures/gold/corpus) has these chunks, by the chunking rule:
 refund-policy#p1 "Customers may request a refund within 30 days of purchase.",
@@ -20,9 +20,9 @@ from unittest import mock
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mini_rag import cli  # noqa: E402
-from mini_rag import goldcheck as G  # noqa: E402
-from mini_rag.corpus import load_chunks  # noqa: E402
+from mini_rag.commands import cli  # noqa: E402
+from mini_rag.eval import goldcheck as G  # noqa: E402
+from mini_rag.text.corpus import load_chunks  # noqa: E402
 
 FIX = ROOT / "tests" / "fixtures" / "gold"
 CORPUS = str(FIX / "corpus")

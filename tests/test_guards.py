@@ -1,4 +1,4 @@
-"""Guards (mini_rag/guards.py): citations, risk, freshness, ambiguity, low confidence."""
+"""Guards (mini_rag/guard/guards.py): citations, risk, freshness, ambiguity, low confidence."""
 import datetime
 import os
 import sys
@@ -6,8 +6,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from mini_rag import guards  # noqa: E402
-from mini_rag.analysis import Analyzer  # noqa: E402
+from mini_rag.guard import guards  # noqa: E402
+from mini_rag.text.analysis import Analyzer  # noqa: E402
 from mini_rag.config import DEFAULTS  # noqa: E402
 from mini_rag.errors import MiniRagError  # noqa: E402
 from mini_rag.records import Fact, Hit, Retrieval  # noqa: E402

@@ -1,4 +1,4 @@
-"""The inverted index (mini_rag/index.py): BM25 and TF-IDF weights computed by hand,
+"""The inverted index (mini_rag/indexing/index.py): BM25 and TF-IDF weights computed by hand,
 tie order, persistence (hash, gzip determinism) and stale-index detection."""
 import copy
 import io
@@ -9,12 +9,12 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from mini_rag.analysis import Analyzer
+from mini_rag.text.analysis import Analyzer
 from mini_rag.config import DEFAULTS
 from mini_rag.errors import MiniRagError
-from mini_rag.index import build_index, build_or_load, load_index, read_manifest, save_index
+from mini_rag.indexing.index import build_index, build_or_load, load_index, read_manifest, save_index
 from mini_rag.records import Chunk
-from mini_rag.retrieve import Retriever
+from mini_rag.search.retrieve import Retriever
 
 FIXTURE = str(Path(__file__).resolve().parent / "fixtures" / "corpus")
 PLAIN = Analyzer(stopwords="none", stemmer="none")
@@ -232,7 +232,7 @@ class Persistence(unittest.TestCase):
         self.assertEqual(index.num_chunks, 14)
 
     def test_format_one_is_read_and_upgraded(self):
-        from mini_rag.index import index_bytes
+        from mini_rag.indexing.index import index_bytes
         index, _ = self.build()
         path = self.cfg["index"]["path"]
         old_bytes = index_bytes(index)

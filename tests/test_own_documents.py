@@ -103,13 +103,13 @@ class OwnDocuments(unittest.TestCase):
 
 
 class ResolveRules(unittest.TestCase):
-    """mini_rag.runconfig: which defaults a command gets (in-process, stderr captured)."""
+    """mini_rag.commands.runconfig: which defaults a command gets (in-process, stderr captured)."""
 
     def resolve(self, *args, **kw):
         import contextlib
         import io
         sys.path.insert(0, ROOT)
-        from mini_rag import runconfig
+        from mini_rag.commands import runconfig
         err = io.StringIO()
         old = os.getcwd()
         os.chdir(ROOT)
@@ -121,7 +121,7 @@ class ResolveRules(unittest.TestCase):
 
     def test_rules(self):
         from mini_rag.config import load_config
-        from mini_rag.runconfig import own_index_path
+        from mini_rag.commands.runconfig import own_index_path
         committed = load_config(os.path.join(ROOT, "configs", "default.toml"))
         cfg, err = self.resolve(None)                                   # make eval: unchanged
         self.assertEqual(cfg, committed)
@@ -141,7 +141,7 @@ class ResolveRules(unittest.TestCase):
 
     def test_as_of_without_dates(self):
         from types import SimpleNamespace as S
-        from mini_rag.runconfig import NO_DATE_AS_OF, resolve_as_of
+        from mini_rag.commands.runconfig import NO_DATE_AS_OF, resolve_as_of
         config = {"guards": {"as_of": ""}}
         self.assertEqual(resolve_as_of(config, S(chunks=[S(effective="")]), quiet=True), NO_DATE_AS_OF)
         config = {"guards": {"as_of": ""}}
@@ -151,7 +151,7 @@ class ResolveRules(unittest.TestCase):
 
 
     def test_freshness_window_zero_is_off(self):
-        from mini_rag.guards import check_freshness
+        from mini_rag.guard.guards import check_freshness
         cited = [("d#p1", "d", "2023-01-01", {})]
         for window, stale in ((0, False), (730, True), (2000, False)):
             with self.subTest(window=window):

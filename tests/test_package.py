@@ -38,13 +38,23 @@ class Version(unittest.TestCase):
         with open(os.path.join(ROOT, "CHANGELOG.md"), encoding="utf-8") as fh:
             self.assertIn("## %s" % v, fh.read())
 
+    def test_pyproject_lists_every_subpackage(self):
+        # pip install . ships only the packages pyproject.toml names: a new subpackage of
+        # mini_rag/ left out of the list would import in the tree and fail once installed.
+        with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as fh:
+            listed = re.search(r"^packages = \[([^\]]*)\]", fh.read(), re.M).group(1)
+        on_disk = [os.path.relpath(d, ROOT).replace(os.sep, ".")
+                   for d, _, names in os.walk(os.path.join(ROOT, "mini_rag")) if "__init__.py" in names]
+        self.assertEqual(sorted(re.findall(r'"([\w.]+)"', listed)), sorted(on_disk))
+        self.assertIn("mini_rag.answer", on_disk)
+
     def test_pyproject_declares_no_runtime_dependency(self):
         with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as fh:
             text = fh.read()
         self.assertIn("dependencies = []", text)
         self.assertIn('numpy = ["numpy"]', text)
         self.assertIn('score-eval = "score_eval:main"', text)
-        self.assertIn('mini-rag = "mini_rag.cli:main"', text)
+        self.assertIn('mini-rag = "mini_rag.commands.cli:main"', text)
         with open(os.path.join(ROOT, "LICENSE"), encoding="utf-8") as fh:
             self.assertTrue(fh.read().startswith("MIT License"))
 

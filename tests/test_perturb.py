@@ -1,4 +1,4 @@
-"""Tests for mini_rag.perturb: each kind's exact output, the invariants, determinism, the CLI.
+"""Tests for mini_rag.eval.perturb: each kind's exact output, the invariants, determinism, the CLI.
 
 Expected outputs are derived by hand from the rule of each kind (module docstring): the
 inputs are built so that the kind has exactly one possible edit, or the seeded choice is
@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mini_rag import perturb as P  # noqa: E402
+from mini_rag.eval import perturb as P  # noqa: E402
 from mini_rag.config import DEFAULTS  # noqa: E402
 from mini_rag.errors import MiniRagError  # noqa: E402
 from tests.test_goldcheck import run_cli  # noqa: E402  (one helper for the gold commands)
@@ -376,7 +376,7 @@ class CliTest(unittest.TestCase):
                                  "%s:3: question must be a non-empty string, got ''\n" % (dup, dup, dup, dup))
 
     def test_byte_identical_across_hash_seeds(self):
-        code = ("import sys; sys.path.insert(0, %r); from mini_rag import perturb as P; "
+        code = ("import sys; sys.path.insert(0, %r); from mini_rag.eval import perturb as P; "
                 "P.run_perturb([%r], sys.argv[1], [%r], rules=P.expansion_rules("
                 "__import__('mini_rag.config').config.DEFAULTS))"
                 % (str(ROOT), str(FIX / "gold.jsonl"), str(FIX / "paraphrases.jsonl")))

@@ -13,12 +13,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from mini_rag.config import DEFAULTS  # noqa: E402
-from mini_rag.corpus import load_chunks  # noqa: E402
-from mini_rag.generator import Generator  # noqa: E402
-from mini_rag.index import build_index  # noqa: E402
+from mini_rag.text.corpus import load_chunks  # noqa: E402
+from mini_rag.answer.generator import Generator  # noqa: E402
+from mini_rag.indexing.index import build_index  # noqa: E402
 from mini_rag.pipeline import Pipeline  # noqa: E402
-from mini_rag.retrieve import Retriever  # noqa: E402
-from mini_rag.trace import TRACE_KEYS  # noqa: E402
+from mini_rag.search.retrieve import Retriever  # noqa: E402
+from mini_rag.eval.trace import TRACE_KEYS  # noqa: E402
 
 CORPUS = os.path.join(ROOT, "tests", "fixtures", "guards", "corpus")
 _INDEX = []

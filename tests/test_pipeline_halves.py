@@ -1,7 +1,7 @@
 """The pipeline's two halves (mini_rag/pipeline.py): the retrieval half decides before the
 generator is called; a generator failure is that item's BLOCK ``generator_error:<kind>``;
 the trace keeps ``decided_by`` and ``validation``.  Also ``run`` with a generator command
-that fails on one item of three (mini_rag/cmd_answer.py)."""
+that fails on one item of three (mini_rag/commands/cmd_answer.py)."""
 import json
 import os
 import shutil
@@ -14,7 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-from mini_rag.generator import CommandGenerator, GeneratorError, Generator  # noqa: E402
+from mini_rag.answer.generator import CommandGenerator, GeneratorError, Generator  # noqa: E402
 from mini_rag.pipeline import Pipeline  # noqa: E402
 from test_pipeline import Fixed, TopFact, fixture_config, fixture_retriever, row_of  # noqa: E402
 from test_cli_answer import mini_rag, write_config  # noqa: E402
@@ -146,11 +146,11 @@ class QuestionFirst(unittest.TestCase):
 
     @staticmethod
     def pair(a, b, snippet_a, snippet_b):
-        from mini_rag.conflicts import ConflictPair
+        from mini_rag.guard.conflicts import ConflictPair
         return ConflictPair("numeric", "day", a.split("#")[0], a, snippet_a, b.split("#")[0], b, snippet_b, "r")
 
     def test_order(self):
-        from mini_rag.decision import conflict_message
+        from mini_rag.guard.decision import conflict_message
         from mini_rag.pipeline import question_first
         q = ["pro", "plan", "refund", "days"]               # 4 terms: "about" needs 2 held by both sides
         off = self.pair("a#p1", "b#p1", "Free tier refunds take 5 days.", "Free tier refunds take 9 days.")

@@ -1,4 +1,4 @@
-"""Issue 17 item 3: the question is analyzed once (mini_rag/question.py).
+"""Issue 17 item 3: the question is analyzed once (mini_rag/query/question.py).
 
 Fixture: tests/fixtures/guards/corpus (13 chunks).  The record's fields are derived by
 hand below (idf as Lucene's formula, ``ln(1 + (N - df + 0.5) / (df + 0.5))`` with N
@@ -15,21 +15,21 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from mini_rag import answerability as am  # noqa: E402
-from mini_rag import guards  # noqa: E402
+from mini_rag.answer import answerability as am  # noqa: E402
+from mini_rag.guard import guards  # noqa: E402
 from mini_rag import pipeline as pipeline_mod  # noqa: E402
-from mini_rag.analysis import Analyzer  # noqa: E402
+from mini_rag.text.analysis import Analyzer  # noqa: E402
 from mini_rag.config import DEFAULTS  # noqa: E402
-from mini_rag.corpus import load_chunks  # noqa: E402
-from mini_rag.facts import phase_a  # noqa: E402
-from mini_rag.generator import ExtractiveGenerator  # noqa: E402
-from mini_rag.index import build_index  # noqa: E402
+from mini_rag.text.corpus import load_chunks  # noqa: E402
+from mini_rag.answer.facts import phase_a  # noqa: E402
+from mini_rag.answer.generator import ExtractiveGenerator  # noqa: E402
+from mini_rag.indexing.index import build_index  # noqa: E402
 from mini_rag.pipeline import Pipeline  # noqa: E402
-from mini_rag.question import analyze_question  # noqa: E402
+from mini_rag.query.question import analyze_question  # noqa: E402
 from mini_rag.records import Retrieval  # noqa: E402
-from mini_rag.relevance import phase_b_detail  # noqa: E402
-from mini_rag.retrieve import Retriever  # noqa: E402
-from mini_rag.synthesize import phase_c  # noqa: E402
+from mini_rag.answer.relevance import phase_b_detail  # noqa: E402
+from mini_rag.search.retrieve import Retriever  # noqa: E402
+from mini_rag.answer.synthesize import phase_c  # noqa: E402
 
 CORPUS = os.path.join(ROOT, "tests", "fixtures", "guards", "corpus")
 _INDEX = []
@@ -135,8 +135,8 @@ class Fields(unittest.TestCase):
 
     def test_doctests(self):
         import doctest
-        import mini_rag.question
-        self.assertEqual(doctest.testmod(mini_rag.question).failed, 0)
+        import mini_rag.query.question
+        self.assertEqual(doctest.testmod(mini_rag.query.question).failed, 0)
 
     def test_framing_kept_when_switched_off(self):
         cfg = copy.deepcopy(self.cfg)

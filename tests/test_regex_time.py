@@ -24,7 +24,7 @@ class RegexTime(unittest.TestCase):
         self.assertGreater(len(found), 100)
         # both ways of finding a pattern work: a module global and a literal inside a function
         self.assertIn("score_eval._TOKEN_RX", wheres)
-        self.assertTrue(any(w.startswith("mini_rag/perturb.py:") for w in wheres), sorted(wheres)[:5])
+        self.assertTrue(any(w.startswith("mini_rag/eval/perturb.py:") for w in wheres), sorted(wheres)[:5])
 
     def test_hostile_inputs_reach_quadratic_shapes(self):
         # the classic quadratic shape is built: many spaces, then a character that fails

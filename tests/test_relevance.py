@@ -1,15 +1,15 @@
-"""Phase B (mini_rag/relevance.py): each noise rule, relevance, codes, de-duplication, cap."""
+"""Phase B (mini_rag/answer/relevance.py): each noise rule, relevance, codes, de-duplication, cap."""
 import copy
 import json
 import math
 import unittest
 from pathlib import Path
 
-from mini_rag.analysis import Analyzer
+from mini_rag.text.analysis import Analyzer
 from mini_rag.config import DEFAULTS
-from mini_rag.facts import phase_a
+from mini_rag.answer.facts import phase_a
 from mini_rag.records import Fact, Hit, Retrieval
-from mini_rag.relevance import (covered, expansion_bridges, is_artifact, is_bare_heading, is_boilerplate,
+from mini_rag.answer.relevance import (covered, expansion_bridges, is_artifact, is_bare_heading, is_boilerplate,
                                 is_page_furniture, is_revision_table, near_duplicate, phase_b,
                                 phase_b_detail, question_codes, question_terms, term_weights,
                                 weighted_share)

@@ -1,4 +1,4 @@
-"""The QA contract's retrieval rules (mini_rag/retrieve.py), each on a small fixture:
+"""The QA contract's retrieval rules (mini_rag/search/retrieve.py), each on a small fixture:
 threshold, fallback and its gate, expansion merge, MMR order, scope filter, typo
 correction, signals, determinism and the command line."""
 import argparse
@@ -14,13 +14,13 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from mini_rag import cmd_retrieval
-from mini_rag.analysis import Analyzer
+from mini_rag.commands import cmd_retrieval
+from mini_rag.text.analysis import Analyzer
 from mini_rag.config import DEFAULTS
 from mini_rag.errors import MiniRagError
-from mini_rag.index import build_index
+from mini_rag.indexing.index import build_index
 from mini_rag.records import Chunk
-from mini_rag.retrieve import Retriever, osa_distance, typo_distance
+from mini_rag.search.retrieve import Retriever, osa_distance, typo_distance
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = str(ROOT / "tests" / "fixtures" / "corpus")
@@ -471,9 +471,9 @@ class Determinism(unittest.TestCase):
     def test_same_output_whatever_the_hash_seed(self):
         code = ("import json, sys; sys.path.insert(0, %r)\n"
                 "from mini_rag.config import load_config\n"
-                "from mini_rag.corpus import load_chunks\n"
-                "from mini_rag.index import build_index\n"
-                "from mini_rag.retrieve import Retriever\n"
+                "from mini_rag.text.corpus import load_chunks\n"
+                "from mini_rag.indexing.index import build_index\n"
+                "from mini_rag.search.retrieve import Retriever\n"
                 "r = Retriever(build_index(load_chunks(%r)), load_config())\n"
                 "print(json.dumps([r.retrieve(q).to_json() for q in "
                 "['refund within 30 days', 'continuous processing', 'data requsts', 'audit logs']]))\n"

@@ -1,4 +1,4 @@
-"""Index format 2 (mini_rag/index.py, store.py) and pruned top-k (retrieve.py): the
+"""Index format 2 (mini_rag/indexing/index.py, store.py) and pruned top-k (retrieve.py): the
 pruned and dense rankings equal the exhaustive one to the bit, on generated data with ties, repeated
 query terms, a scope filter and both scoring functions, and on the shared collections
 (../shared/data; skipped when absent); a saved index loads to the same postings,
@@ -13,11 +13,11 @@ import unittest
 from pathlib import Path
 
 from mini_rag.config import DEFAULTS
-from mini_rag.corpus import chunk_document, load_corpus
+from mini_rag.text.corpus import chunk_document, load_corpus
 from mini_rag.errors import MiniRagError
-from mini_rag.index import build_index, index_bytes, load_index, read_manifest, save_index
+from mini_rag.indexing.index import build_index, index_bytes, load_index, read_manifest, save_index
 from mini_rag.records import Chunk
-from mini_rag.retrieve import Retriever
+from mini_rag.search.retrieve import Retriever
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("MINI_RAG_DATA") or ROOT.parent / "shared" / "data")

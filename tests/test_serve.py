@@ -1,4 +1,4 @@
-"""The HTTP API (mini_rag/serve.py), started in-process on an ephemeral loopback port over
+"""The HTTP API (mini_rag/commands/serve.py), started in-process on an ephemeral loopback port over
 the fixture corpus tests/fixtures/guards/corpus and called with urllib / http.client."""
 import http.client
 import io
@@ -18,7 +18,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from mini_rag.pipeline import Pipeline  # noqa: E402
-from mini_rag.serve import ROUTES, Service, make_server, openapi  # noqa: E402
+from mini_rag.commands.serve import ROUTES, Service, make_server, openapi  # noqa: E402
 from test_pipeline import fixture_config, fixture_retriever  # noqa: E402
 from test_pipeline_halves import Counting  # noqa: E402
 

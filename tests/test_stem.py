@@ -1,4 +1,4 @@
-"""Tests for mini_rag.stem: the Snowball English (Porter2) stemmer, version 3.1.x.
+"""Tests for mini_rag.text.stem: the Snowball English (Porter2) stemmer, version 3.1.x.
 
 The main test compares every line of the official vocabulary
 (../shared/data/snowball/english/voc.txt -> output.txt, 42,649 words) with our
@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mini_rag.stem import ALGORITHM, Stemmer, stem  # noqa: E402
+from mini_rag.text.stem import ALGORITHM, Stemmer, stem  # noqa: E402
 
 
 def data_dir() -> Path:
@@ -147,7 +147,7 @@ class VocabularyTest(unittest.TestCase):
 
 class DocstringExamplesTest(unittest.TestCase):
     def test_doctests(self):
-        result = doctest.testmod(importlib.import_module("mini_rag.stem"), verbose=False)
+        result = doctest.testmod(importlib.import_module("mini_rag.text.stem"), verbose=False)
         self.assertGreater(result.attempted, 0)
         self.assertEqual(result.failed, 0)
 

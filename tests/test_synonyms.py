@@ -1,4 +1,4 @@
-"""Plain-language synonym bridges (mini_rag/synonyms.py).
+"""Plain-language synonym bridges (mini_rag/query/synonyms.py).
 
 Expected stems are Snowball English's, worked out by hand: keep -> keep, kept -> kept,
 retain -> retain, preserve -> preserv, approve -> approv, ensure -> ensur,
@@ -10,9 +10,9 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from mini_rag.analysis import Analyzer                       # noqa: E402
-from mini_rag.relevance import covered, expansion_bridges     # noqa: E402
-from mini_rag.synonyms import (GROUPS, comparative_bridges, number_bridges, parse_groups,   # noqa: E402
+from mini_rag.text.analysis import Analyzer                       # noqa: E402
+from mini_rag.answer.relevance import covered, expansion_bridges     # noqa: E402
+from mini_rag.query.synonyms import (GROUPS, comparative_bridges, number_bridges, parse_groups,   # noqa: E402
                                question_quantities, range_bridges, spelled_numbers, stated_bounds,
                                synonym_bridges, unit_bridges)
 
@@ -112,8 +112,8 @@ class Bridges(unittest.TestCase):
         # synthesize._known_terms: a word the corpus never uses ("quit", df 0) is known
         # through a synonym only when the evidence holds that synonym; a derivation (the
         # corpus's own bridge) makes it known regardless
-        from mini_rag.synonyms import Synonym
-        from mini_rag.synthesize import _known_terms
+        from mini_rag.query.synonyms import Synonym
+        from mini_rag.answer.synthesize import _known_terms
 
         class Index:
             @staticmethod

@@ -1,4 +1,4 @@
-"""Phase C (mini_rag/synthesize.py): sentence units, question-type cues, scoring arithmetic,
+"""Phase C (mini_rag/answer/synthesize.py): sentence units, question-type cues, scoring arithmetic,
 refusal rules (near miss, missing value type, threshold), multi-part questions, verbatim
 copying and the contract's text form."""
 import copy
@@ -11,10 +11,10 @@ import unittest
 from types import SimpleNamespace
 from pathlib import Path
 
-from mini_rag.analysis import Analyzer
+from mini_rag.text.analysis import Analyzer
 from mini_rag.config import DEFAULTS
 from mini_rag.records import Fact, Hit, Retrieval
-from mini_rag.synthesize import (Answer, AnswerSentence, format_answer, phase_c, question_type,
+from mini_rag.answer.synthesize import (Answer, AnswerSentence, format_answer, phase_c, question_type,
                                  split_question, split_sentences, unknown_names, value_match,
                                  category_terms, echo_words, general_terms, is_pending, is_deferral,
                                  is_task_request, unknown_subject, is_enumeration, is_exception,
@@ -239,7 +239,7 @@ class QuestionTypeTest(unittest.TestCase):
         self.assertEqual((a.refused, a.reasons), (True, ["task_request"]))
 
     def test_table_header_is_no_answer(self):
-        from mini_rag.synthesize import _is_table_header, sentence_spans
+        from mini_rag.answer.synthesize import _is_table_header, sentence_spans
         text = "Intro line.\n| Plan | Seats |\n| --- | :---: |\n| Pro | 100 |"
         units = [(text[a:b], _is_table_header(text, b)) for a, b in sentence_spans(text)]
         self.assertEqual(units, [("Intro line.", False), ("| Plan | Seats |", True),
@@ -535,7 +535,7 @@ class UnknownTermsTest(unittest.TestCase):
     def test_unknown_name_written_otherwise_in_the_evidence(self):
         # "MFA" is a synonym of "multi-factor authentication" (synonyms.py): the name is
         # known when the evidence holds the long form, unknown when it does not
-        from mini_rag.relevance import expansion_bridges
+        from mini_rag.answer.relevance import expansion_bridges
         q = "Is MFA required for refunds?"
         bridges = expansion_bridges(q, {}, Analyzer())
         self.assertIn(frozenset({"multi", "factor", "authent"}), bridges["mfa"])
@@ -793,7 +793,7 @@ class AnswerShapeTest(unittest.TestCase):
         script = ("import json\n"
                   "from tests.test_synthesize import REFUND_FACT, REFUND, INDEX, fact\n"
                   "from mini_rag.config import DEFAULTS\n"
-                  "from mini_rag.synthesize import phase_c\n"
+                  "from mini_rag.answer.synthesize import phase_c\n"
                   "facts = [REFUND_FACT, fact('a#p0', 'Audit logs are kept for 90 days. They are deleted after.')]\n"
                   "for q in ('How long do customers have to request a refund?', 'When are audit logs deleted?',\n"
                   "          'What is the refund window and how long are logs kept?'):\n"
@@ -833,8 +833,8 @@ class ConceptWeightsTest(unittest.TestCase):
             return 0 if t in ("quit",) or t not in self.IDF else 3
 
     def weights(self, question):
-        from mini_rag.relevance import expansion_bridges
-        from mini_rag.synthesize import _concept_weights
+        from mini_rag.answer.relevance import expansion_bridges
+        from mini_rag.answer.synthesize import _concept_weights
         a = Analyzer()
         terms = [t for t in a.analyze(question)]
         return _concept_weights(terms, self.Index(), expansion_bridges(question, {}, a))

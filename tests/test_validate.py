@@ -1,9 +1,9 @@
-"""The QA contract's validators (mini_rag/validate.py): every rejection rule with its message."""
+"""The QA contract's validators (mini_rag/answer/validate.py): every rejection rule with its message."""
 import unittest
 
 from mini_rag.records import Fact
-from mini_rag.synthesize import Answer, AnswerSentence
-from mini_rag.validate import normalize_confidence, validate_relevant_facts, validate_synthesis
+from mini_rag.answer.synthesize import Answer, AnswerSentence
+from mini_rag.answer.validate import normalize_confidence, validate_relevant_facts, validate_synthesis
 
 A = [Fact("Refunds take 5 days.", "refunds", 1, "refunds#p2", 0.75),
      Fact("Logs are kept 90 days.", "audit", 2, "audit#p4", 0.5),

@@ -22,17 +22,17 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from mini_rag import guards  # noqa: E402
-from mini_rag.analysis import Analyzer  # noqa: E402
+from mini_rag.guard import guards  # noqa: E402
+from mini_rag.text.analysis import Analyzer  # noqa: E402
 from mini_rag.config import DEFAULTS  # noqa: E402
-from mini_rag.conflicts import (DocVersion, asks_in_force, find_conflicts,  # noqa: E402
+from mini_rag.guard.conflicts import (DocVersion, asks_in_force, find_conflicts,  # noqa: E402
                                 named_editions)
-from mini_rag.corpus import (editions_in, family_key, load_chunks, load_corpus,  # noqa: E402
+from mini_rag.text.corpus import (editions_in, family_key, load_chunks, load_corpus,  # noqa: E402
                              parse_text_document)
-from mini_rag.index import build_index  # noqa: E402
+from mini_rag.indexing.index import build_index  # noqa: E402
 from mini_rag.pipeline import Pipeline  # noqa: E402
 from mini_rag.records import Fact  # noqa: E402
-from mini_rag.retrieve import Retriever  # noqa: E402
+from mini_rag.search.retrieve import Retriever  # noqa: E402
 
 CORPUS = os.path.join(ROOT, "tests", "fixtures", "versions", "corpus")
 AN = Analyzer()

@@ -31,7 +31,7 @@ from typing import Any, Dict, List, Optional
 
 from ..errors import MiniRagError
 from ..fileio import atomic_write_bytes
-from ..index import Index, indexed_text
+from ..indexing.index import Index, indexed_text
 
 FORMAT = "mini_rag-dense"
 FORMAT_VERSION = 1

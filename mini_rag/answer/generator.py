@@ -1,0 +1,223 @@
+"""The pluggable phase C generator: who writes the answer sentences.
+
+A generator turns the question and the phase B facts into the QA contract's phase C
+JSON (seed 001)::
+
+    {"answer_sentences": [{"sentence": "...", "pdf": "...", "page": 1, "chunk_id": "..."}],
+     "confidence": "High|Medium|Low"}
+
+Whatever it returns then goes through ``validate.validate_synthesis`` (rows must cite a
+phase B fact, at most 6, duplicates dropped, confidence normalized), and after that
+through the same guards, decision and trace as the built-in generator.  So an LLM or
+any other program can be plugged in without being trusted.
+
+**Sentences and citations** (seed 001 allows 6 sentences, seed 000 blocks more than 5
+citations; this is the one rule that joins them):
+
+* an answer has at most ``[answer] max_sentences`` (6) sentences; rows past the sixth are
+  dropped, with a warning in the trace's ``validation``;
+* its sentences cite at most ``[guards] max_citations`` (5) **distinct** chunks; a sixth
+  distinct chunk BLOCKs the answer (``invalid_citations:6 citations, at most 5 allowed``);
+* sentences citing the same chunk share it: the chunk is one citation (listed once in
+  ``answer_json.citations``), never a duplicate; only a row repeating an earlier row's
+  chunk *and* sentence is dropped.
+
+So six sentences over five chunks are answered; six sentences over six chunks are not.
+The command protocol sends both limits to the program.
+
+==========================================  =================================================
+``Generator``                               base class: ``generate(question, facts, context)``
+``ExtractiveGenerator(index, config)``      the built-in rule-based ``synthesize.phase_c``
+``CommandGenerator(argv, timeout=30.0)``    runs a local program: JSON in on stdin, out on stdout
+``get_generator(config_or_name, index)``    the generator a config (``[answer] generator``) names
+``generate_answer(gen, question, facts,     generate + validate -> ``(Answer, errors)``
+context, max_sentences=6)``
+``GENERATORS``                              the registry: name -> class
+==========================================  =================================================
+
+``context`` is a dict: ``"retrieval"`` (the :class:`~mini_rag.records.Retrieval`, needed
+by the extractive generator for typo corrections and hit headings), ``"config"`` (the
+full configuration) and, from the pipeline, ``"analysis"`` (the question's
+``question.QuestionAnalysis``, which the extractive generator reads instead of analyzing
+the question again); a generator ignores keys it does not use.
+
+The command protocol: the program gets one JSON object on stdin, ``{"question": str,
+"facts": [{"quote", "pdf", "page", "chunk_id", "score"}, ...], "max_sentences": int,
+"max_citations": int}``,
+and must print one phase C JSON object on stdout and exit 0.  It runs without a shell,
+in the current directory, with the current environment; after ``timeout`` seconds it is
+killed.  A failure to start, a non-zero exit, a timeout or output that is not one JSON
+object raises :class:`GeneratorError` (a MiniRagError with a ``kind``: ``not_found``,
+``not_executable``, ``cannot_run``, ``timeout``, ``exit_status``, ``unparsable_output``);
+the pipeline makes it that item's BLOCK ``generator_error:<kind>``, and ``run`` goes on
+to the next item.  The generator is only called when the retrieval half of the guards
+has not already decided (no hits, no phase B evidence: see ``pipeline.py``).  The extractive generator adds the keys
+``refused``, ``reasons`` and ``detail`` to its output, which the validator ignores and
+``generate_answer`` carries into the :class:`Answer`.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import subprocess
+from typing import Any, Dict, List, Tuple
+
+from ..errors import MiniRagError
+from ..records import Fact
+from .synthesize import Answer, phase_c
+from .validate import validate_synthesis
+
+__all__ = ["Generator", "ExtractiveGenerator", "CommandGenerator", "GeneratorError", "get_generator",
+           "generate_answer", "GENERATORS"]
+
+
+class GeneratorError(MiniRagError):
+    """The generator failed on one question; ``kind`` is one of :data:`GENERATOR_ERRORS`.
+
+    The pipeline turns it into that item's BLOCK ``generator_error:<kind>`` (a run goes
+    on); it subclasses MiniRagError so a caller that does not catch it still fails closed.
+    """
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+#: ``GeneratorError.kind`` values: why no checkable output came back.
+GENERATOR_ERRORS = ("not_found", "not_executable", "cannot_run", "timeout", "exit_status",
+                    "unparsable_output")
+
+
+class Generator:
+    """Base class.  Subclasses set ``name`` and implement :meth:`generate`."""
+    name = "base"
+
+    def generate(self, question: str, facts: List[Fact], context: Dict[str, Any]) -> Dict[str, Any]:
+        """Phase C JSON (a dict) for ``question`` from the phase B ``facts``."""
+        raise NotImplementedError("%s.generate" % type(self).__name__)
+
+
+class ExtractiveGenerator(Generator):
+    """The built-in generator: ``synthesize.phase_c`` (verbatim sentences, rule-based)."""
+    name = "extractive"
+
+    def __init__(self, index: Any, config: Dict[str, Any]) -> None:
+        self.index = index
+        self.config = config
+
+    def generate(self, question: str, facts: List[Fact], context: Dict[str, Any]) -> Dict[str, Any]:
+        from ..records import Retrieval
+        retrieval = context.get("retrieval") or Retrieval(question=question, hits=[])
+        config = context.get("config") or self.config
+        return phase_c(question, facts, retrieval, self.index, config, qa=context.get("analysis")).to_json()
+
+
+class CommandGenerator(Generator):
+    """Runs ``argv`` (no shell) with the question and facts as JSON on stdin."""
+    name = "command"
+
+    def __init__(self, argv: List[str], timeout: float = 30.0) -> None:
+        if not argv or not all(isinstance(a, str) and a for a in argv):
+            raise MiniRagError("generator command must be a non-empty list of strings, got %r" % (argv,))
+        if not timeout > 0:
+            raise MiniRagError("generator timeout must be > 0 seconds, got %r" % (timeout,))
+        self.argv = list(argv)
+        self.timeout = float(timeout)
+
+    def generate(self, question: str, facts: List[Fact], context: Dict[str, Any]) -> Dict[str, Any]:
+        config = context.get("config") or {}
+        request = {"question": question, "facts": [f.to_json() for f in facts],
+                   "max_sentences": int(config.get("answer", {}).get("max_sentences", 6)),
+                   "max_citations": int(config.get("guards", {}).get("max_citations", 5))}
+        data = json.dumps(request, ensure_ascii=False, sort_keys=True).encode("utf-8")
+        where = "generator command %r" % self.argv[0]
+        try:
+            proc = subprocess.run(self.argv, input=data, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  timeout=self.timeout, check=False)
+        except FileNotFoundError:
+            raise GeneratorError("not_found", "%s: not found" % where) from None
+        except PermissionError:
+            raise GeneratorError("not_executable", "%s: not executable" % where) from None
+        except subprocess.TimeoutExpired:
+            raise GeneratorError("timeout", "%s: no answer within %g seconds" % (where, self.timeout)) from None
+        except OSError as exc:
+            raise GeneratorError("cannot_run", "%s: cannot run: %s" % (where, exc.strerror or exc)) from None
+        if proc.returncode != 0:
+            tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+            raise GeneratorError("exit_status", "%s: exited with status %d%s"
+                                 % (where, proc.returncode, (": " + tail[0][:200]) if tail[0] else ""))
+        text = proc.stdout.decode("utf-8", "replace").strip()
+        try:
+            payload = json.loads(text)
+        except ValueError:
+            raise GeneratorError("unparsable_output", "%s: stdout is not JSON, got %r" % (where, text[:60])) from None
+        if not isinstance(payload, dict):
+            raise GeneratorError("unparsable_output",
+                                 "%s: stdout must be one JSON object, got %r" % (where, text[:60]))
+        return payload
+
+
+#: name -> class; ``[answer] generator`` must be one of these.
+GENERATORS = {"extractive": ExtractiveGenerator, "command": CommandGenerator}
+
+
+def get_generator(config_or_name: Any, index: Any = None) -> Generator:
+    """The generator for a config dict (``[answer] generator``, ``generator_command``,
+    ``generator_timeout``) or a bare name (``"extractive"`` uses the default config; a
+    bare ``"command"`` is an error because it has no command to run)."""
+    from ..config import DEFAULTS
+    import copy
+    if isinstance(config_or_name, str):
+        config = copy.deepcopy(DEFAULTS)
+        config["answer"]["generator"] = config_or_name
+    elif isinstance(config_or_name, dict):
+        config = config_or_name
+    else:
+        raise MiniRagError("get_generator needs a config or a generator name, got %r" % (config_or_name,))
+    answer = dict(DEFAULTS["answer"])
+    answer.update(config.get("answer", {}))
+    name = answer["generator"]
+    if name not in GENERATORS:
+        close = difflib.get_close_matches(name, sorted(GENERATORS), n=1)
+        raise MiniRagError("[answer] generator: unknown generator %r (known: %s)%s"
+                           % (name, ", ".join(sorted(GENERATORS)),
+                              "; did you mean %r?" % close[0] if close else ""))
+    if name == "command":
+        if not answer["generator_command"]:
+            raise MiniRagError("[answer] generator_command must name the program to run "
+                               "when generator = \"command\", got []")
+        return CommandGenerator(answer["generator_command"], answer["generator_timeout"])
+    return ExtractiveGenerator(index, config)
+
+
+def generate_answer(generator: Generator, question: str, facts: List[Fact],
+                    context: Dict[str, Any], max_sentences: int = 6) -> Tuple[Answer, List[str]]:
+    """Run ``generator`` and validate its output against ``facts`` (phase B).
+
+    Returns ``(answer, errors)``: the validated :class:`Answer` and the validator's
+    messages.  A generator's own refusal (``"refused": true`` with ``reasons``, as the
+    extractive one writes) is kept: the answer is refused with those reasons even if rows
+    were sent.  No facts -> refused ``no_evidence`` without calling the generator.
+    MiniRagError from the generator propagates.
+    """
+    if not facts:
+        return Answer(sentences=[], confidence="Low", refused=True, reasons=["no_evidence"]), []
+    payload = generator.generate(question, facts, context)
+    self_refused = isinstance(payload, dict) and payload.get("refused") is True
+    if self_refused:
+        answer = Answer(sentences=[], confidence="Low", refused=True)
+        errors: List[str] = []
+    else:
+        answer, errors = validate_synthesis(payload, facts, max_sentences)
+    if isinstance(payload, dict):
+        reasons = payload.get("reasons")
+        if self_refused and isinstance(reasons, list):
+            answer.reasons = [str(r) for r in reasons] or ["no_valid_sentence"]
+        elif self_refused:
+            answer.reasons = ["no_valid_sentence"]
+        detail = payload.get("detail")
+        if isinstance(detail, dict):
+            answer.detail = detail
+    answer.detail = dict(answer.detail)
+    answer.detail["generator"] = generator.name
+    return answer, errors

@@ -1,0 +1,247 @@
+"""Commands ``ask``, ``run``, ``eval`` and ``compare`` (the answering stage's command line).
+
+``python -m mini_rag ask "question" [--json] [--debug] [--timings] [--config FILE]``
+    prints the QA contract's text form on stdout::
+
+        ANSWER:
+        1. <sentence> (<doc>, p<page>, <chunk_id>)
+        CONFIDENCE: High|Medium|Low
+
+    or, for any other decision, the refusal token alone on the first line (``[answer]
+    refusal``, exactly) and the human message (why, naming conflicting sources, or the
+    clarifying question) on the second.  ``--json`` prints the trace row instead (one
+    compact JSON line).  ``--debug`` prints the contract's ``FACTS:`` lines (phase A)
+    and the phase B survivors, decision and reasons to **stderr**, so stdout stays the
+    contract's text and can be compared or piped.
+``python -m mini_rag run --gold FILE --out FILE [--config FILE] [--timings]``
+    one trace row per gold item, in gold order, written atomically; progress on stderr
+    only when it is a terminal.  ``--timings`` adds ``timings_ms`` to every row; without
+    it two runs are byte-identical.
+``python -m mini_rag eval [--config FILE] [--runs DIR] [--gold F] [--perturb F|none] [--gates F|none]``
+    ``make eval``: see :mod:`mini_rag.eval.evaluate`.  Prints a compact JSON summary on stdout
+    (``evaluate.summary``: verdict, each dataset's metrics with n and intervals, failed
+    gates, the paths of the full reports under ``runs/``) and a short human summary on
+    stderr.  ``ask``, ``run`` and ``eval`` take ``--corpus``, ``--index`` and ``--quiet``
+    (:mod:`mini_rag.commands.runconfig`: a corpus of one's own gets corpus-neutral defaults).
+``python -m mini_rag compare --candidate FILE [--baseline-config FILE]``
+    ``make compare``: both configurations on both gold sets, the candidate gated against
+    the baseline by the scorer's regression gates; prints the deltas.
+
+Exit status: ``ask``/``run`` 0 on success, 1 when the generator failed on an item (that
+item is BLOCKed with reason ``generator_error:<kind>``; ``run`` still writes every row and
+prints the count); ``eval``/``compare`` 0 when every gate passes, 1 when one fails; 2 for
+bad input (missing or malformed gold, config, corpus).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Dict
+
+from ..config import DEFAULT_CONFIG_PATH, load_config
+from ..errors import MiniRagError
+from ..fileio import MAX_QUESTION_CHARS, check_question, json_terminal_safe, read_limited, terminal_safe
+
+__all__ = ["register", "resolve_config"]
+
+
+def resolve_config(path) -> Dict[str, Any]:
+    """``--config FILE``, else configs/default.toml when present, else the defaults."""
+    if path is None and os.path.exists(DEFAULT_CONFIG_PATH):
+        path = DEFAULT_CONFIG_PATH
+    return load_config(path)
+
+
+def _config_flag(p) -> None:
+    p.add_argument("--config", metavar="FILE",
+                   help="TOML config overriding the defaults (default: %s when present and the corpus "
+                        "is the committed one)" % DEFAULT_CONFIG_PATH)
+
+
+def _corpus_flags(p) -> None:
+    """--corpus, --index and --quiet (ask, run, eval); see mini_rag.commands.runconfig."""
+    p.add_argument("--corpus", metavar="DIR|FILE",
+                   help="corpus folder of .md/.txt files or BEIR .jsonl file (default: [corpus] path); "
+                        "a corpus of one's own gets corpus-neutral defaults (as_of = its newest date)")
+    p.add_argument("--index", dest="index_path", metavar="FILE",
+                   help="index file (default: [index] path, or runs/index-<hash>.json.gz for a corpus of one's own)")
+    p.add_argument("--quiet", action="store_true", help="no progress and no notes on stderr (errors still)")
+
+
+def _resolve(args) -> Dict[str, Any]:
+    from .runconfig import resolve
+    return resolve(args.config, args.corpus, args.index_path, quiet=args.quiet)
+
+
+def register(subparsers) -> None:
+    a = subparsers.add_parser("ask", help="answer one question (the contract's text form)",
+                              description="Answer one question: retrieve, phases A/B/C, guards, decision.")
+    a.add_argument("question", nargs="?",
+                   help="the question to answer (at most %d characters); - reads it from stdin"
+                        % MAX_QUESTION_CHARS)
+    a.add_argument("--question-file", metavar="FILE",
+                   help="read the question from FILE (UTF-8; - is stdin) instead of the argument")
+    a.add_argument("--json", action="store_true", help="print the trace row (one JSON line) instead of text")
+    a.add_argument("--debug", action="store_true",
+                   help="print the FACTS: lines, phase B survivors and the decision's reasons to stderr")
+    a.add_argument("--timings", action="store_true",
+                   help="add timings_ms to the trace row (breaks byte-identical output)")
+    a.add_argument("--scope", metavar="DOC", help="answer from one document only (its doc_id)")
+    _config_flag(a)
+    _corpus_flags(a)
+    a.set_defaults(func=cmd_ask)
+
+    r = subparsers.add_parser("run", help="answer every question of a gold file into a trace",
+                              description="Write one trace row per gold item (gold order) for score_eval.py.")
+    r.add_argument("--gold", required=True, metavar="FILE", help="gold JSONL (each row needs qid and question)")
+    r.add_argument("--out", required=True, metavar="FILE", help="trace JSONL to write (atomically)")
+    r.add_argument("--timings", action="store_true",
+                   help="add timings_ms to every row (breaks byte-identical traces)")
+    r.add_argument("--scope", metavar="DOC",
+                   help="answer every question from this document only (default: each gold row's doc_scope)")
+    _config_flag(r)
+    _corpus_flags(r)
+    r.set_defaults(func=cmd_run)
+
+    e = subparsers.add_parser("eval", help="make eval: both gold sets, scored against gates.toml",
+                              description="Build/load the index, run and score both gold sets, "
+                                          "print the combined report; exit 1 when a gate fails.")
+    _config_flag(e)
+    e.add_argument("--runs", default="runs", metavar="DIR", help="output folder (default: runs)")
+    e.add_argument("--gold", metavar="FILE", help="baseline gold set (default: gold/gold.jsonl)")
+    e.add_argument("--perturb", metavar="FILE",
+                   help="perturbation gold set (default: gold/gold_perturb.jsonl; with a --gold of one's own, "
+                        "one generated from it by perturb); 'none' skips it")
+    e.add_argument("--gates", metavar="FILE",
+                   help="gates file (default: gates.toml, said on stderr); 'none' scores without gates")
+    _corpus_flags(e)
+    e.set_defaults(func=cmd_eval)
+
+    c = subparsers.add_parser("compare", help="make compare: gate a candidate config against the committed one",
+                              description="Run the committed config and a candidate on both gold sets; "
+                                          "the candidate must pass the scorer's regression gates.")
+    c.add_argument("--candidate", required=True, metavar="FILE", help="candidate TOML config")
+    c.add_argument("--baseline-config", metavar="FILE",
+                   help="baseline TOML config (default: %s when present, else the defaults)" % DEFAULT_CONFIG_PATH)
+    c.add_argument("--out-dir", default=os.path.join("runs", "compare"), metavar="DIR",
+                   help="output folder (default: runs/compare)")
+    c.add_argument("--gold", metavar="FILE", help="baseline gold set (default: gold/gold.jsonl)")
+    c.add_argument("--perturb", metavar="FILE", help="perturbation gold set (default: gold/gold_perturb.jsonl)")
+    c.add_argument("--gates", default="gates.toml", metavar="FILE", help="gates file (default: gates.toml)")
+    c.set_defaults(func=cmd_compare)
+
+
+def cmd_ask(args) -> int:
+    from ..answer.facts import format_facts
+    from ..eval.trace import format_text
+    question = read_question(args.question, args.question_file)
+    from .runconfig import open_pipeline
+    config = _resolve(args)
+    result = open_pipeline(config, quiet=args.quiet).answer(question, timings=args.timings,
+                                                            doc_scope=args.scope)
+    if result.generator_error:
+        print("mini_rag: %s" % result.row["validation"]["errors"][-1], file=sys.stderr)
+    if args.debug:
+        err = sys.stderr
+        print(terminal_safe(format_facts(result.facts_a)), file=err)
+        print("PHASE B: %s" % (", ".join(f.chunk_id for f in result.facts_b) or "(none)"), file=err)
+        if result.answer.refused:
+            print("PHASE C: refused (%s)" % ", ".join(result.answer.reasons), file=err)
+        for w in result.citation_check.warnings + result.validator_errors:
+            print(terminal_safe("WARNING: %s" % w), file=err)
+        print("DECISION: %s %s" % (result.decision.decision, json.dumps(result.decision.reasons)), file=err)
+    if args.json:
+        print(json_terminal_safe(json.dumps(result.row, ensure_ascii=False, separators=(",", ":"))))
+    else:
+        row = result.row
+        sentences = result.answer.sentences if row["decision"] == "ANSWER" else []
+        print(terminal_safe(format_text(row["decision"], sentences, row["confidence"],
+                                        config["answer"]["refusal"], row["message"])))
+    return 1 if result.generator_error else 0
+
+
+def read_question(argument, path) -> str:
+    """The question of ``ask``: the argument, or ``--question-file`` (``-`` is stdin) read
+    within the length limit; exactly one of them."""
+    if (argument is None) == (path is None):
+        raise MiniRagError("usage: give the question as an argument or with --question-file, not %s"
+                           % ("both" if path is not None else "neither"))
+    if argument == "-":
+        path = "-"
+    if path is not None:
+        # 4 bytes per character at most; anything longer is over the limit anyway
+        try:
+            data = read_limited(path, "question file", 4 * MAX_QUESTION_CHARS + 16)
+        except MiniRagError as exc:
+            if "larger than" not in str(exc):
+                raise
+            raise MiniRagError("%s: the question is longer than %d characters" % (path, MAX_QUESTION_CHARS)) from None
+        try:
+            argument = data.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            raise MiniRagError("%s: question file is not UTF-8 text" % path) from None
+    return check_question(argument, "question" if path is None else "%s: the question" % path)
+
+
+def cmd_run(args) -> int:
+    from ..eval.evaluate import read_gold, run_gold
+    from .runconfig import open_pipeline
+    read_gold(args.gold)                          # bad gold is reported before the index is opened
+    config = _resolve(args)
+    counted = _FailureCount(open_pipeline(config, quiet=args.quiet))
+    n = run_gold(counted, args.gold, args.out, timings=args.timings, quiet=args.quiet, doc_scope=args.scope)
+    if not args.quiet:
+        print("mini_rag: wrote %d trace rows to %s (as_of %s)" % (n, args.out, config["guards"]["as_of"]),
+              file=sys.stderr)
+    if counted.failed:
+        print("mini_rag: %d of %d items BLOCKed by generator_error (first: %s)"
+              % (counted.failed, n, counted.first), file=sys.stderr)
+        return 1
+    return 0
+
+
+class _FailureCount:
+    """A pipeline that counts the items whose generator failed (``run`` exits 1 then)."""
+
+    def __init__(self, pipeline) -> None:
+        self.pipeline = pipeline
+        self.failed = 0
+        self.first = ""
+
+    def answer(self, question: str, qid: str = "", timings: bool = False, doc_scope=None):
+        result = self.pipeline.answer(question, qid=qid, timings=timings, doc_scope=doc_scope)
+        if result.generator_error:
+            self.failed += 1
+            self.first = self.first or "%s: %s" % (qid, result.row["validation"]["errors"][-1])
+        return result
+
+
+def cmd_eval(args) -> int:
+    from ..config import DEFAULTS
+    from ..eval.evaluate import DATASETS, evaluate, summary, summary_json, summary_text
+    from .runconfig import resolve, same_path
+    config = resolve(args.config, args.corpus, args.index_path, quiet=args.quiet)
+    if args.corpus and not args.gold and not same_path(config["corpus"]["path"], DEFAULTS["corpus"]["path"]):
+        raise MiniRagError("eval --corpus %s needs --gold FILE: %s is about the committed corpus"
+                           % (args.corpus, DATASETS[0][1]))
+    gates = args.gates
+    if gates is None:
+        gates = "gates.toml"
+        if not args.quiet and os.path.isfile(gates):
+            print("mini_rag: using the gates file %s (--gates FILE to choose another, --gates none for no gates)"
+                  % gates, file=sys.stderr)
+    status, combined = evaluate(config, runs=args.runs, gold=args.gold, perturb=args.perturb,
+                                gates=gates, quiet=args.quiet)
+    short = summary(combined, args.runs)
+    if not args.quiet:
+        sys.stderr.write(summary_text(short))
+    sys.stdout.write(json_terminal_safe(summary_json(short)) + "\n")
+    return status
+
+
+def cmd_compare(args) -> int:
+    from ..eval.evaluate import compare
+    base = resolve_config(args.baseline_config)
+    cand = load_config(args.candidate)
+    return compare(base, cand, out_dir=args.out_dir, gold=args.gold, perturb=args.perturb, gates=args.gates)

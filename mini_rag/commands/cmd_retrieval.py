@@ -1,0 +1,144 @@
+"""Commands ``index`` and ``search`` (the retrieval stage's command line).
+
+``python -m mini_rag index [--corpus DIR|FILE] [--config FILE] [--force]``
+    builds ``[index] path`` when it is missing or stale (changed, added or removed files,
+    other settings), saying on stderr what was stale, and prints a one-line summary.
+``python -m mini_rag search "question" [--k N] [--json] [--contract] [--config FILE] [--corpus ...]``
+    prints the ranked chunks (rank, similarity, score, chunk id, page, title, excerpt);
+    ``--contract`` runs the QA contract flow (expansion, thresholds, fallback, MMR).
+
+Exit status: 0 on success, 2 for bad input (missing corpus, bad config, unusable index).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Dict, List
+
+from ..config import DEFAULT_CONFIG_PATH
+from ..errors import MiniRagError
+from ..fileio import MAX_K, MAX_QUESTION_CHARS, check_question, json_terminal_safe, terminal_safe
+from .progress import Progress
+
+EXCERPT_CHARS = 160
+
+
+def _config(args) -> Dict[str, Any]:
+    """The config with --corpus and --index applied (mini_rag.commands.runconfig's rules)."""
+    from .runconfig import resolve
+    return resolve(args.config, args.corpus, args.index_path, quiet=args.quiet)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--corpus", metavar="DIR|FILE",
+                   help="corpus folder of .md/.txt files or BEIR .jsonl file (default: [corpus] path)")
+    p.add_argument("--config", metavar="FILE",
+                   help="TOML config overriding the defaults (default: %s when present)" % DEFAULT_CONFIG_PATH)
+    p.add_argument("--index", dest="index_path", metavar="PATH",
+                   help="index file to use (default: [index] path, or runs/index-<hash>.json.gz for a corpus "
+                        "of one's own; .gz means gzip)")
+    p.add_argument("--quiet", action="store_true", help="no progress and no notes on stderr (errors still)")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("index", help="build the index, or rebuild what is stale",
+                              description="Build the inverted index of the corpus (only when stale).")
+    _common(p)
+    p.add_argument("--force", action="store_true", help="rebuild from scratch even when up to date")
+    p.set_defaults(func=cmd_index)
+
+    s = subparsers.add_parser("search", help="rank chunks for a question",
+                              description="Rank the corpus's chunks for a question (BM25 by default).")
+    s.add_argument("question", help="the question or keywords to search for (at most %d characters)"
+                                    % MAX_QUESTION_CHARS)
+    s.add_argument("--k", type=int, default=None, metavar="N",
+                   help="number of chunks to show, 1 to %d (default: [retrieval] top_k)" % MAX_K)
+    s.add_argument("--json", action="store_true",
+                   help="print JSON (a list of hits, or the Retrieval with --contract)")
+    s.add_argument("--contract", action="store_true",
+                   help="run the QA contract flow: expansion, typo correction, thresholds, "
+                        "fallback, scope and MMR")
+    s.add_argument("--scope", metavar="DOC", help="rank one document's chunks only (its doc_id)")
+    _common(s)
+    s.set_defaults(func=cmd_search)
+
+
+def _progress(total_hint: int = 0, quiet: bool = False) -> Progress:
+    return Progress(total_hint, "indexing chunks", enabled=False if quiet else None)
+
+
+def cmd_index(args) -> int:
+    from ..indexing.index import build_or_load, read_manifest
+    config = _config(args)
+    corpus = config["corpus"]["path"]
+    with _progress(quiet=args.quiet) as progress:
+        index = build_or_load(config, corpus, force=args.force, progress=progress)
+    path = config["index"]["path"]
+    stats = read_manifest(path)["stats"]
+    reused = getattr(index, "reused_chunks", None)
+    note = "up to date" if reused is None else "built, %d of %d chunks reused" % (reused, index.num_chunks)
+    print("%s: %d documents, %d chunks, %d terms, %d postings (%s, %d bytes)"
+          % (path, stats["documents"], stats["chunks"], stats["terms"], stats["postings"],
+             note, os.path.getsize(path)))
+    if config["retrieval"].get("mode", "bm25") != "bm25":
+        from ..embed.hybrid import build_dense, check_settings
+        from ..embed.dense import dense_path
+        check_settings(config)
+        _, dense = build_dense(config, index)
+        print("%s: %d vectors of %d dimensions (%d encoded, %d reused)"
+              % (dense_path(config), len(dense.keys), dense.manifest["dim"], dense.encoded,
+                 len(dense.keys) - dense.encoded))
+    return 0
+
+
+def _excerpt(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS - 3] + "..."
+
+
+def _print_hits(hits, out) -> None:
+    for h in hits:
+        out.write(terminal_safe("%2d. %-28s sim=%.3f score=%.4f p.%d  %s\n    %s\n"
+                                % (h.rank, h.chunk_id, h.similarity, h.score, h.page, h.title,
+                                   _excerpt(h.text))))
+
+
+def cmd_search(args) -> int:
+    from ..search.retrieve import open_retriever
+    config = _config(args)
+    check_question(args.question)
+    if args.k is not None:
+        if not 1 <= args.k <= MAX_K:
+            raise MiniRagError("--k must be from 1 to %d, got %d" % (MAX_K, args.k))
+    with _progress(quiet=args.quiet) as progress:
+        retriever = open_retriever(config, config["corpus"]["path"], progress=progress)
+    from .runconfig import resolve_as_of
+    resolve_as_of(config, retriever.index, quiet=args.quiet)      # the age signals of --contract
+    out = sys.stdout
+    if args.contract:
+        if args.k is not None:
+            config["retrieval"]["top_k"] = args.k
+        result = retriever.retrieve(args.question, doc_scope=args.scope)
+        if args.json:
+            out.write(json_terminal_safe(json.dumps(result.to_json(), ensure_ascii=False, indent=2)) + "\n")
+            return 0
+        s = result.signals
+        out.write(terminal_safe("hits: %d of %d candidates; fallback: %s; expansions: %s; corrections: %s\n"
+                                % (s["hit_count"], s["candidate_count"], "yes" if result.fallback_used else "no",
+                                   result.expansions or "none", result.corrections or "none")))
+        _print_hits(result.hits, out)
+        return 0
+    hits = retriever.search(args.question, args.k or config["retrieval"]["top_k"],
+                            scope=config["retrieval"]["authority_scope"], doc_scope=args.scope)
+    if args.json:
+        out.write(json_terminal_safe(json.dumps([h.to_json() for h in hits], ensure_ascii=False, indent=2)) + "\n")
+    else:
+        if not hits:
+            out.write("no chunk shares a term with the question\n")
+        _print_hits(hits, out)
+    return 0
+
+
+__all__: List[str] = ["register", "cmd_index", "cmd_search"]

@@ -1,0 +1,654 @@
+"""Command ``serve``: seed 000's HTTP API on the standard library.
+
+``python -m mini_rag serve [--host 127.0.0.1] [--port 8000] [--config FILE]`` loads the
+index once (rebuilt first when stale, like every other command) and answers on a
+``http.server.ThreadingHTTPServer``; every request thread reads the same index and
+pipeline, which nothing writes after start-up.
+
+===========================  ===============================================================
+route                        what it returns
+===========================  ===============================================================
+``POST /answer``             ``{query, top_k?, freshness_days?, doc_scope?}`` -> the
+                             pipeline's decision in seed 000's shape (decision, answer,
+                             citations, retrieval, retrieval_quality, validation, conflicts,
+                             reasons, signals, risk) plus ``decided_by`` and ``message``
+``POST /validate``           ``{answer, citations, retrieved_chunks}`` -> ``{citation_valid,
+                             errors, warnings}`` (seed 000/003's citation rules)
+``GET /debug/retrieval``     ``?q=&top_k=&freshness_days=&doc_scope=``: retrieval and its
+                             quality signals; the generator is never called
+``GET /debug/conflicts``     ... plus the conflicts among the phase B evidence
+``GET /debug/decision``      ... plus risk and the retrieval half's decision (``null`` when
+                             the generator would be asked)
+``GET /health``              ``{"status": "ok", ...}``
+``GET /docs``                the documents loaded: ids, titles, dates, chunk counts
+``GET /openapi.json``        an OpenAPI 3.0 description of these routes (:data:`ROUTES`)
+===========================  ===============================================================
+
+Request parameters, for ``/answer`` and the debug routes (each optional):
+
+* ``top_k``: integer 1..:data:`MAX_TOP_K`, the candidates retrieved (``[retrieval] top_k``);
+* ``freshness_days``: integer 1..36500, the age after which an effective date is stale,
+  for every risk level (``[guards] freshness_days`` and ``freshness_days_high_risk``);
+* ``doc_scope``: one document's ``doc_id`` (answer from that document only, as a gold
+  row's ``doc_scope`` and ``ask --scope``), or ``"MIXED"`` or one authority of the corpus
+  (``[retrieval] authority_scope``); ``GET /docs`` lists both.
+
+A request that changes one of them is answered by a pipeline built for those values
+over the same index (at most :data:`MAX_VARIANTS` are kept, least recently used first
+out).  Unknown fields and parameters are errors, with the closest known name.
+
+Errors are JSON ``{"error": "..."}``: 400 bad JSON, a missing or wrongly typed field,
+an unknown parameter; 404 unknown path; 405 known path, other method (``Allow`` says
+which); 411 a POST without ``Content-Length``; 413 a body over ``--max-body`` bytes
+(default 1 MiB); 503 more than ``--max-requests`` requests in flight; 500 anything
+else, logged with its traceback on stderr, never sent to the client.  The server binds
+to loopback unless ``--host`` says otherwise; a client that sends nothing for
+``--timeout`` seconds is disconnected.  One access-log line per request on stderr
+(``--quiet`` turns it off).
+"""
+from __future__ import annotations
+
+import collections
+import copy
+import difflib
+import json
+import sys
+import threading
+import time
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Dict, List, Optional, Tuple
+from urllib.parse import parse_qs, urlsplit
+
+from ..guard import conflicts as conflicts_mod
+from ..guard import guards
+from ..errors import MiniRagError
+from ..answer.facts import phase_a
+from ..pipeline import Pipeline, retrieval_half, _versions, conflict_json, question_first
+from ..answer.relevance import phase_b
+
+__all__ = ["ROUTES", "Service", "ApiError", "make_server", "openapi", "register", "cmd_serve"]
+
+DEFAULT_MAX_BODY = 1 << 20
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_REQUESTS = 64
+MAX_TOP_K = 100
+MAX_QUERY_CHARS = 4000
+MAX_VARIANTS = 8
+PARAMS = ("top_k", "freshness_days", "doc_scope")
+
+
+class ApiError(MiniRagError):
+    """A request the API refuses: ``status`` and a one-line message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _unknown(kind: str, name: str, known) -> ApiError:
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    return ApiError(400, "unknown %s %r (known: %s)%s" % (kind, name, ", ".join(sorted(known)),
+                                                         "; did you mean %r?" % close[0] if close else ""))
+
+
+# ------------------------------------------------------------------ the routes' logic
+
+class Service:
+    """What the routes compute, without HTTP (tests call it directly too).
+
+    ``Service(config)`` opens the index through :class:`~mini_rag.pipeline.Pipeline`;
+    ``pipeline=`` passes one already built (tests).  Thread-safe: the pipelines are only
+    read, and the variant cache is guarded by a lock.
+    """
+
+    def __init__(self, config: Dict[str, Any], pipeline: Optional[Pipeline] = None) -> None:
+        self.config = config
+        self.base = pipeline if pipeline is not None else Pipeline(config)
+        self.index = self.base.index
+        self._variants: "collections.OrderedDict[Tuple, Pipeline]" = collections.OrderedDict()
+        self._lock = threading.Lock()
+        chunks = list(getattr(self.index, "chunks", []) or [])
+        self.authorities = sorted({c.authority for c in chunks if c.authority})
+        docs: Dict[str, Dict[str, Any]] = {}
+        for c in chunks:
+            d = docs.setdefault(c.doc_id, {"doc_id": c.doc_id, "title": c.title, "effective": c.effective,
+                                           "authority": c.authority, "chunks": 0})
+            d["chunks"] += 1
+        self.documents = [docs[k] for k in sorted(docs)]
+        self._doc_ids = frozenset(docs)
+        self.chunk_count = len(chunks)
+
+    # -------------------------------------------------------------- parameters
+
+    def pipeline_for(self, raw: Dict[str, Any]) -> Pipeline:
+        """The pipeline for a request's ``top_k``, ``freshness_days`` and ``doc_scope``: the
+        configured one when it gives none of them, else one built (and kept) for them."""
+        top_k = _int_field(raw, "top_k", 1, MAX_TOP_K)
+        fresh = _int_field(raw, "freshness_days", 1, 36500)
+        scope = raw.get("doc_scope")
+        if scope is not None and self.document_scope(raw) is not None:
+            scope = None                          # one document: answer() passes it on
+        if scope is not None:
+            if not isinstance(scope, str) or not scope.strip():
+                raise ApiError(400, "doc_scope must be a non-empty string, got %s" % _short(scope))
+            known = {a.casefold(): a for a in self.authorities}
+            if scope.upper() != "MIXED" and scope.casefold() not in known:
+                raise ApiError(400, "doc_scope must be a doc_id, MIXED or one of the corpus's authorities "
+                               "(%s), got %r" % (", ".join(self.authorities) or "none", scope))
+            scope = "MIXED" if scope.upper() == "MIXED" else known[scope.casefold()]
+        key = (top_k, fresh, scope)
+        if key == (None, None, None):
+            return self.base
+        with self._lock:
+            p = self._variants.get(key)
+            if p is not None:
+                self._variants.move_to_end(key)
+                return p
+            cfg = copy.deepcopy(self.config)
+            if top_k is not None:
+                cfg["retrieval"]["top_k"] = top_k
+            if scope is not None:
+                cfg["retrieval"]["authority_scope"] = scope
+            if fresh is not None:
+                cfg["guards"]["freshness_days"] = cfg["guards"]["freshness_days_high_risk"] = fresh
+            retriever = type(self.base.retriever)(self.index, cfg)
+            p = Pipeline(cfg, retriever=retriever, generator=self.base.generator)
+            self._variants[key] = p
+            while len(self._variants) > MAX_VARIANTS:
+                self._variants.popitem(last=False)
+            return p
+
+    def document_scope(self, raw: Dict[str, Any]) -> Optional[str]:
+        """The request's ``doc_scope`` when it names a document of the corpus, else None."""
+        scope = raw.get("doc_scope")
+        return scope if isinstance(scope, str) and scope in self._doc_ids else None
+
+    # -------------------------------------------------------------- routes
+
+    def answer(self, body: Dict[str, Any]) -> Dict[str, Any]:
+        _check_fields(body, required={"query": str}, optional=PARAMS)
+        query = _query(body["query"])
+        p = self.pipeline_for(body)
+        result = p.answer(query, doc_scope=self.document_scope(body))
+        row = result.row
+        hits = result.retrieval.hits
+        docs = {h.chunk_id: h.doc_id for h in hits}
+        shipped = row["answer_json"]["citations"]
+        out = {"query": query, "decision": row["decision"],
+               "answer": row["answer_json"]["claim"] if row["decision"] == "ANSWER" else row["message"],
+               "citations": shipped, "confidence": row["confidence"]}
+        out.update(_retrieval_json(p, result.retrieval, row["risk"]["level"]))
+        out["validation"] = row["validation"]
+        out["conflicts"] = _conflicts_json(row["conflicts"], docs)
+        out["reasons"] = row["reasons"]
+        out["message"] = row["message"]
+        out["decided_by"] = row["decided_by"]
+        out["signals"] = _signals(out["retrieval_quality"])
+        out["risk"] = {"risk_level": row["risk"]["level"], "matched_keywords": row["risk"]["matched"]}
+        return out
+
+    def validate(self, body: Dict[str, Any]) -> Dict[str, Any]:
+        _check_fields(body, required={"answer": str, "citations": list, "retrieved_chunks": list}, optional=())
+        answer = body["answer"]
+        citations = body["citations"]
+        for i, c in enumerate(citations):
+            if not isinstance(c, str):
+                raise ApiError(400, "citations[%d] must be a string, got %s" % (i, _short(c)))
+        texts: Dict[str, str] = {}
+        for i, chunk in enumerate(body["retrieved_chunks"]):
+            if not isinstance(chunk, dict) or not isinstance(chunk.get("chunk_id"), str) or not chunk["chunk_id"]:
+                raise ApiError(400, "retrieved_chunks[%d] must be an object with a non-empty string chunk_id, "
+                                    "got %s" % (i, _short(chunk)))
+            text = chunk.get("text", "")
+            if not isinstance(text, str):
+                raise ApiError(400, "retrieved_chunks[%d].text must be a string, got %s" % (i, _short(text)))
+            texts.setdefault(chunk["chunk_id"], text)
+        refusal = self.config["answer"]["refusal"]
+        is_refusal = not answer.strip() or answer.strip().casefold() == refusal.casefold()
+        check = guards.validate_citations(citations, list(texts), is_refusal=is_refusal,
+                                          max_citations=int(self.config["guards"]["max_citations"]))
+        warnings = list(check.warnings)
+        analyzer = self.base.analyzer
+        cited_terms = set()
+        for c in dict.fromkeys(citations):
+            cited_terms.update(analyzer.analyze(texts.get(c, "")))
+        if citations and not is_refusal and not set(analyzer.analyze(answer)) & cited_terms:
+            warnings.append("the answer shares no keyword with its cited chunks")
+        return {"citation_valid": check.valid, "errors": check.errors, "warnings": warnings}
+
+    def debug(self, what: str, query_args: Dict[str, Any]) -> Dict[str, Any]:
+        _check_fields(query_args, required={"q": str}, optional=PARAMS)
+        query = _query(query_args["q"])
+        p = self.pipeline_for(query_args)
+        cfg = p.config
+        qa = p.analyze(query)                  # the question analyzed once, as Pipeline.answer does
+        asked = qa.text
+        doc = self.document_scope(query_args)
+        retrieval, qa = p._retrieve(qa, doc)
+        risk = guards.classify_risk(asked, p.analyzer, cfg["risk"], terms=qa.analyzed)
+        out: Dict[str, Any] = {"query": query}
+        out.update(_retrieval_json(p, retrieval, risk.level))
+        if what == "retrieval":
+            return out
+        facts_a = phase_a(retrieval)
+        facts_b = phase_b(asked, facts_a, retrieval, p.index, cfg, qa=qa)
+        q_terms = qa.terms
+        # as the pipeline computes them for an answer that cites nothing (no generator here)
+        pairs = conflicts_mod.find_conflicts(
+            q_terms, facts_a, p.analyzer, cfg["guards"], cfg["clarify"],
+            context={h.chunk_id: "%s\n%s" % (h.heading, h.title) for h in retrieval.hits}, question=asked,
+            versions=_versions(retrieval.hits),
+            bridges=qa.bridges)
+        pairs = question_first(pairs, q_terms, p.analyzer, [])
+        out["conflicts"] = _conflicts_json([conflict_json(c) for c in pairs],
+                                           {h.chunk_id: h.doc_id for h in retrieval.hits})
+        if what == "conflicts":
+            return out
+        early = retrieval_half(len(retrieval.hits), facts_b, cfg["guards"])
+        out["risk"] = {"risk_level": risk.level, "matched_keywords": risk.matched}
+        out["validation"] = None
+        decision = None
+        if early is not None:
+            from ..guard.decision import Signals, decide
+            decision = decide(Signals(low_confidence=early, risk=risk.level))
+        out["decision_result"] = {
+            "decision": decision.decision if decision else None,
+            "decided_by": "retrieval" if decision else None,
+            "reasons": decision.reasons if decision else [],
+            "user_message": decision.message if decision else "",
+            "would_call_generator": decision is None,
+            "phase_b_facts": [f.chunk_id for f in facts_b],
+            "thresholds": {"min_similarity": retrieval.signals.get("threshold"),
+                           "min_chunks": int(cfg["guards"].get("min_chunks", 1)),
+                           "freshness_days": out["retrieval_quality"]["freshness"]["freshness_days"],
+                           "max_citations": int(cfg["guards"]["max_citations"])},
+            "signals": _signals(out["retrieval_quality"]),
+            "risk": out["risk"],
+        }
+        out["question_analysis"] = qa.to_json()
+        return out
+
+    def health(self) -> Dict[str, Any]:
+        return {"status": "ok", "documents": len(self.documents), "chunks": self.chunk_count,
+                "generator": getattr(self.base.generator, "name", "")}
+
+    def docs(self) -> Dict[str, Any]:
+        return {"count": len(self.documents), "authorities": self.authorities, "documents": self.documents}
+
+
+# ------------------------------------------------------------------ response shapes
+
+def _retrieval_json(p: Pipeline, retrieval: Any, risk_level: str) -> Dict[str, Any]:
+    """Seed 000's ``retrieval`` and ``retrieval_quality``; freshness over every hit."""
+    hits = retrieval.hits
+    chunks = [{"doc_id": h.doc_id, "chunk_id": h.chunk_id, "rank": h.rank, "timestamp": h.effective or None,
+               "similarity": h.similarity, "title": h.title, "heading": h.heading, "text": h.text}
+              for h in hits]
+    fresh = guards.check_freshness([(h.chunk_id, h.doc_id, h.effective, h.metadata) for h in hits],
+                                   risk_level, p.config["guards"])
+    s = retrieval.signals
+    return {
+        "retrieval": {"top_k": int(p.config["retrieval"]["top_k"]), "doc_scope": retrieval.scope,
+                      "chunks": chunks},
+        "retrieval_quality": {
+            "confidence": {"max": s.get("max"), "mean": s.get("mean"), "gap": s.get("gap"),
+                           "hit_count": s.get("hit_count")},
+            "freshness": {"oldest_timestamp": s.get("oldest_effective"),
+                          "newest_timestamp": s.get("newest_effective"),
+                          "freshness_violation_count": len(fresh.sources),
+                          "freshness_violation": fresh.stale, "freshness_days": fresh.threshold_days,
+                          "as_of": fresh.as_of, "stale": fresh.sources},
+            "top_doc_ids": [h.doc_id for h in hits],
+            "top_timestamps": [h.effective or None for h in hits],
+        },
+    }
+
+
+def _signals(quality: Dict[str, Any]) -> Dict[str, Any]:
+    return {"retrieval_confidence_max": quality["confidence"]["max"],
+            "retrieval_hit_count": quality["confidence"]["hit_count"],
+            "freshness_violation": quality["freshness"]["freshness_violation"]}
+
+
+def _conflicts_json(pairs: List[Dict[str, Any]], docs: Dict[str, str]) -> Dict[str, Any]:
+    """Seed 000's conflicts object from the trace's pairs (``pipeline.conflict_json``)."""
+    out = [{"chunk_a": {"doc_id": docs.get(c["a"], c["a"].split("#")[0]), "chunk_id": c["a"]},
+            "chunk_b": {"doc_id": docs.get(c["b"], c["b"].split("#")[0]), "chunk_id": c["b"]},
+            "reason": c["reason"], "evidence_snippets": dict(c["evidence"]),
+            "conflict_type": c["kind"], "axis": c["axis"]} for c in pairs]
+    kinds = sorted({c["kind"] for c in pairs})
+    return {"conflict_detected": bool(out), "conflict_type": kinds[0] if len(kinds) == 1 else
+            ("mixed" if kinds else None), "pairs": out,
+            "summary": ("%s conflict detected: %d conflicting pair(s) found" % (
+                (kinds[0] if len(kinds) == 1 else "mixed").capitalize(), len(out)))
+            if out else "No conflicts detected"}
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _query(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ApiError(400, "query must be a non-empty string, got %s" % _short(value))
+    if len(value) > MAX_QUERY_CHARS:
+        raise ApiError(400, "query must be at most %d characters, got %d" % (MAX_QUERY_CHARS, len(value)))
+    return value
+
+
+def _int_field(raw: Dict[str, Any], name: str, low: int, high: int) -> Optional[int]:
+    """``raw[name]`` as an integer in [low, high]; None when absent."""
+    if name not in raw:
+        return None
+    value = raw[name]
+    if isinstance(value, str):                       # a query-string parameter
+        try:
+            value = int(value.strip())
+        except ValueError:
+            raise ApiError(400, "%s must be an integer, got %s" % (name, _short(raw[name]))) from None
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ApiError(400, "%s must be an integer from %d to %d, got %s" % (name, low, high, _short(value)))
+    return value
+
+
+def _check_fields(body: Any, required: Dict[str, type], optional) -> None:
+    if not isinstance(body, dict):
+        raise ApiError(400, "the body must be one JSON object, got %s" % type(body).__name__)
+    known = set(required) | set(optional)
+    for name in body:
+        if name not in known:
+            raise _unknown("field", name, known)
+    for name, typ in required.items():
+        if name not in body:
+            raise ApiError(400, "missing field %r" % name)
+        if not isinstance(body[name], typ):
+            raise ApiError(400, "%s must be a %s, got %s" % (name, {str: "string", list: "list"}[typ],
+                                                              _short(body[name])))
+
+
+# ------------------------------------------------------------------ routes and OpenAPI
+
+_Q_PARAMS = [
+    {"name": "q", "in": "query", "required": True, "schema": {"type": "string"}, "description": "the question"},
+    {"name": "top_k", "in": "query", "required": False,
+     "schema": {"type": "integer", "minimum": 1, "maximum": MAX_TOP_K}, "description": "candidates retrieved"},
+    {"name": "freshness_days", "in": "query", "required": False,
+     "schema": {"type": "integer", "minimum": 1, "maximum": 36500},
+     "description": "age in days after which an effective date is stale"},
+    {"name": "doc_scope", "in": "query", "required": False, "schema": {"type": "string"},
+     "description": "MIXED or one authority (GET /docs lists them)"},
+]
+_ANSWER_BODY = {"type": "object", "required": ["query"], "additionalProperties": False, "properties": {
+    "query": {"type": "string"}, "top_k": {"type": "integer", "minimum": 1, "maximum": MAX_TOP_K},
+    "freshness_days": {"type": "integer", "minimum": 1, "maximum": 36500}, "doc_scope": {"type": "string"}}}
+_VALIDATE_BODY = {"type": "object", "required": ["answer", "citations", "retrieved_chunks"],
+                  "additionalProperties": False, "properties": {
+                      "answer": {"type": "string"}, "citations": {"type": "array", "items": {"type": "string"}},
+                      "retrieved_chunks": {"type": "array", "items": {
+                          "type": "object", "required": ["chunk_id"],
+                          "properties": {"chunk_id": {"type": "string"}, "text": {"type": "string"}}}}}}
+
+#: (method, path) -> (handler name on the request handler, summary, OpenAPI details).
+ROUTES: Dict[Tuple[str, str], Tuple[str, str, Dict[str, Any]]] = {
+    ("POST", "/answer"): ("answer", "Answer a question: retrieval, guards, generator, decision (seed 000 shape)",
+                          {"requestBody": _ANSWER_BODY}),
+    ("POST", "/validate"): ("validate", "Validate citations against retrieved chunks (seed 000/003 rules)",
+                            {"requestBody": _VALIDATE_BODY}),
+    ("GET", "/debug/retrieval"): ("debug_retrieval", "Retrieval and its quality signals; no generator call",
+                                  {"parameters": _Q_PARAMS}),
+    ("GET", "/debug/conflicts"): ("debug_conflicts", "Retrieval, quality signals and conflicts among the "
+                                                     "phase B evidence; no generator call", {"parameters": _Q_PARAMS}),
+    ("GET", "/debug/decision"): ("debug_decision", "Risk, conflicts and the retrieval half's decision; "
+                                                   "no generator call", {"parameters": _Q_PARAMS}),
+    ("GET", "/health"): ("health", "Liveness: documents and chunks loaded", {}),
+    ("GET", "/docs"): ("docs", "The documents loaded: ids, titles, dates, authorities, chunk counts", {}),
+    ("GET", "/openapi.json"): ("openapi", "This description", {}),
+}
+ERROR_STATUSES = {400: "bad request: bad JSON, a missing, unknown or wrongly typed field",
+                  404: "unknown path", 405: "method not allowed on this path",
+                  411: "POST without Content-Length", 413: "body over the size limit",
+                  500: "internal error (logged on the server)", 503: "too many requests in flight"}
+
+
+def openapi() -> Dict[str, Any]:
+    """The OpenAPI 3.0 description of :data:`ROUTES` (tests check the two agree)."""
+    paths: Dict[str, Dict[str, Any]] = {}
+    error = {"description": "", "content": {"application/json": {"schema": {
+        "type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}}}}}
+    for (method, path), (name, summary, extra) in sorted(ROUTES.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        op: Dict[str, Any] = {"operationId": name, "summary": summary,
+                              "responses": {"200": {"description": "OK", "content": {
+                                  "application/json": {"schema": {"type": "object"}}}}}}
+        if "parameters" in extra:
+            op["parameters"] = extra["parameters"]
+        if "requestBody" in extra:
+            op["requestBody"] = {"required": True, "content": {"application/json": {"schema": extra["requestBody"]}}}
+        for status, why in sorted(ERROR_STATUSES.items()):
+            op["responses"][str(status)] = dict(error, description=why)
+        paths.setdefault(path, {})[method.lower()] = op
+    return {"openapi": "3.0.3",
+            "info": {"title": "mini_rag serve", "version": "1",
+                     "description": "Seed 000's RAG API: answers with citations, guards and decisions."},
+            "paths": paths}
+
+
+# ------------------------------------------------------------------ HTTP
+
+class _Handler(BaseHTTPRequestHandler):
+    """One request: route, parse, call the service, write JSON.  Set up by make_server."""
+    protocol_version = "HTTP/1.1"
+    server_version = "mini_rag"
+    sys_version = ""
+    service: Service
+    max_body: int = DEFAULT_MAX_BODY
+    log_stream: Any = sys.stderr
+    slots: threading.BoundedSemaphore
+
+    # ---- dispatch (http.server calls do_<METHOD>; each is _dispatch, set below the class)
+    def _dispatch(self, method: str) -> None:
+        self._started = time.perf_counter()
+        self._consumed = False                           # the request body was read
+        path = urlsplit(self.path).path
+        if not self.slots.acquire(blocking=False):
+            self._send(503, {"error": "server busy: more than %d requests in flight" % self.server.max_requests},
+                       close=True)
+            return
+        try:
+            route = ROUTES.get((method, path))
+            if route is None:
+                allowed = sorted(m for m, p in ROUTES if p == path)
+                if allowed:
+                    raise ApiError(405, "method %s not allowed on %s; use %s" % (method, path, ", ".join(allowed)))
+                raise ApiError(404, "no route %s" % _short(path))
+            body = getattr(self, "_route_" + route[0])()
+            self._send(200, body)
+        except ApiError as exc:
+            self._send(exc.status, {"error": str(exc)},
+                       allow=sorted(m for m, p in ROUTES if p == path) if exc.status == 405 else None,
+                       close=method != "GET" and not self._consumed)   # unread bytes end the connection
+        except MiniRagError as exc:                      # the pipeline refused this input
+            self._send(400, {"error": str(exc)})
+        except Exception:                                # never a traceback to the client
+            self.log_stream.write("mini_rag serve: internal error on %s %s\n%s"
+                                  % (method, _printable(self.path), traceback.format_exc()))
+            self._send(500, {"error": "internal error"}, close=True)
+        finally:
+            self.slots.release()
+
+    # ---- routes
+    def _route_answer(self) -> Dict[str, Any]:
+        return self.service.answer(self._json_body())
+
+    def _route_validate(self) -> Dict[str, Any]:
+        return self.service.validate(self._json_body())
+
+    def _route_debug_retrieval(self) -> Dict[str, Any]:
+        return self.service.debug("retrieval", self._query_args())
+
+    def _route_debug_conflicts(self) -> Dict[str, Any]:
+        return self.service.debug("conflicts", self._query_args())
+
+    def _route_debug_decision(self) -> Dict[str, Any]:
+        return self.service.debug("decision", self._query_args())
+
+    def _route_health(self) -> Dict[str, Any]:
+        return self.service.health()
+
+    def _route_docs(self) -> Dict[str, Any]:
+        return self.service.docs()
+
+    def _route_openapi(self) -> Dict[str, Any]:
+        return openapi()
+
+    # ---- input
+    def _json_body(self) -> Any:
+        if self.headers.get("Transfer-Encoding"):
+            raise ApiError(411, "chunked bodies are not accepted; send Content-Length")
+        length = self.headers.get("Content-Length")
+        if length is None:
+            raise ApiError(411, "Content-Length required")
+        try:
+            n = int(length)
+        except ValueError:
+            raise ApiError(400, "Content-Length must be an integer, got %s" % _short(length)) from None
+        if n < 0:
+            raise ApiError(400, "Content-Length must be >= 0, got %d" % n)
+        if n > self.max_body:
+            raise ApiError(413, "body of %d bytes is over the limit of %d bytes" % (n, self.max_body))
+        data = self.rfile.read(n)
+        self._consumed = True
+        if len(data) != n:
+            raise ApiError(400, "body ended after %d of %d bytes" % (len(data), n))
+        try:
+            return json.loads(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise ApiError(400, "body must be UTF-8") from None
+        except ValueError as exc:
+            raise ApiError(400, "body is not JSON: %s" % exc) from None
+
+    def _query_args(self) -> Dict[str, str]:
+        query = urlsplit(self.path).query
+        try:
+            parsed = parse_qs(query, keep_blank_values=True, strict_parsing=bool(query), errors="strict")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ApiError(400, "bad query string: %s" % exc) from None
+        out: Dict[str, str] = {}
+        for name, values in parsed.items():
+            if len(values) > 1:
+                raise ApiError(400, "parameter %r given %d times" % (name, len(values)))
+            out[name] = values[0]
+        return out
+
+    # ---- output
+    def _send(self, status: int, body: Any, allow: Optional[List[str]] = None, close: bool = False) -> None:
+        data = (json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        if allow:
+            self.send_header("Allow", ", ".join(allow))
+        if close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        if self.server.access_log:                       # logged before the body goes out
+            started = getattr(self, "_started", None)
+            ms = (time.perf_counter() - started) * 1000.0 if started is not None else 0.0
+            self.log_stream.write("%s - %s %s %d %d %.1fms\n" % (
+                self.client_address[0], self.command or "-", _printable(getattr(self, "path", "") or "-"),
+                status, len(data), ms))
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def log_request(self, code: Any = "-", size: Any = "-") -> None:
+        pass                                             # one line per request, written by _send
+
+    def send_error(self, code: int, message: Optional[str] = None, explain: Optional[str] = None) -> None:
+        """http.server's own errors (bad request line, unknown method, ...), as JSON."""
+        self._send(code, {"error": message or self.responses.get(code, ("error",))[0]}, close=True)
+
+    def log_message(self, format: str, *args: Any) -> None:   # http.server's own errors (400, timeouts)
+        if self.server.access_log:
+            self.log_stream.write("%s - %s\n" % (self.client_address[0], _printable(format % args)))
+
+
+for _method in ("GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"):
+    setattr(_Handler, "do_" + _method, lambda self, m=_method: self._dispatch(m))
+
+
+def _printable(text: str) -> str:
+    """Untrusted text for the log: control characters escaped, at most 300 characters."""
+    out = "".join(c if c.isprintable() else "\\x%02x" % ord(c) if ord(c) < 256 else "\\u%04x" % ord(c)
+                  for c in text[:300])
+    return out + ("..." if len(text) > 300 else "")
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    access_log = True
+    max_requests = DEFAULT_MAX_REQUESTS
+
+
+def make_server(service: Service, host: str = "127.0.0.1", port: int = 8000,
+                max_body: int = DEFAULT_MAX_BODY, timeout: float = DEFAULT_TIMEOUT,
+                max_requests: int = DEFAULT_MAX_REQUESTS, access_log: bool = True,
+                log_stream: Any = None) -> ThreadingHTTPServer:
+    """A bound server (``port=0``: any free port, see ``server.server_address``); call
+    ``serve_forever()`` to run it and ``shutdown()`` then ``server_close()`` to stop."""
+    handler = type("Handler", (_Handler,), {
+        "service": service, "max_body": int(max_body), "timeout": float(timeout),
+        "log_stream": log_stream if log_stream is not None else sys.stderr,
+        "slots": threading.BoundedSemaphore(int(max_requests))})
+    server = _Server((host, port), handler)
+    server.access_log = bool(access_log)
+    server.max_requests = int(max_requests)
+    return server
+
+
+# ------------------------------------------------------------------ command line
+
+def register(subparsers) -> None:
+    s = subparsers.add_parser("serve", help="seed 000's HTTP API (stdlib http.server)",
+                              description="Serve POST /answer, POST /validate, GET /debug/*, /health, /docs "
+                                          "and /openapi.json; the index is loaded once.")
+    s.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)")
+    s.add_argument("--port", type=int, default=8000, help="port to bind; 0 picks a free one (default: 8000)")
+    s.add_argument("--config", metavar="FILE", help="TOML config overriding the defaults "
+                                                    "(default: configs/default.toml when present)")
+    s.add_argument("--max-body", type=int, default=DEFAULT_MAX_BODY, metavar="BYTES",
+                   help="largest request body accepted; larger ones get 413 (default: 1 MiB)")
+    s.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help="drop a client that sends nothing for this long (default: %g)" % DEFAULT_TIMEOUT)
+    s.add_argument("--max-requests", type=int, default=DEFAULT_MAX_REQUESTS, metavar="N",
+                   help="requests in flight at once; more get 503 (default: %d)" % DEFAULT_MAX_REQUESTS)
+    s.add_argument("--quiet", action="store_true", help="no access log on stderr")
+    s.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args) -> int:
+    from .cmd_answer import resolve_config
+    for name, value, low in (("--port", args.port, 0), ("--max-body", args.max_body, 1),
+                             ("--max-requests", args.max_requests, 1)):
+        if value < low or (name == "--port" and value > 65535):
+            raise MiniRagError("%s must be %s, got %d" % (name, "0..65535" if name == "--port" else ">= 1", value))
+    if not args.timeout > 0:
+        raise MiniRagError("--timeout must be > 0 seconds, got %r" % args.timeout)
+    service = Service(resolve_config(args.config))
+    try:
+        server = make_server(service, args.host, args.port, args.max_body, args.timeout, args.max_requests,
+                             access_log=not args.quiet)
+    except OSError as exc:
+        raise MiniRagError("cannot listen on %s:%d: %s" % (args.host, args.port, exc.strerror or exc)) from None
+    host, port = server.server_address[:2]
+    print("mini_rag serve: %d documents, %d chunks; listening on http://%s:%d/ (Ctrl-C stops)"
+          % (len(service.documents), service.chunk_count, host, port), file=sys.stderr, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("mini_rag serve: stopped", file=sys.stderr)
+    finally:
+        server.server_close()
+    return 0
+

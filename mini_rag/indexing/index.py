@@ -1,0 +1,973 @@
+"""Stage 2: the inverted index, with per-posting weights and a JSON manifest.
+
+Every chunk of the corpus becomes a bag of terms (``Analyzer.analyze`` of its *indexed
+text*, below).  The index keeps, for every term, the postings list of chunks that contain
+it (ascending chunk position) with the term frequency, and turns those into per-posting
+weights once, when the index is built or loaded.  A query never looks at a chunk that
+shares no term with it (see ``retrieve.py``).
+
+Public API
+==========
+
+================================  ==========================================================
+``build_index(chunks, ...)``      chunks -> :class:`Index` (analysis + postings + weights)
+``build_or_load(config)``         the index at ``[index] path``, rebuilt when stale
+``load_index(path)``              read an index file (manifest and section hashes checked)
+``save_index(index, path)``       write it atomically (gzip when the path ends in ``.gz``)
+``Index.max_weights(scoring)``    ``{term: largest posting weight}`` (pruning's bounds)
+``Index.chunks``                  list of :class:`~mini_rag.records.Chunk`, corpus order
+``Index.chunk(chunk_id)``         one chunk by id (MiniRagError when unknown)
+``Index.idf(term)``               BM25 idf (Lucene's), defined for df = 0 too
+``Index.doc_freq(term)``          number of chunks containing the term
+``Index.has_term(term)``          term in the vocabulary?
+``Index.vocabulary``              sorted list of every term
+``Index.num_chunks``              number of chunks (``num_searchable``: N, those with a term)
+``Index.terms(position)``         ``{term: tf}`` of one chunk (its analyzed bag of words)
+``Index.postings(term, scoring)`` ``(positions, weights)`` lists, never copied
+================================  ==========================================================
+
+Indexed text of a chunk
+-----------------------
+``title``, then ``heading`` (only when the chunk is not itself the heading and the
+heading differs from the title), then ``text``, joined by newlines.  The title is
+repeated in every chunk of a document so that a question naming the document finds
+all its paragraphs; the heading gives a paragraph the topic its section states once.
+A chunk that is a heading standing alone (``Chunk.is_heading``) gets no terms: it is
+kept (its id stays citable) but never retrieved, since it states nothing and its words
+already count in every paragraph under it.
+
+Scoring functions (weights per posting)
+---------------------------------------
+``bm25`` (default): Okapi BM25 with Lucene's idf, as in Lucene's ``BM25Similarity``
+(Lucene >= 6) and the ``lucene`` variant of bm25s (Kamphuis et al., "Which BM25 Do You
+Mean? A Large-Scale Reproducibility Study of Scoring Variants", ECIR 2020)::
+
+    idf(t)    = ln(1 + (N - df + 0.5) / (df + 0.5))
+    w(t, c)   = idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+
+with ``dl`` the number of terms of the chunk's indexed text, ``N`` the number of
+searchable chunks (at least one term; a heading standing alone has none, see below),
+``avgdl`` the mean ``dl`` over them, ``k1 = 1.5`` and ``b = 0.75`` by default (rank_bm25's and
+bm25s's defaults, inside the 1.2-2.0 range of Robertson & Zaragoza, "The Probabilistic
+Relevance Framework: BM25 and Beyond", 2009, section 3.3; Lucene uses 1.2).
+Unlike Lucene, document lengths are exact (no 1-byte length encoding), and the
+``(k1 + 1)`` factor is kept, so a term seen once in a chunk of average length weighs
+exactly ``idf(t)`` (the retriever's similarity rule relies on that).  The idf is never
+negative (no epsilon floor as in rank_bm25) and is defined for df = 0.
+
+``tfidf``: cosine of sublinear TF-IDF vectors (SMART ``ltc``; idf as scikit-learn's
+``smooth_idf``)::
+
+    idf(t)    = ln((1 + N) / (1 + df)) + 1
+    w(t, c)   = (1 + ln tf) * idf(t) / || c ||      (|| c ||: Euclidean norm of the chunk)
+
+Persistence
+-----------
+Format 2 (``save_index``): one line of compact JSON, the manifest, then binary sections
+(``store.py``: each with its type, offset, length and sha256 in the manifest); the whole
+file gzip'd when the path ends in ``.gz`` (deterministic: fixed header, mtime 0).  The
+manifest records the format version, the corpus path and the sha256 of every corpus
+file, the chunking, analysis and scoring settings, a content hash per document and
+counts: reading only the first line is enough to tell whether the index is stale.  The
+sections (``SECTIONS``) hold the vocabulary, the chunk ids and records, chunk lengths and
+tie-break ranks, and the inverted index itself: per term its postings, term
+frequencies, BM25 weights and largest weight (pruned top-k's upper bound), as packed
+little-endian arrays.  Loading builds nothing: a plain file stays open, its small
+sections are read and a term's postings and weights are read when a query asks for
+them (a bounded cache keeps recent ones); chunks are decoded when first asked for; a chunk's bag of terms
+is analyzed again from its text when needed (the same bag: same text, same analyzer);
+TF-IDF weights are computed from the stored tf on first use (the same floats).  Saving
+streams section by section.  Format 1 (two JSON lines; per-chunk term bags, postings
+rebuilt on load) is still read.
+
+Staleness: :func:`build_or_load` compares the manifest with the corpus on disk and the
+configured settings.  A changed, added or removed file, another corpus path or other
+settings make it rebuild, saying on stderr what was stale; the term counts of chunks
+whose document and indexed text are unchanged are reused (only global statistics are
+recomputed).  A file that is not an index, has another format version or a body that
+does not match its hash is an error, never used.
+"""
+from __future__ import annotations
+
+import array
+import dataclasses
+import functools
+import itertools
+import operator
+import gc
+import gzip
+import hashlib
+import json
+import math
+import os
+import re
+import struct
+import sys
+import zlib
+from collections.abc import Mapping, Sequence as SequenceABC
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ..text.analysis import Analyzer
+from ..text.corpus import VERSION_RULE, chunk_document, corpus_files, load_corpus
+from ..errors import MiniRagError
+from ..records import Chunk
+from .store import LazyArray, SectionFile, SectionWriter
+
+FORMAT = "mini_rag-index"
+FORMAT_VERSION = 2
+#: Versions load_index reads: 1 (per-chunk term bags, rebuilt on load) and 2 (sections).
+READABLE_VERSIONS = (1, 2)
+SCORINGS = ("bm25", "tfidf")
+BM25_VARIANT = "lucene"
+BM25_IDF = "ln(1 + (N - df + 0.5) / (df + 0.5))"
+TFIDF_IDF = "ln((1 + N) / (1 + df)) + 1"
+INDEXED_FIELDS = "title + heading (when not the chunk itself and not the title) + text"
+CHUNKING_RULE = "mini_rag-paragraphs-2"   # 2: paragraphs over corpus.MAX_PARAGRAPH_CHARS are cut
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024   # line 1 once decompressed (file hashes of the corpus)
+MAX_INDEX_BYTES = 1 << 30               # line 2 once decompressed: 1 GiB; more is refused, not read
+MAX_DECLARED_BYTES = 1 << 36            # format 2: the most a manifest may describe (64 GiB)
+
+
+def _gc_paused(func):
+    """Run ``func`` with Python's cyclic garbage collector paused (restored afterwards).
+
+    Building an index allocates millions of small containers (term tuples, bags, postings
+    lists) that never form reference cycles; reference counting frees them all the same.
+    With the collector running, every few hundred allocations it re-traverses the growing
+    heap for nothing: about a quarter of SciFact's build time.  Nothing else changes.
+    """
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            if was_enabled:
+                gc.enable()
+    return wrapper
+
+
+def indexed_text(chunk: Chunk) -> str:
+    """The text whose terms represent a chunk (see "Indexed text" in the module docstring)."""
+    parts = []
+    if chunk.title:
+        parts.append(chunk.title)
+    if chunk.heading and not chunk.is_heading and chunk.heading != chunk.title:
+        parts.append(chunk.heading)
+    parts.append(chunk.text)
+    return "\n".join(parts)
+
+
+def bm25_idf(n: int, df: int) -> float:
+    """Lucene's BM25 idf; positive for every 0 <= df <= N."""
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def tfidf_idf(n: int, df: int) -> float:
+    """Smoothed idf (scikit-learn's ``smooth_idf=True``); positive for every df."""
+    return math.log((1.0 + n) / (1.0 + df)) + 1.0
+
+
+class Index:
+    """An inverted index over chunks.  Build with :func:`build_index`, never directly."""
+
+    @_gc_paused
+    def __init__(self, chunks: List[Chunk], chunk_terms: List[Dict[str, int]],
+                 analyzer: Analyzer, k1: float = 1.5, b: float = 0.75,
+                 manifest: Optional[Dict[str, Any]] = None) -> None:
+        if k1 < 0 or not 0.0 <= b <= 1.0:
+            raise MiniRagError("BM25 needs k1 >= 0 and 0 <= b <= 1, got k1=%r b=%r" % (k1, b))
+        self.analyzer = analyzer
+        self.chunks = chunks
+        self.k1 = float(k1)
+        self.b = float(b)
+        self.manifest: Dict[str, Any] = manifest or {}
+        self._terms = chunk_terms
+        self.num_chunks = len(chunks)
+        self._by_id = {c.chunk_id: i for i, c in enumerate(chunks)}
+        if len(self._by_id) != len(chunks):
+            dup = [c.chunk_id for c in chunks if self._by_id.get(c.chunk_id) is None]
+            raise MiniRagError("duplicate chunk ids in the index, got %r" % dup[:3])
+        # Postings: term -> (positions ascending, term frequencies).  Built chunk by chunk
+        # in corpus order, so every list is sorted by position without a sort.
+        positions: Dict[str, List[int]] = {}
+        freqs: Dict[str, List[int]] = {}
+        lengths = []
+        for pos, bag in enumerate(chunk_terms):
+            total = 0
+            for term, tf in bag.items():
+                p = positions.get(term)
+                if p is None:
+                    positions[term] = [pos]
+                    freqs[term] = [tf]
+                else:
+                    p.append(pos)
+                    freqs[term].append(tf)
+                total += tf
+            lengths.append(total)
+        self._positions = positions
+        self._freqs = freqs
+        self.lengths = lengths
+        # N and avgdl count searchable chunks only (those with at least one term): a bare
+        # heading or a chunk of stopwords must not dilute the collection statistics.
+        self.num_searchable = sum(1 for n in lengths if n)
+        # fsum: the exact mean, whatever the order of the additions.
+        self.avgdl = math.fsum(lengths) / self.num_searchable if self.num_searchable else 0.0
+        self._weights: Dict[str, Any] = {}
+        self._max_weights: Dict[str, Any] = {}
+        self._vocabulary: Optional[List[str]] = None
+        self._chunk_ids = None
+        self._mapped = None         # a loaded index: its open SectionFile
+        # Tie-break rank: chunks ordered by chunk_id (code point order).  Rankings sort
+        # on (score descending, chunk_id ascending); comparing these ints is the same.
+        order = sorted(range(len(chunks)), key=lambda i: chunks[i].chunk_id)
+        self.tie_rank = [0] * len(chunks)
+        for r, i in enumerate(order):
+            self.tie_rank[i] = r
+
+    # ------------------------------------------------------------ lookups
+
+    def chunk(self, chunk_id: str) -> Chunk:
+        pos = self._ids().get(chunk_id)
+        if pos is None:
+            raise MiniRagError("unknown chunk id, got %r" % chunk_id)
+        return self.chunks[pos]
+
+    def position(self, chunk_id: str) -> int:
+        """0-based position of a chunk in :attr:`chunks` (KeyError-free: -1 when unknown)."""
+        return self._ids().get(chunk_id, -1)
+
+    def _ids(self) -> Dict[str, int]:
+        """``{chunk_id: position}`` (a loaded index builds it on first need)."""
+        if self._by_id is None:
+            ids = self._chunk_ids() if self._chunk_ids is not None else [c.chunk_id for c in self.chunks]
+            self._by_id = dict(zip(ids, range(len(ids))))
+        return self._by_id
+
+    def doc_freq(self, term: str) -> int:
+        p = self._positions.get(term)
+        return len(p) if p is not None else 0
+
+    def idf(self, term: str) -> float:
+        """BM25 (Lucene) idf of a term; a term not in the index gets the df = 0 value."""
+        return bm25_idf(self.num_searchable, self.doc_freq(term))
+
+    def tfidf_idf(self, term: str) -> float:
+        return tfidf_idf(self.num_searchable, self.doc_freq(term))
+
+    def has_term(self, term: str) -> bool:
+        return term in self._positions
+
+    @property
+    def vocabulary(self) -> List[str]:
+        """Every indexed term, sorted (code point order)."""
+        if self._vocabulary is None:
+            self._vocabulary = sorted(self._positions)
+        return self._vocabulary
+
+    def terms(self, position: int) -> Dict[str, int]:
+        """``{term: tf}`` of the chunk at ``position`` (do not modify)."""
+        return self._terms[position]
+
+    def settings(self) -> Dict[str, Any]:
+        return scoring_settings(self.k1, self.b)
+
+    # ------------------------------------------------------------ weights
+
+    @_gc_paused
+    def prepare(self, scoring: str = "bm25") -> Dict[str, List[float]]:
+        """Per-posting weights of a scoring function, computed once for every term."""
+        table = self._weights.get(scoring)
+        if table is not None:
+            return table
+        if scoring not in SCORINGS:
+            raise MiniRagError("scoring must be one of %s, got %r" % (", ".join(SCORINGS), scoring))
+        n = self.num_searchable
+        table = {}
+        if scoring == "bm25":
+            k1, b = self.k1, self.b
+            avgdl = self.avgdl or 1.0
+            # norm[pos] = k1 * (1 - b + b * dl / avgdl), one per chunk.
+            norm = [k1 * (1.0 - b + b * dl / avgdl) for dl in self.lengths]
+            k1p1 = k1 + 1.0
+            for term, pos_list in self._positions.items():
+                idf = bm25_idf(n, len(pos_list))
+                table[term] = [idf * (tf * k1p1) / (tf + norm[p])
+                               for p, tf in zip(pos_list, self._freqs[term])]
+        else:
+            idfs = {t: tfidf_idf(n, len(p)) for t, p in self._positions.items()}
+            # Each chunk's squared weights gathered from the postings (a loaded index has
+            # no bags at hand); fsum: a norm independent of the order of the chunk's terms.
+            squares: List[List[float]] = [[] for _ in range(self.num_chunks)]
+            for term, pos_list in self._positions.items():
+                idf = idfs[term]
+                for p, tf in zip(pos_list, self._freqs[term]):
+                    squares[p].append(((1.0 + math.log(tf)) * idf) ** 2)
+            norms = [math.sqrt(math.fsum(sq)) or 1.0 for sq in squares]
+            del squares
+            for term, pos_list in self._positions.items():
+                idf = idfs[term]
+                table[term] = [(1.0 + math.log(tf)) * idf / norms[p]
+                               for p, tf in zip(pos_list, self._freqs[term])]
+        self._weights[scoring] = table
+        return table
+
+    def max_weights(self, scoring: str = "bm25") -> Dict[str, float]:
+        """``{term: largest posting weight}``: the per-term upper bounds of pruned top-k
+        (stored in the index file for ``bm25``, computed once otherwise)."""
+        table = self._max_weights.get(scoring)
+        if table is None:
+            weights = self.prepare(scoring)
+            table = self._max_weights[scoring] = {t: max(ws) for t, ws in weights.items()}
+        return table
+
+    def postings(self, term: str, scoring: str = "bm25") -> Tuple[List[int], List[float]]:
+        """``(positions, weights)`` of a term; two empty lists for an unknown term."""
+        table = self._weights.get(scoring) or self.prepare(scoring)
+        w = table.get(term)
+        if w is None:
+            return [], []
+        return self._positions[term], w
+
+
+# ---------------------------------------------------------------- building
+
+def scoring_settings(k1: float, b: float) -> Dict[str, Any]:
+    return {"function": "bm25", "variant": BM25_VARIANT, "idf": BM25_IDF,
+            "tf": "tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))",
+            "k1": float(k1), "b": float(b), "tfidf_idf": TFIDF_IDF,
+            "fields": INDEXED_FIELDS}
+
+
+@_gc_paused
+def analyze_chunks(chunks: Sequence[Chunk], analyzer: Analyzer, progress=None) -> List[Dict[str, int]]:
+    """The bag of terms of every chunk, as ``{term: tf}`` in first-occurrence order."""
+    out = []
+    counts = analyzer.term_counts
+    for i, c in enumerate(chunks):
+        # A heading standing alone is not searchable by itself: it states nothing, and its
+        # words are indexed with every paragraph under it (see indexed_text).
+        out.append({} if c.is_heading else counts(indexed_text(c)))
+        if progress is not None and i % 256 == 0:
+            progress.update(i)
+    return out
+
+
+def build_index(chunks: List[Chunk], analyzer: Optional[Analyzer] = None, k1: float = 1.5,
+                b: float = 0.75, manifest: Optional[Dict[str, Any]] = None,
+                chunk_terms: Optional[List[Dict[str, int]]] = None, progress=None) -> Index:
+    """Analyze ``chunks`` (unless ``chunk_terms`` are given) and index them."""
+    analyzer = analyzer or Analyzer()
+    if chunk_terms is None:
+        chunk_terms = analyze_chunks(chunks, analyzer, progress)
+    return Index(list(chunks), chunk_terms, analyzer, k1, b, manifest)
+
+
+def analyzer_from_config(config: Dict[str, Any]) -> Analyzer:
+    a = config["analysis"]
+    return Analyzer(stopwords=a["stopwords"], stemmer=a["stemmer"])
+
+
+def _manifest(config: Dict[str, Any], corpus_path: str, files, docs, analyzer: Analyzer,
+              chunks: List[Chunk], num_terms: int, num_postings: int) -> Dict[str, Any]:
+    from .. import __version__
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "mini_rag_version": __version__,
+        "corpus": {"path": corpus_path, "files": [list(f) for f in files]},
+        "chunking": {"rule": CHUNKING_RULE, "versions": VERSION_RULE,
+                     "max_chunk_chars": config["corpus"]["max_chunk_chars"]},
+        "analysis": analyzer.settings(),
+        "scoring": scoring_settings(config["index"]["k1"], config["index"]["b"]),
+        "documents": {d.doc_id: d.content_hash for d in docs},
+        "stats": {"documents": len(docs), "chunks": len(chunks), "terms": num_terms,
+                  "postings": num_postings},
+    }
+
+
+def _expected(config: Dict[str, Any], corpus_path: str, files, analyzer: Analyzer) -> Dict[str, Any]:
+    """The manifest fields an up-to-date index must have."""
+    return {
+        "corpus": {"path": corpus_path, "files": [list(f) for f in files]},
+        "chunking": {"rule": CHUNKING_RULE, "versions": VERSION_RULE,
+                     "max_chunk_chars": config["corpus"]["max_chunk_chars"]},
+        "analysis": analyzer.settings(),
+        "scoring": scoring_settings(config["index"]["k1"], config["index"]["b"]),
+    }
+
+
+def stale_reasons(manifest: Dict[str, Any], expected: Dict[str, Any]) -> List[str]:
+    """Why an index with ``manifest`` does not serve ``expected`` ([] when it does)."""
+    reasons = []
+    old_c, new_c = manifest.get("corpus") or {}, expected["corpus"]
+    if old_c.get("path") != new_c["path"]:
+        reasons.append("it was built for corpus %r, not %r" % (old_c.get("path"), new_c["path"]))
+    else:
+        old = dict(tuple(f) for f in old_c.get("files") or [])
+        new = dict(tuple(f) for f in new_c["files"])
+        changed = sorted(f for f in new if f in old and old[f] != new[f])
+        added = sorted(f for f in new if f not in old)
+        removed = sorted(f for f in old if f not in new)
+        for label, names in (("changed", changed), ("added", added), ("removed", removed)):
+            if names:
+                shown = ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
+                reasons.append("%d file%s %s (%s)" % (len(names), "" if len(names) == 1 else "s",
+                                                      label, shown))
+    for key in ("chunking", "analysis", "scoring"):
+        old_s, new_s = manifest.get(key) or {}, expected[key]
+        if old_s != new_s:
+            diff = sorted(k for k in set(old_s) | set(new_s) if old_s.get(k) != new_s.get(k))
+            reasons.append("%s settings differ (%s)" % (key, ", ".join(diff)))
+    return reasons
+
+
+def build_from_config(config: Dict[str, Any], corpus_path: Optional[str] = None,
+                      reuse: Optional[Index] = None, progress=None) -> Index:
+    """Read the corpus, chunk it and index it; reuse ``reuse``'s term counts where valid."""
+    corpus_path = corpus_path or config["corpus"]["path"]
+    files = corpus_files(corpus_path)
+    docs = load_corpus(corpus_path)
+    analyzer = analyzer_from_config(config)
+    max_chars = config["corpus"]["max_chunk_chars"]
+    chunks: List[Chunk] = []
+    for d in docs:
+        chunks.extend(chunk_document(d, max_chars))
+    # Reuse: an unchanged document (same content hash) under the same analysis settings
+    # yields the same chunk text, hence the same bag of terms.  Indexed text is compared
+    # too, so a change in the chunking code can never leave an old bag in place.
+    old_bags: Dict[str, Tuple[str, Dict[str, int]]] = {}
+    if reuse is not None and reuse.manifest.get("analysis") == analyzer.settings():
+        old_docs = reuse.manifest.get("documents") or {}
+        new_docs = {d.doc_id: d.content_hash for d in docs}
+        for pos, c in enumerate(reuse.chunks):
+            if old_docs.get(c.doc_id) and old_docs.get(c.doc_id) == new_docs.get(c.doc_id):
+                old_bags[c.chunk_id] = (indexed_text(c), reuse.terms(pos))
+    bags: List[Optional[Dict[str, int]]] = []
+    todo = []
+    for i, c in enumerate(chunks):
+        old = old_bags.get(c.chunk_id)
+        if old is not None and old[0] == indexed_text(c):
+            bags.append(old[1])
+        else:
+            bags.append(None)
+            todo.append(i)
+    fresh = analyze_chunks([chunks[i] for i in todo], analyzer, progress)
+    for i, bag in zip(todo, fresh):
+        bags[i] = bag
+    index = Index(chunks, bags, analyzer, config["index"]["k1"], config["index"]["b"])  # type: ignore[arg-type]
+    index.manifest = _manifest(config, corpus_path, files, docs, analyzer, chunks,
+                               len(index._positions), sum(len(p) for p in index._positions.values()))
+    index.reused_chunks = len(chunks) - len(todo)  # type: ignore[attr-defined]
+    return index
+
+
+# ---------------------------------------------------------------- persistence
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def index_bytes(index: Index) -> bytes:
+    """The format 1 serialization of an index (two JSON lines, uncompressed): still read
+    by :func:`load_index`; written only to test that."""
+    vocab = index.vocabulary
+    tid = {t: i for i, t in enumerate(vocab)}
+    rows = []
+    for pos in range(index.num_chunks):
+        bag = index.terms(pos)
+        flat: List[int] = []
+        for t in sorted(bag, key=tid.__getitem__):
+            flat.append(tid[t])
+            flat.append(bag[t])
+        rows.append(flat)
+    body = {"chunks": [c.to_json() for c in index.chunks], "vocabulary": vocab, "chunk_terms": rows}
+    body_line = _dumps(body).encode("utf-8")
+    manifest = dict(index.manifest)
+    manifest.pop("sections", None)
+    manifest.setdefault("format", FORMAT)
+    manifest["format_version"] = 1
+    manifest.setdefault("scoring", index.settings())
+    manifest.setdefault("analysis", index.analyzer.settings())
+    manifest["body_sha256"] = hashlib.sha256(body_line).hexdigest()
+    return _dumps(manifest).encode("utf-8") + b"\n" + body_line + b"\n"
+
+
+#: Sections of format 2, in file order: (name, type).  Postings are stored term by term
+#: in vocabulary order; ``offsets[i]:offsets[i + 1]`` are term i's postings.
+SECTIONS = (("vocabulary", "json"), ("chunk_ids", "json"), ("chunks", "jsonl"),
+            ("chunk_offsets", "u64"), ("lengths", "u32"), ("tie_rank", "u32"),
+            ("offsets", "u64"), ("positions", "u32"), ("tf", "u32"), ("bm25", "f64"),
+            ("bm25_max", "f64"))
+_FLUSH = 1 << 20        # numbers gathered before an array is written out
+
+
+def _array_parts(code: str, lists):
+    """Arrays of about ``_FLUSH`` numbers from an iterable of number lists (bounded memory),
+    filled 256 lists per C-level ``extend``."""
+    lists = iter(lists)
+    buf = array.array(code)
+    while True:
+        batch = list(itertools.islice(lists, 256))
+        if not batch:
+            break
+        buf.extend(itertools.chain.from_iterable(batch))
+        if len(buf) >= _FLUSH:
+            yield buf
+            buf = array.array(code)
+    if buf:
+        yield buf
+
+
+#: A stored chunk record is the JSON array of these fields' values (``Chunk`` order).
+CHUNK_FIELDS = tuple(f.name for f in dataclasses.fields(Chunk))
+_BATCH = 8192
+
+
+def _chunk_lines(index: Index, offsets: "array.array"):
+    """The chunks as JSON lines (``CHUNK_FIELDS`` values, an array), a batch at a time;
+    fills ``offsets`` (byte offset of each line's end) on the way.  Arrays rather than
+    ``to_json()`` objects, built by C-level maps: the per-chunk Python work was most of
+    the time of a save."""
+    get = operator.attrgetter(*CHUNK_FIELDS)
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    chunks = index.chunks
+    for start in range(0, len(chunks), _BATCH):
+        lines = list(map(str.encode, map(encode, map(get, chunks[start:start + _BATCH]))))
+        ends = itertools.accumulate(map((1).__add__, map(len, lines)), initial=offsets[-1])
+        next(ends)                                  # the initial value: the previous end
+        offsets.extend(ends)
+        yield b"\n".join(lines) + b"\n"
+
+
+@_gc_paused
+def save_index(index: Index, path: str) -> int:
+    """Write the index atomically (format 2, gzip'd when the path ends in ``.gz``), one
+    section at a time; returns the number of bytes written."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    vocab = index.vocabulary
+    positions, freqs = index._positions, index._freqs
+    weights, maxima = index.prepare("bm25"), index.max_weights("bm25")
+    writer = SectionWriter(folder)
+    try:
+        writer.add_json("vocabulary", vocab)
+        writer.add_json("chunk_ids", [c.chunk_id for c in index.chunks] if index._chunk_ids is None
+                        else index._chunk_ids())
+        offsets = array.array("Q", [0])
+        writer.add("chunks", "jsonl", _chunk_lines(index, offsets))
+        writer.add("chunk_offsets", "u64", [offsets])
+        del offsets
+        writer.add("lengths", "u32", [array.array("I", index.lengths)])
+        writer.add("tie_rank", "u32", [array.array("I", index.tie_rank)])
+        offsets = array.array("Q", [0])
+        for t in vocab:
+            offsets.append(offsets[-1] + len(positions[t]))
+        writer.add("offsets", "u64", [offsets])
+        del offsets
+        writer.add("positions", "u32", _array_parts("I", (positions[t] for t in vocab)))
+        writer.add("tf", "u32", _array_parts("I", (freqs[t] for t in vocab)))
+        writer.add("bm25", "f64", _array_parts("d", (weights[t] for t in vocab)))
+        writer.add("bm25_max", "f64", [array.array("d", [maxima[t] for t in vocab])])
+        manifest = {k: v for k, v in index.manifest.items() if k not in ("sections", "body_sha256")}
+        manifest.setdefault("format", FORMAT)
+        manifest["format_version"] = FORMAT_VERSION
+        manifest["chunk_fields"] = list(CHUNK_FIELDS)
+        manifest.setdefault("scoring", index.settings())
+        manifest.setdefault("analysis", index.analyzer.settings())
+        size = writer.finish(path, manifest, path.endswith(".gz"))
+    finally:
+        writer.close()
+    manifest["sections"] = writer.sections
+    index.manifest = manifest
+    return size
+
+
+def _open(path: str):
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise MiniRagError("%s: cannot read index: %s" % (path, exc.strerror)) from None
+    magic = fh.read(2)
+    fh.seek(0)
+    if magic == b"\x1f\x8b":
+        fh.close()                      # GzipFile(fileobj=...) would leave it open on close
+        return gzip.open(path, "rb")
+    return fh
+
+
+def read_manifest(path: str) -> Dict[str, Any]:
+    """The manifest line of an index file (the body is not read)."""
+    with _open(path) as fh:
+        line = _read_line(fh, path, 1, MAX_MANIFEST_BYTES)
+    return _parse_manifest(line, path)
+
+
+def _read_line(fh, path: str, lineno: int, limit: int) -> bytes:
+    """One line of an index file, decompressing at most ``limit`` bytes (a gzip bomb stops
+    there)."""
+    try:
+        line = fh.readline(limit + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise MiniRagError("%s: not a readable index file (%s)" % (path, exc)) from None
+    if len(line) > limit:
+        raise MiniRagError("%s:%d: index line longer than %d bytes once decompressed (limit: "
+                           "MAX_INDEX_BYTES); not an index this tool wrote" % (path, lineno, limit))
+    return line
+
+
+def _loads_index_line(line: bytes, path: str, lineno: int) -> Any:
+    """JSON of one index line; no RecursionError, no integer beyond the digit limit, no
+    lone surrogate (each an error naming ``path:line``)."""
+    try:
+        obj = json.loads(line.decode("utf-8"), parse_int=_index_int)
+    except RecursionError:
+        raise MiniRagError("%s:%d: index JSON nested too deeply" % (path, lineno)) from None
+    except ValueError as exc:
+        if lineno == 1:
+            raise
+        raise MiniRagError("%s:%d: index body is not valid JSON (%s)" % (path, lineno, str(exc)[:80])) from None
+    if _SURROGATE.search(line):
+        try:
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise MiniRagError("%s:%d: index holds a lone surrogate escape (\\ud800-\\udfff)"
+                               % (path, lineno)) from None
+    return obj
+
+
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _index_int(text: str) -> int:
+    if len(text) > 20:
+        raise ValueError("integer longer than 20 digits")
+    return int(text)
+
+
+def _parse_manifest(line: bytes, path: str) -> Dict[str, Any]:
+    try:
+        manifest = _loads_index_line(line, path, 1)
+    except (UnicodeDecodeError, ValueError):
+        raise MiniRagError("%s:1: not a mini_rag index (the first line is not a JSON manifest), got %r"
+                           % (path, line[:40])) from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise MiniRagError("%s:1: not a mini_rag index, got format %r"
+                           % (path, manifest.get("format") if isinstance(manifest, dict) else manifest))
+    if manifest.get("format_version") not in READABLE_VERSIONS:
+        raise MiniRagError("%s:1: index format version must be %s, got %r; rebuild it with "
+                           "'python -m mini_rag index --force'"
+                           % (path, " or ".join(map(str, READABLE_VERSIONS)), manifest.get("format_version")))
+    return manifest
+
+
+@_gc_paused
+def load_index(path: str) -> Index:
+    """Read an index file; its manifest, section (or body) hashes and settings are checked.
+
+    Format 2 is ready when read: the small sections are read, postings and weights are
+    read term by term when a query asks for them, chunks are decoded when first asked for.  Format 1 is rebuilt
+    from its term bags (the older, slower way; saving it again writes format 2).
+    """
+    fh = _open(path)
+    try:
+        first = _read_line(fh, path, 1, MAX_MANIFEST_BYTES)
+        manifest = _parse_manifest(first, path)
+        if manifest["format_version"] == 1:
+            return _load_v1(path, fh, manifest)
+    except BaseException:
+        fh.close()
+        raise
+    fh.close()
+    raw = open(path, "rb")
+    try:
+        sf = SectionFile(path, first, raw, _declared_size(manifest, len(first), path))
+        sf.check(manifest)
+        return _load_v2(path, sf, manifest)
+    except BaseException:
+        raw.close()
+        raise
+
+
+def _declared_size(manifest: Dict[str, Any], head: int, path: str) -> int:
+    """The size a format 2 file decompresses to, by its manifest: the manifest line plus
+    the end of its last section (padded), at most MAX_DECLARED_BYTES."""
+    end = 0
+    for sec in manifest.get("sections") or []:
+        try:
+            end = max(end, int(sec["offset"]) + int(sec["length"]))
+        except (KeyError, TypeError, ValueError):
+            raise MiniRagError("%s:1: malformed section entry, got %r" % (path, sec)) from None
+    size = head + end + 64
+    if size > MAX_DECLARED_BYTES:
+        raise MiniRagError("%s:1: the manifest describes %d bytes, more than %d; not an index this "
+                           "tool wrote" % (path, size, MAX_DECLARED_BYTES))
+    return size
+
+
+def _load_v1(path: str, fh, manifest: Dict[str, Any]) -> Index:
+    with fh:
+        body_line = _read_line(fh, path, 2, MAX_INDEX_BYTES).rstrip(b"\n")
+    if hashlib.sha256(body_line).hexdigest() != manifest.get("body_sha256"):
+        raise MiniRagError("%s:2: index body does not match the manifest's body_sha256 "
+                           "(truncated or edited); rebuild it with 'python -m mini_rag index --force'"
+                           % path)
+    body = validate_index(manifest, _loads_index_line(body_line, path, 2), path)
+    analyzer = Analyzer.from_settings(manifest.get("analysis"))
+    vocab = body["vocabulary"]
+    bags = []
+    for flat in body["chunk_terms"]:
+        bags.append({vocab[flat[i]]: flat[i + 1] for i in range(0, len(flat), 2)})
+    chunks = [Chunk.from_json(c) for c in body["chunks"]]
+    scoring = manifest.get("scoring") or {}
+    return Index(chunks, bags, analyzer, scoring.get("k1", 1.5), scoring.get("b", 0.75), manifest)
+
+
+_CHUNK_TYPES = (("chunk_id", str), ("doc_id", str), ("ordinal", int), ("page", int), ("text", str),
+                ("title", str), ("heading", str), ("is_heading", bool), ("authority", str),
+                ("effective", str), ("line", int), ("metadata", dict))
+
+
+def validate_index(manifest: Dict[str, Any], body: Any, path: str) -> Dict[str, Any]:
+    """Check a parsed index against the format before anything uses it: a body whose hash
+    matches but whose structure is wrong (hand-made or from a buggy writer) is an error
+    naming the file, never a KeyError, IndexError or TypeError later.  Returns ``body``."""
+    def bad(what: str) -> MiniRagError:
+        return MiniRagError("%s: not a valid index (%s); rebuild it with 'python -m mini_rag index --force'"
+                            % (path, what))
+    scoring = manifest.get("scoring")
+    if not isinstance(scoring, dict):
+        raise bad("manifest scoring must be an object")
+    for key, lo, hi in (("k1", 0.0, 1000.0), ("b", 0.0, 1.0)):
+        v = scoring.get(key, 1.5 if key == "k1" else 0.75)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and lo <= v <= hi):
+            raise bad("scoring %s must be a finite number from %s to %s, got %r" % (key, lo, hi, v))
+    if not isinstance(body, dict):
+        raise bad("the body must be an object")
+    chunks, vocab, rows = body.get("chunks"), body.get("vocabulary"), body.get("chunk_terms")
+    if not isinstance(chunks, list) or not isinstance(vocab, list) or not isinstance(rows, list):
+        raise bad("the body needs lists chunks, vocabulary and chunk_terms")
+    if len(rows) != len(chunks):
+        raise bad("%d chunk_terms rows for %d chunks" % (len(rows), len(chunks)))
+    if not all(type(t) is str for t in vocab) or len(set(vocab)) != len(vocab):
+        raise bad("vocabulary must be distinct strings")
+    names = {name for name, _ in _CHUNK_TYPES}
+    for n, c in enumerate(chunks):
+        if not isinstance(c, dict) or set(c) != names:
+            raise bad("chunk %d must be an object with keys %s" % (n, ", ".join(sorted(names))))
+        for name, typ in _CHUNK_TYPES:
+            v = c[name]
+            if type(v) is not typ or (typ is int and v < 0):
+                raise bad("chunk %d: %s must be %s, got %r" % (n, name, typ.__name__, v))
+    n_vocab = len(vocab)
+    for n, flat in enumerate(rows):
+        if not isinstance(flat, list) or len(flat) % 2 or not set(map(type, flat)) <= {int}:
+            raise bad("chunk_terms row %d must be a list of [term id, tf] integer pairs" % n)
+        if flat and not (min(flat[0::2]) >= 0 and max(flat[0::2]) < n_vocab and min(flat[1::2]) >= 1):
+            raise bad("chunk_terms row %d: term ids must be in 0..%d and tf >= 1" % (n, n_vocab - 1))
+    return body
+
+
+class _Packed(Mapping):
+    """``term -> its slice of a packed array``, through the vocabulary's ids.  Slices of a
+    section read on demand (``store.LazyArray``) are kept in a cache of bounded size."""
+
+    __slots__ = ("_ids", "_off", "_data", "_cache", "_cached")
+    CACHE_BYTES = 1 << 26
+
+    def __init__(self, ids: Dict[str, int], offsets, data) -> None:
+        self._ids, self._off, self._data = ids, offsets, data
+        self._cache: Optional[Dict[int, Any]] = {} if isinstance(data, LazyArray) else None
+        self._cached = 0
+
+    def _slice(self, i: int):
+        cache = self._cache
+        if cache is None:
+            return self._data[self._off[i]:self._off[i + 1]]
+        view = cache.get(i)
+        if view is None:
+            view = self._data[self._off[i]:self._off[i + 1]]
+            self._cached += view.nbytes
+            if self._cached > self.CACHE_BYTES:
+                cache.clear()
+                self._cached = view.nbytes
+            cache[i] = view
+        return view
+
+    def __getitem__(self, term: str):
+        return self._slice(self._ids[term])
+
+    def get(self, term: str, default=None):
+        i = self._ids.get(term)
+        return default if i is None else self._slice(i)
+
+    def __contains__(self, term: object) -> bool:
+        return term in self._ids
+
+    def __iter__(self):
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
+class _PerTerm(_Packed):
+    """``term -> one number`` of an array indexed by term id."""
+
+    __slots__ = ()
+
+    def __getitem__(self, term: str):
+        return self._data[self._ids[term]]
+
+    def get(self, term: str, default=None):
+        i = self._ids.get(term)
+        return default if i is None else self._data[i]
+
+
+class _LazyChunks(SequenceABC):
+    """The chunks of a loaded index, each decoded from its JSON line when first asked for
+    (a bounded cache keeps the recent ones)."""
+
+    CACHE = 1 << 16
+
+    def __init__(self, lines, offsets) -> None:
+        self._lines, self._off = lines, offsets
+        self._n = len(offsets) - 1
+        self._cache: Dict[int, Chunk] = {}
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _decode(self, i: int) -> Chunk:
+        return Chunk(*json.loads(bytes(self._lines[self._off[i]:self._off[i + 1]])))
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._n))]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError("chunk position out of range")
+        c = self._cache.get(i)
+        if c is None:
+            if len(self._cache) >= self.CACHE:
+                self._cache.clear()
+            c = self._cache[i] = self._decode(i)
+        return c
+
+    def __iter__(self):
+        cache = self._cache
+        for i in range(self._n):
+            c = cache.get(i)
+            yield c if c is not None else self._decode(i)
+
+
+class _LazyBags(SequenceABC):
+    """Each chunk's ``{term: tf}``, analyzed again from its text when asked for: the same
+    bag the build made (same text, same analyzer), not stored in the file."""
+
+    def __init__(self, chunks: Sequence[Chunk], analyzer: Analyzer) -> None:
+        self._chunks, self._analyzer = chunks, analyzer
+        self._cache: Dict[int, Dict[str, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._chunks)
+
+    def __getitem__(self, pos):
+        bag = self._cache.get(pos)
+        if bag is None:
+            c = self._chunks[pos]
+            bag = {} if c.is_heading else self._analyzer.term_counts(indexed_text(c))
+            if len(self._cache) >= _LazyChunks.CACHE:
+                self._cache.clear()
+            self._cache[pos] = bag
+        return bag
+
+
+def _load_v2(path: str, sf: SectionFile, manifest: Dict[str, Any]) -> Index:
+    missing = [name for name, _ in SECTIONS if name not in sf.sections]
+    if missing:
+        raise MiniRagError("%s:1: index has no section %s; rebuild it with "
+                           "'python -m mini_rag index --force'" % (path, ", ".join(missing)))
+    if manifest.get("chunk_fields") != list(CHUNK_FIELDS):
+        raise MiniRagError("%s:1: index chunk records have fields %r, this version reads %r; rebuild "
+                           "it with 'python -m mini_rag index --force'"
+                           % (path, manifest.get("chunk_fields"), list(CHUNK_FIELDS)))
+    vocab = sf.json("vocabulary")
+    offsets, positions = sf.array("offsets"), sf.lazy("positions")
+    tf, bm25, maxima = sf.lazy("tf"), sf.lazy("bm25"), sf.array("bm25_max")
+    chunk_offsets, lengths, tie = sf.array("chunk_offsets"), sf.array("lengths"), sf.array("tie_rank")
+    n = len(chunk_offsets) - 1
+    if not (isinstance(vocab, list) and len(offsets) == len(vocab) + 1 == len(maxima) + 1
+            and offsets[-1] == len(positions) == len(tf) == len(bm25)
+            and n >= 0 and len(lengths) == len(tie) == n):
+        raise MiniRagError("%s: index sections disagree on their sizes; rebuild it with "
+                           "'python -m mini_rag index --force'" % path)
+    scoring = manifest.get("scoring") or {}
+    index = Index([], [], Analyzer.from_settings(manifest.get("analysis")),
+                  scoring.get("k1", 1.5), scoring.get("b", 0.75), manifest)
+    ids = dict(zip(vocab, range(len(vocab))))
+    index.chunks = _LazyChunks(sf.lazy("chunks"), chunk_offsets)  # type: ignore[assignment]
+    index.num_chunks = n
+    index._by_id = None
+    index._chunk_ids = lambda: sf.json("chunk_ids")
+    index._terms = _LazyBags(index.chunks, index.analyzer)        # type: ignore[assignment]
+    index._positions = _Packed(ids, offsets, positions)          # type: ignore[assignment]
+    index._freqs = _Packed(ids, offsets, tf)                     # type: ignore[assignment]
+    index.lengths = array.array("I", lengths)                    # type: ignore[assignment]
+    index.num_searchable = n - index.lengths.count(0)
+    index.avgdl = math.fsum(index.lengths) / index.num_searchable if index.num_searchable else 0.0
+    index.tie_rank = tie                                         # type: ignore[assignment]
+    index._vocabulary = vocab
+    index._weights["bm25"] = _Packed(ids, offsets, bm25)
+    index._max_weights["bm25"] = _PerTerm(ids, None, maxima)
+    index._mapped = sf
+    return index
+
+
+def build_or_load(config: Dict[str, Any], corpus_path: Optional[str] = None, force: bool = False,
+                  log=None, progress=None) -> Index:
+    """The index for ``config`` (and ``corpus_path``, default ``[corpus] path``).
+
+    Loads ``[index] path`` when its manifest matches the corpus files and the settings;
+    otherwise rebuilds it (reusing unchanged documents' term counts), tells ``log``
+    (default stderr) why, and saves it.  ``force`` rebuilds from scratch.
+    """
+    log = log if log is not None else sys.stderr
+    corpus_path = corpus_path or config["corpus"]["path"]
+    path = config["index"]["path"]
+    files = corpus_files(corpus_path)
+    expected = _expected(config, corpus_path, files, analyzer_from_config(config))
+    old: Optional[Index] = None
+    if os.path.exists(path) and not force:
+        try:
+            manifest = read_manifest(path)
+        except MiniRagError as exc:
+            print("mini_rag: index %s is unusable, rebuilding: %s" % (path, exc), file=log)
+        else:
+            reasons = stale_reasons(manifest, expected)
+            if not reasons:
+                try:
+                    index = load_index(path)
+                except MiniRagError as exc:      # damaged sections: rebuilt, never used
+                    print("mini_rag: index %s is unusable, rebuilding: %s" % (path, exc), file=log)
+                else:
+                    if manifest.get("format_version") != FORMAT_VERSION:
+                        print("mini_rag: index %s has format version %s; saving it as version %d"
+                              % (path, manifest.get("format_version"), FORMAT_VERSION), file=log)
+                        save_index(index, path)
+                    return index
+            else:
+                print("mini_rag: index %s is stale: %s; rebuilding" % (path, "; ".join(reasons)), file=log)
+                try:
+                    old = load_index(path)
+                except MiniRagError:
+                    old = None
+    index = build_from_config(config, corpus_path, reuse=old, progress=progress)
+    save_index(index, path)
+    return index
+
+
+__all__ = ["Index", "build_index", "build_or_load", "build_from_config", "load_index",
+           "save_index", "read_manifest", "stale_reasons", "indexed_text", "bm25_idf", "tfidf_idf"]
