@@ -321,5 +321,26 @@ class PipelineOnFixture(unittest.TestCase):
         self.assertEqual([c["reason"] for c in row["conflicts"]], ["10 mb vs 25 mb"])
 
 
+class DebugRouteOnFixture(PipelineOnFixture):
+    """serve's /debug/conflicts applies the same version and subject rules as the pipeline."""
+
+    def debug(self, question):
+        from mini_rag.commands.serve import Service
+        cfg = copy.deepcopy(DEFAULTS)
+        cfg["corpus"]["path"] = CORPUS
+        if not _INDEX:
+            _INDEX.append(build_index(load_chunks(CORPUS)))
+        service = Service(cfg, Pipeline(cfg, retriever=Retriever(_INDEX[0], cfg)))
+        return service.debug("conflicts", {"q": question})
+
+    def test_conflicts_match_the_pipeline(self):
+        for q, want in [("What is the maximum size of a laptop screen?", 0),   # rule 2f: not the subject
+                        ("What was the daily meal allowance in the 2019 edition?", 0),   # rule 5a
+                        ("What is the daily meal allowance for domestic trips?", 1)]:
+            with self.subTest(q=q):
+                self.assertEqual(len(self.debug(q)["conflicts"]["pairs"]), want)
+                self.assertEqual(len(self.answer(q)["conflicts"]), want)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -64,7 +64,7 @@ from ..guard import conflicts as conflicts_mod
 from ..guard import guards
 from ..errors import MiniRagError
 from ..answer.facts import phase_a
-from ..pipeline import Pipeline, retrieval_half, _versions, conflict_json, question_first
+from ..pipeline import Pipeline, retrieval_half, _version_facts, _versions, conflict_json, question_first
 from ..answer.relevance import phase_b
 
 __all__ = ["ROUTES", "Service", "ApiError", "make_server", "openapi", "register", "cmd_serve"]
@@ -178,7 +178,7 @@ class Service:
         out = {"query": query, "decision": row["decision"],
                "answer": row["answer_json"]["claim"] if row["decision"] == "ANSWER" else row["message"],
                "citations": shipped, "confidence": row["confidence"]}
-        out.update(_retrieval_json(p, result.retrieval, row["risk"]["level"]))
+        out.update(_retrieval_json(p, result.retrieval, row["risk"]["level"], result.retrieval.question))
         out["validation"] = row["validation"]
         out["conflicts"] = _conflicts_json(row["conflicts"], docs)
         out["reasons"] = row["reasons"]
@@ -228,18 +228,19 @@ class Service:
         retrieval, qa = p._retrieve(qa, doc)
         risk = guards.classify_risk(asked, p.analyzer, cfg["risk"], terms=qa.analyzed)
         out: Dict[str, Any] = {"query": query}
-        out.update(_retrieval_json(p, retrieval, risk.level))
+        out.update(_retrieval_json(p, retrieval, risk.level, asked))
         if what == "retrieval":
             return out
         facts_a = phase_a(retrieval)
         facts_b = phase_b(asked, facts_a, retrieval, p.index, cfg, qa=qa)
+        facts_b = _version_facts(asked, facts_b, retrieval.hits, cfg["guards"])
         q_terms = qa.terms
         # as the pipeline computes them for an answer that cites nothing (no generator here)
         pairs = conflicts_mod.find_conflicts(
             q_terms, facts_a, p.analyzer, cfg["guards"], cfg["clarify"],
             context={h.chunk_id: "%s\n%s" % (h.heading, h.title) for h in retrieval.hits}, question=asked,
-            versions=_versions(retrieval.hits),
-            bridges=qa.bridges)
+            versions=_versions(retrieval.hits), bridges=qa.bridges,
+            doc_versions=conflicts_mod.doc_versions(retrieval.hits), idf=getattr(p.index, "idf", None))
         pairs = question_first(pairs, q_terms, p.analyzer, [])
         out["conflicts"] = _conflicts_json([conflict_json(c) for c in pairs],
                                            {h.chunk_id: h.doc_id for h in retrieval.hits})
@@ -279,14 +280,15 @@ class Service:
 
 # ------------------------------------------------------------------ response shapes
 
-def _retrieval_json(p: Pipeline, retrieval: Any, risk_level: str) -> Dict[str, Any]:
-    """Seed 000's ``retrieval`` and ``retrieval_quality``; freshness over every hit."""
+def _retrieval_json(p: Pipeline, retrieval: Any, risk_level: str, question: str = "") -> Dict[str, Any]:
+    """Seed 000's ``retrieval`` and ``retrieval_quality``; freshness over every hit (an old
+    edition the question names is not stale, as in ``Pipeline.answer``)."""
     hits = retrieval.hits
     chunks = [{"doc_id": h.doc_id, "chunk_id": h.chunk_id, "rank": h.rank, "timestamp": h.effective or None,
                "similarity": h.similarity, "title": h.title, "heading": h.heading, "text": h.text}
               for h in hits]
     fresh = guards.check_freshness([(h.chunk_id, h.doc_id, h.effective, h.metadata) for h in hits],
-                                   risk_level, p.config["guards"])
+                                   risk_level, p.config["guards"], question=question)
     s = retrieval.signals
     return {
         "retrieval": {"top_k": int(p.config["retrieval"]["top_k"]), "doc_scope": retrieval.scope,
