@@ -191,6 +191,25 @@ class Pipeline:
                                   corrections=retrieval.corrections)
         return retrieval, qa
 
+    def facts(self, question: str, retrieval: Retrieval,
+              qa: QuestionAnalysis) -> Tuple[List[Fact], List[Fact]]:
+        """Steps 2-3: phase A's facts, and phase B's without the versions the question did
+        not ask for (:func:`_version_facts`)."""
+        facts_a = phase_a(retrieval)
+        facts_b = phase_b(question, facts_a, retrieval, self.index, self.config, qa=qa)
+        return facts_a, _version_facts(question, facts_b, retrieval.hits, self.config["guards"])
+
+    def conflicts(self, question: str, facts_a: List[Fact], retrieval: Retrieval,
+                  qa: QuestionAnalysis, citations: List[str]) -> List[Any]:
+        """The conflict guard's pairs among every accepted hit (phase A), about what the
+        answer cites (``citations``), with the version and subject rules of conflicts.py."""
+        cfg = self.config
+        return conflicts_mod.find_conflicts(
+            qa.terms, facts_a, self.analyzer, cfg["guards"], cfg["clarify"],
+            context={h.chunk_id: "%s\n%s" % (h.heading, h.title) for h in retrieval.hits},
+            question=question, anchor=citations, versions=_versions(retrieval.hits), bridges=qa.bridges,
+            doc_versions=conflicts_mod.doc_versions(retrieval.hits), idf=getattr(self.index, "idf", None))
+
     def answer(self, question: str, qid: str = "", timings: bool = False,
                doc_scope: Optional[str] = None) -> Result:
         """Answer ``question``; ``doc_scope`` (a doc_id) restricts retrieval to one document."""
@@ -205,9 +224,7 @@ class Pipeline:
         retrieval, qa = self._retrieve(qa, doc_scope)
         t1 = clock()
         # 2-3. phase A, phase B
-        facts_a = phase_a(retrieval)
-        facts_b = phase_b(question, facts_a, retrieval, self.index, cfg, qa=qa)
-        facts_b = _version_facts(question, facts_b, retrieval.hits, cfg["guards"])
+        facts_a, facts_b = self.facts(question, retrieval, qa)
         # 4. the retrieval half decides first: the generator is only called when it may answer
         early = retrieval_half(len(retrieval.hits), facts_b, cfg["guards"])
         # 5. phase C through the generator, raw output kept
@@ -243,12 +260,7 @@ class Pipeline:
             chunk_texts={cid: h.text for cid, h in hits_by_id.items()}, analyzer=self.analyzer)
         q_terms, bridges = qa.terms, qa.bridges
         citations = answer.citations()
-        # Conflicts: among every accepted hit (phase A), about what the answer cites.
-        pairs = conflicts_mod.find_conflicts(
-            q_terms, facts_a, self.analyzer, cfg["guards"], cfg["clarify"],
-            context={cid: "%s\n%s" % (h.heading, h.title) for cid, h in hits_by_id.items()},
-            question=question, anchor=citations, versions=_versions(retrieval.hits), bridges=bridges,
-            doc_versions=conflicts_mod.doc_versions(retrieval.hits), idf=getattr(self.index, "idf", None))
+        pairs = self.conflicts(question, facts_a, retrieval, qa, citations)
         risk = guards.classify_risk(question, self.analyzer, cfg["risk"], terms=qa.analyzed)
         cited = [(cid, hits_by_id[cid].doc_id, hits_by_id[cid].effective, hits_by_id[cid].metadata)
                  for cid in citations if cid in hits_by_id]

@@ -60,12 +60,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, List, Optional, Tuple
 from urllib.parse import parse_qs, urlsplit
 
-from ..guard import conflicts as conflicts_mod
 from ..guard import guards
 from ..errors import MiniRagError
-from ..answer.facts import phase_a
-from ..pipeline import Pipeline, retrieval_half, _version_facts, _versions, conflict_json, question_first
-from ..answer.relevance import phase_b
+from ..pipeline import Pipeline, retrieval_half, conflict_json, question_first
 
 __all__ = ["ROUTES", "Service", "ApiError", "make_server", "openapi", "register", "cmd_serve"]
 
@@ -231,16 +228,10 @@ class Service:
         out.update(_retrieval_json(p, retrieval, risk.level, asked))
         if what == "retrieval":
             return out
-        facts_a = phase_a(retrieval)
-        facts_b = phase_b(asked, facts_a, retrieval, p.index, cfg, qa=qa)
-        facts_b = _version_facts(asked, facts_b, retrieval.hits, cfg["guards"])
+        facts_a, facts_b = p.facts(asked, retrieval, qa)
         q_terms = qa.terms
         # as the pipeline computes them for an answer that cites nothing (no generator here)
-        pairs = conflicts_mod.find_conflicts(
-            q_terms, facts_a, p.analyzer, cfg["guards"], cfg["clarify"],
-            context={h.chunk_id: "%s\n%s" % (h.heading, h.title) for h in retrieval.hits}, question=asked,
-            versions=_versions(retrieval.hits), bridges=qa.bridges,
-            doc_versions=conflicts_mod.doc_versions(retrieval.hits), idf=getattr(p.index, "idf", None))
+        pairs = p.conflicts(asked, facts_a, retrieval, qa, [])
         pairs = question_first(pairs, q_terms, p.analyzer, [])
         out["conflicts"] = _conflicts_json([conflict_json(c) for c in pairs],
                                            {h.chunk_id: h.doc_id for h in retrieval.hits})
