@@ -27,7 +27,6 @@ purpose: this is an upper bound on what the threshold can buy, not a fit.
 from __future__ import annotations
 
 import argparse
-import copy
 import dataclasses
 import json
 import os
@@ -61,10 +60,11 @@ def _point(gold_path, rows, out_dir, tag):
 
 
 def naive_curve(retriever, gold, gold_path, out_dir, refusal):
+    naive = Naive(retriever, refusal)
+    choices = [(g, naive.choose(g["question"], g.get("doc_scope"))) for _, g in gold]
     out = []
     for cover in COVERS:
-        naive = Naive(retriever, refusal, cover=cover)
-        rows = [naive.answer(g["question"], g["qid"], g.get("doc_scope")) for _, g in gold]
+        rows = [naive.row(g["qid"], g["question"], c, cover) for g, c in choices]
         out.append(dict(_point(gold_path, rows, out_dir, "naive"), threshold=cover))
     return out
 
@@ -73,7 +73,7 @@ def model_curve(cfg, retriever, gold, gold_path, out_dir, refusal, path=answerab
     fitted = answerability.load_model(path)
     answerability._MODELS[path] = dataclasses.replace(fitted, threshold=0.0)
     try:
-        pipe = Pipeline(_on(cfg), retriever=retriever)
+        pipe = Pipeline(_merge(cfg, {"answer": {"answerability": True}}), retriever=retriever)
         rows, probs = [], []
         for _, g in gold:
             r = pipe.answer(g["question"], qid=g["qid"], doc_scope=g.get("doc_scope"))
@@ -90,12 +90,6 @@ def model_curve(cfg, retriever, gold, gold_path, out_dir, refusal, path=answerab
             cut.append(row)
         out.append(dict(_point(gold_path, cut, out_dir, tag), threshold=t))
     return out, fitted.threshold
-
-
-def _on(cfg):
-    c = copy.deepcopy(cfg)
-    c["answer"]["answerability"] = True
-    return c
 
 
 def best_in_box(curve, box):

@@ -27,20 +27,29 @@ class Naive:
         self.cover = cover
         self.k = k
 
-    def answer(self, question: str, qid: str, doc_scope: Optional[str] = None) -> Dict[str, Any]:
+    def choose(self, question: str, doc_scope: Optional[str] = None):
+        """(retrieved ids, the top chunk's id or None, its sentence with the largest share of
+        the question's stems, that share); the cover rule is not applied."""
         terms = self.analyze(question)
         ranked = self.retriever.rank_terms(terms, self.k, doc_scope=doc_scope)
         ids = [self.retriever.index.chunks[p].chunk_id for p, _, _ in ranked]
-        claim, cites = self.refusal, []
         q = set(terms)
-        if ranked and q:
-            top = self.retriever.index.chunks[ranked[0][0]]
-            best, best_share = "", -1.0
-            for sent in split_sentences(top.text):
-                share = len(q & set(self.analyze(sent))) / len(q)
-                if share > best_share:
-                    best, best_share = sent, share
-            if best_share >= self.cover:
-                claim, cites = best, [top.chunk_id]
+        if not ranked or not q:
+            return ids, None, "", -1.0
+        top = self.retriever.index.chunks[ranked[0][0]]
+        best, best_share = "", -1.0
+        for sent in split_sentences(top.text):
+            share = len(q & set(self.analyze(sent))) / len(q)
+            if share > best_share:
+                best, best_share = sent, share
+        return ids, top.chunk_id, best, best_share
+
+    def row(self, qid: str, question: str, choice, cover: Optional[float] = None) -> Dict[str, Any]:
+        """The trace row of a :meth:`choose` result: ship when its share is at least ``cover``."""
+        ids, chunk_id, best, share = choice
+        ship = chunk_id is not None and share >= (self.cover if cover is None else cover)
         return {"qid": qid, "q": question, "retrieved_ids": ids,
-                "answer_json": {"claim": claim, "citations": cites}}
+                "answer_json": {"claim": best if ship else self.refusal, "citations": [chunk_id] if ship else []}}
+
+    def answer(self, question: str, qid: str, doc_scope: Optional[str] = None) -> Dict[str, Any]:
+        return self.row(qid, question, self.choose(question, doc_scope))
