@@ -1510,6 +1510,27 @@ def _text_lines(path: str, errors: _Errors):
             yield lineno, parts
 
 
+# --------------------------------------------------------------------------- reading what a system wrote
+# One reading of a response, used by every verdict (refusal, containment, answer correctness,
+# citations, grounding, relevance).  Sub-sections, in the order a response is read:
+#   1. citation markers and sources lists read out of the text (the claim without them);
+#   2. refusals decided by the answer's bottom line (refusal / partial refusal / answer);
+#   3. answer normalisation and matching against short gold answers;
+#   4. sentences and meta-language (sentences that only talk about the answer or the sources).
+
+
+# ---- reading 1: citations in the text
+
+
+# ---- reading 2: refusals
+
+
+# ---- reading 3: answer normalisation
+
+
+# ---- reading 4: sentences, meta-language and grounding
+
+
 # --------------------------------------------------------------------------- judging
 
 
