@@ -130,11 +130,12 @@ class Metric(NamedTuple):
 
 # Per-item verdict flags (bits).  The report's "items" map stores them as letters so that a
 # later run can pair its items with this one (--baseline).
-FLAG_LETTERS = "tsachpvxmedofugnzr" + "lwkjyqCDSTLMRV"
+FLAG_LETTERS = "tsachpvxmedofugnzr" + "lwkjyqCDSTLMRV" + "PXIAKGU"
 (F_TRACE, F_SHIP, F_ANS, F_CONT, F_HIT, F_PASS, F_VALID, F_HALL, F_HMEAS, F_EXPREF, F_DEC,
  F_DECOK, F_FB, F_FBUSED, F_GOLD, F_NOTRET, F_GOLDRET, F_REC,
  F_NOLAB, F_PROSE, F_CUTOFF, F_POLREJ, F_POLV, F_SRCV, F_REQCONF, F_OKCONF, F_REQSTALE, F_OKSTALE,
- F_REQCLAR, F_OKCLAR, F_REQDOCS, F_OKDOCS) = [1 << i for i in range(len(FLAG_LETTERS))]
+ F_REQCLAR, F_OKCLAR, F_REQDOCS, F_OKDOCS,
+ F_PARTIAL, F_CITTEXT, F_BADMARK, F_GANS, F_ANSOK, F_GMEAS, F_UNSUP) = [1 << i for i in range(len(FLAG_LETTERS))]
 FLAG_MEANINGS = (
     ("t", "a trace row exists for the item"),
     ("s", "shipped: the claim is not the refusal token (a missing trace or null claim ships)"),
@@ -168,6 +169,13 @@ FLAG_MEANINGS = (
     ("M", "... met: right decision and a CLARIFY decision or clarification reason code"),
     ("R", "gold required_citation_doc_ids given"),
     ("V", "... met: every listed document cited"),
+    ("P", "partial refusal: the response answers part of the question and declines the rest"),
+    ("X", "citations read from the text (the row's citations list was empty or absent)"),
+    ("I", "a citation marker in the text resolves to no retrieved chunk"),
+    ("A", "gold_answers given (answer correctness measured)"),
+    ("K", "answer_correct: the shipped answer matches a gold answer"),
+    ("G", "grounding checked sentence by sentence (a shipped answer with known chunk text)"),
+    ("U", "unsupported answer: at least one checked sentence is not supported by the chunks"),
 )
 
 M = Metric
