@@ -4,7 +4,7 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed example-dask serve fit compare clean
+.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean
 
 eval:
 	@$(PYTHON) -m mini_rag eval
@@ -38,6 +38,9 @@ bench-squad:
 
 # mini_rag, mini_rag + the answerability model and the naive baseline on the gold sets and
 # the external held-out halves, with the ablation table; rewrites docs/answering.md's figures.
+bench-answer-correct:
+	@$(PYTHON) bench/bench_answer_correct.py --ablate --docs docs/answer_correctness.md
+
 bench-answer:
 	@$(PYTHON) bench/bench_answer.py --sets gold,squad,cnli --halves held --ablate --docs
 
