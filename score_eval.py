@@ -319,6 +319,18 @@ REGISTRY: Tuple[Metric, ...] = (
     M("cost_per_item", "mean", "lower",
       "sum of cost / trace rows carrying cost (any currency unit, as written)",
       "cost", "null when no trace row carries cost", None, gold=False),
+    # Issue 28: answer correctness beyond the substring (reading 3, docs/answer_correctness.md).
+    M("answer_correct_rate", "rate", "higher",
+      "shipped answers that match a gold answer after normalisation (answer_correct) / shipped "
+      "items with gold_answers; when a gate names answer_correct_rate or answer_f1, shipped "
+      "answerable items without gold_answers are matched on gold_claim_substr too (no partial match)",
+      "answer_json.claim; gold gold_answers, question (gold_claim_substr, answerable)",
+      "null when no shipped item has gold answers", None),
+    M("answer_f1", "mean", "higher",
+      "token F1 of the shipped claim against its best gold answer (normalised words), mean over the "
+      "items of answer_correct_rate",
+      "answer_json.claim; gold gold_answers (gold_claim_substr)",
+      "null when no shipped item has gold answers", None),
 )
 del M
 _BY_NAME = {m.name: m for m in REGISTRY}
@@ -1223,6 +1235,8 @@ class Gold:
         self.req_docs: Dict[int, frozenset] = {}     # required_citation_doc_ids, by item
         self.reject_reason: Dict[int, str] = {}      # rejection_reason of a policy rejection
         self.unlabelled = False                      # every row without labels: reference-free
+        self.answers: Dict[int, tuple] = {}          # issue 28: gold_answers, by item
+        self.questions: Dict[int, str] = {}          # ... and the question of those items
 
     def __len__(self) -> int:
         return len(self.qids)
@@ -1265,6 +1279,9 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
         if cits is not None and not _str_list(cits):
             errors.add("%s:%d: \"gold_citations\" must be a list of strings, got %s" % (path, lineno, _show(cits)))
             bad = True
+        golds = _gold_answers(row, path, lineno, errors)
+        if golds is False:
+            bad = True
         cat = row.get(by, NO_CATEGORY)
         if cat is None:
             cat = NO_CATEGORY
@@ -1306,6 +1323,9 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
             bits, expect_refuse = F_NOLAB, False
         elif bits or behaviour is not None or "acceptable_decisions" in row:
             _store_gold_extras(gold, len(gold.qids) - 1, row)
+        if golds:
+            _store_gold_answers(gold, len(gold.qids) - 1, golds, row.get("question"))
+            bits |= F_GANS
         gold.base.append((F_ANS if ans else 0) | (F_EXPREF if expect_refuse else 0) | (F_GOLD if rel else 0) | bits)
         gold.cat.append(gold.category_id(cat, cat_ids))
         gold.expected.append(0 if exp is None else 1 + DECISIONS.index(exp))
@@ -1381,6 +1401,24 @@ def _gold_extras(row: dict, path: str, lineno: int, errors: _Errors):
     elif docs:
         bits |= F_REQDOCS
     return None if bad else (bits, beh)
+
+
+def _gold_answers(row: dict, path: str, lineno: int, errors: _Errors):
+    """Issue 28: the row's ``gold_answers`` (a tuple), None when absent, False when bad."""
+    golds = row.get("gold_answers")
+    if golds is None:
+        return None
+    if not (_str_list(golds) and golds and all(g.strip() for g in golds)):
+        errors.add('%s:%d: "gold_answers" must be a non-empty list of non-empty strings, got %s'
+                   % (path, lineno, _show(golds)))
+        return False
+    return tuple(golds)
+
+
+def _store_gold_answers(gold: Gold, i: int, golds: tuple, question) -> None:
+    gold.answers[i] = golds
+    if type(question) is str and question:
+        gold.questions[i] = question
 
 
 def _store_gold_extras(gold: Gold, i: int, row: dict) -> None:
@@ -1858,6 +1896,7 @@ class Scorer:
         self.k0 = ks[0]
         self.flags = array("Q", bytes(8 * n))
         self._init_extra(rules, chunk_policies)
+        self._init_answers()
         self.seed_rec = {k: bytearray(n) for k in ks}
         self.hits = {k: array("I", bytes(4 * n)) for k in ks}
         self.rec = {k: array("d", bytes(8 * n)) for k in ks}
@@ -1959,7 +1998,36 @@ class Scorer:
             self._retrieval(i, rel, ret, scores)
             if gold.trec and ret:
                 f |= F_GOLDRET if not set(rel).isdisjoint(ret) else 0
+        if not gold.trec:
+            f = self._judge_answer(i, claim, f)
         self.flags[i] = f
+
+    # ---- issue 28: answer correctness (reading 3)
+    def _init_answers(self) -> None:
+        n = len(self.gold)
+        nan = array("d", [math.nan])
+        self.answer_f1 = nan * n            # NaN = not measured (refused, or no gold answers)
+        self.answer_recall = nan * n
+        # gold_claim_substr is matched (normalised) only when asked: a gate names an answer
+        # metric (run() sets this); gold_answers are always matched.
+        self.answer_substr = False
+
+    def _judge_answer(self, i: int, claim: str, f: int) -> int:
+        """answer_correct of item ``i``'s shipped claim (flags K; answer_f1/answer_recall)."""
+        self.answer_f1[i] = self.answer_recall[i] = math.nan
+        f &= ~F_ANSOK
+        if not f & F_SHIP:
+            return f
+        golds = self.gold.answers.get(i)
+        if golds is not None:
+            m = match_answer(claim, golds, self.gold.questions.get(i))
+        elif self.answer_substr and f & F_ANS and type(self.gold.subs[i]) is tuple and self.gold.subs[i]:
+            m = match_answer(claim, self.gold.subs[i], None, partial=False)
+        else:
+            return f
+        self.answer_f1[i] = m.f1
+        self.answer_recall[i] = m.recall
+        return f | F_ANSOK if m.correct else f
 
     def _retrieval(self, i: int, rel, ret, scores) -> None:
         # trec_eval order: score descending, then id descending; otherwise the trace's order.
@@ -2668,7 +2736,7 @@ def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
     ng = len(gidx)
     aidx = None   # answerable items, for the seed's recall@K
     for m in REGISTRY:
-        if m.name in EXTRA_METRICS:
+        if m.name in EXTRA_METRICS or m.name in ANSWER_METRICS:
             continue
         if m.name in SEED_ONLY or m.name == "recall@K":
             names = [m.name] if m.name != "recall@K" else ["recall@%d" % k for k in scorer.ks]
@@ -2733,9 +2801,29 @@ def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
             out[name] = _entry(total / ng, None, ng, _normal_ci(total, math.fsum(v * v for v in vals), ng))
     if not trec:
         out.update(_extra_metrics(scorer, idx, combos))
+        out.update(_answer_metrics(scorer, idx))
         if scorer.gold.unlabelled:
             _skip_gold_metrics(out)
     return out
+
+
+ANSWER_METRICS = ("answer_correct_rate", "answer_f1")
+
+
+def _answer_metrics(scorer: Scorer, idx) -> Dict[str, dict]:
+    """Issue 28: answer_correct_rate and answer_f1 over the measured items of ``idx``."""
+    flags, f1s = scorer.flags, scorer.answer_f1
+    measured = [i for i in idx if f1s[i] == f1s[i]]
+    n = len(measured)
+    if not n:
+        why = ("not measured: no shipped item has gold_answers" +
+               ("" if scorer.answer_substr else " (gate answer_correct_rate to match gold_claim_substr)"))
+        return {name: _entry(None, None, 0, None, why) for name in ANSWER_METRICS}
+    c = sum(1 for i in measured if flags[i] & F_ANSOK)
+    vals = [f1s[i] for i in measured]
+    total = math.fsum(vals)
+    return {"answer_correct_rate": _entry(c / n, c, n, wilson(c, n)),
+            "answer_f1": _entry(total / n, None, n, _normal_ci(total, math.fsum(v * v for v in vals), n))}
 
 
 EXTRA_METRICS = ("refusal_rate", "rejection_calibration", "policy_compliance", "source_policy_compliance",
@@ -2802,8 +2890,11 @@ def _extra_metrics(scorer: Scorer, idx, combos: Counter) -> Dict[str, dict]:
 
 
 def _skip_gold_metrics(out: Dict[str, dict]) -> None:
-    """Reference-free mode: every metric whose registry entry needs gold is skipped, with why."""
+    """Reference-free mode: every metric whose registry entry needs gold is skipped, with why
+    (answer metrics stay when rows carry gold_answers but no other label, e.g. RAGAS references)."""
     for name in out:
+        if name in ANSWER_METRICS and out[name]["n"]:
+            continue
         if parse_metric(name).metric.gold:
             out[name] = _entry(None, None, None, None, _SKIPPED)
 
@@ -4448,6 +4539,7 @@ def run(args) -> int:
             raise ScoreError(errors.text())
         scorer = Scorer(gold, ks, refusal, chunks, rules, chunk_policies)
         scorer.progress = not args.quiet
+        scorer.answer_substr = any(g.ref.metric.name in ANSWER_METRICS for g in gates)   # issue 28
         stats = score_trace(args.trace, scorer, errors, notes)
         if errors.count:
             raise ScoreError(errors.text())
@@ -4513,7 +4605,8 @@ def run(args) -> int:
         warnings.append("reference-free mode: %d metrics need gold labels and were skipped (%s)"
                         % (len(skipped), ", ".join(skipped)))
     for name, e in metrics.items():
-        if e["reason"] and not trec and e["reason"] != _SKIPPED and name not in EXTRA_METRICS:
+        if e["reason"] and not trec and e["reason"] != _SKIPPED and name not in EXTRA_METRICS \
+                and name not in ANSWER_METRICS:
             warnings.append("%s: %s" % (name, e["reason"]))
     gate_results = order_by_tier(gate_results)
     all_pass = blocking_pass(gate_results)
@@ -4620,7 +4713,9 @@ def _extra_item(scorer: Scorer, i: int, f: int) -> dict:
     return {"refused_by": None if f & F_SHIP else ("pattern" if f & F_PROSE else "token"),
             "evidence": scorer.evidence.get(i, []), "answer_relevance": num(scorer.answer_rel),
             "context_relevance": num(scorer.context_rel), "latency_ms": num(scorer.latency),
-            "cost": num(scorer.cost)}
+            "cost": num(scorer.cost),
+            "answer_correct": bool(f & F_ANSOK) if scorer.answer_f1[i] == scorer.answer_f1[i] else None,
+            "answer_f1": num(scorer.answer_f1), "answer_recall": num(scorer.answer_recall)}
 
 
 def _item_lines(scorer: Scorer, trec: bool, stages: Optional[ItemStages] = None):
