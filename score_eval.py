@@ -1137,7 +1137,87 @@ def _jsonl(path: str, errors: _Errors, notes: List[str]):
         if type(obj) is not dict:
             errors.add("%s:%d: expected a JSON object, got %s" % (path, lineno, _show(obj, 60)))
             continue
+        if path in _RAGAS_PATHS:      # issue 28: a RAGAS-style row, read as gold + trace row
+            obj = ragas_row(obj, path, lineno, errors)
+            if obj is None:
+                continue
         yield lineno, obj
+
+
+# Issue 28: RAGAS-style rows ({user_input | question, response | answer, retrieved_contexts |
+# contexts, reference | ground_truth}, no qid), read with --format ragas or detected.  Each row
+# becomes one row that is both its gold row and its trace row: qid "row-<line>", contexts
+# "ctx-1".."ctx-N" in rank order (retrieved_ids; their texts in cited_chunks, so that a citation
+# by rank "[1]" names ctx-1 and grounding has the text), the reference as gold_answers.  A row
+# says whether it is answerable only with an "answerable" field; without one, the gold is
+# unlabelled (the seed's label-based metrics are skipped) and the answer metrics are measured.
+_RAGAS_PATHS: set = set()
+_RAGAS_FIELDS = (("user_input", "question"), ("response", "answer"), ("retrieved_contexts", "contexts"),
+                 ("reference", "ground_truth"))
+
+
+def _first_field(row: dict, names) -> Tuple[Optional[str], object]:
+    for name in names:
+        if name in row:
+            return name, row[name]
+    return None, None
+
+
+def looks_ragas(row: dict) -> bool:
+    """A row with no qid and a question field plus a response or contexts field of RAGAS."""
+    if "qid" in row or "q_id" in row:
+        return False
+    return _first_field(row, _RAGAS_FIELDS[0])[0] is not None and (
+        _first_field(row, _RAGAS_FIELDS[1])[0] is not None or _first_field(row, _RAGAS_FIELDS[2])[0] is not None)
+
+
+def ragas_row(row: dict, path: str, lineno: int, errors: _Errors) -> Optional[dict]:
+    """The gold + trace row of one RAGAS-style row; None (error recorded) when a field is bad."""
+    out = {"qid": "row-%d" % lineno}
+    name, q = _first_field(row, _RAGAS_FIELDS[0])
+    if q is not None and type(q) is not str:
+        errors.add("%s:%d: \"%s\" must be a string, got %s" % (path, lineno, name, _show(q)))
+        return None
+    name, resp = _first_field(row, _RAGAS_FIELDS[1])
+    if resp is not None and type(resp) is not str:
+        errors.add("%s:%d: \"%s\" must be a string, got %s" % (path, lineno, name, _show(resp)))
+        return None
+    name, ctx = _first_field(row, _RAGAS_FIELDS[2])
+    if ctx is not None and not _str_list(ctx):
+        errors.add("%s:%d: \"%s\" must be a list of strings, got %s" % (path, lineno, name, _show(ctx)))
+        return None
+    name, ref = _first_field(row, _RAGAS_FIELDS[3] + ("ground_truths",))
+    if type(ref) is str:
+        ref = [ref] if ref.strip() else None
+    elif ref is not None and not (_str_list(ref) and all(r.strip() for r in ref)):
+        errors.add("%s:%d: \"%s\" must be a string or a list of non-empty strings, got %s"
+                   % (path, lineno, name, _show(ref)))
+        return None
+    ids = ["ctx-%d" % (k + 1) for k in range(len(ctx or ()))]
+    if q is not None:
+        out["question"] = out["q"] = q
+    if ref:
+        out["gold_answers"] = list(ref)
+    for key in ("answerable", "category", "citations"):
+        if key in row:
+            out[key] = row[key]
+    aj = {"claim": resp}
+    if "citations" in row:
+        aj["citations"] = row["citations"]
+    out["answer_json"] = aj
+    out["retrieved_ids"] = ids
+    out["cited_chunks"] = dict(zip(ids, ctx or ()))
+    return out
+
+
+def ragas_layout(path: str) -> bool:
+    """True when the first row of ``path`` looks like a RAGAS row (see ``looks_ragas``)."""
+    try:
+        for _, row in _jsonl(path, _Errors(1), []):
+            return looks_ragas(row)
+    except (OSError, ScoreError):
+        return False
+    return False
 
 
 def open_input(path: str, what: str = ""):
@@ -1589,7 +1669,7 @@ ANSWER_NORMS = ("unicode", "glue", "numbers", "ordinals", "thousands", "units", 
                 "prefix", "alternatives", "question", "years")
 _ALL_NORMS = frozenset(ANSWER_NORMS)
 ANSWER_PREFIX = 4          # fitted: two words of >= 4 letters match when their first 4 letters do
-ANSWER_PART = 2.0 / 3.0    # fitted: a >= ANSWER_PART_MIN-word gold matches with this share of its key words
+ANSWER_PART = 0.5          # fitted: a >= ANSWER_PART_MIN-word gold matches with this share of its key words
 ANSWER_PART_MIN = 3        # ... (and its last key word); fewer words must all be present
 MAX_ANSWER_CHARS = 20000   # limit: characters of a response (and of a gold answer) that are matched
 
@@ -4425,9 +4505,11 @@ def build_parser() -> argparse.ArgumentParser:
                          "num_rel, num_rel_ret; P alone = its default cutoffs); repeatable")
     ap.add_argument("--measures", metavar="M1,M2",
                     help="the same as several -m, comma-separated: map,ndcg_cut.10,P.5")
-    ap.add_argument("--format", choices=("json", "trec"), default="json",
+    ap.add_argument("--format", choices=("json", "trec", "ragas"), default="json",
                     help="stdout: json (the report, default) or trec (trec_eval's measure<TAB>qid|all<TAB>value "
-                         "lines; --qrels/--run only)")
+                         "lines; --qrels/--run only); ragas: the trace is RAGAS-style rows (user_input/question, "
+                         "response/answer, retrieved_contexts/contexts, reference/ground_truth; no qid), gold "
+                         "derived from it without --gold; JSON report (also detected, with a note)")
     ap.add_argument("-q", dest="per_query", action="store_true",
                     help="with --format trec: one line per topic and measure before the 'all' lines (trec_eval -q)")
     ap.add_argument("--quiet", action="store_true",
@@ -4534,7 +4616,17 @@ def run(args) -> int:
         scorer = Scorer(gold, ks, refusal, chunks)
         stats = score_run(runs, scorer)
     else:
-        gold = read_gold(args.gold, args.by, errors, notes) if args.gold else gold_from_trace(args.trace, args.by)
+        if args.format == "ragas" or (args.format == "json" and ragas_layout(args.trace)):
+            if args.format != "ragas":
+                _note(args, "%s: rows have RAGAS-style fields and no qid: read as --format ragas (ids row-<line>, "
+                            "contexts ctx-1..ctx-N, reference as gold_answers)" % args.trace)
+            _RAGAS_PATHS.add(args.trace)
+        if args.gold:
+            gold = read_gold(args.gold, args.by, errors, notes)
+        elif args.trace in _RAGAS_PATHS:
+            gold = read_gold(args.trace, args.by, errors, notes)
+        else:
+            gold = gold_from_trace(args.trace, args.by)
         if errors.count:
             raise ScoreError(errors.text())
         scorer = Scorer(gold, ks, refusal, chunks, rules, chunk_policies)
