@@ -44,7 +44,8 @@ MIN_FIT_PRECISION = 0.97
 
 
 def load(path: Path):
-    rows = [json.loads(line) for line in path.open(encoding="utf-8")]
+    with path.open(encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh]
     fit = [r for r in rows if int(r["qid"].rsplit("-", 1)[1]) % 2 == 0]
     held = [r for r in rows if int(r["qid"].rsplit("-", 1)[1]) % 2 == 1]
     return fit, held
