@@ -1211,7 +1211,10 @@ def ragas_row(row: dict, path: str, lineno: int, errors: _Errors) -> Optional[di
 
 
 def ragas_layout(path: str) -> bool:
-    """True when the first row of ``path`` looks like a RAGAS row (see ``looks_ragas``)."""
+    """True when the first row of ``path`` looks like a RAGAS row (see ``looks_ragas``); stdin
+    ("-") is read once, so it is never sniffed: give --format ragas."""
+    if path == "-" or not os.path.isfile(path):
+        return False
     try:
         for _, row in _jsonl(path, _Errors(1), []):
             return looks_ragas(row)
@@ -1702,7 +1705,7 @@ _GLUE_RX = re.compile(r"(?<=[a-z])(?=[A-Z][a-z])|(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[
 _ISO_RX = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
 _POSS_RX = re.compile(r"['\u2019]s\b")
 _ANS_TOKEN_RX = re.compile(r"\d+(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|[^\W\d_]+|[%$€£°]")
-_PAREN_RX = re.compile(r"\s*\([^()]*\)")
+_PAREN_RX = re.compile(r"\([^()]*\)")
 _SUFFIXES = frozenset(("st", "nd", "rd", "th"))
 
 
@@ -1847,7 +1850,7 @@ def gold_variants(gold: str, norms: frozenset = _ALL_NORMS) -> List[str]:
     side of " or " ("hit points or health points")."""
     out = [gold]
     if "alternatives" in norms:
-        bare = _PAREN_RX.sub(" ", gold).strip()
+        bare = " ".join(_PAREN_RX.sub(" ", gold).split())
         if bare and bare != gold:
             out.append(bare)
         for g in list(out):
