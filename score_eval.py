@@ -1878,8 +1878,8 @@ def match_answer(response: str, golds, question: Optional[str] = None,
          of >= ANSWER_PREFIX letters by their first ANSWER_PREFIX letters); or
       3. (``partial``) it has >= ANSWER_PART_MIN key words, the last one occurs, and the first
          one or >= ANSWER_PART of them occur ("Zachary Quinto" for "Zachary John Quinto"); or
-      4. (``partial``) it names a year and the response names it and no other month or day
-         of that year ("2005" for "May 3, 2005", not "May 30, 2017" for "January 2017").
+      4. (``partial``) it names a year (not a word of the question) and the response names it
+         and no other month or day of that year ("2005" for "May 3, 2005", not "May 30, 2017" for "January 2017").
     Rules 2-3 also need every number of the gold in the response.  Best gold: correct first,
     then recall, then F1."""
     a = answer_tokens(response, norms)
@@ -1897,7 +1897,7 @@ def match_answer(response: str, golds, question: Optional[str] = None,
                 continue
             common = sum((counts & Counter(gt)).values())
             f1 = 2.0 * common / (len(a) + len(gt)) if common else 0.0
-            key = [t for t in gt if t not in STOPWORDS] or gt
+            key = [t for t in gt if t not in STOPWORDS or (t in _MONTH_SET and "dates" in norms)] or gt
             key = [t for t in key if t not in q] or key
             hit = [t in aset or (len(t) >= pre > 0 and not t[0].isdigit() and t[:pre] in apre) for t in key]
             recall = sum(hit) / len(key)
@@ -1907,7 +1907,7 @@ def match_answer(response: str, golds, question: Optional[str] = None,
                 if nums and len(key) >= ANSWER_PART_MIN and hit[-1] and (hit[0] or recall >= ANSWER_PART - 1e-9):
                     ok = True
                 elif "years" in norms:
-                    years = [t for t in gt if _is_year(t)]
+                    years = [t for t in gt if _is_year(t) and t not in q]
                     if years and aset.issuperset(years):
                         if adates is None:
                             adates = _dates_in(a)
@@ -3845,7 +3845,9 @@ def _item_texts(args, scorer: Scorer, wanted) -> Dict[int, dict]:
     ranking of the items ``wanted``, read again from the (already validated) input files."""
     out: Dict[int, dict] = {i: {} for i in wanted}
     index, sink, notes = scorer.gold.index, _Errors(1), []
-    for _, row in _jsonl(args.gold, sink, notes):
+    # reference-free runs have no gold file; a RAGAS file is its own gold (issue 28)
+    gold_path = args.gold or (args.trace if args.trace in _RAGAS_PATHS else None)
+    for _, row in (_jsonl(gold_path, sink, notes) if gold_path else ()):
         i = index.get(row.get("qid"))
         if i in out:
             out[i].update({"question": row.get("question"), "gold_claim_substr": row.get("gold_claim_substr"),

@@ -63,7 +63,8 @@ class AnswerCorrect(unittest.TestCase):
     # (response, gold answers, question, correct, recall)
     CASES = [
         ("Zachary Quinto plays Spock.", ["Zachary John Quinto"], None, True, 2 / 3),      # rule 3: first + last
-        ("It was released in 2005.", ["May 3, 2005"], None, True, 1 / 2),                # rule 4 ("may" is a stopword)
+        ("It was released in 2005.", ["May 3, 2005"], None, True, 1 / 3),                # rule 4: the year
+        ("It aired in 2017.", ["December 9, 2017"], "when does the 2017 season end", False, 0.0),  # year of the question
         ("It came out on May 30th, 2017.", ["January 2017"], None, False, 0.5),          # rule 4: other month
         ("The river is twenty-one kilometres long.", ["21 km"], None, True, 1.0),        # rule 2
         ("On 1998-03-05.", ["March 5, 1998"], None, True, 1.0),
@@ -179,6 +180,15 @@ class Ragas(unittest.TestCase):
         self.assertIn("skipped", m["precision"]["reason"])
         # contexts ctx-1.. have their texts: every retrieved chunk of the 3 rows with contexts is known
         self.assertEqual(m["context_relevance"]["n"], 3)
+
+    def test_reports_read_the_file_as_its_own_gold(self):
+        with tempfile.TemporaryDirectory() as d:
+            html = os.path.join(d, "r.html")
+            code, out, err = run_scorer("--trace", str(self.DATA), "--gates", "none", "--html", html, "--quiet")
+            self.assertEqual(code, 0, err)
+            text = Path(html).read_text(encoding="utf-8")
+        self.assertIn("row-5", text)
+        self.assertIn("How long are invoices kept?", text)     # the question, read from the file itself
 
     def test_format_flag_and_errors(self):
         with tempfile.TemporaryDirectory() as d:
