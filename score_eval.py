@@ -1765,7 +1765,10 @@ _DIGIT_RX = re.compile(r"\d")
 _PROPER_RX = re.compile(r"(?<=[a-z,;:)] )[A-Z][a-z]+")
 _TOKEN_TRIM_RX = re.compile(r"^[\s*_`~>#\"'\u2018\u2019\u201c\u201d\u00ab\u00bb()\[\]-]+|[\s*_`~\"'\u2018\u2019\u201c\u201d\u00ab\u00bb()\[\].!?,;:-]+$")
 _TOKEN_LABEL_RX = re.compile(r"^(?:final answer|answer|response|output|result|reply|claim|antwort|réponse|respuesta|resposta|risposta|antwoord)\s*[:\-\u2013\u2014]\s*", re.I)
-_SENTENCE_RX = re.compile(r"(?<=[^\sA-Z][.!?\u3002])[\"'\u201d\u2019)\]]*\s+|\n+")
+# A sentence ends at . ! ? (then closing quotes or brackets, then space) or a line break, but
+# not after an initial ("D. J. Smith", "U.S.") or a title or "e.g.".
+_SENTENCE_RX = re.compile(r"(?<=[.!?\u3002])(?<!\b[A-Z]\.)(?<!\b(?:Mr|Dr|Ms|St|vs|Nr)\.)(?<!\bMrs\.)(?<!\be\.g\.)"
+                          r"(?<!\bi\.e\.)[\"'\u201d\u2019)\]]*\s+|\n+")
 _CLAUSE_RX = re.compile(r"[,;]\s+(?=(?:but|however|though|although|yet|aber|jedoch|mais|cependant|pero|sin embargo|mas|porém|ma|però|tuttavia|maar)\b)", re.I)
 _WORDS_RX = re.compile(r"[^\W\d_]{2,}")
 _BULLET_RX = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")

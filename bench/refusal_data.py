@@ -20,6 +20,7 @@ the repository: the labels files hold ids and labels only.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -62,8 +63,9 @@ def available(name: str = "refchecker") -> bool:
     return os.path.exists(os.path.join(DATA, SETS[name][0]))
 
 
+@functools.lru_cache(maxsize=None)
 def select(name: str):
-    """The selected rows of set ``name`` as (id, split, text), in file order."""
+    """The selected rows of set ``name`` as (id, split, text), in file order (a tuple)."""
     path, field, n_hedge, n_rest = SETS[name]
     rows = []
     with open(os.path.join(DATA, path), encoding="utf-8") as fh:
@@ -73,7 +75,7 @@ def select(name: str):
     rest = [r for r in rows if not HEDGE.search(r[field]) and r.get("model") != "fid"]
     chosen = set(r["id"] for r in sorted(hedged, key=lambda r: _key(r["id"]))[:n_hedge])
     chosen |= set(r["id"] for r in sorted(rest, key=lambda r: _key(r["id"]))[:n_rest])
-    return [(r["id"], split_of(name, r), r[field]) for r in rows if r["id"] in chosen]
+    return tuple((r["id"], split_of(name, r), r[field]) for r in rows if r["id"] in chosen)
 
 
 def load_labels(name: str) -> dict:
