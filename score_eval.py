@@ -1801,7 +1801,8 @@ _POINTER_RX = re.compile("|".join("(?:%s)" % s for s in _POINTER_SOURCES), re.I 
 _DISCLAIMER_RX = re.compile("|".join("(?:%s)" % s for s in _DISCLAIMER_SOURCES), re.I | re.M)
 _PASSAGE_RX = re.compile(r"\b(?:passages?|context|documents?|text|sources?|excerpts?|dokumente?n?|quellen?|documents?|fuentes?|fontes?|fonti|documenti|bronnen|documenten)\b", re.I)
 
-_WORD_RX = re.compile(r"[^\W\d_]+(?:['\u2019/][^\W\d_]+)?")
+# Punctuation to spaces (apostrophes and "/" kept: "can't", "n/a"), to split a text into words.
+_SPLIT_TABLE = str.maketrans({c: " " for c in "!\"#$%&()*+,-.:;<=>?@[\\]^_`{|}~\u201c\u201d\u2018\u00ab\u00bb\u2013\u2014\u2026\u00bf\u00a1"})
 _DISCLAIMER_TRIGGERS = frozenset("ai ki ia knowledge training sprachmodell taalmodel modelo modello "
                                  "don't don\u2019t doesn't doesn\u2019t cannot can't can\u2019t not".split())
 
@@ -1809,7 +1810,7 @@ _DISCLAIMER_TRIGGERS = frozenset("ai ki ia knowledge training sprachmodell taalm
 def _decline_rxs(low: str) -> tuple:
     """The decline-cue groups whose trigger words the lower-cased text holds, and whether the
     disclaimer cues may apply."""
-    words = set(_WORD_RX.findall(low))
+    words = set(low.translate(_SPLIT_TABLE).split())
     if "n't" in low or "n\u2019t" in low:
         words.add("not")
     groups = tuple(rx for trig, rx in _DECLINE_GROUPS if not trig.isdisjoint(words))
@@ -1850,12 +1851,13 @@ def refusal_layout(text, token: str = REFUSAL, extra=()) -> Tuple[str, List[str]
     if not t:
         return "empty", [], [], 0
     tok = token.strip().lower()
-    if t.lower() == tok or token_form(t) == tok:
+    low = t.lower()
+    if low == tok or (len(t) <= len(tok) + 60 and tok in " ".join(low.split()) and token_form(t) == tok):
         return "token", [], [], 0
     if len(t) > REFUSAL_WINDOW:
         half = REFUSAL_WINDOW // 2
         t = t[:half] + "\n" + t[-half:]
-    groups, disclaim = _decline_rxs(t.lower())
+    groups, disclaim = _decline_rxs(low if len(t) <= REFUSAL_WINDOW else t.lower())
     if not groups and not disclaim and not extra:
         return "none", [], [], 0
     if (not any(rx.search(t) for rx in groups) and not (disclaim and _DISCLAIMER_RX.search(t))
