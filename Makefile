@@ -4,7 +4,7 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean
+.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean bench-refusal
 
 eval:
 	@$(PYTHON) -m mini_rag eval
@@ -26,6 +26,11 @@ compare:
 	@$(PYTHON) -m mini_rag compare --candidate $(CANDIDATE)
 
 bench: bench-scorer bench-retrieval bench-squad bench-serve
+
+# The refusal reader against the hand labels (fit and dev halves of real LLM responses from
+# ../shared/data) and the written multilingual / safety set, next to baselines; rows per second.
+bench-refusal:
+	@$(PYTHON) bench/bench_refusal.py --rate
 
 bench-scorer:
 	@$(PYTHON) bench/bench_scorer.py

@@ -134,7 +134,7 @@ class RegistryMetrics(TempDir):
         # issue 20: refused G4, G6; behaviour matches the label for all but G5 (shipped, expected to
         # refuse) and G6 (refused, expected to answer); no source policies; questions "q Gn" share
         # only the number n with nothing; only G2's retrieved chunk text is known (0 of 1 relevant)
-        expected.update({"refusal_rate": 2 / 7, "rejection_calibration": 5 / 7, "source_policy_compliance": 5 / 5,
+        expected.update({"refusal_rate": 2 / 7, "partial_refusal_rate": 0 / 7, "rejection_calibration": 5 / 7, "source_policy_compliance": 5 / 5,
                          "answer_relevance": 0.0, "context_relevance": 0 / 1})
         unmeasured = ("policy_compliance", "citation_coverage", "conflict_correct_rate", "staleness_correct_rate",
                       "clarify_correct_rate", "latency_p50", "latency_p95", "cost_per_item",
@@ -460,7 +460,9 @@ class Gates(TempDir):
         self.assertIn("gate failed: hallucination: not measured", err)
 
     def test_gates_file_dataset_and_message(self):
-        path = self.gates_file('[scorer]\nrefusal = "NO ANSWER"\n\n[baseline]\npass_rate = { min = 0.5 }\n\n'
+        # refusal_reader "exact": seed 002's token rule (the built-in reader would also read the
+        # bare "no answer" as a refusal, whatever the token)
+        path = self.gates_file('[scorer]\nrefusal = "NO ANSWER"\nrefusal_reader = "exact"\n\n[baseline]\npass_rate = { min = 0.5 }\n\n'
                                '[perturb]\nfallback_used_rate = { max = 0.1, message = "Too much fallback." }\n')
         trace = [trace_row("A", "alpha", ["c"], ["c"], fallback_used=True), trace_row("B", "no answer")]
         code, rep, _ = self.score(self.GOLD, trace, "--gates-file", path, gates=None)
@@ -495,7 +497,7 @@ class Gates(TempDir):
             ("[baseline]\nprecision = { min = \"0.5\" }\n", 'g.toml:2: gate \'precision\' min must be a number, got "0.5"'),
             ("[baseline]\nprecision = { minimum = 0.5 }\n", 'g.toml:2: gate \'precision\' has unknown keys minimum; known: min, max, message, tier, got {"minimum": 0.5}'),
             ("[perturb]\nchr = { min = 0.5 }\n", "g.toml: no [baseline] section; datasets in the file: perturb"),
-            ("[scorer]\nrefusl = \"x\"\n[baseline]\n", "g.toml:2: unknown [scorer] key 'refusl'; known: refusal, refusal_patterns, cutoff_patterns, got \"x\""),
+            ("[scorer]\nrefusl = \"x\"\n[baseline]\n", "g.toml:2: unknown [scorer] key 'refusl'; known: refusal, refusal_patterns, cutoff_patterns, refusal_reader, got \"x\""),
             ("[baseline]\n[regression]\nalpha = 2\n", "g.toml:3: [regression] alpha must be a number in (0, 1), got 2"),
             ("[baseline]\n[regression.max_drop]\n\"nDCG@10\" = 0.1\n",
              "g.toml:3: [regression.max_drop] 'nDCG@10' has no per-item yes/no verdict for the paired test"),

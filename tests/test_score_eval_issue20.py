@@ -57,8 +57,14 @@ class RegexSafety(unittest.TestCase):
                     self.assertIn(want, got)
 
 
+def reads_refusal(text: str, rules: score_eval.Rules) -> bool:
+    """The verdict of make eval's configuration: the built-in reader with gates.toml's patterns."""
+    return score_eval.read_refusal(text, score_eval.REFUSAL, rules.refusal + rules.cutoff)[0] == "refusal"
+
+
 class ProseRefusalFixture(unittest.TestCase):
-    """The committed default patterns against a fixture written for this test."""
+    """The built-in refusal reader with the committed gates.toml (issue 28; issue 20's patterns
+    before it) against a fixture written for issue 20's test."""
 
     def rates(self):
         rules = default_rules()
@@ -67,7 +73,7 @@ class ProseRefusalFixture(unittest.TestCase):
         for key, refusal in (("refusals", True), ("answers", False), ("heldout_refusals", True),
                              ("heldout_answers", False)):
             rows = data[key]
-            ok = sum(1 for text in rows if bool(rules.refuses(text)) == refusal)
+            ok = sum(1 for text in rows if reads_refusal(text, rules) == refusal)
             out[key] = (ok, len(rows))
         return out
 
@@ -89,13 +95,16 @@ class ProseRefusalFixture(unittest.TestCase):
         for text in ("SSNs must not be stored in plaintext.", "Refunds cannot be issued after 30 days.",
                      "Customers are unable to change the currency.", "There is no fee for downgrading."):
             with self.subTest(text=text):
-                self.assertEqual(rules.refuses(text), 0)
+                self.assertFalse(reads_refusal(text, rules))
 
     def test_cutoff_excuse_is_a_refusal_and_flagged(self):
         rules = default_rules()
+        # refusal_reader "exact" (issue 20's meaning): a cutoff pattern anywhere refuses and flags
         self.assertEqual(rules.refuses("My training data ends in 2023."),
                          score_eval.F_PROSE | score_eval.F_CUTOFF)
-        self.assertEqual(rules.refuses("I'm unable to answer that."), score_eval.F_PROSE)
+        self.assertEqual(rules.refuses("I'm unable to answer that."), 0)     # gates.toml has no refusal_patterns
+        self.assertTrue(reads_refusal("My training data ends in 2023.", rules))
+        self.assertTrue(reads_refusal("I'm unable to answer that.", rules))
 
     def test_mini_rag_claims_are_untouched(self):
         # make eval's own answers: none is a prose refusal or a policy violation
@@ -107,6 +116,8 @@ class ProseRefusalFixture(unittest.TestCase):
             for line in path.read_text(encoding="utf-8").splitlines():
                 claim = json.loads(line)["answer_json"]["claim"]
                 self.assertEqual(rules.refuses(claim), 0, claim)
+                kind = score_eval.read_refusal(claim, score_eval.REFUSAL, rules.refusal + rules.cutoff)[0]
+                self.assertEqual(kind, "refusal" if claim.strip().lower() == score_eval.REFUSAL else "answer", claim)
                 for name, _, pats in rules.policies:
                     self.assertFalse(any(rx.search(claim) for _, rx in pats), (name, claim))
 
@@ -219,8 +230,21 @@ class LabelledMetrics(Issue20Case):
         gate = [g for g in rep["gate_results"] if g["kind"] == "regression"][0]
         self.assertEqual((gate["value"], gate["p_value"], gate["pass"]), (0.5, 1.0, True))
 
-    def test_without_patterns_the_seed_token_rule_holds(self):
+    def test_without_patterns_the_reader_reads_prose(self):
+        # issue 28: the built-in reader needs no patterns; A1 ("unable to answer") and A2 (a
+        # training-cutoff excuse, then "so no") decline and answer nothing: 7 refused, as with them
         code, rep, err = self.run_with_rules(LAB_GOLD, LAB_TRACE, rules="[t]\nprecision = { min = 0 }\n")
+        self.assertEqual(code, 0, err)
+        self.assertAlmostEqual(rep["metrics"]["refusal_rate"]["value"], round(7 / 12, 4))
+        items = self.items()
+        self.assertEqual((items["A1"]["refused_by"], items["A1"]["refusal_kind"]), ("reader", "refusal"))
+        self.assertEqual((items["P2"]["refused_by"], items["P2"]["refusal_kind"]), ("token", "refusal"))
+        self.assertEqual((items["A3"]["refused_by"], items["A3"]["refusal_kind"]), (None, "answer"))
+        self.assertNotIn("training_cutoff_excuse", items["A2"]["labels"])   # no cutoff_patterns configured
+
+    def test_without_patterns_the_seed_token_rule_holds(self):
+        code, rep, err = self.run_with_rules(LAB_GOLD, LAB_TRACE,
+                                             rules='[scorer]\nrefusal_reader = "exact"\n[t]\nprecision = { min = 0 }\n')
         self.assertEqual(code, 0, err)
         # only the token refuses: P2 C1 C2 S2 L1; A1 and A2 ship
         self.assertAlmostEqual(rep["metrics"]["refusal_rate"]["value"], round(5 / 12, 4))
