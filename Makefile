@@ -4,10 +4,14 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed example-dask serve fit compare clean
+.PHONY: eval eval-seed test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed example-dask serve fit compare clean
 
 eval:
 	@$(PYTHON) -m mini_rag eval
+
+# The seed's worked example (examples/seed/: its committed trace), scored against [seed] of gates.toml.
+eval-seed:
+	@$(PYTHON) -m mini_rag eval --dataset seed
 
 test:
 	@$(PYTHON) tests/run.py

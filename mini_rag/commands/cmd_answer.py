@@ -115,6 +115,9 @@ def register(subparsers) -> None:
                         "one generated from it by perturb); 'none' skips it")
     e.add_argument("--gates", metavar="FILE",
                    help="gates file (default: gates.toml, said on stderr); 'none' scores without gates")
+    e.add_argument("--dataset", choices=("gold", "seed"), default="gold",
+                   help="gold: the gold sets (default; a missing one is exit 2); seed: only the seed's "
+                        "worked example in examples/seed/ (its committed trace, dataset [seed] of the gates)")
     _corpus_flags(e)
     e.set_defaults(func=cmd_eval)
 
@@ -231,8 +234,10 @@ def cmd_eval(args) -> int:
         if not args.quiet and os.path.isfile(gates):
             print("mini_rag: using the gates file %s (--gates FILE to choose another, --gates none for no gates)"
                   % gates, file=sys.stderr)
+    if args.dataset == "seed" and (args.gold or args.perturb or args.corpus):
+        raise MiniRagError("usage: eval --dataset seed scores examples/seed/ only: no --gold, --perturb or --corpus")
     status, combined = evaluate(config, runs=args.runs, gold=args.gold, perturb=args.perturb,
-                                gates=gates, quiet=args.quiet)
+                                gates=gates, quiet=args.quiet, seed=args.dataset == "seed")
     short = summary(combined, args.runs)
     if not args.quiet:
         sys.stderr.write(summary_text(short))
