@@ -1,7 +1,7 @@
 """IR mode under trec_eval's names (issue 19 item 5): -m / --measures, --format trec, -q,
 IR-only gates.
 
-Golden values: every line of trec_eval's own expected outputs (../shared/data/trec_eval_test:
+Golden values: every line of trec_eval's own expected outputs (tests/data/trec_eval_test:
 out.test, out.test.a, out.test.aq, out.test.aqc, out.test.meas_params) whose measure we
 implement is compared to 4 decimals, per topic and "all" (skips when the data is absent).
 An independent implementation: pytrec_eval on random runs (skips when not importable).
@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 import score_eval  # noqa: E402
 from tests.test_score_eval import run_cli  # noqa: E402
 
-DATA = Path(os.environ.get("MINI_RAG_DATA", ROOT.parent / "shared" / "data")) / "trec_eval_test"
+DATA = ROOT / "tests" / "data" / "trec_eval_test"    # vendored with its licence note (SOURCE.md)
 FAMILIES = [m.name for m in score_eval.TREC_MEASURES]
 
 
@@ -49,7 +49,6 @@ def tmpdir(test):
     return d
 
 
-@unittest.skipUnless(DATA.is_dir(), "trec_eval test data not found at %s (set MINI_RAG_DATA)" % DATA)
 class TrecEvalOutputs(unittest.TestCase):
     CASES = (  # (run file, expected output, per query)
         ("results.test", "out.test", False),
