@@ -4,7 +4,7 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval eval-seed test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed example-dask serve fit compare clean
+.PHONY: eval eval-seed test bench-doctree check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed example-dask serve fit compare clean
 
 eval:
 	@$(PYTHON) -m mini_rag eval
@@ -51,6 +51,11 @@ bench-answer:
 fit:
 	@$(PYTHON) bench/fit_answerability.py
 	@$(PYTHON) bench/fit_answerability.py --embed
+
+# 20 written questions on pip's documentation tree (Debian's /usr/share/doc/python3-pip/html):
+# the document reader on Markdown/MyST and reST nobody here wrote (bench/doctree/README.md).
+bench-doctree:
+	@$(PYTHON) bench/doctree/bench_doctree.py
 
 bench-serve:
 	@$(PYTHON) bench/bench_serve.py

@@ -62,7 +62,7 @@ def _config_flag(p) -> None:
 def _corpus_flags(p) -> None:
     """--corpus, --index and --quiet (ask, run, eval); see mini_rag.commands.runconfig."""
     p.add_argument("--corpus", metavar="DIR|FILE",
-                   help="corpus folder of .md/.txt files or BEIR .jsonl file (default: [corpus] path); "
+                   help="corpus folder of .md/.rst/.txt files or BEIR .jsonl file (default: [corpus] path); "
                         "a corpus of one's own gets corpus-neutral defaults (as_of = its newest date)")
     p.add_argument("--index", dest="index_path", metavar="FILE",
                    help="index file (default: [index] path, or runs/index-<hash>.json.gz for a corpus of one's own)")
@@ -195,7 +195,9 @@ def cmd_run(args) -> int:
     counted = _FailureCount(open_pipeline(config, quiet=args.quiet))
     n = run_gold(counted, args.gold, args.out, timings=args.timings, quiet=args.quiet, doc_scope=args.scope)
     if not args.quiet:
-        print("mini_rag: wrote %d trace rows to %s (as_of %s)" % (n, args.out, config["guards"]["as_of"]),
+        from ..search.retrieve import dated_as_of
+        print("mini_rag: wrote %d trace rows to %s (as_of %s)" % (n, args.out, dated_as_of(config["guards"]["as_of"])
+                                                                  or "none: no document has a date"),
               file=sys.stderr)
     if counted.failed:
         print("mini_rag: %d of %d items BLOCKed by generator_error (first: %s)"

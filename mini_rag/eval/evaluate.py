@@ -265,7 +265,8 @@ def evaluate(config: Dict[str, Any], runs: str = "runs", gold: Optional[str] = N
         worst = max(worst, status)
     combined = {"pass": all(r.get("pass") is True for r in reports.values()), "datasets": reports}
     if any(not is_seed for _, _, is_seed in sets):
-        combined["as_of"] = config["guards"]["as_of"]
+        from ..search.retrieve import dated_as_of
+        combined["as_of"] = dated_as_of(config["guards"]["as_of"])
     atomic_write_text(os.path.join(runs, "report.json"), json.dumps(combined, indent=2, ensure_ascii=False) + "\n")
     md_parts = []
     for name, _, _ in sets:
