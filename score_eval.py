@@ -2815,9 +2815,15 @@ def compare(base: dict, path: str, metrics: Dict[str, dict], categories: Dict[st
 # the overall score and the other weights are renormalized (the report names it).  A metric
 # where lower is better scores 1 - value.  Default weights are seed 004's pack defaults; gate
 # stages are the ones seed 004 marks is_gate (a stage whose metric a block gate checks is one too).
+#: The rank cutoff of the scorecard's retrieval stage (recall@5, seed 002's k), whatever --k
+#: says: one trace has one overall score, whoever computes it (make eval passes --k 1,5,10,
+#: a plain run --k 5).  Always computed in QA mode; IR mode uses the first --k.
+SCORECARD_K = 5
+
+
 class Stage(NamedTuple):
     name: str
-    metric: str       # registry name; "recall@K" means the first --k
+    metric: str       # registry name; "recall@K" means recall@SCORECARD_K (IR mode: the first --k)
     weight: float     # default weight
     gate: bool
 
@@ -2983,7 +2989,7 @@ def scorecard(weights: Dict[str, float], metrics: Dict[str, dict], k0: int,
     left_out = [k for k, st in stages.items() if st["effective_weight"] is None]
     note = ("stages not measured, left out of the overall score (the other weights renormalized): %s"
             % ", ".join(left_out)) if left_out else "every stage measured"
-    return {"overall": _r(overall), "stages": stages, "not_measured": left_out, "note": note}
+    return {"overall": _r(overall), "k": k0, "stages": stages, "not_measured": left_out, "note": note}
 
 
 # issue 20's per-item means: metric -> the Scorer array holding each item's value (NaN: none)
@@ -3615,51 +3621,119 @@ def _x(text) -> str:
     return html.escape(_inert(text), quote=True).replace("\n", "&#10;").replace("\r", "&#13;").replace("\t", "&#9;")
 
 
-def render_junit(report: dict, items: Optional[List[dict]] = None) -> str:
-    """JUnit XML: <testsuites> with one <testsuite> (the dataset), one <testcase> per gate.
+#: The registry metrics an item failure counts against (render_junit: an item fails in JUnit
+#: only when one of its failure labels counts against a block gate that failed).  A label
+#: not listed here counts against every metric (fail closed).
+MODE_METRICS: Dict[str, Tuple[str, ...]] = {
+    "policy_violation": ("policy_compliance",),
+    "source_policy_violation": ("source_policy_compliance",),
+    "training_cutoff_excuse": ("false_refuse_rate", "incorrect_refusal", "refusal_rate", "rejection_calibration",
+                               "pass_rate", "over_refusal"),
+    "under_refusal": ("under_refusal", "precision", "pass_rate", "correct_refusal", "refusal_rate",
+                      "rejection_calibration", "false_accept_rate"),
+    "false_acceptance": ("false_accept_rate", "rejection_calibration", "pass_rate", "decision_accuracy"),
+    "citation_not_retrieved": ("citation_validity", "precision", "chr", "pass_rate"),
+    "hallucination": ("hallucination",),
+    "retrieval_miss": ("recall@K", "P@K", "R@K", "Success@K", "RR", "RR@K", "nDCG@K", "context_relevance"),
+    "over_refusal": ("over_refusal", "incorrect_refusal", "pass_rate", "refusal_rate", "false_refuse_rate",
+                     "rejection_calibration"),
+    "false_rejection": ("false_refuse_rate", "incorrect_refusal", "rejection_calibration", "decision_accuracy"),
+    "conflict_not_surfaced": ("conflict_correct_rate", "decision_accuracy"),
+    "staleness_not_detected": ("staleness_correct_rate", "decision_accuracy"),
+    "clarification_missed": ("clarify_correct_rate", "decision_accuracy"),
+    "required_citation_missing": ("citation_coverage",),
+    "citation_miss": ("chr", "precision", "pass_rate"),
+    "claim_miss": ("precision", "pass_rate", "answer_relevance"),
+    "decision_mismatch": ("decision_accuracy",),
+}
 
-    block failures are <failure>; warn failures are <skipped> with a ``tier=warn`` property;
-    monitor gates pass and carry their value as properties.  With ``items`` (--junit-items)
-    a second testsuite ``<dataset>.items`` has one testcase per item, failing items failed."""
+
+def _failed_block_metrics(report: dict) -> Optional[set]:
+    """Registry names of the metrics whose block gates failed; None when a failed block gate
+    names no registry metric (a regression gate, say): then every item failure counts."""
+    out = set()
+    for g in report.get("gate_results") or []:
+        if g["pass"] or g["tier"] != "block":
+            continue
+        try:
+            out.add(parse_metric(str(g.get("metric") or "")).metric.name)
+        except (ScoreError, AttributeError, KeyError, ValueError):
+            return None
+    return out
+
+
+def block_relevant(labels: List[str], failed: Optional[set]) -> List[str]:
+    """The failure labels that count against a failed block gate's metric (MODE_METRICS)."""
+    if failed is None:
+        return list(labels)
+    return [m for m in labels if m == "missing_trace" and failed
+            or (m not in MODE_METRICS and failed) or set(MODE_METRICS.get(m, ())) & failed]
+
+
+def render_junit(report: dict, items: Optional[List[dict]] = None) -> str:
+    """JUnit XML: <testsuites> with one <testsuite> (the dataset) holding the block and monitor
+    gates, and one ``<dataset>.warnings`` holding the warn gates, one <testcase> per gate.
+
+    A failed block gate is a <failure> in the dataset's suite; a failed warn gate is a
+    <failure type="warn"> in the warnings suite (test reporters show failures, they hide
+    skips; the run's verdict is the dataset suite's and the exit status).  Monitor gates pass
+    and carry their value as properties.  With ``items`` (--junit-items) a ``<dataset>.items``
+    suite has one testcase per item: an item is a <failure> only when one of its failure
+    labels counts against a block gate that failed (``MODE_METRICS``); other failing items
+    pass with their labels as properties."""
     ds = str(report.get("dataset"))
     suites = []
-    cases, fails, skips = [], 0, 0
+    groups: Dict[str, List[str]] = {"main": [], "warn": []}
+    fails = {"main": 0, "warn": 0}
     for g in report["gate_results"]:
+        group = "warn" if g["tier"] == "warn" else "main"
         props = [("tier", g["tier"]), ("metric", g["metric"]), ("value", _num_text(g["value"])),
                  ("op", g["op"] or ""), ("threshold", "" if g["threshold"] is None else _fmt_num(g["threshold"]))]
         body = "<properties>%s</properties>" % "".join(
             '<property name="%s" value="%s"/>' % (_x(k), _x(v)) for k, v in props)
         note = (g["reason"] or "") + ((" " + g["message"]) if g.get("message") else "")
         if not g["pass"] and g["tier"] == "block":
-            fails += 1
+            fails[group] += 1
             body += '<failure message="%s" type="gate">%s</failure>' % (_x(note), _x(note))
         elif not g["pass"] and g["tier"] == "warn":
-            skips += 1
-            body += '<skipped message="%s"/>' % _x("warn gate failed (does not block): " + note)
-        cases.append('    <testcase classname="%s" name="%s">%s</testcase>' % (
+            fails[group] += 1
+            body += '<failure message="%s" type="warn">%s</failure>' % (
+                _x("warn gate failed (does not block): " + note), _x(note))
+        groups[group].append('    <testcase classname="%s" name="%s">%s</testcase>' % (
             _x("score_eval.%s.%s" % (ds, g["tier"])), _x(g["gate"]), body))
-    suites.append(('<testsuite name="%s" tests="%d" failures="%d" errors="0" skipped="%d">\n'
+    cases = groups["main"]
+    suites.append(('<testsuite name="%s" tests="%d" failures="%d" errors="0" skipped="0">\n'
                    '    <properties><property name="pass" value="%s"/><property name="warnings_failed" value="%d"/>'
                    '<property name="overall_score" value="%s"/></properties>\n%s\n  </testsuite>'
-                   % (_x(ds), len(cases), fails, skips, "true" if report["pass"] else "false",
+                   % (_x(ds), len(cases), fails["main"], "true" if report["pass"] else "false",
                       report.get("warnings_failed", 0), _num_text((report.get("scorecard") or {}).get("overall")),
-                      "\n".join(cases)), len(cases), fails, skips))
+                      "\n".join(cases)), len(cases), fails["main"], 0))
+    if groups["warn"]:
+        suites.append(('<testsuite name="%s" tests="%d" failures="%d" errors="0" skipped="0">\n'
+                       '    <properties><property name="blocks" value="false"/></properties>\n%s\n  </testsuite>'
+                       % (_x(ds + ".warnings"), len(groups["warn"]), fails["warn"], "\n".join(groups["warn"])),
+                       len(groups["warn"]), fails["warn"], 0))
     if items is not None:
+        failed = _failed_block_metrics(report)
         icases, ifails = [], 0
         for rec in items:
             body = ""
-            if rec["failure_mode"]:
+            relevant = block_relevant(rec["labels"], failed) if rec["failure_mode"] else []
+            if relevant:
                 ifails += 1
                 body = '<failure message="%s" type="item">%s</failure>' % (
-                    _x(rec["failure_mode"]), _x("labels: %s; flags: %s" % (", ".join(rec["labels"]), rec["flags"])))
+                    _x(relevant[0]), _x("labels: %s; flags: %s" % (", ".join(rec["labels"]), rec["flags"])))
+            elif rec["failure_mode"]:
+                body = '<properties><property name="labels" value="%s"/><property name="blocks" value="false"/>' \
+                       '</properties>' % _x(", ".join(rec["labels"]))
             icases.append('    <testcase classname="%s" name="%s">%s</testcase>' % (
                 _x("score_eval.%s.items.%s" % (ds, rec["category"])), _x(rec["qid"]), body))
         suites.append(('<testsuite name="%s" tests="%d" failures="%d" errors="0" skipped="0">\n%s\n  </testsuite>'
                        % (_x(ds + ".items"), len(icases), ifails, "\n".join(icases)), len(icases), ifails, 0))
     return ('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="score_eval" tests="%d" failures="%d" '
             'errors="0" skipped="%d">\n  %s\n</testsuites>\n' % (
-                sum(s[1] for s in suites), sum(s[2] for s in suites), sum(s[3] for s in suites),
-                "\n  ".join(s[0] for s in suites)))
+                sum(x[1] for x in suites), sum(x[2] for x in suites), sum(x[3] for x in suites),
+                "\n  ".join(x[0] for x in suites)))
 
 
 def _csv_cell(v):
@@ -4050,7 +4124,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--chunks", help="JSONL of {id, text} chunks (BEIR {_id, text} too) for the hallucination check")
     ap.add_argument("--by", default="category", help="gold field for the per-category breakdown (default category)")
     ap.add_argument("--baseline", help="an earlier report (JSON from --out/stdout) to compare against")
-    ap.add_argument("--out", help="also write the JSON report to this file (atomically)")
+    ap.add_argument("--out", help="also write the JSON report to this file (atomically); stdout then gets the "
+                                  "compact summary (--full for the whole report)")
+    ap.add_argument("--summary", action="store_true",
+                    help="stdout: the compact summary (verdict, gates, overall score, files) instead of the report")
+    ap.add_argument("--full", action="store_true", help="stdout: the whole JSON report even with --out")
     ap.add_argument("--markdown", help="write a human report (gates, metrics, categories, failure modes, worst items)")
     ap.add_argument("--items", help="write one JSON line per gold item with its verdicts")
     ap.add_argument("--weights", help="JSON object of stage weights for the scorecard, e.g. '{\"faithfulness\": 0.4}' "
@@ -4154,7 +4232,9 @@ def run(args) -> int:
         if not args.refusal.strip():
             raise ScoreError("--refusal: must be a non-empty string, got %r" % args.refusal)
         refusal = args.refusal
-    # cutoffs named by gates are computed too
+    # cutoffs named by gates are computed too, and the scorecard's (SCORECARD_K)
+    if not trec and SCORECARD_K not in ks:
+        ks.append(SCORECARD_K)
     for ref in [g.ref for g in gates] + ([r for r, _ in regression.max_drop] + list(regression.slice_metrics)
                                          if regression else []):
         if ref.k is not None and ref.k not in ks:
@@ -4286,7 +4366,7 @@ def run(args) -> int:
                    "regression": regression_block,
                    "warnings": warnings})
     report["warnings_failed"] = sum(1 for g in gate_results if g["tier"] == "warn" and not g["pass"])
-    report["scorecard"] = scorecard(weights, metrics, k0, scorecard_gaps(scorer))
+    report["scorecard"] = scorecard(weights, metrics, SCORECARD_K if not trec else k0, scorecard_gaps(scorer))
     if not trec:
         report["reference_free"] = gold.unlabelled
         report["skipped_metrics"] = {name: _SKIPPED for name in skipped}
@@ -4314,9 +4394,39 @@ def run(args) -> int:
     if args.manifest:
         write_manifest(args.manifest, [p for p in outputs if p and p != "-"])
     if "-" not in outputs:
-        sys.stdout.write(text)
+        compact = args.format != "trec" and not args.full and (args.summary or bool(args.out))
+        sys.stdout.write(render_summary(report, outputs) if compact else text)
         sys.stdout.flush()
     return EXIT_PASS if all_pass else EXIT_GATE
+
+
+def render_summary(report: dict, outputs: Tuple[Optional[str], ...] = ()) -> str:
+    """The compact stdout (--summary; the default when --out holds the full report): the
+    verdict, each gate's value and verdict, the overall score with its k, counts, and the
+    files written.  A few dozen lines whatever the number of items."""
+    names = ("out", "items", "markdown", "html", "junit", "csv", "metrics_csv")
+    card = report.get("scorecard") or {}
+    short = {"pass": report["pass"], "dataset": report.get("dataset"), "schema": report.get("schema"),
+             "version": report.get("version"),
+             "counts": {k: report["counts"][k] for k in ("gold_items", "trace_rows", "missing_traces")
+                        if k in (report.get("counts") or {})},
+             "gates": [{"gate": g["gate"], "tier": g["tier"], "value": g["value"], "pass": g["pass"]}
+                       for g in report.get("gate_results") or []],
+             "failed": ["%s%s: %s" % ("(warn) " if g["tier"] == "warn" else "", g["gate"], g["reason"])
+                        for g in report.get("gate_results") or [] if not g["pass"] and g["tier"] != "monitor"],
+             "overall": card.get("overall"), "overall_k": card.get("k"),
+             "files": {n: p for n, p in zip(names, outputs) if p}}
+    lines = ["{"]
+    keys = list(short)
+    for i, k in enumerate(keys):
+        v = short[k]
+        if k == "gates":
+            body = ",\n".join("    " + json.dumps(g, ensure_ascii=False) for g in v)
+            lines.append('  "gates": [%s]%s' % ("\n" + body + "\n  " if v else "", "," if i < len(keys) - 1 else ""))
+        else:
+            lines.append("  %s: %s%s" % (json.dumps(k), json.dumps(v, ensure_ascii=False),
+                                        "," if i < len(keys) - 1 else ""))
+    return "\n".join(lines) + "\n}\n"
 
 
 def _item_record(scorer: Scorer, i: int, trec: bool) -> dict:
