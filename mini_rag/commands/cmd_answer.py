@@ -108,13 +108,17 @@ def register(subparsers) -> None:
                               description="Build/load the index, run and score both gold sets, "
                                           "print the combined report; exit 1 when a gate fails.")
     _config_flag(e)
-    e.add_argument("--runs", default="runs", metavar="DIR", help="output folder (default: runs)")
+    e.add_argument("--out-dir", "--runs", dest="runs", metavar="DIR",
+                   help="output folder (default: runs; with --corpus of one's own, runs/<corpus name>/, so "
+                        "the repository's reports are never overwritten)")
     e.add_argument("--gold", metavar="FILE", help="baseline gold set (default: gold/gold.jsonl)")
     e.add_argument("--perturb", metavar="FILE",
                    help="perturbation gold set (default: gold/gold_perturb.jsonl; with a --gold of one's own, "
                         "one generated from it by perturb); 'none' skips it")
     e.add_argument("--gates", metavar="FILE",
-                   help="gates file (default: gates.toml, said on stderr); 'none' scores without gates")
+                   help="gates file (default: gates.toml for the repository's gold sets; for a --gold of one's "
+                        "own the packaged user gates, seed 002's four, the same as score-eval's fallback; "
+                        "said on stderr); 'none' scores without gates")
     e.add_argument("--dataset", choices=("gold", "seed"), default="gold",
                    help="gold: the gold sets (default; a missing one is exit 2); seed: only the seed's "
                         "worked example in examples/seed/ (its committed trace, dataset [seed] of the gates)")
@@ -230,7 +234,20 @@ def cmd_eval(args) -> int:
     if args.corpus and not args.gold and not same_path(config["corpus"]["path"], DEFAULTS["corpus"]["path"]):
         raise MiniRagError("eval --corpus %s needs --gold FILE: %s is about the committed corpus"
                            % (args.corpus, DATASETS[0][1]))
+    own_corpus = not same_path(config["corpus"]["path"], DEFAULTS["corpus"]["path"])
+    own_gold = bool(args.gold) and not same_path(args.gold, DATASETS[0][1])
+    if args.runs is None:
+        args.runs = own_runs_dir(config["corpus"]["path"]) if own_corpus else "runs"
+        if own_corpus and not args.quiet:
+            print("mini_rag: writing to %s (--out-dir DIR to choose another)" % args.runs, file=sys.stderr)
     gates = args.gates
+    if gates is None and (own_corpus or own_gold):
+        from .cmd_init import USER_GATES
+        gates = USER_GATES
+        if not args.quiet:
+            print("mini_rag: a gold set of your own: using the packaged gates %s (seed 002's four: precision, chr, "
+                  "under_refusal, over_refusal; 'mini-rag init' writes a copy to edit; --gates FILE to choose "
+                  "another, e.g. --gates gates.toml for the repository's)" % gates, file=sys.stderr)
     if gates is None:
         gates = "gates.toml"
         if not args.quiet and os.path.isfile(gates):
@@ -245,6 +262,16 @@ def cmd_eval(args) -> int:
         sys.stderr.write(summary_text(short))
     sys.stdout.write(json_terminal_safe(summary_json(short)) + "\n")
     return status
+
+
+def own_runs_dir(corpus: str) -> str:
+    """``runs/<corpus name>/``: the folder name of the corpus (a file's name without its
+    extension), white space and path separators made ``-``."""
+    name = os.path.basename(os.path.normpath(os.path.abspath(corpus)))
+    if os.path.isfile(corpus):
+        name = os.path.splitext(name)[0]
+    name = "-".join(name.split()) or "corpus"
+    return os.path.join("runs", name)
 
 
 def cmd_compare(args) -> int:
