@@ -2109,37 +2109,81 @@ def score_run(run: Dict[str, Tuple[List[float], List[str]]], scorer: Scorer) -> 
 
 class TrecMeasure(NamedTuple):
     """One trec_eval measure: its name, default cutoffs (() = none), how "all" is formed
-    ("mean" or "sum"), and a one-line description."""
+    ("mean", "sum" or "geomean": trec_eval's geometric mean with each value floored at
+    GM_FLOOR), a one-line description, and whether -q prints it per topic."""
     name: str
-    cutoffs: Tuple[int, ...]
+    cutoffs: Tuple[float, ...]
     total: str
     description: str
+    per_topic: bool = True
 
 
 _TREC_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+_RECALL_LEVELS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+GM_FLOOR = 0.00001                      # trec_eval's MIN_GEO_MEAN
+#: The registry of trec_eval measures, in trec_eval's own output order (its measure table):
+#: lines are printed in this order whatever the order of -m.
 TREC_MEASURES: Tuple[TrecMeasure, ...] = (
     TrecMeasure("num_ret", (), "sum", "documents retrieved"),
     TrecMeasure("num_rel", (), "sum", "relevant documents in the qrels (level >= 1)"),
     TrecMeasure("num_rel_ret", (), "sum", "relevant documents retrieved"),
     TrecMeasure("map", (), "mean", "average precision: the sum of the precision at the rank of each "
                 "relevant retrieved document / num_rel (0 when num_rel is 0)"),
+    TrecMeasure("gm_map", (), "geomean", "geometric mean over topics of average precision, each floored "
+                "at 0.00001 (all only, as trec_eval)", per_topic=False),
     TrecMeasure("Rprec", (), "mean", "precision after num_rel documents (0 when num_rel is 0)"),
     TrecMeasure("bpref", (), "mean", "binary preference: mean over the relevant documents of 1 - "
                 "min(judged non-relevant ranked above it, R) / min(R, N); unretrieved ones add 0"),
     TrecMeasure("recip_rank", (), "mean", "1 / rank of the first relevant document, 0 when none is retrieved"),
+    TrecMeasure("iprec_at_recall", _RECALL_LEVELS, "mean", "interpolated precision at recall level L (0 to 1): "
+                "the highest precision at any rank holding at least floor(L * num_rel + 0.5) relevant "
+                "documents (trec_eval's rounding), 0 when none"),
     TrecMeasure("P", _TREC_CUTS, "mean", "relevant documents in the top K / K"),
     TrecMeasure("recall", _TREC_CUTS, "mean", "relevant documents in the top K / num_rel (0 when num_rel is 0)"),
+    TrecMeasure("ndcg", (), "mean", "sum of level / log2(rank + 1) over the whole ranking, divided by the "
+                "same for the ideal ordering of the qrels (0 when nothing is relevant)"),
     TrecMeasure("ndcg_cut", _TREC_CUTS, "mean", "sum of level / log2(rank + 1) over the top K, divided "
                 "by the same for the ideal ordering of the qrels (0 when nothing is relevant)"),
     TrecMeasure("success", (1, 5, 10), "mean", "1 when a relevant document is in the top K, else 0"),
 )
 _TREC_BY_NAME = {m.name: m for m in TREC_MEASURES}
-TREC_DEFAULT = ("num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "bpref", "recip_rank", "P")
+_TREC_ORDER = {m.name: i for i, m in enumerate(TREC_MEASURES)}
+TREC_DEFAULT = ("num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
+                "iprec_at_recall", "P")
+#: -m all_trec: every measure above with its default cutoffs.
+TREC_ALL = tuple(m.name for m in TREC_MEASURES)
+
+
+def _float_param(measure: TrecMeasure) -> bool:
+    return bool(measure.cutoffs) and any(isinstance(c, float) for c in measure.cutoffs)
+
+
+def trec_name(measure: TrecMeasure, cut: Optional[float]) -> str:
+    """The output name: ``P_5``, ``iprec_at_recall_0.10``, ``map``."""
+    if cut is None:
+        return measure.name
+    return "%s_%.2f" % (measure.name, cut) if _float_param(measure) else "%s_%d" % (measure.name, cut)
+
+
+def _trec_family(name: str) -> Tuple[str, Optional[float]]:
+    """``P_5`` -> (P, 5); ``iprec_at_recall_0.10`` -> (iprec_at_recall, 0.1); ``map`` -> (map, None)."""
+    if name in _TREC_BY_NAME:
+        return name, None
+    head, _, tail = name.rpartition("_")
+    return head, float(tail)
+
+
+def trec_sort_key(name: str) -> Tuple[int, float]:
+    """trec_eval's line order: the measure's place in TREC_MEASURES, then its cutoff."""
+    family, cut = _trec_family(name)
+    return _TREC_ORDER.get(family, len(_TREC_ORDER)), cut if cut is not None else -1.0
 
 
 def _trec_split(spec: str):
-    """``"P.5,10"`` -> (P, [5, 10]); ``"P_5"`` -> (P, [5]); ``"map"`` -> (map, []); None when
-    ``spec`` names no measure of TREC_MEASURES (a cutoff is 1 to 6 ASCII digits, no leading 0)."""
+    """``"P.5,10"`` -> (P, [5, 10]); ``"P_5"`` -> (P, [5]); ``"map"`` -> (map, []);
+    ``"iprec_at_recall..10,.5"`` / ``"iprec_at_recall.0.10"`` -> (iprec_at_recall, [0.1, 0.5]); None
+    when ``spec`` names no measure of TREC_MEASURES (an integer cutoff is 1 to 6 ASCII digits, no
+    leading 0; a recall level is a decimal from 0 to 1)."""
     name, dot, params = spec.strip().partition(".")
     if not dot and name not in _TREC_BY_NAME:
         head, _, tail = name.rpartition("_")
@@ -2148,8 +2192,16 @@ def _trec_split(spec: str):
     measure = _TREC_BY_NAME.get(name)
     if measure is None or (dot and not params):
         return None
-    cuts: List[int] = []
+    cuts: List[float] = []
     for p in params.split(",") if params else []:
+        if measure.cutoffs and _float_param(measure):
+            if not re.fullmatch(r"(?:0|1)?(?:\.[0-9]{1,6})?", p) or p in ("", "."):
+                return None
+            v = float(p)
+            if not 0.0 <= v <= 1.0:
+                return None
+            cuts.append(v)
+            continue
         if not (p.isascii() and p.isdigit() and p[0] != "0" and len(p) <= 6):
             return None
         cuts.append(int(p))
@@ -2160,28 +2212,32 @@ def _trec_split(spec: str):
 
 def parse_trec_measures(specs: List[str]) -> List[str]:
     """trec_eval ``-m`` specs (``map``, ``P.5,10``, ``ndcg_cut.10``; ``P`` alone = its default
-    cutoffs) -> output names in order, without repeats (``P_5``, ``P_10``, ...).
+    cutoffs; ``all_trec`` = every measure) -> output names, without repeats, in trec_eval's
+    line order (``trec_sort_key``), whatever the order of the specs.
 
-    >>> parse_trec_measures(["map", "P.5,10", "ndcg_cut.10"])
+    >>> parse_trec_measures(["ndcg_cut.10", "P.10,5", "map"])
     ['map', 'P_5', 'P_10', 'ndcg_cut_10']
     """
     out: List[str] = []
     errors: List[str] = []
+    expanded: List[str] = []
     for spec in specs:
+        expanded.extend(TREC_ALL if spec.strip() == "all_trec" else [spec])
+    for spec in expanded:
         parsed = _trec_split(spec)
         if parsed is None:
-            close = difflib.get_close_matches(spec.partition(".")[0], list(_TREC_BY_NAME), n=1)
-            errors.append("-m: unknown trec_eval measure %r%s; known: %s" % (
+            close = difflib.get_close_matches(spec.partition(".")[0], list(_TREC_BY_NAME) + ["all_trec"], n=1)
+            errors.append("-m: unknown trec_eval measure %r%s; known: %s, all_trec" % (
                 spec, "; did you mean %r?" % close[0] if close else "", ", ".join(_TREC_BY_NAME)))
             continue
         measure, cuts = parsed
         cuts = cuts or list(measure.cutoffs)
-        for name in (["%s_%d" % (measure.name, c) for c in cuts] if measure.cutoffs else [measure.name]):
+        for name in ([trec_name(measure, c) for c in cuts] if measure.cutoffs else [measure.name]):
             if name not in out:
                 out.append(name)
     if errors:
         raise ScoreError("\n".join(errors))
-    return out
+    return sorted(out, key=trec_sort_key)
 
 
 def _measure_specs(m_flags: Optional[List[str]], measures: Optional[str]) -> List[str]:
@@ -2202,7 +2258,7 @@ def trec_ref(name: str) -> Optional["MetricRef"]:
     if parsed is None or len(parsed[1]) != (1 if parsed[0].cutoffs else 0):
         return None
     measure, cuts = parsed
-    key = "%s_%d" % (measure.name, cuts[0]) if cuts else measure.name
+    key = trec_name(measure, cuts[0] if cuts else None)
     return MetricRef(name, Metric(key, "mean", "higher", measure.description, "qrels, run",
                                   "0 when the topic has no relevant document", None), None)
 
@@ -2217,9 +2273,10 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str]) -> 
     """
     rel_total = sum(1 for g in judged.values() if g >= 1)
     nonrel_total = sum(1 for g in judged.values() if g == 0)
-    cuts = {n: int(n.rsplit("_", 1)[1]) for n in names if n.rsplit("_", 1)[-1].isdigit()}
+    cuts = {n: _trec_family(n)[1] for n in names if _trec_family(n)[1] is not None}
     depth = len(ranking)
     rel_at: List[int] = []       # relevant retrieved so far, by rank
+    points: List[Tuple[int, float]] = []     # (relevant so far, precision) at each relevant retrieved document
     ap = bpref = rr = 0.0
     found = nonrel = 0
     dcg: List[float] = []
@@ -2229,6 +2286,7 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str]) -> 
         if level is not None and level >= 1:
             found += 1
             ap += found / rank
+            points.append((found, found / rank))
             if rr == 0.0:
                 rr = 1.0 / rank
             bpref += 1.0 - (min(nonrel, rel_total) / min(rel_total, nonrel_total) if nonrel else 0.0)
@@ -2242,18 +2300,28 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str]) -> 
     def upto(k: int) -> int:
         return rel_at[min(k, depth) - 1] if depth and k > 0 else 0
 
+    def idcg(k: int) -> float:
+        return sum(g / math.log2(r + 1) for r, g in enumerate(ideal[:k], 1))
+
     out: Dict[str, float] = {}
     for name in names:
-        family = name.rsplit("_", 1)[0] if name in cuts else name
-        k = cuts.get(name, 0)
+        family = _trec_family(name)[0]
+        level = cuts.get(name, 0)
+        k = int(level)
         if family == "num_ret":
             v = float(depth)
         elif family == "num_rel":
             v = float(rel_total)
         elif family == "num_rel_ret":
             v = float(found)
-        elif family == "map":
+        elif family in ("map", "gm_map"):
             v = ap / rel_total if rel_total else 0.0
+        elif family == "iprec_at_recall":     # level L is reached at floor(L * R + 0.5) relevant documents
+            need = math.floor(level * rel_total + 0.5)
+            v = max((p for f, p in points if f >= need), default=0.0) if rel_total else 0.0
+        elif family == "ndcg":
+            best = idcg(len(ideal))
+            v = (dcg[-1] if depth else 0.0) / best if best else 0.0
         elif family == "Rprec":
             v = upto(rel_total) / rel_total if rel_total else 0.0
         elif family == "bpref":
@@ -2267,7 +2335,7 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str]) -> 
         elif family == "success":
             v = 1.0 if upto(k) else 0.0
         else:   # ndcg_cut
-            best = sum(g / math.log2(r + 1) for r, g in enumerate(ideal[:k], 1))
+            best = idcg(k)
             v = (dcg[min(k, depth) - 1] if depth else 0.0) / best if best else 0.0
         out[name] = v
     return out
@@ -2283,19 +2351,27 @@ def trec_help() -> str:
 
 
 def trec_evaluate(gold: "Gold", run: Dict[str, Tuple[List[float], List[str]]],
-                  names: List[str]) -> Tuple[Dict[str, Dict[str, float]], Dict[str, float]]:
-    """(per topic {name: value} in qrels topic order, "all" {name: value})."""
+                  names: List[str], average: str = "all") -> Tuple[Dict[str, Dict[str, float]], Dict[str, float]]:
+    """(per topic {name: value} in qrels topic order, "all" {name: value}).
+
+    ``average="all"`` (default, trec_eval -c): every qrels topic counts, a topic the run
+    forgot scores 0.  ``"judged"`` (plain trec_eval): only the qrels topics the run has."""
     per: Dict[str, Dict[str, float]] = {}
     for qid, judged in zip(gold.qids, gold.judgments):
+        if average == "judged" and qid not in run:
+            continue
         scores, ids = run.get(qid, ([], []))
         ranking = [d for _, d in sorted(zip(scores, ids), reverse=True)]
         per[qid] = trec_query(ranking, judged, names)
     n = len(per)
     total = {}
     for name in names:
+        kind = _TREC_BY_NAME[_trec_family(name)[0]].total
+        if kind == "geomean":
+            total[name] = math.exp(math.fsum(math.log(max(v[name], GM_FLOOR)) for v in per.values()) / n) if n else 0.0
+            continue
         s = math.fsum(v[name] for v in per.values())
-        family = name.rsplit("_", 1)[0] if name.rsplit("_", 1)[-1].isdigit() else name
-        total[name] = s if _TREC_BY_NAME[family].total == "sum" else (s / n if n else 0.0)
+        total[name] = s if kind == "sum" else (s / n if n else 0.0)
     return per, total
 
 
@@ -2305,7 +2381,7 @@ def trec_metric_entries(per: Dict[str, Dict[str, float]], total: Dict[str, float
     n = len(per)
     for name, value in total.items():
         values = [v[name] for v in per.values()]
-        ci = None if name.startswith("num_") else _normal_ci(math.fsum(values), math.fsum(x * x for x in values), n)
+        ci = None if name.startswith("num_") or name == "gm_map" else _normal_ci(math.fsum(values), math.fsum(x * x for x in values), n)
         out[name] = _entry(value, None, n, ci)
     return out
 
@@ -2322,7 +2398,8 @@ def render_trec(per: Dict[str, Dict[str, float]], total: Dict[str, float], per_q
     if per_query:
         for qid in sorted(per):
             for name, v in per[qid].items():
-                line(name, qid, v)
+                if _TREC_BY_NAME[_trec_family(name)[0]].per_topic:
+                    line(name, qid, v)
     if num_q:
         line("num_q", "all", len(per))
     for name, v in total.items():
@@ -4061,8 +4138,8 @@ def _parse_ks(text: str) -> List[int]:
 def _trec_names(args, trec: bool) -> List[str]:
     """The trec_eval measures to compute (IR mode); the IR-only flags are refused otherwise."""
     if not trec:
-        if args.m or args.measures or args.format == "trec" or args.per_query:
-            raise ScoreError("usage: -m, --measures, --format trec and -q need --qrels and --run")
+        if args.m or args.measures or args.format == "trec" or args.per_query or args.average != "all":
+            raise ScoreError("usage: -m, --measures, --format trec, -q and --average need --qrels and --run")
         return []
     specs = _measure_specs(args.m, args.measures)
     return parse_trec_measures(specs or list(TREC_DEFAULT))
@@ -4146,6 +4223,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "num_rel, num_rel_ret; P alone = its default cutoffs); repeatable")
     ap.add_argument("--measures", metavar="M1,M2",
                     help="the same as several -m, comma-separated: map,ndcg_cut.10,P.5")
+    ap.add_argument("--average", choices=("all", "judged"), default="all",
+                    help="with --qrels/--run, the trec_eval measures' topics: all (every qrels topic, a topic the "
+                         "run forgot scores 0: trec_eval -c; default) or judged (the qrels topics the run has: "
+                         "plain trec_eval)")
     ap.add_argument("--format", choices=("json", "trec"), default="json",
                     help="stdout: json (the report, default) or trec (trec_eval's measure<TAB>qid|all<TAB>value "
                          "lines; --qrels/--run only)")
@@ -4275,7 +4356,7 @@ def run(args) -> int:
     if trec:
         if getattr(args, "merge", None):      # trec_eval's measures read the rankings again
             runs = merged_runs(args.merge, errors)
-        trec_per, trec_all = trec_evaluate(gold, runs, trec_names)
+        trec_per, trec_all = trec_evaluate(gold, runs, trec_names, args.average)
         metrics.update(trec_metric_entries(trec_per, trec_all))
     order = sorted(everything, key=gold.cat.__getitem__)
     categories: Dict[str, dict] = {}
