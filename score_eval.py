@@ -2407,6 +2407,119 @@ def render_trec(per: Dict[str, Dict[str, float]], total: Dict[str, float], per_q
     return "\n".join(lines) + "\n"
 
 
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularized incomplete beta (Lentz's method)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 301):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def paired_t(diffs: List[float]) -> Tuple[Optional[float], Optional[float]]:
+    """(t, two-sided p) of Student's paired t-test on the differences (scipy's ttest_rel);
+    (None, None) with fewer than 2 pairs; t = 0, p = 1 when every difference is 0."""
+    n = len(diffs)
+    if n < 2:
+        return None, None
+    mean = math.fsum(diffs) / n
+    var = math.fsum((d - mean) ** 2 for d in diffs) / (n - 1)
+    if var == 0.0:
+        return (0.0, 1.0) if mean == 0.0 else (math.copysign(math.inf, mean), 0.0)
+    t = mean / math.sqrt(var / n)
+    df = n - 1
+    return t, min(1.0, _betainc(df / 2.0, 0.5, df / (df + t * t)))
+
+
+RANDOMIZATION_EXACT_MAX = 16          # up to 2**16 sign patterns are enumerated
+RANDOMIZATION_SAMPLES = 10000         # past that: this many random patterns, seeded
+RANDOMIZATION_SEED = 0
+
+
+def randomization_p(diffs: List[float]) -> Optional[float]:
+    """Two-sided p of the paired randomization (sign-flip) test on the mean difference: the
+    share of sign patterns whose |mean| is at least the observed one.  Exact (every pattern)
+    for up to RANDOMIZATION_EXACT_MAX pairs, else RANDOMIZATION_SAMPLES patterns drawn with
+    random.Random(RANDOMIZATION_SEED), the observed one counted (p = (hits + 1) / (samples + 1)):
+    deterministic.  None without pairs."""
+    n = len(diffs)
+    if n == 0:
+        return None
+    observed = abs(math.fsum(diffs)) - 1e-12 * max(1.0, math.fsum(abs(d) for d in diffs))
+    if n <= RANDOMIZATION_EXACT_MAX:
+        hits = 0
+        for mask in range(1 << n):
+            total = math.fsum(-d if mask >> i & 1 else d for i, d in enumerate(diffs))
+            hits += abs(total) >= observed
+        return hits / float(1 << n)
+    rng = random.Random(RANDOMIZATION_SEED)
+    hits = 0
+    for _ in range(RANDOMIZATION_SAMPLES):
+        total = math.fsum(d if rng.random() < 0.5 else -d for d in diffs)
+        hits += abs(total) >= observed
+    return (hits + 1) / (RANDOMIZATION_SAMPLES + 1)
+
+
+def trec_per_topic(per: Dict[str, Dict[str, float]]) -> Dict[str, Dict[str, float]]:
+    """``{measure: {topic: value}}`` for the report (what a later --baseline pairs against);
+    measures that have no per-topic value (gm_map) are left out."""
+    out: Dict[str, Dict[str, float]] = {}
+    for qid, values in per.items():
+        for name, v in values.items():
+            if _TREC_BY_NAME[_trec_family(name)[0]].per_topic and not name.startswith("num_"):
+                out.setdefault(name, {})[qid] = v
+    return out
+
+
+def trec_significance(cur: Dict[str, Dict[str, float]], base: Any) -> Dict[str, dict]:
+    """Per trec measure in both reports' ``trec_per_topic``: the topics paired, the mean
+    difference (this run - baseline), the paired t-test (t, p) and the randomization test's p."""
+    out: Dict[str, dict] = {}
+    if not isinstance(base, dict):
+        return out
+    for name, values in cur.items():
+        old = base.get(name)
+        if not isinstance(old, dict):
+            continue
+        topics = [q for q in values if isinstance(old.get(q), (int, float)) and not isinstance(old.get(q), bool)]
+        diffs = [values[q] - float(old[q]) for q in topics]
+        t, p = paired_t(diffs)
+        out[name] = {"n": len(diffs), "mean_delta": _r(math.fsum(diffs) / len(diffs)) if diffs else None,
+                     "t": None if t is None or math.isinf(t) else _r(t), "p_t_test": None if p is None else _r(p),
+                     "p_randomization": None if not diffs else _r(randomization_p(diffs))}
+    return out
+
+
 # --------------------------------------------------------------------------- aggregation
 
 
@@ -4392,6 +4505,9 @@ def run(args) -> int:
         cur = {q: f for q, f in zip(gold.qids, flags)}
         regression_block, reg_gates = compare(baseline, args.baseline, metrics, categories, cur, regression, k0)
         gate_results += reg_gates
+        if trec:        # paired tests per trec_eval measure, topic by topic (ranx / trec_eval users' tests)
+            regression_block["significance"] = trec_significance(trec_per_topic(trec_per),
+                                                                 baseline.get("trec_per_topic"))
     # 4. warnings
     warnings = list(notes) + weight_warnings
     if stats["unknown"]:
@@ -4448,6 +4564,8 @@ def run(args) -> int:
                    "warnings": warnings})
     report["warnings_failed"] = sum(1 for g in gate_results if g["tier"] == "warn" and not g["pass"])
     report["scorecard"] = scorecard(weights, metrics, SCORECARD_K if not trec else k0, scorecard_gaps(scorer))
+    if trec:
+        report["trec_per_topic"] = trec_per_topic(trec_per)
     if not trec:
         report["reference_free"] = gold.unlabelled
         report["skipped_metrics"] = {name: _SKIPPED for name in skipped}
