@@ -117,7 +117,7 @@ def register(subparsers) -> None:
                         "one generated from it by perturb); 'none' skips it")
     e.add_argument("--gates", metavar="FILE",
                    help="gates file (default: gates.toml for the repository's gold sets; for a --gold of one's "
-                        "own the packaged user gates, seed 002's four, the same as score-eval's fallback; "
+                        "own the packaged user gates, seed 002's four, the same as score_eval.py's fallback; "
                         "said on stderr); 'none' scores without gates")
     e.add_argument("--dataset", choices=("gold", "seed"), default="gold",
                    help="gold: the gold sets (default; a missing one is exit 2); seed: only the seed's "
@@ -246,7 +246,7 @@ def cmd_eval(args) -> int:
         gates = USER_GATES
         if not args.quiet:
             print("mini_rag: a gold set of your own: using the packaged gates %s (seed 002's four: precision, chr, "
-                  "under_refusal, over_refusal; 'mini-rag init' writes a copy to edit; --gates FILE to choose "
+                  "under_refusal, over_refusal; 'python3 -m mini_rag init' writes a copy to edit; --gates FILE to choose "
                   "another, e.g. --gates gates.toml for the repository's)" % gates, file=sys.stderr)
     if gates is None:
         gates = "gates.toml"
