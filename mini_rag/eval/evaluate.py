@@ -289,7 +289,7 @@ def evaluate(config: Dict[str, Any], runs: str = "runs", gold: Optional[str] = N
 # ------------------------------------------------------------------ summary (stdout, stderr)
 
 def summary(combined: Dict[str, Any], runs: str) -> Dict[str, Any]:
-    """The compact JSON ``eval`` prints on stdout (well under 150 lines; ``jq -e .pass``).
+    """The compact JSON ``eval`` prints on stdout (well under 150 lines; a script reads ``pass``).
 
     Keys: ``pass``, ``version``, ``as_of``, ``failed_gates`` (``"<dataset>: <reason>"``),
     ``datasets`` (per dataset: ``pass``, the scorer's ``dataset`` section, ``items``, the
