@@ -4939,6 +4939,8 @@ def merge_main(argv: List[str]) -> int:
         ap.add_argument(flag, help="as for a single run")
     ap.add_argument("--dataset", help="as for a single run (default: the shards')")
     ap.add_argument("--max-errors", type=int, default=MAX_ERRORS, help="as for a single run")
+    ap.add_argument("--summary", action="store_true", help="as for a single run")
+    ap.add_argument("--full", action="store_true", help="as for a single run")
     try:
         margs = ap.parse_args(argv)
     except SystemExit as exc:
@@ -4955,7 +4957,7 @@ def merge_main(argv: List[str]) -> int:
             args.run = names
         else:
             args.trace = names
-        for a in ("gates", "gates_file", "baseline", "out", "markdown", "items", "max_errors"):
+        for a in ("gates", "gates_file", "baseline", "out", "markdown", "items", "max_errors", "summary", "full"):
             setattr(args, a, getattr(margs, a))
         if margs.dataset is not None:
             args.dataset = margs.dataset
