@@ -4,10 +4,14 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean bench-refusal
+.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean bench-refusal eval-seed bench-doctree
 
 eval:
 	@$(PYTHON) -m mini_rag eval
+
+# The seed's worked example (examples/seed/: its committed trace), scored against [seed] of gates.toml.
+eval-seed:
+	@$(PYTHON) -m mini_rag eval --dataset seed
 
 test:
 	@$(PYTHON) tests/run.py
@@ -55,6 +59,11 @@ bench-answer:
 fit:
 	@$(PYTHON) bench/fit_answerability.py
 	@$(PYTHON) bench/fit_answerability.py --embed
+
+# 20 written questions on pip's documentation tree (Debian's /usr/share/doc/python3-pip/html):
+# the document reader on Markdown/MyST and reST nobody here wrote (bench/doctree/README.md).
+bench-doctree:
+	@$(PYTHON) bench/doctree/bench_doctree.py
 
 bench-serve:
 	@$(PYTHON) bench/bench_serve.py

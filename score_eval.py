@@ -2944,37 +2944,81 @@ def score_run(run: Dict[str, Tuple[List[float], List[str]]], scorer: Scorer) -> 
 
 class TrecMeasure(NamedTuple):
     """One trec_eval measure: its name, default cutoffs (() = none), how "all" is formed
-    ("mean" or "sum"), and a one-line description."""
+    ("mean", "sum" or "geomean": trec_eval's geometric mean with each value floored at
+    GM_FLOOR), a one-line description, and whether -q prints it per topic."""
     name: str
-    cutoffs: Tuple[int, ...]
+    cutoffs: Tuple[float, ...]
     total: str
     description: str
+    per_topic: bool = True
 
 
 _TREC_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+_RECALL_LEVELS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+GM_FLOOR = 0.00001                      # trec_eval's MIN_GEO_MEAN
+#: The registry of trec_eval measures, in trec_eval's own output order (its measure table):
+#: lines are printed in this order whatever the order of -m.
 TREC_MEASURES: Tuple[TrecMeasure, ...] = (
     TrecMeasure("num_ret", (), "sum", "documents retrieved"),
     TrecMeasure("num_rel", (), "sum", "relevant documents in the qrels (level >= 1)"),
     TrecMeasure("num_rel_ret", (), "sum", "relevant documents retrieved"),
     TrecMeasure("map", (), "mean", "average precision: the sum of the precision at the rank of each "
                 "relevant retrieved document / num_rel (0 when num_rel is 0)"),
+    TrecMeasure("gm_map", (), "geomean", "geometric mean over topics of average precision, each floored "
+                "at 0.00001 (all only, as trec_eval)", per_topic=False),
     TrecMeasure("Rprec", (), "mean", "precision after num_rel documents (0 when num_rel is 0)"),
     TrecMeasure("bpref", (), "mean", "binary preference: mean over the relevant documents of 1 - "
                 "min(judged non-relevant ranked above it, R) / min(R, N); unretrieved ones add 0"),
     TrecMeasure("recip_rank", (), "mean", "1 / rank of the first relevant document, 0 when none is retrieved"),
+    TrecMeasure("iprec_at_recall", _RECALL_LEVELS, "mean", "interpolated precision at recall level L (0 to 1): "
+                "the highest precision at any rank holding at least floor(L * num_rel + 0.5) relevant "
+                "documents (trec_eval's rounding), 0 when none"),
     TrecMeasure("P", _TREC_CUTS, "mean", "relevant documents in the top K / K"),
     TrecMeasure("recall", _TREC_CUTS, "mean", "relevant documents in the top K / num_rel (0 when num_rel is 0)"),
+    TrecMeasure("ndcg", (), "mean", "sum of level / log2(rank + 1) over the whole ranking, divided by the "
+                "same for the ideal ordering of the qrels (0 when nothing is relevant)"),
     TrecMeasure("ndcg_cut", _TREC_CUTS, "mean", "sum of level / log2(rank + 1) over the top K, divided "
                 "by the same for the ideal ordering of the qrels (0 when nothing is relevant)"),
     TrecMeasure("success", (1, 5, 10), "mean", "1 when a relevant document is in the top K, else 0"),
 )
 _TREC_BY_NAME = {m.name: m for m in TREC_MEASURES}
-TREC_DEFAULT = ("num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "bpref", "recip_rank", "P")
+_TREC_ORDER = {m.name: i for i, m in enumerate(TREC_MEASURES)}
+TREC_DEFAULT = ("num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
+                "iprec_at_recall", "P")
+#: -m all_trec: every measure above with its default cutoffs.
+TREC_ALL = tuple(m.name for m in TREC_MEASURES)
+
+
+def _float_param(measure: TrecMeasure) -> bool:
+    return bool(measure.cutoffs) and any(isinstance(c, float) for c in measure.cutoffs)
+
+
+def trec_name(measure: TrecMeasure, cut: Optional[float]) -> str:
+    """The output name: ``P_5``, ``iprec_at_recall_0.10``, ``map``."""
+    if cut is None:
+        return measure.name
+    return "%s_%.2f" % (measure.name, cut) if _float_param(measure) else "%s_%d" % (measure.name, cut)
+
+
+def _trec_family(name: str) -> Tuple[str, Optional[float]]:
+    """``P_5`` -> (P, 5); ``iprec_at_recall_0.10`` -> (iprec_at_recall, 0.1); ``map`` -> (map, None)."""
+    if name in _TREC_BY_NAME:
+        return name, None
+    head, _, tail = name.rpartition("_")
+    return head, float(tail)
+
+
+def trec_sort_key(name: str) -> Tuple[int, float]:
+    """trec_eval's line order: the measure's place in TREC_MEASURES, then its cutoff."""
+    family, cut = _trec_family(name)
+    return _TREC_ORDER.get(family, len(_TREC_ORDER)), cut if cut is not None else -1.0
 
 
 def _trec_split(spec: str):
-    """``"P.5,10"`` -> (P, [5, 10]); ``"P_5"`` -> (P, [5]); ``"map"`` -> (map, []); None when
-    ``spec`` names no measure of TREC_MEASURES (a cutoff is 1 to 6 ASCII digits, no leading 0)."""
+    """``"P.5,10"`` -> (P, [5, 10]); ``"P_5"`` -> (P, [5]); ``"map"`` -> (map, []);
+    ``"iprec_at_recall..10,.5"`` / ``"iprec_at_recall.0.10"`` -> (iprec_at_recall, [0.1, 0.5]); None
+    when ``spec`` names no measure of TREC_MEASURES (an integer cutoff is 1 to 6 ASCII digits, no
+    leading 0; a recall level is a decimal from 0 to 1)."""
     name, dot, params = spec.strip().partition(".")
     if not dot and name not in _TREC_BY_NAME:
         head, _, tail = name.rpartition("_")
@@ -2983,8 +3027,16 @@ def _trec_split(spec: str):
     measure = _TREC_BY_NAME.get(name)
     if measure is None or (dot and not params):
         return None
-    cuts: List[int] = []
+    cuts: List[float] = []
     for p in params.split(",") if params else []:
+        if measure.cutoffs and _float_param(measure):
+            if not re.fullmatch(r"(?:0|1)?(?:\.[0-9]{1,6})?", p) or p in ("", "."):
+                return None
+            v = float(p)
+            if not 0.0 <= v <= 1.0:
+                return None
+            cuts.append(v)
+            continue
         if not (p.isascii() and p.isdigit() and p[0] != "0" and len(p) <= 6):
             return None
         cuts.append(int(p))
@@ -2995,28 +3047,32 @@ def _trec_split(spec: str):
 
 def parse_trec_measures(specs: List[str]) -> List[str]:
     """trec_eval ``-m`` specs (``map``, ``P.5,10``, ``ndcg_cut.10``; ``P`` alone = its default
-    cutoffs) -> output names in order, without repeats (``P_5``, ``P_10``, ...).
+    cutoffs; ``all_trec`` = every measure) -> output names, without repeats, in trec_eval's
+    line order (``trec_sort_key``), whatever the order of the specs.
 
-    >>> parse_trec_measures(["map", "P.5,10", "ndcg_cut.10"])
+    >>> parse_trec_measures(["ndcg_cut.10", "P.10,5", "map"])
     ['map', 'P_5', 'P_10', 'ndcg_cut_10']
     """
     out: List[str] = []
     errors: List[str] = []
+    expanded: List[str] = []
     for spec in specs:
+        expanded.extend(TREC_ALL if spec.strip() == "all_trec" else [spec])
+    for spec in expanded:
         parsed = _trec_split(spec)
         if parsed is None:
-            close = difflib.get_close_matches(spec.partition(".")[0], list(_TREC_BY_NAME), n=1)
-            errors.append("-m: unknown trec_eval measure %r%s; known: %s" % (
+            close = difflib.get_close_matches(spec.partition(".")[0], list(_TREC_BY_NAME) + ["all_trec"], n=1)
+            errors.append("-m: unknown trec_eval measure %r%s; known: %s, all_trec" % (
                 spec, "; did you mean %r?" % close[0] if close else "", ", ".join(_TREC_BY_NAME)))
             continue
         measure, cuts = parsed
         cuts = cuts or list(measure.cutoffs)
-        for name in (["%s_%d" % (measure.name, c) for c in cuts] if measure.cutoffs else [measure.name]):
+        for name in ([trec_name(measure, c) for c in cuts] if measure.cutoffs else [measure.name]):
             if name not in out:
                 out.append(name)
     if errors:
         raise ScoreError("\n".join(errors))
-    return out
+    return sorted(out, key=trec_sort_key)
 
 
 def _measure_specs(m_flags: Optional[List[str]], measures: Optional[str]) -> List[str]:
@@ -3037,7 +3093,7 @@ def trec_ref(name: str) -> Optional["MetricRef"]:
     if parsed is None or len(parsed[1]) != (1 if parsed[0].cutoffs else 0):
         return None
     measure, cuts = parsed
-    key = "%s_%d" % (measure.name, cuts[0]) if cuts else measure.name
+    key = trec_name(measure, cuts[0] if cuts else None)
     return MetricRef(name, Metric(key, "mean", "higher", measure.description, "qrels, run",
                                   "0 when the topic has no relevant document", None), None)
 
@@ -3052,9 +3108,10 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str]) -> 
     """
     rel_total = sum(1 for g in judged.values() if g >= 1)
     nonrel_total = sum(1 for g in judged.values() if g == 0)
-    cuts = {n: int(n.rsplit("_", 1)[1]) for n in names if n.rsplit("_", 1)[-1].isdigit()}
+    cuts = {n: _trec_family(n)[1] for n in names if _trec_family(n)[1] is not None}
     depth = len(ranking)
     rel_at: List[int] = []       # relevant retrieved so far, by rank
+    points: List[Tuple[int, float]] = []     # (relevant so far, precision) at each relevant retrieved document
     ap = bpref = rr = 0.0
     found = nonrel = 0
     dcg: List[float] = []
@@ -3064,6 +3121,7 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str]) -> 
         if level is not None and level >= 1:
             found += 1
             ap += found / rank
+            points.append((found, found / rank))
             if rr == 0.0:
                 rr = 1.0 / rank
             bpref += 1.0 - (min(nonrel, rel_total) / min(rel_total, nonrel_total) if nonrel else 0.0)
@@ -3077,18 +3135,28 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str]) -> 
     def upto(k: int) -> int:
         return rel_at[min(k, depth) - 1] if depth and k > 0 else 0
 
+    def idcg(k: int) -> float:
+        return sum(g / math.log2(r + 1) for r, g in enumerate(ideal[:k], 1))
+
     out: Dict[str, float] = {}
     for name in names:
-        family = name.rsplit("_", 1)[0] if name in cuts else name
-        k = cuts.get(name, 0)
+        family = _trec_family(name)[0]
+        level = cuts.get(name, 0)
+        k = int(level)
         if family == "num_ret":
             v = float(depth)
         elif family == "num_rel":
             v = float(rel_total)
         elif family == "num_rel_ret":
             v = float(found)
-        elif family == "map":
+        elif family in ("map", "gm_map"):
             v = ap / rel_total if rel_total else 0.0
+        elif family == "iprec_at_recall":     # level L is reached at floor(L * R + 0.5) relevant documents
+            need = math.floor(level * rel_total + 0.5)
+            v = max((p for f, p in points if f >= need), default=0.0) if rel_total else 0.0
+        elif family == "ndcg":
+            best = idcg(len(ideal))
+            v = (dcg[-1] if depth else 0.0) / best if best else 0.0
         elif family == "Rprec":
             v = upto(rel_total) / rel_total if rel_total else 0.0
         elif family == "bpref":
@@ -3102,7 +3170,7 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str]) -> 
         elif family == "success":
             v = 1.0 if upto(k) else 0.0
         else:   # ndcg_cut
-            best = sum(g / math.log2(r + 1) for r, g in enumerate(ideal[:k], 1))
+            best = idcg(k)
             v = (dcg[min(k, depth) - 1] if depth else 0.0) / best if best else 0.0
         out[name] = v
     return out
@@ -3118,19 +3186,27 @@ def trec_help() -> str:
 
 
 def trec_evaluate(gold: "Gold", run: Dict[str, Tuple[List[float], List[str]]],
-                  names: List[str]) -> Tuple[Dict[str, Dict[str, float]], Dict[str, float]]:
-    """(per topic {name: value} in qrels topic order, "all" {name: value})."""
+                  names: List[str], average: str = "all") -> Tuple[Dict[str, Dict[str, float]], Dict[str, float]]:
+    """(per topic {name: value} in qrels topic order, "all" {name: value}).
+
+    ``average="all"`` (default, trec_eval -c): every qrels topic counts, a topic the run
+    forgot scores 0.  ``"judged"`` (plain trec_eval): only the qrels topics the run has."""
     per: Dict[str, Dict[str, float]] = {}
     for qid, judged in zip(gold.qids, gold.judgments):
+        if average == "judged" and qid not in run:
+            continue
         scores, ids = run.get(qid, ([], []))
         ranking = [d for _, d in sorted(zip(scores, ids), reverse=True)]
         per[qid] = trec_query(ranking, judged, names)
     n = len(per)
     total = {}
     for name in names:
+        kind = _TREC_BY_NAME[_trec_family(name)[0]].total
+        if kind == "geomean":
+            total[name] = math.exp(math.fsum(math.log(max(v[name], GM_FLOOR)) for v in per.values()) / n) if n else 0.0
+            continue
         s = math.fsum(v[name] for v in per.values())
-        family = name.rsplit("_", 1)[0] if name.rsplit("_", 1)[-1].isdigit() else name
-        total[name] = s if _TREC_BY_NAME[family].total == "sum" else (s / n if n else 0.0)
+        total[name] = s if kind == "sum" else (s / n if n else 0.0)
     return per, total
 
 
@@ -3140,7 +3216,7 @@ def trec_metric_entries(per: Dict[str, Dict[str, float]], total: Dict[str, float
     n = len(per)
     for name, value in total.items():
         values = [v[name] for v in per.values()]
-        ci = None if name.startswith("num_") else _normal_ci(math.fsum(values), math.fsum(x * x for x in values), n)
+        ci = None if name.startswith("num_") or name == "gm_map" else _normal_ci(math.fsum(values), math.fsum(x * x for x in values), n)
         out[name] = _entry(value, None, n, ci)
     return out
 
@@ -3157,12 +3233,126 @@ def render_trec(per: Dict[str, Dict[str, float]], total: Dict[str, float], per_q
     if per_query:
         for qid in sorted(per):
             for name, v in per[qid].items():
-                line(name, qid, v)
+                if _TREC_BY_NAME[_trec_family(name)[0]].per_topic:
+                    line(name, qid, v)
     if num_q:
         line("num_q", "all", len(per))
     for name, v in total.items():
         line(name, "all", v)
     return "\n".join(lines) + "\n"
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularized incomplete beta (Lentz's method)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 301):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def paired_t(diffs: List[float]) -> Tuple[Optional[float], Optional[float]]:
+    """(t, two-sided p) of Student's paired t-test on the differences (scipy's ttest_rel);
+    (None, None) with fewer than 2 pairs; t = 0, p = 1 when every difference is 0."""
+    n = len(diffs)
+    if n < 2:
+        return None, None
+    mean = math.fsum(diffs) / n
+    var = math.fsum((d - mean) ** 2 for d in diffs) / (n - 1)
+    if var == 0.0:
+        return (0.0, 1.0) if mean == 0.0 else (math.copysign(math.inf, mean), 0.0)
+    t = mean / math.sqrt(var / n)
+    df = n - 1
+    return t, min(1.0, _betainc(df / 2.0, 0.5, df / (df + t * t)))
+
+
+RANDOMIZATION_EXACT_MAX = 16          # up to 2**16 sign patterns are enumerated
+RANDOMIZATION_SAMPLES = 10000         # past that: this many random patterns, seeded
+RANDOMIZATION_SEED = 0
+
+
+def randomization_p(diffs: List[float]) -> Optional[float]:
+    """Two-sided p of the paired randomization (sign-flip) test on the mean difference: the
+    share of sign patterns whose |mean| is at least the observed one.  Exact (every pattern)
+    for up to RANDOMIZATION_EXACT_MAX pairs, else RANDOMIZATION_SAMPLES patterns drawn with
+    random.Random(RANDOMIZATION_SEED), the observed one counted (p = (hits + 1) / (samples + 1)):
+    deterministic.  None without pairs."""
+    n = len(diffs)
+    if n == 0:
+        return None
+    observed = abs(math.fsum(diffs)) - 1e-12 * max(1.0, math.fsum(abs(d) for d in diffs))
+    if n <= RANDOMIZATION_EXACT_MAX:
+        hits = 0
+        for mask in range(1 << n):
+            total = math.fsum(-d if mask >> i & 1 else d for i, d in enumerate(diffs))
+            hits += abs(total) >= observed
+        return hits / float(1 << n)
+    rng = random.Random(RANDOMIZATION_SEED)
+    hits = 0
+    for _ in range(RANDOMIZATION_SAMPLES):
+        total = math.fsum(d if rng.random() < 0.5 else -d for d in diffs)
+        hits += abs(total) >= observed
+    return (hits + 1) / (RANDOMIZATION_SAMPLES + 1)
+
+
+def trec_per_topic(per: Dict[str, Dict[str, float]]) -> Dict[str, Dict[str, float]]:
+    """``{measure: {topic: value}}`` for the report (what a later --baseline pairs against);
+    measures that have no per-topic value (gm_map) are left out."""
+    out: Dict[str, Dict[str, float]] = {}
+    for qid, values in per.items():
+        for name, v in values.items():
+            if _TREC_BY_NAME[_trec_family(name)[0]].per_topic and not name.startswith("num_"):
+                out.setdefault(name, {})[qid] = v
+    return out
+
+
+def trec_significance(cur: Dict[str, Dict[str, float]], base: Any) -> Dict[str, dict]:
+    """Per trec measure in both reports' ``trec_per_topic``: the topics paired, the mean
+    difference (this run - baseline), the paired t-test (t, p) and the randomization test's p."""
+    out: Dict[str, dict] = {}
+    if not isinstance(base, dict):
+        return out
+    for name, values in cur.items():
+        old = base.get(name)
+        if not isinstance(old, dict):
+            continue
+        topics = [q for q in values if isinstance(old.get(q), (int, float)) and not isinstance(old.get(q), bool)]
+        diffs = [values[q] - float(old[q]) for q in topics]
+        t, p = paired_t(diffs)
+        out[name] = {"n": len(diffs), "mean_delta": _r(math.fsum(diffs) / len(diffs)) if diffs else None,
+                     "t": None if t is None or math.isinf(t) else _r(t), "p_t_test": None if p is None else _r(p),
+                     "p_randomization": None if not diffs else _r(randomization_p(diffs))}
+    return out
 
 
 # --------------------------------------------------------------------------- aggregation
@@ -3674,9 +3864,15 @@ def compare(base: dict, path: str, metrics: Dict[str, dict], categories: Dict[st
 # the overall score and the other weights are renormalized (the report names it).  A metric
 # where lower is better scores 1 - value.  Default weights are seed 004's pack defaults; gate
 # stages are the ones seed 004 marks is_gate (a stage whose metric a block gate checks is one too).
+#: The rank cutoff of the scorecard's retrieval stage (recall@5, seed 002's k), whatever --k
+#: says: one trace has one overall score, whoever computes it (make eval passes --k 1,5,10,
+#: a plain run --k 5).  Always computed in QA mode; IR mode uses the first --k.
+SCORECARD_K = 5
+
+
 class Stage(NamedTuple):
     name: str
-    metric: str       # registry name; "recall@K" means the first --k
+    metric: str       # registry name; "recall@K" means recall@SCORECARD_K (IR mode: the first --k)
     weight: float     # default weight
     gate: bool
 
@@ -3842,7 +4038,7 @@ def scorecard(weights: Dict[str, float], metrics: Dict[str, dict], k0: int,
     left_out = [k for k, st in stages.items() if st["effective_weight"] is None]
     note = ("stages not measured, left out of the overall score (the other weights renormalized): %s"
             % ", ".join(left_out)) if left_out else "every stage measured"
-    return {"overall": _r(overall), "stages": stages, "not_measured": left_out, "note": note}
+    return {"overall": _r(overall), "k": k0, "stages": stages, "not_measured": left_out, "note": note}
 
 
 # issue 20's per-item means: metric -> the Scorer array holding each item's value (NaN: none)
@@ -4476,51 +4672,119 @@ def _x(text) -> str:
     return html.escape(_inert(text), quote=True).replace("\n", "&#10;").replace("\r", "&#13;").replace("\t", "&#9;")
 
 
-def render_junit(report: dict, items: Optional[List[dict]] = None) -> str:
-    """JUnit XML: <testsuites> with one <testsuite> (the dataset), one <testcase> per gate.
+#: The registry metrics an item failure counts against (render_junit: an item fails in JUnit
+#: only when one of its failure labels counts against a block gate that failed).  A label
+#: not listed here counts against every metric (fail closed).
+MODE_METRICS: Dict[str, Tuple[str, ...]] = {
+    "policy_violation": ("policy_compliance",),
+    "source_policy_violation": ("source_policy_compliance",),
+    "training_cutoff_excuse": ("false_refuse_rate", "incorrect_refusal", "refusal_rate", "rejection_calibration",
+                               "pass_rate", "over_refusal"),
+    "under_refusal": ("under_refusal", "precision", "pass_rate", "correct_refusal", "refusal_rate",
+                      "rejection_calibration", "false_accept_rate"),
+    "false_acceptance": ("false_accept_rate", "rejection_calibration", "pass_rate", "decision_accuracy"),
+    "citation_not_retrieved": ("citation_validity", "precision", "chr", "pass_rate"),
+    "hallucination": ("hallucination",),
+    "retrieval_miss": ("recall@K", "P@K", "R@K", "Success@K", "RR", "RR@K", "nDCG@K", "context_relevance"),
+    "over_refusal": ("over_refusal", "incorrect_refusal", "pass_rate", "refusal_rate", "false_refuse_rate",
+                     "rejection_calibration"),
+    "false_rejection": ("false_refuse_rate", "incorrect_refusal", "rejection_calibration", "decision_accuracy"),
+    "conflict_not_surfaced": ("conflict_correct_rate", "decision_accuracy"),
+    "staleness_not_detected": ("staleness_correct_rate", "decision_accuracy"),
+    "clarification_missed": ("clarify_correct_rate", "decision_accuracy"),
+    "required_citation_missing": ("citation_coverage",),
+    "citation_miss": ("chr", "precision", "pass_rate"),
+    "claim_miss": ("precision", "pass_rate", "answer_relevance"),
+    "decision_mismatch": ("decision_accuracy",),
+}
 
-    block failures are <failure>; warn failures are <skipped> with a ``tier=warn`` property;
-    monitor gates pass and carry their value as properties.  With ``items`` (--junit-items)
-    a second testsuite ``<dataset>.items`` has one testcase per item, failing items failed."""
+
+def _failed_block_metrics(report: dict) -> Optional[set]:
+    """Registry names of the metrics whose block gates failed; None when a failed block gate
+    names no registry metric (a regression gate, say): then every item failure counts."""
+    out = set()
+    for g in report.get("gate_results") or []:
+        if g["pass"] or g["tier"] != "block":
+            continue
+        try:
+            out.add(parse_metric(str(g.get("metric") or "")).metric.name)
+        except (ScoreError, AttributeError, KeyError, ValueError):
+            return None
+    return out
+
+
+def block_relevant(labels: List[str], failed: Optional[set]) -> List[str]:
+    """The failure labels that count against a failed block gate's metric (MODE_METRICS)."""
+    if failed is None:
+        return list(labels)
+    return [m for m in labels if m == "missing_trace" and failed
+            or (m not in MODE_METRICS and failed) or set(MODE_METRICS.get(m, ())) & failed]
+
+
+def render_junit(report: dict, items: Optional[List[dict]] = None) -> str:
+    """JUnit XML: <testsuites> with one <testsuite> (the dataset) holding the block and monitor
+    gates, and one ``<dataset>.warnings`` holding the warn gates, one <testcase> per gate.
+
+    A failed block gate is a <failure> in the dataset's suite; a failed warn gate is a
+    <failure type="warn"> in the warnings suite (test reporters show failures, they hide
+    skips; the run's verdict is the dataset suite's and the exit status).  Monitor gates pass
+    and carry their value as properties.  With ``items`` (--junit-items) a ``<dataset>.items``
+    suite has one testcase per item: an item is a <failure> only when one of its failure
+    labels counts against a block gate that failed (``MODE_METRICS``); other failing items
+    pass with their labels as properties."""
     ds = str(report.get("dataset"))
     suites = []
-    cases, fails, skips = [], 0, 0
+    groups: Dict[str, List[str]] = {"main": [], "warn": []}
+    fails = {"main": 0, "warn": 0}
     for g in report["gate_results"]:
+        group = "warn" if g["tier"] == "warn" else "main"
         props = [("tier", g["tier"]), ("metric", g["metric"]), ("value", _num_text(g["value"])),
                  ("op", g["op"] or ""), ("threshold", "" if g["threshold"] is None else _fmt_num(g["threshold"]))]
         body = "<properties>%s</properties>" % "".join(
             '<property name="%s" value="%s"/>' % (_x(k), _x(v)) for k, v in props)
         note = (g["reason"] or "") + ((" " + g["message"]) if g.get("message") else "")
         if not g["pass"] and g["tier"] == "block":
-            fails += 1
+            fails[group] += 1
             body += '<failure message="%s" type="gate">%s</failure>' % (_x(note), _x(note))
         elif not g["pass"] and g["tier"] == "warn":
-            skips += 1
-            body += '<skipped message="%s"/>' % _x("warn gate failed (does not block): " + note)
-        cases.append('    <testcase classname="%s" name="%s">%s</testcase>' % (
+            fails[group] += 1
+            body += '<failure message="%s" type="warn">%s</failure>' % (
+                _x("warn gate failed (does not block): " + note), _x(note))
+        groups[group].append('    <testcase classname="%s" name="%s">%s</testcase>' % (
             _x("score_eval.%s.%s" % (ds, g["tier"])), _x(g["gate"]), body))
-    suites.append(('<testsuite name="%s" tests="%d" failures="%d" errors="0" skipped="%d">\n'
+    cases = groups["main"]
+    suites.append(('<testsuite name="%s" tests="%d" failures="%d" errors="0" skipped="0">\n'
                    '    <properties><property name="pass" value="%s"/><property name="warnings_failed" value="%d"/>'
                    '<property name="overall_score" value="%s"/></properties>\n%s\n  </testsuite>'
-                   % (_x(ds), len(cases), fails, skips, "true" if report["pass"] else "false",
+                   % (_x(ds), len(cases), fails["main"], "true" if report["pass"] else "false",
                       report.get("warnings_failed", 0), _num_text((report.get("scorecard") or {}).get("overall")),
-                      "\n".join(cases)), len(cases), fails, skips))
+                      "\n".join(cases)), len(cases), fails["main"], 0))
+    if groups["warn"]:
+        suites.append(('<testsuite name="%s" tests="%d" failures="%d" errors="0" skipped="0">\n'
+                       '    <properties><property name="blocks" value="false"/></properties>\n%s\n  </testsuite>'
+                       % (_x(ds + ".warnings"), len(groups["warn"]), fails["warn"], "\n".join(groups["warn"])),
+                       len(groups["warn"]), fails["warn"], 0))
     if items is not None:
+        failed = _failed_block_metrics(report)
         icases, ifails = [], 0
         for rec in items:
             body = ""
-            if rec["failure_mode"]:
+            relevant = block_relevant(rec["labels"], failed) if rec["failure_mode"] else []
+            if relevant:
                 ifails += 1
                 body = '<failure message="%s" type="item">%s</failure>' % (
-                    _x(rec["failure_mode"]), _x("labels: %s; flags: %s" % (", ".join(rec["labels"]), rec["flags"])))
+                    _x(relevant[0]), _x("labels: %s; flags: %s" % (", ".join(rec["labels"]), rec["flags"])))
+            elif rec["failure_mode"]:
+                body = '<properties><property name="labels" value="%s"/><property name="blocks" value="false"/>' \
+                       '</properties>' % _x(", ".join(rec["labels"]))
             icases.append('    <testcase classname="%s" name="%s">%s</testcase>' % (
                 _x("score_eval.%s.items.%s" % (ds, rec["category"])), _x(rec["qid"]), body))
         suites.append(('<testsuite name="%s" tests="%d" failures="%d" errors="0" skipped="0">\n%s\n  </testsuite>'
                        % (_x(ds + ".items"), len(icases), ifails, "\n".join(icases)), len(icases), ifails, 0))
     return ('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="score_eval" tests="%d" failures="%d" '
             'errors="0" skipped="%d">\n  %s\n</testsuites>\n' % (
-                sum(s[1] for s in suites), sum(s[2] for s in suites), sum(s[3] for s in suites),
-                "\n  ".join(s[0] for s in suites)))
+                sum(x[1] for x in suites), sum(x[2] for x in suites), sum(x[3] for x in suites),
+                "\n  ".join(x[0] for x in suites)))
 
 
 def _csv_cell(v):
@@ -4848,8 +5112,8 @@ def _parse_ks(text: str) -> List[int]:
 def _trec_names(args, trec: bool) -> List[str]:
     """The trec_eval measures to compute (IR mode); the IR-only flags are refused otherwise."""
     if not trec:
-        if args.m or args.measures or args.format == "trec" or args.per_query:
-            raise ScoreError("usage: -m, --measures, --format trec and -q need --qrels and --run")
+        if args.m or args.measures or args.format == "trec" or args.per_query or args.average != "all":
+            raise ScoreError("usage: -m, --measures, --format trec, -q and --average need --qrels and --run")
         return []
     specs = _measure_specs(args.m, args.measures)
     return parse_trec_measures(specs or list(TREC_DEFAULT))
@@ -4911,7 +5175,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--chunks", help="JSONL of {id, text} chunks (BEIR {_id, text} too) for the hallucination check")
     ap.add_argument("--by", default="category", help="gold field for the per-category breakdown (default category)")
     ap.add_argument("--baseline", help="an earlier report (JSON from --out/stdout) to compare against")
-    ap.add_argument("--out", help="also write the JSON report to this file (atomically)")
+    ap.add_argument("--out", help="also write the JSON report to this file (atomically); stdout then gets the "
+                                  "compact summary (--full for the whole report)")
+    ap.add_argument("--summary", action="store_true",
+                    help="stdout: the compact summary (verdict, gates, overall score, files) instead of the report")
+    ap.add_argument("--full", action="store_true", help="stdout: the whole JSON report even with --out")
     ap.add_argument("--markdown", help="write a human report (gates, metrics, categories, failure modes, worst items)")
     ap.add_argument("--items", help="write one JSON line per gold item with its verdicts")
     ap.add_argument("--weights", help="JSON object of stage weights for the scorecard, e.g. '{\"faithfulness\": 0.4}' "
@@ -4929,6 +5197,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "num_rel, num_rel_ret; P alone = its default cutoffs); repeatable")
     ap.add_argument("--measures", metavar="M1,M2",
                     help="the same as several -m, comma-separated: map,ndcg_cut.10,P.5")
+    ap.add_argument("--average", choices=("all", "judged"), default="all",
+                    help="with --qrels/--run, the trec_eval measures' topics: all (every qrels topic, a topic the "
+                         "run forgot scores 0: trec_eval -c; default) or judged (the qrels topics the run has: "
+                         "plain trec_eval)")
     ap.add_argument("--format", choices=("json", "trec", "ragas"), default="json",
                     help="stdout: json (the report, default) or trec (trec_eval's measure<TAB>qid|all<TAB>value "
                          "lines; --qrels/--run only); ragas: the trace is RAGAS-style rows (user_input/question, "
@@ -5017,7 +5289,9 @@ def run(args) -> int:
         if not args.refusal.strip():
             raise ScoreError("--refusal: must be a non-empty string, got %r" % args.refusal)
         refusal = args.refusal
-    # cutoffs named by gates are computed too
+    # cutoffs named by gates are computed too, and the scorecard's (SCORECARD_K)
+    if not trec and SCORECARD_K not in ks:
+        ks.append(SCORECARD_K)
     for ref in [g.ref for g in gates] + ([r for r, _ in regression.max_drop] + list(regression.slice_metrics)
                                          if regression else []):
         if ref.k is not None and ref.k not in ks:
@@ -5069,7 +5343,7 @@ def run(args) -> int:
     if trec:
         if getattr(args, "merge", None):      # trec_eval's measures read the rankings again
             runs = merged_runs(args.merge, errors)
-        trec_per, trec_all = trec_evaluate(gold, runs, trec_names)
+        trec_per, trec_all = trec_evaluate(gold, runs, trec_names, args.average)
         metrics.update(trec_metric_entries(trec_per, trec_all))
     order = sorted(everything, key=gold.cat.__getitem__)
     categories: Dict[str, dict] = {}
@@ -5105,6 +5379,9 @@ def run(args) -> int:
         cur = {q: f for q, f in zip(gold.qids, flags)}
         regression_block, reg_gates = compare(baseline, args.baseline, metrics, categories, cur, regression, k0)
         gate_results += reg_gates
+        if trec:        # paired tests per trec_eval measure, topic by topic (ranx / trec_eval users' tests)
+            regression_block["significance"] = trec_significance(trec_per_topic(trec_per),
+                                                                 baseline.get("trec_per_topic"))
     # 4. warnings
     warnings = list(notes) + weight_warnings
     if stats["unknown"]:
@@ -5161,7 +5438,9 @@ def run(args) -> int:
                    "regression": regression_block,
                    "warnings": warnings})
     report["warnings_failed"] = sum(1 for g in gate_results if g["tier"] == "warn" and not g["pass"])
-    report["scorecard"] = scorecard(weights, metrics, k0, scorecard_gaps(scorer))
+    report["scorecard"] = scorecard(weights, metrics, SCORECARD_K if not trec else k0, scorecard_gaps(scorer))
+    if trec:
+        report["trec_per_topic"] = trec_per_topic(trec_per)
     if not trec:
         report["reference_free"] = gold.unlabelled
         report["skipped_metrics"] = {name: _SKIPPED for name in skipped}
@@ -5189,9 +5468,39 @@ def run(args) -> int:
     if args.manifest:
         write_manifest(args.manifest, [p for p in outputs if p and p != "-"])
     if "-" not in outputs:
-        sys.stdout.write(text)
+        compact = args.format != "trec" and not args.full and (args.summary or bool(args.out))
+        sys.stdout.write(render_summary(report, outputs) if compact else text)
         sys.stdout.flush()
     return EXIT_PASS if all_pass else EXIT_GATE
+
+
+def render_summary(report: dict, outputs: Tuple[Optional[str], ...] = ()) -> str:
+    """The compact stdout (--summary; the default when --out holds the full report): the
+    verdict, each gate's value and verdict, the overall score with its k, counts, and the
+    files written.  A few dozen lines whatever the number of items."""
+    names = ("out", "items", "markdown", "html", "junit", "csv", "metrics_csv")
+    card = report.get("scorecard") or {}
+    short = {"pass": report["pass"], "dataset": report.get("dataset"), "schema": report.get("schema"),
+             "version": report.get("version"),
+             "counts": {k: report["counts"][k] for k in ("gold_items", "trace_rows", "missing_traces")
+                        if k in (report.get("counts") or {})},
+             "gates": [{"gate": g["gate"], "tier": g["tier"], "value": g["value"], "pass": g["pass"]}
+                       for g in report.get("gate_results") or []],
+             "failed": ["%s%s: %s" % ("(warn) " if g["tier"] == "warn" else "", g["gate"], g["reason"])
+                        for g in report.get("gate_results") or [] if not g["pass"] and g["tier"] != "monitor"],
+             "overall": card.get("overall"), "overall_k": card.get("k"),
+             "files": {n: p for n, p in zip(names, outputs) if p}}
+    lines = ["{"]
+    keys = list(short)
+    for i, k in enumerate(keys):
+        v = short[k]
+        if k == "gates":
+            body = ",\n".join("    " + json.dumps(g, ensure_ascii=False) for g in v)
+            lines.append('  "gates": [%s]%s' % ("\n" + body + "\n  " if v else "", "," if i < len(keys) - 1 else ""))
+        else:
+            lines.append("  %s: %s%s" % (json.dumps(k), json.dumps(v, ensure_ascii=False),
+                                        "," if i < len(keys) - 1 else ""))
+    return "\n".join(lines) + "\n}\n"
 
 
 def _item_record(scorer: Scorer, i: int, trec: bool) -> dict:
@@ -5519,6 +5828,8 @@ def merge_main(argv: List[str]) -> int:
         ap.add_argument(flag, help="as for a single run")
     ap.add_argument("--dataset", help="as for a single run (default: the shards')")
     ap.add_argument("--max-errors", type=int, default=MAX_ERRORS, help="as for a single run")
+    ap.add_argument("--summary", action="store_true", help="as for a single run")
+    ap.add_argument("--full", action="store_true", help="as for a single run")
     try:
         margs = ap.parse_args(argv)
     except SystemExit as exc:
@@ -5535,7 +5846,7 @@ def merge_main(argv: List[str]) -> int:
             args.run = names
         else:
             args.trace = names
-        for a in ("gates", "gates_file", "baseline", "out", "markdown", "items", "max_errors"):
+        for a in ("gates", "gates_file", "baseline", "out", "markdown", "items", "max_errors", "summary", "full"):
             setattr(args, a, getattr(margs, a))
         if margs.dataset is not None:
             args.dataset = margs.dataset

@@ -52,6 +52,8 @@ class Chunk:
     effective: str = ""
     line: int = 0                  # 1-based line in the source file where the chunk starts
     metadata: Dict[str, Any] = field(default_factory=dict)
+    section: List[str] = field(default_factory=list)   # the headings above it, top first (its own last)
+    kind: str = "text"             # "text" | "heading" | "code" | "table" (text/markup.py)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -76,6 +78,7 @@ class Hit:
     effective: str = ""
     query: str = ""                # the query variant (original or expansion) that scored best
     metadata: Dict[str, Any] = field(default_factory=dict)
+    section: List[str] = field(default_factory=list)   # the chunk's section path (Chunk.section)
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -3,7 +3,9 @@
 
 Usage: python3 tests/run.py [-v] [-k PATTERN] [TEST_MODULE ...]
 
-The closing line is ``tests: N passed, N failed, N skipped`` so that CI logs say what ran.
+The closing line is ``tests: N passed, N failed, N skipped`` so that CI logs say what ran;
+above it, one line per skip reason with its count and the tests it skipped
+(``skipped 2: <reason>: tests.test_x.Case.test_a, ...``).
 Exit status: 0 when every test passed (skips allowed), 1 otherwise, 5 when no test ran.
 """
 import argparse
@@ -39,11 +41,23 @@ def main(argv=None):
                  | {owner(t) for t in result.unexpectedSuccesses})
     skipped = len({owner(t) for t, _ in result.skipped})
     passed = result.testsRun - failed - skipped
+    for line in skip_lines(result.skipped, owner):
+        print(line)
     print("python %s" % sys.version.split()[0])
     print("tests: %d passed, %d failed, %d skipped" % (passed, failed, skipped))
     if result.testsRun == 0:
         return 5
     return 0 if failed == 0 else 1
+
+
+def skip_lines(skipped, owner=lambda t: t.id()):
+    """One line per skip reason, most frequent first, then by reason: the count, the reason
+    and the skipped tests (each once, in name order)."""
+    by_reason = {}
+    for test, reason in skipped:
+        by_reason.setdefault(" ".join(str(reason).split()), set()).add(owner(test))
+    return ["skipped %d: %s: %s" % (len(ids), reason, ", ".join(sorted(ids)))
+            for reason, ids in sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
 
 
 if __name__ == "__main__":

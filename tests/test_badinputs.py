@@ -266,7 +266,7 @@ class ScorerOutputs(Base):
         link = self.path("link.json")
         real = self.path("real.json")
         os.symlink("real.json", link)
-        code, out, _, _ = self.score("--out", link)
+        code, out, _, _ = self.score("--out", link, "--full")
         self.assertEqual(code, 0)
         self.assertTrue(os.path.islink(link))
         with open(real, encoding="utf-8") as fh:

@@ -79,6 +79,56 @@ class GateScript(unittest.TestCase):
                 else:
                     self.assertNotIn("passes every gate", p.stdout)
 
+    def test_gates_found_next_to_the_repository_root(self):
+        """Issue 31 item 5: run from another folder without GATES, gate.sh reads REPO/gates.toml,
+        writes HTML and JUnit next to the report; a REPO without gates.toml is exit 2."""
+        self.write("trace.jsonl", jsonl(GOOD))
+        repo = os.path.join(self.tmp, "repo")
+        os.makedirs(repo)
+        shutil.copy(self.gates, os.path.join(repo, "gates.toml"))
+        shutil.copy(os.path.join(ROOT, "score_eval.py"), repo)
+        elsewhere = os.path.join(self.tmp, "elsewhere")
+        os.makedirs(elsewhere)
+        env = dict(os.environ, PYTHON=sys.executable, REPO=repo, REPORT=os.path.join(elsewhere, "g.json"))
+        env.pop("GATES", None)
+        p = subprocess.run([SH, GATE, os.path.join(self.tmp, "trace.jsonl"), self.gold, "baseline"], cwd=elsewhere,
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(os.path.join(elsewhere, "g.json"), encoding="utf-8") as fh:
+            self.assertEqual(json.load(fh)["inputs"]["gates"], os.path.join(repo, "gates.toml"))
+        for ext in ("html", "xml"):
+            self.assertTrue(os.path.isfile(os.path.join(elsewhere, "g." + ext)), ext)
+        env["REPO"] = elsewhere
+        p = subprocess.run([SH, GATE, os.path.join(self.tmp, "trace.jsonl"), self.gold, "baseline"], cwd=elsewhere,
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no such gates file", p.stderr)
+
+    def test_workflow_claims_hold(self):
+        """shell: bash where pipefail is claimed; a bring-your-own-trace job; HTML and JUnit kept;
+        a test reporter step; no `jq -e` anywhere in the docs or the recipe."""
+        with open(os.path.join(ROOT, "examples", "ci", "github-actions.yml"), encoding="utf-8") as fh:
+            text = fh.read()
+        self.assertIn("pipefail", text)
+        self.assertIn("defaults:\n  run:\n    shell: bash", text)
+        self.assertIn("bring-your-own-trace:", text)
+        for needle in ("runs/gate.*.html", "runs/gate.*.xml", "runs/*.html", "runs/*.xml", "action-junit-report"):
+            self.assertIn(needle, text)
+        for rel in ("README.md", "docs/design.md", "CHANGELOG.md", "examples/ci/github-actions.yml", "examples/ci/gate.sh",
+                    "gold/README.md"):
+            path = os.path.join(ROOT, rel)
+            if os.path.isfile(path):
+                with open(path, encoding="utf-8") as fh:
+                    self.assertNotIn("jq -e", fh.read(), rel)
+
+    def test_readme_is_for_a_user(self):
+        with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+            text = fh.read()
+        self.assertLess(len(text.splitlines()), 400)
+        prose = text.split("<!-- metrics:begin -->")[0] + text.split("<!-- metrics:end -->")[1]   # the table is the registry's
+        self.assertNotRegex(prose, r"(?i)\bseed 00\d|\bissue \d")
+        self.assertIn("## Scoring an LLM system", text)
+
     def test_workflow_uses_the_script_and_no_pipe(self):
         with open(os.path.join(ROOT, "examples", "ci", "github-actions.yml"), encoding="utf-8") as fh:
             text = fh.read()

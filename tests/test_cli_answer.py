@@ -187,22 +187,48 @@ class Eval(CliTest):
         self.assertEqual(p.stderr, "mini_rag: %s: cannot read: no such file\n" % os.path.join(self.tmp, "none.jsonl"))
 
 
-@unittest.skipUnless(HAVE_SCORER and os.path.isfile(os.path.join(ROOT, "examples", "seed", "trace.jsonl")),
-                     "score_eval.py or examples/seed/ not in the repository yet")
-class EvalSeedFallback(CliTest):
-    def test_missing_gold_falls_back_to_the_seed_example(self):
+class EvalFailsClosed(CliTest):
+    """Issue 31 item 1: a missing default gold set is exit 2 with its path (the seed example
+    never stands in for it); the seed example runs only with --dataset seed."""
+
+    def clone(self, with_gates=True):
         work = os.path.join(self.tmp, "clone")
         os.makedirs(work)
         shutil.copytree(os.path.join(ROOT, "examples"), os.path.join(work, "examples"))
-        shutil.copy(os.path.join(ROOT, "gates.toml"), work)
+        if with_gates:
+            shutil.copy(os.path.join(ROOT, "gates.toml"), work)
+        return work
+
+    def run_in(self, work, *argv):
         env = dict(os.environ, PYTHONPATH=ROOT)
-        p = subprocess.run([sys.executable, "-m", "mini_rag", "eval", "--config", self.config], cwd=work, env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
-        self.assertIn("mini_rag: gold/gold.jsonl is missing; dataset baseline falls back to the seed example "
-                      "in examples/seed", p.stderr)
+        return subprocess.run([sys.executable, "-m", "mini_rag"] + list(argv), cwd=work, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+
+    def test_missing_default_gold_is_exit_2_with_the_path(self):
+        p = self.run_in(self.clone(), "eval", "--config", self.config)
+        self.assertEqual((p.returncode, p.stdout), (2, ""))
+        self.assertIn("mini_rag: %s: cannot read: no such file" % os.path.join("gold", "gold.jsonl"), p.stderr)
+        self.assertNotIn("falls back", p.stderr)
+
+    def test_missing_default_gates_is_exit_2_with_the_path(self):
+        p = self.run_in(self.clone(with_gates=False), "eval", "--dataset", "seed")
+        self.assertEqual((p.returncode, p.stdout), (2, ""))
+        self.assertIn("mini_rag: gates.toml: cannot read gates file: no such file", p.stderr)
+
+    def test_missing_named_corpus_is_exit_2_with_the_path(self):
+        missing = os.path.join(self.tmp, "no-such-docs")
+        p = self.run_in(self.clone(), "ask", "what is it?", "--corpus", missing)
+        self.assertEqual((p.returncode, p.stdout), (2, ""))
+        self.assertIn("mini_rag: %s: corpus not found" % missing, p.stderr)
+
+    @unittest.skipUnless(HAVE_SCORER, "score_eval.py not in the repository")
+    def test_seed_example_only_when_asked(self):
+        p = self.run_in(self.clone(), "eval", "--dataset", "seed")
+        self.assertEqual(p.returncode, 0, p.stderr)
         report = json.loads(p.stdout)
-        self.assertEqual(report["datasets"]["baseline"]["dataset"], "seed")
-        self.assertEqual(p.returncode, 0 if report["pass"] else 1)
+        self.assertEqual(list(report["datasets"]), ["seed"])
+        self.assertEqual(report["datasets"]["seed"]["dataset"], "seed")
+        self.assertIs(report["pass"], True)
 
 
 class Help(unittest.TestCase):

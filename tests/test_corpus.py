@@ -173,10 +173,10 @@ class Errors(unittest.TestCase):
         with self.assertRaises(MiniRagError) as cm:
             load_corpus(missing)
         self.assertEqual(str(cm.exception),
-                         "%s: corpus not found (give a folder of .md/.txt files or a .jsonl file)" % missing)
+                         "%s: corpus not found (give a folder of .md/.rst/.txt files or a .jsonl file)" % missing)
         with self.assertRaises(MiniRagError) as cm:
             load_corpus(self.tmp)
-        self.assertEqual(str(cm.exception), "%s: corpus folder has no .md or .txt files" % self.tmp)
+        self.assertEqual(str(cm.exception), "%s: corpus folder has no .md, .rst or .txt files" % self.tmp)
 
     def test_jsonl_errors(self):
         table = [

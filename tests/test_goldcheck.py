@@ -259,7 +259,7 @@ class CliTest(unittest.TestCase):
             (["check-gold", missing, "--corpus", CORPUS],
              "mini_rag: %s: cannot read gold file: No such file or directory\n" % missing),
             (["check-gold", str(FIX / "gold.jsonl"), "--corpus", no_corpus],
-             "mini_rag: %s: corpus not found (give a folder of .md/.txt files or a .jsonl file)\n" % no_corpus),
+             "mini_rag: %s: corpus not found (give a folder of .md/.rst/.txt files or a .jsonl file)\n" % no_corpus),
         ]
         for argv, err_text in table:
             with self.subTest(argv=argv):

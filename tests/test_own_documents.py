@@ -82,9 +82,10 @@ class OwnDocuments(unittest.TestCase):
         self.assertEqual(summary["as_of"], NEWEST)
         self.assertIs(summary["pass"], True)
         self.assertEqual(summary["datasets"]["perturb"]["files"]["gold"],
-                         os.path.join("runs", "gold_perturb.generated.jsonl"))
+                         os.path.join("runs", "mydocs", "gold_perturb.generated.jsonl"))
         self.assertIn("perturbation set generated from mygold.jsonl", ev.stderr)
-        with open(os.path.join(self.tmp, "runs", "trace.baseline.jsonl"), encoding="utf-8") as fh:
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "runs", "trace.baseline.jsonl")))
+        with open(os.path.join(self.tmp, "runs", "mydocs", "trace.baseline.jsonl"), encoding="utf-8") as fh:
             rows = [json.loads(line) for line in fh]
         decisions = {r["qid"]: r["decision"] for r in rows}
         self.assertEqual(decisions, {"L1": "ANSWER", "E1": "ANSWER", "T1": "ANSWER", "X1": "ABSTAIN"})
@@ -179,20 +180,85 @@ class NoHiddenConfig(unittest.TestCase):
                                       stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
             p = run()
             self.assertIn(p.returncode, (0, 1), p.stderr)
-            self.assertIn("mini_rag: using the gates file gates.toml", p.stderr)
+            self.assertIn("mini_rag: a gold set of your own: using the packaged gates", p.stderr)
             self.assertIn("--perturb none: the perturbation set is skipped", p.stderr)
             self.assertEqual(list(json.loads(p.stdout)["datasets"]), ["baseline"])
+            p = run("--gates", "gates.toml")
+            self.assertIn(p.returncode, (0, 1), p.stderr)
+            with open(os.path.join(tmp, "runs", "corpus", "report.baseline.json"), encoding="utf-8") as fh:
+                self.assertEqual(json.load(fh)["inputs"]["gates"], "gates.toml")
             p = run("--gates", "none")
             self.assertEqual(p.returncode, 0, p.stderr)
             short = json.loads(p.stdout)
             self.assertEqual((short["pass"], short["failed_gates"]), (True, []))
             self.assertNotIn("gates.toml", p.stderr)
-            with open(os.path.join(tmp, "runs", "report.baseline.json"), encoding="utf-8") as fh:
+            with open(os.path.join(tmp, "runs", "corpus", "report.baseline.json"), encoding="utf-8") as fh:
                 self.assertEqual(json.load(fh)["gate_results"], [])
             p = subprocess.run([sys.executable, "-m", "mini_rag", "search", "refund", "--k", "1",
                                 "--index", os.path.join(tmp, "i.json.gz")], cwd=tmp, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
             self.assertIn("mini_rag: using the config configs/default.toml", p.stderr)
+
+
+class OwnRuns(unittest.TestCase):
+    """Issue 31 item 3: an own-corpus eval writes to runs/<corpus name>/ (never over the
+    repository's runs/), is judged by the packaged user gates unless --gates names a file, and
+    those gates are score_eval's fallback; `init` writes them."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="own_runs_")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.env = dict(os.environ, PYTHONPATH=ROOT)
+
+    def run_cli(self, *argv):
+        return subprocess.run([sys.executable, "-m", "mini_rag"] + list(argv), cwd=self.tmp, env=self.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+
+    def test_own_corpus_keeps_its_outputs_apart(self):
+        fix = os.path.join(ROOT, "tests", "fixtures")
+        os.makedirs(os.path.join(self.tmp, "runs"))
+        sentinel = os.path.join(self.tmp, "runs", "trace.baseline.jsonl")
+        with open(sentinel, "w", encoding="utf-8") as fh:
+            fh.write("the repository's trace\n")
+        shutil.copy(os.path.join(ROOT, "gates.toml"), self.tmp)
+        p = self.run_cli("eval", "--corpus", os.path.join(fix, "corpus"), "--gold", os.path.join(fix, "gold", "gold.jsonl"),
+                         "--perturb", "none")
+        self.assertIn(p.returncode, (0, 1), p.stderr)
+        with open(sentinel, encoding="utf-8") as fh:
+            self.assertEqual(fh.read(), "the repository's trace\n")
+        report_path = os.path.join(self.tmp, "runs", "corpus", "report.baseline.json")
+        with open(report_path, encoding="utf-8") as fh:
+            report = json.load(fh)
+        from mini_rag.commands.cmd_init import USER_GATES
+        self.assertEqual(report["inputs"]["gates"], USER_GATES)
+        self.assertEqual([g["gate"] for g in report["gate_results"]],
+                         ["precision", "chr", "under_refusal", "over_refusal"])
+        p = self.run_cli("eval", "--corpus", os.path.join(fix, "corpus"), "--gold", os.path.join(fix, "gold", "gold.jsonl"),
+                         "--perturb", "none", "--out-dir", "elsewhere", "--quiet")
+        self.assertIn(p.returncode, (0, 1), p.stderr)
+        self.assertTrue(os.path.isfile(os.path.join(self.tmp, "elsewhere", "report.baseline.json")))
+
+    def test_packaged_gates_are_score_evals_fallback(self):
+        sys.path.insert(0, ROOT)
+        import score_eval
+        from mini_rag.commands.cmd_init import USER_GATES
+        _, file_gates, _ = score_eval.load_gates_file(USER_GATES, "baseline")
+        fallback, _ = score_eval.parse_gates_string(score_eval.DEFAULT_GATES)
+        as_pairs = lambda gates: sorted((g.ref.metric.name, g.op, g.threshold) for g in gates)   # noqa: E731
+        self.assertEqual(as_pairs(file_gates), as_pairs(fallback))
+        _, perturb, _ = score_eval.load_gates_file(USER_GATES, "perturb")
+        self.assertEqual(as_pairs(perturb), as_pairs(fallback))
+
+    def test_init_writes_once(self):
+        from mini_rag.commands.cmd_init import USER_GATES
+        p = self.run_cli("init")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(self.tmp, "gates.toml"), encoding="utf-8") as fh, open(USER_GATES, encoding="utf-8") as ref:
+            self.assertEqual(fh.read(), ref.read())
+        p = self.run_cli("init")
+        self.assertEqual((p.returncode, p.stderr), (2, "mini_rag: %s: already exists (--force to overwrite)\n"
+                                                    % os.path.join(".", "gates.toml")))
+        self.assertEqual(self.run_cli("init", "--force").returncode, 0)
 
 
 if __name__ == "__main__":

@@ -53,8 +53,9 @@ class Version(unittest.TestCase):
             text = fh.read()
         self.assertIn("dependencies = []", text)
         self.assertIn('numpy = ["numpy"]', text)
-        self.assertIn('score-eval = "score_eval:main"', text)
-        self.assertIn('mini-rag = "mini_rag.commands.cli:main"', text)
+        self.assertIn('referee-score = "score_eval:main"', text)
+        self.assertIn('referee-rag = "mini_rag.commands.cli:main"', text)
+        self.assertIn('name = "rag-referee"', text)
         with open(os.path.join(ROOT, "LICENSE"), encoding="utf-8") as fh:
             self.assertTrue(fh.read().startswith("MIT License"))
 
@@ -114,9 +115,9 @@ class OfflineInstall(unittest.TestCase):
             p = run([os.path.join(bindir, "python"), "-m", "pip", "install", "--no-index", "--no-deps", "-q",
                      os.path.join(dist, wheels[0])], tmp)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-            p = run([os.path.join(bindir, "score-eval"), "--version"], tmp)
+            p = run([os.path.join(bindir, "referee-score"), "--version"], tmp)
             self.assertEqual((p.returncode, p.stdout), (0, "score_eval.py %s\n" % score_eval.__version__))
-            p = run([os.path.join(bindir, "mini-rag"), "--version"], tmp)
+            p = run([os.path.join(bindir, "referee-rag"), "--version"], tmp)
             self.assertEqual((p.returncode, p.stdout), (0, "mini_rag %s\n" % mini_rag.__version__))
 
 

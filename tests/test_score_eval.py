@@ -540,7 +540,8 @@ class Gates(TempDir):
 class Outputs(TempDir):
     def test_out_markdown_items_written_and_stdout_matches(self):
         out, md = self.dir / "r.json", self.dir / "sub" / "r.md"
-        code, rep, _ = self.score(MIX_GOLD, MIX_TRACE, "--out", out, "--markdown", md, "--items", self.dir / "i.jsonl")
+        code, rep, _ = self.score(MIX_GOLD, MIX_TRACE, "--out", out, "--markdown", md, "--items", self.dir / "i.jsonl",
+                                  "--full")
         self.assertEqual(json.loads(out.read_text()), rep)
         text = md.read_text()
         for part in ("# score_eval report: baseline", "## Gates", "## Categories", "## Failure modes",
@@ -548,6 +549,31 @@ class Outputs(TempDir):
             with self.subTest(part=part):
                 self.assertIn(part, text)
         self.assertEqual([p.name for p in self.dir.rglob(".*.ragtmp")], [])
+
+    def test_compact_stdout_with_out_or_summary(self):
+        """Issue 31 item 6: with --out (or --summary) stdout is the compact summary, the same
+        verdict, gates and overall score as the full report, a few lines whatever the items."""
+        out = self.dir / "r.json"
+        gold = [gold_row("A%d" % i, True, ["alpha"], ["c"]) for i in range(300)]
+        trace = [trace_row("A%d" % i, "alpha", ["c"], ["c"]) for i in range(300)]
+        for extra in (["--out", out], ["--summary"]):
+            with self.subTest(extra=extra):
+                code, short, _ = self.score(gold, trace, *extra)
+                full = json.loads(out.read_text())
+                self.assertEqual(set(short), {"pass", "dataset", "schema", "version", "counts", "gates", "failed",
+                                              "overall", "overall_k", "files"})
+                self.assertEqual((short["pass"], short["overall"], short["overall_k"]),
+                                 (full["pass"], full["scorecard"]["overall"], 5))
+                self.assertEqual([g["gate"] for g in short["gates"]], [g["gate"] for g in full["gate_results"]])
+                self.assertEqual(short["counts"]["gold_items"], 300)
+
+    def test_overall_is_the_same_whatever_k(self):
+        """One overall score for one trace: make eval's --k 1,5,10 and a plain --k 5 agree."""
+        gold = [gold_row("A", True, ["alpha"], ["c"]), gold_row("B", True, ["beta"], ["d"])]
+        trace = [trace_row("A", "alpha", ["x", "y", "c"], ["c"]), trace_row("B", "beta", ["d"], ["d"])]
+        cards = [self.score(gold, trace, "--k", k)[1]["scorecard"] for k in ("1,5,10", "5", "1", "3")]
+        self.assertEqual({(c["overall"], c["k"], c["stages"]["retrieval"]["metric"]) for c in cards},
+                         {(cards[1]["overall"], 5, "recall@5")})
 
     def test_rounding_and_key_order(self):
         gold = [gold_row("A%d" % i, True, ["alpha"], ["c"]) for i in range(3)]

@@ -51,7 +51,7 @@ class Merge(unittest.TestCase):
     def outputs(self, tag, argv):
         """Run argv writing --out/--items/--markdown under tag; all outputs as one tuple."""
         files = [self.tmp / (tag + ext) for ext in (".json", ".items", ".md")]
-        code, out, err = call(argv + ["--out", files[0], "--items", files[1], "--markdown", files[2]])
+        code, out, err = call(argv + ["--out", files[0], "--items", files[1], "--markdown", files[2], "--full"])
         return (code, out, err) + tuple(f.read_bytes() for f in files)
 
     def test_shards_merge_to_the_single_run(self):

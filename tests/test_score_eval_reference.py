@@ -1,7 +1,8 @@
 """score_eval.py against seed 002's own reference scorer, and the seed's CI snippet end to end.
 
-The reference is extracted at run time from the seed file (the ```python block); it is never
-committed.  Random gold/trace sets full of the seed's edge cases (refusals in other case and
+The reference is the seed file's ```python block, extracted byte for byte into
+tests/data/seed002/ (with its licence note, SOURCE.md); a test checks the extraction still
+matches the seed when the seed file is present.  Random gold/trace sets full of the seed's edge cases (refusals in other case and
 spacing, null claims, missing traces, duplicate rows, q_id, empty and short substrings, empty
 gold citations, citations outside retrieved_ids) must give identical seed keys.
 """
@@ -23,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 from tests.test_score_eval import run_cli, write_jsonl  # noqa: E402
 
 SEED = Path(os.environ.get("MINI_RAG_SEEDS", ROOT.parent / "shared" / "seeds")) / "002_080cdb9eab6f891d.txt"
+REFERENCE = ROOT / "tests" / "data" / "seed002" / "reference_score_eval.py"
 sys.path.insert(0, str(ROOT / "bench"))
 SEED_KEYS = ("answered", "refused", "answerable", "unanswerable", "precision", "chr", "under_refusal",
              "over_refusal", "recall@k", "k", "gates", "pass")
@@ -31,10 +33,7 @@ PHRASES = ["rejects null keys", "only domain example.com", "keys", "retention is
 
 
 def load_reference(folder: Path):
-    from bench_scorer import extract_reference     # the same extraction the bench uses
-    path = folder / "reference_score_eval.py"
-    path.write_text(extract_reference(SEED.read_text(encoding="utf-8")), encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("reference_score_eval", str(path))
+    spec = importlib.util.spec_from_file_location("reference_score_eval", str(REFERENCE))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -87,7 +86,22 @@ def random_case(rng: random.Random):
     return gold, trace
 
 
-@unittest.skipUnless(SEED.exists(), "seed file not found: %s" % SEED)
+class VendoredReference(unittest.TestCase):
+    def test_the_vendored_block_is_the_seeds(self):
+        """The committed reference hashes to the value its SOURCE.md records, and (where the
+        seed file is on this machine) it is exactly the seed's ```python block."""
+        import hashlib
+        import re
+        data = REFERENCE.read_bytes()
+        note = (REFERENCE.parent / "SOURCE.md").read_text(encoding="utf-8")
+        recorded = re.search(r"reference_score_eval.py sha256 ([0-9a-f]{64})", note)
+        self.assertIsNotNone(recorded, "SOURCE.md records no sha256 of reference_score_eval.py")
+        self.assertEqual(hashlib.sha256(data).hexdigest(), recorded.group(1))
+        if SEED.exists():
+            from bench_scorer import extract_reference
+            self.assertEqual(data.decode("utf-8"), extract_reference(SEED.read_text(encoding="utf-8")))
+
+
 class AgainstReference(unittest.TestCase):
     def setUp(self):
         self.dir = Path(tempfile.mkdtemp(prefix="score_eval_ref_"))

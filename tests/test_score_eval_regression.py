@@ -63,7 +63,7 @@ class Baseline(TempDir):
         trace = [trace_row(g["qid"], "not in context" if g["qid"] in failing else "alpha", ["c"], ["c"])
                  for g in self.gold]
         write_jsonl(self.dir / "trace.jsonl", trace)
-        argv = ["--gold", "gold.jsonl", "--trace", "trace.jsonl", "--out", name]
+        argv = ["--gold", "gold.jsonl", "--trace", "trace.jsonl", "--out", name, "--full"]
         if name != "base.json":
             argv += ["--baseline", "base.json"]
         return run_cli(argv, cwd=self.dir)

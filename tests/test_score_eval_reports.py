@@ -516,30 +516,58 @@ class Reports(TempDir):
         return rep, ET.parse(str(self.dir / "r.xml")).getroot()
 
     def test_junit_shape(self):
+        """Issue 31 item 6: a failed warn gate is a <failure> in a separate warnings suite (not
+        a hidden <skipped>); items fail only for labels that count against a failed block gate."""
         rep, root = self.junit("--junit-items")
         self.assertEqual(root.tag, "testsuites")
         suites = root.findall("testsuite")
-        self.assertEqual([s.get("name") for s in suites], ["baseline", "baseline.items"])
+        self.assertEqual([s.get("name") for s in suites], ["baseline", "baseline.warnings", "baseline.items"])
         for s in suites:
             cases = s.findall("testcase")
             self.assertEqual(int(s.get("tests")), len(cases))
             self.assertEqual(int(s.get("failures")), sum(1 for c in cases if c.find("failure") is not None))
-            self.assertEqual(int(s.get("skipped")), sum(1 for c in cases if c.find("skipped") is not None))
+            self.assertEqual(int(s.get("skipped")), 0)
         for attr in ("tests", "failures", "skipped"):
             self.assertEqual(int(root.get(attr)), sum(int(s.get(attr)) for s in suites))
         gates = suites[0].findall("testcase")
-        # pass_rate 1/3 fails its warn gate (skipped), precision 1/2 fails (failure), nDCG@5 passes
+        # precision 1/2 fails (failure), nDCG@5 passes; pass_rate 1/3 fails its warn gate
         self.assertEqual([(c.get("name"), c.get("classname")) for c in gates],
-                         [("pass_rate", "score_eval.baseline.warn"), ("precision", "score_eval.baseline.block"),
-                          ("nDCG@5", "score_eval.baseline.monitor")])
-        self.assertIsNotNone(gates[0].find("skipped"))
-        self.assertIsNotNone(gates[1].find("failure"))
-        props = {p.get("name"): p.get("value") for p in gates[2].find("properties")}
+                         [("precision", "score_eval.baseline.block"), ("nDCG@5", "score_eval.baseline.monitor")])
+        self.assertIsNotNone(gates[0].find("failure"))
+        props = {p.get("name"): p.get("value") for p in gates[1].find("properties")}
         self.assertEqual(props["tier"], "monitor")
         self.assertEqual(props["value"], "%.4f" % rep["metrics"]["nDCG@5"]["value"])
-        items = suites[1].findall("testcase")
+        warns = suites[1].findall("testcase")
+        self.assertEqual([(c.get("name"), c.find("failure").get("type")) for c in warns], [("pass_rate", "warn")])
+        items = suites[2].findall("testcase")
         self.assertEqual(items[1].get("classname"), "score_eval.baseline.items.<i>cat</i>")   # parsed back unescaped
-        self.assertEqual(int(suites[1].get("failures")), sum(1 for v in rep["items"].values() if "p" not in v))
+        # H2 ships a claim without its gold substring nor support (claim_miss counts against precision)
+        self.assertEqual([(c.get("name"), c.find("failure") is not None) for c in items],
+                         [("H1", False), ("H2", True), ("=cmd|' /C calc'!A0", False)])
+
+    def test_junit_items_fail_only_for_failed_block_gates(self):
+        """The run's block gates pass: no item testcase fails, the failing item keeps its labels."""
+        self.GATES = "precision=0.5,warn:pass_rate=0.9"
+        rep, root = self.junit("--junit-items")
+        self.assertIs(rep["pass"], True)
+        items = root.findall("testsuite")[-1]
+        self.assertEqual(items.get("name"), "baseline.items")
+        self.assertEqual(items.get("failures"), "0")
+        props = {p.get("name"): p.get("value") for p in items.findall("testcase")[1].find("properties")}
+        self.assertEqual(props, {"labels": "hallucination, claim_miss", "blocks": "false"})
+
+    def test_block_relevant_table(self):
+        import score_eval
+        for labels, failed, want in (
+                (["claim_miss"], {"precision"}, ["claim_miss"]),
+                (["claim_miss"], {"hallucination"}, []),
+                (["retrieval_miss", "over_refusal"], {"recall@K"}, ["retrieval_miss"]),
+                (["over_refusal"], set(), []),
+                (["some_new_label"], {"chr"}, ["some_new_label"]),      # unknown: counts (fail closed)
+                (["hallucination"], None, ["hallucination"]),            # unresolvable failed gate: all count
+        ):
+            with self.subTest(labels=labels, failed=failed):
+                self.assertEqual(score_eval.block_relevant(labels, failed), want)
 
     def test_junit_accepted_by_junitparser(self):
         exe = peer_python("junitparser")
@@ -550,9 +578,9 @@ class Reports(TempDir):
                 "strip('\"'))\nout = []\nfor s in xml:\n    out.append([s.name, s.tests, s.failures, s.skipped, "
                 "[[c.name, [type(r).__name__ for r in c.result]] for c in s]])\nprint(json.dumps(out))\n")
         got = run_peer(exe, code, str(self.dir / "r.xml"))
-        self.assertEqual(got[0], ["baseline", 3, 1, 1, [["pass_rate", ["Skipped"]], ["precision", ["Failure"]],
-                                                         ["nDCG@5", []]]])
-        self.assertEqual(got[1][:3], ["baseline.items", 3, 1])
+        self.assertEqual(got[0], ["baseline", 2, 1, 0, [["precision", ["Failure"]], ["nDCG@5", []]]])
+        self.assertEqual(got[1], ["baseline.warnings", 1, 1, 0, [["pass_rate", ["Failure"]]]])
+        self.assertEqual(got[2][:3], ["baseline.items", 3, 1])
 
     def test_csv_files(self):
         code, rep, _ = self.outputs("--k", "5")

@@ -1,4 +1,4 @@
-"""--qrels/--run reproduce trec_eval's own expected outputs (../shared/data/trec_eval_test).
+"""--qrels/--run reproduce trec_eval's own expected outputs (tests/data/trec_eval_test).
 
 Every value of P_k, recall_k, ndcg_cut_k, success_k and recip_rank in out.test, out.test.aq
 (per topic and all), out.test.aqc (-c, truncated run), out.test.meas_params and
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tests.test_score_eval import run_cli  # noqa: E402
 
-DATA = Path(os.environ.get("MINI_RAG_DATA", ROOT.parent / "shared" / "data")) / "trec_eval_test"
+DATA = ROOT / "tests" / "data" / "trec_eval_test"    # vendored with its licence note (SOURCE.md)
 OURS = {"P": "P@{}", "recall": "R@{}", "ndcg_cut": "nDCG@{}", "success": "Success@{}"}
 
 
@@ -38,7 +38,6 @@ def expected(path):
     return out
 
 
-@unittest.skipUnless(DATA.is_dir(), "trec_eval test data not found at %s (set MINI_RAG_DATA)" % DATA)
 class TrecEvalGolden(unittest.TestCase):
     def setUp(self):
         self.dir = Path(tempfile.mkdtemp(prefix="score_eval_trec_"))

@@ -1,13 +1,14 @@
 """IR mode under trec_eval's names (issue 19 item 5): -m / --measures, --format trec, -q,
 IR-only gates.
 
-Golden values: every line of trec_eval's own expected outputs (../shared/data/trec_eval_test:
+Golden values: every line of trec_eval's own expected outputs (tests/data/trec_eval_test:
 out.test, out.test.a, out.test.aq, out.test.aqc, out.test.meas_params) whose measure we
 implement is compared to 4 decimals, per topic and "all" (skips when the data is absent).
 An independent implementation: pytrec_eval on random runs (skips when not importable).
 """
 import os
 import random
+import re
 import shutil
 import sys
 import tempfile
@@ -19,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 import score_eval  # noqa: E402
 from tests.test_score_eval import run_cli  # noqa: E402
 
-DATA = Path(os.environ.get("MINI_RAG_DATA", ROOT.parent / "shared" / "data")) / "trec_eval_test"
+DATA = ROOT / "tests" / "data" / "trec_eval_test"    # vendored with its licence note (SOURCE.md)
 FAMILIES = [m.name for m in score_eval.TREC_MEASURES]
 
 
@@ -28,7 +29,7 @@ def ours(name):
     if name in FAMILIES:
         return name
     head, _, tail = name.rpartition("_")
-    if head in FAMILIES and tail.isdigit():
+    if head in FAMILIES and (tail.isdigit() or re.fullmatch(r"[01]\.\d\d", tail)):
         return "%s.%s" % (head, tail)
     return None
 
@@ -49,7 +50,6 @@ def tmpdir(test):
     return d
 
 
-@unittest.skipUnless(DATA.is_dir(), "trec_eval test data not found at %s (set MINI_RAG_DATA)" % DATA)
 class TrecEvalOutputs(unittest.TestCase):
     CASES = (  # (run file, expected output, per query)
         ("results.test", "out.test", False),
@@ -89,8 +89,8 @@ class TrecEvalOutputs(unittest.TestCase):
                                     "-m", "bpref", "-m", "Rprec"])
         self.assertEqual(code, 0)
         golden = {line.split("\t")[0].strip(): line for line in (DATA / "out.test.a").read_text().splitlines()}
-        self.assertEqual(out.getvalue().splitlines(),
-                         [golden[m] for m in ("map", "ndcg_cut_10", "P_5", "bpref", "Rprec")])
+        self.assertEqual(out.getvalue().splitlines(),          # trec_eval's line order, not -m's
+                         [golden[m] for m in ("map", "Rprec", "bpref", "P_5", "ndcg_cut_10")])
 
     def test_ir_gates_only(self):
         """No [ir] table: no gates, exit 0; an [ir] gate on map decides; a QA gate is an input error."""
@@ -132,11 +132,51 @@ class TrecNamesNoData(unittest.TestCase):
             with self.subTest(measure=name):
                 self.assertAlmostEqual(v[name], value, places=12)
 
+    def test_iprec_and_ndcg_by_hand(self):
+        # a(rel) b(non) c(rel) d(non) e(rel); R = 4 (f never retrieved), levels: a 1, c 2, e 1, f 1
+        v = score_eval.trec_query(["a", "b", "c", "d", "e"], {"a": 1, "b": 0, "c": 2, "d": 0, "e": 1, "f": 1},
+                                  ["iprec_at_recall_0.00", "iprec_at_recall_0.50", "iprec_at_recall_0.60",
+                                   "iprec_at_recall_1.00", "ndcg", "gm_map"])
+        import math
+        # precision at the relevant ones: 1/1, 2/3, 3/5; level L needs floor(4L + 0.5) relevant: 0, 2, 2, 4
+        self.assertEqual((v["iprec_at_recall_0.00"], v["iprec_at_recall_0.50"], v["iprec_at_recall_0.60"],
+                          v["iprec_at_recall_1.00"]), (1.0, 2 / 3, 2 / 3, 0.0))
+        dcg = 1 / math.log2(2) + 2 / math.log2(4) + 1 / math.log2(6)
+        idcg = 2 / math.log2(2) + 1 / math.log2(3) + 1 / math.log2(4) + 1 / math.log2(5)
+        self.assertAlmostEqual(v["ndcg"], dcg / idcg, places=12)
+        self.assertAlmostEqual(v["gm_map"], (1 + 2 / 3 + 3 / 5) / 4, places=12)
+
+    def test_average_judged_is_plain_trec_eval(self):
+        """results.trunc lacks topic 302: -c (all) averages 3 topics (trec_eval's out.test.aqc),
+        judged averages 301 and 303 only, from trec_eval's own per-topic values."""
+        per = parse_trec((DATA / "out.test.aqc").read_text())
+        argv = ["--qrels", DATA / "qrels.test", "--run", DATA / "results.trunc", "--format", "trec", "--gates", "none",
+                "-m", "map", "-m", "P.10", "-m", "gm_map"]
+        import io
+        import contextlib
+        for average, topics in (("all", ("301", "302", "303")), ("judged", ("301", "303"))):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+                self.assertEqual(score_eval.main([str(a) for a in argv] + ["--average", average]), 0)
+            got = parse_trec(out.getvalue())
+            with self.subTest(average=average):
+                for m in ("map", "P_10"):
+                    want = sum(float(per[(m, t)]) for t in topics) / len(topics)
+                    self.assertAlmostEqual(float(got[(m, "all")]), want, delta=0.00015)
+                import math
+                gm = math.exp(sum(math.log(max(float(per[("map", t)]), 1e-5)) for t in topics) / len(topics))
+                self.assertAlmostEqual(float(got[("gm_map", "all")]), gm, delta=0.0002 * max(1, gm * 10))
+        self.assertEqual(per[("gm_map", "all")], "0.0045")            # -c: the missing topic floors it
+
     def test_measure_specs(self):
         cases = (
             (["map", "P.5,10"], None, ["map", "P_5", "P_10"]),
-            (None, "map,ndcg_cut.10,P.5,10", ["map", "ndcg_cut_10", "P_5", "P_10"]),
+            (None, "map,ndcg_cut.10,P.5,10", ["map", "P_5", "P_10", "ndcg_cut_10"]),   # trec_eval's order
             (["success"], None, ["success_1", "success_5", "success_10"]),
+            (["ndcg", "P.10,5", "gm_map"], None, ["gm_map", "P_5", "P_10", "ndcg"]),
+            (["iprec_at_recall..10,.5"], None, ["iprec_at_recall_0.10", "iprec_at_recall_0.50"]),
+            (["all_trec"], None, [n for m in score_eval.TREC_MEASURES
+                                  for n in ([score_eval.trec_name(m, c) for c in m.cutoffs] or [m.name])]),
         )
         for m, measures, want in cases:
             with self.subTest(m=m, measures=measures):

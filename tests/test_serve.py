@@ -38,6 +38,7 @@ class Server:
         self.generator = generator or Counting()
         self.service = Service(cfg, Pipeline(cfg, retriever=fixture_retriever(cfg), generator=self.generator))
         self.log = io.StringIO()
+        options.setdefault("debug_routes", True)
         self.httpd = make_server(self.service, "127.0.0.1", 0, log_stream=self.log, **options)
         self.host, self.port = self.httpd.server_address[:2]
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -91,7 +92,7 @@ class Routes(ServeTest):
         self.assertEqual(body["retrieval"]["top_k"], 5)
         self.assertLessEqual(len(body["retrieval"]["chunks"]), 5)
         self.assertEqual(set(body["retrieval"]["chunks"][0]),
-                         {"doc_id", "chunk_id", "rank", "timestamp", "similarity", "title", "heading", "text"})
+                         {"doc_id", "chunk_id", "rank", "timestamp", "similarity", "title", "heading", "section", "text"})
         self.assertEqual(body["conflicts"], {
             "conflict_detected": True, "conflict_type": "polarity",
             "pairs": [{"chunk_a": {"doc_id": "encryption-standard", "chunk_id": "encryption-standard#p1"},
@@ -388,6 +389,111 @@ class Concurrency(ServeTest):
             self.assertEqual(status, 200)
             self.assertEqual(body, sequential[q], q)
         self.assertEqual({sequential[q]["decision"] for q in QUESTIONS}, {"ANSWER", "ABSTAIN"})
+
+
+def _check_schema(test, value, schema, where="$"):
+    """A small OpenAPI 3.0 subset check: type (with nullable), enum, required, properties, items."""
+    if value is None:
+        test.assertTrue(schema.get("nullable"), "%s: null where %s is not nullable" % (where, schema.get("type")))
+        return
+    types = {"object": dict, "array": list, "string": str, "boolean": bool, "integer": int, "number": (int, float)}
+    t = schema.get("type")
+    if t:
+        test.assertIsInstance(value, types[t], where)
+        if t in ("integer", "number"):
+            test.assertNotIsInstance(value, bool, where)
+    if "enum" in schema:
+        test.assertIn(value, schema["enum"], where)
+    if t == "object":
+        for key in schema.get("required", []):
+            test.assertIn(key, value, "%s: required %r missing" % (where, key))
+        for key, sub in schema.get("properties", {}).items():
+            if key in value:
+                _check_schema(test, value[key], sub, where + "." + key)
+    if t == "array":
+        for i, item in enumerate(value):
+            _check_schema(test, item, schema.get("items", {}), "%s[%d]" % (where, i))
+
+
+class Issue31Server(unittest.TestCase):
+    """Issue 31 item 7: debug routes off by default, an optional bearer token, a non-loopback
+    bind only with --allow-remote, typed response schemas in OpenAPI."""
+
+    def start(self, **options):
+        server = Server(**options)
+        self.addCleanup(server.close)
+        return server
+
+    def test_debug_routes_off_unless_asked(self):
+        server = self.start(debug_routes=False)
+        status, body, _ = server.call("GET", "/debug/retrieval?q=refund")
+        self.assertEqual(status, 404)
+        self.assertIn("--debug-routes", body["error"])
+        self.assertEqual(server.call("GET", "/health")[0], 200)
+
+    def test_bearer_token(self):
+        server = self.start(token="s3cret-token")
+        body = {"query": QUESTIONS[0]}
+        for headers, want in (({}, 401), ({"Authorization": "Bearer wrong"}, 401),
+                              ({"Authorization": "Basic s3cret-token"}, 401),
+                              ({"Authorization": "Bearer s3cret-token"}, 200)):
+            with self.subTest(headers=headers):
+                status, got, hdrs = server.call("POST", "/answer", body, headers=headers)
+                self.assertEqual(status, want, got)
+                if want == 401:
+                    self.assertEqual(hdrs.get("WWW-Authenticate"), 'Bearer realm="mini_rag"')
+        self.assertEqual(server.call("GET", "/health")[0], 200)              # liveness stays open
+        self.assertEqual(server.call("GET", "/docs")[0], 401)
+
+    def test_bind_rules(self):
+        from mini_rag.commands.serve import check_bind
+        from mini_rag.errors import MiniRagError
+        for host in ("127.0.0.1", "127.0.0.2", "::1", "localhost", "[::1]"):
+            with self.subTest(host=host):
+                self.assertIsNone(check_bind(host, False))
+        for host in ("0.0.0.0", "192.168.1.5", "::", "example.com"):
+            with self.subTest(host=host):
+                with self.assertRaises(MiniRagError) as cm:
+                    check_bind(host, False)
+                self.assertIn("--allow-remote", str(cm.exception))
+                self.assertIn("reachable from other machines", check_bind(host, True))
+
+    def test_cli_refuses_remote_bind_and_bad_token_files(self):
+        import subprocess
+        import tempfile
+        env = dict(os.environ, PYTHONPATH=ROOT)
+        with tempfile.TemporaryDirectory() as tmp:
+            empty = os.path.join(tmp, "empty")
+            open(empty, "w").close()
+            for argv, want in ((["--host", "0.0.0.0"], "is not a loopback address"),
+                               (["--token-file", os.path.join(tmp, "none")], "cannot read --token-file"),
+                               (["--token-file", empty], "must hold one token")):
+                with self.subTest(argv=argv):
+                    p = subprocess.run([sys.executable, "-m", "mini_rag", "serve", "--port", "0"] + argv, cwd=tmp,
+                                       env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       universal_newlines=True, timeout=60)
+                    self.assertEqual(p.returncode, 2)
+                    self.assertIn(want, p.stderr)
+
+    def test_openapi_responses_are_typed_and_met(self):
+        spec = openapi()
+        for path, ops in spec["paths"].items():
+            for method, op in ops.items():
+                schema = op["responses"]["200"]["content"]["application/json"]["schema"]
+                with self.subTest(route=(method, path)):
+                    self.assertEqual(schema["type"], "object")
+                    self.assertTrue(schema.get("properties"), "untyped 200 response")
+        server = self.start()
+        for method, path, body in (("POST", "/answer", {"query": QUESTIONS[0]}),
+                                   ("POST", "/validate", {"answer": "x", "citations": [], "retrieved_chunks": []}),
+                                   ("GET", "/debug/retrieval?q=refund", None), ("GET", "/debug/conflicts?q=refund", None),
+                                   ("GET", "/debug/decision?q=refund", None), ("GET", "/health", None),
+                                   ("GET", "/docs", None), ("GET", "/openapi.json", None)):
+            with self.subTest(route=(method, path)):
+                status, got, _ = server.call(method, path, body)
+                self.assertEqual(status, 200, got)
+                op = spec["paths"][path.split("?")[0]][method.lower()]
+                _check_schema(self, got, op["responses"]["200"]["content"]["application/json"]["schema"])
 
 
 if __name__ == "__main__":

@@ -6,8 +6,10 @@
 #
 # Defaults are what `make eval` writes and reads: runs/trace.baseline.jsonl, gold/gold.jsonl,
 # dataset baseline (use runs/trace.perturb.jsonl gold/gold_perturb.jsonl perturb for the
-# other set).  Environment: PYTHON (python3), GATES (gates.toml), REPORT (runs/gate.DATASET.json),
-# SCORER (score_eval.py next to this repository's examples/).
+# other set).  Environment: PYTHON (python3); REPO (the repository root: default the checkout
+# holding this script); GATES (default REPO/gates.toml, so the script works from any folder);
+# SCORER (default REPO/score_eval.py); REPORT (runs/gate.DATASET.json; the HTML and JUnit
+# reports are written next to it, same name, .html and .xml).
 #
 # Exit status: 0 every gate passed; 1 a gate failed; 2 missing, empty or invalid input, or
 # any other error.  The JSON report is in $REPORT either way (when the scorer got that far).
@@ -17,11 +19,17 @@ PYTHON=${PYTHON:-python3}
 trace=${1:-runs/trace.baseline.jsonl}
 gold=${2:-gold/gold.jsonl}
 dataset=${3:-baseline}
-gates=${GATES:-gates.toml}
 report=${REPORT:-runs/gate.$dataset.json}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-scorer=${SCORER:-$root/score_eval.py}
+repo=${REPO:-$root}
+gates=${GATES:-$repo/gates.toml}
+scorer=${SCORER:-$repo/score_eval.py}
+base=${report%.json}
 
+if [ ! -f "$gates" ]; then
+  echo "gate: $gates: no such gates file (GATES=FILE, or REPO=the repository root that has one)" >&2
+  exit 2
+fi
 if [ ! -f "$trace" ]; then
   echo "gate: $trace: no such trace file (run the system first: make eval, or python3 -m mini_rag run)" >&2
   exit 2
@@ -31,11 +39,11 @@ if [ ! -s "$trace" ]; then
   exit 2
 fi
 mkdir -p "$(dirname "$report")"
-rm -f "$report"
+rm -f "$report" "$base.html" "$base.xml"
 
 status=0
 "$PYTHON" "$scorer" --gold "$gold" --trace "$trace" --dataset "$dataset" --gates-file "$gates" \
-  --out "$report" --quiet >/dev/null || status=$?
+  --out "$report" --html "$base.html" --junit "$base.xml" --quiet >/dev/null || status=$?
 
 if [ "$status" -eq 0 ]; then
   # Belt and braces: the report must exist, say pass: true, and have scored real trace rows.

@@ -31,6 +31,8 @@ Steps, in order (``reason`` in parentheses):
       index's ``Chunk.is_heading``), or a single line that reads as a heading (starts
       with ``#``; or at most 8 words, no ``. ! ? ; :`` at its end, and numbered, in
       capitals, or in title case).
+   d'. ``chunk_kind`` (``code``): the chunk is a code block (fenced, literal or a code
+      directive; ``Chunk.kind``): found by retrieval, never shipped as a sentence.
    e. ``is_revision_table`` (``revision_table``): a table (most lines start with ``|``)
       whose header row names revisions/versions/changes/authors, or any fact under a
       ``Revision history`` / ``Change log`` / ``Document history`` heading; kept when
@@ -317,7 +319,12 @@ def _hit_map(retrieval: Optional[Retrieval]) -> Dict[str, Hit]:
 
 def chunk_context(chunk_id: str, retrieval: Optional[Retrieval], index: Any,
                   _hits: Optional[Dict[str, Hit]] = None) -> Tuple[str, str, bool]:
-    """``(heading, title, is_heading)`` of a chunk: from its hit, else from the index."""
+    """``(heading, title, is_heading)`` of a chunk: from its hit, else from the index.
+
+    ``heading`` is the nearest heading, then (one a line) the other headings of the chunk's
+    section path below the top one that differ from it and from the title (the top heading
+    stands for the document, as the title does): the words a documentation page states once
+    for everything under them ("Default paths", a tab's "Linux")."""
     hits = _hits if _hits is not None else _hit_map(retrieval)
     is_heading = False
     chunk = None
@@ -331,10 +338,29 @@ def chunk_context(chunk_id: str, retrieval: Optional[Retrieval], index: Any,
         is_heading = bool(getattr(chunk, "is_heading", False))
     hit = hits.get(chunk_id)
     if hit is not None:
-        return hit.heading or "", hit.title or "", is_heading
-    if chunk is not None:
-        return chunk.heading or "", chunk.title or "", is_heading
-    return "", "", is_heading
+        heading, title = hit.heading or "", hit.title or ""
+    elif chunk is not None:
+        heading, title = chunk.heading or "", chunk.title or ""
+    else:
+        return "", "", is_heading
+    above = [h for h in (getattr(chunk, "section", None) or [])[1:] if h not in (heading, title)]
+    if above:
+        heading = "\n".join([heading] + above)
+    return heading, title, is_heading
+
+
+def chunk_kind(chunk_id: str, index: Any) -> str:
+    """The chunk's kind in the index (``text``, ``heading``, ``code``, ``table``; ``text`` when
+    the index does not know it).  A code block is indexed, so a question finds it, but it is
+    never a fact: it is no sentence to ship as an answer."""
+    getter = getattr(index, "chunk", None)
+    if getter is None:
+        return "text"
+    try:
+        chunk = getter(chunk_id)
+    except Exception:
+        return "text"
+    return getattr(chunk, "kind", "text") or "text"
 
 
 # ------------------------------------------------------------------ 1. noise rules
@@ -556,6 +582,8 @@ def phase_b_detail(question: str, facts: List[Fact], retrieval: Retrieval, index
             reason = "boilerplate"
         elif is_bare_heading(fact.quote, is_heading):
             reason = "heading"
+        elif chunk_kind(fact.chunk_id, index) == "code":
+            reason = "code"
         elif (is_revision_table(fact.quote, heading, question) if qa is None
               else not qa.asks_revisions and is_revision_table(fact.quote, heading)):
             reason = "revision_table"

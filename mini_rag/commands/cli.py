@@ -24,7 +24,7 @@ from typing import List, Optional
 from ..errors import MiniRagError
 from ..fileio import scorer, terminal_safe
 
-COMMAND_MODULES = ("cmd_retrieval", "cmd_answer", "cmd_gold", "serve")
+COMMAND_MODULES = ("cmd_retrieval", "cmd_answer", "cmd_gold", "cmd_init", "serve")
 # Commands that open a retriever, hence may need the embedding model ([retrieval] mode).
 EMBED_COMMANDS = ("index", "search", "ask", "run", "eval", "compare", "serve")
 

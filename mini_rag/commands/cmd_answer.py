@@ -62,7 +62,7 @@ def _config_flag(p) -> None:
 def _corpus_flags(p) -> None:
     """--corpus, --index and --quiet (ask, run, eval); see mini_rag.commands.runconfig."""
     p.add_argument("--corpus", metavar="DIR|FILE",
-                   help="corpus folder of .md/.txt files or BEIR .jsonl file (default: [corpus] path); "
+                   help="corpus folder of .md/.rst/.txt files or BEIR .jsonl file (default: [corpus] path); "
                         "a corpus of one's own gets corpus-neutral defaults (as_of = its newest date)")
     p.add_argument("--index", dest="index_path", metavar="FILE",
                    help="index file (default: [index] path, or runs/index-<hash>.json.gz for a corpus of one's own)")
@@ -108,13 +108,20 @@ def register(subparsers) -> None:
                               description="Build/load the index, run and score both gold sets, "
                                           "print the combined report; exit 1 when a gate fails.")
     _config_flag(e)
-    e.add_argument("--runs", default="runs", metavar="DIR", help="output folder (default: runs)")
+    e.add_argument("--out-dir", "--runs", dest="runs", metavar="DIR",
+                   help="output folder (default: runs; with --corpus of one's own, runs/<corpus name>/, so "
+                        "the repository's reports are never overwritten)")
     e.add_argument("--gold", metavar="FILE", help="baseline gold set (default: gold/gold.jsonl)")
     e.add_argument("--perturb", metavar="FILE",
                    help="perturbation gold set (default: gold/gold_perturb.jsonl; with a --gold of one's own, "
                         "one generated from it by perturb); 'none' skips it")
     e.add_argument("--gates", metavar="FILE",
-                   help="gates file (default: gates.toml, said on stderr); 'none' scores without gates")
+                   help="gates file (default: gates.toml for the repository's gold sets; for a --gold of one's "
+                        "own the packaged user gates, seed 002's four, the same as score_eval.py's fallback; "
+                        "said on stderr); 'none' scores without gates")
+    e.add_argument("--dataset", choices=("gold", "seed"), default="gold",
+                   help="gold: the gold sets (default; a missing one is exit 2); seed: only the seed's "
+                        "worked example in examples/seed/ (its committed trace, dataset [seed] of the gates)")
     _corpus_flags(e)
     e.set_defaults(func=cmd_eval)
 
@@ -192,7 +199,9 @@ def cmd_run(args) -> int:
     counted = _FailureCount(open_pipeline(config, quiet=args.quiet))
     n = run_gold(counted, args.gold, args.out, timings=args.timings, quiet=args.quiet, doc_scope=args.scope)
     if not args.quiet:
-        print("mini_rag: wrote %d trace rows to %s (as_of %s)" % (n, args.out, config["guards"]["as_of"]),
+        from ..search.retrieve import dated_as_of
+        print("mini_rag: wrote %d trace rows to %s (as_of %s)" % (n, args.out, dated_as_of(config["guards"]["as_of"])
+                                                                  or "none: no document has a date"),
               file=sys.stderr)
     if counted.failed:
         print("mini_rag: %d of %d items BLOCKed by generator_error (first: %s)"
@@ -225,19 +234,44 @@ def cmd_eval(args) -> int:
     if args.corpus and not args.gold and not same_path(config["corpus"]["path"], DEFAULTS["corpus"]["path"]):
         raise MiniRagError("eval --corpus %s needs --gold FILE: %s is about the committed corpus"
                            % (args.corpus, DATASETS[0][1]))
+    own_corpus = not same_path(config["corpus"]["path"], DEFAULTS["corpus"]["path"])
+    own_gold = bool(args.gold) and not same_path(args.gold, DATASETS[0][1])
+    if args.runs is None:
+        args.runs = own_runs_dir(config["corpus"]["path"]) if own_corpus else "runs"
+        if own_corpus and not args.quiet:
+            print("mini_rag: writing to %s (--out-dir DIR to choose another)" % args.runs, file=sys.stderr)
     gates = args.gates
+    if gates is None and (own_corpus or own_gold):
+        from .cmd_init import USER_GATES
+        gates = USER_GATES
+        if not args.quiet:
+            print("mini_rag: a gold set of your own: using the packaged gates %s (seed 002's four: precision, chr, "
+                  "under_refusal, over_refusal; 'python3 -m mini_rag init' writes a copy to edit; --gates FILE to choose "
+                  "another, e.g. --gates gates.toml for the repository's)" % gates, file=sys.stderr)
     if gates is None:
         gates = "gates.toml"
         if not args.quiet and os.path.isfile(gates):
             print("mini_rag: using the gates file %s (--gates FILE to choose another, --gates none for no gates)"
                   % gates, file=sys.stderr)
+    if args.dataset == "seed" and (args.gold or args.perturb or args.corpus):
+        raise MiniRagError("usage: eval --dataset seed scores examples/seed/ only: no --gold, --perturb or --corpus")
     status, combined = evaluate(config, runs=args.runs, gold=args.gold, perturb=args.perturb,
-                                gates=gates, quiet=args.quiet)
+                                gates=gates, quiet=args.quiet, seed=args.dataset == "seed")
     short = summary(combined, args.runs)
     if not args.quiet:
         sys.stderr.write(summary_text(short))
     sys.stdout.write(json_terminal_safe(summary_json(short)) + "\n")
     return status
+
+
+def own_runs_dir(corpus: str) -> str:
+    """``runs/<corpus name>/``: the folder name of the corpus (a file's name without its
+    extension), white space and path separators made ``-``."""
+    name = os.path.basename(os.path.normpath(os.path.abspath(corpus)))
+    if os.path.isfile(corpus):
+        name = os.path.splitext(name)[0]
+    name = "-".join(name.split()) or "corpus"
+    return os.path.join("runs", name)
 
 
 def cmd_compare(args) -> int:

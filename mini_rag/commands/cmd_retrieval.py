@@ -33,7 +33,7 @@ def _config(args) -> Dict[str, Any]:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corpus", metavar="DIR|FILE",
-                   help="corpus folder of .md/.txt files or BEIR .jsonl file (default: [corpus] path)")
+                   help="corpus folder of .md/.rst/.txt files or BEIR .jsonl file (default: [corpus] path)")
     p.add_argument("--config", metavar="FILE",
                    help="TOML config overriding the defaults (default: %s when present)" % DEFAULT_CONFIG_PATH)
     p.add_argument("--index", dest="index_path", metavar="PATH",
@@ -101,8 +101,17 @@ def _excerpt(text: str) -> str:
 def _print_hits(hits, out) -> None:
     for h in hits:
         out.write(terminal_safe("%2d. %-28s sim=%.3f score=%.4f p.%d  %s\n    %s\n"
-                                % (h.rank, h.chunk_id, h.similarity, h.score, h.page, h.title,
-                                   _excerpt(h.text))))
+                                % (h.rank, h.chunk_id, h.similarity, h.score, h.page,
+                                   " > ".join(_path(h)), _excerpt(h.text))))
+
+
+def _path(hit) -> list:
+    """The hit's title, then its section path (the headings above it) without repeats."""
+    out = [hit.title] if hit.title else []
+    for h in getattr(hit, "section", None) or ([hit.heading] if hit.heading else []):
+        if h and h not in out:
+            out.append(h)
+    return out
 
 
 def cmd_search(args) -> int:

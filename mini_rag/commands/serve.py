@@ -51,7 +51,10 @@ from __future__ import annotations
 import collections
 import copy
 import difflib
+import hmac
+import ipaddress
 import json
+import os
 import sys
 import threading
 import time
@@ -63,6 +66,7 @@ from urllib.parse import parse_qs, urlsplit
 from ..guard import guards
 from ..errors import MiniRagError
 from ..pipeline import Pipeline, retrieval_half, conflict_json, question_first
+from ..search.retrieve import dated_as_of
 
 __all__ = ["ROUTES", "Service", "ApiError", "make_server", "openapi", "register", "cmd_serve"]
 
@@ -276,7 +280,8 @@ def _retrieval_json(p: Pipeline, retrieval: Any, risk_level: str, question: str 
     edition the question names is not stale, as in ``Pipeline.answer``)."""
     hits = retrieval.hits
     chunks = [{"doc_id": h.doc_id, "chunk_id": h.chunk_id, "rank": h.rank, "timestamp": h.effective or None,
-               "similarity": h.similarity, "title": h.title, "heading": h.heading, "text": h.text}
+               "similarity": h.similarity, "title": h.title, "heading": h.heading,
+               "section": list(getattr(h, "section", []) or []), "text": h.text}
               for h in hits]
     fresh = guards.check_freshness([(h.chunk_id, h.doc_id, h.effective, h.metadata) for h in hits],
                                    risk_level, p.config["guards"], question=question)
@@ -291,7 +296,7 @@ def _retrieval_json(p: Pipeline, retrieval: Any, risk_level: str, question: str 
                           "newest_timestamp": s.get("newest_effective"),
                           "freshness_violation_count": len(fresh.sources),
                           "freshness_violation": fresh.stale, "freshness_days": fresh.threshold_days,
-                          "as_of": fresh.as_of, "stale": fresh.sources},
+                          "as_of": dated_as_of(fresh.as_of), "stale": fresh.sources},
             "top_doc_ids": [h.doc_id for h in hits],
             "top_timestamps": [h.effective or None for h in hits],
         },
@@ -383,6 +388,86 @@ _VALIDATE_BODY = {"type": "object", "required": ["answer", "citations", "retriev
                           "type": "object", "required": ["chunk_id"],
                           "properties": {"chunk_id": {"type": "string"}, "text": {"type": "string"}}}}}}
 
+_STR_LIST = {"type": "array", "items": {"type": "string"}}
+_NULL_STR = {"type": "string", "nullable": True}
+_NUM = {"type": "number", "nullable": True}
+_CHUNK = {"type": "object", "required": ["doc_id", "chunk_id", "rank", "similarity", "text"], "properties": {
+    "doc_id": {"type": "string"}, "chunk_id": {"type": "string"}, "rank": {"type": "integer"},
+    "timestamp": _NULL_STR, "similarity": {"type": "number"}, "title": {"type": "string"},
+    "heading": {"type": "string"}, "section": _STR_LIST, "text": {"type": "string"}}}
+_RETRIEVAL = {"type": "object", "required": ["top_k", "doc_scope", "chunks"], "properties": {
+    "top_k": {"type": "integer"}, "doc_scope": {"type": "string"}, "chunks": {"type": "array", "items": _CHUNK}}}
+_QUALITY = {"type": "object", "required": ["confidence", "freshness", "top_doc_ids", "top_timestamps"], "properties": {
+    "confidence": {"type": "object", "properties": {"max": _NUM, "mean": _NUM, "gap": _NUM,
+                                                    "hit_count": {"type": "integer", "nullable": True}}},
+    "freshness": {"type": "object", "properties": {
+        "oldest_timestamp": _NULL_STR, "newest_timestamp": _NULL_STR,
+        "freshness_violation_count": {"type": "integer"}, "freshness_violation": {"type": "boolean"},
+        "freshness_days": {"type": "integer", "nullable": True}, "as_of": _NULL_STR,
+        "stale": {"type": "array", "items": {"type": "object", "required": ["chunk_id", "doc_id", "rule"],
+                                             "properties": {"chunk_id": {"type": "string"},
+                                                            "doc_id": {"type": "string"},
+                                                            "rule": {"type": "string"},
+                                                            "by": {"type": "string"}}}}}},
+    "top_doc_ids": _STR_LIST, "top_timestamps": {"type": "array", "items": _NULL_STR}}}
+_VALIDATION = {"type": "object", "required": ["citation_valid", "errors", "warnings"], "properties": {
+    "citation_valid": {"type": "boolean"}, "errors": _STR_LIST, "warnings": _STR_LIST}}
+_CONFLICTS = {"type": "object", "required": ["conflict_detected", "pairs", "summary"], "properties": {
+    "conflict_detected": {"type": "boolean"}, "conflict_type": _NULL_STR, "summary": {"type": "string"},
+    "pairs": {"type": "array", "items": {"type": "object", "properties": {
+        "chunk_a": {"type": "object"}, "chunk_b": {"type": "object"}, "reason": {"type": "string"},
+        "evidence_snippets": {"type": "object"}, "conflict_type": {"type": "string"}, "axis": {"type": "string"}}}}}}
+_RISK = {"type": "object", "required": ["risk_level", "matched_keywords"], "properties": {
+    "risk_level": {"type": "string"}, "matched_keywords": _STR_LIST}}
+_SIGNALS = {"type": "object", "properties": {"retrieval_confidence_max": _NUM,
+                                             "retrieval_hit_count": {"type": "integer", "nullable": True},
+                                             "freshness_violation": {"type": "boolean"}}}
+_DECISIONS = ["ANSWER", "ABSTAIN", "CLARIFY", "BLOCK"]
+#: The 200 response body of each route (typed: the client generators' and tests' contract).
+RESPONSES: Dict[str, Dict[str, Any]] = {
+    "answer": {"type": "object", "required": ["query", "decision", "answer", "citations", "confidence", "retrieval",
+                                              "retrieval_quality", "validation", "conflicts", "reasons", "message",
+                                              "decided_by", "signals", "risk"], "properties": {
+        "query": {"type": "string"}, "decision": {"type": "string", "enum": _DECISIONS},
+        "answer": {"type": "string"}, "citations": _STR_LIST, "confidence": {"type": "string"},
+        "retrieval": _RETRIEVAL, "retrieval_quality": _QUALITY, "validation": _VALIDATION,
+        "conflicts": _CONFLICTS, "reasons": _STR_LIST, "message": {"type": "string"},
+        "decided_by": {"type": "string"}, "signals": _SIGNALS, "risk": _RISK}},
+    "validate": _VALIDATION,
+    "debug_retrieval": {"type": "object", "required": ["query", "retrieval", "retrieval_quality"], "properties": {
+        "query": {"type": "string"}, "retrieval": _RETRIEVAL, "retrieval_quality": _QUALITY}},
+    "debug_conflicts": {"type": "object", "required": ["query", "retrieval", "retrieval_quality", "conflicts"],
+                        "properties": {"query": {"type": "string"}, "retrieval": _RETRIEVAL,
+                                       "retrieval_quality": _QUALITY, "conflicts": _CONFLICTS}},
+    "debug_decision": {"type": "object", "required": ["query", "retrieval", "retrieval_quality", "conflicts", "risk",
+                                                      "decision_result", "question_analysis"], "properties": {
+        "query": {"type": "string"}, "retrieval": _RETRIEVAL, "retrieval_quality": _QUALITY,
+        "conflicts": _CONFLICTS, "risk": _RISK, "validation": {"type": "object", "nullable": True},
+        "decision_result": {"type": "object", "properties": {
+            "decision": {"type": "string", "enum": _DECISIONS, "nullable": True},
+            "decided_by": _NULL_STR, "reasons": _STR_LIST, "user_message": {"type": "string"},
+            "would_call_generator": {"type": "boolean"}, "phase_b_facts": _STR_LIST,
+            "thresholds": {"type": "object"}, "signals": _SIGNALS, "risk": _RISK}},
+        "question_analysis": {"type": "object"}}},
+    "health": {"type": "object", "required": ["status", "documents", "chunks", "generator"], "properties": {
+        "status": {"type": "string", "enum": ["ok"]}, "documents": {"type": "integer"},
+        "chunks": {"type": "integer"}, "generator": {"type": "string"}}},
+    "docs": {"type": "object", "required": ["count", "authorities", "documents"], "properties": {
+        "count": {"type": "integer"}, "authorities": _STR_LIST,
+        "documents": {"type": "array", "items": {"type": "object", "required": ["doc_id", "title", "chunks"],
+                                                 "properties": {"doc_id": {"type": "string"},
+                                                                "title": {"type": "string"},
+                                                                "effective": {"type": "string"},
+                                                                "authority": {"type": "string"},
+                                                                "chunks": {"type": "integer"}}}}}},
+    "openapi": {"type": "object", "required": ["openapi", "info", "paths"], "properties": {
+        "openapi": {"type": "string"}, "info": {"type": "object"}, "paths": {"type": "object"}}},
+}
+#: Routes served only with ``serve --debug-routes`` (they show retrieval internals and chunk texts).
+DEBUG_PATHS = frozenset(("/debug/retrieval", "/debug/conflicts", "/debug/decision"))
+#: Routes answered without the bearer token (``--token-file``): liveness only.
+OPEN_PATHS = frozenset(("/health",))
+
 #: (method, path) -> (handler name on the request handler, summary, OpenAPI details).
 ROUTES: Dict[Tuple[str, str], Tuple[str, str, Dict[str, Any]]] = {
     ("POST", "/answer"): ("answer", "Answer a question: retrieval, guards, generator, decision (seed 000 shape)",
@@ -400,7 +485,8 @@ ROUTES: Dict[Tuple[str, str], Tuple[str, str, Dict[str, Any]]] = {
     ("GET", "/openapi.json"): ("openapi", "This description", {}),
 }
 ERROR_STATUSES = {400: "bad request: bad JSON, a missing, unknown or wrongly typed field",
-                  404: "unknown path", 405: "method not allowed on this path",
+                  401: "missing or wrong bearer token (serve --token-file)",
+                  404: "unknown path (the debug routes without serve --debug-routes)", 405: "method not allowed on this path",
                   411: "POST without Content-Length", 413: "body over the size limit",
                   500: "internal error (logged on the server)", 503: "too many requests in flight"}
 
@@ -413,7 +499,9 @@ def openapi() -> Dict[str, Any]:
     for (method, path), (name, summary, extra) in sorted(ROUTES.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         op: Dict[str, Any] = {"operationId": name, "summary": summary,
                               "responses": {"200": {"description": "OK", "content": {
-                                  "application/json": {"schema": {"type": "object"}}}}}}
+                                  "application/json": {"schema": RESPONSES[name]}}}}}
+        if path not in OPEN_PATHS:
+            op["security"] = [{}, {"bearer": []}]        # the token only when the server has one
         if "parameters" in extra:
             op["parameters"] = extra["parameters"]
         if "requestBody" in extra:
@@ -423,8 +511,10 @@ def openapi() -> Dict[str, Any]:
         paths.setdefault(path, {})[method.lower()] = op
     return {"openapi": "3.0.3",
             "info": {"title": "mini_rag serve", "version": "1",
-                     "description": "Seed 000's RAG API: answers with citations, guards and decisions."},
-            "paths": paths}
+                     "description": "Seed 000's RAG API: answers with citations, guards and decisions. "
+                                    "The /debug routes exist only with serve --debug-routes."},
+            "paths": paths,
+            "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}}}
 
 
 # ------------------------------------------------------------------ HTTP
@@ -455,11 +545,13 @@ class _Handler(BaseHTTPRequestHandler):
                 if allowed:
                     raise ApiError(405, "method %s not allowed on %s; use %s" % (method, path, ", ".join(allowed)))
                 raise ApiError(404, "no route %s" % _short(path))
+            self._authorize(path)
             body = getattr(self, "_route_" + route[0])()
             self._send(200, body)
         except ApiError as exc:
             self._send(exc.status, {"error": str(exc)},
                        allow=sorted(m for m, p in ROUTES if p == path) if exc.status == 405 else None,
+                       authenticate=exc.status == 401,
                        close=method != "GET" and not self._consumed)   # unread bytes end the connection
         except MiniRagError as exc:                      # the pipeline refused this input
             self._send(400, {"error": str(exc)})
@@ -469,6 +561,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(500, {"error": "internal error"}, close=True)
         finally:
             self.slots.release()
+
+    def _authorize(self, path: str) -> None:
+        """404 for a debug route the server does not serve; 401 without the bearer token."""
+        if path in DEBUG_PATHS and not getattr(self.server, "debug_routes", False):
+            raise ApiError(404, "no route %s (the debug routes are off: serve --debug-routes)" % path)
+        token = getattr(self.server, "token", None)
+        if token and path not in OPEN_PATHS:
+            given = self.headers.get("Authorization", "")
+            scheme, _, value = given.partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode("utf-8", "replace"),
+                                                                      token.encode("utf-8")):
+                raise ApiError(401, "missing or wrong bearer token (Authorization: Bearer <token>)")
 
     # ---- routes
     def _route_answer(self) -> Dict[str, Any]:
@@ -535,13 +639,16 @@ class _Handler(BaseHTTPRequestHandler):
         return out
 
     # ---- output
-    def _send(self, status: int, body: Any, allow: Optional[List[str]] = None, close: bool = False) -> None:
+    def _send(self, status: int, body: Any, allow: Optional[List[str]] = None, close: bool = False,
+              authenticate: bool = False) -> None:
         data = (json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(data)))
         if allow:
             self.send_header("Allow", ", ".join(allow))
+        if authenticate:
+            self.send_header("WWW-Authenticate", 'Bearer realm="mini_rag"')
         if close:
             self.send_header("Connection", "close")
             self.close_connection = True
@@ -582,12 +689,15 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     access_log = True
     max_requests = DEFAULT_MAX_REQUESTS
+    debug_routes = False                  # serve --debug-routes
+    token: Optional[str] = None           # serve --token-file
 
 
 def make_server(service: Service, host: str = "127.0.0.1", port: int = 8000,
                 max_body: int = DEFAULT_MAX_BODY, timeout: float = DEFAULT_TIMEOUT,
                 max_requests: int = DEFAULT_MAX_REQUESTS, access_log: bool = True,
-                log_stream: Any = None) -> ThreadingHTTPServer:
+                log_stream: Any = None, debug_routes: bool = False,
+                token: Optional[str] = None) -> ThreadingHTTPServer:
     """A bound server (``port=0``: any free port, see ``server.server_address``); call
     ``serve_forever()`` to run it and ``shutdown()`` then ``server_close()`` to stop."""
     handler = type("Handler", (_Handler,), {
@@ -597,6 +707,8 @@ def make_server(service: Service, host: str = "127.0.0.1", port: int = 8000,
     server = _Server((host, port), handler)
     server.access_log = bool(access_log)
     server.max_requests = int(max_requests)
+    server.debug_routes = bool(debug_routes)
+    server.token = token or None
     return server
 
 
@@ -604,12 +716,26 @@ def make_server(service: Service, host: str = "127.0.0.1", port: int = 8000,
 
 def register(subparsers) -> None:
     s = subparsers.add_parser("serve", help="seed 000's HTTP API (stdlib http.server)",
-                              description="Serve POST /answer, POST /validate, GET /debug/*, /health, /docs "
-                                          "and /openapi.json; the index is loaded once.")
-    s.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)")
+                              description="Serve POST /answer, POST /validate, /health, /docs and /openapi.json "
+                                          "(GET /debug/* with --debug-routes); the index is loaded once.")
+    s.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (default: 127.0.0.1, loopback only; another needs --allow-remote)")
+    s.add_argument("--allow-remote", action="store_true",
+                   help="allow a non-loopback --host (prints a warning; use --token-file on a shared network)")
+    s.add_argument("--token-file", metavar="FILE",
+                   help="require 'Authorization: Bearer <token>' on every route but /health; the token is the "
+                        "file's content, stripped (at most %d bytes)" % MAX_TOKEN_BYTES)
+    s.add_argument("--debug-routes", action="store_true",
+                   help="serve GET /debug/retrieval, /debug/conflicts and /debug/decision (off by default: "
+                        "they show retrieval internals and chunk texts)")
     s.add_argument("--port", type=int, default=8000, help="port to bind; 0 picks a free one (default: 8000)")
     s.add_argument("--config", metavar="FILE", help="TOML config overriding the defaults "
                                                     "(default: configs/default.toml when present)")
+    s.add_argument("--corpus", metavar="DIR|FILE",
+                   help="corpus folder of .md/.rst/.txt files or BEIR .jsonl file (default: [corpus] path); "
+                        "a corpus of one's own gets corpus-neutral defaults, as for ask and eval")
+    s.add_argument("--index", dest="index_path", metavar="FILE",
+                   help="index file (default: [index] path, or runs/index-<hash>.json.gz for a corpus of one's own)")
     s.add_argument("--max-body", type=int, default=DEFAULT_MAX_BODY, metavar="BYTES",
                    help="largest request body accepted; larger ones get 413 (default: 1 MiB)")
     s.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
@@ -620,23 +746,76 @@ def register(subparsers) -> None:
     s.set_defaults(func=cmd_serve)
 
 
+MAX_TOKEN_BYTES = 4096
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address or ``localhost`` (names are never resolved)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, allow_remote: bool) -> Optional[str]:
+    """None for a loopback ``host``; the warning to print for another with ``allow_remote``;
+    MiniRagError without it."""
+    if is_loopback(host):
+        return None
+    if not allow_remote:
+        raise MiniRagError("--host %s is not a loopback address: the API would answer the network; "
+                           "add --allow-remote to mean it (and --token-file to require a token)" % host)
+    return "mini_rag serve: warning: listening on %s, reachable from other machines" % host
+
+
+def read_token(path: str) -> str:
+    """The bearer token: the file's content stripped; an error names the file."""
+    try:
+        st = os.stat(path)
+        if not os.path.isfile(path):
+            raise MiniRagError("%s: --token-file must be a regular file" % path)
+        if st.st_size > MAX_TOKEN_BYTES:
+            raise MiniRagError("%s: --token-file is over %d bytes" % (path, MAX_TOKEN_BYTES))
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_TOKEN_BYTES + 1)
+    except OSError as exc:
+        raise MiniRagError("%s: cannot read --token-file: %s" % (path, exc.strerror)) from None
+    try:
+        token = data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise MiniRagError("%s: --token-file is not UTF-8 text" % path) from None
+    if not token or any(c.isspace() or not c.isprintable() for c in token):
+        raise MiniRagError("%s: --token-file must hold one token: printable, no white space inside" % path)
+    return token
+
+
 def cmd_serve(args) -> int:
-    from .cmd_answer import resolve_config
+    from .runconfig import open_pipeline, resolve
     for name, value, low in (("--port", args.port, 0), ("--max-body", args.max_body, 1),
                              ("--max-requests", args.max_requests, 1)):
         if value < low or (name == "--port" and value > 65535):
             raise MiniRagError("%s must be %s, got %d" % (name, "0..65535" if name == "--port" else ">= 1", value))
     if not args.timeout > 0:
         raise MiniRagError("--timeout must be > 0 seconds, got %r" % args.timeout)
-    service = Service(resolve_config(args.config))
+    warning = check_bind(args.host, args.allow_remote)
+    token = read_token(args.token_file) if args.token_file else None
+    config = resolve(args.config, args.corpus, args.index_path)
+    service = Service(config, pipeline=open_pipeline(config))
     try:
         server = make_server(service, args.host, args.port, args.max_body, args.timeout, args.max_requests,
-                             access_log=not args.quiet)
+                             access_log=not args.quiet, debug_routes=args.debug_routes, token=token)
     except OSError as exc:
         raise MiniRagError("cannot listen on %s:%d: %s" % (args.host, args.port, exc.strerror or exc)) from None
+    if warning:
+        print(warning + ("; a bearer token is required" if token
+                         else "; anyone who can reach it can ask (--token-file requires a token)"),
+              file=sys.stderr, flush=True)
     host, port = server.server_address[:2]
-    print("mini_rag serve: %d documents, %d chunks; listening on http://%s:%d/ (Ctrl-C stops)"
-          % (len(service.documents), service.chunk_count, host, port), file=sys.stderr, flush=True)
+    print("mini_rag serve: %d documents, %d chunks; listening on http://%s:%d/ (Ctrl-C stops)%s"
+          % (len(service.documents), service.chunk_count, host, port,
+             "; debug routes on" if args.debug_routes else ""), file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -644,4 +823,3 @@ def cmd_serve(args) -> int:
     finally:
         server.server_close()
     return 0
-

@@ -25,9 +25,10 @@ function                              what it does
   scorer Markdown reports.
 
 The gold sets are ``gold/gold.jsonl`` (dataset ``baseline``) and ``gold/gold_perturb.jsonl``
-(``perturb``).  When one is missing, that dataset is replaced by the seed's worked example
-in ``examples/seed/`` (its committed trace and chunk texts, dataset ``seed`` of gates.toml),
-with a note on stderr, so a fresh checkout without gold data still exercises the scorer.
+(``perturb``).  A missing gold set, named or default, is exit 2 with its path: nothing
+falls back.  The seed's worked example in ``examples/seed/`` (its committed trace and chunk
+texts, dataset ``seed`` of gates.toml) is scored only when asked (``seed=True``:
+``eval --dataset seed``, ``make eval-seed``).
 A gold set of one's own (``--gold`` other than gold/gold.jsonl) never falls back to the
 repository's perturbation set: ``evaluate`` generates one from it (``perturb``) into
 ``runs/gold_perturb.generated.jsonl``; ``perturb="none"`` skips that dataset and
@@ -197,13 +198,9 @@ def _datasets(gold: Optional[str], perturb: Optional[str], runs: str = "runs",
         elif given:
             raise MiniRagError("%s: cannot read: no such file" % path)
         else:
-            seed_gold = os.path.join(SEED_EXAMPLE, "gold.jsonl")
-            if not os.path.isfile(seed_gold):
-                raise MiniRagError("%s: cannot read: no such file (and no %s to fall back to)"
-                                   % (path, seed_gold))
-            print("mini_rag: %s is missing; dataset %s falls back to the seed example in %s"
-                  % (path, name, SEED_EXAMPLE), file=sys.stderr)
-            out.append((name, seed_gold, True))
+            raise MiniRagError("%s: cannot read: no such file (the default gold set of dataset %s; "
+                               "--gold FILE names another; the seed example runs only when asked: "
+                               "--dataset seed or make eval-seed)" % (path, name))
     return out
 
 
@@ -231,14 +228,22 @@ def _generate_perturb(gold: str, runs: str, config: Optional[Dict[str, Any]]) ->
 
 def evaluate(config: Dict[str, Any], runs: str = "runs", gold: Optional[str] = None,
              perturb: Optional[str] = None, gates: str = "gates.toml",
-             pipeline=None, quiet: bool = False) -> Tuple[int, Dict[str, Any]]:
+             pipeline=None, quiet: bool = False, seed: bool = False) -> Tuple[int, Dict[str, Any]]:
     """``make eval``: returns (exit status, the combined report) after writing the files.
 
-    ``gates="none"`` scores without gates; ``perturb="none"`` skips the perturbation set.
+    ``gates="none"`` scores without gates; ``perturb="none"`` skips the perturbation set;
+    ``seed=True`` scores only the seed example (``examples/seed/``, dataset ``seed``).
     """
     if gates != NONE and not os.path.isfile(gates):
         raise MiniRagError("%s: cannot read gates file: no such file" % gates)
-    sets = _datasets(gold, perturb, runs, config)
+    if seed:
+        seed_gold = os.path.join(SEED_EXAMPLE, "gold.jsonl")
+        for need in (seed_gold, os.path.join(SEED_EXAMPLE, "trace.jsonl")):
+            if not os.path.isfile(need):
+                raise MiniRagError("%s: cannot read: no such file (the seed example)" % need)
+        sets = [("seed", seed_gold, True)]
+    else:
+        sets = _datasets(gold, perturb, runs, config)
     manifest = os.path.join(runs, "manifest.json")
     write_set_manifest(manifest, [], start=True)
     refusal = config["answer"]["refusal"]
@@ -260,7 +265,8 @@ def evaluate(config: Dict[str, Any], runs: str = "runs", gold: Optional[str] = N
         worst = max(worst, status)
     combined = {"pass": all(r.get("pass") is True for r in reports.values()), "datasets": reports}
     if any(not is_seed for _, _, is_seed in sets):
-        combined["as_of"] = config["guards"]["as_of"]
+        from ..search.retrieve import dated_as_of
+        combined["as_of"] = dated_as_of(config["guards"]["as_of"])
     atomic_write_text(os.path.join(runs, "report.json"), json.dumps(combined, indent=2, ensure_ascii=False) + "\n")
     md_parts = []
     for name, _, _ in sets:
@@ -283,7 +289,7 @@ def evaluate(config: Dict[str, Any], runs: str = "runs", gold: Optional[str] = N
 # ------------------------------------------------------------------ summary (stdout, stderr)
 
 def summary(combined: Dict[str, Any], runs: str) -> Dict[str, Any]:
-    """The compact JSON ``eval`` prints on stdout (well under 150 lines; ``jq -e .pass``).
+    """The compact JSON ``eval`` prints on stdout (well under 150 lines; a script reads ``pass``).
 
     Keys: ``pass``, ``version``, ``as_of``, ``failed_gates`` (``"<dataset>: <reason>"``),
     ``datasets`` (per dataset: ``pass``, the scorer's ``dataset`` section, ``items``, the

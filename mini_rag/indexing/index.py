@@ -28,8 +28,10 @@ Public API
 
 Indexed text of a chunk
 -----------------------
-``title``, then ``heading`` (only when the chunk is not itself the heading and the
-heading differs from the title), then ``text``, joined by newlines.  The title is
+``title``, the document's front-matter ``description`` (when it has one), the headings of
+the chunk's section path below the top one other than its own heading (the top heading
+stands for the document, as the title does; a tab's label counts as a heading), then ``heading`` (only when the chunk is not itself the
+heading and the heading differs from the title), then ``text``, joined by newlines.  The title is
 repeated in every chunk of a document so that a question naming the document finds
 all its paragraphs; the heading gives a paragraph the topic its section states once.
 A chunk that is a heading standing alone (``Chunk.is_heading``) gets no terms: it is
@@ -122,7 +124,7 @@ BM25_VARIANT = "lucene"
 BM25_IDF = "ln(1 + (N - df + 0.5) / (df + 0.5))"
 TFIDF_IDF = "ln((1 + N) / (1 + df)) + 1"
 INDEXED_FIELDS = "title + heading (when not the chunk itself and not the title) + text"
-CHUNKING_RULE = "mini_rag-paragraphs-2"   # 2: paragraphs over corpus.MAX_PARAGRAPH_CHARS are cut
+CHUNKING_RULE = "mini_rag-paragraphs-3"   # 2: paragraphs over corpus.MAX_PARAGRAPH_CHARS are cut; 3: text/markup.py blocks, section paths
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024   # line 1 once decompressed (file hashes of the corpus)
 MAX_INDEX_BYTES = 1 << 30               # line 2 once decompressed: 1 GiB; more is refused, not read
 MAX_DECLARED_BYTES = 1 << 36            # format 2: the most a manifest may describe (64 GiB)
@@ -153,6 +155,12 @@ def indexed_text(chunk: Chunk) -> str:
     parts = []
     if chunk.title:
         parts.append(chunk.title)
+    description = (chunk.metadata or {}).get("description")
+    if isinstance(description, str) and description:
+        parts.append(description)
+    for above in (chunk.section or [])[1:]:
+        if above not in (chunk.title, chunk.heading):
+            parts.append(above)
     if chunk.heading and not chunk.is_heading and chunk.heading != chunk.title:
         parts.append(chunk.heading)
     parts.append(chunk.text)
@@ -726,7 +734,7 @@ def _load_v1(path: str, fh, manifest: Dict[str, Any]) -> Index:
 
 _CHUNK_TYPES = (("chunk_id", str), ("doc_id", str), ("ordinal", int), ("page", int), ("text", str),
                 ("title", str), ("heading", str), ("is_heading", bool), ("authority", str),
-                ("effective", str), ("line", int), ("metadata", dict))
+                ("effective", str), ("line", int), ("metadata", dict), ("section", list), ("kind", str))
 
 
 def validate_index(manifest: Dict[str, Any], body: Any, path: str) -> Dict[str, Any]:

@@ -808,7 +808,7 @@ class Retriever:
         return Hit(chunk_id=c.chunk_id, doc_id=c.doc_id, rank=rank, score=score, similarity=sim,
                    page=c.page, text=c.text, title=c.title, heading=c.heading,
                    authority=c.authority, effective=c.effective, query=query,
-                   metadata=dict(c.metadata))
+                   metadata=dict(c.metadata), section=list(c.section))
 
     def search(self, query: str, k: int = 10, scope: str = "MIXED",
                doc_scope: Optional[str] = None) -> List[Hit]:
@@ -1044,7 +1044,7 @@ class Retriever:
             "threshold": threshold,
             "oldest_effective": dates[0] if dates else None,
             "newest_effective": dates[-1] if dates else None,
-            "as_of": as_of or None,
+            "as_of": dated_as_of(as_of),
             "oldest_age_days": age,
         }
 
@@ -1061,3 +1061,10 @@ def open_retriever(config: Dict[str, Any], corpus_path: Optional[str] = None,
 
 
 __all__ = ["Retriever", "open_retriever", "osa_distance", "similarity_ceiling", "max_edits"]
+
+
+def dated_as_of(as_of: str) -> Optional[str]:
+    """``as_of`` as shown in traces and reports: None when unset or when the corpus has no
+    dated document (runconfig.NO_DATE_AS_OF is an internal stand-in, never a date to print)."""
+    from ..commands.runconfig import NO_DATE_AS_OF
+    return None if not as_of or as_of == NO_DATE_AS_OF else as_of

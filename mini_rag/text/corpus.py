@@ -131,8 +131,9 @@ from typing import Iterator, List, Tuple
 from ..errors import MiniRagError
 from ..fileio import MAX_LINE_BYTES, iter_lines, json_error, json_row
 from ..records import Chunk, Document
+from .markup import blocks
 
-TEXT_SUFFIXES = (".md", ".txt")
+TEXT_SUFFIXES = (".md", ".rst", ".txt")
 #: A document's ``policy:`` (front matter or BEIR metadata): how answers may use its text
 #: (seed 004's source policies; the scorer checks them).  Kept in ``metadata``, so every
 #: chunk and hit carries it, and the trace's ``cited_chunks`` passes it on.
@@ -203,9 +204,14 @@ def parse_text_document(text: str, path: str, default_id: str, content_hash: str
                 break
         if end is None:
             raise MiniRagError("%s:1: front matter opened with '---' is never closed" % path)
+        last = None
         for i in range(1, end):
             raw = lines[i].strip()
             if not raw or raw.startswith("#"):
+                continue
+            if last is not None and (lines[i][:1].isspace() or raw.startswith("- ")):
+                item = _unquote(raw[2:] if raw.startswith("- ") else raw)   # a YAML list item or folded line
+                meta[last] = (meta[last] + (", " if raw.startswith("- ") and meta[last] else " ") + item).strip()
                 continue
             m = _FRONT_KEY.match(raw)
             if not m:
@@ -214,7 +220,9 @@ def parse_text_document(text: str, path: str, default_id: str, content_hash: str
             key = m.group(1).lower()
             if key in meta:
                 raise MiniRagError("%s:%d: front matter key %r given twice" % (path, i + 1, key))
-            meta[key] = _unquote(m.group(2))
+            value = m.group(2).strip()
+            meta[key] = "" if value in ("|", ">", "|-", ">-") else _unquote(value)
+            last = key
         body_start = end + 1
     where = "%s:1" % path
     _check_policy(meta, where)
@@ -225,16 +233,33 @@ def parse_text_document(text: str, path: str, default_id: str, content_hash: str
     body = "\n".join(lines[body_start:])
     title = meta.pop("title", "")
     if not title:
-        for line in lines[body_start:]:
-            m = _ATX.match(line.strip())
-            if m:
-                title = m.group(1)
-                break
+        title = _first_heading(lines[body_start:], _syntax(path))
     read_versions(meta, title, doc_id, body, body_start + 1)
     return Document(doc_id=doc_id, title=title or doc_id, path=path,
                     pages=body.split("\f"), body_line=body_start + 1,
                     authority=meta.pop("authority", ""), effective=effective,
                     metadata=meta, content_hash=content_hash)
+
+
+def _first_heading(lines: List[str], syntax: str) -> str:
+    """The body's first heading: a Markdown ``#`` line outside fenced code, or (reST) the
+    first underlined title; '' when none."""
+    if syntax == "rst":
+        for block in blocks(lines, "rst"):
+            if block.kind == "heading":
+                return block.lines[0]
+        return ""
+    fence = ""
+    for line in lines:
+        s = line.strip()
+        if syntax == "md" and (s.startswith("```") or s.startswith("~~~")):
+            mark = s[:3]
+            fence = "" if fence == mark else (fence or mark)
+            continue
+        m = None if fence else _ATX.match(s)
+        if m:
+            return m.group(1)
+    return ""
 
 
 def _iter_text_files(root: str) -> Iterator[str]:
@@ -298,7 +323,7 @@ def corpus_files(path: str) -> List[Tuple[str, str]]:
     elif os.path.isfile(path):
         files = [path]
     else:
-        raise MiniRagError("%s: corpus not found (give a folder of .md/.txt files or a .jsonl file)"
+        raise MiniRagError("%s: corpus not found (give a folder of .md/.rst/.txt files or a .jsonl file)"
                            % path)
     out = []
     for f in files:
@@ -363,23 +388,29 @@ def _load_jsonl(path: str) -> List[Document]:
     return docs
 
 
+def path_doc_id(path: str, root: str) -> str:
+    """A file's default doc_id: its path relative to the corpus folder, ``/``-separated,
+    without its extension, white space runs made ``-`` (``guide/index``, ``faq``)."""
+    rel = os.path.splitext(os.path.relpath(path, root))[0].replace(os.sep, "/")
+    return "-".join(rel.split())
+
+
 def load_corpus(path: str) -> List[Document]:
     """Read a folder of ``.md``/``.txt`` files or a BEIR ``.jsonl`` file; sorted by doc_id."""
     if os.path.isdir(path):
         docs = []
         for f in _iter_text_files(path):
             data = _read_bytes(f)
-            stem = os.path.splitext(os.path.basename(f))[0]
-            docs.append(parse_text_document(_decode(data, f), f, stem,
+            docs.append(parse_text_document(_decode(data, f), f, path_doc_id(f, path),
                                             hashlib.sha256(data).hexdigest()))
         if not docs:
-            raise MiniRagError("%s: corpus folder has no .md or .txt files" % path)
+            raise MiniRagError("%s: corpus folder has no .md, .rst or .txt files" % path)
     elif os.path.isfile(path):
         docs = _load_jsonl(path)
         if not docs:
             raise MiniRagError("%s: corpus file has no documents" % path)
     else:
-        raise MiniRagError("%s: corpus not found (give a folder of .md/.txt files or a .jsonl file)"
+        raise MiniRagError("%s: corpus not found (give a folder of .md/.rst/.txt files or a .jsonl file)"
                            % path)
     seen = {}
     for d in docs:
@@ -727,31 +758,62 @@ def split_sentences(text: str, max_chars: int) -> List[str]:
     return pieces
 
 
+def _syntax(path: str) -> str:
+    low = path.lower()
+    return "md" if low.endswith(".md") else "rst" if low.endswith(".rst") else "txt"
+
+
+def _heading_level(text: str, atx: "re.Match | None", is_txt: bool) -> int:
+    """A heading's level: the number of ``#`` of a Markdown heading, else 1."""
+    if atx is not None:
+        return len(text) - len(text.lstrip("#"))
+    return 1
+
+
 def chunk_document(doc: Document, max_chunk_chars: int = 0) -> List[Chunk]:
     """Cut one document into chunks by the rule in this module's docstring."""
     is_txt = doc.path.lower().endswith(".txt")
+    syntax = _syntax(doc.path)
     chunks: List[Chunk] = []
     ordinal = 0
     heading = ""
+    section: List[Tuple[int, str]] = []      # (level, heading) from the top down
     line_no = doc.body_line
-    for page_no, page in enumerate(doc.pages, 1):
-        para: List[str] = []
-        start = 0
 
-        def flush():
-            nonlocal ordinal, heading
-            text = _join_lines(para)
-            head = _heading_text(text, is_txt)
-            first = _ATX.match(para[0])
-            if head or first:
-                heading = head or first.group(1)
+    def enter(level: int, text: str) -> None:
+        while section and section[-1][0] >= level:
+            section.pop()
+        section.append((level, text))
+
+    for page_no, page in enumerate(doc.pages, 1):
+        lines = page.split("\n")
+        for block in blocks(lines, syntax):
+            start = line_no + block.start
+            para = block.lines
+            kind = block.kind
+            if kind == "heading":
+                text = para[0]
+                head = text
+                heading = text
+                enter(block.level, text)
+            elif kind == "text":
+                text = _join_lines(para)
+                head = _heading_text(text, is_txt)
+                first = _ATX.match(para[0])
+                if head or first:
+                    heading = head or first.group(1)
+                    enter(_heading_level(para[0], first, is_txt), heading)
+            else:                             # code: lines as written; table: one row a line
+                text = "\n".join(para)
+                head = ""
             pieces = [text]
-            if max_chunk_chars > 0 and len(text) > max_chunk_chars and not head:
+            if max_chunk_chars > 0 and len(text) > max_chunk_chars and not head and kind != "code":
                 pieces = split_sentences(text, max_chunk_chars)
             if len(text) > MAX_PARAGRAPH_CHARS:
                 if len(pieces) == 1:
                     pieces = split_sentences(text, MAX_PARAGRAPH_CHARS)
                 pieces = [part for p in pieces for part in _hard_cut(p, MAX_PARAGRAPH_CHARS)]
+            path = [h for _, h in section] + list(block.context)
             for m, piece in enumerate(pieces):
                 cid = "%s#p%d" % (doc.doc_id, ordinal)
                 if len(pieces) > 1:
@@ -760,21 +822,9 @@ def chunk_document(doc: Document, max_chunk_chars: int = 0) -> List[Chunk]:
                                     page=page_no, text=piece, title=doc.title, heading=heading,
                                     is_heading=bool(head), authority=doc.authority,
                                     effective=doc.effective, line=start,
-                                    metadata=doc.metadata))
+                                    metadata=doc.metadata, section=list(path),
+                                    kind="heading" if head else kind))
             ordinal += 1
-
-        lines = page.split("\n")
-        for i, raw in enumerate(lines):
-            line = raw.strip()
-            if line:
-                if not para:
-                    start = line_no + i
-                para.append(line)
-            elif para:
-                flush()
-                para = []
-        if para:
-            flush()
         line_no += len(lines) - 1   # the form feed sits inside a line, not after one
     return chunks
 

@@ -1,0 +1,345 @@
+"""The blocks of a documentation page: Markdown (CommonMark fences and tables, MyST
+directives), reStructuredText and plain text, read into the paragraphs that become chunks.
+
+``blocks(lines, syntax)`` returns ``Block(start, kind, lines, level)`` in document order,
+``start`` the 0-based index of the block's first line in ``lines``:
+
+=========  =================================================================================
+kind       what it is
+=========  =================================================================================
+text       a paragraph: its non-blank lines, each stripped (runs of blank lines separate
+           paragraphs, as before this module existed)
+heading    a heading standing alone (reST's underlined or overlined title; Markdown's ATX
+           heading is recognised later, by the chunker, as before); ``level`` 1 is the top
+code       a fenced block (```` ``` ```` or ``~~~``, any length, closed by a fence of the same
+           character at least as long), a reST literal block (after a paragraph ending in
+           ``::``) or a reST ``code-block`` / ``code`` / ``sourcecode`` directive: its lines
+           as written (dedented, trailing white space removed), blank lines inside kept
+table      a Markdown pipe table (a paragraph whose lines all start with ``|`` and whose
+           second line is the ``|---|`` rule), its lines as written.  The answerer reads a
+           row with the header above it (synthesize.py); the chunk text stays the document's,
+           since a scorer checks a claim's words against the text its citation names
+=========  =================================================================================
+
+Rules by syntax:
+
+* ``md``: a fence line ends the paragraph before it.  A MyST directive fence whose name is
+  one of :data:`PROSE_DIRECTIVES` (``{note}``, ``{warning}``, ``{versionadded}``, ``{tab}``,
+  ...) is prose: its fence lines and leading ``:option:`` lines are dropped and its content
+  is read as Markdown (a tab's or admonition's label, :data:`LABELLED`, is added to the
+  ``context`` of the blocks inside); any other fenced block is code.  A MyST target line ``(label)=``
+  standing alone is dropped.  Roles ``{ref}`text <target>``` read as ``text``.
+* ``rst``: a heading is a line of text with an underline (and optionally an overline) of
+  one repeated punctuation character, at least as long as the text; levels are numbered in
+  the order the adornment styles first appear (docutils' rule).  ``.. name:: args`` with
+  its indented body: a prose directive's body (``note``, ``warning``, ``tab``, ...) is read
+  as reST; a code directive's is code; any other directive, comment or target
+  (``.. _label:``, ``.. toctree::``, ``.. image::``) is dropped.  A paragraph ending in
+  ``::`` keeps one ``:`` (none when ``::`` stands alone) and the indented lines after it
+  are a literal block.  Inline markup is unwrapped: ````code```` reads ```code```,
+  ``:role:`text <target>``` and ```text <url>`_`` read ``text``.
+* ``txt``: paragraphs only (the chunker's heading rules apply).
+
+Nothing here is a regular expression with nested quantifiers; every loop advances.
+"""
+from __future__ import annotations
+
+import re
+from typing import List, NamedTuple, Tuple
+
+__all__ = ["Block", "blocks", "PROSE_DIRECTIVES", "CODE_DIRECTIVES", "is_table"]
+
+
+class Block(NamedTuple):
+    start: int
+    kind: str            # "text" | "heading" | "code" | "table"
+    lines: List[str]
+    level: int = 0
+    context: Tuple[str, ...] = ()   # labels of the directives it sits in (a tab's name), outermost first
+
+
+#: Directives whose body is prose (MyST and reST admonitions, version notes, tabs).
+PROSE_DIRECTIVES = frozenset(
+    "note warning tip caution important seealso admonition attention danger error hint "
+    "versionadded versionchanged deprecated tab tab-item tab-set dropdown topic sidebar "
+    "margin rubric only container div card grid-item-card".split())
+#: Prose directives whose argument is a label of their content (a tab's name, an
+#: admonition's or dropdown's title): the blocks inside carry it in ``context``, so their
+#: section path ends with it (it makes no chunk of its own).
+LABELLED = frozenset("tab tab-item dropdown admonition topic sidebar".split())
+#: Directives whose body is code.
+CODE_DIRECTIVES = frozenset("code-block code sourcecode code-cell highlight-block".split())
+
+_FENCE = re.compile(r"^(`{3,}|~{3,})[ \t]*([^`]*)$")
+_MYST_DIRECTIVE = re.compile(r"^\{([A-Za-z][\w-]{0,40})\}[ \t]*(.*)$")
+_MYST_TARGET = re.compile(r"^\([^()\s][^()]{0,200}\)=$")
+_MYST_ROLE = re.compile(r"\{[A-Za-z][\w:-]{0,40}\}`([^`<]{0,400}?)[ \t]*(?:<[^`>]{0,400}>)?`")
+_OPTION = re.compile(r"^:[A-Za-z][\w-]{0,40}:(?:[ \t].*)?$")
+_RULE_CELL = re.compile(r"^:?-{1,400}:?$")
+_ADORN = re.compile(r"^([=\-`:'\"~^_*+#<>.])\1{2,}$")
+_RST_DIRECTIVE = re.compile(r"^\.\.[ \t]+([A-Za-z][\w:-]{0,40})::(?:[ \t]+(.*))?$")
+_RST_ROLE = re.compile(r":[A-Za-z][\w:+-]{0,40}:`([^`<]{0,400}?)[ \t]*(?:<[^`>]{0,400}>)?`")
+_RST_LINK = re.compile(r"`([^`<]{1,400}?)[ \t]*(?:<[^`>]{0,400}>)?`__?")
+_RST_LITERAL = re.compile(r"``([^`]{1,400}?)``")
+
+
+def blocks(lines: List[str], syntax: str) -> List[Block]:
+    """The page's blocks (module docstring); ``syntax`` is ``md``, ``rst`` or ``txt``."""
+    if syntax == "rst":
+        return _rst(lines, 0, {})
+    if syntax == "md":
+        return _md(lines, 0)
+    return _paragraphs(lines, 0)
+
+
+def _paragraphs(lines: List[str], offset: int) -> List[Block]:
+    out: List[Block] = []
+    para: List[str] = []
+    start = 0
+    for i, raw in enumerate(lines):
+        s = raw.strip()
+        if s:
+            if not para:
+                start = i
+            para.append(s)
+        elif para:
+            out.append(Block(offset + start, "text", para))
+            para = []
+    if para:
+        out.append(Block(offset + start, "text", para))
+    return out
+
+
+# ------------------------------------------------------------------ Markdown
+
+def is_table(lines: List[str]) -> bool:
+    """A pipe table: every line starts with ``|`` and the second is the header rule."""
+    if len(lines) < 3 or not all(l.startswith("|") for l in lines):
+        return False
+    cells = _cells(lines[1])
+    return bool(cells) and all(_RULE_CELL.match(c) for c in cells)
+
+
+def _cells(line: str) -> List[str]:
+    line = line.strip()
+    if line.startswith("|"):
+        line = line[1:]
+    if line.endswith("|") and not line.endswith("\\|"):
+        line = line[:-1]
+    cells, cur, i = [], "", 0
+    while i < len(line):
+        ch = line[i]
+        if ch == "\\" and i + 1 < len(line) and line[i + 1] == "|":
+            cur += "|"
+            i += 2
+            continue
+        if ch == "|":
+            cells.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+        i += 1
+    cells.append(cur.strip())
+    return cells
+
+
+def _fence_end(lines: List[str], i: int, fence: str) -> int:
+    """Index of the line closing the fence opened at ``i`` (len(lines) when unclosed)."""
+    ch, n = fence[0], len(fence)
+    for j in range(i + 1, len(lines)):
+        s = lines[j].strip()
+        if len(s) >= n and s == ch * len(s):
+            return j
+    return len(lines)
+
+
+def _dedent(lines: List[str]) -> List[str]:
+    widths = [len(l) - len(l.lstrip()) for l in lines if l.strip()]
+    cut = min(widths) if widths else 0
+    out = [l[cut:].rstrip() for l in lines]
+    while out and not out[0]:
+        out.pop(0)
+    while out and not out[-1]:
+        out.pop()
+    return out
+
+
+def _md(lines: List[str], offset: int) -> List[Block]:
+    out: List[Block] = []
+    para: List[str] = []
+    start = 0
+
+    def flush():
+        if para:
+            kind = "table" if is_table(para) else "text"
+            out.append(Block(offset + start, kind, list(para) if kind == "table" else [_myst_inline(l) for l in para]))
+            del para[:]
+
+    i = 0
+    while i < len(lines):
+        s = lines[i].strip()
+        m = _FENCE.match(s)
+        if m:
+            flush()
+            end = _fence_end(lines, i, m.group(1))
+            inner = lines[i + 1:end]
+            d = _MYST_DIRECTIVE.match(m.group(2).strip())
+            if d and d.group(1).lower() in PROSE_DIRECTIVES:
+                k = 0
+                while k < len(inner) and _OPTION.match(inner[k].strip()):
+                    k += 1
+                label = _myst_inline(d.group(2).strip())
+                out.extend(_labelled(_md(inner[k:], offset + i + 1 + k),
+                                     label if d.group(1).lower() in LABELLED else ""))
+            else:
+                code = _dedent(inner)
+                if code:
+                    out.append(Block(offset + i, "code", code))
+            i = end + 1
+            continue
+        if not s:
+            flush()
+        elif not para and _MYST_TARGET.match(s):
+            pass
+        else:
+            if not para:
+                start = i
+            para.append(s)
+        i += 1
+    flush()
+    return out
+
+
+def _myst_inline(line: str) -> str:
+    return _MYST_ROLE.sub(lambda m: "`%s`" % m.group(1) if m.group(0).startswith(("{code}", "{literal}"))
+                          else m.group(1), line) if "}`" in line else line
+
+
+# ------------------------------------------------------------------ reStructuredText
+
+def rst_inline(line: str) -> str:
+    """reST inline markup unwrapped (module docstring)."""
+    if "`" not in line:
+        return line
+    line = _RST_ROLE.sub(lambda m: m.group(1), line)
+    line = _RST_LITERAL.sub(lambda m: "`%s`" % m.group(1), line)
+    line = _RST_LINK.sub(lambda m: m.group(1), line)
+    return line
+
+
+def _indented_body(lines: List[str], i: int, indent: int) -> int:
+    """The end (exclusive) of the block indented deeper than ``indent`` after line ``i``."""
+    j = i + 1
+    last = i
+    while j < len(lines):
+        raw = lines[j]
+        if raw.strip():
+            if len(raw) - len(raw.lstrip()) <= indent:
+                break
+            last = j
+        j += 1
+    return last + 1
+
+
+def _rst(lines: List[str], offset: int, styles: dict) -> List[Block]:
+    out: List[Block] = []
+    para: List[str] = []
+    start = 0
+    literal_next = False
+    para_indent = 0
+    literal_indent = 0
+
+    def flush():
+        nonlocal literal_next, literal_indent
+        if para:
+            literal_indent = para_indent
+            last = para[-1]
+            literal_next = last.endswith("::")
+            if literal_next:
+                para[-1] = last[:-2].rstrip() if last.strip() == "::" or last[-3:-2].isspace() else last[:-1]
+                if not para[-1]:
+                    para.pop()
+            text = [rst_inline(l) for l in para]
+            if text:
+                out.append(Block(offset + start, "text", text))
+            del para[:]
+
+    def level(style: Tuple[str, bool]) -> int:
+        if style not in styles:
+            styles[style] = len(styles) + 1
+        return styles[style]
+
+    i = 0
+    n = len(lines)
+    while i < n:
+        raw = lines[i]
+        s = raw.strip()
+        indent = len(raw) - len(raw.lstrip())
+        if not s:
+            flush()
+            i += 1
+            continue
+        if not para and literal_next and indent > literal_indent:
+            end = _indented_body(lines, i - 1, literal_indent)
+            code = _dedent(lines[i:end])
+            if code:
+                out.append(Block(offset + i, "code", code))
+            literal_next = False
+            i = end
+            continue
+        literal_next = False
+        if not para and _ADORN.match(s) and i + 2 < n and lines[i + 1].strip() \
+                and lines[i + 2].strip() == s:
+            out.append(Block(offset + i + 1, "heading", [rst_inline(lines[i + 1].strip())], level((s[0], True))))
+            i += 3
+            continue
+        if not para and i + 1 < n and not _ADORN.match(s) and indent == 0:
+            under = lines[i + 1].strip()
+            if _ADORN.match(under) and len(under) >= len(s):
+                out.append(Block(offset + i, "heading", [rst_inline(s)], level((under[0], False))))
+                i += 2
+                continue
+        if not para and s.startswith(".."):
+            end = _indented_body(lines, i, indent)
+            d = _RST_DIRECTIVE.match(s)
+            body = lines[i + 1:end]
+            k = 0
+            while k < len(body) and _OPTION.match(body[k].strip()):
+                k += 1
+            if d and d.group(1).lower() in PROSE_DIRECTIVES:
+                label = rst_inline((d.group(2) or "").strip())
+                inner = _dedent_keep(body[k:])
+                out.extend(_labelled(_rst(inner, offset + i + 1 + k + _lead_blank(body[k:]), styles),
+                                     label if d.group(1).lower() in LABELLED else ""))
+            elif d and d.group(1).lower() in CODE_DIRECTIVES:
+                code = _dedent(body[k:])
+                if code:
+                    out.append(Block(offset + i, "code", code))
+            i = end
+            continue
+        if not para:
+            start = i
+            para_indent = indent
+        para.append(s)
+        i += 1
+    flush()
+    return out
+
+
+def _labelled(inner: List[Block], label: str) -> List[Block]:
+    return [b._replace(context=(label,) + b.context) for b in inner] if label else inner
+
+
+def _lead_blank(lines: List[str]) -> int:
+    k = 0
+    while k < len(lines) and not lines[k].strip():
+        k += 1
+    return k
+
+
+def _dedent_keep(lines: List[str]) -> List[str]:
+    """``lines`` dedented, leading blank lines dropped (their count is ``_lead_blank``)."""
+    lines = lines[_lead_blank(lines):]
+    widths = [len(l) - len(l.lstrip()) for l in lines if l.strip()]
+    cut = min(widths) if widths else 0
+    return [l[cut:] for l in lines]
