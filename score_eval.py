@@ -215,6 +215,18 @@ REGISTRY: Tuple[Metric, ...] = (
       "content word (>= 3 letters, not a stopword) found in no cited chunk's text / |S|",
       "answer_json, retrieved_ids, cited_chunks or --chunks",
       "0.0 when nothing shipped; null (gate fails) without chunk text", 0.0, gold=False),
+    # Issue 29: grounding of generated text, sentence by sentence (reading 4).  Computed when
+    # [scorer] grounding = "sentences" or a gate / regression names one of them.
+    M("faithfulness", "mean", "higher",
+      "supported sentences / checked sentences of a shipped answer (meta sentences set aside; each "
+      "sentence matched to the cited chunks, the retrieved ones when none is cited), mean over shipped "
+      "answers with a checked sentence", "answer_json, retrieved_ids, cited_chunks or --chunks",
+      "null when no shipped answer has a checked sentence, or without chunk text", None, gold=False),
+    M("unsupported_answer_rate", "rate", "lower",
+      "shipped answers with at least one unsupported sentence (a number or name found in no chunk, "
+      "negation or modality changed, or a support score at or below the fitted bar) / checked answers",
+      "answer_json, retrieved_ids, cited_chunks or --chunks",
+      "0.0 when nothing shipped; null (gate fails) without chunk text", 0.0, gold=False),
     M("citation_validity", "rate", "higher",
       "shipped answers whose citations are unique, at most 5 and all in retrieved_ids / |S| "
       "(seed 000)", "answer_json.citations, retrieved_ids", "1.0 when nothing shipped", 1.0, gold=False),
@@ -723,10 +735,10 @@ def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate],
     scorer = doc.get("scorer", {})
     if isinstance(scorer, dict):
         for key, val in scorer.items():
-            if key in _RULE_KEYS:      # read by load_rules
+            if key in _RULE_KEYS or key == "grounding":      # read by load_rules
                 continue
             if key != "refusal":
-                errors.append("%s: unknown [scorer] key %r; known: refusal, refusal_patterns, cutoff_patterns, got %s" % (where("scorer", key), key, _show(val)))
+                errors.append("%s: unknown [scorer] key %r; known: refusal, refusal_patterns, cutoff_patterns, grounding, got %s" % (where("scorer", key), key, _show(val)))
             elif not isinstance(val, str) or not val.strip():
                 errors.append("%s: [scorer] refusal must be a non-empty string, got %s" % (where("scorer", key), _show(val)))
             else:
@@ -833,6 +845,8 @@ class Rules(NamedTuple):
     refusal: tuple = ()
     cutoff: tuple = ()
     policies: tuple = ()      # (name, message, ((source, regex), ...)), in file order
+    grounding: str = "strict"  # issue 29: what a hallucination gate checks ("strict" | "sentences")
+    ground: bool = False       # grounding computed although grounding = "strict" (a gate names it)
 
     def refuses(self, claim: str) -> int:
         """F_PROSE | F_CUTOFF bits for a claim that matches a refusal or cutoff pattern."""
@@ -934,6 +948,10 @@ def load_rules(path: str) -> Rules:
     scorer = doc.get("scorer") if isinstance(doc.get("scorer"), dict) else {}
     pats = {k: _compile_patterns(scorer[k], where("scorer", k), "[scorer] " + k, errors)
             for k in _RULE_KEYS if k in scorer}
+    grounding = scorer.get("grounding", "strict")
+    if grounding not in GROUNDING_MODES:
+        errors.append("%s: [scorer] grounding must be one of %s, got %s" % (
+            where("scorer", "grounding"), ", ".join('"%s"' % g for g in GROUNDING_MODES), _show(grounding)))
     policies = []
     table = doc.get("policy", {})
     if not isinstance(table, dict):
@@ -961,7 +979,7 @@ def load_rules(path: str) -> Rules:
         policies.append((name, msg, compiled))
     if errors:
         raise ScoreError("\n".join(errors))
-    return Rules(pats.get("refusal_patterns", ()), pats.get("cutoff_patterns", ()), tuple(policies))
+    return Rules(pats.get("refusal_patterns", ()), pats.get("cutoff_patterns", ()), tuple(policies), grounding)
 
 
 def parse_gates_string(text: str) -> Tuple[List[Gate], Dict[str, str]]:
@@ -2207,6 +2225,11 @@ class Scorer:
         self.cost = nan * n
         self.term_cache: Dict[str, frozenset] = {}
         self.flags_seen = bytearray(n)
+        # issue 29: grounding sentence by sentence (reading 4)
+        self.grounding_on = self.rules.ground or self.rules.grounding == "sentences"
+        self.faith = nan * n                               # supported / checked sentences, per item
+        self.unsup_sents: Dict[int, List[dict]] = {}       # unsupported sentences, by item
+        self.ground_no_text: Dict[int, str] = {}           # shipped item -> a chunk id without text
         # items with a question and retrieved chunks whose texts are not all known (no context value)
         self.context_lack = bytearray(n)
         # policy_compliance is measured when a [policy.*] exists or gold names a policy rejection
@@ -2219,8 +2242,10 @@ class Scorer:
         if i in self.evidence:
             del self.evidence[i]
         if self.flags_seen[i]:       # a duplicate row replaces the earlier verdict
-            for arr in (self.answer_rel, self.context_rel, self.latency, self.cost):
+            for arr in (self.answer_rel, self.context_rel, self.latency, self.cost, self.faith):
                 arr[i] = math.nan
+            self.unsup_sents.pop(i, None)
+            self.ground_no_text.pop(i, None)
         self.flags_seen[i] = 1
         claim = (claim or "").strip()
         cits = cits or []
@@ -2286,7 +2311,30 @@ class Scorer:
                 self.context_lack[i] = 1
         if found:
             self.evidence[i] = found
+        if self.grounding_on and f & F_SHIP:
+            f = self._ground(i, f, claim, cits, ret, cited)
         self.flags[i] = f
+
+    def _ground(self, i: int, f: int, claim: str, cits, ret, cited) -> int:
+        """Issue 29: each sentence of a shipped answer against its cited chunks (retrieved
+        ones when none is cited); sets F_GMEAS / F_UNSUP, faith[i] and unsup_sents[i]."""
+        texts = []
+        for c in dict.fromkeys(cits or ret):
+            t = cited.get(c) if cited else None
+            if t is None and self.chunks is not None:
+                t = self.chunks.get(c)
+            if t is None:
+                self.ground_no_text[i] = c
+                return f
+            texts.append(t)
+        g = ground(claim, texts)
+        f |= F_GMEAS
+        if g.checked:
+            self.faith[i] = g.supported / g.checked
+        if g.unsupported:
+            f |= F_UNSUP
+            self.unsup_sents[i] = g.unsupported
+        return f
 
     def _terms(self, text: str) -> frozenset:
         t = self.term_cache.get(text)
@@ -2932,7 +2980,8 @@ def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
     return out
 
 
-EXTRA_METRICS = ("refusal_rate", "rejection_calibration", "policy_compliance", "source_policy_compliance",
+EXTRA_METRICS = ("faithfulness", "unsupported_answer_rate",
+                 "refusal_rate", "rejection_calibration", "policy_compliance", "source_policy_compliance",
                  "answer_relevance", "context_relevance", "citation_coverage", "conflict_correct_rate",
                  "staleness_correct_rate", "clarify_correct_rate", "latency_p50", "latency_p95", "cost_per_item")
 # name -> (denominator predicate, numerator predicate), like _PAIRED
@@ -2945,6 +2994,7 @@ _EXTRA_RATES = {
     "conflict_correct_rate": (_has(F_REQCONF), _has(F_OKCONF)),
     "staleness_correct_rate": (_has(F_REQSTALE), _has(F_OKSTALE)),
     "clarify_correct_rate": (_has(F_REQCLAR), _has(F_OKCLAR)),
+    "unsupported_answer_rate": (_has(F_GMEAS), _has(F_UNSUP)),
 }
 _PAIRED.update(_EXTRA_RATES)     # per-item yes/no verdicts: --baseline pairs them too
 _EMPTY_WHY = {"refusal_rate": "no items", "rejection_calibration": "no item is labelled",
@@ -2971,7 +3021,9 @@ def _extra_metrics(scorer: Scorer, idx, combos: Counter) -> Dict[str, dict]:
                 if num(f):
                     c += cnt
         m = _BY_NAME[name]
-        if name == "policy_compliance" and not scorer.policy_measured:
+        if name == "unsupported_answer_rate":
+            out[name] = _grounding_entry(scorer, idx, c, n)
+        elif name == "policy_compliance" and not scorer.policy_measured:
             out[name] = _entry(None, c, n, None, "not measured: no [policy.*] patterns in the gates file "
                                                  "and no gold policy rejection")
         elif n == 0 and m.empty is None:
@@ -2985,6 +3037,10 @@ def _extra_metrics(scorer: Scorer, idx, combos: Counter) -> Dict[str, dict]:
         total = math.fsum(vals)
         out[name] = (_entry(total / len(vals), None, len(vals), _normal_ci(total, math.fsum(v * v for v in vals), len(vals)))
                      if vals else _entry(None, None, 0, None, "not measured: " + what))
+    vals = [v for v in map(scorer.faith.__getitem__, idx) if v == v]
+    total = math.fsum(vals)
+    out["faithfulness"] = _grounding_entry(scorer, idx, None, len(vals), total / len(vals) if vals else None,
+                                           _normal_ci(total, math.fsum(v * v for v in vals), len(vals)))
     lat = sorted(v for v in map(scorer.latency.__getitem__, idx) if v == v)
     for name, p in (("latency_p50", 0.50), ("latency_p95", 0.95)):
         out[name] = (_entry(nearest_rank(lat, p), None, len(lat), None) if lat else
@@ -2993,6 +3049,24 @@ def _extra_metrics(scorer: Scorer, idx, combos: Counter) -> Dict[str, dict]:
     out["cost_per_item"] = (_entry(math.fsum(cost) / len(cost), None, len(cost), None) if cost else
                             _entry(None, None, 0, None, "not measured: no trace row carries cost"))
     return {m.name: out[m.name] for m in REGISTRY if m.name in out}
+
+
+def _grounding_entry(scorer: Scorer, idx, c, n, value=None, ci=None) -> dict:
+    """faithfulness (c None) or unsupported_answer_rate: null when grounding was not computed
+    or some shipped answer's chunk text is unknown (fail closed, like hallucination)."""
+    if not scorer.grounding_on:
+        return _entry(None, c, n, None, 'not computed: set [scorer] grounding = "sentences" in the gates file, '
+                                        'or gate faithfulness / unsupported_answer_rate (tier = "monitor" to report only)')
+    lack = [i for i in idx if i in scorer.ground_no_text]
+    if lack:
+        return _entry(None, c, n, None, "not measured: no chunk text for %d shipped answers (first: qid %s, chunk %s); "
+                      "give the trace cited_chunks or --chunks FILE" % (
+                          len(lack), scorer.gold.qids[lack[0]], scorer.ground_no_text[lack[0]]))
+    if c is None:
+        if not n:
+            return _entry(None, None, 0, None, "not measured: no shipped answer has a checked sentence")
+        return _entry(value, None, n, ci)
+    return _entry(c / n if n else 0.0, c, n, wilson(c, n))
 
 
 def _skip_gold_metrics(out: Dict[str, dict]) -> None:
@@ -3082,10 +3156,14 @@ def flag_int(s: str) -> int:
 # --------------------------------------------------------------------------- gates, regression
 
 
-def check_gates(gates, metrics: Dict[str, dict], k0: int) -> List[dict]:
+def check_gates(gates, metrics: Dict[str, dict], k0: int, grounding: str = "strict") -> List[dict]:
+    """Each gate against its metric; with [scorer] grounding = "sentences" a hallucination
+    gate checks unsupported_answer_rate (issue 29: the grounding check for generated text)."""
     results = []
     for g in gates:
         key = g.ref.key(k0)
+        if grounding == "sentences" and key == "hallucination":
+            key = "unsupported_answer_rate"
         entry = metrics.get(key)
         value = entry["value"] if entry else None
         reason = None
@@ -3293,6 +3371,15 @@ STAGES: Tuple[Stage, ...] = (
     Stage("rejection_calibration", "rejection_calibration", 0.10, False),
 )
 STAGE_ALIASES = {"groundedness": "faithfulness"}
+# Issue 29: with [scorer] grounding = "sentences" the faithfulness stage scores the metric
+# faithfulness (sentence grounding); with "strict" (default) it scores 1 - hallucination.
+STAGE_GROUNDING = {"sentences": {"faithfulness": "faithfulness"}}
+
+
+def stages_for(grounding: str = "strict") -> Tuple[Stage, ...]:
+    """STAGES with the faithfulness stage's metric chosen by [scorer] grounding."""
+    swap = STAGE_GROUNDING.get(grounding, {})
+    return tuple(s._replace(metric=swap.get(s.name, s.metric)) for s in STAGES)
 WEIGHT_SUM_TOLERANCE = 0.05     # |sum - 1| above this: normalized with a warning
 WEIGHT_MAX = 0.60               # one stage above this (after normalization): error
 GATE_STAGE_MIN = 0.05           # a gate stage below this: warning
@@ -3410,13 +3497,13 @@ def scorecard_gaps(scorer: "Scorer") -> Dict[str, str]:
 
 
 def scorecard(weights: Dict[str, float], metrics: Dict[str, dict], k0: int,
-              gaps: Optional[Dict[str, str]] = None) -> dict:
+              gaps: Optional[Dict[str, str]] = None, grounding: str = "strict") -> dict:
     """The run's stage scores and weighted overall score (unmeasured stages renormalized away;
     ``gaps``: metric -> reason for a metric that has a value but is left out, see scorecard_gaps)."""
     stages: Dict[str, dict] = {}
     used = 0.0
     acc = []
-    for s in STAGES:
+    for s in stages_for(grounding):
         ref = _stage_ref(s)
         key = ref.key(k0) if ref else s.metric
         entry = metrics.get(key) if ref else None
@@ -3447,7 +3534,7 @@ def scorecard(weights: Dict[str, float], metrics: Dict[str, dict], k0: int,
 
 
 # issue 20's per-item means: metric -> the Scorer array holding each item's value (NaN: none)
-_ITEM_MEANS = {"answer_relevance": "answer_rel", "context_relevance": "context_rel"}
+_ITEM_MEANS = {"answer_relevance": "answer_rel", "context_relevance": "context_rel", "faithfulness": "faith"}
 
 
 class ItemStages:
@@ -3462,7 +3549,7 @@ class ItemStages:
     def __init__(self, scorer: "Scorer", card: dict, weights: Dict[str, float]):
         self.scorer, self.weights = scorer, weights
         self.stages = []
-        for s in STAGES:
+        for s in stages_for(getattr(scorer.rules, "grounding", "strict")):
             if card["stages"][s.name]["effective_weight"] is None:
                 continue
             ref = _stage_ref(s)
@@ -4609,6 +4696,13 @@ def run(args) -> int:
         gates_source = "seed default"
         _note(args, "no gates file: seed 002's default gates apply (%s)" % DEFAULT_GATES)
     _check_gate_modes(gates, trec, trec_names)
+    # issue 29: grounding sentence by sentence costs a pass over each answer's sentences; it is
+    # computed only when [scorer] grounding = "sentences" or a gate / regression names it
+    named = {g.ref.metric.name for g in gates}
+    if regression:
+        named |= {r.metric.name for r, _ in regression.max_drop} | {r.metric.name for r in regression.slice_metrics}
+    if named & {"faithfulness", "unsupported_answer_rate"}:
+        rules = rules._replace(ground=True)
     weights, weight_warnings = resolve_weights(gates_file, args.weights, gates)
     if args.refusal is not None:
         if not args.refusal.strip():
@@ -4678,7 +4772,7 @@ def run(args) -> int:
             modes[mode] += cnt
     failure_modes = {m: modes[m] for m in sorted(modes, key=lambda m: (-modes[m], MODE_ORDER.index(m)))}
     k0 = ks[0]
-    gate_results = check_gates(gates, metrics, k0)
+    gate_results = check_gates(gates, metrics, k0, rules.grounding)
     fstr_cache: Dict[int, str] = {}
     item_flags = {}
     for qid, f in zip(gold.qids, flags):
@@ -4746,7 +4840,7 @@ def run(args) -> int:
                    "regression": regression_block,
                    "warnings": warnings})
     report["warnings_failed"] = sum(1 for g in gate_results if g["tier"] == "warn" and not g["pass"])
-    report["scorecard"] = scorecard(weights, metrics, k0, scorecard_gaps(scorer))
+    report["scorecard"] = scorecard(weights, metrics, k0, scorecard_gaps(scorer), rules.grounding)
     if not trec:
         report["reference_free"] = gold.unlabelled
         report["skipped_metrics"] = {name: _SKIPPED for name in skipped}
@@ -4792,6 +4886,7 @@ def _item_record(scorer: Scorer, i: int, trec: bool) -> dict:
                     "unsupported": scorer.unsupported.get(i, []) if f & F_HALL else [],
                     "recall@k": bool(f & F_REC)})
         rec.update(_extra_item(scorer, i, f))
+        rec.update(_ground_item(scorer, i, f))
     if f & F_GOLD:
         ret = {"RR": round(scorer.rr[i], 4)}
         for k in scorer.ks:
@@ -4815,6 +4910,14 @@ def _extra_item(scorer: Scorer, i: int, f: int) -> dict:
             "evidence": scorer.evidence.get(i, []), "answer_relevance": num(scorer.answer_rel),
             "context_relevance": num(scorer.context_rel), "latency_ms": num(scorer.latency),
             "cost": num(scorer.cost)}
+
+
+def _ground_item(scorer: Scorer, i: int, f: int) -> dict:
+    """Issue 29's per-item fields: null when the answer was not checked."""
+    v = scorer.faith[i]
+    return {"unsupported_answer": bool(f & F_UNSUP) if f & F_GMEAS else None,
+            "unsupported_sentences": scorer.unsup_sents.get(i, []) if f & F_UNSUP else [],
+            "faithfulness": round(v, 4) if v == v else None}
 
 
 def _item_lines(scorer: Scorer, trec: bool, stages: Optional[ItemStages] = None):
