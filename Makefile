@@ -4,7 +4,7 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed example-dask serve fit compare clean
+.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-grounding example-dask serve fit fit-grounding compare clean
 
 eval:
 	@$(PYTHON) -m mini_rag eval
@@ -47,6 +47,17 @@ bench-answer:
 fit:
 	@$(PYTHON) bench/fit_answerability.py
 	@$(PYTHON) bench/fit_answerability.py --embed
+
+# score_eval.py's grounding model (issue 29): refit on FaithBench's fit half (../shared/data/faithbench),
+# rewriting bench/grounding_fit.json; copy its "model" into score_eval.py's GROUNDING_MODEL.
+# `python3 bench/fit_grounding.py --check` refits and verifies both byte for byte.
+fit-grounding:
+	@$(PYTHON) bench/fit_grounding.py
+
+# Grounding against people's labels: FaithBench held-out and fit halves next to the 8 released
+# detectors, the strict rule and flag-all; the meta filter on refchecker; rewrites docs/grounding.md's figures.
+bench-grounding:
+	@$(PYTHON) bench/bench_grounding.py --docs
 
 bench-serve:
 	@$(PYTHON) bench/bench_serve.py

@@ -1578,8 +1578,8 @@ MAX_GROUND_SENTENCES = 200      # sentences checked per answer (the rest are not
 MAX_GROUND_CHARS = 100_000      # characters of one answer, and of one chunk, that grounding reads
 
 # Fitted by `make fit-grounding` (bench/fit_grounding.py; copied from bench/grounding_fit.json).
-GROUNDING_MODEL = {"bias": 0.084025, "threshold": 0.44,
-                   "weights": [-1.383587, 0.17244, -0.838951, -0.902614, 0.300564, -0.290671, -0.005514]}
+GROUNDING_MODEL = {"bias": -0.008456, "threshold": 0.395,
+                   "weights": [-1.437554, 0.173639, -0.788519, -0.990396, 0.028723, 0.648327, 0.005446]}
 
 # Words about the sources or the answer (not claims about the world): never required.
 META_WORDS = frozenset("""
@@ -1623,7 +1623,7 @@ _MARKER_RX = re.compile(r"\[[^\[\]\n]{1,40}\]|\u3010[^\u3010\u3011\n]{1,40}\u301
 _SOURCES_RX = re.compile(r"(?im)^\s*(?:sources?|references?|citations?)\s*:.*\Z", re.DOTALL)
 _ABBREV = frozenset("mr mrs ms dr prof st jr sr inc ltd co corp vs etc e.g i.e no nos fig approx u.s "
                     "u.k jan feb mar apr jun jul aug sep sept oct nov dec gen gov sen rep rev mt ft".split())
-_SPLIT_RX = re.compile(r"[.!?]+[\"\u201d\u2019')\]]*\s+|\n\s*\n|\n(?=\s*(?:[-*\u2022]|\d{1,2}[.)])\s)")
+_SPLIT_RX = re.compile(r"[.!?]+[\"\u201d\u2019')\]]*\s+|:\s+(?=[A-Z])|\n\s*\n|\n(?=\s*(?:[-*\u2022]|\d{1,2}[.)])\s)")
 
 
 def claim_without_markers(text: str) -> str:
@@ -1688,14 +1688,28 @@ _CLOCK = frozenset(("am", "pm", "a.m", "p.m", "gmt", "utc", "bst", "est", "pst",
 _WORD_RX = re.compile(r"[^\W\d_]+(?:[\x27\u2019-][^\W\d_]+)*")
 _NEG = frozenset("not no never none nothing nobody neither nor without cannot n't isn't aren't wasn't weren't "
                  "don't doesn't didn't won't wouldn't can't couldn't shouldn't hasn't haven't hadn't".split())
-_MODAL = {"must": "must", "shall": "must", "required": "must", "mandatory": "must", "obliged": "must",
-          "may": "may", "might": "may", "could": "may", "possibly": "may", "perhaps": "may", "optional": "may",
-          "should": "should", "recommended": "should"}
+_MODAL = {"must": "must", "shall": "must", "required": "must", "require": "must", "requires": "must",
+          "requiring": "must", "mandatory": "must", "obliged": "must", "obligatory": "must",
+          "may": "may", "might": "may", "could": "may", "possibly": "may", "possible": "may", "perhaps": "may",
+          "maybe": "may", "potential": "may", "potentially": "may", "likely": "may", "probably": "may",
+          "optional": "may", "should": "should", "recommended": "should"}
 
 
-def fold_word(w: str) -> str:
+_FOLDS: Dict[str, str] = {}
+
+
+def fold_word(word: str) -> str:
     """A word's folded form: lower case, possessive and plural / verb endings removed, a
     final e dropped ("stays" / "stay", "moved" / "moving" / "move", "studies" / "study")."""
+    got = _FOLDS.get(word)
+    if got is None:
+        if len(_FOLDS) > 200000:          # bounded: a stream of distinct words must not grow it
+            _FOLDS.clear()
+        got = _FOLDS[word] = _fold(word)
+    return got
+
+
+def _fold(w: str) -> str:
     w = _plain(w)
     if w.endswith("'s"):
         w = w[:-2]
@@ -1791,7 +1805,7 @@ class _Chunkset:
     def __init__(self, texts: List[str]):
         self.words: set = set()
         self.numbers: List[float] = []
-        self.sents: List[Tuple[frozenset, Dict[str, frozenset]]] = []
+        self.sents: List[Tuple[frozenset, Dict[str, frozenset], frozenset]] = []
         for t in texts:
             t = t[:MAX_GROUND_CHARS]
             self.numbers.extend(v for _, v, _, _ in number_values(t))
@@ -1801,7 +1815,7 @@ class _Chunkset:
                 folded = frozenset(fold_word(w) for w in low)
                 self.words |= folded
                 self.words.update(w for w in low)
-                self.sents.append((folded, _marks(low)))
+                self.sents.append((folded, _marks(sent), _neg_zone(low)))
             for w in _words(t):
                 if w in _NUM_WORDS:                # "eight silver" supports "8 silver"
                     self.numbers.append(float(_NUM_WORDS[w]))
@@ -1809,13 +1823,16 @@ class _Chunkset:
         self.words.update(_num_key(v) for v in self.numbers)
 
 
-def _marks(words: List[str]) -> Dict[str, frozenset]:
-    """Negation and modality by the word they bear on: for each negator or modal, the next
-    content word (folded) within three words gets "not" or the modal's class ("must submit"
-    -> {"submit": {"oblig"}}, "is not allowed" -> {"allow": {"not", "poss"}})."""
+def _marks(text: str) -> Dict[str, frozenset]:
+    """Negation and modality by the word they bear on: for each negator or modal (written in
+    lower case: "May" is a month or a name), the next content word (folded) within three
+    words gets "not" or the modal's class ("must submit" -> {"submit": {"must"}}, "may not
+    apply" -> {"apply": {"may", "not"}})."""
     out: Dict[str, set] = {}
+    raw = _WORD_RX.findall(text)
+    words = [_plain(w) for w in raw]
     for i, w in enumerate(words):
-        mark = "not" if w in _NEG or w.endswith("n't") else _MODAL.get(w)
+        mark = "not" if w in _NEG or w.endswith("n't") else (_MODAL.get(w) if raw[i].islower() else None)
         if mark is None:
             continue
         for v in words[i + 1:i + 4]:
@@ -1824,6 +1841,16 @@ def _marks(words: List[str]) -> Dict[str, frozenset]:
             out.setdefault(fold_word(v), set()).add(mark)
             break
     return {k: frozenset(v) for k, v in out.items()}
+
+
+def _neg_zone(words: List[str]) -> frozenset:
+    """Folded words at most five words after or two before a negator: a negation in one text
+    agrees with the other when the word it bears on lies in the other's zone."""
+    out = set()
+    for i, w in enumerate(words):
+        if w in _NEG or w.endswith("n't"):
+            out.update(fold_word(v) for v in words[max(0, i - 2):i + 6])
+    return frozenset(out)
 
 
 def _num_key(v: float) -> str:
@@ -1839,7 +1866,7 @@ def _plain(text: str) -> str:
 
 
 def _words(text: str) -> List[str]:
-    return [_plain(w) for w in _WORD_RX.findall(text)]
+    return _WORD_RX.findall(_plain(text))
 
 
 _CHUNKSETS: Dict[Tuple[str, ...], _Chunkset] = {}
@@ -1930,13 +1957,13 @@ def grounding_features(text: str, cs: _Chunkset) -> Tuple[List[float], List[str]
     bsent = None
     pair = 0.0
     if fs:
-        for words, marks in cs.sents:
+        for words, marks, zone in cs.sents:
             share = len(fs & words) / len(fs)
             if share > best:
-                best, bsent = share, (words, marks)
+                best, bsent = share, (words, marks, zone)
         pairs = [(a, b) for a, b in zip(content, content[1:]) if a != b]
         if pairs:
-            together = sum(1 for a, b in pairs if any(a in w and b in w for w, _ in cs.sents))
+            together = sum(1 for a, b in pairs if any(a in w and b in w for w, _, _ in cs.sents))
             pair = together / len(pairs)
         else:
             pair = best
@@ -1945,16 +1972,21 @@ def grounding_features(text: str, cs: _Chunkset) -> Tuple[List[float], List[str]
     # or dropped on a word both sentences have
     neg_mis = mod_mis = 0.0
     if bsent is not None and best >= ALIGNED_SHARE:
-        words, cmarks = bsent
-        smarks = _marks(_words(text))
+        words, cmarks, czone = bsent
+        smarks = _marks(text)
+        szone = _neg_zone(_words(text))
         for head in set(smarks) | set(cmarks):
             if head not in fs or head not in words:
                 continue
             a, b = smarks.get(head, frozenset()), cmarks.get(head, frozenset())
-            if ("not" in a) != ("not" in b):
+            if ("not" in a and head not in czone) or ("not" in b and head not in szone):
                 neg_mis = 1.0
                 why.append("negation of %r differs from the chunk" % head)
-            if a - {"not"} != b - {"not"}:
+            # the sentence's own modal must be the chunk's: "must" for "may" or for a plain
+            # statement, "may" for "must"; a hedge ("may", "could") on a fact the chunk
+            # states plainly claims less, not more
+            am, bm = a - {"not"}, b - {"not"}
+            if am and am != bm and not (not bm and am <= {"may"}):
                 mod_mis = 1.0
                 why.append("modality of %r differs from the chunk (%s / %s)" % (
                     head, "+".join(sorted(a - {"not"})) or "none", "+".join(sorted(b - {"not"})) or "none"))
