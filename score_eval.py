@@ -1578,8 +1578,8 @@ MAX_GROUND_SENTENCES = 200      # sentences checked per answer (the rest are not
 MAX_GROUND_CHARS = 100_000      # characters of one answer, and of one chunk, that grounding reads
 
 # Fitted by `make fit-grounding` (bench/fit_grounding.py; copied from bench/grounding_fit.json).
-GROUNDING_MODEL = {"bias": -0.008456, "threshold": 0.395,
-                   "weights": [-1.437554, 0.173639, -0.788519, -0.990396, 0.028723, 0.648327, 0.005446]}
+GROUNDING_MODEL = {"bias": -0.074126, "share_cut": 0.7, "threshold": 0.455,
+                   "weights": [-0.942962, 0.163683, -0.859015, -0.872736, 0.037434, 0.653593, 0.003601]}
 
 # Words about the sources or the answer (not claims about the world): never required.
 META_WORDS = frozenset("""
@@ -1593,6 +1593,13 @@ suggest suggests suggested explain explains explained answer answers question qu
 overall additionally also however furthermore moreover specifically specific regarding available
 retrieved refer refers referenced reference references cite cites cited writes wrote written
 """.split())
+# ... and, in a sentence that ends in a colon (it introduces a list or a summary), these too
+INTRO_WORDS = frozenset("""
+here concise brief short core key main important following below pieces piece points point topics topic
+aspects aspect parts part unrelated separate distinct different two three several overview breakdown
+extract extracted would were
+""".split())
+_DIGIT_RX = re.compile(r"\d")
 _LEADIN_RX = re.compile(
     r"^\s*(?:(?:in summary|to summarize|to summarise|in conclusion|overall|in short|additionally|also|"
     r"furthermore|moreover|however|therefore|thus|so|yes|no|sure|certainly|of course)\s*,\s*)*"
@@ -1615,7 +1622,8 @@ _META_SENT_RX = re.compile(
     r"do not|don[\x27\u2019]t) (?:find|see|locate|determine|answer|tell|confirm|say|know|provide)\b|"
     r"\b(?:cannot|can[\x27\u2019]t|can not) be (?:determined|answered|found|confirmed)\b|"
     r"\b(?:is|are) not (?:mentioned|specified|stated|provided|given|included|discussed) in\b|"
-    r"\bhere (?:is|are) (?:a |the )?(?:summary|answer|overview|key points?)\b", re.IGNORECASE)
+    r"\bhere(?: is|[\x27\u2019]s| are) (?:a |an |the |my )?(?:[a-z]+ )?(?:[a-z]+ )?(?:summary|summaries|answer|"
+    r"overview|key points?|main points?|breakdown|response)\b", re.IGNORECASE)
 # contrastive connectors: a declining clause before or after one is set aside, the rest checked
 _CLAUSE_RX = re.compile(r",?\s*\b(?:but|however|although|though|yet|whereas)\b,?\s*|;\s*", re.IGNORECASE)
 _LISTNUM_RX = re.compile(r"(?m)^\s*(?:[-*\u2022]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+")
@@ -1752,8 +1760,8 @@ def number_values(text: str) -> List[Tuple[str, float, int, str]]:
     content words (they are often not quantities: "one of the ...")."""
     out = []
     for m in _ISO_RX.finditer(text):
-        for g in (1, 2, 3):
-            out.append((m.group(0), float(m.group(g)), len(m.group(g).lstrip("0")) or 1, ""))
+        for g, unit in ((1, ""), (2, "month"), (3, "")):
+            out.append((m.group(0), float(m.group(g)), len(m.group(g).lstrip("0")) or 1, unit))
     text = _ISO_RX.sub(" ", text)
     for m in _TIME_RX.finditer(text):                  # 2:00 pm is the hour 2 (and 30 minutes)
         out.append((m.group(0), float(m.group(1)), len(m.group(1)), "time"))
@@ -1816,9 +1824,11 @@ class _Chunkset:
                 self.words |= folded
                 self.words.update(w for w in low)
                 self.sents.append((folded, _marks(sent), _neg_zone(low)))
-            for w in _words(t):
-                if w in _NUM_WORDS:                # "eight silver" supports "8 silver"
-                    self.numbers.append(float(_NUM_WORDS[w]))
+            for w in _WORD_RX.findall(t):
+                low = _plain(w)
+                if low in _NUM_WORDS:              # "eight silver" supports "8 silver"
+                    self.numbers.append(float(_NUM_WORDS[low]))
+
         self.numbers = sorted(set(self.numbers))
         self.words.update(_num_key(v) for v in self.numbers)
 
@@ -1884,12 +1894,16 @@ def chunkset(texts: List[str]) -> _Chunkset:
 
 
 def meta_kind(sentence: str) -> Optional[str]:
-    """Why a sentence is set aside (it talks only about the answer or the sources), or None."""
+    """Why a sentence is set aside (it talks only about the answer or the sources), or None.
+    A sentence ending in a colon introduces what follows: it is meta when its words are
+    words about the answer (INTRO_WORDS too: "Here is a concise summary of the passage:")."""
     if _META_SENT_RX.search(sentence):
         return "meta"
     rest = _LEADIN_RX.sub("", sentence, count=1)
-    words = [w for w in _words(rest) if w not in STOPWORDS and w not in META_WORDS and len(w) > 1]
-    if not words and not number_values(rest):
+    intro = rest.rstrip().endswith(":")
+    words = [w for w in _words(rest) if w not in STOPWORDS and w not in META_WORDS and len(w) > 1
+             and not (intro and w in INTRO_WORDS)]
+    if not words and not _DIGIT_RX.search(rest):
         return "meta"
     return None
 
@@ -1921,8 +1935,10 @@ def grounding_features(text: str, cs: _Chunkset) -> Tuple[List[float], List[str]
     checked sentence against the chunks' support."""
     missing: List[str] = []
     why: List[str] = []
-    for raw, value, sig, _ in number_values(text):
-        if not _number_supported(value, sig, cs.numbers):
+    for raw, value, sig, unit in number_values(text):
+        if unit == "month" and any(cs.words.__contains__(m) for m, v in _MONTHS.items() if v == value):
+            continue                               # 2021-03-05 and "March 5, 2021"
+        if not _number_supported(value, sig, cs.numbers) and raw not in missing:
             missing.append(raw)
     stripped = _NUM_RX.sub(" ", text)
     toks = _WORD_RX.findall(stripped)
@@ -2035,11 +2051,14 @@ def ground(claim: str, texts: List[str], model: Optional[dict] = None) -> Ground
         feats, missing, unsup, flips = grounding_features(text, cs)
         support = 1.0 - _model_score(feats, model)
         checked += 1
-        if missing or flips or support <= 1.0 - model["threshold"]:
+        mostly = feats[0] > model["share_cut"]
+        if missing or flips or mostly or support <= 1.0 - model["threshold"]:
             why = []
             if missing:
                 why.append("%s found in no chunk" % ", ".join(missing[:10]))
             why.extend(flips[:3])
+            if mostly:
+                why.append("%d of its %d content words found in no chunk" % (round(feats[1]), round(feats[6])))
             if support <= 1.0 - model["threshold"]:
                 why.append("support %.3f at or below %s" % (support, _fmt_num(round(1.0 - model["threshold"], 4))))
             bad.append({"sentence": sent[:300], "support": round(support, 4), "missing": missing[:10],

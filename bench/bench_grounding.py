@@ -129,6 +129,20 @@ def render(results: dict) -> str:
                 name, s["n"], _pct(s["balanced_accuracy"]), _pct(s["f1"]), _pct(s["precision"]),
                 _pct(s["recall"]), _pct(s["flagged"])))
         out.append("")
+    fit = results.get("fitted")
+    if fit:
+        out.append("### What people flag (fit half, from their spans; bench/grounding_fit.json)\n")
+        out.append("| checked sentence with ... | sentences | share flagged by people |")
+        out.append("|---|---:|---:|")
+        for kind, v in fit["mismatch_kinds_fit_half"].items():
+            out.append("| %s | %d | %s |" % (kind, v["sentences"], "-" if v["flagged_share"] is None
+                                              else "%.3f" % v["flagged_share"]))
+        out.append("")
+        out.append("All checked sentences of the fit half: %d, flagged %d (%.3f). Model: %s."
+                   % (fit["data"]["checked_sentences"], fit["data"]["flagged_sentences"],
+                      fit["data"]["flagged_sentences"] / fit["data"]["checked_sentences"],
+                      json.dumps(fit["model"], sort_keys=True)))
+        out.append("")
     c = results["cost"]
     out.append("Cost on the held-out half (best of 3, one core): grounding %d us per answer, the strict rule %d us."
                % (c["grounding_us_per_answer"], c["strict_us_per_answer"]))
@@ -159,6 +173,9 @@ def main(argv=None) -> int:
         return 0
     results = {half: table(fg.load(args.data, half)) for half in ("held", "fit")}
     results["cost"] = cost(fg.load(args.data, "held"))
+    if os.path.isfile(fg.OUT):
+        with open(fg.OUT, encoding="utf-8") as fh:
+            results["fitted"] = json.load(fh)
     if os.path.isfile(args.refchecker):
         results["meta"] = meta_stats(args.refchecker)
     text = render(results)

@@ -15,10 +15,12 @@ half (400 summaries), N odd the held-out half (350), which this script never rea
 2. A logistic regression (L2 ``--l2``, Newton's method, standard library) of that label on
    GROUND_FEATURES gives the weights: the score of a sentence is the fitted probability that
    people flag it.
-3. The threshold: a summary is unsupported when one of its checked sentences has a number
-   or a name found in the source, or a score at or above the threshold; the threshold is
+3. The thresholds: a summary is unsupported when one of its checked sentences has a number
+   or a name found in no chunk, a changed negation or modality, more than ``share_cut`` of
+   its content words found in no chunk, or a score at or above ``threshold``; the pair is
    the one of best balanced accuracy of that per-summary verdict against ``hallucinated``
-   on the fit half (grid 0.100, 0.105, ..., 0.995; ties: the lowest).
+   on the fit half (share_cut in SHARE_CUTS, threshold in 0.100, 0.105, ..., 0.995; ties:
+   the first in that order).
 4. What kind of mismatch matters, from the spans (reported, fit half): for each kind of word
    found in no chunk (number, name, other content word) and for negation / modality
    mismatches, the share of occurrences inside a flagged span.
@@ -46,6 +48,7 @@ DATA = os.path.join(os.path.dirname(ROOT), "shared", "data", "faithbench", "fait
 OUT = os.path.join(ROOT, "bench", "grounding_fit.json")
 COMMAND = "make fit-grounding  (python3 bench/fit_grounding.py)"
 FLAGGED = ("Questionable", "Unwanted")
+SHARE_CUTS = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5)      # 1.0: off (a share is never above 1)
 GRID = [round(0.1 + 0.005 * i, 3) for i in range(180)]
 
 
@@ -149,8 +152,10 @@ def scores(labels, preds) -> dict:
 def verdicts(data, model):
     """Per summary: unsupported (a missing number / name, or a score >= threshold)."""
     out = []
+    share = se.GROUND_FEATURES.index("unsupported_share")
     for _, sents in data:
-        out.append(any(m or se._model_score(f, model) >= model["threshold"] for f, m, _, _ in sents))
+        out.append(any(m or f[share] > model["share_cut"] or se._model_score(f, model) >= model["threshold"]
+                       for f, m, _, _ in sents))
     return out
 
 
@@ -189,15 +194,16 @@ def fit(path: str, l2: float) -> dict:
     xs = [f for _, sents in data for f, _, _, _ in sents]
     ys = [1.0 if flagged else 0.0 for _, sents in data for _, _, flagged, _ in sents]
     bias, weights = fit_logistic(xs, ys, l2)
-    model = {"bias": round(bias, 6), "weights": [round(w, 6) for w in weights], "threshold": 0.5}
+    model = {"bias": round(bias, 6), "weights": [round(w, 6) for w in weights], "threshold": 0.5, "share_cut": 1.0}
     labels = [y for y, _ in data]
     best = None
-    for t in GRID:
-        model["threshold"] = t
-        ba = scores(labels, verdicts(data, model))["balanced_accuracy"]
-        if best is None or ba > best[0]:
-            best = (ba, t)
-    model["threshold"] = best[1]
+    for cut in SHARE_CUTS:
+        for t in GRID:
+            model["threshold"], model["share_cut"] = t, cut
+            ba = scores(labels, verdicts(data, model))["balanced_accuracy"]
+            if best is None or ba > best[0]:
+                best = (ba, t, cut)
+    model["threshold"], model["share_cut"] = best[1], best[2]
     return {
         "what": "score_eval.py GROUNDING_MODEL: logistic score of a checked sentence (probability that people "
                 "flag it) over GROUND_FEATURES, and the threshold of the per-answer verdict",
