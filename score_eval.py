@@ -1626,6 +1626,7 @@ _META_SENT_RX = re.compile(
     r"overview|key points?|main points?|breakdown|response)\b", re.IGNORECASE)
 # contrastive connectors: a declining clause before or after one is set aside, the rest checked
 _CLAUSE_RX = re.compile(r",?\s*\b(?:but|however|although|though|yet|whereas)\b,?\s*|;\s*", re.IGNORECASE)
+_ENUM_RX = re.compile(r"^\(?\d{1,2}[.)]\s+")          # a list number that opens a sentence
 _LISTNUM_RX = re.compile(r"(?m)^\s*(?:[-*\u2022]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+")
 _MARKER_RX = re.compile(r"\[[^\[\]\n]{1,40}\]|\u3010[^\u3010\u3011\n]{1,40}\u3011|<sup>[^<>]{1,20}</sup>")
 _SOURCES_RX = re.compile(r"(?im)^\s*(?:sources?|references?|citations?)\s*:.*\Z", re.DOTALL)
@@ -1654,6 +1655,9 @@ def split_sentences(text: str) -> List[Tuple[int, int]]:
         last = word[-1].lower().rstrip(".") if word else ""
         if text[end:end + 1] == "." and (last in _ABBREV or (len(last) == 1 and last.isalpha())):
             continue
+        if text[end:end + 1] in ".)" and last.isdigit() and len(last) <= 2 and text[start:end].strip() == last:
+            continue                                   # "2. Corrective action ...": a list number
+
         if m.end() < n and text[m.end()].islower() and text[end:end + 1] == ".":
             continue
         if text[start:m.end()].strip():
@@ -2026,7 +2030,7 @@ def answer_sentences(claim: str) -> List[Tuple[int, int, str, Optional[str]]]:
     body = _LISTNUM_RX.sub(_blank, body)
     out = []
     for s, e in split_sentences(body)[:MAX_GROUND_SENTENCES]:
-        sent = " ".join(body[s:e].split())
+        sent = _ENUM_RX.sub("", " ".join(body[s:e].split()))
         out.append((s, e, sent, checked_text(sent)))
     return out
 

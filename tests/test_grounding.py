@@ -94,6 +94,9 @@ CASES = [
      [True], None),
     ([FEE], "I could not find the exact start date, but the passage says the monthly fee is $19.60.",
      [False], "$19.60"),
+    # an inline numbered list: the list numbers are not numbers of the claim
+    (["The quality system has a corrective action (CAPA) process and a change management process."],
+     "1. Corrective action (CAPA) process. 2. Change management process.", [True, True], None),
     # citation markers and a sources list are not claims
     ([REFUND], "Refunds are accepted within 30 days [1].\n\nSources: [1] refund-policy.pdf", [True], None),
 ]
