@@ -1995,7 +1995,7 @@ def grounding_features(text: str, cs: _Chunkset) -> Tuple[List[float], List[str]
         words, cmarks, czone = bsent
         smarks = _marks(text)
         szone = _neg_zone(_words(text))
-        for head in set(smarks) | set(cmarks):
+        for head in sorted(set(smarks) | set(cmarks)):      # sorted: the same words in the same order
             if head not in fs or head not in words:
                 continue
             a, b = smarks.get(head, frozenset()), cmarks.get(head, frozenset())

@@ -117,6 +117,15 @@ class SentenceVerdicts(unittest.TestCase):
                     self.assertTrue(bad["sentence"] and bad["sentence"] in " ".join(answer.split()))
                     self.assertTrue(bad["why"])
 
+    def test_deterministic_across_hash_seeds(self):
+        import subprocess
+        code = ("import json, sys; sys.path.insert(0, %r); sys.path.insert(0, %r); import score_eval as se; "
+                "import test_grounding as t; print(json.dumps([se.ground(a, c) for c, a, _, _ in t.CASES]))"
+                % (str(ROOT), str(ROOT / "tests")))
+        outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                               env=dict(os.environ, PYTHONHASHSEED=seed)).stdout for seed in ("1", "2", "3")}
+        self.assertEqual(len(outs), 1)
+
     def test_negation_and_modality_are_explained(self):
         g = se.ground("Null keys are allowed in the map.", [KEYS])
         self.assertIn("negation of 'allow'", g.unsupported[0]["why"])
