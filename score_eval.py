@@ -92,6 +92,7 @@ MAX_K = 10000                         # largest rank cutoff for --k and metric n
 TMP_SUFFIX = ".ragtmp"                # temp files of an atomic write: .<name>.<pid>.<random>.ragtmp
 EXIT_PASS, EXIT_GATE, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 _LIMITS = {"line_bytes": MAX_LINE_BYTES}   # this run's values (main sets them from the options)
+_GROUNDING = {"mode": "strict"}            # this run's [scorer] grounding (the failure label follows it)
 
 # Words that carry no claim of their own; everything else of >= 3 letters in a shipped claim
 # must occur in a cited chunk.  Negations (no, not, never) are deliberately NOT here: a claim
@@ -3133,7 +3134,8 @@ def _skip_gold_metrics(out: Dict[str, dict]) -> None:
 
 # Severity order: an item's primary failure mode is its first label in this order.
 MODE_ORDER = ("missing_trace", "policy_violation", "source_policy_violation", "training_cutoff_excuse",
-              "under_refusal", "false_acceptance", "citation_not_retrieved", "hallucination", "retrieval_miss",
+              "under_refusal", "false_acceptance", "citation_not_retrieved", "hallucination", "unsupported_answer",
+              "retrieval_miss",
               "over_refusal", "false_rejection", "conflict_not_surfaced", "staleness_not_detected",
               "clarification_missed", "required_citation_missing", "citation_miss", "claim_miss",
               "decision_mismatch")
@@ -3153,8 +3155,11 @@ def all_modes(f: int, trec: bool) -> List[str]:
                 out.append("under_refusal")
             if f & F_NOTRET:
                 out.append("citation_not_retrieved")
-            if f & F_HALL:
+            # issue 29: the label follows [scorer] grounding, like the hallucination gate
+            if f & F_HALL and _GROUNDING["mode"] != "sentences":
                 out.append("hallucination")
+            if f & F_UNSUP:
+                out.append("unsupported_answer")
             if f & F_ANS and not f & F_HIT:
                 out.append("citation_miss")
             if f & F_ANS and not f & F_CONT:
@@ -4737,6 +4742,7 @@ def run(args) -> int:
         refusal, file_gates, regression = load_gates_file(gates_file, section)
         gates_source = gates_file
     rules = load_rules(gates_file) if gates_file is not None else Rules()
+    _GROUNDING["mode"] = rules.grounding
     if no_gates:
         gates, shown, gates_source = [], {}, "none"
     elif args.gates is not None:

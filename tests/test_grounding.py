@@ -243,6 +243,10 @@ class Scorer(unittest.TestCase):
         gate = [g for g in rep["gate_results"] if g["gate"] == "hallucination"][0]
         self.assertEqual((gate["metric"], gate["value"], gate["pass"]), ("unsupported_answer_rate", round(1 / 3, 4), False))
         self.assertEqual(code, 1, err)
+        # the failure label follows the gate: unsupported_answer, not the strict hallucination
+        self.assertEqual(items["Q2"]["failure_mode"], "unsupported_answer")
+        self.assertNotIn("hallucination", items["Q1"]["labels"])
+        self.assertEqual(rep["failure_modes"].get("unsupported_answer"), 1)
         # the scorecard's faithfulness stage scores the faithfulness metric
         self.assertEqual(rep["scorecard"]["stages"]["faithfulness"]["metric"], "faithfulness")
 
@@ -255,6 +259,7 @@ class Scorer(unittest.TestCase):
         self.assertIsNone(rep["metrics"]["unsupported_answer_rate"]["value"])
         self.assertIn("not computed", rep["metrics"]["faithfulness"]["reason"])
         self.assertIsNone(items["Q2"]["unsupported_answer"])
+        self.assertIn("hallucination", items["Q1"]["labels"])      # strict: "based", "passages", "provided"
         # a gate that names it computes it, strict mode or not
         code, rep, err, items = self.run_score(self.gates("strict", 'faithfulness = { tier = "monitor" }\n'))
         self.assertEqual(rep["metrics"]["unsupported_answer_rate"]["count"], 1)
