@@ -142,11 +142,11 @@ def scores(labels, preds) -> dict:
     tp, fp, tn, fn = confusion(labels, preds)
     tpr = tp / (tp + fn) if tp + fn else 0.0
     tnr = tn / (tn + fp) if tn + fp else 0.0
-    return {"n": len(labels), "balanced_accuracy": round((tpr + tnr) / 2, 4),
-            "f1": round(2 * tp / (2 * tp + fp + fn), 4) if tp else 0.0,
-            "precision": round(tp / (tp + fp), 4) if tp + fp else 0.0, "recall": round(tpr, 4),
-            "accuracy": round((tp + tn) / len(labels), 4) if labels else 0.0,
-            "flagged": round((tp + fp) / len(labels), 4) if labels else 0.0}
+    return {"n": len(labels), "balanced_accuracy": round((tpr + tnr) / 2, 6),
+            "f1": round(2 * tp / (2 * tp + fp + fn), 6) if tp else 0.0,
+            "precision": round(tp / (tp + fp), 6) if tp + fp else 0.0, "recall": round(tpr, 6),
+            "accuracy": round((tp + tn) / len(labels), 6) if labels else 0.0,
+            "flagged": round((tp + fp) / len(labels), 6) if labels else 0.0}
 
 
 def verdicts(data, model):
@@ -185,7 +185,7 @@ def mismatch_table(data):
             for k in hit or ["no mismatch of these kinds"]:
                 kinds[k][0] += 1
                 kinds[k][1] += flagged
-    return {k: {"sentences": n, "flagged_share": round(c / n, 4) if n else None} for k, (n, c) in kinds.items()}
+    return {k: {"sentences": n, "flagged_share": round(c / n, 6) if n else None} for k, (n, c) in kinds.items()}
 
 
 def fit(path: str, l2: float) -> dict:
