@@ -1579,8 +1579,8 @@ MAX_GROUND_SENTENCES = 200      # sentences checked per answer (the rest are not
 MAX_GROUND_CHARS = 100_000      # characters of one answer, and of one chunk, that grounding reads
 
 # Fitted by `make fit-grounding` (bench/fit_grounding.py; copied from bench/grounding_fit.json).
-GROUNDING_MODEL = {"bias": -0.074126, "share_cut": 0.7, "threshold": 0.455,
-                   "weights": [-0.942962, 0.163683, -0.859015, -0.872736, 0.037434, 0.653593, 0.003601]}
+GROUNDING_MODEL = {"bias": -0.077089, "share_cut": 0.7, "threshold": 0.455,
+                   "weights": [-0.945472, 0.164798, -0.852188, -0.865722, 0.035412, 0.653727, 0.003054]}
 
 # Words about the sources or the answer (not claims about the world): never required.
 META_WORDS = frozenset("""
@@ -1602,17 +1602,17 @@ extract extracted would were
 """.split())
 _DIGIT_RX = re.compile(r"\d")
 _LEADIN_RX = re.compile(
-    r"^\s*(?:(?:in summary|to summarize|to summarise|in conclusion|overall|in short|additionally|also|"
-    r"furthermore|moreover|however|therefore|thus|so|yes|no|sure|certainly|of course)\s*,\s*)*"
+    r"^ ?(?:(?:in summary|to summarize|to summarise|in conclusion|overall|in short|additionally|also|"
+    r"furthermore|moreover|however|therefore|thus|so|yes|no|sure|certainly|of course), )*"
     r"(?:(?:based (?:on|upon)|according to|as (?:stated|mentioned|described|noted|shown|indicated) in|"
     r"from|per|in|given) (?:the |these |this |those |my )?(?:provided |given |available |retrieved |above |"
     r"following |information in the |information (?:provided |given )?(?:in|from) the )?"
     r"(?:passages?|context|contexts|documents?|sources?|texts?|excerpts?|articles?|information|snippets?|"
-    r"search results?|results?)(?: provided| given| above| available| retrieved)?\s*[,:]?\s*)?"
+    r"search results?|results?)(?: provided| given| above| available| retrieved)? ?[,:]? ?)?"
     r"(?:(?:the |this |these )?(?:passages?|context|documents?|sources?|texts?|excerpts?|articles?|summary)"
     r"(?: provided| given| above)? (?:also )?(?:says?|states?|mentions?|notes?|explains?|indicates?|"
     r"suggests?|describes?|reports?|shows?|highlights?|discusses?|provides? information (?:about|on)|"
-    r"is about|talks about|tells us)(?: that)?\s*[,:]?\s*)?", re.IGNORECASE)
+    r"is about|talks about|tells us)(?: that)? ?[,:]? ?)?", re.IGNORECASE)
 _META_SENT_RX = re.compile(
     r"\b(?:passages?|context|documents?|sources?|texts?|excerpts?|articles?|information)\b"
     r"(?: provided| given| available| retrieved| above)? (?:does|do|did) (?:not|n[\x27\u2019]t) "
@@ -1626,14 +1626,15 @@ _META_SENT_RX = re.compile(
     r"\bhere(?: is|[\x27\u2019]s| are) (?:a |an |the |my )?(?:[a-z]+ )?(?:[a-z]+ )?(?:summary|summaries|answer|"
     r"overview|key points?|main points?|breakdown|response)\b", re.IGNORECASE)
 # contrastive connectors: a declining clause before or after one is set aside, the rest checked
-_CLAUSE_RX = re.compile(r",?\s*\b(?:but|however|although|though|yet|whereas)\b,?\s*|;\s*", re.IGNORECASE)
-_ENUM_RX = re.compile(r"^\(?\d{1,2}[.)]\s+")          # a list number that opens a sentence
-_LISTNUM_RX = re.compile(r"(?m)^\s*(?:[-*\u2022]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+")
+_CLAUSE_RX = re.compile(r",? ?\b(?:but|however|although|though|yet|whereas)\b,? ?|; ?", re.IGNORECASE)
+_ENUM_RX = re.compile(r"^\(?\d{1,2}[.)] ")          # a list number that opens a sentence
+_LISTNUM_RX = re.compile(r"(?m)^[ \t]{0,8}(?:[-*\u2022]|\(?\d{1,2}[.)]|\(?[a-z][.)])[ \t]{1,8}")
 _MARKER_RX = re.compile(r"\[[^\[\]\n]{1,40}\]|\u3010[^\u3010\u3011\n]{1,40}\u3011|<sup>[^<>]{1,20}</sup>")
-_SOURCES_RX = re.compile(r"(?im)^\s*(?:sources?|references?|citations?)\s*:.*\Z", re.DOTALL)
+_SOURCES_RX = re.compile(r"(?im)^[ \t]{0,8}(?:sources?|references?|citations?)[ \t]{0,8}:.*\Z", re.DOTALL)
 _ABBREV = frozenset("mr mrs ms dr prof st jr sr inc ltd co corp vs etc e.g i.e no nos fig approx u.s "
                     "u.k jan feb mar apr jun jul aug sep sept oct nov dec gen gov sen rep rev mt ft".split())
-_SPLIT_RX = re.compile(r"[.!?]+[\"\u201d\u2019')\]]*\s+|:\s+(?=[A-Z])|\n\s*\n|\n(?=\s*(?:[-*\u2022]|\d{1,2}[.)])\s)")
+_SPLIT_RX = re.compile(r"[.!?]{1,8}[\"\u201d\u2019')\]]{0,4}\s+|:[ \t\n]{1,8}(?=[A-Z])|\n[ \t]{0,8}\n|"
+                       r"\n(?=[ \t]{0,8}(?:[-*\u2022]|\d{1,2}[.)])\s)")
 
 
 def claim_without_markers(text: str) -> str:
@@ -1692,7 +1693,7 @@ _UNITS = {"$": "usd", "usd": "usd", "dollar": "usd", "dollars": "usd", "\u00a3":
           "min": "minute", "day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month",
           "months": "month", "year": "year", "years": "year", "yr": "year", "yrs": "year"}
 _NUM_RX = re.compile(
-    r"(?P<cur>[$\u00a3\u20ac\u00a5])?\s?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    r"(?P<cur>[$\u00a3\u20ac\u00a5])?\s?(?P<num>\d{1,3}(?:,\d\d\d)+(?:\.\d+)?|\d+(?:\.\d+)?)"
     r"(?:\s?(?P<pct>%|percent\b|per cent\b))?(?:\s?(?P<scale>thousand|million|billion|trillion|bn|mn|tn|k|m|b)\b)?",
     re.IGNORECASE)
 _ISO_RX = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
