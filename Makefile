@@ -4,7 +4,7 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean bench-refusal eval-seed bench-doctree
+.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean bench-refusal eval-seed bench-doctree bench-grounding fit-grounding
 
 eval:
 	@$(PYTHON) -m mini_rag eval
@@ -64,6 +64,16 @@ fit:
 # the document reader on Markdown/MyST and reST nobody here wrote (bench/doctree/README.md).
 bench-doctree:
 	@$(PYTHON) bench/doctree/bench_doctree.py
+# score_eval.py's grounding model (issue 29): refit on FaithBench's fit half (../shared/data/faithbench),
+# rewriting bench/grounding_fit.json; copy its "model" into score_eval.py's GROUNDING_MODEL.
+# `python3 bench/fit_grounding.py --check` refits and verifies both byte for byte.
+fit-grounding:
+	@$(PYTHON) bench/fit_grounding.py
+
+# Grounding against people's labels: FaithBench held-out and fit halves next to the 8 released
+# detectors, the strict rule and flag-all; the meta filter on refchecker; rewrites docs/grounding.md's figures.
+bench-grounding:
+	@$(PYTHON) bench/bench_grounding.py --docs
 
 bench-serve:
 	@$(PYTHON) bench/bench_serve.py

@@ -92,6 +92,7 @@ MAX_K = 10000                         # largest rank cutoff for --k and metric n
 TMP_SUFFIX = ".ragtmp"                # temp files of an atomic write: .<name>.<pid>.<random>.ragtmp
 EXIT_PASS, EXIT_GATE, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 _LIMITS = {"line_bytes": MAX_LINE_BYTES}   # this run's values (main sets them from the options)
+_GROUNDING = {"mode": "strict"}            # this run's [scorer] grounding (the failure label follows it)
 
 # Words that carry no claim of their own; everything else of >= 3 letters in a shipped claim
 # must occur in a cited chunk.  Negations (no, not, never) are deliberately NOT here: a claim
@@ -215,6 +216,18 @@ REGISTRY: Tuple[Metric, ...] = (
     M("hallucination", "rate", "lower",
       "shipped claims with no citation, a citation outside retrieved_ids, or a number or "
       "content word (>= 3 letters, not a stopword) found in no cited chunk's text / |S|",
+      "answer_json, retrieved_ids, cited_chunks or --chunks",
+      "0.0 when nothing shipped; null (gate fails) without chunk text", 0.0, gold=False),
+    # Issue 29: grounding of generated text, sentence by sentence (reading 4).  Computed when
+    # [scorer] grounding = "sentences" or a gate / regression names one of them.
+    M("faithfulness", "mean", "higher",
+      "supported sentences / checked sentences of a shipped answer (meta sentences set aside; each "
+      "sentence matched to the cited chunks, the retrieved ones when none is cited), mean over shipped "
+      "answers with a checked sentence", "answer_json, retrieved_ids, cited_chunks or --chunks",
+      "null when no shipped answer has a checked sentence, or without chunk text", None, gold=False),
+    M("unsupported_answer_rate", "rate", "lower",
+      "shipped answers with at least one unsupported sentence (a number or name found in no chunk, "
+      "negation or modality changed, or a support score at or below the fitted bar) / checked answers",
       "answer_json, retrieved_ids, cited_chunks or --chunks",
       "0.0 when nothing shipped; null (gate fails) without chunk text", 0.0, gold=False),
     M("citation_validity", "rate", "higher",
@@ -741,10 +754,10 @@ def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate],
     scorer = doc.get("scorer", {})
     if isinstance(scorer, dict):
         for key, val in scorer.items():
-            if key in _RULE_KEYS:      # read by load_rules
+            if key in _RULE_KEYS or key == "grounding":      # read by load_rules
                 continue
             if key != "refusal":
-                errors.append("%s: unknown [scorer] key %r; known: refusal, refusal_patterns, cutoff_patterns, refusal_reader, got %s" % (where("scorer", key), key, _show(val)))
+                errors.append("%s: unknown [scorer] key %r; known: refusal, refusal_patterns, cutoff_patterns, refusal_reader, grounding, got %s" % (where("scorer", key), key, _show(val)))
             elif not isinstance(val, str) or not val.strip():
                 errors.append("%s: [scorer] refusal must be a non-empty string, got %s" % (where("scorer", key), _show(val)))
             else:
@@ -856,6 +869,8 @@ class Rules(NamedTuple):
     cutoff: tuple = ()
     policies: tuple = ()      # (name, message, ((source, regex), ...)), in file order
     reader: str = "builtin"
+    grounding: str = "strict"  # issue 29: what a hallucination gate checks ("strict" | "sentences")
+    ground: bool = False       # grounding computed although grounding = "strict" (a gate names it)
 
     def refuses(self, claim: str) -> int:
         """F_PROSE | F_CUTOFF bits for a claim that matches a refusal or cutoff pattern."""
@@ -961,6 +976,10 @@ def load_rules(path: str) -> Rules:
     if reader not in READERS:
         errors.append("%s: [scorer] refusal_reader must be one of %s, got %s"
                       % (where("scorer", "refusal_reader"), ", ".join('"%s"' % r for r in READERS), _show(reader)))
+    grounding = scorer.get("grounding", "strict")
+    if grounding not in GROUNDING_MODES:
+        errors.append("%s: [scorer] grounding must be one of %s, got %s" % (
+            where("scorer", "grounding"), ", ".join('"%s"' % g for g in GROUNDING_MODES), _show(grounding)))
     policies = []
     table = doc.get("policy", {})
     if not isinstance(table, dict):
@@ -988,7 +1007,7 @@ def load_rules(path: str) -> Rules:
         policies.append((name, msg, compiled))
     if errors:
         raise ScoreError("\n".join(errors))
-    return Rules(pats.get("refusal_patterns", ()), pats.get("cutoff_patterns", ()), tuple(policies), reader)
+    return Rules(pats.get("refusal_patterns", ()), pats.get("cutoff_patterns", ()), tuple(policies), reader, grounding)
 
 
 def parse_gates_string(text: str) -> Tuple[List[Gate], Dict[str, str]]:
@@ -2316,6 +2335,519 @@ def match_answer(response: str, golds, question: Optional[str] = None,
 
 
 # ---- reading 4: sentences, meta-language and grounding
+# A generated answer is checked sentence by sentence (issue 29).  Each sentence, without
+# citation markers, list numbers and lead-ins about the sources ("Based on the passages
+# provided, ..."), is set aside when it only talks about the answer or the sources (meta:
+# "The context does not mention X", "I hope this helps"; a clause of it declining to answer,
+# "I could not find X, but ...", is set aside and the rest is checked); every other sentence
+# is matched, order-insensitively, against the texts of the cited chunks (the retrieved ones
+# when none is cited).  Support is lexical and explainable (grounding_features): content
+# words with word forms folded (fold_word), numbers / amounts / dates / units normalised
+# (number_values) and required, capitalised names required, negation and modality compared
+# with the chunk sentence that supports the sentence best.  A number or a name found in no
+# chunk makes the sentence unsupported whatever its score; otherwise the sentence is
+# unsupported when GROUNDING_MODEL's logistic score (probability that people would flag it)
+# reaches its threshold.  The weights and the threshold are fitted on the fit half of
+# FaithBench (people's hallucination spans) by ``make fit-grounding``
+# (bench/fit_grounding.py, which writes bench/grounding_fit.json; ``--check`` refits and
+# verifies the numbers below byte for byte).  Figures: docs/grounding.md.
+
+GROUNDING_MODES = ("strict", "sentences")
+MAX_GROUND_SENTENCES = 200      # sentences checked per answer (the rest are not read)
+MAX_GROUND_CHARS = 100_000      # characters of one answer, and of one chunk, that grounding reads
+
+# Fitted by `make fit-grounding` (bench/fit_grounding.py; copied from bench/grounding_fit.json).
+GROUNDING_MODEL = {"bias": -0.077089, "share_cut": 0.7, "threshold": 0.455,
+                   "weights": [-0.945472, 0.164798, -0.852188, -0.865722, 0.035412, 0.653727, 0.003054]}
+
+# Words about the sources or the answer (not claims about the world): never required.
+META_WORDS = frozenset("""
+passage passages text texts article articles context contexts document documents source sources
+excerpt excerpts snippet snippets summary summarize summarise summarizes summarises summarized summarised
+information info provided provide provides providing given mention mentions mentioned mentioning
+discuss discusses discussed discussing state states stated stating says said say according based
+describe describes described describing detail details detailed highlight highlights highlighted
+note notes noted noting indicate indicates indicated indicating report reports reported reporting
+suggest suggests suggested explain explains explained answer answers question questions therefore
+overall additionally also however furthermore moreover specifically specific regarding available
+retrieved refer refers referenced reference references cite cites cited writes wrote written
+""".split())
+# ... and, in a sentence that ends in a colon (it introduces a list or a summary), these too
+INTRO_WORDS = frozenset("""
+here concise brief short core key main important following below pieces piece points point topics topic
+aspects aspect parts part unrelated separate distinct different two three several overview breakdown
+extract extracted would were
+""".split())
+_LEADIN_RX = re.compile(
+    r"^ ?(?:(?:in summary|to summarize|to summarise|in conclusion|overall|in short|additionally|also|"
+    r"furthermore|moreover|however|therefore|thus|so|yes|no|sure|certainly|of course), )*"
+    r"(?:(?:based (?:on|upon)|according to|as (?:stated|mentioned|described|noted|shown|indicated) in|"
+    r"from|per|in|given) (?:the |these |this |those |my )?(?:provided |given |available |retrieved |above |"
+    r"following |information in the |information (?:provided |given )?(?:in|from) the )?"
+    r"(?:passages?|context|contexts|documents?|sources?|texts?|excerpts?|articles?|information|snippets?|"
+    r"search results?|results?)(?: provided| given| above| available| retrieved)? ?[,:]? ?)?"
+    r"(?:(?:the |this |these )?(?:passages?|context|documents?|sources?|texts?|excerpts?|articles?|summary)"
+    r"(?: provided| given| above)? (?:also )?(?:says?|states?|mentions?|notes?|explains?|indicates?|"
+    r"suggests?|describes?|reports?|shows?|highlights?|discusses?|provides? information (?:about|on)|"
+    r"is about|talks about|tells us)(?: that)? ?[,:]? ?)?", re.IGNORECASE)
+_META_SENT_RX = re.compile(
+    r"\b(?:passages?|context|documents?|sources?|texts?|excerpts?|articles?|information)\b"
+    r"(?: provided| given| available| retrieved| above)? (?:does|do|did) (?:not|n[\x27\u2019]t) "
+    r"(?:mention|say|state|specify|include|contain|provide|discuss|address|cover|give|describe|indicate|"
+    r"explain|answer)|\bno (?:information|mention|details?) (?:is |was |are )?(?:given |provided |available )?"
+    r"(?:about|on|of|regarding|in)\b|\bi hope (?:this|that) helps\b|\blet me know\b|\bfeel free to\b|"
+    r"\bi (?:could not|couldn[\x27\u2019]t|cannot|can[\x27\u2019]t|can not|was unable to|am unable to|"
+    r"do not|don[\x27\u2019]t) (?:find|see|locate|determine|answer|tell|confirm|say|know|provide)\b|"
+    r"\b(?:cannot|can[\x27\u2019]t|can not) be (?:determined|answered|found|confirmed)\b|"
+    r"\b(?:is|are) not (?:mentioned|specified|stated|provided|given|included|discussed) in\b|"
+    r"\bhere(?: is|[\x27\u2019]s| are) (?:a |an |the |my )?(?:[a-z]+ )?(?:[a-z]+ )?(?:summary|summaries|answer|"
+    r"overview|key points?|main points?|breakdown|response)\b", re.IGNORECASE)
+# contrastive connectors: a declining clause before or after one is set aside, the rest checked
+_G_CLAUSE_RX = re.compile(r",? ?\b(?:but|however|although|though|yet|whereas)\b,? ?|; ?", re.IGNORECASE)
+_ENUM_RX = re.compile(r"^\(?\d{1,2}[.)] ")          # a list number that opens a sentence
+_LISTNUM_RX = re.compile(r"(?m)^[ \t]{0,8}(?:[-*\u2022]|\(?\d{1,2}[.)]|\(?[a-z][.)])[ \t]{1,8}")
+_MARKER_RX = re.compile(r"\[[^\[\]\n]{1,40}\]|\u3010[^\u3010\u3011\n]{1,40}\u3011|<sup>[^<>]{1,20}</sup>")
+_SOURCES_RX = re.compile(r"(?im)^[ \t]{0,8}(?:sources?|references?|citations?)[ \t]{0,8}:.*\Z", re.DOTALL)
+_ABBREV = frozenset("mr mrs ms dr prof st jr sr inc ltd co corp vs etc e.g i.e no nos fig approx u.s "
+                    "u.k jan feb mar apr jun jul aug sep sept oct nov dec gen gov sen rep rev mt ft".split())
+_SPLIT_RX = re.compile(r"[.!?]{1,8}[\"\u201d\u2019')\]]{0,4}\s+|:[ \t\n]{1,8}(?=[A-Z])|\n[ \t]{0,8}\n|"
+                       r"\n(?=[ \t]{0,8}(?:[-*\u2022]|\d{1,2}[.)])\s)")
+
+
+def claim_without_markers(text: str) -> str:
+    """The claim without citation markers and a trailing sources list, for grounding.
+    TODO(lead): call reading 1's marker reader (issue 28) here when it lands; this stand-in
+    removes bracketed markers of <= 40 characters and a trailing "Sources:" block only."""
+    return _MARKER_RX.sub(_blank, _SOURCES_RX.sub("", text))
+
+
+def split_sentences(text: str) -> List[Tuple[int, int]]:
+    """(start, end) offsets of the sentences of ``text``: a break after . ! ? followed by
+    white space (not after a known abbreviation, an initial or a number's decimal point),
+    at a blank line, and before a list item on its own line."""
+    out = []
+    start = 0
+    n = len(text)
+    for m in _SPLIT_RX.finditer(text):
+        end = m.start()
+        word = text[max(start, end - 12):end + 1].split()
+        last = word[-1].lower().rstrip(".") if word else ""
+        if text[end:end + 1] == "." and (last in _ABBREV or (len(last) == 1 and last.isalpha())):
+            continue
+        if text[end:end + 1] in ".)" and last.isdigit() and len(last) <= 2 and text[start:end].strip() == last:
+            continue                                   # "2. Corrective action ...": a list number
+
+        if m.end() < n and text[m.end()].islower() and text[end:end + 1] == ".":
+            continue
+        if text[start:m.end()].strip():
+            out.append((start, m.end()))
+        start = m.end()
+    if text[start:].strip():
+        out.append((start, n))
+    return out
+
+
+_NUM_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty".split())}
+_NUM_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+                   "ninety": 90, "hundred": 100, "thousand": 1000, "dozen": 12,
+                   "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
+                   "eighth": 8, "ninth": 9, "tenth": 10, "half": 0.5, "twice": 2, "double": 2})
+_SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9,
+          "b": 1e9, "trillion": 1e12, "tn": 1e12}
+_G_MONTHS = {m: i + 1 for i, m in enumerate("january february march april may june july august september "
+                                             "october november december".split())}
+_G_MONTHS.update({m[:3]: i for m, i in list(_G_MONTHS.items())})
+_G_MONTHS["sept"] = 9
+_G_UNITS = {"$": "usd", "usd": "usd", "dollar": "usd", "dollars": "usd", "\u00a3": "gbp", "gbp": "gbp",
+          "pound": "gbp", "pounds": "gbp", "\u20ac": "eur", "eur": "eur", "euro": "eur", "euros": "eur",
+          "\u00a5": "jpy", "yen": "jpy", "%": "percent", "percent": "percent", "per cent": "percent",
+          "km": "km", "kilometre": "km", "kilometres": "km", "kilometer": "km", "kilometers": "km",
+          "mi": "mile", "mile": "mile", "miles": "mile", "kg": "kg", "kilogram": "kg", "kilograms": "kg",
+          "lb": "lb", "lbs": "lb", "m2": "m2", "ft": "ft", "feet": "ft", "foot": "ft", "cm": "cm", "mm": "mm",
+          "hour": "hour", "hours": "hour", "hr": "hour", "hrs": "hour", "minute": "minute", "minutes": "minute",
+          "min": "minute", "day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month",
+          "months": "month", "year": "year", "years": "year", "yr": "year", "yrs": "year"}
+_NUM_RX = re.compile(
+    r"(?P<cur>[$\u00a3\u20ac\u00a5])?\s?(?P<num>\d{1,3}(?:,\d\d\d)+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    r"(?:\s?(?P<pct>%|percent\b|per cent\b))?(?:\s?(?P<scale>thousand|million|billion|trillion|bn|mn|tn|k|m|b)\b)?",
+    re.IGNORECASE)
+_TIME_RX = re.compile(r"\b(\d{1,2}):(\d{2})\b")
+_CLOCK = frozenset(("am", "pm", "a.m", "p.m", "gmt", "utc", "bst", "est", "pst", "cet"))
+_WORD_RX = re.compile(r"[^\W\d_]+(?:[\x27\u2019-][^\W\d_]+)*")
+_NEG = frozenset("not no never none nothing nobody neither nor without cannot n't isn't aren't wasn't weren't "
+                 "don't doesn't didn't won't wouldn't can't couldn't shouldn't hasn't haven't hadn't".split())
+_MODAL = {"must": "must", "shall": "must", "required": "must", "require": "must", "requires": "must",
+          "requiring": "must", "mandatory": "must", "obliged": "must", "obligatory": "must",
+          "may": "may", "might": "may", "could": "may", "possibly": "may", "possible": "may", "perhaps": "may",
+          "maybe": "may", "potential": "may", "potentially": "may", "likely": "may", "probably": "may",
+          "optional": "may", "should": "should", "recommended": "should"}
+
+
+_FOLDS: Dict[str, str] = {}
+
+
+def fold_word(word: str) -> str:
+    """A word's folded form: lower case, possessive and plural / verb endings removed, a
+    final e dropped ("stays" / "stay", "moved" / "moving" / "move", "studies" / "study")."""
+    got = _FOLDS.get(word)
+    if got is None:
+        if len(_FOLDS) > 200000:          # bounded: a stream of distinct words must not grow it
+            _FOLDS.clear()
+        got = _FOLDS[word] = _fold(word)
+    return got
+
+
+def _fold(w: str) -> str:
+    w = _plain(w)
+    if w.endswith("'s"):
+        w = w[:-2]
+    w = w.rstrip("'")
+    n = len(w)
+    if n > 4 and w.endswith(("ies", "ied")):
+        w = w[:-3] + "y"
+    elif n > 4 and w.endswith("sses"):
+        w = w[:-2]
+    elif n > 4 and w.endswith(("ches", "shes", "xes", "zes")):
+        w = w[:-2]
+    elif n > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    elif n > 5 and w.endswith("ing"):
+        w = w[:-3]
+    elif n > 4 and w.endswith("ed"):
+        w = w[:-2]
+    elif n > 5 and w.endswith("ly"):
+        w = w[:-2]
+    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":
+        w = w[:-1]
+    if len(w) > 3 and w.endswith("e"):
+        w = w[:-1]
+    return w
+
+
+def _sig(num: str) -> int:
+    """Significant digits as written: all digits of a decimal or of an integer below 10000
+    (years, counts); a larger integer's trailing zeros are taken as rounding ("38,900")."""
+    digits = num.replace(",", "").replace(".", "").lstrip("0")
+    if "." not in num and float(num.replace(",", "")) >= 10000:
+        digits = digits.rstrip("0")
+    return max(1, len(digits))
+
+
+def number_values(text: str) -> List[Tuple[str, float, int, str]]:
+    """The numbers of ``text`` as (as written, value, significant digits, unit): thousands
+    separators removed, scale words applied ("$160 million" = 160000000), currency symbols,
+    percent and units named; ISO dates give year, month and day.  Number words are left to
+    content words (they are often not quantities: "one of the ...")."""
+    out = []
+    for m in _ISO_RX.finditer(text):
+        for g, unit in ((1, ""), (2, "month"), (3, "")):
+            out.append((m.group(0), float(m.group(g)), len(m.group(g).lstrip("0")) or 1, unit))
+    text = _ISO_RX.sub(" ", text)
+    for m in _TIME_RX.finditer(text):                  # 2:00 pm is the hour 2 (and 30 minutes)
+        out.append((m.group(0), float(m.group(1)), len(m.group(1)), "time"))
+        if m.group(2) != "00":
+            out.append((m.group(0), float(m.group(2)), 2, "time"))
+    text = _TIME_RX.sub(" ", text)
+    for m in _NUM_RX.finditer(text):
+        num = m.group("num")
+        # a digit run inside a word (COVID-19's 19 is a number; "B2B" is not) and list markers
+        if m.start("num") > 0 and text[m.start("num") - 1].isalpha():
+            continue
+        try:
+            value = float(num.replace(",", ""))
+        except ValueError:      # pragma: no cover - the pattern only matches numbers
+            continue
+        unit = ""
+        if m.group("cur"):
+            unit = _G_UNITS[m.group("cur")]
+        elif m.group("pct"):
+            unit = "percent"
+        scale = (m.group("scale") or "").lower()
+        if scale and not (len(scale) == 1 and not m.group("cur")):   # "5 m" is metres, "$5m" millions
+            value *= _SCALE[scale]
+        elif scale == "m":
+            unit = "m"
+        out.append((m.group(0).strip(), value, _sig(num), unit))
+    return out
+
+
+def _number_supported(value: float, sig: int, support: List[float]) -> bool:
+    """The value, or a chunk value rounded to the sentence's significant digits ("$181.7
+    million" for 181,674,817; "about 200" for 196)."""
+    for w in support:
+        if w == value:
+            return True
+        if w and value:
+            mag = math.floor(math.log10(abs(w)))
+            q = 10.0 ** (mag - sig + 1)
+            if abs(math.floor(w / q + 0.5) * q - value) <= 1e-9 * abs(value):
+                return True
+    return False
+
+
+class _Chunkset:
+    """What the chunks of one answer support: folded words, number values, and each chunk
+    sentence's folded words with its negation and modality (for the best-aligned sentence)."""
+    __slots__ = ("words", "numbers", "sents", "pairs")
+
+    def __init__(self, texts: List[str]):
+        self.words: set = set()
+        self.numbers: List[float] = []
+        self.sents: List[Tuple[frozenset, Dict[str, frozenset], frozenset]] = []
+        for t in texts:
+            t = t[:MAX_GROUND_CHARS]
+            self.numbers.extend(v for _, v, _, _ in number_values(t))
+            for s, e in split_sentences(t):
+                sent = t[s:e]
+                low = _words(sent)
+                folded = frozenset(fold_word(w) for w in low)
+                self.words |= folded
+                self.words.update(w for w in low)
+                self.sents.append((folded, _marks(sent), _neg_zone(low)))
+            for w in _WORD_RX.findall(t):
+                low = _plain(w)
+                if low in _NUM_WORDS:              # "eight silver" supports "8 silver"
+                    self.numbers.append(float(_NUM_WORDS[low]))
+
+        self.numbers = sorted(set(self.numbers))
+        self.words.update(_num_key(v) for v in self.numbers)
+
+
+def _marks(text: str) -> Dict[str, frozenset]:
+    """Negation and modality by the word they bear on: for each negator or modal (written in
+    lower case: "May" is a month or a name), the next content word (folded) within three
+    words gets "not" or the modal's class ("must submit" -> {"submit": {"must"}}, "may not
+    apply" -> {"apply": {"may", "not"}})."""
+    out: Dict[str, set] = {}
+    raw = _WORD_RX.findall(text)
+    words = [_plain(w) for w in raw]
+    for i, w in enumerate(words):
+        mark = "not" if w in _NEG or w.endswith("n't") else (_MODAL.get(w) if raw[i].islower() else None)
+        if mark is None:
+            continue
+        for v in words[i + 1:i + 4]:
+            if v in _NEG or v in _MODAL or v in STOPWORDS or len(v) < 3:
+                continue
+            out.setdefault(fold_word(v), set()).add(mark)
+            break
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def _neg_zone(words: List[str]) -> frozenset:
+    """Folded words at most five words after or two before a negator: a negation in one text
+    agrees with the other when the word it bears on lies in the other's zone."""
+    out = set()
+    for i, w in enumerate(words):
+        if w in _NEG or w.endswith("n't"):
+            out.update(fold_word(v) for v in words[max(0, i - 2):i + 6])
+    return frozenset(out)
+
+
+def _num_key(v: float) -> str:
+    return "#%r" % v
+
+
+def _plain(text: str) -> str:
+    """Lower case without accents ("Café" / "cafe")."""
+    text = text.lower().replace("\u2019", "'")
+    if text.isascii():
+        return text
+    return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
+
+
+def _words(text: str) -> List[str]:
+    return _WORD_RX.findall(_plain(text))
+
+
+_CHUNKSETS: Dict[Tuple[str, ...], _Chunkset] = {}
+
+
+def chunkset(texts: List[str]) -> _Chunkset:
+    """The support of ``texts``, cached (bounded) by the texts themselves."""
+    key = tuple(texts)
+    cs = _CHUNKSETS.get(key)
+    if cs is None:
+        if len(_CHUNKSETS) > 4096:
+            _CHUNKSETS.clear()
+        cs = _CHUNKSETS[key] = _Chunkset(texts)
+    return cs
+
+
+def meta_kind(sentence: str) -> Optional[str]:
+    """Why a sentence is set aside (it talks only about the answer or the sources), or None.
+    A sentence ending in a colon introduces what follows: it is meta when its words are
+    words about the answer (INTRO_WORDS too: "Here is a concise summary of the passage:")."""
+    if _META_SENT_RX.search(sentence):
+        return "meta"
+    rest = _LEADIN_RX.sub("", sentence, count=1)
+    intro = rest.rstrip().endswith(":")
+    words = [w for w in _words(rest) if w not in STOPWORDS and w not in META_WORDS and len(w) > 1
+             and not (intro and w in INTRO_WORDS)]
+    if not words and not _DIGIT_RX.search(rest):
+        return "meta"
+    return None
+
+
+def checked_text(sentence: str) -> Optional[str]:
+    """The part of ``sentence`` that makes a claim: its lead-in about the sources removed and
+    its clauses that decline or talk about the sources set aside; None when nothing is left."""
+    parts = [p for p in _G_CLAUSE_RX.split(sentence) if p and p.strip()]
+    if len(parts) > 1:
+        keep = [p for p in parts if meta_kind(p) is None]
+        if not keep:
+            return None
+        if len(keep) < len(parts):
+            sentence = ", ".join(keep)
+    elif meta_kind(sentence) is not None:
+        return None
+    return _LEADIN_RX.sub("", sentence, count=1).strip() or None
+
+
+ALIGNED_SHARE = 0.6     # share of a sentence's content words in one chunk sentence that makes it "copied"
+# feature order of GROUNDING_MODEL["weights"]
+GROUND_FEATURES = ("unsupported_share", "unsupported_words", "best_sentence_share", "pair_share",
+                   "negation_mismatch", "modality_mismatch", "content_words")
+
+
+def grounding_features(text: str, cs: _Chunkset) -> Tuple[List[float], List[str], List[str], List[str]]:
+    """(features in GROUND_FEATURES order, missing numbers / names as written, unsupported
+    content words, negation / modality differences from the copied chunk sentence) of one
+    checked sentence against the chunks' support."""
+    missing: List[str] = []
+    why: List[str] = []
+    for raw, value, sig, unit in number_values(text):
+        if unit == "month" and any(cs.words.__contains__(m) for m, v in _G_MONTHS.items() if v == value):
+            continue                               # 2021-03-05 and "March 5, 2021"
+        if not _number_supported(value, sig, cs.numbers) and raw not in missing:
+            missing.append(raw)
+    stripped = _NUM_RX.sub(" ", text)
+    toks = _WORD_RX.findall(stripped)
+    content: List[str] = []
+    unsup: List[str] = []
+    first = True
+    caps = sum(1 for t in toks if t[0].isupper())
+    title = caps > 3 and caps * 2 > len(toks)          # a heading in title case: no names read
+    for tok in toks:
+        low = _plain(tok)
+        initial, first = first or title, False
+        if low in _CLOCK:
+            continue
+        if low in STOPWORDS or low in META_WORDS or len(low) < 3 and not tok.isupper():
+            continue
+        f = fold_word(low)
+        if low in _NEG or low in _MODAL:
+            continue
+        ok = f in cs.words or low in cs.words or (low in _NUM_WORDS and _num_key(float(_NUM_WORDS[low])) in cs.words)
+        if not ok and "-" in low:
+            ok = all(fold_word(p) in cs.words or p in cs.words for p in low.split("-") if p)
+        if not ok and f in _G_MONTHS:
+            ok = any(m in cs.words for m, v in _G_MONTHS.items() if v == _G_MONTHS[f])
+        content.append(f)
+        if not ok:
+            unsup.append(tok)
+            if tok[0].isupper() and not initial and low not in _G_MONTHS or (len(tok) > 1 and tok.isupper()):
+                missing.append(tok)
+    n = len(content)
+    fs = frozenset(content)
+    best = 0.0
+    bsent = None
+    pair = 0.0
+    if fs:
+        for words, marks, zone in cs.sents:
+            share = len(fs & words) / len(fs)
+            if share > best:
+                best, bsent = share, (words, marks, zone)
+        pairs = [(a, b) for a, b in zip(content, content[1:]) if a != b]
+        if pairs:
+            together = sum(1 for a, b in pairs if any(a in w and b in w for w, _, _ in cs.sents))
+            pair = together / len(pairs)
+        else:
+            pair = best
+    # negation and modality are compared with the chunk sentence the sentence copies (most of
+    # its content words in one chunk sentence), word by word: "may" for "must", "not" added
+    # or dropped on a word both sentences have
+    neg_mis = mod_mis = 0.0
+    if bsent is not None and best >= ALIGNED_SHARE:
+        words, cmarks, czone = bsent
+        smarks = _marks(text)
+        szone = _neg_zone(_words(text))
+        for head in sorted(set(smarks) | set(cmarks)):      # sorted: the same words in the same order
+            if head not in fs or head not in words:
+                continue
+            a, b = smarks.get(head, frozenset()), cmarks.get(head, frozenset())
+            if ("not" in a and head not in czone) or ("not" in b and head not in szone):
+                neg_mis = 1.0
+                why.append("negation of %r differs from the chunk" % head)
+            # the sentence's own modal must be the chunk's: "must" for "may" or for a plain
+            # statement, "may" for "must"; a hedge ("may", "could") on a fact the chunk
+            # states plainly claims less, not more
+            am, bm = a - {"not"}, b - {"not"}
+            if am and am != bm and not (not bm and am <= {"may"}):
+                mod_mis = 1.0
+                why.append("modality of %r differs from the chunk (%s / %s)" % (
+                    head, "+".join(sorted(a - {"not"})) or "none", "+".join(sorted(b - {"not"})) or "none"))
+    feats = [len(unsup) / n if n else 0.0, float(len(unsup)), best, pair, neg_mis, mod_mis, float(n)]
+    return feats, missing, unsup, why
+
+
+def _model_score(feats: List[float], model: dict) -> float:
+    z = model["bias"] + math.fsum(w * x for w, x in zip(model["weights"], feats))
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+
+
+def _blank(m) -> str:
+    return " " * len(m.group(0))
+
+
+def answer_sentences(claim: str) -> List[Tuple[int, int, str, Optional[str]]]:
+    """(start, end, sentence, checked text or None when set aside) of each sentence of an
+    answer, offsets into ``claim`` (markers and list numbers are blanked, not removed)."""
+    body = claim_without_markers(claim[:MAX_GROUND_CHARS])
+    body = _LISTNUM_RX.sub(_blank, body)
+    out = []
+    for s, e in split_sentences(body)[:MAX_GROUND_SENTENCES]:
+        sent = _ENUM_RX.sub("", " ".join(body[s:e].split()))
+        out.append((s, e, sent, checked_text(sent)))
+    return out
+
+
+class Grounding(NamedTuple):
+    checked: int
+    supported: int
+    unsupported: List[dict]    # {"sentence", "score", "missing", "why"}
+    set_aside: int
+
+
+def ground(claim: str, texts: List[str], model: Optional[dict] = None) -> Grounding:
+    """Check each sentence of ``claim`` against ``texts`` (the evidence chunks)."""
+    model = model or GROUNDING_MODEL
+    cs = chunkset(texts)
+    checked = supported = aside = 0
+    bad: List[dict] = []
+    for _, _, sent, text in answer_sentences(claim):
+        if text is None:
+            aside += 1
+            continue
+        feats, missing, unsup, flips = grounding_features(text, cs)
+        support = 1.0 - _model_score(feats, model)
+        checked += 1
+        mostly = feats[0] > model["share_cut"]
+        if missing or flips or mostly or support <= 1.0 - model["threshold"]:
+            why = []
+            if missing:
+                why.append("%s found in no chunk" % ", ".join(missing[:10]))
+            why.extend(flips[:3])
+            if mostly:
+                why.append("%d of its %d content words found in no chunk" % (round(feats[1]), round(feats[6])))
+            if support <= 1.0 - model["threshold"]:
+                why.append("support %.3f at or below %s" % (support, _fmt_num(round(1.0 - model["threshold"], 4))))
+            bad.append({"sentence": sent[:300], "support": round(support, 4), "missing": missing[:10],
+                        "unsupported_words": unsup[:10], "why": "; ".join(why)})
+        else:
+            supported += 1
+    return Grounding(checked, supported, bad, aside)
 
 
 # --------------------------------------------------------------------------- judging
@@ -2582,6 +3114,11 @@ class Scorer:
         self.cost = nan * n
         self.term_cache: Dict[str, frozenset] = {}
         self.flags_seen = bytearray(n)
+        # issue 29: grounding sentence by sentence (reading 4)
+        self.grounding_on = self.rules.ground or self.rules.grounding == "sentences"
+        self.faith = nan * n                               # supported / checked sentences, per item
+        self.unsup_sents: Dict[int, List[dict]] = {}       # unsupported sentences, by item
+        self.ground_no_text: Dict[int, str] = {}           # shipped item -> a chunk id without text
         # items with a question and retrieved chunks whose texts are not all known (no context value)
         self.context_lack = bytearray(n)
         # policy_compliance is measured when a [policy.*] exists or gold names a policy rejection
@@ -2594,8 +3131,10 @@ class Scorer:
         if i in self.evidence:
             del self.evidence[i]
         if self.flags_seen[i]:       # a duplicate row replaces the earlier verdict
-            for arr in (self.answer_rel, self.context_rel, self.latency, self.cost):
+            for arr in (self.answer_rel, self.context_rel, self.latency, self.cost, self.faith):
                 arr[i] = math.nan
+            self.unsup_sents.pop(i, None)
+            self.ground_no_text.pop(i, None)
         self.flags_seen[i] = 1
         claim = (claim or "").strip()
         cits = cits or []
@@ -2661,7 +3200,30 @@ class Scorer:
                 self.context_lack[i] = 1
         if found:
             self.evidence[i] = found
+        if self.grounding_on and f & F_SHIP:
+            f = self._ground(i, f, claim, cits, ret, cited)
         self.flags[i] = f
+
+    def _ground(self, i: int, f: int, claim: str, cits, ret, cited) -> int:
+        """Issue 29: each sentence of a shipped answer against its cited chunks (retrieved
+        ones when none is cited); sets F_GMEAS / F_UNSUP, faith[i] and unsup_sents[i]."""
+        texts = []
+        for c in dict.fromkeys(cits or ret):
+            t = cited.get(c) if cited else None
+            if t is None and self.chunks is not None:
+                t = self.chunks.get(c)
+            if t is None:
+                self.ground_no_text[i] = c
+                return f
+            texts.append(t)
+        g = ground(claim, texts)
+        f |= F_GMEAS
+        if g.checked:
+            self.faith[i] = g.supported / g.checked
+        if g.unsupported:
+            f |= F_UNSUP
+            self.unsup_sents[i] = g.unsupported
+        return f
 
     def _terms(self, text: str) -> frozenset:
         t = self.term_cache.get(text)
@@ -3517,7 +4079,8 @@ def _answer_metrics(scorer: Scorer, idx) -> Dict[str, dict]:
             "answer_f1": _entry(total / n, None, n, _normal_ci(total, math.fsum(v * v for v in vals), n))}
 
 
-EXTRA_METRICS = ("refusal_rate", "partial_refusal_rate", "rejection_calibration", "policy_compliance", "source_policy_compliance",
+EXTRA_METRICS = ("faithfulness", "unsupported_answer_rate",
+                 "refusal_rate", "partial_refusal_rate", "rejection_calibration", "policy_compliance", "source_policy_compliance",
                  "answer_relevance", "context_relevance", "citation_coverage", "conflict_correct_rate",
                  "staleness_correct_rate", "clarify_correct_rate", "latency_p50", "latency_p95", "cost_per_item")
 # name -> (denominator predicate, numerator predicate), like _PAIRED
@@ -3531,6 +4094,7 @@ _EXTRA_RATES = {
     "conflict_correct_rate": (_has(F_REQCONF), _has(F_OKCONF)),
     "staleness_correct_rate": (_has(F_REQSTALE), _has(F_OKSTALE)),
     "clarify_correct_rate": (_has(F_REQCLAR), _has(F_OKCLAR)),
+    "unsupported_answer_rate": (_has(F_GMEAS), _has(F_UNSUP)),
 }
 _PAIRED.update(_EXTRA_RATES)     # per-item yes/no verdicts: --baseline pairs them too
 _EMPTY_WHY = {"refusal_rate": "no items", "partial_refusal_rate": "no items", "rejection_calibration": "no item is labelled",
@@ -3557,7 +4121,9 @@ def _extra_metrics(scorer: Scorer, idx, combos: Counter) -> Dict[str, dict]:
                 if num(f):
                     c += cnt
         m = _BY_NAME[name]
-        if name == "policy_compliance" and not scorer.policy_measured:
+        if name == "unsupported_answer_rate":
+            out[name] = _grounding_entry(scorer, idx, c, n)
+        elif name == "policy_compliance" and not scorer.policy_measured:
             out[name] = _entry(None, c, n, None, "not measured: no [policy.*] patterns in the gates file "
                                                  "and no gold policy rejection")
         elif n == 0 and m.empty is None:
@@ -3571,6 +4137,10 @@ def _extra_metrics(scorer: Scorer, idx, combos: Counter) -> Dict[str, dict]:
         total = math.fsum(vals)
         out[name] = (_entry(total / len(vals), None, len(vals), _normal_ci(total, math.fsum(v * v for v in vals), len(vals)))
                      if vals else _entry(None, None, 0, None, "not measured: " + what))
+    vals = [v for v in map(scorer.faith.__getitem__, idx) if v == v]
+    total = math.fsum(vals)
+    out["faithfulness"] = _grounding_entry(scorer, idx, None, len(vals), total / len(vals) if vals else None,
+                                           _normal_ci(total, math.fsum(v * v for v in vals), len(vals)))
     lat = sorted(v for v in map(scorer.latency.__getitem__, idx) if v == v)
     for name, p in (("latency_p50", 0.50), ("latency_p95", 0.95)):
         out[name] = (_entry(nearest_rank(lat, p), None, len(lat), None) if lat else
@@ -3579,6 +4149,24 @@ def _extra_metrics(scorer: Scorer, idx, combos: Counter) -> Dict[str, dict]:
     out["cost_per_item"] = (_entry(math.fsum(cost) / len(cost), None, len(cost), None) if cost else
                             _entry(None, None, 0, None, "not measured: no trace row carries cost"))
     return {m.name: out[m.name] for m in REGISTRY if m.name in out}
+
+
+def _grounding_entry(scorer: Scorer, idx, c, n, value=None, ci=None) -> dict:
+    """faithfulness (c None) or unsupported_answer_rate: null when grounding was not computed
+    or some shipped answer's chunk text is unknown (fail closed, like hallucination)."""
+    if not scorer.grounding_on:
+        return _entry(None, c, n, None, 'not computed: set [scorer] grounding = "sentences" in the gates file, '
+                                        'or gate faithfulness / unsupported_answer_rate (tier = "monitor" to report only)')
+    lack = [i for i in idx if i in scorer.ground_no_text]
+    if lack:
+        return _entry(None, c, n, None, "not measured: no chunk text for %d shipped answers (first: qid %s, chunk %s); "
+                      "give the trace cited_chunks or --chunks FILE" % (
+                          len(lack), scorer.gold.qids[lack[0]], scorer.ground_no_text[lack[0]]))
+    if c is None:
+        if not n:
+            return _entry(None, None, 0, None, "not measured: no shipped answer has a checked sentence")
+        return _entry(value, None, n, ci)
+    return _entry(c / n if n else 0.0, c, n, wilson(c, n))
 
 
 def _skip_gold_metrics(out: Dict[str, dict]) -> None:
@@ -3593,7 +4181,8 @@ def _skip_gold_metrics(out: Dict[str, dict]) -> None:
 
 # Severity order: an item's primary failure mode is its first label in this order.
 MODE_ORDER = ("missing_trace", "policy_violation", "source_policy_violation", "training_cutoff_excuse",
-              "under_refusal", "false_acceptance", "citation_not_retrieved", "hallucination", "retrieval_miss",
+              "under_refusal", "false_acceptance", "citation_not_retrieved", "hallucination", "unsupported_answer",
+              "retrieval_miss",
               "over_refusal", "false_rejection", "conflict_not_surfaced", "staleness_not_detected",
               "clarification_missed", "required_citation_missing", "citation_miss", "claim_miss",
               "decision_mismatch")
@@ -3613,8 +4202,11 @@ def all_modes(f: int, trec: bool) -> List[str]:
                 out.append("under_refusal")
             if f & F_NOTRET:
                 out.append("citation_not_retrieved")
-            if f & F_HALL:
+            # issue 29: the label follows [scorer] grounding, like the hallucination gate
+            if f & F_HALL and _GROUNDING["mode"] != "sentences":
                 out.append("hallucination")
+            if f & F_UNSUP:
+                out.append("unsupported_answer")
             if f & F_ANS and not f & F_HIT:
                 out.append("citation_miss")
             if f & F_ANS and not f & F_CONT:
@@ -3671,10 +4263,14 @@ def flag_int(s: str) -> int:
 # --------------------------------------------------------------------------- gates, regression
 
 
-def check_gates(gates, metrics: Dict[str, dict], k0: int) -> List[dict]:
+def check_gates(gates, metrics: Dict[str, dict], k0: int, grounding: str = "strict") -> List[dict]:
+    """Each gate against its metric; with [scorer] grounding = "sentences" a hallucination
+    gate checks unsupported_answer_rate (issue 29: the grounding check for generated text)."""
     results = []
     for g in gates:
         key = g.ref.key(k0)
+        if grounding == "sentences" and key == "hallucination":
+            key = "unsupported_answer_rate"
         entry = metrics.get(key)
         value = entry["value"] if entry else None
         reason = None
@@ -3888,6 +4484,15 @@ STAGES: Tuple[Stage, ...] = (
     Stage("rejection_calibration", "rejection_calibration", 0.10, False),
 )
 STAGE_ALIASES = {"groundedness": "faithfulness"}
+# Issue 29: with [scorer] grounding = "sentences" the faithfulness stage scores the metric
+# faithfulness (sentence grounding); with "strict" (default) it scores 1 - hallucination.
+STAGE_GROUNDING = {"sentences": {"faithfulness": "faithfulness"}}
+
+
+def stages_for(grounding: str = "strict") -> Tuple[Stage, ...]:
+    """STAGES with the faithfulness stage's metric chosen by [scorer] grounding."""
+    swap = STAGE_GROUNDING.get(grounding, {})
+    return tuple(s._replace(metric=swap.get(s.name, s.metric)) for s in STAGES)
 WEIGHT_SUM_TOLERANCE = 0.05     # |sum - 1| above this: normalized with a warning
 WEIGHT_MAX = 0.60               # one stage above this (after normalization): error
 GATE_STAGE_MIN = 0.05           # a gate stage below this: warning
@@ -4005,13 +4610,13 @@ def scorecard_gaps(scorer: "Scorer") -> Dict[str, str]:
 
 
 def scorecard(weights: Dict[str, float], metrics: Dict[str, dict], k0: int,
-              gaps: Optional[Dict[str, str]] = None) -> dict:
+              gaps: Optional[Dict[str, str]] = None, grounding: str = "strict") -> dict:
     """The run's stage scores and weighted overall score (unmeasured stages renormalized away;
     ``gaps``: metric -> reason for a metric that has a value but is left out, see scorecard_gaps)."""
     stages: Dict[str, dict] = {}
     used = 0.0
     acc = []
-    for s in STAGES:
+    for s in stages_for(grounding):
         ref = _stage_ref(s)
         key = ref.key(k0) if ref else s.metric
         entry = metrics.get(key) if ref else None
@@ -4042,7 +4647,7 @@ def scorecard(weights: Dict[str, float], metrics: Dict[str, dict], k0: int,
 
 
 # issue 20's per-item means: metric -> the Scorer array holding each item's value (NaN: none)
-_ITEM_MEANS = {"answer_relevance": "answer_rel", "context_relevance": "context_rel"}
+_ITEM_MEANS = {"answer_relevance": "answer_rel", "context_relevance": "context_rel", "faithfulness": "faith"}
 
 
 class ItemStages:
@@ -4057,7 +4662,7 @@ class ItemStages:
     def __init__(self, scorer: "Scorer", card: dict, weights: Dict[str, float]):
         self.scorer, self.weights = scorer, weights
         self.stages = []
-        for s in STAGES:
+        for s in stages_for(getattr(scorer.rules, "grounding", "strict")):
             if card["stages"][s.name]["effective_weight"] is None:
                 continue
             ref = _stage_ref(s)
@@ -5270,6 +5875,7 @@ def run(args) -> int:
         refusal, file_gates, regression = load_gates_file(gates_file, section)
         gates_source = gates_file
     rules = load_rules(gates_file) if gates_file is not None else Rules()
+    _GROUNDING["mode"] = rules.grounding
     if no_gates:
         gates, shown, gates_source = [], {}, "none"
     elif args.gates is not None:
@@ -5284,6 +5890,13 @@ def run(args) -> int:
         gates_source = "seed default"
         _note(args, "no gates file: seed 002's default gates apply (%s)" % DEFAULT_GATES)
     _check_gate_modes(gates, trec, trec_names)
+    # issue 29: grounding sentence by sentence costs a pass over each answer's sentences; it is
+    # computed only when [scorer] grounding = "sentences" or a gate / regression names it
+    named = {g.ref.metric.name for g in gates}
+    if regression:
+        named |= {r.metric.name for r, _ in regression.max_drop} | {r.metric.name for r in regression.slice_metrics}
+    if named & {"faithfulness", "unsupported_answer_rate"}:
+        rules = rules._replace(ground=True)
     weights, weight_warnings = resolve_weights(gates_file, args.weights, gates)
     if args.refusal is not None:
         if not args.refusal.strip():
@@ -5366,7 +5979,7 @@ def run(args) -> int:
             modes[mode] += cnt
     failure_modes = {m: modes[m] for m in sorted(modes, key=lambda m: (-modes[m], MODE_ORDER.index(m)))}
     k0 = ks[0]
-    gate_results = check_gates(gates, metrics, k0)
+    gate_results = check_gates(gates, metrics, k0, rules.grounding)
     fstr_cache: Dict[int, str] = {}
     item_flags = {}
     for qid, f in zip(gold.qids, flags):
@@ -5438,7 +6051,7 @@ def run(args) -> int:
                    "regression": regression_block,
                    "warnings": warnings})
     report["warnings_failed"] = sum(1 for g in gate_results if g["tier"] == "warn" and not g["pass"])
-    report["scorecard"] = scorecard(weights, metrics, SCORECARD_K if not trec else k0, scorecard_gaps(scorer))
+    report["scorecard"] = scorecard(weights, metrics, SCORECARD_K if not trec else k0, scorecard_gaps(scorer), rules.grounding)
     if trec:
         report["trec_per_topic"] = trec_per_topic(trec_per)
     if not trec:
@@ -5516,6 +6129,7 @@ def _item_record(scorer: Scorer, i: int, trec: bool) -> dict:
                     "unsupported": scorer.unsupported.get(i, []) if f & F_HALL else [],
                     "recall@k": bool(f & F_REC)})
         rec.update(_extra_item(scorer, i, f))
+        rec.update(_ground_item(scorer, i, f))
     if f & F_GOLD:
         ret = {"RR": round(scorer.rr[i], 4)}
         for k in scorer.ks:
@@ -5553,6 +6167,14 @@ def _extra_item(scorer: Scorer, i: int, f: int) -> dict:
             "cost": num(scorer.cost),
             "answer_correct": bool(f & F_ANSOK) if scorer.answer_f1[i] == scorer.answer_f1[i] else None,
             "answer_f1": num(scorer.answer_f1), "answer_recall": num(scorer.answer_recall)}
+
+
+def _ground_item(scorer: Scorer, i: int, f: int) -> dict:
+    """Issue 29's per-item fields: null when the answer was not checked."""
+    v = scorer.faith[i]
+    return {"unsupported_answer": bool(f & F_UNSUP) if f & F_GMEAS else None,
+            "unsupported_sentences": scorer.unsup_sents.get(i, []) if f & F_UNSUP else [],
+            "faithfulness": round(v, 4) if v == v else None}
 
 
 def _item_lines(scorer: Scorer, trec: bool, stages: Optional[ItemStages] = None):

@@ -138,7 +138,8 @@ class RegistryMetrics(TempDir):
                          "answer_relevance": 0.0, "context_relevance": 0 / 1})
         unmeasured = ("policy_compliance", "citation_coverage", "conflict_correct_rate", "staleness_correct_rate",
                       "clarify_correct_rate", "latency_p50", "latency_p95", "cost_per_item",
-                      "answer_correct_rate", "answer_f1")     # issue 28: no gold_answers, no answer gate
+                      "answer_correct_rate", "answer_f1",      # issue 28: no gold_answers, no answer gate
+                      "faithfulness", "unsupported_answer_rate")   # issue 29: not computed unless asked
         for name in unmeasured:
             self.assertIsNone(m.pop(name), name)
         self.assertEqual(set(m), set(expected))
@@ -497,7 +498,7 @@ class Gates(TempDir):
             ("[baseline]\nprecision = { min = \"0.5\" }\n", 'g.toml:2: gate \'precision\' min must be a number, got "0.5"'),
             ("[baseline]\nprecision = { minimum = 0.5 }\n", 'g.toml:2: gate \'precision\' has unknown keys minimum; known: min, max, message, tier, got {"minimum": 0.5}'),
             ("[perturb]\nchr = { min = 0.5 }\n", "g.toml: no [baseline] section; datasets in the file: perturb"),
-            ("[scorer]\nrefusl = \"x\"\n[baseline]\n", "g.toml:2: unknown [scorer] key 'refusl'; known: refusal, refusal_patterns, cutoff_patterns, refusal_reader, got \"x\""),
+            ("[scorer]\nrefusl = \"x\"\n[baseline]\n", "g.toml:2: unknown [scorer] key 'refusl'; known: refusal, refusal_patterns, cutoff_patterns, refusal_reader, grounding, got \"x\""),
             ("[baseline]\n[regression]\nalpha = 2\n", "g.toml:3: [regression] alpha must be a number in (0, 1), got 2"),
             ("[baseline]\n[regression.max_drop]\n\"nDCG@10\" = 0.1\n",
              "g.toml:3: [regression.max_drop] 'nDCG@10' has no per-item yes/no verdict for the paired test"),

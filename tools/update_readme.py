@@ -4,7 +4,7 @@
 Usage: python3 tools/update_readme.py [--report runs/report.json] [--readme README.md] [--check]
 
 The section between ``<!-- figures:begin -->`` and ``<!-- figures:end -->`` is replaced by
-tables built only from the report: the gates per dataset and the pass rate per category.
+tables built only from the report: the gates per dataset (categories are in runs/report.md).
 With ``--check`` nothing is written; exit 1 when the README differs from the report.
 """
 import argparse
@@ -42,13 +42,8 @@ def render(report):
             out.append("| %s | %s | %s | %s |" % (g["gate"], _fmt(g.get("value")), need,
                                                  "reported" if not g.get("op") else "pass" if g["pass"] else "FAIL"))
         out.append("")
-        out.append("| category | items | pass_rate | precision | under_refusal | over_refusal |")
-        out.append("|---|---|---|---|---|---|")
-        for cat, c in sorted(rep.get("categories", {}).items()):
-            m = c.get("metrics", {})
-            cells = [_fmt(_value(m, k)[0]) for k in ("pass_rate", "precision", "under_refusal", "over_refusal")]
-            out.append("| %s | %d | %s |" % (cat, c.get("items", 0), " | ".join(cells)))
-        out.append("")
+    out.append("Per-category figures: `runs/report.md` after `make eval`.")
+    out.append("")
     return "\n".join(out)
 
 

@@ -1,0 +1,39 @@
+"""score_eval.py is one file written by several hands: a module-level name bound twice silently
+replaces the first binding for every caller above it (two merged sections each defining
+``_MONTHS`` broke answer normalisation once).  Every top-level name is bound once."""
+import ast
+import collections
+import os
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def top_level_bindings(source: str) -> collections.Counter:
+    seen = collections.Counter()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            seen[node.name] += 1
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        seen[name.id] += 1
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            seen[node.target.id] += 1
+    return seen
+
+
+class OneBindingPerName(unittest.TestCase):
+    def test_the_check_sees_a_rebinding(self):
+        self.assertEqual(top_level_bindings("A = 1\ndef f(): pass\nA: int = 2\n(B, A) = 3, 4\n")["A"], 3)
+
+    def test_score_eval(self):
+        with open(os.path.join(ROOT, "score_eval.py"), encoding="utf-8") as fh:
+            counts = top_level_bindings(fh.read())
+        # try/except import fallbacks bind inside a Try node, not at the top level: not counted
+        self.assertEqual(sorted(n for n, c in counts.items() if c > 1), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
