@@ -15,10 +15,13 @@ def top_level_bindings(source: str) -> collections.Counter:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             seen[node.name] += 1
         elif isinstance(node, ast.Assign):
-            for target in node.targets:
-                for name in ast.walk(target):
-                    if isinstance(name, ast.Name):
-                        seen[name.id] += 1
+            stack = list(node.targets)       # names and tuples of names; x[k] = v rebinds nothing
+            while stack:
+                target = stack.pop()
+                if isinstance(target, ast.Name):
+                    seen[target.id] += 1
+                elif isinstance(target, (ast.Tuple, ast.List)):
+                    stack.extend(target.elts)
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             seen[node.target.id] += 1
     return seen
@@ -26,7 +29,7 @@ def top_level_bindings(source: str) -> collections.Counter:
 
 class OneBindingPerName(unittest.TestCase):
     def test_the_check_sees_a_rebinding(self):
-        self.assertEqual(top_level_bindings("A = 1\ndef f(): pass\nA: int = 2\n(B, A) = 3, 4\n")["A"], 3)
+        self.assertEqual(top_level_bindings("A = 1\ndef f(): pass\nA: int = 2\n(B, A) = 3, 4\nA[0] = 5\n")["A"], 3)
 
     def test_score_eval(self):
         with open(os.path.join(ROOT, "score_eval.py"), encoding="utf-8") as fh:
