@@ -4,7 +4,7 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed example-dask serve fit compare clean
+.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-scorer-llm bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed example-dask serve fit compare clean
 
 eval:
 	@$(PYTHON) -m mini_rag eval
@@ -29,6 +29,11 @@ bench: bench-scorer bench-retrieval bench-squad bench-serve
 
 bench-scorer:
 	@$(PYTHON) bench/bench_scorer.py
+
+# score_eval.py's rows/s per core on LLM-style rows (prose, inline citations, prose refusals) next
+# to seed-contract rows, same run; rewrites its section of docs/performance.md.
+bench-scorer-llm:
+	@$(PYTHON) bench/bench_scorer_llm.py --docs docs/performance.md
 
 bench-retrieval:
 	@$(PYTHON) bench/bench_retrieval.py

@@ -215,8 +215,10 @@ REGISTRY: Tuple[Metric, ...] = (
       "answer_json, retrieved_ids, cited_chunks or --chunks",
       "0.0 when nothing shipped; null (gate fails) without chunk text", 0.0, gold=False),
     M("citation_validity", "rate", "higher",
-      "shipped answers whose citations are unique, at most 5 and all in retrieved_ids / |S| "
-      "(seed 000)", "answer_json.citations, retrieved_ids", "1.0 when nothing shipped", 1.0, gold=False),
+      "shipped answers whose citations are unique, at most 5 and all in retrieved_ids, and whose "
+      "text holds no citation marker that resolves to nothing / |S| (seed 000)",
+      "answer_json.citations (empty or absent: the markers in the claim), retrieved_ids",
+      "1.0 when nothing shipped", 1.0, gold=False),
     M("false_accept_rate", "rate", "lower",
       "shipped among items expected to refuse (expected_decision != ANSWER, else answerable "
       "false) / items expected to refuse (seed 000)",
