@@ -1577,7 +1577,7 @@ _CITE_GROUPS = ("ref", "ids", "cite", "doc", "page", "abbr", "sources")
 _CITE_SPLIT = re.compile(r"[,;&]|\band\b")
 _CITE_NUM = re.compile(r"(?:(?:sources?|docs?|documents?|passages?|chunks?|contexts?|refs?|references?|citations?)"
                        r"[ \t]*#?[ \t]*)?([1-9]\d{0,2})(?:[ \t]*[-\u2013\u2014][ \t]*([1-9]\d{0,2}))?", re.I)
-_CITE_ITEM_NUM = re.compile(r"\[?\^?([1-9]\d{0,2})(?:[\].):]|\s|$)")
+_CITE_ITEM_NUM = re.compile(r"([1-9]\d{0,2})[.)](?:\s|$)")       # "1. Title", "2) Title"
 _CITE_BRACKET_NUM = re.compile(r"\[\^?([1-9]\d{0,2})\]")
 MAX_CITE_RANGE = 20          # "[1-20]" is read; a wider range is a bad marker
 
@@ -1622,7 +1622,7 @@ def read_citations(text: str, retrieved, known=(), patterns: Optional[tuple] = N
         return Reading(text, [], [])
     res = _Resolver(retrieved, known)
     cands = []            # (start, -end, order, match, kind)
-    head = None           # (start, end of the header, items) of the sources list
+    head = None           # (start, end, items) of the sources list
     for order, (_, rx) in enumerate(patterns):
         if needs and not any(ch in text for ch in needs[order]):
             continue
@@ -1632,7 +1632,7 @@ def read_citations(text: str, retrieved, known=(), patterns: Optional[tuple] = N
                 if head is None or m.start() < head[0]:
                     items = _source_items(text[m.end():], res)
                     if items is not None:
-                        head = (m.start(), m.end(), items)
+                        head = (m.start(), m.end() + items[1], items[0])
                         break
             continue
         for m in rx.finditer(text):
@@ -1667,6 +1667,8 @@ def read_citations(text: str, retrieved, known=(), patterns: Optional[tuple] = N
     if head is not None:
         _collect(head[2], cits, bad)
     claim = "".join(parts).strip()
+    if head is not None and text[head[1]:].strip():          # prose after the list stays
+        claim = (claim + "\n\n" + text[head[1]:].strip()).strip()
     return Reading(claim, list(dict.fromkeys(cits)), list(dict.fromkeys(bad)))
 
 
@@ -1761,12 +1763,22 @@ def _marker_refs(m, res: _Resolver):
 
 
 def _source_items(body: str, res: _Resolver):
-    """References of a sources list (the text after its header), or None when no item has
-    the shape of a reference (then it is prose, not a list)."""
-    lines = [ln.strip() for ln in body.split("\n") if ln.strip()]
+    """(references, length of the list) of a sources list (``body``: the text after its
+    header), or None when no item has the shape of a reference (then it is prose, not a
+    list).  The list ends at a line after a blank line that is no reference ("Let me know
+    if ..."): that text stays in the claim."""
     out: list = []
     shaped = False
-    for ln in lines:
+    pos = 0
+    blank = False
+    end = len(body)
+    for raw in body.split("\n"):
+        start, pos = pos, pos + len(raw) + 1
+        ln = raw.strip()
+        if not ln:
+            blank = True
+            continue
+        after_blank, blank = blank, False
         whole = res.refs(ln.lstrip("-*\u2022+> \t"))
         if whole is not None:                 # "[1], [3]", "doc#p3; doc#p5", "1-2"
             out.extend(whole)
@@ -1785,9 +1797,12 @@ def _source_items(body: str, res: _Resolver):
         if got:
             shaped = True
             out.extend(got)
+        elif after_blank and shaped:
+            end = start
+            break
         else:
             out.append((False, item[:80]))
-    return out if shaped else None
+    return (out, end) if shaped else None
 
 
 # ---- reading 2: refusals
