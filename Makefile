@@ -4,7 +4,7 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean bench-refusal eval-seed bench-doctree bench-grounding fit-grounding
+.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean bench-refusal eval-seed bench-doctree bench-grounding fit-grounding bench-scorer-llm
 
 eval:
 	@$(PYTHON) -m mini_rag eval
@@ -38,6 +38,11 @@ bench-refusal:
 
 bench-scorer:
 	@$(PYTHON) bench/bench_scorer.py
+
+# score_eval.py's rows/s per core on LLM-style rows (prose, inline citations, prose refusals) next
+# to seed-contract rows, same run; rewrites its section of docs/performance.md.
+bench-scorer-llm:
+	@$(PYTHON) bench/bench_scorer_llm.py --docs docs/performance.md
 
 bench-retrieval:
 	@$(PYTHON) bench/bench_retrieval.py

@@ -55,6 +55,7 @@ import argparse
 import json
 import os
 import random
+import re
 import resource
 import shutil
 import statistics
@@ -670,12 +671,24 @@ def main(argv=None) -> int:
         json.dump(report, fh, indent=2)
     text = markdown(report)
     if args.doc:
+        text += _kept_sections(args.doc)
         tmp = args.doc + ".tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, args.doc)
     sys.stdout.write(text)
     return 0
+
+
+def _kept_sections(path: str) -> str:
+    """Sections other benches write into the same file (``<!-- begin:NAME -->`` ... ``<!-- end:NAME -->``,
+    e.g. bench_scorer_llm.py's), kept as they are."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            old = fh.read()
+    except OSError:
+        return ""
+    return "".join("\n" + m.group(0) + "\n" for m in re.finditer(r"<!-- begin:[\w-]+ -->.*?<!-- end:[\w-]+ -->", old, re.S))
 
 
 if __name__ == "__main__":

@@ -498,7 +498,7 @@ class Gates(TempDir):
             ("[baseline]\nprecision = { min = \"0.5\" }\n", 'g.toml:2: gate \'precision\' min must be a number, got "0.5"'),
             ("[baseline]\nprecision = { minimum = 0.5 }\n", 'g.toml:2: gate \'precision\' has unknown keys minimum; known: min, max, message, tier, got {"minimum": 0.5}'),
             ("[perturb]\nchr = { min = 0.5 }\n", "g.toml: no [baseline] section; datasets in the file: perturb"),
-            ("[scorer]\nrefusl = \"x\"\n[baseline]\n", "g.toml:2: unknown [scorer] key 'refusl'; known: refusal, refusal_patterns, cutoff_patterns, refusal_reader, grounding, got \"x\""),
+            ("[scorer]\nrefusl = \"x\"\n[baseline]\n", "g.toml:2: unknown [scorer] key 'refusl'; known: refusal, refusal_patterns, cutoff_patterns, citation_patterns, refusal_reader, grounding, got \"x\""),
             ("[baseline]\n[regression]\nalpha = 2\n", "g.toml:3: [regression] alpha must be a number in (0, 1), got 2"),
             ("[baseline]\n[regression.max_drop]\n\"nDCG@10\" = 0.1\n",
              "g.toml:3: [regression.max_drop] 'nDCG@10' has no per-item yes/no verdict for the paired test"),
