@@ -2681,8 +2681,6 @@ _META_SENT_RX = re.compile(
 _G_CLAUSE_RX = re.compile(r",? ?\b(?:but|however|although|though|yet|whereas)\b,? ?|; ?", re.IGNORECASE)
 _ENUM_RX = re.compile(r"^\(?\d{1,2}[.)] ")          # a list number that opens a sentence
 _LISTNUM_RX = re.compile(r"(?m)^[ \t]{0,8}(?:[-*\u2022]|\(?\d{1,2}[.)]|\(?[a-z][.)])[ \t]{1,8}")
-_MARKER_RX = re.compile(r"\[[^\[\]\n]{1,40}\]|\u3010[^\u3010\u3011\n]{1,40}\u3011|<sup>[^<>]{1,20}</sup>")
-_SOURCES_RX = re.compile(r"(?im)^[ \t]{0,8}(?:sources?|references?|citations?)[ \t]{0,8}:.*\Z", re.DOTALL)
 _ABBREV = frozenset("mr mrs ms dr prof st jr sr inc ltd co corp vs etc e.g i.e no nos fig approx u.s "
                     "u.k jan feb mar apr jun jul aug sep sept oct nov dec gen gov sen rep rev mt ft".split())
 _SPLIT_RX = re.compile(r"[.!?]{1,8}[\"\u201d\u2019')\]]{0,4}\s+|:[ \t\n]{1,8}(?=[A-Z])|\n[ \t]{0,8}\n|"
@@ -2690,10 +2688,12 @@ _SPLIT_RX = re.compile(r"[.!?]{1,8}[\"\u201d\u2019')\]]{0,4}\s+|:[ \t\n]{1,8}(?=
 
 
 def claim_without_markers(text: str) -> str:
-    """The claim without citation markers and a trailing sources list, for grounding.
-    TODO(lead): call reading 1's marker reader (issue 28) here when it lands; this stand-in
-    removes bracketed markers of <= 40 characters and a trailing "Sources:" block only."""
-    return _MARKER_RX.sub(_blank, _SOURCES_RX.sub("", text))
+    """The claim without citation markers and a sources list, for grounding: reading 1's
+    reader (the scorer hands ``ground`` a claim it has already read; this is for direct calls)."""
+    return read_citations(text, ()).claim
+
+
+_NUMBER_ABBREV = frozenset(("no", "nos"))     # abbreviations only before a number
 
 
 def split_sentences(text: str) -> List[Tuple[int, int]]:
@@ -2708,7 +2708,8 @@ def split_sentences(text: str) -> List[Tuple[int, int]]:
         word = text[max(start, end - 12):end + 1].split()
         last = word[-1].lower().rstrip(".") if word else ""
         if text[end:end + 1] == "." and (last in _ABBREV or (len(last) == 1 and last.isalpha())):
-            continue
+            if last not in _NUMBER_ABBREV or text[m.end():m.end() + 1].isdigit():
+                continue                               # "No. 5" is a number; "No. Digital ..." an answer
         if text[end:end + 1] in ".)" and last.isdigit() and len(last) <= 2 and text[start:end].strip() == last:
             continue                                   # "2. Corrective action ...": a list number
 
@@ -3078,7 +3079,8 @@ def _blank(m) -> str:
 
 def answer_sentences(claim: str) -> List[Tuple[int, int, str, Optional[str]]]:
     """(start, end, sentence, checked text or None when set aside) of each sentence of an
-    answer, offsets into ``claim`` (markers and list numbers are blanked, not removed)."""
+    answer, offsets into the claim as read by reading 1 (markers and a sources list removed; list
+    numbers blanked, not removed; the two are the same text when the claim holds no marker)."""
     body = claim_without_markers(claim[:MAX_GROUND_CHARS])
     body = _LISTNUM_RX.sub(_blank, body)
     out = []
@@ -3106,6 +3108,9 @@ def ground(claim: str, texts: List[str], model: Optional[dict] = None) -> Ground
             aside += 1
             continue
         feats, missing, unsup, flips = grounding_features(text, cs)
+        if not feats[6] and not missing and not flips:
+            aside += 1          # no content word, number or name ("No.", "Yes."): nothing to check
+            continue
         support = 1.0 - _model_score(feats, model)
         checked += 1
         mostly = feats[0] > model["share_cut"]
@@ -3519,6 +3524,8 @@ class Scorer:
         """Issue 29: each sentence of a shipped answer against its cited chunks (retrieved
         ones when none is cited); sets F_GMEAS / F_UNSUP, faith[i] and unsup_sents[i]."""
         texts = []
+        # a marker that resolves to nothing (citation_validity already fails it) is no evidence
+        cits = [c for c in cits or () if c not in self.bad_marks.get(i, ())]
         for c in dict.fromkeys(cits or ret):
             t = cited.get(c) if cited else None
             if t is None and self.chunks is not None:

@@ -332,3 +332,21 @@ class FaithBench(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class VerdictWords(unittest.TestCase):
+    """A yes/no verdict is a sentence of its own and, with no content word, nothing to check;
+    "No." before a number stays an abbreviation."""
+
+    def test_split(self):
+        cases = [("No. Digital downloads are not refundable.", ["No.", "Digital downloads are not refundable."]),
+                 ("See No. 5 for details.", ["See No. 5 for details."]),
+                 ("Yes. Keys rotate yearly.", ["Yes.", "Keys rotate yearly."])]
+        for text, want in cases:
+            with self.subTest(text=text):
+                self.assertEqual([text[a:b].strip() for a, b in se.split_sentences(text)], want)
+
+    def test_nothing_to_check(self):
+        chunk = ["Digital downloads are not refundable once the download has started."]
+        g = se.ground("No. Digital downloads are not refundable once the download has started.", chunk)
+        self.assertEqual((g.checked, g.supported, g.set_aside), (1, 1, 1))

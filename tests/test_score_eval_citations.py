@@ -305,8 +305,8 @@ class SeedExampleRewritten(TempDir):
 
 
 class LlmExample(unittest.TestCase):
-    """examples/llm/ as the README shows it (every gate line in the file is in the registry;
-    the grounding and answer-correctness gates are commented until those checks land)."""
+    """examples/llm/ as the README shows it: prose answers with citations in the text, two prose
+    refusals, grounding = "sentences" and an answer-correctness gate."""
 
     def test_example(self):
         d = ROOT / "examples" / "llm"
@@ -319,10 +319,19 @@ class LlmExample(unittest.TestCase):
         # shipped: L1-L4, L7 (L5, L6 refused in prose); L1-L4 contain the gold and cite it
         self.assertEqual((out["answered"], out["refused"]), (5, 2))
         self.assertEqual((m["precision"]["count"], m["chr"]["count"], m["citation_validity"]["count"]), (4, 4, 4))
-        self.assertEqual(m["hallucination"]["count"], 2)     # L1's lead-in words; L7's bad marker
-        self.assertEqual(out["items"], {"L1": "tsachpvxmgzrX", "L2": "tsachpvmgzrX", "L3": "tsachpvmgzrX",
-                                        "L4": "tsachpvmgzrX", "L5": "tperw", "L6": "tperwX",
-                                        "L7": "tsacxmgnzrXI"})
+        self.assertEqual(m["hallucination"]["count"], 2)     # strict: L1's lead-in words; L7's bad marker
+        # grounding = "sentences": the hallucination gate checks unsupported_answer_rate; every shipped
+        # sentence is in its chunks (L1's lead-in is set aside, L4's "No." has nothing to check, L7's
+        # bad marker is no evidence, so the retrieved chunks are read)
+        gate = [g for g in out["gate_results"] if g["gate"] == "hallucination"][0]
+        self.assertEqual((gate["metric"], gate["value"]), ("unsupported_answer_rate", 0.0))
+        self.assertEqual((m["unsupported_answer_rate"]["count"], m["unsupported_answer_rate"]["n"]), (0, 5))
+        self.assertEqual(m["faithfulness"]["value"], 1.0)
+        # gold_claim_substr matched after normalisation: all five shipped answers hold theirs
+        self.assertEqual((m["answer_correct_rate"]["count"], m["answer_correct_rate"]["n"]), (5, 5))
+        self.assertEqual(out["items"], {"L1": "tsachpvxmgzrXKG", "L2": "tsachpvmgzrXKG", "L3": "tsachpvmgzrXKG",
+                                        "L4": "tsachpvmgzrXKG", "L5": "tperw", "L6": "tperwX",
+                                        "L7": "tsacxmgnzrXIKG"})
 
 
 if __name__ == "__main__":
