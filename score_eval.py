@@ -3077,6 +3077,128 @@ def _metric_sort_key(name: str):
     return (len(REGISTRY), 0)
 
 
+# --------------------------------------------------------------------------- the output policy
+# One rule for every command of both tools (issue 33): before anything is written, each output
+# path is resolved (symlinks followed) and refused, naming both, when it is an input of the
+# command, another output of it, a folder, or an existing non-empty file that is not of the
+# output's kind (a report only replaces a report, an index an index).  ``force`` (--force) is
+# the only way to replace a foreign file; it never allows an output over an input.  A device,
+# FIFO or socket is written in place (stdout-like use, never replaced), except where the output
+# must be a regular file (an index, a partial, the files a manifest lists).
+
+_SNIFF_BYTES = 1 << 16
+
+
+def _first_line(head: bytes) -> bytes:
+    return head.lstrip(b"\xef\xbb\xbf").split(b"\n", 1)[0]
+
+
+OUTPUT_KINDS = {
+    # kind: (what it is, does the head of an existing file look like one?)
+    "report": ("a score_eval JSON report", lambda h: h.lstrip().startswith(b"{") and b'"schema": "score_eval/1"' in h),
+    "items": ("a score_eval items JSONL file", lambda h: b'"qid"' in _first_line(h) and b'"flags"' in _first_line(h)),
+    "markdown": ("a score_eval Markdown report", lambda h: h.startswith(b"# score_eval report")
+                 or h.startswith(b"# mini_rag eval")),
+    "html": ("a score_eval HTML report", lambda h: h.startswith(b"<!DOCTYPE html>") and b'content="score_eval"' in h),
+    "junit": ("a JUnit XML report", lambda h: h.startswith(b"<?xml") and b"<testsuites" in h),
+    "csv": ("a score_eval CSV file", lambda h: h.startswith(b"qid,category,") or h.startswith(b"metric,value,")),
+    "manifest": ("an output-set manifest", lambda h: b'"schema": "output-set/1"' in h),
+    "partial": ("a score_eval partial", lambda h: h.startswith(b'{"format":"' + PARTIAL_FORMAT.encode() + b'"')),
+    "trace": ("a trace JSONL file", lambda h: b'"retrieved_ids"' in _first_line(h)),
+    "perturb": ("a perturbation gold set", lambda h: b'"perturbation"' in _first_line(h) and b'"qid"' in _first_line(h)),
+    "index": ("a mini_rag index", lambda h: h.startswith(b"{") and b'"mini_rag-index"' in _first_line(h)),
+    "eval-report": ("a mini_rag eval report", lambda h: h.lstrip().startswith(b"{") and b'"datasets"' in h),
+}
+REGULAR_KINDS = ("index", "partial")
+
+
+def _file_head(path: str, size: int = _SNIFF_BYTES) -> bytes:
+    """The first ``size`` bytes of a regular file (decompressed when it is gzip)."""
+    with open(path, "rb") as fh:
+        head = fh.read(size)
+    if head[:2] == b"\x1f\x8b":             # gzip: what it starts with, even when truncated
+        import zlib
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, size)
+        except zlib.error:
+            pass
+    return head
+
+
+def _identity(path: str):
+    """``(dev, inode)`` of an existing path (symlinks followed), else its resolved path."""
+    try:
+        st = os.stat(path)
+        return (st.st_dev, st.st_ino)
+    except (OSError, ValueError):
+        return os.path.realpath(path)
+
+
+def check_outputs(outputs, inputs, force: bool = False) -> None:
+    """Apply the output policy (see above).  ``outputs``: ``(label, path, kind)``; ``inputs``:
+    ``(label, path)``; ``None`` and ``-`` are skipped.  A ScoreError names both paths."""
+    ins = []
+    for label, path in inputs:
+        if path and path != "-":
+            ins.append((label, path, _identity(path)))
+    seen = []
+    for label, path, kind in outputs:
+        if not path or path == "-":
+            continue
+        if "\x00" in path:
+            raise ScoreError("%s %r: a path cannot hold a NUL character" % (label, path))
+        ident = _identity(path)
+        for in_label, in_path, in_ident in ins:
+            if ident == in_ident:
+                raise ScoreError("%s %s: is the input %s %s (the same file); writing it would destroy the "
+                                 "input: choose another output path" % (label, path, in_label, in_path))
+        for out_label, out_path, out_ident in seen:
+            if ident == out_ident:
+                raise ScoreError("%s %s: is also the output %s %s (the same file); each output needs "
+                                 "its own path" % (label, path, out_label, out_path))
+        seen.append((label, path, ident))
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise ScoreError("%s %s: cannot write: %s" % (label, path, exc.strerror or exc)) from None
+        if stat.S_ISDIR(st.st_mode):
+            raise ScoreError("%s %s: cannot write: it is a folder" % (label, path))
+        what = OUTPUT_KINDS.get(kind, (kind, None))[0]
+        if not stat.S_ISREG(st.st_mode):
+            if kind in REGULAR_KINDS:
+                raise ScoreError("%s %s: is %s, not a regular file; %s is written to a regular file"
+                                 % (label, path, _file_kind(st.st_mode), what))
+            continue
+        if st.st_size == 0 or force or kind not in OUTPUT_KINDS:
+            continue
+        try:
+            head = _file_head(path)
+        except OSError as exc:
+            raise ScoreError("%s %s: cannot read what it holds: %s" % (label, path, exc.strerror or exc)) from None
+        if not OUTPUT_KINDS[kind][1](head):
+            raise ScoreError("%s %s: exists and is not %s (it starts %s); refusing to replace it: "
+                             "choose another path, or %s to replace it"
+                             % (label, path, what, _show(head[:40].decode("utf-8", "replace"), 60),
+                                "'python -m mini_rag index --force'" if kind == "index" else "--force"))
+
+
+def manifest_listable(outputs) -> None:
+    """The files a manifest lists are read back for their sha256: each must be a regular file
+    (or not exist yet); a device such as /dev/zero would never end."""
+    for label, path in outputs:
+        if not path or path == "-":
+            continue
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            raise ScoreError("%s %s: is %s; --manifest lists regular files only (give a file, or no --manifest)"
+                             % (label, path, _file_kind(st.st_mode)))
+
+
 def atomic_write(path: str, text: str) -> None:
     """``write_output`` of ``text`` as UTF-8."""
     write_output(path, text.encode("utf-8"))
@@ -3118,7 +3240,18 @@ def write_output_with(path: str, write) -> None:
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise ScoreError("%s: cannot write: it is a folder" % path)
         if st is not None and not stat.S_ISREG(st.st_mode):
-            with open(target, "wb") as fh:          # a device or FIFO: written in place
+            # a device or FIFO: written in place, never replaced; a FIFO nobody reads is an
+            # error (ENXIO), not a hang
+            flags = os.O_WRONLY | (os.O_NONBLOCK if stat.S_ISFIFO(st.st_mode) else 0)
+            try:
+                fd = os.open(target, flags)
+            except OSError as exc:
+                if exc.errno == getattr(__import__("errno"), "ENXIO", -1):
+                    raise ScoreError("%s: cannot write: a FIFO with no reader" % path) from None
+                raise
+            if flags & os.O_NONBLOCK:
+                os.set_blocking(fd, True)
+            with os.fdopen(fd, "wb") as fh:
                 write(fh)
             return
         folder = os.path.dirname(target)
@@ -3161,9 +3294,13 @@ def write_manifest(path: str, files: List[str]) -> None:
 
 
 def remove_output(path: str) -> None:
-    """Remove an earlier manifest before a new set is written (missing is fine)."""
+    """Remove an earlier manifest before a new set is written (missing is fine).  Only a
+    regular file is removed (a symlink's target); a device, FIFO or socket is left alone."""
+    target = os.path.realpath(path)
     try:
-        os.unlink(path)
+        if not stat.S_ISREG(os.stat(target).st_mode):
+            return
+        os.unlink(target)
     except FileNotFoundError:
         pass
     except OSError as exc:
@@ -3953,10 +4090,11 @@ def merge_html_main(argv: List[str]) -> int:
         args = ap.parse_args(argv)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
+    check_outputs([("merge-html OUT", args.out, "html")], [("input", p) for p in args.inputs])
     texts = []
     for path in args.inputs:
         try:
-            with open(path, "rb") as fh:
+            with open_input(path, "HTML report") as fh:
                 texts.append((path, fh.read().decode("utf-8")))
         except OSError as exc:
             raise ScoreError("%s: cannot read: %s" % (path, exc.strerror)) from None
@@ -4080,6 +4218,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="print the version and exit")
     ap.add_argument("--manifest", metavar="FILE", help="after --out/--items/--markdown, write FILE naming each "
                                                         "with its sha256 (removed first: no manifest = torn set)")
+    ap.add_argument("--force", action="store_true",
+                    help="replace an existing output file that is not of the output's kind (never an input)")
     ap.add_argument("--max-line-bytes", type=int, default=MAX_LINE_BYTES, metavar="N",
                     help="longest input line accepted, in bytes (default %d = 16 MiB)" % MAX_LINE_BYTES)
     ap.add_argument("--debug", action="store_true",
@@ -4090,6 +4230,28 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--print-metric-table", action="store_true",
                     help="print the README metric table (Markdown, from the registry) and exit")
     return ap
+
+
+_RUN_OUTPUTS = (("out", "report"), ("markdown", "markdown"), ("items", "items"), ("html", "html"),
+                ("junit", "junit"), ("csv", "csv"), ("metrics_csv", "csv"), ("partial", "partial"),
+                ("manifest", "manifest"))
+_RUN_INPUTS = ("gold", "trace", "qrels", "run", "chunks", "baseline", "gates_file")
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def check_run_outputs(args) -> None:
+    """The output policy for a scoring run (or a merge): before anything is read or written."""
+    inputs = [(_flag(a), getattr(args, a, None)) for a in _RUN_INPUTS]
+    if getattr(args, "gates_file", None) is None and os.path.exists(DEFAULT_GATES_FILE):
+        inputs.append(("the gates file", DEFAULT_GATES_FILE))
+    inputs += [("partial", p) for p in getattr(args, "merge", None) or []]
+    outputs = [(_flag(a), getattr(args, a, None), kind) for a, kind in _RUN_OUTPUTS]
+    check_outputs(outputs, inputs, getattr(args, "force", False))
+    if getattr(args, "manifest", None):
+        manifest_listable([(label, path) for label, path, kind in outputs if kind != "manifest"])
 
 
 def run(args) -> int:
@@ -4120,6 +4282,7 @@ def run(args) -> int:
     if not 1 <= args.max_line_bytes <= 1 << 40:
         raise ScoreError("--max-line-bytes: must be from 1 to 2**40, got %d" % args.max_line_bytes)
     _LIMITS["line_bytes"] = args.max_line_bytes
+    check_run_outputs(args)
     # 1. gates and the refusal token
     refusal, file_gates, regression, gates_source = REFUSAL, [], None, None
     gates_file = args.gates_file
@@ -4628,6 +4791,7 @@ def merge_main(argv: List[str]) -> int:
                                     "comma-separated)")
     for flag in ("--gates", "--gates-file", "--baseline", "--out", "--markdown", "--items"):
         ap.add_argument(flag, help="as for a single run")
+    ap.add_argument("--force", action="store_true", help="as for a single run")
     ap.add_argument("--dataset", help="as for a single run (default: the shards')")
     ap.add_argument("--max-errors", type=int, default=MAX_ERRORS, help="as for a single run")
     try:
@@ -4646,7 +4810,7 @@ def merge_main(argv: List[str]) -> int:
             args.run = names
         else:
             args.trace = names
-        for a in ("gates", "gates_file", "baseline", "out", "markdown", "items", "max_errors"):
+        for a in ("gates", "gates_file", "baseline", "out", "markdown", "items", "max_errors", "force"):
             setattr(args, a, getattr(margs, a))
         if margs.dataset is not None:
             args.dataset = margs.dataset

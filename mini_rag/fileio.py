@@ -80,6 +80,18 @@ def write_set_manifest(path: str, files: List[str], start: bool = False) -> None
         raise MiniRagError(str(exc)) from None
 
 
+def check_outputs(outputs, inputs, force: bool = False) -> None:
+    """The output policy of both tools (``score_eval.check_outputs``): each output
+    ``(label, path, kind)`` is refused, naming both paths, when it resolves to an input
+    ``(label, path)``, to another output, or to an existing file not of its kind (unless
+    ``force``); devices and FIFOs are written in place, never replaced."""
+    se = scorer()
+    try:
+        se.check_outputs(outputs, inputs, force)
+    except se.ScoreError as exc:
+        raise MiniRagError(str(exc)) from None
+
+
 def open_input(path: str, what: str = ""):
     """A binary file object for a regular file (or ``-``: stdin); MiniRagError otherwise."""
     se = scorer()

@@ -926,6 +926,31 @@ def _load_v2(path: str, sf: SectionFile, manifest: Dict[str, Any]) -> Index:
     return index
 
 
+def _damaged_hint(read, path: str):
+    """``read(path)``, its error ending with how to rebuild the index when it does not say so."""
+    try:
+        return read(path)
+    except MiniRagError as exc:
+        text = str(exc)
+        if "index --force" in text:
+            raise
+        raise MiniRagError("%s; rebuild it with 'python -m mini_rag index --force'" % text) from None
+
+
+def check_index_path(path: str, corpus_path: str, files, force: bool = False) -> None:
+    """The output policy for ``[index] path`` (issue 33), before anything is read or written:
+    it must not be the corpus or one of its files, nor a folder, device or FIFO, and an
+    existing file there must be a mini_rag index (``index --force`` replaces anything else)."""
+    from ..fileio import check_outputs
+    if not isinstance(path, str) or not path or "\x00" in path:
+        raise MiniRagError("[index] path must be a file path, got %r" % (path,))
+    if os.path.isdir(corpus_path):
+        inputs = [("corpus file", os.path.join(corpus_path, rel)) for rel, _ in files or ()]
+    else:
+        inputs = [("corpus", corpus_path)]
+    check_outputs([("index", path, "index")], inputs, force)
+
+
 def build_or_load(config: Dict[str, Any], corpus_path: Optional[str] = None, force: bool = False,
                   log=None, progress=None) -> Index:
     """The index for ``config`` (and ``corpus_path``, default ``[corpus] path``).
@@ -938,32 +963,26 @@ def build_or_load(config: Dict[str, Any], corpus_path: Optional[str] = None, for
     corpus_path = corpus_path or config["corpus"]["path"]
     path = config["index"]["path"]
     files = corpus_files(corpus_path)
+    check_index_path(path, corpus_path, files, force)
     expected = _expected(config, corpus_path, files, analyzer_from_config(config))
     old: Optional[Index] = None
-    if os.path.exists(path) and not force:
+    if os.path.exists(path) and not force and os.path.getsize(path) > 0:
+        # a damaged index is refused (exit 2), never used and never silently replaced:
+        # 'index --force' rebuilds it (issue 33)
+        manifest = _damaged_hint(read_manifest, path)
+        reasons = stale_reasons(manifest, expected)
+        if not reasons:
+            index = _damaged_hint(load_index, path)
+            if manifest.get("format_version") != FORMAT_VERSION:
+                print("mini_rag: index %s has format version %s; saving it as version %d"
+                      % (path, manifest.get("format_version"), FORMAT_VERSION), file=log)
+                save_index(index, path)
+            return index
+        print("mini_rag: index %s is stale: %s; rebuilding" % (path, "; ".join(reasons)), file=log)
         try:
-            manifest = read_manifest(path)
-        except MiniRagError as exc:
-            print("mini_rag: index %s is unusable, rebuilding: %s" % (path, exc), file=log)
-        else:
-            reasons = stale_reasons(manifest, expected)
-            if not reasons:
-                try:
-                    index = load_index(path)
-                except MiniRagError as exc:      # damaged sections: rebuilt, never used
-                    print("mini_rag: index %s is unusable, rebuilding: %s" % (path, exc), file=log)
-                else:
-                    if manifest.get("format_version") != FORMAT_VERSION:
-                        print("mini_rag: index %s has format version %s; saving it as version %d"
-                              % (path, manifest.get("format_version"), FORMAT_VERSION), file=log)
-                        save_index(index, path)
-                    return index
-            else:
-                print("mini_rag: index %s is stale: %s; rebuilding" % (path, "; ".join(reasons)), file=log)
-                try:
-                    old = load_index(path)
-                except MiniRagError:
-                    old = None
+            old = load_index(path)
+        except MiniRagError:
+            old = None
     index = build_from_config(config, corpus_path, reuse=old, progress=progress)
     save_index(index, path)
     return index

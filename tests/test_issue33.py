@@ -1,0 +1,220 @@
+"""Issue 33: nothing lost, nothing hangs, the server outlives hostile clients.
+
+One class per kind of finding; each test is a table of cases whose expected outcome
+(exit status, which file must be unchanged, what the message names) follows from the
+rule the issue states, not from what the code happens to print.
+"""
+import contextlib
+import hashlib
+import io
+import json
+import os
+import shutil
+import stat
+import sys
+import tempfile
+import time
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import score_eval  # noqa: E402
+from mini_rag.commands import cli  # noqa: E402
+
+FIX = os.path.join(ROOT, "tests", "fixtures", "gold")
+GOLD = {"qid": "Q1", "question": "How many days?", "answerable": True,
+        "gold_claim_substr": ["within 30 days"], "gold_citations": ["refund-policy#p1"], "category": "c"}
+TRACE = {"qid": "Q1", "retrieved_ids": ["refund-policy#p1"], "retrieved_scores": [1.0],
+         "answer_json": {"claim": "within 30 days", "citations": ["refund-policy#p1"]}}
+CHUNK = {"id": "refund-policy#p1", "text": "within 30 days"}
+
+
+def sha(path):
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="issue33_")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def write(self, name, data):
+        p = self.path(name)
+        with open(p, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+        return p
+
+    def run_main(self, main, argv):
+        out, err = io.StringIO(), io.StringIO()
+        t0 = time.monotonic()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main([str(a) for a in argv])
+        return code, out.getvalue(), err.getvalue(), time.monotonic() - t0
+
+    def run_proc(self, argv, stdin=None, timeout=10.0):
+        """``(exit status, stderr, seconds)`` of a process; a hang is killed and fails."""
+        import subprocess
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run(argv, stdin=stdin if stdin is not None else subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout, cwd=self.dir)
+        except subprocess.TimeoutExpired:
+            self.fail("hung: %s did not finish in %.0f s" % (" ".join(map(str, argv[1:4])), timeout))
+        return p.returncode, p.stderr.decode("utf-8", "replace"), time.monotonic() - t0
+
+    def inputs(self):
+        g = self.write("gold.jsonl", json.dumps(GOLD) + "\n")
+        t = self.write("trace.jsonl", json.dumps(TRACE) + "\n")
+        c = self.write("chunks.jsonl", json.dumps(CHUNK) + "\n")
+        gates = self.write("gates.toml", "[baseline]\nprecision = { min = 0.0 }\n")
+        return g, t, c, gates
+
+
+class OutputPolicy(Base):
+    """Findings 1, 2 and 6: an output never destroys an input, another output, a foreign file
+    or a device node."""
+
+    def test_scorer_output_on_an_input_or_another_output(self):
+        # (output flags -> which file they name, the file that must survive unchanged)
+        table = [
+            ("out-is-gold", ["--out", "G"], "G"),
+            ("items-is-trace", ["--items", "T"], "T"),
+            ("markdown-is-gates", ["--markdown", "S"], "S"),
+            ("html-is-chunks", ["--html", "C"], "C"),
+            ("csv-is-gold", ["--csv", "G"], "G"),
+            ("junit-is-trace", ["--junit", "T"], "T"),
+            ("metrics-csv-is-gates", ["--metrics-csv", "S"], "S"),
+            ("manifest-is-gold", ["--out", "r.json", "--manifest", "G"], "G"),
+            ("out-is-symlink-to-gold", ["--out", "L"], "G"),
+            ("two-outputs-one-path", ["--out", "r2.json", "--markdown", "r2.json"], None),
+            ("items-and-csv-one-path", ["--items", "x.out", "--csv", "x.out"], None),
+        ]
+        for name, flags, keep in table:
+            with self.subTest(case=name):
+                g, t, c, gates = self.inputs()
+                link = self.path("link.jsonl")
+                if os.path.lexists(link):
+                    os.unlink(link)
+                os.symlink(g, link)
+                names = {"G": g, "T": t, "C": c, "S": gates, "L": link}
+                argv = ["--gold", g, "--trace", t, "--chunks", c, "--gates-file", gates]
+                argv += [names.get(f, self.path(f) if f.endswith((".json", ".out")) else f) for f in flags]
+                before = {p: sha(p) for p in (g, t, c, gates)}
+                code, _, err, _ = self.run_main(score_eval.main, argv)
+                self.assertEqual(code, 2, err)
+                self.assertEqual({p: sha(p) for p in before}, before)
+                if keep is not None:
+                    self.assertIn(os.path.basename(names[keep]), err)
+                else:
+                    self.assertIn("also the output", err)
+                    self.assertFalse(os.path.exists(self.path(flags[1])))
+
+    def test_foreign_file_needs_force(self):
+        # (flag, existing content, replaced without --force?)
+        table = [
+            ("--out", "precious notes\n", False),
+            ("--markdown", "# my notes\n", False),
+            ("--items", '{"qid": "x", "text": "mine"}\n', False),
+            ("--html", "<html>mine</html>\n", False),
+            ("--out", "", True),                     # an empty file holds nothing to lose
+        ]
+        for flag, content, replaced in table:
+            with self.subTest(flag=flag, content=content):
+                g, t, c, gates = self.inputs()
+                target = self.write("existing.out", content)
+                argv = ["--gold", g, "--trace", t, "--gates-file", gates, flag, target]
+                code, _, err, _ = self.run_main(score_eval.main, argv)
+                if replaced:
+                    self.assertEqual(code, 0, err)
+                    continue
+                self.assertEqual(code, 2, err)
+                self.assertIn("--force", err)
+                with open(target) as fh:
+                    self.assertEqual(fh.read(), content)
+                code, _, err, _ = self.run_main(score_eval.main, argv + ["--force"])
+                self.assertEqual(code, 0, err)
+                with open(target) as fh:
+                    self.assertNotEqual(fh.read(), content)
+
+    def test_same_kind_is_replaced(self):
+        g, t, c, gates = self.inputs()
+        argv = ["--gold", g, "--trace", t, "--gates-file", gates, "--out", self.path("r.json"),
+                "--items", self.path("i.jsonl"), "--markdown", self.path("r.md"), "--html", self.path("r.html"),
+                "--junit", self.path("r.xml"), "--csv", self.path("i.csv"), "--metrics-csv", self.path("m.csv"),
+                "--manifest", self.path("m.json")]
+        for run in range(2):                       # the second run replaces its own outputs
+            code, _, err, _ = self.run_main(score_eval.main, argv)
+            self.assertEqual(code, 0, err)
+
+    def special(self):
+        dev = self.path("chardev")
+        try:
+            os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))   # a copy of /dev/null
+        except (OSError, AttributeError):
+            self.skipTest("cannot create a device node here")
+        return dev
+
+    def test_manifest_on_a_device_keeps_the_device(self):
+        dev = self.special()
+        g, t, c, gates = self.inputs()
+        for flags in (["--manifest", dev, "--out", self.path("r.json")], ["--out", dev, "--manifest", self.path("m.json")]):
+            with self.subTest(flags=flags):
+                code, _, err, _ = self.run_main(score_eval.main, ["--gold", g, "--trace", t, "--gates-file", gates]
+                                                + flags)
+                self.assertIn(code, (0, 2), err)
+                self.assertTrue(stat.S_ISCHR(os.lstat(dev).st_mode), "the device node was replaced")
+
+    def test_partial_on_a_fifo_is_refused_not_hung(self):
+        fifo = self.path("fifo")
+        os.mkfifo(fifo)
+        g, t, c, gates = self.inputs()
+        code, err, took = self.run_proc([sys.executable, os.path.join(ROOT, "score_eval.py"), "--gold", g,
+                                         "--trace", t, "--partial", fifo])
+        self.assertEqual(code, 2, err)
+        self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
+        self.assertLess(took, 10)
+
+    def test_mini_rag_outputs(self):
+        corpus = os.path.join(FIX, "corpus")
+        doc = os.path.join(self.dir, "corpus")
+        shutil.copytree(corpus, doc)
+        first_doc = os.path.join(doc, sorted(os.listdir(doc))[0])
+        gold = self.path("g.jsonl")
+        shutil.copy(os.path.join(FIX, "gold.jsonl"), gold)
+        idx = self.path("index.json.gz")
+        common = ["--corpus", doc, "--quiet"]
+        # (argv, the file that must survive unchanged, what the message names)
+        table = [
+            ("index-on-gold", ["index", "--index", gold] + common, gold, "not a mini_rag index"),
+            ("index-on-corpus-doc", ["index", "--index", first_doc] + common, first_doc, "is the input"),
+            ("run-out-is-gold", ["run", "--gold", gold, "--out", gold, "--index", idx] + common, gold, "is the input"),
+            ("run-out-is-index", ["run", "--gold", gold, "--out", idx, "--index", idx] + common, gold, "also the output"),
+            ("perturb-out-is-gold", ["perturb", gold, "--out", gold], gold, "is the input"),
+            ("ask-index-on-gold", ["ask", "What is the refund window?", "--index", gold] + common, gold,
+             "not a mini_rag index"),
+        ]
+        for name, argv, keep, says in table:
+            with self.subTest(case=name):
+                before = sha(keep)
+                code, _, err, _ = self.run_main(cli.main, argv)
+                self.assertEqual(code, 2, err)
+                self.assertEqual(sha(keep), before)
+                self.assertIn(says, err)
+                self.assertIn(keep if says != "also the output" else idx, err)
+        # --force replaces a foreign file at the index path; never a corpus document
+        foreign = self.write("notes.txt", "mine\n")
+        code, _, err, _ = self.run_main(cli.main, ["index", "--index", foreign] + common)
+        self.assertEqual(code, 2, err)
+        code, _, err, _ = self.run_main(cli.main, ["index", "--index", foreign, "--force"] + common)
+        self.assertEqual(code, 0, err)
+        code, _, err, _ = self.run_main(cli.main, ["index", "--index", first_doc, "--force"] + common)
+        self.assertEqual(code, 2, err)
+
+
+if __name__ == "__main__":
+    unittest.main()
