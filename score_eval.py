@@ -90,7 +90,13 @@ MAX_NUMBER_CHARS = 100                # digits of one integer in JSON or TOML (P
 MAX_K = 10000                         # largest rank cutoff for --k and metric names
 TMP_SUFFIX = ".ragtmp"                # temp files of an atomic write: .<name>.<pid>.<random>.ragtmp
 EXIT_PASS, EXIT_GATE, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
-_LIMITS = {"line_bytes": MAX_LINE_BYTES}   # this run's values (main sets them from the options)
+MAX_INPUT_BYTES = 4 << 30              # one input file or stdin, in bytes; --max-input-bytes
+MAX_INPUT_LINES = 10_000_000          # one input file or stdin, in lines; --max-input-lines
+MAX_BAD_LINES = 10_000                # reading stops after this many bad lines in one run
+MAX_CATEGORIES = 1_000                # distinct values of the --by field
+MAX_SMALL_FILE_BYTES = 1 << 20        # a gates file (TOML), read whole
+_LIMITS = {"line_bytes": MAX_LINE_BYTES, "input_bytes": MAX_INPUT_BYTES,
+           "input_lines": MAX_INPUT_LINES}   # this run's values (main sets them from the options)
 
 # Words that carry no claim of their own; everything else of >= 3 letters in a shipped claim
 # must occur in a cited chunk.  Negations (no, not, never) are deliberately NOT here: a claim
@@ -691,22 +697,44 @@ def _num(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate], Optional[Regression]]:
-    """Read gates.toml: [scorer] refusal, one [<dataset>] table of gates, [regression].
+_GATES_DOCS: Dict[tuple, tuple] = {}
 
-    ``dataset=None`` (a --gates string replaces the file's gates) reads only the refusal
-    token and the regression section."""
+
+def gates_doc(path: str) -> Tuple[dict, Dict[Tuple[str, ...], int]]:
+    """``(document, key -> line)`` of a gates file, read once per run (``-`` is stdin) and at
+    most MAX_SMALL_FILE_BYTES long.  It used to be read and parsed four times (gates, the
+    [ir] check, rules, weights), each parse running the subset reader and tomllib: a 10 MB
+    file took 14 s; now a file over 1 MiB is refused before it is parsed."""
+    try:
+        st = os.stat(path) if path != "-" else None
+        key = (path, st.st_ino, st.st_size, st.st_mtime_ns) if st is not None else (path,)
+    except OSError:
+        key = (path, None)
+    cached = _GATES_DOCS.get(key)
+    if cached is not None:
+        return cached
     try:
         with open_input(path, "gates file") as fh:
-            data = fh.read(MAX_LINE_BYTES + 1)
-        if len(data) > MAX_LINE_BYTES:
-            raise ScoreError("%s: gates file longer than %d bytes" % (path, MAX_LINE_BYTES))
+            data = fh.read(MAX_SMALL_FILE_BYTES + 1)
+        if len(data) > MAX_SMALL_FILE_BYTES:
+            raise ScoreError("%s: gates file larger than %d bytes (MAX_SMALL_FILE_BYTES); a gates file is "
+                             "a few kilobytes" % (path, MAX_SMALL_FILE_BYTES))
         text = data.decode("utf-8")
     except OSError as exc:
         raise ScoreError("%s: cannot read gates file: %s" % (path, exc.strerror)) from None
     except UnicodeDecodeError as exc:
         raise ScoreError("%s: not UTF-8, got byte 0x%02x" % (path, exc.object[exc.start])) from None
-    doc, lines = _parse_toml_lines(text, path)
+    _GATES_DOCS.clear()
+    cached = _GATES_DOCS[key] = _parse_toml_lines(text, path)
+    return cached
+
+
+def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate], Optional[Regression]]:
+    """Read gates.toml: [scorer] refusal, one [<dataset>] table of gates, [regression].
+
+    ``dataset=None`` (a --gates string replaces the file's gates) reads only the refusal
+    token and the regression section."""
+    doc, lines = gates_doc(path)
     errors: List[str] = []
 
     def where(*key: str) -> str:
@@ -916,12 +944,7 @@ def _compile_patterns(values, where: str, what: str, errors: List[str]) -> tuple
 
 def load_rules(path: str) -> Rules:
     """``[scorer] refusal_patterns / cutoff_patterns`` and ``[policy.<name>]`` of a gates file."""
-    try:
-        with open(path, "rb") as fh:
-            text = fh.read().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return Rules()         # load_gates_file has already reported it
-    doc, lines = _parse_toml_lines(text, path)
+    doc, lines = gates_doc(path)
     errors: List[str] = []
 
     def where(*key: str) -> str:
@@ -1037,6 +1060,8 @@ class _Errors:
         self.count += 1
         if len(self.lines) < self.limit:
             self.lines.append(msg)
+        if self.count >= MAX_BAD_LINES:      # a stream of garbage: stop reading it
+            raise ScoreError(self.text() + "\n%s stopped reading after %d bad lines" % (msg.split(":")[0], self.count))
 
     def text(self) -> str:
         out = list(self.lines)
@@ -1156,6 +1181,8 @@ def iter_lines(path: str, what: str = "", limit: Optional[int] = None):
     a line longer than ``limit`` bytes (default --max-line-bytes) yields (lineno, None),
     and is skipped without ever holding more than the limit in memory."""
     limit = limit or _LIMITS["line_bytes"]
+    max_bytes, max_lines = _LIMITS["input_bytes"], _LIMITS["input_lines"]
+    total = 0
     with open_input(path, what) as fh:
         readline = fh.readline
         lineno = 0
@@ -1164,9 +1191,21 @@ def iter_lines(path: str, what: str = "", limit: Optional[int] = None):
             if not raw:
                 return
             lineno += 1
+            total += len(raw)
+            if total > max_bytes or lineno > max_lines:
+                raise ScoreError("%s: %s more than %s (--max-input-%s); stopped reading"
+                                 % (path, "input is" if path != "-" else "stdin gave",
+                                    "%d bytes" % max_bytes if total > max_bytes else "%d lines" % max_lines,
+                                    "bytes" if total > max_bytes else "lines"))
             if len(raw) > limit and not (len(raw) == limit + 1 and raw.endswith(b"\n")):
+                skipped = len(raw)
                 while raw and not raw.endswith(b"\n"):
                     raw = readline(limit + 1)
+                    total += len(raw)
+                    skipped += len(raw)
+                    if total > max_bytes or skipped > max(4 * limit, 1 << 26):   # no line end coming
+                        raise ScoreError("%s:%d: line longer than %d bytes (--max-line-bytes), and %d bytes "
+                                         "without a line end; stopped reading" % (path, lineno, limit, skipped))
                 yield lineno, None
                 continue
             yield lineno, raw
@@ -1226,9 +1265,12 @@ class Gold:
     def __len__(self) -> int:
         return len(self.qids)
 
-    def category_id(self, name: str, ids: Dict[str, int]) -> int:
+    def category_id(self, name: str, ids: Dict[str, int], where: str = "") -> int:
         i = ids.get(name)
         if i is None:
+            if len(self.categories) >= MAX_CATEGORIES:
+                raise ScoreError("%s: the per-category field (--by) has more than %d distinct values, got %s; "
+                                 "choose a field with fewer values" % (where or "gold", MAX_CATEGORIES, _show(name, 60)))
             i = ids[name] = len(self.categories)
             self.categories.append(name)
         return i
@@ -1306,7 +1348,7 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
         elif bits or behaviour is not None or "acceptable_decisions" in row:
             _store_gold_extras(gold, len(gold.qids) - 1, row)
         gold.base.append((F_ANS if ans else 0) | (F_EXPREF if expect_refuse else 0) | (F_GOLD if rel else 0) | bits)
-        gold.cat.append(gold.category_id(cat, cat_ids))
+        gold.cat.append(gold.category_id(cat, cat_ids, "%s:%d" % (path, lineno)))
         gold.expected.append(0 if exp is None else 1 + DECISIONS.index(exp))
     if unlabelled and labelled:
         errors.add("%s:%d: gold mixes labelled and unlabelled rows (line %d has labels, line %d none: no "
@@ -1410,7 +1452,7 @@ def gold_from_trace(path: str, by: str) -> Gold:
         gold.subs.append(None)
         gold.rel.append(())
         gold.base.append(F_NOLAB)
-        gold.cat.append(gold.category_id(cat if type(cat) is str else NO_CATEGORY, cat_ids))
+        gold.cat.append(gold.category_id(cat if type(cat) is str else NO_CATEGORY, cat_ids, "%s:%d" % (path, lineno)))
         gold.expected.append(0)
     if not gold.qids and not quiet.count:
         raise ScoreError("%s: no trace rows with a qid (the file is empty), got 0 rows" % path)
@@ -2835,6 +2877,7 @@ STAGES: Tuple[Stage, ...] = (
 STAGE_ALIASES = {"groundedness": "faithfulness"}
 WEIGHT_SUM_TOLERANCE = 0.05     # |sum - 1| above this: normalized with a warning
 WEIGHT_MAX = 0.60               # one stage above this (after normalization): error
+WEIGHT_LIMIT = 1e6              # a weight above this is refused (their sum must stay finite)
 GATE_STAGE_MIN = 0.05           # a gate stage below this: warning
 
 
@@ -2857,9 +2900,7 @@ def _stage_name(name: str) -> str:
 
 def _weights_from_file(path: str) -> Tuple[Dict[str, float], List[str]]:
     """The ``[weights]`` table of a gates file: stage = weight (stage names or aliases)."""
-    with open(path, "rb") as fh:     # load_gates_file has already read and checked it
-        text = fh.read().decode("utf-8")
-    doc, lines = _parse_toml_lines(text, path)
+    doc, lines = gates_doc(path)     # load_gates_file has already read and checked it
     table = doc.get("weights")
     if table is None:
         return {}, []
@@ -2877,8 +2918,9 @@ def _check_weights(table: dict, where) -> Tuple[Dict[str, float], List[str]]:
         except ScoreError as exc:
             errors.append("%s %s" % (where(key), exc))
             continue
-        if not _num(val) or val < 0:
-            errors.append("%s weight of %r must be a number >= 0, got %s" % (where(key), key, _show(val)))
+        if not _num(val) or not 0 <= val <= WEIGHT_LIMIT:
+            errors.append("%s weight of %r must be a number from 0 to %g, got %s"
+                          % (where(key), key, WEIGHT_LIMIT, _show(val)))
             continue
         out[name] = float(val)
     return out, errors
@@ -4141,10 +4183,8 @@ def _note(args, text: str) -> None:
 def _has_table(path: str, name: str) -> bool:
     """Whether the TOML file has a ``[name]`` table (True when unreadable: the reader reports it)."""
     try:
-        with open(path, "rb") as fh:
-            text = fh.read().decode("utf-8")
-        doc, _ = _parse_toml_lines(text, path)
-    except (OSError, UnicodeDecodeError, ScoreError):
+        doc, _ = gates_doc(path)
+    except ScoreError:
         return True
     return isinstance(doc.get(name), dict)
 
@@ -4220,6 +4260,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                         "with its sha256 (removed first: no manifest = torn set)")
     ap.add_argument("--force", action="store_true",
                     help="replace an existing output file that is not of the output's kind (never an input)")
+    ap.add_argument("--max-input-bytes", type=int, default=MAX_INPUT_BYTES, metavar="N",
+                    help="largest input (a file or stdin) read, in bytes (default %d = 4 GiB)" % MAX_INPUT_BYTES)
+    ap.add_argument("--max-input-lines", type=int, default=MAX_INPUT_LINES, metavar="N",
+                    help="most lines read from one input (a file or stdin) (default %d)" % MAX_INPUT_LINES)
     ap.add_argument("--max-line-bytes", type=int, default=MAX_LINE_BYTES, metavar="N",
                     help="longest input line accepted, in bytes (default %d = 16 MiB)" % MAX_LINE_BYTES)
     ap.add_argument("--debug", action="store_true",
@@ -4255,6 +4299,7 @@ def check_run_outputs(args) -> None:
 
 
 def run(args) -> int:
+    _GATES_DOCS.clear()                   # a gates file is read once per run, never across runs
     if args.print_metric_table:
         sys.stdout.write(metric_table_markdown())
         return 0
@@ -4282,6 +4327,11 @@ def run(args) -> int:
     if not 1 <= args.max_line_bytes <= 1 << 40:
         raise ScoreError("--max-line-bytes: must be from 1 to 2**40, got %d" % args.max_line_bytes)
     _LIMITS["line_bytes"] = args.max_line_bytes
+    for name in ("bytes", "lines"):
+        value = getattr(args, "max_input_" + name, None) or _LIMITS["input_" + name]
+        if not 1 <= value <= 1 << 50:
+            raise ScoreError("--max-input-%s: must be from 1 to 2**50, got %d" % (name, value))
+        _LIMITS["input_" + name] = value
     check_run_outputs(args)
     # 1. gates and the refusal token
     refusal, file_gates, regression, gates_source = REFUSAL, [], None, None
@@ -4622,7 +4672,7 @@ def _sha256_file(path: str) -> str:
     import hashlib
     h = hashlib.sha256()
     try:
-        with open(path, "rb") as fh:
+        with open_input(path, "file") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 h.update(block)
     except OSError as exc:
@@ -4659,12 +4709,26 @@ def write_partial(args, gold: "Gold", scorer: Scorer, stats: dict, notes: List[s
     return 0
 
 
+MAX_PARTIAL_BYTES = 1 << 30       # one --partial file
+
+
 def _read_partial(path: str) -> dict:
+    """A partial, validated as data before anything uses it: a regular file (never a FIFO or
+    a device) of at most MAX_PARTIAL_BYTES, the shape written by write_partial, and the
+    files it names regular files."""
     try:
-        with open(path, "rb") as fh:
-            doc = json.loads(fh.read().decode("utf-8"))
+        with open_input(path, "partial") as fh:
+            data = fh.read(MAX_PARTIAL_BYTES + 1)
     except OSError as exc:
         raise ScoreError("%s: cannot read: %s" % (path, exc.strerror)) from None
+    if path == "-":
+        raise ScoreError("-: a partial must be a file, not stdin")
+    if len(data) > MAX_PARTIAL_BYTES:
+        raise ScoreError("%s: partial larger than %d bytes (MAX_PARTIAL_BYTES)" % (path, MAX_PARTIAL_BYTES))
+    try:
+        doc = json_row(data.decode("utf-8"))
+    except _JsonLimit as exc:
+        raise ScoreError("%s:1: not a partial (%s)" % (path, exc)) from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise ScoreError("%s:1: not a partial (invalid JSON: %s)" % (path, str(exc).split(":")[0])) from None
     if type(doc) is not dict or doc.get("format") != PARTIAL_FORMAT:
@@ -4676,7 +4740,67 @@ def _read_partial(path: str) -> dict:
     for key in ("args", "gold_sha256", "gold_items", "ks", "stats", "notes", "items", "calls", "fields"):
         if key not in doc:
             raise ScoreError("%s:1: partial has no %r" % (path, key))
+    problem = _partial_shape(doc)
+    if problem:
+        raise ScoreError("%s:1: malformed partial: %s" % (path, problem))
+    for a in ("gold", "qrels", "trace", "run", "chunks"):
+        named = doc["args"].get(a)
+        if a in ("gold", "qrels", "run") and isinstance(named, str) and named not in ("", "-"):
+            try:
+                st = os.stat(named)
+            except OSError as exc:
+                raise ScoreError("%s: the partial names --%s %s, which cannot be read: %s"
+                                 % (path, a, named, exc.strerror)) from None
+            if not stat.S_ISREG(st.st_mode):
+                raise ScoreError("%s: the partial names --%s %s, which is %s, not a regular file"
+                                 % (path, a, named, _file_kind(st.st_mode)))
     return doc
+
+
+def _partial_shape(doc: dict) -> Optional[str]:
+    """What is wrong with the shape of a partial's fields, or None."""
+    args = doc["args"]
+    if type(args) is not dict:
+        return "args must be an object, got %s" % _show(args)
+    for a in _PARTIAL_ARGS:
+        v = args.get(a)
+        if v is not None and not isinstance(v, str) and a != "k":
+            return "args.%s must be a string or null, got %s" % (a, _show(v))
+        if isinstance(v, str) and "\x00" in v:
+            return "args.%s holds a NUL character" % a
+    if not (args.get("gold") or args.get("qrels")):
+        return "args names neither a gold nor a qrels file"
+    if not (isinstance(doc["gold_sha256"], str) and re.fullmatch(r"[0-9a-f]{64}", doc["gold_sha256"])):
+        return "gold_sha256 must be 64 hex digits, got %s" % _show(doc["gold_sha256"])
+    if type(doc["gold_items"]) is not int or doc["gold_items"] < 0:
+        return "gold_items must be an integer >= 0, got %s" % _show(doc["gold_items"])
+    if type(doc["ks"]) is not list or not doc["ks"] or not all(type(k) is int and 1 <= k <= MAX_K for k in doc["ks"]):
+        return "ks must be a list of cutoffs 1..%d, got %s" % (MAX_K, _show(doc["ks"]))
+    st = doc["stats"]
+    if type(st) is not dict or not all(type(st.get(k)) is int and st.get(k) >= 0
+                                       for k in ("rows", "unknown", "duplicates", "missing")) \
+            or not all(_str_list(st.get(k)) for k in ("unknown_ex", "duplicate_ex")):
+        return "stats must hold counts rows, unknown, duplicates, missing and lists unknown_ex, duplicate_ex"
+    if not _str_list(doc["notes"]):
+        return "notes must be a list of strings"
+    for key in ("items", "calls"):
+        v = doc[key]
+        if type(v) is not dict or v.get("type") != "I" or not isinstance(v.get("data"), str):
+            return "%s must be a packed array of type I, got %s" % (key, _show(v, 60))
+    if type(doc["fields"]) is not list:
+        return "fields must be a list, got %s" % _show(doc["fields"], 60)
+    for f in doc["fields"]:
+        if type(f) is not dict or not isinstance(f.get("name"), str) or f.get("kind") not in ("array", "sparse") \
+                or not (f.get("key") is None or type(f.get("key")) in (int, str)):
+            return "each field must be an object with a name and kind array or sparse, got %s" % _show(f, 60)
+        if f["kind"] == "array" and (type(f.get("values")) is not dict or not isinstance(f["values"].get("type"), str)
+                                     or not isinstance(f["values"].get("data"), str)):
+            return "field %s: values must be a packed array, got %s" % (f["name"], _show(f.get("values"), 60))
+        if f["kind"] == "sparse" and (type(f.get("values")) is not list
+                                      or not all(type(p) is list and len(p) == 2 and type(p[0]) is int
+                                                 for p in f["values"])):
+            return "field %s: values must be a list of [item, value] pairs" % f["name"]
+    return None
 
 
 def merged_runs(paths: List[str], errors: "_Errors") -> dict:
@@ -4750,22 +4874,31 @@ def merge_partials(paths: List[str], args, ks: List[int], refusal: str, errors: 
                     dup_ex.append(gold.qids[i])
             seen[i] = 1
         items = _unpack(d["items"], p)
+        if items and max(items) >= n:
+            raise ScoreError("%s: item position %d out of range (%d gold items)" % (p, max(items), n))
         for f in d["fields"]:
-            key = (f["name"], f["key"])
+            key = (f["name"], f.get("key"))
             if key not in slots:
                 raise ScoreError("%s: the partial holds %s%s, which this scorer does not have (another "
-                                 "version wrote it?)" % (p, f["name"], "" if f["key"] is None else "[%s]" % f["key"]))
+                                 "version wrote it?)" % (p, f["name"], "" if key[1] is None else "[%s]" % key[1]))
             cont, kind = slots[key]
+            if kind != f["kind"]:
+                raise ScoreError("%s: malformed partial: field %s must be of kind %s, got %s" % (p, f["name"], kind, f["kind"]))
             if kind == "array":
                 values = _unpack(f["values"], p)
                 if len(values) != len(items):
                     raise ScoreError("%s: %s holds %d values for %d items" % (p, f["name"], len(values), len(items)))
+                if type(values) is not type(cont) or getattr(values, "typecode", None) != getattr(cont, "typecode", None):
+                    raise ScoreError("%s: malformed partial: field %s has values of type %s, this scorer's are %s"
+                                     % (p, f["name"], f["values"].get("type"), getattr(cont, "typecode", "bytes")))
                 for i, v in zip(items, values):
                     cont[i] = v
             else:
                 for i in items:
                     cont.pop(i, None)
                 for i, v in f["values"]:
+                    if not 0 <= i < n:
+                        raise ScoreError("%s: item position %d out of range (%d gold items)" % (p, i, n))
                     cont[i] = v
     missing = 0
     i = seen.find(0)

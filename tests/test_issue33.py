@@ -56,13 +56,13 @@ class Base(unittest.TestCase):
             code = main([str(a) for a in argv])
         return code, out.getvalue(), err.getvalue(), time.monotonic() - t0
 
-    def run_proc(self, argv, stdin=None, timeout=10.0):
+    def run_proc(self, argv, stdin=None, timeout=10.0, cwd=None):
         """``(exit status, stderr, seconds)`` of a process; a hang is killed and fails."""
         import subprocess
         t0 = time.monotonic()
         try:
             p = subprocess.run(argv, stdin=stdin if stdin is not None else subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout, cwd=self.dir)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout, cwd=cwd or self.dir)
         except subprocess.TimeoutExpired:
             self.fail("hung: %s did not finish in %.0f s" % (" ".join(map(str, argv[1:4])), timeout))
         return p.returncode, p.stderr.decode("utf-8", "replace"), time.monotonic() - t0
@@ -214,6 +214,151 @@ class OutputPolicy(Base):
         self.assertEqual(code, 0, err)
         code, _, err, _ = self.run_main(cli.main, ["index", "--index", first_doc, "--force"] + common)
         self.assertEqual(code, 2, err)
+
+
+def _yes(line=b"y\n"):
+    """A process writing ``line`` forever (like yes(1)); its stdout is the endless stdin."""
+    import subprocess
+    return subprocess.Popen([sys.executable, "-c", "import sys\nb=%r*4096\nw=sys.stdout.buffer.write\n"
+                             "try:\n    while True: w(b)\nexcept Exception: pass" % line],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+
+class BoundedReaders(Base):
+    """Findings 7, 8 and 9: endless streams, special files, malformed partials, huge or binary
+    corpus files: each exit 2 naming the input within seconds, never a hang or exit 3."""
+
+    SCORER = [sys.executable, os.path.join(ROOT, "score_eval.py")]
+    MINI = [sys.executable, "-m", "mini_rag"]
+
+    def test_endless_stdin(self):
+        g, t, c, gates = self.inputs()
+        # (argv, stdin: "yes" = endless lines, "zero" = endless bytes without a line end)
+        table = [
+            (self.SCORER + ["--gold", "-", "--trace", t, "--gates", "none"], "yes"),
+            (self.SCORER + ["--gold", g, "--trace", "-", "--gates", "none"], "zero"),
+            (self.SCORER + ["--qrels", "-", "--run", t, "--gates", "none"], "yes"),
+            (self.SCORER + ["--gold", g, "--trace", "-", "--gates", "none"], "yes"),
+            (self.MINI + ["run", "--gold", "-", "--out", self.path("o.jsonl")], "yes"),
+            (self.MINI + ["check-gold", "-"], "zero"),
+        ]
+        for argv, source in table:
+            with self.subTest(argv=argv[2:5], stdin=source):
+                if source == "yes":
+                    gen = _yes()
+                    stdin = gen.stdout
+                else:
+                    gen, stdin = None, open("/dev/zero", "rb")
+                try:
+                    code, err, took = self.run_proc(argv, stdin=stdin, timeout=20, cwd=ROOT)
+                finally:
+                    stdin.close()
+                    if gen is not None:
+                        gen.kill()
+                        gen.wait()
+                self.assertEqual(code, 2, err[-300:])
+                self.assertIn("-:", err)
+                self.assertRegex(err, r"stopped reading|\.\.\. and \d+ more")
+                self.assertNotIn("Traceback", err)
+
+    def partial(self):
+        g, t, c, gates = self.inputs()
+        p = self.path("p1.json")
+        code, _, err, _ = self.run_main(score_eval.main, ["--gold", g, "--trace", t, "--gates", "none", "--partial", p])
+        self.assertEqual(code, 0, err)
+        with open(p) as fh:
+            return g, json.load(fh)
+
+    def test_merge_partials_are_validated(self):
+        g, good = self.partial()
+        fifo = self.path("fifo.json")
+        os.mkfifo(fifo)
+
+        def edit(**kw):
+            d = json.loads(json.dumps(good))
+            for k, v in kw.items():
+                if "." in k:
+                    a, b = k.split(".")
+                    d[a][b] = v
+                else:
+                    d[k] = v
+            return json.dumps(d)
+        field0 = dict(good["fields"][0])
+        table = [
+            ("gold-is-dev-zero", edit(**{"args.gold": "/dev/zero"}), "not a regular file"),
+            ("gold-is-fifo", edit(**{"args.gold": fifo}), "not a regular file"),
+            ("args-not-object", edit(args=[1, 2]), "args must be an object"),
+            ("ks-strings", edit(ks=["5"]), "ks must be"),
+            ("items-wrong-type", edit(items={"type": "d", "data": ""}), "items must be a packed array"),
+            ("calls-not-base64", edit(calls={"type": "I", "data": "@@@"}), "malformed packed array"),
+            ("field-key-list", edit(fields=[dict(field0, key=[1])]), "each field must be"),
+            ("field-kind-unknown", edit(fields=[dict(field0, kind="tree")]), "each field must be"),
+            ("field-values-type", edit(fields=[dict(field0, values={"type": "B" if field0["values"]["type"] != "B" else "b",
+                                                                "data": "AA=="})]), "values of type"),
+            ("item-out-of-range", edit(items={"type": "I", "data": "AAAAAQ=="}), "out of range"),
+            ("stats-missing", edit(stats={}), "stats must hold"),
+            ("notes-not-strings", edit(notes=[1]), "notes must be"),
+            ("sha-not-hex", edit(gold_sha256="x"), "gold_sha256"),
+            ("not-json", "{" * 10, "not a partial"),
+            ("deep-json", "[" * 100000, "not a partial"),
+        ]
+        for name, text, says in table:
+            with self.subTest(case=name):
+                p = self.write("bad.json", text)
+                code, err, took = self.run_proc(self.SCORER + ["merge", p, "--gates", "none"])
+                self.assertEqual(code, 2, err)
+                self.assertIn(p, err)
+                self.assertIn(says, err)
+        for special in (fifo, "/dev/zero"):
+            with self.subTest(partial=special):
+                code, err, took = self.run_proc(self.SCORER + ["merge", special, "--gates", "none"])
+                self.assertEqual(code, 2, err)
+                self.assertIn(special, err)
+
+    def test_corpus_file_limits(self):
+        corpus = os.path.join(self.dir, "corpus")
+        shutil.copytree(os.path.join(FIX, "corpus"), corpus)
+        n_docs = len(os.listdir(corpus))
+        with open(os.path.join(corpus, "huge.md"), "wb") as fh:      # sparse: 17 MiB of NULs
+            fh.truncate(17 << 20)
+        with open(os.path.join(corpus, "binary.txt"), "wb") as fh:
+            fh.write(b"PK\x03\x04\x00\x00binary\x00" * 10)
+        with open(os.path.join(corpus.encode(), b"name\xff.md"), "wb") as fh:
+            fh.write(b"# T\n\nA document whose name is not UTF-8.\n")
+        idx = self.path("i.json.gz")
+        code, out, err, took = self.run_main(cli.main, ["index", "--corpus", corpus, "--index", idx])
+        self.assertEqual(code, 0, err)
+        for name, why in (("huge.md", "larger than"), ("binary.txt", "binary"), ("name", "not UTF-8")):
+            self.assertRegex(err, "%s.*skipped, .*%s" % (name, why))
+        self.assertIn("%d documents" % n_docs, out + err)
+        self.assertLess(took, 10)
+
+    def test_bugs_that_were_exit_3(self):
+        g, t, c, gates = self.inputs()
+        many = self.write("many.jsonl", "".join(json.dumps(dict(GOLD, qid="q%d" % i, category="c%d" % i)) + "\n"
+                                                for i in range(1200)))
+        table = [
+            ("weights-overflow", score_eval.main, ["--gold", g, "--trace", t, "--gates", "none", "--weights",
+                                                    '{"faithfulness": 1e308, "retrieval": 1e308}'], "--weights"),
+            ("by-too-many-values", score_eval.main, ["--gold", many, "--trace", t, "--gates", "none"], many),
+            ("nul-in-index-path", cli.main, ["index", "--corpus", os.path.join(FIX, "corpus"), "--index",
+                                             self.path("a\x00b")], "must be a file path"),
+        ]
+        for name, main, argv, says in table:
+            with self.subTest(case=name):
+                code, _, err, took = self.run_main(main, argv)
+                self.assertEqual(code, 2, err)
+                self.assertIn(says, err)
+                self.assertLess(took, 10)
+
+    def test_generator_flooding_stdout(self):
+        from mini_rag.answer.generator import CommandGenerator, GeneratorError
+        t0 = time.monotonic()
+        with self.assertRaises(GeneratorError) as cm:
+            CommandGenerator([sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('x' * 65536)"],
+                             timeout=20).generate("q", [], {})
+        self.assertIn("printed more than", str(cm.exception))
+        self.assertLess(time.monotonic() - t0, 10)
 
 
 if __name__ == "__main__":
