@@ -853,6 +853,7 @@ def _regression_config(reg: dict, where, errors: List[str]) -> Optional[Regressi
 _RULE_KEYS = ("refusal_patterns", "cutoff_patterns")
 SOURCE_POLICIES = ("summarize", "quote_only", "no_use")
 _QUANT_RX = re.compile(r"\{\d*(?:,\d*)?\}")
+MAX_PATTERN_CHARS = 2000       # one user regex (refusal, cutoff and policy patterns)
 
 
 class Rules(NamedTuple):
@@ -875,8 +876,12 @@ def regex_problem(pattern: str) -> Optional[str]:
     """Why ``pattern`` may take more than linear time, or None.
 
     Rejected: a quantified group (``*``, ``+``, ``{m,n}``) whose body holds a quantifier
-    (``(a+)+``, ``(?:x*y)*``) and backreferences (``\\1``, ``(?P=name)``).  Character
+    (``(a+)+``, ``(?:x*y)*``), backreferences (``\\1``, ``(?P=name)``), a repeated group
+    whose alternatives overlap (``(a|ab)*``, ``(\\w|\\d)+``) and adjacent unbounded
+    repetitions over common characters (``a*a*b``, ``.*.*=``): see _overlap_problem.  Character
     classes and escapes are skipped; ``?`` on a group is harmless and allowed."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        return "longer than %d characters" % MAX_PATTERN_CHARS
     stack: List[bool] = []        # per open group: does its body hold a quantifier?
     i, n = 0, len(pattern)
     while i < n:
@@ -921,6 +926,182 @@ def regex_problem(pattern: str) -> Optional[str]:
             continue
         if (quant or c == "?") and stack:
             stack[-1] = True
+        i += 1
+    return _overlap_problem(pattern)
+
+
+# Overlapping repetition (issue 33): nested quantifiers are not the only exponential or
+# polynomial shapes.  A repeated alternation whose branches can start with the same character
+# (``(a|a)*``, ``(a|ab)*``, ``(\w|\d)+``) matches one string in exponentially many ways, and
+# two unbounded repetitions side by side that can take the same characters (``a*a*a*b``,
+# ``.*.*=``, ``\s*\s*x``) split a string in polynomially many ways; a failing match tries them
+# all.  The pattern is read with the re module's own parser; the characters each piece can
+# start with are computed on a probe alphabet (ASCII and a few non-ASCII letters, digits and
+# spaces), so two character sets overlap when some probe character is in both.
+
+_PROBES = [chr(c) for c in range(128)] + list("\u00e9\u00c9\u00df\u0131\u017f\u212a\u00a0\u2028\u0663\u4e2d\u0301")
+_CLASS_RX = {"CATEGORY_DIGIT": re.compile(r"\d"), "CATEGORY_NOT_DIGIT": re.compile(r"\D"),
+             "CATEGORY_SPACE": re.compile(r"\s"), "CATEGORY_NOT_SPACE": re.compile(r"\S"),
+             "CATEGORY_WORD": re.compile(r"\w"), "CATEGORY_NOT_WORD": re.compile(r"\W")}
+
+
+def _sre():
+    try:
+        from re import _parser as parser      # Python 3.11+
+    except ImportError:                         # pragma: no cover - Python 3.9, 3.10
+        import sre_parse as parser
+    return parser
+
+
+def _chars(op: str, av, fold: bool) -> frozenset:
+    """The probe characters one single-character node matches."""
+    def one(ch):
+        if op == "LITERAL":
+            return ch == chr(av) or (fold and ch.lower() == chr(av).lower())
+        if op == "NOT_LITERAL":
+            return not (ch == chr(av) or (fold and ch.lower() == chr(av).lower()))
+        if op == "ANY":
+            return ch != "\n"
+        hit, neg = False, False
+        for iop, iav in av:                     # IN: a character class
+            name = str(iop)
+            if name == "NEGATE":
+                neg = True
+            elif name == "LITERAL":
+                hit = hit or ch == chr(iav) or (fold and ch.lower() == chr(iav).lower())
+            elif name == "RANGE":
+                lo, hi = iav
+                hit = hit or lo <= ord(ch) <= hi or (fold and (lo <= ord(ch.lower()) <= hi or lo <= ord(ch.upper()[0]) <= hi))
+            elif name == "CATEGORY":
+                rx = _CLASS_RX.get(str(iav))
+                hit = hit or (rx.match(ch) is not None if rx else True)
+            else:                               # anything else: assume it may match
+                hit = True
+        return hit != neg
+    return frozenset(ch for ch in _PROBES if one(ch))
+
+
+def _first(seq, fold: bool) -> Tuple[frozenset, bool]:
+    """``(characters a match of the node list can start with, can it match empty)``."""
+    out: frozenset = frozenset()
+    for op, av in seq:
+        first, nullable = _first_node(str(op), av, fold)
+        out |= first
+        if not nullable:
+            return out, False
+    return out, True
+
+
+def _first_node(op: str, av, fold: bool) -> Tuple[frozenset, bool]:
+    if op in ("LITERAL", "NOT_LITERAL", "ANY", "IN"):
+        return _chars(op, av, fold), False
+    if op == "SUBPATTERN":
+        add, _del = (av[1], av[2]) if len(av) == 4 else (0, 0)
+        return _first(av[-1], fold or bool(add & re.IGNORECASE))
+    if op == "BRANCH":
+        firsts = [_first(b, fold) for b in av[1]]
+        return frozenset().union(*(f for f, _ in firsts)), any(n for _, n in firsts)
+    if op in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+        first, nullable = _first(av[2], fold)
+        return first, nullable or av[0] == 0
+    if op == "ATOMIC_GROUP":
+        return _first(av, fold)
+    return frozenset(), True                    # anchors, lookarounds: match empty
+
+
+def _overlap_problem(pattern: str) -> Optional[str]:
+    parser = _sre()
+    try:
+        tree = parser.parse(pattern, re.IGNORECASE)
+    except (re.error, RecursionError, OverflowError, ValueError):
+        return None                             # the compile step reports it
+    maxrepeat = getattr(parser, "MAXREPEAT", 4294967295)
+    fold = True                                 # user patterns run with re.IGNORECASE
+
+    def walk(seq) -> Optional[str]:
+        items = list(seq)
+        for n, (op, av) in enumerate(items):
+            name = str(op)
+            if name in ("MAX_REPEAT", "MIN_REPEAT"):
+                lo, hi, body = av
+                if hi == maxrepeat or hi > 16:
+                    mine = _first(body, fold)[0]
+                    for later_op, later_av in items[n + 1:]:
+                        lname = str(later_op)
+                        if lname in ("MAX_REPEAT", "MIN_REPEAT") and (later_av[1] == maxrepeat or later_av[1] > 16):
+                            if mine & _first(later_av[2], fold)[0]:
+                                return ("adjacent repetitions that can take the same characters (like a*a* or "
+                                        ".*.*) are not allowed")
+                        if not _first_node(lname, later_av, fold)[1]:
+                            break
+                problem = walk(body)
+            elif name == "SUBPATTERN":
+                problem = walk(av[-1])
+            elif name == "BRANCH":
+                problem = next((p for p in map(walk, av[1]) if p), None)
+            elif name in ("ASSERT", "ASSERT_NOT"):
+                problem = walk(av[1])
+            else:
+                problem = None
+            if problem:
+                return problem
+        return None
+    try:
+        return _alternation_problem(pattern, parser) or walk(tree)
+    except RecursionError:
+        return "nested too deeply"
+
+
+def _alternation_problem(pattern: str, parser) -> Optional[str]:
+    """A repeated group (``*``, ``+``, ``{m,n}`` with n > 1) whose alternatives overlap: two
+    can start with the same character, or one can match empty.  Read from the text, as the
+    parser merges ``(\w|\d)`` into one class and factors ``(a|ab)`` into ``a(|b)``."""
+    groups: List[Tuple[int, List[int]]] = []   # open group: (start, positions of its top-level |)
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            j = i + 1
+            if j < n and pattern[j] == "^":
+                j += 1
+            if j < n and pattern[j] == "]":
+                j += 1
+            while j < n and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c == "(":
+            groups.append((i, []))
+        elif c == "|" and groups:
+            groups[-1][1].append(i)
+        elif c == ")" and groups:
+            start, bars = groups.pop()
+            q = pattern[i + 1:i + 2]
+            m = _QUANT_RX.match(pattern, i + 1)
+            repeated = q in ("*", "+") or (m is not None and m.group() not in ("{0}", "{1}", "{0,1}", "{,1}"))
+            if repeated and bars:
+                body_start = start + 1
+                if pattern.startswith("?", body_start):
+                    head = re.match(r"\?(?:P<[^>]*>|<[^>=!]*>|[aiLmsux-]*:|:)", pattern[body_start:])
+                    body_start += head.end() if head else 1
+                cuts = [body_start - 1] + bars + [i]
+                branches = [pattern[cuts[k] + 1:cuts[k + 1]] for k in range(len(cuts) - 1)]
+                firsts = []
+                for b in branches:
+                    try:
+                        firsts.append(_first(parser.parse(b, re.IGNORECASE), True))
+                    except (re.error, RecursionError, OverflowError, ValueError):
+                        firsts.append((frozenset(_PROBES), True))
+                if any(nl for _, nl in firsts):
+                    return "an alternative that can match empty under a repetition is not allowed"
+                for a in range(len(firsts)):
+                    for b in range(a + 1, len(firsts)):
+                        if firsts[a][0] & firsts[b][0]:
+                            return ("overlapping alternatives under a repetition (%r and %r can start with "
+                                    "the same character) are not allowed" % (branches[a], branches[b]))
         i += 1
     return None
 

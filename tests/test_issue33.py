@@ -361,5 +361,60 @@ class BoundedReaders(Base):
         self.assertLess(time.monotonic() - t0, 10)
 
 
+# Known super-linear shapes, written for this table from the ReDoS literature's classes
+# (OWASP's "evil regex" list: a repeated group with repetition inside it, a repeated group
+# whose alternatives overlap; and polynomial adjacent repetitions), each with the class it
+# belongs to.  Every one was accepted by the check before issue 33 unless marked "nested".
+EVIL = [
+    (r"(a|a)*c", "overlapping"), (r"(a|ab)*c", "overlapping"), (r"(ab|a)*", "overlapping"),
+    (r"(a|aa)+", "overlapping"), (r"(\w|\d)+$", "overlapping"), (r"(?:x|x)+y", "overlapping"),
+    (r"(?:foo|far)*z", "overlapping"), (r"(?P<g>b|c|b)+", "overlapping"), (r"(?i:A|a){2,}", "overlapping"),
+    (r"(\s|\t)+x", "overlapping"), (r"(.|\s)*z", "overlapping"), (r"([a-z]|q)+1", "overlapping"),
+    (r"(a|)+", "empty"), (r"(|a)*b", "empty"),
+    (r"a*a*a*a*a*a*b", "adjacent"), (r".*.*=.*", "adjacent"), (r"\s*\s*x", "adjacent"),
+    (r"\w+\d+!", "adjacent"), (r"x\d*[0-9]*y", "adjacent"), (r"[a-z]+[aeiou]+$", "adjacent"),
+    (r"\S+\w+=", "adjacent"), (r"a+(?:b?)a+c", "adjacent"),
+    (r"(a+)+b", "nested"), (r"(a*)*b", "nested"), (r"^(\w+\s?)*$", "nested"), (r"(.*a){12}", "nested"),
+    (r"([a-zA-Z0-9]+[-.])*@", "nested"),
+]
+SAFE = [
+    r"\bnot in context\b", r"(?:a|b)+", r"\d{4}-\d{2}-\d{2}", r"\s*\w+", r".*foo.*", r"a+b+c+",
+    r"(?:cannot|can't) (?:answer|help)", r"[^,]*,[^,]*", r"(?:x|y)?z", r"(a|b){1}", r"(?:\s|,)+",
+    r"(cat|dog)+s", r"\b\d{3}-\d{2}-\d{4}\b", r"(?:a+)?", r"\(x+\)+",
+]
+
+
+class RegexLinearity(Base):
+    """Finding 5: user regexes are accepted only if linear."""
+
+    def test_known_superlinear_forms_are_rejected(self):
+        for pattern, kind in EVIL:
+            with self.subTest(pattern=pattern):
+                problem = score_eval.regex_problem(pattern)
+                self.assertIsNotNone(problem)
+                self.assertIn({"overlapping": "overlapping alternatives", "empty": "match empty",
+                               "adjacent": "adjacent repetitions", "nested": "nested quantifiers"}[kind], problem)
+
+    def test_safe_forms_and_the_committed_patterns_pass(self):
+        for pattern in SAFE:
+            with self.subTest(pattern=pattern):
+                self.assertIsNone(score_eval.regex_problem(pattern))
+        rules = score_eval.load_rules(os.path.join(ROOT, "gates.toml"))
+        self.assertGreater(len(rules.refusal) + len(rules.cutoff) + len(rules.policies), 10)
+
+    def test_gates_file_names_file_line_and_pattern(self):
+        g, t, c, _ = self.inputs()
+        for key in ("[scorer]\nrefusal_patterns", "[scorer]\ncutoff_patterns", "[policy.p]\npatterns"):
+            for pattern, _kind in EVIL[:3] + EVIL[14:16]:
+                with self.subTest(key=key, pattern=pattern):
+                    text = "# comment\n%s = ['%s']\n[baseline]\nprecision = { min = 0.0 }\n" % (key, pattern)
+                    gates = self.write("evil.toml", text)
+                    code, _, err, took = self.run_main(score_eval.main, ["--gold", g, "--trace", t, "--gates-file", gates])
+                    self.assertEqual(code, 2, err)
+                    self.assertIn("%s:3:" % gates, err)
+                    self.assertIn(pattern.replace("\\", "\\\\"), err)
+                    self.assertLess(took, 5)
+
+
 if __name__ == "__main__":
     unittest.main()
