@@ -416,5 +416,56 @@ class RegexLinearity(Base):
                     self.assertLess(took, 5)
 
 
+class QuestionBudgets(Base):
+    """Findings 3 and 8: one question or one retrieved sentence cannot take unbounded time
+    or memory."""
+
+    def test_typo_correction_budget(self):
+        from mini_rag.search import retrieve
+        # (token length, edits allowed): words up to 32 letters are corrected, longer tokens are not
+        for length, edits in ((3, 0), (4, 1), (7, 1), (8, 2), (32, 2), (33, 0), (2000, 0)):
+            with self.subTest(length=length):
+                self.assertEqual(retrieve.max_edits("q" * length), edits)
+        seen = []
+        real = retrieve._deletes
+
+        def counting(word, depth):
+            out = real(word, depth)
+            seen.append(len(out))
+            return out
+        retrieve._deletes = counting
+        try:
+            from mini_rag.indexing.index import build_index
+            from mini_rag.text.corpus import load_chunks
+            chunks = load_chunks(os.path.join(FIX, "corpus"))
+            r = retrieve.Retriever(build_index(chunks))
+            import random
+            rng = random.Random(4)
+            word = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(2000))
+            self.assertIsNone(r.correct(word))
+            self.assertEqual(r.correct("refnud"), ("refund",))
+        finally:
+            retrieve._deletes = real
+        # the corpus's words and "refnud" only: no 2,000-letter neighbourhood (2 million strings)
+        self.assertLess(max(seen), 1000)
+
+    def test_many_numbers_in_one_sentence(self):
+        from mini_rag.guard import conflicts
+        import random
+        rng = random.Random(3)
+        sentence = "The fees are " + " ".join(str(rng.randint(1, 99)) for _ in range(9500)) + " dollars."
+        t0 = time.monotonic()
+        got = conflicts.quantities(sentence)
+        self.assertLess(time.monotonic() - t0, 5.0)          # was 60 s: the label searched the whole prefix
+        self.assertEqual(got[-1][1], "dollars")
+        # the backward reading of labels agrees with the regex it replaces
+        table = ["Section ", "section  # ", "ISO ", "SOC #", "no. ", "subsection ", "fee ", "aISO ", "x_ISO ",
+                 "Iso ", "\u00c9ISO ", "Schedule.", "PAGE ", "in 2021 ", "", "Table #  ", "the v", "v "]
+        for text in table:
+            with self.subTest(text=text):
+                self.assertEqual(conflicts._label_before(text, len(text)),
+                                 bool(conflicts._LABEL_BEFORE.search(text, 0, len(text))))
+
+
 if __name__ == "__main__":
     unittest.main()
