@@ -76,4 +76,4 @@ bench-embed:
 
 clean:
 	rm -rf runs/*.json runs/*.jsonl runs/*.md runs/*.gz runs/bench
-	find . -path ./.git -prune -o -name '.*.ragtmp' -type f -exec rm -f {} +
+	find . -path ./.git -prune -o \( -name '.*.ragtmp' -o -name '.sections.*.tmp' \) -type f -exec rm -f {} +

@@ -467,5 +467,97 @@ class QuestionBudgets(Base):
                                  bool(conflicts._LABEL_BEFORE.search(text, 0, len(text))))
 
 
+def read_sections(path):
+    """(manifest, {name: bytes}) of a plain format 2 index file."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    first, body = data.split(b"\n", 1)
+    manifest = json.loads(first)
+    secs = {sec["name"]: body[sec["offset"]:sec["offset"] + sec["length"]] for sec in manifest["sections"]}
+    return manifest, secs
+
+
+def write_sections(path, manifest, secs, order=None):
+    """Write an index whose every section hash matches its (possibly edited) bytes."""
+    entries, body = [], b""
+    by_name = {sec["name"]: sec for sec in manifest["sections"]}
+    for name in order or [sec["name"] for sec in manifest["sections"]]:
+        body += b"\0" * (-len(body) % 8)
+        data = secs[name]
+        entries.append({"name": name, "type": by_name[name]["type"], "offset": len(body), "length": len(data),
+                        "sha256": hashlib.sha256(data).hexdigest()})
+        body += data
+    m = dict(manifest, sections=entries)
+    line = json.dumps(m, ensure_ascii=False, separators=(",", ":")).encode()
+    line += b" " * (-(len(line) + 1) % 8) + b"\n"
+    with open(path, "wb") as fh:
+        fh.write(line + body)
+
+
+class IndexStructure(Base):
+    """Finding 10: sections whose hashes match but whose structure is wrong are refused, exit 2
+    with 'index --force', never a wrong answer or a crash; killed writes leave no temp file."""
+
+    def test_crafted_indexes_with_matching_hashes(self):
+        import array
+        corpus = os.path.join(FIX, "corpus")
+        good = self.path("good.json")
+        code, _, err, _ = self.run_main(cli.main, ["index", "--corpus", corpus, "--index", good, "--quiet"])
+        self.assertEqual(code, 0, err)
+        manifest, secs = read_sections(good)
+
+        def arr(name, code):
+            a = array.array(code)
+            a.frombytes(secs[name])
+            return a
+
+        def edit(name, code, fn):
+            a = arr(name, code)
+            fn(a)
+            return {name: a.tobytes()}
+        n = len(arr("lengths", "I"))
+        vocab = json.loads(secs["vocabulary"])
+        ids = json.loads(secs["chunk_ids"])
+        first_chunk = arr("chunk_offsets", "Q")[1]
+        cases = [
+            ("nan-weight", edit("bm25", "d", lambda a: a.__setitem__(0, float("nan"))), None),
+            ("inf-max-weight", edit("bm25_max", "d", lambda a: a.__setitem__(0, float("inf"))), None),
+            ("scaled-max-weights", edit("bm25_max", "d", lambda a: [a.__setitem__(i, a[i] * 2) for i in range(len(a))]), None),
+            ("swapped-positions-tf", {"positions": secs["tf"], "tf": secs["positions"]}, None),
+            ("posting-out-of-range", edit("positions", "I", lambda a: a.__setitem__(0, n)), None),
+            ("zero-tf", edit("tf", "I", lambda a: a.__setitem__(0, 0)), None),
+            ("offsets-fall", edit("offsets", "Q", lambda a: a.__setitem__(1, a[2] + 1)), None),
+            ("chunk-offsets-short", edit("chunk_offsets", "Q", lambda a: a.__setitem__(len(a) - 1, a[-1] - 1)), None),
+            ("tie-rank-duplicate", edit("tie_rank", "I", lambda a: a.__setitem__(0, a[1])), None),
+            ("vocab-unsorted", {"vocabulary": json.dumps([vocab[1], vocab[0]] + vocab[2:]).encode()}, None),
+            ("chunk-ids-duplicate", {"chunk_ids": json.dumps([ids[0]] + ids[:-1]).encode()}, None),
+            ("sections-reordered", {}, ["vocabulary", "chunk_ids", "chunks", "chunk_offsets", "lengths", "tie_rank",
+                                        "offsets", "tf", "positions", "bm25", "bm25_max"]),
+            ("chunk-record-garbage", {"chunks": b"#" * first_chunk + secs["chunks"][first_chunk:]}, None),
+        ]
+        for name, changed, order in cases:
+            with self.subTest(case=name):
+                bad = self.path("bad.json")
+                write_sections(bad, manifest, dict(secs, **changed), order)
+                code, out, err, _ = self.run_main(cli.main, ["search", "refund policy days", "--corpus", corpus,
+                                                             "--index", bad, "--k", str(n), "--quiet"])
+                self.assertEqual(code, 2, "loaded and answered: " + out[:200] + err)
+                self.assertIn(bad, err)
+                self.assertIn("index --force", err)
+
+    def test_killed_index_write_leaves_no_temp_file(self):
+        import subprocess
+        corpus = os.path.join(FIX, "corpus")
+        idx = self.path("i.json")
+        # a body left by a killed writer (dead pid), and one from an older version (no pid)
+        dead = subprocess.Popen([sys.executable, "-c", "pass"])
+        dead.wait()
+        left = [self.write(".sections.%d.abc123.tmp" % dead.pid, b"x" * 100), self.write(".sections.q1w2e3.tmp", b"y")]
+        os.utime(left[1], (time.time() - 3600, time.time() - 3600))
+        code, _, err, _ = self.run_main(cli.main, ["index", "--corpus", corpus, "--index", idx, "--quiet"])
+        self.assertEqual(code, 0, err)
+        self.assertEqual([n for n in os.listdir(self.dir) if n.startswith(".sections.")], [])
+
+
 if __name__ == "__main__":
     unittest.main()
