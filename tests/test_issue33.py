@@ -559,5 +559,80 @@ class IndexStructure(Base):
         self.assertEqual([n for n in os.listdir(self.dir) if n.startswith(".sections.")], [])
 
 
+class HostileClients(unittest.TestCase):
+    """Finding 4: slow, oversized and too many clients get 408/413/503 while /health and
+    normal requests are served; everything on loopback, every loop bounded."""
+
+    def setUp(self):
+        sys.path.insert(0, os.path.join(ROOT, "tests"))
+        from test_serve import Server
+        self.server = Server(max_requests=4, max_per_client=8, header_timeout=1.5, body_timeout=1.5)
+        self.addCleanup(self.server.close)
+        self.socks = []
+        self.addCleanup(lambda: [s.close() for s in self.socks])
+
+    def connect(self, source="127.0.0.1"):
+        import socket
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.bind((source, 0))
+        s.connect((self.server.host, self.server.port))
+        self.socks.append(s)
+        return s
+
+    def status_of(self, s):
+        data = b""
+        while b"\r\n" not in data:
+            block = s.recv(4096)
+            if not block:
+                break
+            data += block
+        return int(data.split(b" ")[1]) if data.startswith(b"HTTP/") else None
+
+    def test_slow_bodies_do_not_starve_health(self):
+        # more slow-body clients than request slots, from another loopback address
+        slow = []
+        for _ in range(6):
+            s = self.connect("127.0.0.2")
+            s.sendall(b"POST /answer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 100\r\n\r\n{")
+            slow.append(s)
+        t0 = time.monotonic()
+        for _ in range(5):
+            self.assertEqual(self.server.call("GET", "/health")[0], 200)
+        self.assertEqual(self.server.call("POST", "/answer", {"query": "Who approves invoices?"})[0], 200)
+        self.assertLess(time.monotonic() - t0, 5)
+        for s in slow:                                   # each slow body ends with 408
+            self.assertEqual(self.status_of(s), 408)
+
+    def test_table(self):
+        # (what the client sends, status it must get)
+        table = [
+            ("oversized-body", b"POST /answer HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % (2 << 20), 413),
+            ("slow-headers", b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ", 408),
+            ("slow-body", b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{", 408),
+            ("huge-headers", b"GET /health HTTP/1.1\r\n" + b"X-A: " + b"a" * (70 * 1024) + b"\r\n", 431),
+        ]
+        for name, data, want in table:
+            with self.subTest(case=name):
+                s = self.connect()
+                try:
+                    s.sendall(data)
+                except OSError:
+                    pass
+                t0 = time.monotonic()
+                self.assertEqual(self.status_of(s), want)
+                self.assertLess(time.monotonic() - t0, 5)
+                self.assertEqual(self.server.call("GET", "/health")[0], 200)
+
+    def test_per_client_cap(self):
+        idle = [self.connect("127.0.0.3") for _ in range(8)]
+        extra = self.connect("127.0.0.3")
+        self.assertEqual(self.status_of(extra), 503)
+        self.assertEqual(self.server.call("GET", "/health")[0], 200)     # another address is served
+        for s in idle:
+            s.close()
+
+
 if __name__ == "__main__":
     unittest.main()
