@@ -40,6 +40,16 @@ Python API (stable): ``main(argv=None) -> int`` and ``parse_toml(text, path) -> 
 """
 from __future__ import annotations
 
+if __name__ == "__main__":                # Ctrl-C while the module loads: exit 130, no traceback
+    import signal as _signal
+
+    def _early_interrupt(signum, frame):
+        import os as _os
+        _os.write(2, b"score_eval: interrupted\n")
+        _os._exit(130)
+    if _signal.getsignal(_signal.SIGINT) is not _signal.SIG_IGN:
+        _signal.signal(_signal.SIGINT, _early_interrupt)
+
 import argparse
 import csv
 import difflib
@@ -5153,12 +5163,26 @@ def main(argv: Optional[List[str]] = None) -> int:
     error, 3 internal error) and never raises."""
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
+        _interrupts_raise()
         return _main(argv)
     except KeyboardInterrupt:
         sys.stderr.write("score_eval: interrupted\n")
         return 130
     except Exception:   # a bug, never a verdict: exit 3, the traceback saved or (--debug) shown
         return internal_error("score_eval", "--debug" in argv)
+
+
+def _interrupts_raise() -> None:
+    """From here on Ctrl-C raises KeyboardInterrupt (main turns it into exit 130); before,
+    the handler set at the top of the file exits 130 while the module loads."""
+    import signal
+    if threading_main() and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def threading_main() -> bool:
+    import threading
+    return threading.current_thread() is threading.main_thread()
 
 
 def _main(argv: List[str]) -> int:

@@ -634,5 +634,36 @@ class HostileClients(unittest.TestCase):
             s.close()
 
 
+class Startup(Base):
+    """Ctrl-C while the tools load exits 130 (was -2: KeyboardInterrupt out of the module)."""
+
+    def test_sigint_during_start_up(self):
+        import signal
+        import subprocess
+        g, t, c, _ = self.inputs()
+        t0 = time.monotonic()
+        subprocess.run([sys.executable, "-S", "-c", "pass"], check=True)
+        init = time.monotonic() - t0                     # the interpreter's own start-up, no site
+        seen = []
+        for argv in ([sys.executable, "-S", os.path.join(ROOT, "score_eval.py"), "--gold", g, "--trace", t,
+                      "--gates", "none", "--quiet"],
+                     [sys.executable, "-S", "-m", "mini_rag", "ask", "Who approves invoices?", "--quiet",
+                      "--corpus", os.path.join(FIX, "corpus"), "--index", self.path("i.json.gz")]):
+            for k in range(6):
+                p = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                time.sleep(3 * init + 0.03 * k)
+                p.send_signal(signal.SIGINT)
+                try:
+                    _, err = p.communicate(timeout=60)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    self.fail("hung after SIGINT")
+                seen.append(p.returncode)
+                with self.subTest(tool=argv[2][-12:], delay=k):
+                    self.assertIn(p.returncode, (130, 0, 1, 2), err[-300:])
+                    self.assertNotIn(b"Traceback", err)
+        self.assertIn(130, seen)
+
+
 if __name__ == "__main__":
     unittest.main()
