@@ -3145,8 +3145,9 @@ def resolve_weights(gates_file: Optional[str], cli: Optional[str], gates) -> Tup
     if errors:
         raise ScoreError("\n".join(errors))
     total = math.fsum(weights.values())
+    source = "--weights" if cli is not None else ("%s: [weights]" % gates_file if gates_file is not None else "weights")
     if total <= 0:
-        raise ScoreError("weights: all stage weights are 0; at least one must be > 0, got %s" % _show(weights))
+        raise ScoreError("%s: all stage weights are 0; at least one must be > 0, got %s" % (source, _show(weights)))
     warnings = []
     if abs(total - 1.0) > WEIGHT_SUM_TOLERANCE:
         warnings.append("weights sum to %s, not 1 (tolerance %s); normalized to sum 1"
@@ -3154,8 +3155,9 @@ def resolve_weights(gates_file: Optional[str], cli: Optional[str], gates) -> Tup
     weights = {k: v / total for k, v in weights.items()}
     heavy = [k for k, v in weights.items() if v > WEIGHT_MAX + 1e-12]
     if heavy:
-        raise ScoreError("\n".join("weights: stage %r weighs %s after normalization, above %s: one stage would "
-                                   "dominate the overall score" % (k, _fmt_num(round(weights[k], 4)), _fmt_num(WEIGHT_MAX))
+        raise ScoreError("\n".join("%s: stage %r weighs %s after normalization, above %s: one stage would "
+                                   "dominate the overall score" % (source, k, _fmt_num(round(weights[k], 4)),
+                                                                   _fmt_num(WEIGHT_MAX))
                                    for k in heavy))
     gated = {g.ref.metric.name for g in gates if g.tier == "block"}
     for s in STAGES:
@@ -5028,8 +5030,8 @@ def merge_partials(paths: List[str], args, ks: List[int], refusal: str, errors: 
     if errors.count:
         raise ScoreError(errors.text())
     if first["ks"] != ks:
-        raise ScoreError("merge: the shards computed cutoffs %s, the gates need %s; run the shards with "
-                         "--k %s" % (first["ks"], ks, ",".join(map(str, ks))))
+        raise ScoreError("%s: merge: the shards computed cutoffs %s, the gates need %s; run the shards with "
+                         "--k %s" % (paths[0], first["ks"], ks, ",".join(map(str, ks))))
     scorer = Scorer(gold, ks, refusal, None, rules)
     slots = {(name, key): (cont, kind) for name, key, cont, kind in _per_item(scorer)}
     n = len(gold)
