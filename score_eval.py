@@ -101,12 +101,13 @@ MAX_K = 10000                         # largest rank cutoff for --k and metric n
 TMP_SUFFIX = ".ragtmp"                # temp files of an atomic write: .<name>.<pid>.<random>.ragtmp
 EXIT_PASS, EXIT_GATE, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 MAX_INPUT_BYTES = 4 << 30              # one input file or stdin, in bytes; --max-input-bytes
-MAX_INPUT_LINES = 10_000_000          # one input file or stdin, in lines; --max-input-lines
+MAX_INPUT_LINES = 10_000_000          # one input file, in lines; --max-input-lines
+MAX_STDIN_LINES = 1_000_000           # stdin, in lines (an endless generator stops sooner); --max-input-lines
 MAX_BAD_LINES = 10_000                # reading stops after this many bad lines in one run
 MAX_CATEGORIES = 1_000                # distinct values of the --by field
 MAX_SMALL_FILE_BYTES = 1 << 20        # a gates file (TOML), read whole
 _LIMITS = {"line_bytes": MAX_LINE_BYTES, "input_bytes": MAX_INPUT_BYTES,
-           "input_lines": MAX_INPUT_LINES}   # this run's values (main sets them from the options)
+           "input_lines": MAX_INPUT_LINES, "stdin_lines": MAX_STDIN_LINES}   # this run's values (from the options)
 
 # Words that carry no claim of their own; everything else of >= 3 letters in a shipped claim
 # must occur in a cited chunk.  Negations (no, not, never) are deliberately NOT here: a claim
@@ -1372,7 +1373,7 @@ def iter_lines(path: str, what: str = "", limit: Optional[int] = None):
     a line longer than ``limit`` bytes (default --max-line-bytes) yields (lineno, None),
     and is skipped without ever holding more than the limit in memory."""
     limit = limit or _LIMITS["line_bytes"]
-    max_bytes, max_lines = _LIMITS["input_bytes"], _LIMITS["input_lines"]
+    max_bytes, max_lines = _LIMITS["input_bytes"], _LIMITS["input_lines" if path != "-" else "stdin_lines"]
     total = 0
     with open_input(path, what) as fh:
         readline = fh.readline
@@ -4455,8 +4456,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="replace an existing output file that is not of the output's kind (never an input)")
     ap.add_argument("--max-input-bytes", type=int, default=MAX_INPUT_BYTES, metavar="N",
                     help="largest input (a file or stdin) read, in bytes (default %d = 4 GiB)" % MAX_INPUT_BYTES)
-    ap.add_argument("--max-input-lines", type=int, default=MAX_INPUT_LINES, metavar="N",
-                    help="most lines read from one input (a file or stdin) (default %d)" % MAX_INPUT_LINES)
+    ap.add_argument("--max-input-lines", type=int, default=None, metavar="N",
+                    help="most lines read from one input (default %d for a file, %d for stdin)"
+                         % (MAX_INPUT_LINES, MAX_STDIN_LINES))
     ap.add_argument("--max-line-bytes", type=int, default=MAX_LINE_BYTES, metavar="N",
                     help="longest input line accepted, in bytes (default %d = 16 MiB)" % MAX_LINE_BYTES)
     ap.add_argument("--debug", action="store_true",
@@ -4520,11 +4522,16 @@ def run(args) -> int:
     if not 1 <= args.max_line_bytes <= 1 << 40:
         raise ScoreError("--max-line-bytes: must be from 1 to 2**40, got %d" % args.max_line_bytes)
     _LIMITS["line_bytes"] = args.max_line_bytes
+    _LIMITS.update(input_bytes=MAX_INPUT_BYTES, input_lines=MAX_INPUT_LINES, stdin_lines=MAX_STDIN_LINES)
     for name in ("bytes", "lines"):
-        value = getattr(args, "max_input_" + name, None) or _LIMITS["input_" + name]
+        value = getattr(args, "max_input_" + name, None)
+        if value is None:
+            continue
         if not 1 <= value <= 1 << 50:
             raise ScoreError("--max-input-%s: must be from 1 to 2**50, got %d" % (name, value))
         _LIMITS["input_" + name] = value
+        if name == "lines":
+            _LIMITS["stdin_lines"] = value
     check_run_outputs(args)
     # 1. gates and the refusal token
     refusal, file_gates, regression, gates_source = REFUSAL, [], None, None
