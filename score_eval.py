@@ -40,6 +40,16 @@ Python API (stable): ``main(argv=None) -> int`` and ``parse_toml(text, path) -> 
 """
 from __future__ import annotations
 
+if __name__ == "__main__":                # Ctrl-C while the module loads: exit 130, no traceback
+    import signal as _signal
+
+    def _early_interrupt(signum, frame):
+        import os as _os
+        _os.write(2, b"score_eval: interrupted\n")
+        _os._exit(130)
+    if _signal.getsignal(_signal.SIGINT) is not _signal.SIG_IGN:
+        _signal.signal(_signal.SIGINT, _early_interrupt)
+
 import argparse
 import csv
 import difflib
@@ -91,7 +101,14 @@ MAX_NUMBER_CHARS = 100                # digits of one integer in JSON or TOML (P
 MAX_K = 10000                         # largest rank cutoff for --k and metric names
 TMP_SUFFIX = ".ragtmp"                # temp files of an atomic write: .<name>.<pid>.<random>.ragtmp
 EXIT_PASS, EXIT_GATE, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
-_LIMITS = {"line_bytes": MAX_LINE_BYTES}   # this run's values (main sets them from the options)
+MAX_INPUT_BYTES = 4 << 30              # one input file or stdin, in bytes; --max-input-bytes
+MAX_INPUT_LINES = 10_000_000          # one input file, in lines; --max-input-lines
+MAX_STDIN_LINES = 1_000_000           # stdin, in lines (an endless generator stops sooner); --max-input-lines
+MAX_BAD_LINES = 10_000                # reading stops after this many bad lines in one run
+MAX_CATEGORIES = 1_000                # distinct values of the --by field
+MAX_SMALL_FILE_BYTES = 1 << 20        # a gates file (TOML), read whole
+_LIMITS = {"line_bytes": MAX_LINE_BYTES, "input_bytes": MAX_INPUT_BYTES,
+           "input_lines": MAX_INPUT_LINES, "stdin_lines": MAX_STDIN_LINES}   # this run's values (from the options)
 _GROUNDING = {"mode": "strict"}            # this run's [scorer] grounding (the failure label follows it)
 
 # Words that carry no claim of their own; everything else of >= 3 letters in a shipped claim
@@ -725,22 +742,44 @@ def _num(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate], Optional[Regression]]:
-    """Read gates.toml: [scorer] refusal, one [<dataset>] table of gates, [regression].
+_GATES_DOCS: Dict[tuple, tuple] = {}
 
-    ``dataset=None`` (a --gates string replaces the file's gates) reads only the refusal
-    token and the regression section."""
+
+def gates_doc(path: str) -> Tuple[dict, Dict[Tuple[str, ...], int]]:
+    """``(document, key -> line)`` of a gates file, read once per run (``-`` is stdin) and at
+    most MAX_SMALL_FILE_BYTES long.  It used to be read and parsed four times (gates, the
+    [ir] check, rules, weights), each parse running the subset reader and tomllib: a 10 MB
+    file took 14 s; now a file over 1 MiB is refused before it is parsed."""
+    try:
+        st = os.stat(path) if path != "-" else None
+        key = (path, st.st_ino, st.st_size, st.st_mtime_ns) if st is not None else (path,)
+    except OSError:
+        key = (path, None)
+    cached = _GATES_DOCS.get(key)
+    if cached is not None:
+        return cached
     try:
         with open_input(path, "gates file") as fh:
-            data = fh.read(MAX_LINE_BYTES + 1)
-        if len(data) > MAX_LINE_BYTES:
-            raise ScoreError("%s: gates file longer than %d bytes" % (path, MAX_LINE_BYTES))
+            data = fh.read(MAX_SMALL_FILE_BYTES + 1)
+        if len(data) > MAX_SMALL_FILE_BYTES:
+            raise ScoreError("%s: gates file larger than %d bytes (MAX_SMALL_FILE_BYTES); a gates file is "
+                             "a few kilobytes" % (path, MAX_SMALL_FILE_BYTES))
         text = data.decode("utf-8")
     except OSError as exc:
         raise ScoreError("%s: cannot read gates file: %s" % (path, exc.strerror)) from None
     except UnicodeDecodeError as exc:
         raise ScoreError("%s: not UTF-8, got byte 0x%02x" % (path, exc.object[exc.start])) from None
-    doc, lines = _parse_toml_lines(text, path)
+    _GATES_DOCS.clear()
+    cached = _GATES_DOCS[key] = _parse_toml_lines(text, path)
+    return cached
+
+
+def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate], Optional[Regression]]:
+    """Read gates.toml: [scorer] refusal, one [<dataset>] table of gates, [regression].
+
+    ``dataset=None`` (a --gates string replaces the file's gates) reads only the refusal
+    token and the regression section."""
+    doc, lines = gates_doc(path)
     errors: List[str] = []
 
     def where(*key: str) -> str:
@@ -859,6 +898,7 @@ def _regression_config(reg: dict, where, errors: List[str]) -> Optional[Regressi
 _RULE_KEYS = ("refusal_patterns", "cutoff_patterns", "citation_patterns", "refusal_reader")
 SOURCE_POLICIES = ("summarize", "quote_only", "no_use")
 _QUANT_RX = re.compile(r"\{\d*(?:,\d*)?\}")
+MAX_PATTERN_CHARS = 2000       # one user regex (refusal, cutoff and policy patterns)
 
 
 class Rules(NamedTuple):
@@ -889,8 +929,12 @@ def regex_problem(pattern: str) -> Optional[str]:
     """Why ``pattern`` may take more than linear time, or None.
 
     Rejected: a quantified group (``*``, ``+``, ``{m,n}``) whose body holds a quantifier
-    (``(a+)+``, ``(?:x*y)*``) and backreferences (``\\1``, ``(?P=name)``).  Character
+    (``(a+)+``, ``(?:x*y)*``), backreferences (``\\1``, ``(?P=name)``), a repeated group
+    whose alternatives overlap (``(a|ab)*``, ``(\\w|\\d)+``) and adjacent unbounded
+    repetitions over common characters (``a*a*b``, ``.*.*=``): see _overlap_problem.  Character
     classes and escapes are skipped; ``?`` on a group is harmless and allowed."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        return "longer than %d characters" % MAX_PATTERN_CHARS
     stack: List[bool] = []        # per open group: does its body hold a quantifier?
     i, n = 0, len(pattern)
     while i < n:
@@ -936,6 +980,182 @@ def regex_problem(pattern: str) -> Optional[str]:
         if (quant or c == "?") and stack:
             stack[-1] = True
         i += 1
+    return _overlap_problem(pattern)
+
+
+# Overlapping repetition (issue 33): nested quantifiers are not the only exponential or
+# polynomial shapes.  A repeated alternation whose branches can start with the same character
+# (``(a|a)*``, ``(a|ab)*``, ``(\w|\d)+``) matches one string in exponentially many ways, and
+# two unbounded repetitions side by side that can take the same characters (``a*a*a*b``,
+# ``.*.*=``, ``\s*\s*x``) split a string in polynomially many ways; a failing match tries them
+# all.  The pattern is read with the re module's own parser; the characters each piece can
+# start with are computed on a probe alphabet (ASCII and a few non-ASCII letters, digits and
+# spaces), so two character sets overlap when some probe character is in both.
+
+_PROBES = [chr(c) for c in range(128)] + list("\u00e9\u00c9\u00df\u0131\u017f\u212a\u00a0\u2028\u0663\u4e2d\u0301")
+_CLASS_RX = {"CATEGORY_DIGIT": re.compile(r"\d"), "CATEGORY_NOT_DIGIT": re.compile(r"\D"),
+             "CATEGORY_SPACE": re.compile(r"\s"), "CATEGORY_NOT_SPACE": re.compile(r"\S"),
+             "CATEGORY_WORD": re.compile(r"\w"), "CATEGORY_NOT_WORD": re.compile(r"\W")}
+
+
+def _sre():
+    try:
+        from re import _parser as parser      # Python 3.11+
+    except ImportError:                         # pragma: no cover - Python 3.9, 3.10
+        import sre_parse as parser
+    return parser
+
+
+def _chars(op: str, av, fold: bool) -> frozenset:
+    """The probe characters one single-character node matches."""
+    def one(ch):
+        if op == "LITERAL":
+            return ch == chr(av) or (fold and ch.lower() == chr(av).lower())
+        if op == "NOT_LITERAL":
+            return not (ch == chr(av) or (fold and ch.lower() == chr(av).lower()))
+        if op == "ANY":
+            return ch != "\n"
+        hit, neg = False, False
+        for iop, iav in av:                     # IN: a character class
+            name = str(iop)
+            if name == "NEGATE":
+                neg = True
+            elif name == "LITERAL":
+                hit = hit or ch == chr(iav) or (fold and ch.lower() == chr(iav).lower())
+            elif name == "RANGE":
+                lo, hi = iav
+                hit = hit or lo <= ord(ch) <= hi or (fold and (lo <= ord(ch.lower()) <= hi or lo <= ord(ch.upper()[0]) <= hi))
+            elif name == "CATEGORY":
+                rx = _CLASS_RX.get(str(iav))
+                hit = hit or (rx.match(ch) is not None if rx else True)
+            else:                               # anything else: assume it may match
+                hit = True
+        return hit != neg
+    return frozenset(ch for ch in _PROBES if one(ch))
+
+
+def _first(seq, fold: bool) -> Tuple[frozenset, bool]:
+    """``(characters a match of the node list can start with, can it match empty)``."""
+    out: frozenset = frozenset()
+    for op, av in seq:
+        first, nullable = _first_node(str(op), av, fold)
+        out |= first
+        if not nullable:
+            return out, False
+    return out, True
+
+
+def _first_node(op: str, av, fold: bool) -> Tuple[frozenset, bool]:
+    if op in ("LITERAL", "NOT_LITERAL", "ANY", "IN"):
+        return _chars(op, av, fold), False
+    if op == "SUBPATTERN":
+        add, _del = (av[1], av[2]) if len(av) == 4 else (0, 0)
+        return _first(av[-1], fold or bool(add & re.IGNORECASE))
+    if op == "BRANCH":
+        firsts = [_first(b, fold) for b in av[1]]
+        return frozenset().union(*(f for f, _ in firsts)), any(n for _, n in firsts)
+    if op in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+        first, nullable = _first(av[2], fold)
+        return first, nullable or av[0] == 0
+    if op == "ATOMIC_GROUP":
+        return _first(av, fold)
+    return frozenset(), True                    # anchors, lookarounds: match empty
+
+
+def _overlap_problem(pattern: str) -> Optional[str]:
+    parser = _sre()
+    try:
+        tree = parser.parse(pattern, re.IGNORECASE)
+    except (re.error, RecursionError, OverflowError, ValueError):
+        return None                             # the compile step reports it
+    maxrepeat = getattr(parser, "MAXREPEAT", 4294967295)
+    fold = True                                 # user patterns run with re.IGNORECASE
+
+    def walk(seq) -> Optional[str]:
+        items = list(seq)
+        for n, (op, av) in enumerate(items):
+            name = str(op)
+            if name in ("MAX_REPEAT", "MIN_REPEAT"):
+                lo, hi, body = av
+                if hi == maxrepeat or hi > 16:
+                    mine = _first(body, fold)[0]
+                    for later_op, later_av in items[n + 1:]:
+                        lname = str(later_op)
+                        if lname in ("MAX_REPEAT", "MIN_REPEAT") and (later_av[1] == maxrepeat or later_av[1] > 16):
+                            if mine & _first(later_av[2], fold)[0]:
+                                return ("adjacent repetitions that can take the same characters (like a*a* or "
+                                        ".*.*) are not allowed")
+                        if not _first_node(lname, later_av, fold)[1]:
+                            break
+                problem = walk(body)
+            elif name == "SUBPATTERN":
+                problem = walk(av[-1])
+            elif name == "BRANCH":
+                problem = next((p for p in map(walk, av[1]) if p), None)
+            elif name in ("ASSERT", "ASSERT_NOT"):
+                problem = walk(av[1])
+            else:
+                problem = None
+            if problem:
+                return problem
+        return None
+    try:
+        return _alternation_problem(pattern, parser) or walk(tree)
+    except RecursionError:
+        return "nested too deeply"
+
+
+def _alternation_problem(pattern: str, parser) -> Optional[str]:
+    """A repeated group (``*``, ``+``, ``{m,n}`` with n > 1) whose alternatives overlap: two
+    can start with the same character, or one can match empty.  Read from the text, as the
+    parser merges ``(\w|\d)`` into one class and factors ``(a|ab)`` into ``a(|b)``."""
+    groups: List[Tuple[int, List[int]]] = []   # open group: (start, positions of its top-level |)
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            j = i + 1
+            if j < n and pattern[j] == "^":
+                j += 1
+            if j < n and pattern[j] == "]":
+                j += 1
+            while j < n and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c == "(":
+            groups.append((i, []))
+        elif c == "|" and groups:
+            groups[-1][1].append(i)
+        elif c == ")" and groups:
+            start, bars = groups.pop()
+            q = pattern[i + 1:i + 2]
+            m = _QUANT_RX.match(pattern, i + 1)
+            repeated = q in ("*", "+") or (m is not None and m.group() not in ("{0}", "{1}", "{0,1}", "{,1}"))
+            if repeated and bars:
+                body_start = start + 1
+                if pattern.startswith("?", body_start):
+                    head = re.match(r"\?(?:P<[^>]*>|<[^>=!]*>|[aiLmsux-]*:|:)", pattern[body_start:])
+                    body_start += head.end() if head else 1
+                cuts = [body_start - 1] + bars + [i]
+                branches = [pattern[cuts[k] + 1:cuts[k + 1]] for k in range(len(cuts) - 1)]
+                firsts = []
+                for b in branches:
+                    try:
+                        firsts.append(_first(parser.parse(b, re.IGNORECASE), True))
+                    except (re.error, RecursionError, OverflowError, ValueError):
+                        firsts.append((frozenset(_PROBES), True))
+                if any(nl for _, nl in firsts):
+                    return "an alternative that can match empty under a repetition is not allowed"
+                for a in range(len(firsts)):
+                    for b in range(a + 1, len(firsts)):
+                        if firsts[a][0] & firsts[b][0]:
+                            return ("overlapping alternatives under a repetition (%r and %r can start with "
+                                    "the same character) are not allowed" % (branches[a], branches[b]))
+        i += 1
     return None
 
 
@@ -958,12 +1178,7 @@ def _compile_patterns(values, where: str, what: str, errors: List[str]) -> tuple
 
 def load_rules(path: str) -> Rules:
     """``[scorer] refusal_patterns / cutoff_patterns`` and ``[policy.<name>]`` of a gates file."""
-    try:
-        with open(path, "rb") as fh:
-            text = fh.read().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return Rules()         # load_gates_file has already reported it
-    doc, lines = _parse_toml_lines(text, path)
+    doc, lines = gates_doc(path)
     errors: List[str] = []
 
     def where(*key: str) -> str:
@@ -1092,6 +1307,8 @@ class _Errors:
         self.count += 1
         if len(self.lines) < self.limit:
             self.lines.append(msg)
+        if self.count >= MAX_BAD_LINES:      # a stream of garbage: stop reading it
+            raise ScoreError(self.text() + "\n%s stopped reading after %d bad lines" % (msg.split(":")[0], self.count))
 
     def text(self) -> str:
         out = list(self.lines)
@@ -1294,6 +1511,8 @@ def iter_lines(path: str, what: str = "", limit: Optional[int] = None):
     a line longer than ``limit`` bytes (default --max-line-bytes) yields (lineno, None),
     and is skipped without ever holding more than the limit in memory."""
     limit = limit or _LIMITS["line_bytes"]
+    max_bytes, max_lines = _LIMITS["input_bytes"], _LIMITS["input_lines" if path != "-" else "stdin_lines"]
+    total = 0
     with open_input(path, what) as fh:
         readline = fh.readline
         lineno = 0
@@ -1302,9 +1521,21 @@ def iter_lines(path: str, what: str = "", limit: Optional[int] = None):
             if not raw:
                 return
             lineno += 1
+            total += len(raw)
+            if total > max_bytes or lineno > max_lines:
+                raise ScoreError("%s: %s more than %s (--max-input-%s); stopped reading"
+                                 % (path, "input is" if path != "-" else "stdin gave",
+                                    "%d bytes" % max_bytes if total > max_bytes else "%d lines" % max_lines,
+                                    "bytes" if total > max_bytes else "lines"))
             if len(raw) > limit and not (len(raw) == limit + 1 and raw.endswith(b"\n")):
+                skipped = len(raw)
                 while raw and not raw.endswith(b"\n"):
                     raw = readline(limit + 1)
+                    total += len(raw)
+                    skipped += len(raw)
+                    if total > max_bytes or skipped > max(4 * limit, 1 << 26):   # no line end coming
+                        raise ScoreError("%s:%d: line longer than %d bytes (--max-line-bytes), and %d bytes "
+                                         "without a line end; stopped reading" % (path, lineno, limit, skipped))
                 yield lineno, None
                 continue
             yield lineno, raw
@@ -1366,9 +1597,12 @@ class Gold:
     def __len__(self) -> int:
         return len(self.qids)
 
-    def category_id(self, name: str, ids: Dict[str, int]) -> int:
+    def category_id(self, name: str, ids: Dict[str, int], where: str = "") -> int:
         i = ids.get(name)
         if i is None:
+            if len(self.categories) >= MAX_CATEGORIES:
+                raise ScoreError("%s: the per-category field (--by) has more than %d distinct values, got %s; "
+                                 "choose a field with fewer values" % (where or "gold", MAX_CATEGORIES, _show(name, 60)))
             i = ids[name] = len(self.categories)
             self.categories.append(name)
         return i
@@ -1452,7 +1686,7 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
             _store_gold_answers(gold, len(gold.qids) - 1, golds, row.get("question"))
             bits |= F_GANS
         gold.base.append((F_ANS if ans else 0) | (F_EXPREF if expect_refuse else 0) | (F_GOLD if rel else 0) | bits)
-        gold.cat.append(gold.category_id(cat, cat_ids))
+        gold.cat.append(gold.category_id(cat, cat_ids, "%s:%d" % (path, lineno)))
         gold.expected.append(0 if exp is None else 1 + DECISIONS.index(exp))
     if unlabelled and labelled:
         errors.add("%s:%d: gold mixes labelled and unlabelled rows (line %d has labels, line %d none: no "
@@ -1574,7 +1808,7 @@ def gold_from_trace(path: str, by: str) -> Gold:
         gold.subs.append(None)
         gold.rel.append(())
         gold.base.append(F_NOLAB)
-        gold.cat.append(gold.category_id(cat if type(cat) is str else NO_CATEGORY, cat_ids))
+        gold.cat.append(gold.category_id(cat if type(cat) is str else NO_CATEGORY, cat_ids, "%s:%d" % (path, lineno)))
         gold.expected.append(0)
     if not gold.qids and not quiet.count:
         raise ScoreError("%s: no trace rows with a qid (the file is empty), got 0 rows" % path)
@@ -4815,6 +5049,7 @@ def stages_for(grounding: str = "strict") -> Tuple[Stage, ...]:
     return tuple(s._replace(metric=swap.get(s.name, s.metric)) for s in STAGES)
 WEIGHT_SUM_TOLERANCE = 0.05     # |sum - 1| above this: normalized with a warning
 WEIGHT_MAX = 0.60               # one stage above this (after normalization): error
+WEIGHT_LIMIT = 1e6              # a weight above this is refused (their sum must stay finite)
 GATE_STAGE_MIN = 0.05           # a gate stage below this: warning
 
 
@@ -4837,9 +5072,7 @@ def _stage_name(name: str) -> str:
 
 def _weights_from_file(path: str) -> Tuple[Dict[str, float], List[str]]:
     """The ``[weights]`` table of a gates file: stage = weight (stage names or aliases)."""
-    with open(path, "rb") as fh:     # load_gates_file has already read and checked it
-        text = fh.read().decode("utf-8")
-    doc, lines = _parse_toml_lines(text, path)
+    doc, lines = gates_doc(path)     # load_gates_file has already read and checked it
     table = doc.get("weights")
     if table is None:
         return {}, []
@@ -4857,8 +5090,9 @@ def _check_weights(table: dict, where) -> Tuple[Dict[str, float], List[str]]:
         except ScoreError as exc:
             errors.append("%s %s" % (where(key), exc))
             continue
-        if not _num(val) or val < 0:
-            errors.append("%s weight of %r must be a number >= 0, got %s" % (where(key), key, _show(val)))
+        if not _num(val) or not 0 <= val <= WEIGHT_LIMIT:
+            errors.append("%s weight of %r must be a number from 0 to %g, got %s"
+                          % (where(key), key, WEIGHT_LIMIT, _show(val)))
             continue
         out[name] = float(val)
     return out, errors
@@ -4892,8 +5126,9 @@ def resolve_weights(gates_file: Optional[str], cli: Optional[str], gates) -> Tup
     if errors:
         raise ScoreError("\n".join(errors))
     total = math.fsum(weights.values())
+    source = "--weights" if cli is not None else ("%s: [weights]" % gates_file if gates_file is not None else "weights")
     if total <= 0:
-        raise ScoreError("weights: all stage weights are 0; at least one must be > 0, got %s" % _show(weights))
+        raise ScoreError("%s: all stage weights are 0; at least one must be > 0, got %s" % (source, _show(weights)))
     warnings = []
     if abs(total - 1.0) > WEIGHT_SUM_TOLERANCE:
         warnings.append("weights sum to %s, not 1 (tolerance %s); normalized to sum 1"
@@ -4901,8 +5136,9 @@ def resolve_weights(gates_file: Optional[str], cli: Optional[str], gates) -> Tup
     weights = {k: v / total for k, v in weights.items()}
     heavy = [k for k, v in weights.items() if v > WEIGHT_MAX + 1e-12]
     if heavy:
-        raise ScoreError("\n".join("weights: stage %r weighs %s after normalization, above %s: one stage would "
-                                   "dominate the overall score" % (k, _fmt_num(round(weights[k], 4)), _fmt_num(WEIGHT_MAX))
+        raise ScoreError("\n".join("%s: stage %r weighs %s after normalization, above %s: one stage would "
+                                   "dominate the overall score" % (source, k, _fmt_num(round(weights[k], 4)),
+                                                                   _fmt_num(WEIGHT_MAX))
                                    for k in heavy))
     gated = {g.ref.metric.name for g in gates if g.tier == "block"}
     for s in STAGES:
@@ -5057,6 +5293,128 @@ def _metric_sort_key(name: str):
     return (len(REGISTRY), 0)
 
 
+# --------------------------------------------------------------------------- the output policy
+# One rule for every command of both tools (issue 33): before anything is written, each output
+# path is resolved (symlinks followed) and refused, naming both, when it is an input of the
+# command, another output of it, a folder, or an existing non-empty file that is not of the
+# output's kind (a report only replaces a report, an index an index).  ``force`` (--force) is
+# the only way to replace a foreign file; it never allows an output over an input.  A device,
+# FIFO or socket is written in place (stdout-like use, never replaced), except where the output
+# must be a regular file (an index, a partial, the files a manifest lists).
+
+_SNIFF_BYTES = 1 << 16
+
+
+def _first_line(head: bytes) -> bytes:
+    return head.lstrip(b"\xef\xbb\xbf").split(b"\n", 1)[0]
+
+
+OUTPUT_KINDS = {
+    # kind: (what it is, does the head of an existing file look like one?)
+    "report": ("a score_eval JSON report", lambda h: h.lstrip().startswith(b"{") and b'"schema": "score_eval/1"' in h),
+    "items": ("a score_eval items JSONL file", lambda h: b'"qid"' in _first_line(h) and b'"flags"' in _first_line(h)),
+    "markdown": ("a score_eval Markdown report", lambda h: h.startswith(b"# score_eval report")
+                 or h.startswith(b"# mini_rag eval")),
+    "html": ("a score_eval HTML report", lambda h: h.startswith(b"<!DOCTYPE html>") and b'content="score_eval"' in h),
+    "junit": ("a JUnit XML report", lambda h: h.startswith(b"<?xml") and b"<testsuites" in h),
+    "csv": ("a score_eval CSV file", lambda h: h.startswith(b"qid,category,") or h.startswith(b"metric,value,")),
+    "manifest": ("an output-set manifest", lambda h: b'"schema": "output-set/1"' in h),
+    "partial": ("a score_eval partial", lambda h: h.startswith(b'{"format":"' + PARTIAL_FORMAT.encode() + b'"')),
+    "trace": ("a trace JSONL file", lambda h: b'"retrieved_ids"' in _first_line(h)),
+    "perturb": ("a perturbation gold set", lambda h: b'"perturbation"' in _first_line(h) and b'"qid"' in _first_line(h)),
+    "index": ("a mini_rag index", lambda h: h.startswith(b"{") and b'"mini_rag-index"' in _first_line(h)),
+    "eval-report": ("a mini_rag eval report", lambda h: h.lstrip().startswith(b"{") and b'"datasets"' in h),
+}
+REGULAR_KINDS = ("index", "partial")
+
+
+def _file_head(path: str, size: int = _SNIFF_BYTES) -> bytes:
+    """The first ``size`` bytes of a regular file (decompressed when it is gzip)."""
+    with open(path, "rb") as fh:
+        head = fh.read(size)
+    if head[:2] == b"\x1f\x8b":             # gzip: what it starts with, even when truncated
+        import zlib
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, size)
+        except zlib.error:
+            pass
+    return head
+
+
+def _identity(path: str):
+    """``(dev, inode)`` of an existing path (symlinks followed), else its resolved path."""
+    try:
+        st = os.stat(path)
+        return (st.st_dev, st.st_ino)
+    except (OSError, ValueError):
+        return os.path.realpath(path)
+
+
+def check_outputs(outputs, inputs, force: bool = False) -> None:
+    """Apply the output policy (see above).  ``outputs``: ``(label, path, kind)``; ``inputs``:
+    ``(label, path)``; ``None`` and ``-`` are skipped.  A ScoreError names both paths."""
+    ins = []
+    for label, path in inputs:
+        if path and path != "-":
+            ins.append((label, path, _identity(path)))
+    seen = []
+    for label, path, kind in outputs:
+        if not path or path == "-":
+            continue
+        if "\x00" in path:
+            raise ScoreError("%s %r: a path cannot hold a NUL character" % (label, path))
+        ident = _identity(path)
+        for in_label, in_path, in_ident in ins:
+            if ident == in_ident:
+                raise ScoreError("%s %s: is the input %s %s (the same file); writing it would destroy the "
+                                 "input: choose another output path" % (label, path, in_label, in_path))
+        for out_label, out_path, out_ident in seen:
+            if ident == out_ident:
+                raise ScoreError("%s %s: is also the output %s %s (the same file); each output needs "
+                                 "its own path" % (label, path, out_label, out_path))
+        seen.append((label, path, ident))
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise ScoreError("%s %s: cannot write: %s" % (label, path, exc.strerror or exc)) from None
+        if stat.S_ISDIR(st.st_mode):
+            raise ScoreError("%s %s: cannot write: it is a folder" % (label, path))
+        what = OUTPUT_KINDS.get(kind, (kind, None))[0]
+        if not stat.S_ISREG(st.st_mode):
+            if kind in REGULAR_KINDS:
+                raise ScoreError("%s %s: is %s, not a regular file; %s is written to a regular file"
+                                 % (label, path, _file_kind(st.st_mode), what))
+            continue
+        if st.st_size == 0 or force or kind not in OUTPUT_KINDS:
+            continue
+        try:
+            head = _file_head(path)
+        except OSError as exc:
+            raise ScoreError("%s %s: cannot read what it holds: %s" % (label, path, exc.strerror or exc)) from None
+        if not OUTPUT_KINDS[kind][1](head):
+            raise ScoreError("%s %s: exists and is not %s (it starts %s); refusing to replace it: "
+                             "choose another path, or %s to replace it"
+                             % (label, path, what, _show(head[:40].decode("utf-8", "replace"), 60),
+                                "'python -m mini_rag index --force'" if kind == "index" else "--force"))
+
+
+def manifest_listable(outputs) -> None:
+    """The files a manifest lists are read back for their sha256: each must be a regular file
+    (or not exist yet); a device such as /dev/zero would never end."""
+    for label, path in outputs:
+        if not path or path == "-":
+            continue
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            raise ScoreError("%s %s: is %s; --manifest lists regular files only (give a file, or no --manifest)"
+                             % (label, path, _file_kind(st.st_mode)))
+
+
 def atomic_write(path: str, text: str) -> None:
     """``write_output`` of ``text`` as UTF-8."""
     write_output(path, text.encode("utf-8"))
@@ -5098,7 +5456,18 @@ def write_output_with(path: str, write) -> None:
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise ScoreError("%s: cannot write: it is a folder" % path)
         if st is not None and not stat.S_ISREG(st.st_mode):
-            with open(target, "wb") as fh:          # a device or FIFO: written in place
+            # a device or FIFO: written in place, never replaced; a FIFO nobody reads is an
+            # error (ENXIO), not a hang
+            flags = os.O_WRONLY | (os.O_NONBLOCK if stat.S_ISFIFO(st.st_mode) else 0)
+            try:
+                fd = os.open(target, flags)
+            except OSError as exc:
+                if exc.errno == getattr(__import__("errno"), "ENXIO", -1):
+                    raise ScoreError("%s: cannot write: a FIFO with no reader" % path) from None
+                raise
+            if flags & os.O_NONBLOCK:
+                os.set_blocking(fd, True)
+            with os.fdopen(fd, "wb") as fh:
                 write(fh)
             return
         folder = os.path.dirname(target)
@@ -5141,9 +5510,13 @@ def write_manifest(path: str, files: List[str]) -> None:
 
 
 def remove_output(path: str) -> None:
-    """Remove an earlier manifest before a new set is written (missing is fine)."""
+    """Remove an earlier manifest before a new set is written (missing is fine).  Only a
+    regular file is removed (a symlink's target); a device, FIFO or socket is left alone."""
+    target = os.path.realpath(path)
     try:
-        os.unlink(path)
+        if not stat.S_ISREG(os.stat(target).st_mode):
+            return
+        os.unlink(target)
     except FileNotFoundError:
         pass
     except OSError as exc:
@@ -6003,10 +6376,11 @@ def merge_html_main(argv: List[str]) -> int:
         args = ap.parse_args(argv)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
+    check_outputs([("merge-html OUT", args.out, "html")], [("input", p) for p in args.inputs])
     texts = []
     for path in args.inputs:
         try:
-            with open(path, "rb") as fh:
+            with open_input(path, "HTML report") as fh:
                 texts.append((path, fh.read().decode("utf-8")))
         except OSError as exc:
             raise ScoreError("%s: cannot read: %s" % (path, exc.strerror)) from None
@@ -6053,10 +6427,8 @@ def _note(args, text: str) -> None:
 def _has_table(path: str, name: str) -> bool:
     """Whether the TOML file has a ``[name]`` table (True when unreadable: the reader reports it)."""
     try:
-        with open(path, "rb") as fh:
-            text = fh.read().decode("utf-8")
-        doc, _ = _parse_toml_lines(text, path)
-    except (OSError, UnicodeDecodeError, ScoreError):
+        doc, _ = gates_doc(path)
+    except ScoreError:
         return True
     return isinstance(doc.get(name), dict)
 
@@ -6140,6 +6512,13 @@ def build_parser() -> argparse.ArgumentParser:
                     help="print the version and exit")
     ap.add_argument("--manifest", metavar="FILE", help="after --out/--items/--markdown, write FILE naming each "
                                                         "with its sha256 (removed first: no manifest = torn set)")
+    ap.add_argument("--force", action="store_true",
+                    help="replace an existing output file that is not of the output's kind (never an input)")
+    ap.add_argument("--max-input-bytes", type=int, default=MAX_INPUT_BYTES, metavar="N",
+                    help="largest input (a file or stdin) read, in bytes (default %d = 4 GiB)" % MAX_INPUT_BYTES)
+    ap.add_argument("--max-input-lines", type=int, default=None, metavar="N",
+                    help="most lines read from one input (default %d for a file, %d for stdin)"
+                         % (MAX_INPUT_LINES, MAX_STDIN_LINES))
     ap.add_argument("--max-line-bytes", type=int, default=MAX_LINE_BYTES, metavar="N",
                     help="longest input line accepted, in bytes (default %d = 16 MiB)" % MAX_LINE_BYTES)
     ap.add_argument("--debug", action="store_true",
@@ -6152,7 +6531,30 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+_RUN_OUTPUTS = (("out", "report"), ("markdown", "markdown"), ("items", "items"), ("html", "html"),
+                ("junit", "junit"), ("csv", "csv"), ("metrics_csv", "csv"), ("partial", "partial"),
+                ("manifest", "manifest"))
+_RUN_INPUTS = ("gold", "trace", "qrels", "run", "chunks", "baseline", "gates_file")
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def check_run_outputs(args) -> None:
+    """The output policy for a scoring run (or a merge): before anything is read or written."""
+    inputs = [(_flag(a), getattr(args, a, None)) for a in _RUN_INPUTS]
+    if getattr(args, "gates_file", None) is None and os.path.exists(DEFAULT_GATES_FILE):
+        inputs.append(("the gates file", DEFAULT_GATES_FILE))
+    inputs += [("partial", p) for p in getattr(args, "merge", None) or []]
+    outputs = [(_flag(a), getattr(args, a, None), kind) for a, kind in _RUN_OUTPUTS]
+    check_outputs(outputs, inputs, getattr(args, "force", False))
+    if getattr(args, "manifest", None):
+        manifest_listable([(label, path) for label, path, kind in outputs if kind != "manifest"])
+
+
 def run(args) -> int:
+    _GATES_DOCS.clear()                   # a gates file is read once per run, never across runs
     if args.print_metric_table:
         sys.stdout.write(metric_table_markdown())
         return 0
@@ -6180,6 +6582,17 @@ def run(args) -> int:
     if not 1 <= args.max_line_bytes <= 1 << 40:
         raise ScoreError("--max-line-bytes: must be from 1 to 2**40, got %d" % args.max_line_bytes)
     _LIMITS["line_bytes"] = args.max_line_bytes
+    _LIMITS.update(input_bytes=MAX_INPUT_BYTES, input_lines=MAX_INPUT_LINES, stdin_lines=MAX_STDIN_LINES)
+    for name in ("bytes", "lines"):
+        value = getattr(args, "max_input_" + name, None)
+        if value is None:
+            continue
+        if not 1 <= value <= 1 << 50:
+            raise ScoreError("--max-input-%s: must be from 1 to 2**50, got %d" % (name, value))
+        _LIMITS["input_" + name] = value
+        if name == "lines":
+            _LIMITS["stdin_lines"] = value
+    check_run_outputs(args)
     # 1. gates and the refusal token
     refusal, file_gates, regression, gates_source = REFUSAL, [], None, None
     gates_file = args.gates_file
@@ -6606,7 +7019,7 @@ def _sha256_file(path: str) -> str:
     import hashlib
     h = hashlib.sha256()
     try:
-        with open(path, "rb") as fh:
+        with open_input(path, "file") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 h.update(block)
     except OSError as exc:
@@ -6643,12 +7056,26 @@ def write_partial(args, gold: "Gold", scorer: Scorer, stats: dict, notes: List[s
     return 0
 
 
+MAX_PARTIAL_BYTES = 1 << 30       # one --partial file
+
+
 def _read_partial(path: str) -> dict:
+    """A partial, validated as data before anything uses it: a regular file (never a FIFO or
+    a device) of at most MAX_PARTIAL_BYTES, the shape written by write_partial, and the
+    files it names regular files."""
     try:
-        with open(path, "rb") as fh:
-            doc = json.loads(fh.read().decode("utf-8"))
+        with open_input(path, "partial") as fh:
+            data = fh.read(MAX_PARTIAL_BYTES + 1)
     except OSError as exc:
         raise ScoreError("%s: cannot read: %s" % (path, exc.strerror)) from None
+    if path == "-":
+        raise ScoreError("-: a partial must be a file, not stdin")
+    if len(data) > MAX_PARTIAL_BYTES:
+        raise ScoreError("%s: partial larger than %d bytes (MAX_PARTIAL_BYTES)" % (path, MAX_PARTIAL_BYTES))
+    try:
+        doc = json_row(data.decode("utf-8"))
+    except _JsonLimit as exc:
+        raise ScoreError("%s:1: not a partial (%s)" % (path, exc)) from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise ScoreError("%s:1: not a partial (invalid JSON: %s)" % (path, str(exc).split(":")[0])) from None
     if type(doc) is not dict or doc.get("format") != PARTIAL_FORMAT:
@@ -6660,7 +7087,67 @@ def _read_partial(path: str) -> dict:
     for key in ("args", "gold_sha256", "gold_items", "ks", "stats", "notes", "items", "calls", "fields"):
         if key not in doc:
             raise ScoreError("%s:1: partial has no %r" % (path, key))
+    problem = _partial_shape(doc)
+    if problem:
+        raise ScoreError("%s:1: malformed partial: %s" % (path, problem))
+    for a in ("gold", "qrels", "trace", "run", "chunks"):
+        named = doc["args"].get(a)
+        if a in ("gold", "qrels", "run") and isinstance(named, str) and named not in ("", "-"):
+            try:
+                st = os.stat(named)
+            except OSError as exc:
+                raise ScoreError("%s: the partial names --%s %s, which cannot be read: %s"
+                                 % (path, a, named, exc.strerror)) from None
+            if not stat.S_ISREG(st.st_mode):
+                raise ScoreError("%s: the partial names --%s %s, which is %s, not a regular file"
+                                 % (path, a, named, _file_kind(st.st_mode)))
     return doc
+
+
+def _partial_shape(doc: dict) -> Optional[str]:
+    """What is wrong with the shape of a partial's fields, or None."""
+    args = doc["args"]
+    if type(args) is not dict:
+        return "args must be an object, got %s" % _show(args)
+    for a in _PARTIAL_ARGS:
+        v = args.get(a)
+        if v is not None and not isinstance(v, str) and a != "k":
+            return "args.%s must be a string or null, got %s" % (a, _show(v))
+        if isinstance(v, str) and "\x00" in v:
+            return "args.%s holds a NUL character" % a
+    if not (args.get("gold") or args.get("qrels")):
+        return "args names neither a gold nor a qrels file"
+    if not (isinstance(doc["gold_sha256"], str) and re.fullmatch(r"[0-9a-f]{64}", doc["gold_sha256"])):
+        return "gold_sha256 must be 64 hex digits, got %s" % _show(doc["gold_sha256"])
+    if type(doc["gold_items"]) is not int or doc["gold_items"] < 0:
+        return "gold_items must be an integer >= 0, got %s" % _show(doc["gold_items"])
+    if type(doc["ks"]) is not list or not doc["ks"] or not all(type(k) is int and 1 <= k <= MAX_K for k in doc["ks"]):
+        return "ks must be a list of cutoffs 1..%d, got %s" % (MAX_K, _show(doc["ks"]))
+    st = doc["stats"]
+    if type(st) is not dict or not all(type(st.get(k)) is int and st.get(k) >= 0
+                                       for k in ("rows", "unknown", "duplicates", "missing")) \
+            or not all(_str_list(st.get(k)) for k in ("unknown_ex", "duplicate_ex")):
+        return "stats must hold counts rows, unknown, duplicates, missing and lists unknown_ex, duplicate_ex"
+    if not _str_list(doc["notes"]):
+        return "notes must be a list of strings"
+    for key in ("items", "calls"):
+        v = doc[key]
+        if type(v) is not dict or v.get("type") != "I" or not isinstance(v.get("data"), str):
+            return "%s must be a packed array of type I, got %s" % (key, _show(v, 60))
+    if type(doc["fields"]) is not list:
+        return "fields must be a list, got %s" % _show(doc["fields"], 60)
+    for f in doc["fields"]:
+        if type(f) is not dict or not isinstance(f.get("name"), str) or f.get("kind") not in ("array", "sparse") \
+                or not (f.get("key") is None or type(f.get("key")) in (int, str)):
+            return "each field must be an object with a name and kind array or sparse, got %s" % _show(f, 60)
+        if f["kind"] == "array" and (type(f.get("values")) is not dict or not isinstance(f["values"].get("type"), str)
+                                     or not isinstance(f["values"].get("data"), str)):
+            return "field %s: values must be a packed array, got %s" % (f["name"], _show(f.get("values"), 60))
+        if f["kind"] == "sparse" and (type(f.get("values")) is not list
+                                      or not all(type(p) is list and len(p) == 2 and type(p[0]) is int
+                                                 for p in f["values"])):
+            return "field %s: values must be a list of [item, value] pairs" % f["name"]
+    return None
 
 
 def merged_runs(paths: List[str], errors: "_Errors") -> dict:
@@ -6697,8 +7184,8 @@ def merge_partials(paths: List[str], args, ks: List[int], refusal: str, errors: 
     if errors.count:
         raise ScoreError(errors.text())
     if first["ks"] != ks:
-        raise ScoreError("merge: the shards computed cutoffs %s, the gates need %s; run the shards with "
-                         "--k %s" % (first["ks"], ks, ",".join(map(str, ks))))
+        raise ScoreError("%s: merge: the shards computed cutoffs %s, the gates need %s; run the shards with "
+                         "--k %s" % (paths[0], first["ks"], ks, ",".join(map(str, ks))))
     scorer = Scorer(gold, ks, refusal, None, rules)
     slots = {(name, key): (cont, kind) for name, key, cont, kind in _per_item(scorer)}
     n = len(gold)
@@ -6734,22 +7221,31 @@ def merge_partials(paths: List[str], args, ks: List[int], refusal: str, errors: 
                     dup_ex.append(gold.qids[i])
             seen[i] = 1
         items = _unpack(d["items"], p)
+        if items and max(items) >= n:
+            raise ScoreError("%s: item position %d out of range (%d gold items)" % (p, max(items), n))
         for f in d["fields"]:
-            key = (f["name"], f["key"])
+            key = (f["name"], f.get("key"))
             if key not in slots:
                 raise ScoreError("%s: the partial holds %s%s, which this scorer does not have (another "
-                                 "version wrote it?)" % (p, f["name"], "" if f["key"] is None else "[%s]" % f["key"]))
+                                 "version wrote it?)" % (p, f["name"], "" if key[1] is None else "[%s]" % key[1]))
             cont, kind = slots[key]
+            if kind != f["kind"]:
+                raise ScoreError("%s: malformed partial: field %s must be of kind %s, got %s" % (p, f["name"], kind, f["kind"]))
             if kind == "array":
                 values = _unpack(f["values"], p)
                 if len(values) != len(items):
                     raise ScoreError("%s: %s holds %d values for %d items" % (p, f["name"], len(values), len(items)))
+                if type(values) is not type(cont) or getattr(values, "typecode", None) != getattr(cont, "typecode", None):
+                    raise ScoreError("%s: malformed partial: field %s has values of type %s, this scorer's are %s"
+                                     % (p, f["name"], f["values"].get("type"), getattr(cont, "typecode", "bytes")))
                 for i, v in zip(items, values):
                     cont[i] = v
             else:
                 for i in items:
                     cont.pop(i, None)
                 for i, v in f["values"]:
+                    if not 0 <= i < n:
+                        raise ScoreError("%s: item position %d out of range (%d gold items)" % (p, i, n))
                     cont[i] = v
     missing = 0
     i = seen.find(0)
@@ -6775,6 +7271,7 @@ def merge_main(argv: List[str]) -> int:
                                     "comma-separated)")
     for flag in ("--gates", "--gates-file", "--baseline", "--out", "--markdown", "--items"):
         ap.add_argument(flag, help="as for a single run")
+    ap.add_argument("--force", action="store_true", help="as for a single run")
     ap.add_argument("--dataset", help="as for a single run (default: the shards')")
     ap.add_argument("--max-errors", type=int, default=MAX_ERRORS, help="as for a single run")
     ap.add_argument("--summary", action="store_true", help="as for a single run")
@@ -6795,7 +7292,7 @@ def merge_main(argv: List[str]) -> int:
             args.run = names
         else:
             args.trace = names
-        for a in ("gates", "gates_file", "baseline", "out", "markdown", "items", "max_errors", "summary", "full"):
+        for a in ("gates", "gates_file", "baseline", "out", "markdown", "items", "max_errors", "summary", "full", "force"):
             setattr(args, a, getattr(margs, a))
         if margs.dataset is not None:
             args.dataset = margs.dataset
@@ -6824,12 +7321,26 @@ def main(argv: Optional[List[str]] = None) -> int:
     error, 3 internal error) and never raises."""
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
+        _interrupts_raise()
         return _main(argv)
     except KeyboardInterrupt:
         sys.stderr.write("score_eval: interrupted\n")
         return 130
     except Exception:   # a bug, never a verdict: exit 3, the traceback saved or (--debug) shown
         return internal_error("score_eval", "--debug" in argv)
+
+
+def _interrupts_raise() -> None:
+    """From here on Ctrl-C raises KeyboardInterrupt (main turns it into exit 130); before,
+    the handler set at the top of the file exits 130 while the module loads."""
+    import signal
+    if threading_main() and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def threading_main() -> bool:
+    import threading
+    return threading.current_thread() is threading.main_thread()
 
 
 def _main(argv: List[str]) -> int:

@@ -20,8 +20,14 @@ as every other response to that question (an answer that changes under concurren
 error).  Latency is per request, client side (send to last byte); requests/s is
 requests over the wall time of both phases.
 
+Then a hostile phase (``--hostile-seconds``, 30 by default; issue 33): 64 clients each
+sending a body one byte every 3 s (from loopback addresses 127.0.0.2-9), 20 requests
+declaring a 64 MiB body, and two threads asking questions of one 2,000-letter word, while
+one thread times ``GET /health`` and two time normal ``POST /answer``: both must keep
+p95 under 1 s with 0 errors.  Every loop stops by itself at the phase's end.
+
 Output: a table on stdout, details in ``runs/bench/serve.json``.  Exit status 0 when the
-targets hold (0 errors, memory within 10%), 1 when one is missed, 2 for bad arguments or
+targets hold (0 errors, memory within 10%, the hostile phase's p95s), 1 when one is missed, 2 for bad arguments or
 a server that does not start.  Without gold/gold.jsonl the benchmark is skipped (exit 0).
 """
 from __future__ import annotations
@@ -119,6 +125,156 @@ def run_phase(host, port, questions, start, count, clients, latencies, errors, s
         t.join()
 
 
+HOSTILE_SLOW = 64          # clients sending a body one byte every SLOW_GAP seconds
+HOSTILE_OVERSIZED = 20     # requests declaring a body over the server's --max-body
+HOSTILE_LONG_WORDS = 2     # threads asking questions of one 2,000-letter word
+SLOW_GAP = 3.0
+P95_TARGET_S = 1.0
+
+
+def _connect(host, port, source):
+    """A socket to the server from loopback address ``source`` (127.0.0.1 when it cannot bind)."""
+    import socket
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(30)
+    try:
+        s.bind((source, 0))
+    except OSError:
+        pass
+    s.connect((host, port))
+    return s
+
+
+def _status(s):
+    data = b""
+    try:
+        while b"\r\n" not in data:
+            block = s.recv(4096)
+            if not block:
+                break
+            data += block
+    except OSError:
+        return None
+    return int(data.split(b" ")[1]) if data.startswith(b"HTTP/") else None
+
+
+def hostile_phase(host, port, questions, seconds):
+    """Hostile clients for ``seconds`` (every loop stops by itself at the deadline) while one
+    thread times GET /health and two time normal POST /answer; returns the figures."""
+    import random
+    import socket
+    deadline = time.monotonic() + seconds
+    lock = threading.Lock()
+    stats = {"health": [], "answer": [], "health_errors": 0, "answer_errors": 0,
+             "slow_statuses": {}, "oversized_statuses": {}, "long_word_statuses": {}}
+
+    def count(key, status):
+        with lock:
+            stats[key][str(status)] = stats[key].get(str(status), 0) + 1
+
+    def slow(i):
+        source = "127.0.0.%d" % (2 + i % 8)             # 8 per address: within the per-client cap
+        while time.monotonic() < deadline:
+            try:
+                s = _connect(host, port, source)
+                s.sendall(b"POST /answer HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+                          b"Content-Length: 200\r\n\r\n")
+                s.settimeout(SLOW_GAP)
+                status = None
+                while time.monotonic() < deadline and status is None:
+                    s.sendall(b" ")
+                    try:
+                        data = s.recv(4096)
+                        status = int(data.split(b" ")[1]) if data.startswith(b"HTTP/") else "closed"
+                    except socket.timeout:
+                        continue
+                s.close()
+                if status is not None:
+                    count("slow_statuses", status)
+            except OSError as exc:
+                count("slow_statuses", type(exc).__name__)
+                time.sleep(0.5)
+
+    def oversized():
+        for _ in range(HOSTILE_OVERSIZED):
+            if time.monotonic() >= deadline:
+                break
+            try:
+                s = _connect(host, port, "127.0.0.10")
+                s.sendall(b"POST /answer HTTP/1.1\r\nHost: bench\r\nContent-Length: %d\r\n\r\n" % (64 << 20)
+                          + b"x" * 65536)
+                count("oversized_statuses", _status(s))
+                s.close()
+            except OSError as exc:
+                count("oversized_statuses", type(exc).__name__)
+            time.sleep(0.2)
+
+    def long_words(seed):
+        rng = random.Random(seed)
+        while time.monotonic() < deadline:
+            word = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(2000))
+            conn = http.client.HTTPConnection(host, port, timeout=60)
+            try:
+                conn.request("POST", "/answer", json.dumps({"query": word}), {"Content-Type": "application/json"})
+                resp = conn.getresponse()
+                resp.read()
+                count("long_word_statuses", resp.status)
+            except Exception as exc:
+                count("long_word_statuses", type(exc).__name__)
+            finally:
+                conn.close()
+
+    def timed(path, key, body_of):
+        i = 0
+        while time.monotonic() < deadline:
+            conn = http.client.HTTPConnection(host, port, timeout=30)
+            t0 = time.perf_counter()
+            try:
+                body = body_of(i)
+                if body is None:
+                    conn.request("GET", path)
+                else:
+                    conn.request("POST", path, body, {"Content-Type": "application/json"})
+                resp = conn.getresponse()
+                resp.read()
+                ok = resp.status == 200
+            except Exception:
+                ok = False
+            finally:
+                conn.close()
+            with lock:
+                if ok:
+                    stats[key].append(time.perf_counter() - t0)
+                else:
+                    stats[key + "_errors"] += 1
+            i += 1
+            time.sleep(0.1)
+
+    threads = [threading.Thread(target=slow, args=(i,)) for i in range(HOSTILE_SLOW)]
+    threads.append(threading.Thread(target=oversized))
+    threads += [threading.Thread(target=long_words, args=(i,)) for i in range(HOSTILE_LONG_WORDS)]
+    threads.append(threading.Thread(target=timed, args=("/health", "health", lambda i: None)))
+    threads += [threading.Thread(target=timed, args=("/answer", "answer", lambda i, k=k: json.dumps(
+        {"query": questions[(2 * i + k) % len(questions)]}))) for k in range(2)]
+    for t in threads:
+        t.daemon = True
+        t.start()
+    for t in threads:
+        t.join(seconds + 90)
+    out = {"seconds": seconds, "slow_clients": HOSTILE_SLOW, "oversized_bodies": HOSTILE_OVERSIZED,
+           "long_word_threads": HOSTILE_LONG_WORDS}
+    for key in ("health", "answer"):
+        lat = stats[key]
+        out[key] = {"requests": len(lat), "errors": stats[key + "_errors"],
+                    "p50_ms": round(percentile(lat, 50) * 1000, 1) if lat else None,
+                    "p95_ms": round(percentile(lat, 95) * 1000, 1) if lat else None}
+    for key in ("slow_statuses", "oversized_statuses", "long_word_statuses"):
+        out[key] = dict(sorted(stats[key].items()))
+    out["ok"] = all(out[k]["errors"] == 0 and out[k]["p95_ms"] is not None and out[k]["p95_ms"] < P95_TARGET_S * 1000
+                    for k in ("health", "answer"))
+    return out
+
+
 def percentile(values, p):
     """Nearest-rank percentile (p in 0..100) of a non-empty list."""
     ordered = sorted(values)
@@ -135,6 +291,9 @@ def main(argv=None) -> int:
     ap.add_argument("--gold", default=str(ROOT / "gold" / "gold.jsonl"), help="questions (gold JSONL)")
     ap.add_argument("--config", help="server config (default: the server's, configs/default.toml)")
     ap.add_argument("--out", default=str(ROOT / "runs" / "bench" / "serve.json"), help="JSON report")
+    ap.add_argument("--hostile-seconds", type=float, default=30.0,
+                    help="length of the hostile phase (64 slow clients, 20 oversized bodies, long-word "
+                         "questions) during which /health and /answer are timed; 0 skips it (default 30)")
     args = ap.parse_args(argv)
     if args.requests < 1 or args.clients < 1 or not 0 < args.warmup < args.requests:
         print("bench_serve: need requests >= 1, clients >= 1 and 0 < warmup < requests", file=sys.stderr)
@@ -155,6 +314,7 @@ def main(argv=None) -> int:
                   latencies, errors, seen, lock)
         wall = time.perf_counter() - t0
         rss_end = rss_kb(proc.pid)
+        hostile = hostile_phase(host, port, questions, args.hostile_seconds) if args.hostile_seconds > 0 else None
     finally:
         proc.terminate()
         try:
@@ -177,7 +337,10 @@ def main(argv=None) -> int:
     }
     ok_errors = not errors
     ok_memory = growth is not None and growth <= MEMORY_TOLERANCE
-    report["targets"] = {"zero_errors": ok_errors, "memory_within_10pct": ok_memory}
+    report["hostile"] = hostile
+    ok_hostile = hostile is None or hostile["ok"]
+    report["targets"] = {"zero_errors": ok_errors, "memory_within_10pct": ok_memory,
+                         "hostile_p95_under_1s": ok_hostile}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out + ".tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
@@ -195,9 +358,20 @@ def main(argv=None) -> int:
           % (mem["after_warmup"], args.warmup, mem["after_run"], args.requests,
              100.0 * (growth or 0.0), "ok" if ok_memory else "MISSED (target <= +10%)"))
     print("  details           %s" % os.path.relpath(args.out, str(ROOT)))
+    if hostile is not None:
+        print("  hostile phase     %.0f s: %d slow clients, %d oversized bodies, %d long-word threads"
+              % (hostile["seconds"], hostile["slow_clients"], hostile["oversized_bodies"], hostile["long_word_threads"]))
+        for key, label in (("health", "GET /health"), ("answer", "POST /answer")):
+            h = hostile[key]
+            print("    %-13s  %d requests, %d errors, p50 %s ms, p95 %s ms   %s"
+                  % (label, h["requests"], h["errors"], h["p50_ms"], h["p95_ms"],
+                     "ok" if h["errors"] == 0 and h["p95_ms"] is not None and h["p95_ms"] < P95_TARGET_S * 1000
+                     else "MISSED (target p95 < 1 s, 0 errors)"))
+        print("    slow bodies got %s; oversized got %s; long words got %s"
+              % (hostile["slow_statuses"], hostile["oversized_statuses"], hostile["long_word_statuses"]))
     for e in errors[:5]:
         print("  error: %s" % e, file=sys.stderr)
-    return 0 if ok_errors and ok_memory else 1
+    return 0 if ok_errors and ok_memory and ok_hostile else 1
 
 
 if __name__ == "__main__":

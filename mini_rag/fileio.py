@@ -28,6 +28,7 @@ MAX_REPORTED = 20   # bad lines listed one by one before the rest are only count
 MAX_LINE_BYTES = 16 * 1024 * 1024   # one JSONL line (gold, BEIR corpus row); the scorer's default
 MAX_QUESTION_CHARS = 2000           # a longer question is refused (ask, search, run)
 MAX_K = 10000                       # largest --k of search (the scorer's MAX_K)
+MAX_BAD_LINES = 10000               # a JSONL reader stops after this many bad lines (the scorer's)
 
 _SCORER = None
 
@@ -76,6 +77,18 @@ def write_set_manifest(path: str, files: List[str], start: bool = False) -> None
             se.remove_output(path)
         else:
             se.write_manifest(path, files)
+    except se.ScoreError as exc:
+        raise MiniRagError(str(exc)) from None
+
+
+def check_outputs(outputs, inputs, force: bool = False) -> None:
+    """The output policy of both tools (``score_eval.check_outputs``): each output
+    ``(label, path, kind)`` is refused, naming both paths, when it resolves to an input
+    ``(label, path)``, to another output, or to an existing file not of its kind (unless
+    ``force``); devices and FIFOs are written in place, never replaced."""
+    se = scorer()
+    try:
+        se.check_outputs(outputs, inputs, force)
     except se.ScoreError as exc:
         raise MiniRagError(str(exc)) from None
 
@@ -170,6 +183,9 @@ def scan_jsonl(path: str, what: str = "a row",
     """
     rows, problems = [], []
     for lineno, raw in iter_lines(path, file_kind):
+        if len(problems) >= MAX_BAD_LINES:        # a stream of garbage: stop reading it
+            problems.append((lineno, "stopped reading after %d bad lines" % MAX_BAD_LINES))
+            break
         if raw is None:
             problems.append((lineno, "line longer than %d bytes" % MAX_LINE_BYTES))
             continue

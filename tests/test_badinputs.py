@@ -510,10 +510,12 @@ class BadIndexes(Base):
                 with self.assertRaises(MiniRagError) as cm:
                     index_mod.load_index(self.path("index.json"))
                 self.assertIn(self.path("index.json"), str(cm.exception))
-                # ... and a command with the corpus at hand says so and rebuilds (it is a cache)
+                # ... and a command with the corpus at hand refuses it, never uses or silently
+                # replaces it: 'index --force' rebuilds it (issue 33)
                 code, _, err, _ = self.run_main(cli.main, ["search", "refund", "--config", self.cfg])
-                self.assertEqual(code, 0, err)
-                self.assertIn("index %s is unusable, rebuilding" % self.path("index.json"), err)
+                self.assertEqual(code, 2, err)
+                self.assertIn(self.path("index.json"), err)
+                self.assertIn("index --force", err)
                 self.assertNotIn("Traceback", err)
         for key, value in (("k1", float("nan")), ("k1", -1), ("b", 2), ("b", "x")):
             scoring = dict(self.manifest["scoring"], **{key: value})

@@ -215,20 +215,28 @@ class Persistence(unittest.TestCase):
                 with self.assertRaises(MiniRagError) as cm:
                     load_index(plain)
                 self.assertIn(message, str(cm.exception))
-        # build_or_load replaces an unusable file instead of using it: a damaged section ...
+        # build_or_load refuses an unusable file, never uses or replaces it (issue 33): a
+        # damaged section says to rebuild with 'index --force' ...
         save_index(index, path)
         with open(path, "rb") as fh:
             data = fh.read()
         with open(path, "wb") as fh:
             fh.write(data[:-10])
-        index, log = self.build()
-        self.assertIn("is unusable, rebuilding: %s: not a readable index file" % path, log)
+        with self.assertRaises(MiniRagError) as cm:
+            self.build()
+        self.assertIn("%s: not a readable index file" % path, str(cm.exception))
+        self.assertIn("index --force", str(cm.exception))
+        index, log = self.build(force=True)
         self.assertEqual(index.num_chunks, 14)
-        # ... or no index at all.
+        # ... and a file that is no index at all is not replaced but by --force.
         with open(path, "wb") as fh:
             fh.write(b"garbage")
-        index, log = self.build()
-        self.assertIn("is unusable, rebuilding", log)
+        with self.assertRaises(MiniRagError) as cm:
+            self.build()
+        self.assertIn("exists and is not a mini_rag index", str(cm.exception))
+        with open(path, "rb") as fh:
+            self.assertEqual(fh.read(), b"garbage")
+        index, log = self.build(force=True)
         self.assertEqual(index.num_chunks, 14)
 
     def test_format_one_is_read_and_upgraded(self):

@@ -235,14 +235,16 @@ class Weights(TempDir):
 
     def test_weight_errors(self):
         cases = [
-            ('{"faithfulness": 2.0}', "weights: stage 'faithfulness' weighs %s after normalization, above 0.6: one stage "
+            ('{"faithfulness": 2.0}', "--weights: stage 'faithfulness' weighs %s after normalization, above 0.6: one stage "
                                       "would dominate the overall score" % round(2.0 / 2.8, 4)),
             ('{"faithfulnes": 0.2}', "--weights: unknown stage 'faithfulnes'; did you mean 'faithfulness'?"),
-            ('{"citation": -1}', "--weights: weight of 'citation' must be a number >= 0, got -1"),
-            ('{"citation": "0.2"}', '--weights: weight of \'citation\' must be a number >= 0, got "0.2"'),
+            ('{"citation": -1}', "--weights: weight of 'citation' must be a number from 0 to 1e+06, got -1"),
+            ('{"citation": "0.2"}', '--weights: weight of \'citation\' must be a number from 0 to 1e+06, got "0.2"'),
             ('[0.2]', "--weights: expected a JSON object of stage: weight, got [0.2]"),
             ('{faithfulness: 1}', "--weights: not JSON (Expecting property name enclosed in double quotes)"),
-            (json.dumps({s.name: 0 for s in score_eval.STAGES}), "weights: all stage weights are 0"),
+            (json.dumps({s.name: 0 for s in score_eval.STAGES}), "--weights: all stage weights are 0"),
+            ('{"faithfulness": 1e308, "retrieval": 1e308}', "--weights: weight of 'faithfulness' must be a number from "
+                                                            "0 to 1e+06, got 1e+308"),
         ]
         for text, message in cases:
             with self.subTest(weights=text):

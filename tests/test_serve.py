@@ -348,18 +348,20 @@ class InFlightBound(unittest.TestCase):
             t = threading.Thread(target=lambda: slow.append(server.call("POST", "/answer", {"query": ANSWER_Q})))
             t.start()
             self.assertTrue(gen.entered.wait(30))
-            status, body, _ = server.call("GET", "/health")
+            status, body, _ = server.call("POST", "/answer", {"query": ANSWER_Q})
             self.assertEqual((status, body), (503, {"error": "server busy: more than 1 requests in flight"}))
+            # /health takes no slot: it answers however busy the server is (issue 33)
+            self.assertEqual(server.call("GET", "/health")[0], 200)
             gen.release.set()
             t.join(30)
             self.assertEqual(slow[0][0], 200)
             # the slot is free again once the handler thread has finished (it releases the
             # slot after the response is sent, so the client can be a moment ahead of it)
             deadline = time.monotonic() + 10
-            status = server.call("GET", "/health")[0]
+            status = server.call("POST", "/answer", {"query": ANSWER_Q})[0]
             while status == 503 and time.monotonic() < deadline:
                 time.sleep(0.05)
-                status = server.call("GET", "/health")[0]
+                status = server.call("POST", "/answer", {"query": ANSWER_Q})[0]
             self.assertEqual(status, 200)
         finally:
             gen.release.set()

@@ -132,8 +132,10 @@ class CommandGenerator(Generator):
         data = json.dumps(request, ensure_ascii=False, sort_keys=True).encode("utf-8")
         where = "generator command %r" % self.argv[0]
         try:
-            proc = subprocess.run(self.argv, input=data, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  timeout=self.timeout, check=False)
+            proc = _run_bounded(self.argv, data, self.timeout, MAX_GENERATOR_OUTPUT)
+        except _TooMuch:
+            raise GeneratorError("output_too_large", "%s: printed more than %d bytes (MAX_GENERATOR_OUTPUT)"
+                                 % (where, MAX_GENERATOR_OUTPUT)) from None
         except FileNotFoundError:
             raise GeneratorError("not_found", "%s: not found" % where) from None
         except PermissionError:
@@ -155,6 +157,69 @@ class CommandGenerator(Generator):
             raise GeneratorError("unparsable_output",
                                  "%s: stdout must be one JSON object, got %r" % (where, text[:60]))
         return payload
+
+
+#: Most bytes a command generator may print on stdout (and on stderr, kept for the message);
+#: more is an error, and the program is killed (issue 33: a generator flooding stdout).
+MAX_GENERATOR_OUTPUT = 4 << 20
+
+
+class _TooMuch(Exception):
+    pass
+
+
+def _run_bounded(argv: List[str], data: bytes, timeout: float, limit: int) -> subprocess.CompletedProcess:
+    """``subprocess.run`` with stdout and stderr each read up to ``limit`` bytes: a program
+    printing more is killed (_TooMuch), one running past ``timeout`` too (TimeoutExpired)."""
+    import threading
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    bufs = {"out": bytearray(), "err": bytearray()}
+    over = []
+
+    def pump(src, buf) -> None:
+        while True:
+            block = src.read1(65536) if hasattr(src, "read1") else src.read(65536)
+            if not block:
+                return
+            if len(buf) + len(block) > limit:
+                over.append(True)
+                proc.kill()
+                return
+            buf += block
+
+    readers = [threading.Thread(target=pump, args=(proc.stdout, bufs["out"]), daemon=True),
+               threading.Thread(target=pump, args=(proc.stderr, bufs["err"]), daemon=True)]
+    def feed() -> None:                   # in a thread: a program that never reads cannot block us
+        try:
+            proc.stdin.write(data)
+            proc.stdin.close()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
+
+    readers.append(threading.Thread(target=feed, daemon=True))
+    for t in readers:
+        t.start()
+    try:
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise
+        for t in readers:
+            t.join(timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for fh in (proc.stdout, proc.stderr):
+            try:
+                fh.close()
+            except OSError:
+                pass
+    if over:
+        raise _TooMuch()
+    return subprocess.CompletedProcess(argv, proc.returncode, bytes(bufs["out"]), bytes(bufs["err"]))
 
 
 #: name -> class; ``[answer] generator`` must be one of these.

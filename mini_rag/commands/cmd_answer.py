@@ -41,7 +41,8 @@ from typing import Any, Dict
 
 from ..config import DEFAULT_CONFIG_PATH, load_config
 from ..errors import MiniRagError
-from ..fileio import MAX_QUESTION_CHARS, check_question, json_terminal_safe, read_limited, terminal_safe
+from ..fileio import (MAX_QUESTION_CHARS, check_outputs, check_question, json_terminal_safe, read_limited,
+                      terminal_safe)
 
 __all__ = ["register", "resolve_config"]
 
@@ -98,6 +99,8 @@ def register(subparsers) -> None:
     r.add_argument("--out", required=True, metavar="FILE", help="trace JSONL to write (atomically)")
     r.add_argument("--timings", action="store_true",
                    help="add timings_ms to every row (breaks byte-identical traces)")
+    r.add_argument("--force", action="store_true",
+                   help="replace an existing --out file that is not a trace (never an input)")
     r.add_argument("--scope", metavar="DOC",
                    help="answer every question from this document only (default: each gold row's doc_scope)")
     _config_flag(r)
@@ -196,6 +199,8 @@ def cmd_run(args) -> int:
     from .runconfig import open_pipeline
     read_gold(args.gold)                          # bad gold is reported before the index is opened
     config = _resolve(args)
+    check_outputs([("--out", args.out, "trace"), ("--index", config["index"]["path"], "index")],
+                  [("--gold", args.gold), ("--config", args.config)], args.force)
     counted = _FailureCount(open_pipeline(config, quiet=args.quiet))
     n = run_gold(counted, args.gold, args.out, timings=args.timings, quiet=args.quiet, doc_scope=args.scope)
     if not args.quiet:

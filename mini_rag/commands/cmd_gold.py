@@ -36,6 +36,8 @@ def register(subparsers) -> None:
     p.add_argument("gold", nargs="+", metavar="GOLD",
                    help="the gold JSONL file(s) to perturb, read as one file in the order given")
     p.add_argument("--out", required=True, metavar="FILE", help="output JSONL file (written atomically)")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing --out file that is not a perturbation set (never an input)")
     p.add_argument("--paraphrases", nargs="+", metavar="FILE", default=[],
                    help="hand-written paraphrase JSONL files appended after the perturbed rows; "
                         "each row must carry source_qid (a qid of GOLD) and perturbation")
@@ -69,4 +71,8 @@ def main_check_gold(args) -> int:
 
 def main_perturb(args) -> int:
     from ..eval.perturb import main_perturb as run
+    from ..fileio import check_outputs
+    check_outputs([("--out", args.out, "perturb")],
+                  [("gold", g) for g in args.gold] + [("--paraphrases", f) for f in args.paraphrases or ()]
+                  + [("--config", args.config)], args.force)
     return run(args)

@@ -52,9 +52,12 @@ import collections
 import copy
 import difflib
 import hmac
+import io
 import ipaddress
 import json
 import os
+import re
+import socket
 import sys
 import threading
 import time
@@ -73,6 +76,17 @@ __all__ = ["ROUTES", "Service", "ApiError", "make_server", "openapi", "register"
 DEFAULT_MAX_BODY = 1 << 20
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_REQUESTS = 64
+#: Connection budgets (issue 33): a request's line and headers must arrive within
+#: HEADER_TIMEOUT seconds (an idle keep-alive connection is closed then), its body within
+#: BODY_TIMEOUT (else 408), at most MAX_HEAD_BYTES of them (else 431); one client address
+#: holds at most DEFAULT_MAX_PER_CLIENT connections (more get 503 at once).  Bodies are read
+#: before a request takes one of the --max-requests slots, and /health, /docs and
+#: /openapi.json take none: slow or hostile clients cannot starve them.
+HEADER_TIMEOUT = 10.0
+BODY_TIMEOUT = 10.0
+MAX_HEAD_BYTES = 64 * 1024
+DEFAULT_MAX_PER_CLIENT = 16
+_SLOTLESS = ("health", "docs", "openapi")
 MAX_TOP_K = 100
 MAX_QUERY_CHARS = 4000
 MAX_VARIANTS = 8
@@ -529,17 +543,116 @@ class _Handler(BaseHTTPRequestHandler):
     log_stream: Any = sys.stderr
     slots: threading.BoundedSemaphore
 
+    # ---- connection (issue 33): every read has a deadline, one address a connection cap
+    def setup(self) -> None:
+        super().setup()
+        self._pending = b""
+        self._counted = self.server.enter(self.client_address[0])
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            if self._counted:
+                self.server.leave(self.client_address[0])
+
+    def handle(self) -> None:
+        if not self._counted:
+            self._started = time.perf_counter()
+            self.command, self.path, self.request_version = None, "-", "HTTP/1.0"
+            self._send(503, {"error": "too many connections from %s (at most %d)"
+                             % (self.client_address[0], self.server.max_per_client)}, close=True)
+            return
+        super().handle()
+
+    def _recv(self, deadline: float) -> bytes:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout()
+        self.connection.settimeout(left)
+        return self.connection.recv(65536)
+
+    def handle_one_request(self) -> None:
+        """http.server's request reading, with the line and headers read under one deadline."""
+        self.close_connection = True
+        self._started = time.perf_counter()
+        deadline = time.monotonic() + min(self.header_timeout, self.timeout or self.header_timeout)
+        buf = self._pending
+        end = _HEAD_END.search(buf)
+        try:
+            while end is None:
+                if len(buf) > MAX_HEAD_BYTES:
+                    self.command, self.path, self.request_version = None, "-", "HTTP/1.0"
+                    self._send(431, {"error": "request line and headers over %d bytes" % MAX_HEAD_BYTES}, close=True)
+                    return
+                data = self._recv(deadline)
+                if not data:
+                    return
+                buf += data
+                end = _HEAD_END.search(buf)
+        except (socket.timeout, OSError):
+            if buf.strip():
+                self.command, self.path, self.request_version = None, "-", "HTTP/1.0"
+                try:
+                    self._send(408, {"error": "request headers not received within %g seconds"
+                                     % self.header_timeout}, close=True)
+                except OSError:
+                    pass
+            return
+        head, self._pending = buf[:end.end()], buf[end.end():]
+        line_end = head.find(b"\n") + 1
+        self.raw_requestline = head[:line_end]
+        saved, self.rfile = self.rfile, io.BytesIO(head[line_end:])
+        try:
+            if not self.parse_request():
+                return
+        finally:
+            self.rfile = saved
+        method = getattr(self, "do_" + self.command, None)
+        if method is None:
+            self.send_error(501, "unsupported method %r" % self.command)
+            return
+        method()
+        self.wfile.flush()
+
+    def _read_body(self, n: int) -> bytes:
+        """``n`` body bytes within BODY_TIMEOUT seconds, else 408."""
+        deadline = time.monotonic() + self.body_timeout
+        data, self._pending = self._pending[:n], self._pending[n:]
+        parts, got = [data], len(data)
+        try:
+            while got < n:
+                block = self._recv(deadline)
+                if not block:
+                    break
+                if got + len(block) > n:
+                    block, self._pending = block[:n - got], block[n - got:]
+                parts.append(block)
+                got += len(block)
+        except socket.timeout:
+            raise ApiError(408, "body not received within %g seconds (%d of %d bytes)"
+                           % (self.body_timeout, got, n)) from None
+        return b"".join(parts)
+
     # ---- dispatch (http.server calls do_<METHOD>; each is _dispatch, set below the class)
     def _dispatch(self, method: str) -> None:
         self._started = time.perf_counter()
         self._consumed = False                           # the request body was read
         path = urlsplit(self.path).path
-        if not self.slots.acquire(blocking=False):
+        route = ROUTES.get((method, path))
+        self._body = None
+        slot = route is not None and route[0] not in _SLOTLESS
+        try:
+            if slot and method == "POST":                # read (bounded) before taking a slot
+                self._body = self._json_body()
+        except ApiError as exc:
+            self._send(exc.status, {"error": str(exc)}, close=not self._consumed or exc.status == 408)
+            return
+        if slot and not self.slots.acquire(blocking=False):
             self._send(503, {"error": "server busy: more than %d requests in flight" % self.server.max_requests},
                        close=True)
             return
         try:
-            route = ROUTES.get((method, path))
             if route is None:
                 allowed = sorted(m for m, p in ROUTES if p == path)
                 if allowed:
@@ -560,7 +673,8 @@ class _Handler(BaseHTTPRequestHandler):
                                   % (method, _printable(self.path), traceback.format_exc()))
             self._send(500, {"error": "internal error"}, close=True)
         finally:
-            self.slots.release()
+            if slot:
+                self.slots.release()
 
     def _authorize(self, path: str) -> None:
         """404 for a debug route the server does not serve; 401 without the bearer token."""
@@ -576,10 +690,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ---- routes
     def _route_answer(self) -> Dict[str, Any]:
-        return self.service.answer(self._json_body())
+        return self.service.answer(self._body if self._body is not None else self._json_body())
 
     def _route_validate(self) -> Dict[str, Any]:
-        return self.service.validate(self._json_body())
+        return self.service.validate(self._body if self._body is not None else self._json_body())
 
     def _route_debug_retrieval(self) -> Dict[str, Any]:
         return self.service.debug("retrieval", self._query_args())
@@ -614,7 +728,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(400, "Content-Length must be >= 0, got %d" % n)
         if n > self.max_body:
             raise ApiError(413, "body of %d bytes is over the limit of %d bytes" % (n, self.max_body))
-        data = self.rfile.read(n)
+        data = self._read_body(n)
         self._consumed = True
         if len(data) != n:
             raise ApiError(400, "body ended after %d of %d bytes" % (len(data), n))
@@ -685,30 +799,59 @@ def _printable(text: str) -> str:
     return out + ("..." if len(text) > 300 else "")
 
 
+_HEAD_END = re.compile(rb"\r?\n\r?\n")
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     access_log = True
     max_requests = DEFAULT_MAX_REQUESTS
     debug_routes = False                  # serve --debug-routes
     token: Optional[str] = None           # serve --token-file
+    max_per_client = DEFAULT_MAX_PER_CLIENT
+
+    def __init__(self, *a, **kw) -> None:
+        super().__init__(*a, **kw)
+        self._clients: Dict[str, int] = {}
+        self._clients_lock = threading.Lock()
+
+    def enter(self, addr: str) -> bool:
+        """Count a connection of ``addr``; False (not counted) when it already has the most."""
+        with self._clients_lock:
+            n = self._clients.get(addr, 0)
+            if n >= self.max_per_client:
+                return False
+            self._clients[addr] = n + 1
+            return True
+
+    def leave(self, addr: str) -> None:
+        with self._clients_lock:
+            n = self._clients.get(addr, 0) - 1
+            if n > 0:
+                self._clients[addr] = n
+            else:
+                self._clients.pop(addr, None)
 
 
 def make_server(service: Service, host: str = "127.0.0.1", port: int = 8000,
                 max_body: int = DEFAULT_MAX_BODY, timeout: float = DEFAULT_TIMEOUT,
                 max_requests: int = DEFAULT_MAX_REQUESTS, access_log: bool = True,
                 log_stream: Any = None, debug_routes: bool = False,
-                token: Optional[str] = None) -> ThreadingHTTPServer:
+                token: Optional[str] = None, max_per_client: int = DEFAULT_MAX_PER_CLIENT,
+                header_timeout: float = HEADER_TIMEOUT, body_timeout: float = BODY_TIMEOUT) -> ThreadingHTTPServer:
     """A bound server (``port=0``: any free port, see ``server.server_address``); call
     ``serve_forever()`` to run it and ``shutdown()`` then ``server_close()`` to stop."""
     handler = type("Handler", (_Handler,), {
         "service": service, "max_body": int(max_body), "timeout": float(timeout),
         "log_stream": log_stream if log_stream is not None else sys.stderr,
-        "slots": threading.BoundedSemaphore(int(max_requests))})
+        "slots": threading.BoundedSemaphore(int(max_requests)),
+        "header_timeout": float(header_timeout), "body_timeout": float(body_timeout)})
     server = _Server((host, port), handler)
     server.access_log = bool(access_log)
     server.max_requests = int(max_requests)
     server.debug_routes = bool(debug_routes)
     server.token = token or None
+    server.max_per_client = int(max_per_client)
     return server
 
 
@@ -743,6 +886,9 @@ def register(subparsers) -> None:
     s.add_argument("--max-requests", type=int, default=DEFAULT_MAX_REQUESTS, metavar="N",
                    help="requests in flight at once; more get 503 (default: %d)" % DEFAULT_MAX_REQUESTS)
     s.add_argument("--quiet", action="store_true", help="no access log on stderr")
+    s.add_argument("--max-per-client", type=int, default=DEFAULT_MAX_PER_CLIENT, metavar="N",
+                   help="connections one client address may hold; more get 503 (default: %d)"
+                        % DEFAULT_MAX_PER_CLIENT)
     s.set_defaults(func=cmd_serve)
 
 
@@ -805,7 +951,8 @@ def cmd_serve(args) -> int:
     service = Service(config, pipeline=open_pipeline(config))
     try:
         server = make_server(service, args.host, args.port, args.max_body, args.timeout, args.max_requests,
-                             access_log=not args.quiet, debug_routes=args.debug_routes, token=token)
+                             access_log=not args.quiet, debug_routes=args.debug_routes, token=token,
+                             max_per_client=max(1, args.max_per_client))
     except OSError as exc:
         raise MiniRagError("cannot listen on %s:%d: %s" % (args.host, args.port, exc.strerror or exc)) from None
     if warning:

@@ -226,6 +226,23 @@ def _generate_perturb(gold: str, runs: str, config: Optional[Dict[str, Any]]) ->
     return out
 
 
+def _check_eval_outputs(runs: str, sets, gates: str, config: Dict[str, Any]) -> None:
+    """The output policy for ``eval``'s files in ``runs`` (issue 33): none may be an input
+    (a gold set, the gates file, the index) or a device, FIFO or folder."""
+    from ..fileio import check_outputs
+    outputs = [(os.path.join(runs, "manifest.json"), "manifest")]
+    for name, _, is_seed in sets:
+        for kind, ext, what in (("trace", "jsonl", "trace"), ("report", "json", "report"), ("report", "md", "markdown"),
+                                ("report", "html", "html"), ("items", "jsonl", "items")):
+            if kind != "trace" or not is_seed:
+                outputs.append((os.path.join(runs, "%s.%s.%s" % (kind, name, ext)), what))
+    outputs += [(os.path.join(runs, "report.json"), "eval-report"), (os.path.join(runs, "report.md"), ""),
+                (os.path.join(runs, "report.html"), "html")]
+    inputs = [("gold set %s" % name, path) for name, path, _ in sets]
+    inputs += [("--gates", gates if gates != NONE else None), ("[index] path", config["index"]["path"])]
+    check_outputs([("eval output", path, kind) for path, kind in outputs], inputs)
+
+
 def evaluate(config: Dict[str, Any], runs: str = "runs", gold: Optional[str] = None,
              perturb: Optional[str] = None, gates: str = "gates.toml",
              pipeline=None, quiet: bool = False, seed: bool = False) -> Tuple[int, Dict[str, Any]]:
@@ -244,6 +261,7 @@ def evaluate(config: Dict[str, Any], runs: str = "runs", gold: Optional[str] = N
         sets = [("seed", seed_gold, True)]
     else:
         sets = _datasets(gold, perturb, runs, config)
+    _check_eval_outputs(runs, sets, gates, config)
     manifest = os.path.join(runs, "manifest.json")
     write_set_manifest(manifest, [], start=True)
     refusal = config["answer"]["refusal"]

@@ -839,8 +839,8 @@ class _LazyChunks(SequenceABC):
 
     CACHE = 1 << 16
 
-    def __init__(self, lines, offsets) -> None:
-        self._lines, self._off = lines, offsets
+    def __init__(self, lines, offsets, path: str = "index") -> None:
+        self._lines, self._off, self._path = lines, offsets, path
         self._n = len(offsets) - 1
         self._cache: Dict[int, Chunk] = {}
 
@@ -848,7 +848,13 @@ class _LazyChunks(SequenceABC):
         return self._n
 
     def _decode(self, i: int) -> Chunk:
-        return Chunk(*json.loads(bytes(self._lines[self._off[i]:self._off[i + 1]])))
+        raw = bytes(self._lines[self._off[i]:self._off[i + 1]])
+        try:
+            c = Chunk(*json.loads(raw))
+        except (ValueError, TypeError, RecursionError):
+            raise MiniRagError("%s: not a valid index (chunk record %d is not a chunk, got %r); rebuild it with "
+                               "'python -m mini_rag index --force'" % (self._path, i, raw[:60])) from None
+        return c
 
     def __getitem__(self, i):
         if isinstance(i, slice):
@@ -893,6 +899,74 @@ class _LazyBags(SequenceABC):
         return bag
 
 
+def _whole(arr):
+    """A lazy section's items in blocks (the sums and extremes below run at C speed)."""
+    n = len(arr)
+    step = 1 << 20
+    for i in range(0, n, step):
+        yield arr[i:min(n, i + step)]
+
+
+def validate_sections(path: str, manifest: Dict[str, Any], sf: SectionFile, vocab, offsets, positions, tf,
+                      bm25, maxima, chunk_offsets, lengths, tie) -> None:
+    """The structure of a format 2 index, beyond its hashes (issue 33: sections whose hashes
+    match can still be swapped, hand-made or from a buggy writer): sections in the format's
+    order without overlap; the vocabulary distinct sorted strings; offsets and chunk offsets
+    non-decreasing from 0 to their section's end; chunk positions in range; term
+    frequencies >= 1 summing to the chunk lengths; weights finite; the tie ranks a
+    permutation.  A damaged index is an error naming the file, never a wrong answer."""
+    def bad(what: str) -> MiniRagError:
+        return MiniRagError("%s: not a valid index (%s); rebuild it with 'python -m mini_rag index --force'"
+                            % (path, what))
+    secs = manifest.get("sections") or []
+    names = [sec.get("name") for sec in secs if isinstance(sec, dict)]
+    if names != [name for name, _ in SECTIONS]:
+        raise bad("sections must be %s in this order, got %s" % (", ".join(n for n, _ in SECTIONS), names))
+    end = 0
+    for sec, (name, kind) in zip(secs, SECTIONS):
+        if sec.get("type") != kind:
+            raise bad("section %s must be of type %s, got %r" % (name, kind, sec.get("type")))
+        if int(sec["offset"]) < end:
+            raise bad("section %s overlaps the one before it" % name)
+        end = int(sec["offset"]) + int(sec["length"])
+    if not all(type(t) is str for t in vocab) or any(a >= b for a, b in zip(vocab, vocab[1:])):
+        raise bad("the vocabulary must be distinct strings in code point order")
+    n = len(chunk_offsets) - 1
+    for name, offs, total in (("offsets", offsets, len(positions)),
+                              ("chunk_offsets", chunk_offsets, sf.sections["chunks"]["length"])):
+        if offs[0] != 0 or offs[-1] != total or any(a > b for a, b in zip(offs, offs[1:])):
+            raise bad("%s must rise from 0 to %d" % (name, total))
+    ids = sf.json("chunk_ids")
+    if not isinstance(ids, list) or len(ids) != n or not all(type(c) is str for c in ids) or len(set(ids)) != n:
+        raise bad("chunk_ids must be %d distinct strings" % n)
+    if sorted(tie) != list(range(n)):
+        raise bad("tie_rank must be a permutation of the %d chunk positions" % n)
+    top = -1
+    for block in _whole(positions):
+        if len(block):
+            top = max(top, max(block))
+    if top >= n:
+        raise bad("a posting names chunk position %d of %d chunks" % (top, n))
+    tf_sum, tf_min = 0, 1
+    for block in _whole(tf):
+        if len(block):
+            tf_sum += sum(block)
+            tf_min = min(tf_min, min(block))
+    if tf_min < 1 or tf_sum != sum(lengths):
+        raise bad("term frequencies must be >= 1 and sum to the chunk lengths (%d), got %d" % (sum(lengths), tf_sum))
+    w_sum = 0.0
+    w_max = float("-inf")
+    for block in _whole(bm25):
+        if len(block):
+            w_sum += sum(block)
+            w_max = max(w_max, max(block))
+    m_sum = sum(maxima)
+    if not (math.isfinite(w_sum) and math.isfinite(m_sum)):
+        raise bad("weights must be finite numbers (NaN or infinity found)")
+    if len(maxima) and abs(max(maxima) - w_max) > 1e-9 * max(1.0, abs(w_max)):
+        raise bad("bm25_max does not match the weights (largest %r, weights' largest %r)" % (max(maxima), w_max))
+
+
 def _load_v2(path: str, sf: SectionFile, manifest: Dict[str, Any]) -> Index:
     missing = [name for name, _ in SECTIONS if name not in sf.sections]
     if missing:
@@ -912,11 +986,12 @@ def _load_v2(path: str, sf: SectionFile, manifest: Dict[str, Any]) -> Index:
             and n >= 0 and len(lengths) == len(tie) == n):
         raise MiniRagError("%s: index sections disagree on their sizes; rebuild it with "
                            "'python -m mini_rag index --force'" % path)
+    validate_sections(path, manifest, sf, vocab, offsets, positions, tf, bm25, maxima, chunk_offsets, lengths, tie)
     scoring = manifest.get("scoring") or {}
     index = Index([], [], Analyzer.from_settings(manifest.get("analysis")),
                   scoring.get("k1", 1.5), scoring.get("b", 0.75), manifest)
     ids = dict(zip(vocab, range(len(vocab))))
-    index.chunks = _LazyChunks(sf.lazy("chunks"), chunk_offsets)  # type: ignore[assignment]
+    index.chunks = _LazyChunks(sf.lazy("chunks"), chunk_offsets, path)  # type: ignore[assignment]
     index.num_chunks = n
     index._by_id = None
     index._chunk_ids = lambda: sf.json("chunk_ids")
@@ -934,6 +1009,31 @@ def _load_v2(path: str, sf: SectionFile, manifest: Dict[str, Any]) -> Index:
     return index
 
 
+def _damaged_hint(read, path: str):
+    """``read(path)``, its error ending with how to rebuild the index when it does not say so."""
+    try:
+        return read(path)
+    except MiniRagError as exc:
+        text = str(exc)
+        if "index --force" in text:
+            raise
+        raise MiniRagError("%s; rebuild it with 'python -m mini_rag index --force'" % text) from None
+
+
+def check_index_path(path: str, corpus_path: str, files, force: bool = False) -> None:
+    """The output policy for ``[index] path`` (issue 33), before anything is read or written:
+    it must not be the corpus or one of its files, nor a folder, device or FIFO, and an
+    existing file there must be a mini_rag index (``index --force`` replaces anything else)."""
+    from ..fileio import check_outputs
+    if not isinstance(path, str) or not path or "\x00" in path:
+        raise MiniRagError("[index] path must be a file path, got %r" % (path,))
+    if os.path.isdir(corpus_path):
+        inputs = [("corpus file", os.path.join(corpus_path, rel)) for rel, _ in files or ()]
+    else:
+        inputs = [("corpus", corpus_path)]
+    check_outputs([("index", path, "index")], inputs, force)
+
+
 def build_or_load(config: Dict[str, Any], corpus_path: Optional[str] = None, force: bool = False,
                   log=None, progress=None) -> Index:
     """The index for ``config`` (and ``corpus_path``, default ``[corpus] path``).
@@ -946,32 +1046,26 @@ def build_or_load(config: Dict[str, Any], corpus_path: Optional[str] = None, for
     corpus_path = corpus_path or config["corpus"]["path"]
     path = config["index"]["path"]
     files = corpus_files(corpus_path)
+    check_index_path(path, corpus_path, files, force)
     expected = _expected(config, corpus_path, files, analyzer_from_config(config))
     old: Optional[Index] = None
-    if os.path.exists(path) and not force:
+    if os.path.exists(path) and not force and os.path.getsize(path) > 0:
+        # a damaged index is refused (exit 2), never used and never silently replaced:
+        # 'index --force' rebuilds it (issue 33)
+        manifest = _damaged_hint(read_manifest, path)
+        reasons = stale_reasons(manifest, expected)
+        if not reasons:
+            index = _damaged_hint(load_index, path)
+            if manifest.get("format_version") != FORMAT_VERSION:
+                print("mini_rag: index %s has format version %s; saving it as version %d"
+                      % (path, manifest.get("format_version"), FORMAT_VERSION), file=log)
+                save_index(index, path)
+            return index
+        print("mini_rag: index %s is stale: %s; rebuilding" % (path, "; ".join(reasons)), file=log)
         try:
-            manifest = read_manifest(path)
-        except MiniRagError as exc:
-            print("mini_rag: index %s is unusable, rebuilding: %s" % (path, exc), file=log)
-        else:
-            reasons = stale_reasons(manifest, expected)
-            if not reasons:
-                try:
-                    index = load_index(path)
-                except MiniRagError as exc:      # damaged sections: rebuilt, never used
-                    print("mini_rag: index %s is unusable, rebuilding: %s" % (path, exc), file=log)
-                else:
-                    if manifest.get("format_version") != FORMAT_VERSION:
-                        print("mini_rag: index %s has format version %s; saving it as version %d"
-                              % (path, manifest.get("format_version"), FORMAT_VERSION), file=log)
-                        save_index(index, path)
-                    return index
-            else:
-                print("mini_rag: index %s is stale: %s; rebuilding" % (path, "; ".join(reasons)), file=log)
-                try:
-                    old = load_index(path)
-                except MiniRagError:
-                    old = None
+            old = load_index(path)
+        except MiniRagError:
+            old = None
     index = build_from_config(config, corpus_path, reuse=old, progress=progress)
     save_index(index, path)
     return index

@@ -58,11 +58,41 @@ def to_le_bytes(arr: "array.array") -> bytes:
     return copy.tobytes()
 
 
+def sweep_section_temps(folder: str) -> int:
+    """Remove ``.sections.<pid>.<random>.tmp`` bodies left in ``folder`` by killed index
+    writes (their process is gone), and older unnamed ones (``.sections.<random>.tmp``)
+    untouched for a minute; returns how many were removed (errors are ignored)."""
+    import time
+    from ..fileio import scorer
+    removed = 0
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(".sections.") and n.endswith(".tmp")]
+    except OSError:
+        return 0
+    for name in names:
+        parts = name.split(".")
+        pid = int(parts[2]) if len(parts) >= 5 and parts[2].isdigit() else 0
+        full = os.path.join(folder, name)
+        try:
+            if pid == os.getpid():
+                continue
+            if pid and scorer()._alive(pid):
+                continue
+            if not pid and os.lstat(full).st_mtime > time.time() - 60:
+                continue
+            os.unlink(full)
+            removed += 1
+        except OSError:
+            pass
+    return removed
+
+
 class SectionWriter:
     """Streams sections into a temporary body file (see the module docstring)."""
 
     def __init__(self, folder: str) -> None:
-        fd, self._tmp = tempfile.mkstemp(prefix=".sections.", suffix=".tmp", dir=folder)
+        sweep_section_temps(folder)
+        fd, self._tmp = tempfile.mkstemp(prefix=".sections.%d." % os.getpid(), suffix=".tmp", dir=folder)
         self._fh = os.fdopen(fd, "w+b")
         self._offset = 0
         self.sections: List[Dict[str, Any]] = []

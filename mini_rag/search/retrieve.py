@@ -253,9 +253,18 @@ def _deletes(word: str, depth: int) -> List[str]:
     return sorted(out)
 
 
+#: Budgets of typo correction (issue 33): a longer token is no typo of a word (English words
+#: stop near 30 letters) and is left as it is; the 2-deletion neighbourhood of a 2,000-letter
+#: token was 2 million strings (18.7 s, 3.9 GB for one question).  At most MAX_TYPO_CANDIDATES
+#: corpus words are compared with one token.
+MAX_TYPO_WORD = 32
+MAX_TYPO_CANDIDATES = 500
+
+
 def max_edits(term: str) -> int:
-    """Edits allowed when correcting ``term``: 0 (< 4 chars or has a digit), 1, or 2 (>= 8)."""
-    if _HAS_DIGIT(term) or len(term) < 4:
+    """Edits allowed when correcting ``term``: 0 (< 4 chars, has a digit or longer than
+    MAX_TYPO_WORD), 1, or 2 (>= 8)."""
+    if _HAS_DIGIT(term) or len(term) < 4 or len(term) > MAX_TYPO_WORD:
         return 0
     return 2 if len(term) >= 8 else 1
 
@@ -836,7 +845,7 @@ class Retriever:
                 if tok in seen:
                     continue
                 seen.add(tok)
-                if _HAS_DIGIT(tok) or len(tok) < 3:
+                if _HAS_DIGIT(tok) or len(tok) < 3 or len(tok) > MAX_TYPO_WORD + 2:
                     continue
                 terms = tuple(analyze(tok))
                 # A stopword has no terms: a typo of it ("whta") is corrected to nothing.
@@ -874,6 +883,8 @@ class Retriever:
             for cand in self._typo_map.get(d, ()):  # type: ignore[union-attr]
                 if cand in tried or cand == token:
                     continue
+                if len(tried) >= MAX_TYPO_CANDIDATES:
+                    break
                 tried.add(cand)
                 dist = typo_distance(token, cand, limit)
                 if dist > limit:

@@ -280,7 +280,7 @@ def _iter_text_files(root: str) -> Iterator[str]:
         for name in sorted(filenames):
             if name.lower().endswith(TEXT_SUFFIXES) and not name.startswith("."):
                 path = os.path.join(dirpath, name)
-                why = _unsafe(path, real_root)
+                why = _unsafe(path, real_root) or _unreadable(path, name)
                 if why:
                     _skip(path, why)
                 else:
@@ -300,6 +300,33 @@ def _unsafe(path: str, real_root: str) -> str:
         return "a dangling or looping symlink (%s)" % (getattr(exc, "strerror", None) or exc)
     if not stat.S_ISREG(st.st_mode):
         return "not a regular file (a FIFO, device or socket)"
+    return ""
+
+
+#: Limits of a corpus folder (issue 33): a larger file is skipped with a warning, a larger
+#: corpus is refused; a file with NUL bytes in its first 8 KiB is binary and skipped.
+MAX_CORPUS_FILE_BYTES = 16 << 20
+MAX_CORPUS_BYTES = 1 << 30
+_BINARY_PROBE = 8192
+
+
+def _unreadable(path: str, name: str) -> str:
+    """Why a regular corpus file is skipped: a name that is not UTF-8, over the per-file
+    limit, binary, or unreadable ('' when it is fine)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "its file name is not UTF-8 (a document id must be text)"
+    try:
+        size = os.stat(path).st_size
+        if size > MAX_CORPUS_FILE_BYTES:
+            return "larger than %d bytes (MAX_CORPUS_FILE_BYTES), got %d bytes" % (MAX_CORPUS_FILE_BYTES, size)
+        with open(path, "rb") as fh:
+            head = fh.read(_BINARY_PROBE)
+    except OSError as exc:
+        return "cannot be read (%s)" % (exc.strerror or exc)
+    if b"\x00" in head:
+        return "a binary file (NUL bytes), not text"
     return ""
 
 
@@ -326,9 +353,20 @@ def corpus_files(path: str) -> List[Tuple[str, str]]:
         raise MiniRagError("%s: corpus not found (give a folder of .md/.rst/.txt files or a .jsonl file)"
                            % path)
     out = []
+    total = 0
     for f in files:
-        with open(f, "rb") as fh:
-            digest = hashlib.sha256(fh.read()).hexdigest()
+        digest = hashlib.sha256()
+        try:
+            with open(f, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    total += len(block)
+                    if total > MAX_CORPUS_BYTES:
+                        raise MiniRagError("%s: corpus larger than %d bytes (MAX_CORPUS_BYTES) at %s"
+                                           % (path, MAX_CORPUS_BYTES, f))
+                    digest.update(block)
+        except OSError as exc:
+            raise MiniRagError("%s: cannot read corpus file: %s" % (f, exc.strerror or exc)) from None
+        digest = digest.hexdigest()
         rel = os.path.relpath(f, path) if os.path.isdir(path) else os.path.basename(f)
         out.append((rel.replace(os.sep, "/"), digest))
     return sorted(out)
