@@ -1,0 +1,157 @@
+"""Graded nDCG against trec_eval's own expected output, and interval values against hand computation.
+
+1. tests/data/trec_eval/ (vendored from trec_eval 10.0, see its README.md): ``qrels.rel_level``
+   (levels -1 to 4) with ``results.test``; every ``ndcg_cut_K`` line of ``out.test.aql`` (per
+   topic and ``all``) is compared to 4 decimals, in both modes that compute nDCG: the report's
+   ``nDCG@K`` (items file per topic, metrics for all) and ``--format trec -q -m ndcg_cut``.
+2. wilson() and _normal_ci() on cases worked out by hand below, and the same intervals as they
+   reach a report (rounded to 4 decimals).
+"""
+import contextlib
+import io
+import json
+import math
+import re
+import shutil
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+import score_eval  # noqa: E402
+from tests.test_score_eval import gold_row, run_cli, trace_row, write_jsonl  # noqa: E402
+
+DATA = ROOT / "tests" / "data" / "trec_eval"
+Z = 1.959963984540054     # two-sided 95% normal quantile
+
+
+def expected_ndcg():
+    """{(K, topic): value} of out.test.aql's ndcg_cut_K lines."""
+    out = {}
+    for line in (DATA / "out.test.aql").read_text().splitlines():
+        parts = line.split()
+        m = re.fullmatch(r"ndcg_cut_(\d+)", parts[0]) if len(parts) == 3 else None
+        if m:
+            out[(int(m.group(1)), parts[1])] = float(parts[2])
+    return out
+
+
+class GradedNdcg(unittest.TestCase):
+    def setUp(self):
+        self.dir = Path(tempfile.mkdtemp(prefix="score_eval_measures_"))
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.want = expected_ndcg()
+
+    def test_expected_file_has_the_graded_values(self):
+        # 9 cutoffs x (3 topics + all); a graded topic differs from the binary file's value
+        self.assertEqual(len(self.want), 36)
+        self.assertEqual(self.want[(10, "302")], 0.7530)
+
+    def test_report_ndcg_at_k_per_topic_and_all(self):
+        ks = sorted({k for k, _ in self.want})
+        items = self.dir / "items.jsonl"
+        code, rep, err = run_cli(["--qrels", DATA / "qrels.rel_level", "--run", DATA / "results.test",
+                                  "--k", ",".join(map(str, ks)), "--gates", "RR=0",
+                                  "--items", items], cwd=self.dir)
+        self.assertEqual(code, 0, err)
+        got = {(k, "all"): rep["metrics"]["nDCG@%d" % k]["value"] for k in ks}
+        for line in items.read_text().splitlines():
+            row = json.loads(line)
+            for k in ks:
+                got[(k, row["qid"])] = row["retrieval"]["nDCG@%d" % k]
+        for key, value in sorted(self.want.items()):
+            with self.subTest(k=key[0], topic=key[1]):
+                self.assertAlmostEqual(got[key], value, places=4)
+
+    def test_trec_format_ndcg_cut(self):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = score_eval.main(["--qrels", str(DATA / "qrels.rel_level"), "--run", str(DATA / "results.test"),
+                                    "--gates", "none", "--format", "trec", "-q", "-m", "ndcg_cut"])
+        self.assertEqual(code, 0, err.getvalue())
+        got = {}
+        for line in out.getvalue().splitlines():
+            name, topic, value = line.split()
+            got[(int(name.rsplit("_", 1)[1]), topic)] = float(value)
+        self.assertEqual(set(got), set(self.want))
+        for key, value in sorted(self.want.items()):
+            with self.subTest(k=key[0], topic=key[1]):
+                self.assertAlmostEqual(got[key], value, places=4)
+
+    def test_graded_ideal_order_by_hand(self):
+        # levels a=3, b=1, c=2; ranking b, c, a.  DCG@2 = 1/log2(2) + 2/log2(3); the ideal
+        # order is 3, 2, 1: IDCG@2 = 3/log2(2) + 2/log2(3).
+        judged = {"a": 3, "b": 1, "c": 2}
+        dcg = 1 + 2 / math.log2(3)
+        idcg = 3 + 2 / math.log2(3)
+        v = score_eval.trec_query(["b", "c", "a"], judged, ["ndcg_cut_2", "ndcg_cut_3"])
+        self.assertAlmostEqual(v["ndcg_cut_2"], dcg / idcg, places=12)
+        full = 1 + 2 / math.log2(3) + 3 / 2
+        self.assertAlmostEqual(v["ndcg_cut_3"], full / (3 + 2 / math.log2(3) + 1 / 2), places=12)
+
+
+class Intervals(unittest.TestCase):
+    """Hand computation: Wilson center (p + z^2/2n) / (1 + z^2/n), half-width
+    z sqrt(p(1-p)/n + z^2/4n^2) / (1 + z^2/n); the normal interval uses the sample variance
+    (divisor n - 1) and the standard error sqrt(var / n)."""
+
+    def test_wilson(self):
+        cases = [
+            # count, n, (lower, upper) written out from the formula
+            (3, 10, (0.3 + Z * Z / 20 - Z * math.sqrt(0.021 + Z * Z / 400)) / (1 + Z * Z / 10),
+                    (0.3 + Z * Z / 20 + Z * math.sqrt(0.021 + Z * Z / 400)) / (1 + Z * Z / 10)),
+            (4, 4, 4 / (4 + Z * Z), 1.0),          # p = 1: lower = n / (n + z^2)
+            (0, 5, 0.0, Z * Z / (5 + Z * Z)),       # p = 0: upper = z^2 / (n + z^2)
+            (1, 2, 0.5 - Z * math.sqrt(0.125 + Z * Z / 16) / (1 + Z * Z / 2),
+                   0.5 + Z * math.sqrt(0.125 + Z * Z / 16) / (1 + Z * Z / 2)),
+        ]
+        for count, n, lo, hi in cases:
+            with self.subTest(count=count, n=n):
+                got = score_eval.wilson(count, n)
+                self.assertAlmostEqual(got[0], lo, places=12)
+                self.assertAlmostEqual(got[1], hi, places=12)
+        self.assertAlmostEqual(score_eval.wilson(3, 10)[0], 0.1078, places=4)   # the textbook 3/10 interval
+        self.assertAlmostEqual(score_eval.wilson(3, 10)[1], 0.6032, places=4)
+        self.assertIsNone(score_eval.wilson(0, 0))
+
+    def test_normal_ci(self):
+        cases = [
+            # values, (lower, upper): mean -/+ z * sqrt(sample variance / n)
+            ([0.2, 0.4, 0.6], 0.4 - Z * math.sqrt(0.04 / 3), 0.4 + Z * math.sqrt(0.04 / 3)),
+            ([0.5, 0.5, 1.0, 0.5], 0.625 - Z * 0.125, 0.625 + Z * 0.125),   # var = 0.1875 / 3
+            ([0.3], 0.3, 0.3),                                              # n = 1: no spread
+            ([0.0, 1.0], 0.0, 1.0),                                         # clipped to [0, 1]
+        ]
+        for values, lo, hi in cases:
+            with self.subTest(values=values):
+                got = score_eval._normal_ci(math.fsum(values), math.fsum(v * v for v in values), len(values))
+                self.assertAlmostEqual(got[0], lo, places=12)
+                self.assertAlmostEqual(got[1], hi, places=12)
+        self.assertIsNone(score_eval._normal_ci(0.0, 0.0, 0))
+
+    def test_intervals_in_a_report(self):
+        # four items, gold citations a and b each; R@2 = 0.5, 0.5, 1, 0.5 (mean 0.625,
+        # sample variance 0.0625, standard error 0.125); Success@2 = 4 / 4.
+        folder = Path(tempfile.mkdtemp(prefix="score_eval_ci_"))
+        self.addCleanup(shutil.rmtree, folder, True)
+        gold = [gold_row("q%d" % n, cits=["a", "b"]) for n in range(4)]
+        rets = [["a", "x"], ["x", "b"], ["a", "b"], ["b", "y"]]
+        trace = [trace_row("q%d" % n, "not in context", retrieved=r) for n, r in enumerate(rets)]
+        code, rep, err = run_cli(["--gold", write_jsonl(folder / "g.jsonl", gold),
+                                  "--trace", write_jsonl(folder / "t.jsonl", trace),
+                                  "--k", "2", "--gates", "R@2=0"], cwd=folder)
+        self.assertIn(code, (0, 1), err)
+        r2 = rep["metrics"]["R@2"]
+        self.assertEqual(r2["value"], 0.625)
+        self.assertEqual(r2["ci"], [round(0.625 - Z * 0.125, 4), round(0.625 + Z * 0.125, 4)])
+        s2 = rep["metrics"]["Success@2"]
+        self.assertEqual((s2["count"], s2["n"]), (4, 4))
+        self.assertEqual(s2["ci"], [round(4 / (4 + Z * Z), 4), 1.0])
+        # over_refusal: 4 answerable items, all refused (4 / 4)
+        self.assertEqual(rep["metrics"]["over_refusal"]["ci"], [round(4 / (4 + Z * Z), 4), 1.0])
+
+
+if __name__ == "__main__":
+    unittest.main()
