@@ -56,7 +56,9 @@ import tempfile
 import time
 import traceback
 from array import array
+from bisect import bisect_left
 from collections import Counter
+from functools import partial
 from itertools import compress
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
@@ -328,6 +330,98 @@ SEED_ONLY = ("precision", "chr", "under_refusal", "over_refusal", "pass_rate", "
              "incorrect_refusal", "hallucination", "citation_validity", "false_accept_rate",
              "false_refuse_rate", "decision_accuracy", "fallback_used_count", "fallback_used_rate",
              "fallback_used_rate_answerable")
+
+
+# --------------------------------------------------------------------------- retrieval measures
+#
+# One implementation per measure of the registry's retrieval families, used by QA mode
+# (Scorer._retrieval: P@K, R@K, Success@K, RR, RR@K, nDCG@K) and by TREC mode (trec_query: P_K,
+# recall_K, success_K, recip_rank, ndcg_cut_K) alike.  Both reduce a ranking to ``positions``:
+# the 0-based ranks of its relevant documents, ascending, with ``gains``, their levels (1 for a
+# plain gold citation; the qrels level >= 1 with --qrels).
+
+_DISC: List[float] = []
+
+
+def _disc(n: int) -> List[float]:
+    """1 / log2(rank + 1) for ranks 1..n (trec_eval's nDCG discount)."""
+    while len(_DISC) < n:
+        _DISC.append(1.0 / math.log2(len(_DISC) + 2))
+    return _DISC
+
+
+def relevant_positions(ranking: List[str], rel) -> Tuple[List[int], List[int]]:
+    """(0-based ranks of the documents of ``rel`` in ``ranking``, their gains); ``rel`` maps an
+    id to its level (>= 1), or is a collection of ids (gain 1 each)."""
+    positions: List[int] = []
+    gains: List[int] = []
+    if type(rel) is dict:
+        get = rel.get
+        for pos, d in enumerate(ranking):
+            g = get(d)
+            if g is not None:
+                positions.append(pos)
+                gains.append(g)
+    else:
+        for pos, d in enumerate(ranking):
+            if d in rel:
+                positions.append(pos)
+                gains.append(1)
+    return positions, gains
+
+
+def hits_at(positions: List[int], k: int) -> int:
+    """Relevant documents in the top ``k``."""
+    return bisect_left(positions, k)
+
+
+def measure_p(hits: int, k: int) -> float:
+    """P@K / trec_eval P_K: relevant documents in the top K / K."""
+    return hits / k
+
+
+def measure_r(hits: int, nrel: int) -> float:
+    """R@K / trec_eval recall_K: relevant documents in the top K / all relevant (0 when none)."""
+    return hits / nrel if nrel else 0.0
+
+
+def measure_success(hits: int) -> float:
+    """Success@K / trec_eval success_K: 1 when a relevant document is in the top K."""
+    return 1.0 if hits else 0.0
+
+
+def measure_rr(positions: List[int], k: Optional[int] = None) -> float:
+    """RR (k None) / RR@K / trec_eval recip_rank: 1 / rank of the first relevant document,
+    0 when none is retrieved (within the top k)."""
+    if positions and (k is None or positions[0] < k):
+        return 1.0 / (positions[0] + 1)
+    return 0.0
+
+
+def ideal_gains(levels) -> List[int]:
+    """The ideal ranking's gains: the positive levels, largest first."""
+    return sorted((g for g in levels if g > 0), reverse=True)
+
+
+def ideal_dcg(ideal: List[int], k: int) -> float:
+    """DCG of the top ``k`` of the ideal ranking (``ideal``: gains largest first)."""
+    disc = _disc(k)
+    total = 0.0
+    for pos, gain in enumerate(ideal[:k]):
+        total += gain * disc[pos]
+    return total
+
+
+def measure_ndcg(positions: List[int], gains: List[int], k: int, idcg: float) -> float:
+    """nDCG@K / trec_eval ndcg_cut_K: sum of gain / log2(rank + 1) over the top K, divided by
+    ``idcg`` (ideal_dcg of the same K); 0 when nothing is relevant."""
+    disc = _disc(k)
+    dcg = 0.0
+    for pos, gain in zip(positions, gains):
+        if pos >= k:
+            break
+        dcg += gain * disc[pos]
+    return dcg / idcg if idcg else 0.0
 
 
 class MetricRef(NamedTuple):
@@ -1570,16 +1664,6 @@ def unsupported_tokens(claim: str, texts: List[str], cache: Optional[dict] = Non
     return sorted(out)
 
 
-_DISC: List[float] = []
-
-
-def _disc(n: int) -> List[float]:
-    """1 / log2(rank + 1) for ranks 1..n (trec_eval's nDCG discount)."""
-    while len(_DISC) < n:
-        _DISC.append(1.0 / math.log2(len(_DISC) + 2))
-    return _DISC
-
-
 class Scorer:
     """Per-item verdicts, stored compactly (arrays) so memory grows with the gold set only."""
 
@@ -1703,35 +1787,24 @@ class Scorer:
             ranked = ret
         if len(set(ranked)) != len(ranked):
             ranked = list(dict.fromkeys(ranked))   # a repeated id counts once, at its best rank
-        graded = type(rel) is dict
-        positions = [(pos, rel[d] if graded else 1) for pos, d in enumerate(ranked) if d in rel]
+        positions, gains = relevant_positions(ranked, rel)
         nrel = len(rel)
-        disc = _DISC
-        first = positions[0][0] if positions else -1
-        self.rr[i] = 1.0 / (first + 1) if positions else 0.0
+        graded = type(rel) is dict
+        self.rr[i] = measure_rr(positions)
         if graded:
-            ideal = sorted(rel.values(), reverse=True)
+            ideal = ideal_gains(rel.values())
         for k in self.ks:
-            hits = 0
-            dcg = 0.0
-            for pos, gain in positions:
-                if pos >= k:
-                    break
-                hits += 1
-                dcg += gain * disc[pos]
+            hits = hits_at(positions, k)
             if graded:
-                idcg = 0.0
-                for pos, gain in enumerate(ideal[:k]):
-                    idcg += gain * disc[pos]
-            else:
+                idcg = ideal_dcg(ideal, k)
+            else:      # gain 1 each: the ideal DCG depends on (nrel, k) only
                 idcg = self.idcg.get((nrel, k))
                 if idcg is None:
-                    idcg = self.idcg[(nrel, k)] = math.fsum(disc[:min(nrel, k)])
+                    idcg = self.idcg[(nrel, k)] = ideal_dcg([1] * nrel, k)
             self.hits[k][i] = hits
-            self.rec[k][i] = hits / nrel
-            self.ndcg[k][i] = dcg / idcg
-            self.rrk[k][i] = 1.0 / (first + 1) if 0 <= first < k else 0.0
-
+            self.rec[k][i] = measure_r(hits, nrel)
+            self.ndcg[k][i] = measure_ndcg(positions, gains, k, idcg)
+            self.rrk[k][i] = measure_rr(positions, k)
 
     # ---- issue 20: policies, decisions for the right reason, reference-free measures
     def _init_extra(self, rules: Optional[Rules], chunk_policies: Optional[Dict[str, str]]) -> None:
@@ -2219,28 +2292,25 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str]) -> 
     nonrel_total = sum(1 for g in judged.values() if g == 0)
     cuts = {n: int(n.rsplit("_", 1)[1]) for n in names if n.rsplit("_", 1)[-1].isdigit()}
     depth = len(ranking)
-    rel_at: List[int] = []       # relevant retrieved so far, by rank
-    ap = bpref = rr = 0.0
+    positions: List[int] = []    # 0-based ranks of the relevant retrieved documents
+    gains: List[int] = []
+    ap = bpref = 0.0
     found = nonrel = 0
-    dcg: List[float] = []
-    total = 0.0
+    get = judged.get
     for rank, doc in enumerate(ranking, 1):
-        level = judged.get(doc)
-        if level is not None and level >= 1:
+        level = get(doc)
+        if level is None:
+            continue
+        if level >= 1:
             found += 1
             ap += found / rank
-            if rr == 0.0:
-                rr = 1.0 / rank
             bpref += 1.0 - (min(nonrel, rel_total) / min(rel_total, nonrel_total) if nonrel else 0.0)
+            positions.append(rank - 1)
+            gains.append(level)
         elif level == 0:
             nonrel += 1
-        rel_at.append(found)
-        total += (level / math.log2(rank + 1)) if level is not None and level > 0 else 0.0
-        dcg.append(total)
-    ideal = sorted((g for g in judged.values() if g > 0), reverse=True)
-
-    def upto(k: int) -> int:
-        return rel_at[min(k, depth) - 1] if depth and k > 0 else 0
+    ideal = ideal_gains(judged.values()) if any(n.startswith("ndcg") for n in names) else []
+    upto = partial(hits_at, positions)
 
     out: Dict[str, float] = {}
     for name in names:
@@ -2259,16 +2329,15 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str]) -> 
         elif family == "bpref":
             v = bpref / rel_total if rel_total else 0.0
         elif family == "recip_rank":
-            v = rr
+            v = measure_rr(positions)
         elif family == "P":
-            v = upto(k) / k
+            v = measure_p(upto(k), k)
         elif family == "recall":
-            v = upto(k) / rel_total if rel_total else 0.0
+            v = measure_r(upto(k), rel_total)
         elif family == "success":
-            v = 1.0 if upto(k) else 0.0
+            v = measure_success(upto(k))
         else:   # ndcg_cut
-            best = sum(g / math.log2(r + 1) for r, g in enumerate(ideal[:k], 1))
-            v = (dcg[min(k, depth) - 1] if depth else 0.0) / best if best else 0.0
+            v = measure_ndcg(positions, gains, k, ideal_dcg(ideal, k))
         out[name] = v
     return out
 
@@ -2452,7 +2521,7 @@ def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
                 out[name] = _entry(None, None, 0, None, "not measured: no item has gold citations")
                 continue
             if base == "P":
-                vals = [h / k for h in map(scorer.hits[k].__getitem__, gidx)]
+                vals = [measure_p(h, k) for h in map(scorer.hits[k].__getitem__, gidx)]
             elif base == "R":
                 vals = list(map(scorer.rec[k].__getitem__, gidx))
             elif base == "nDCG":
@@ -2460,7 +2529,7 @@ def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
             elif base == "RR":
                 vals = list(map((scorer.rr if k is None else scorer.rrk[k]).__getitem__, gidx))
             else:  # Success
-                c = sum(1 for h in map(scorer.hits[k].__getitem__, gidx) if h)
+                c = int(sum(map(measure_success, map(scorer.hits[k].__getitem__, gidx))))
                 out[name] = _entry(c / ng, c, ng, wilson(c, ng))
                 continue
             total = math.fsum(vals)
