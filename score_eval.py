@@ -128,6 +128,7 @@ class Metric(NamedTuple):
     undefined: str   # what an empty denominator gives (text for the docs)
     empty: object    # ... and as a value (None = not measured)
     gold: bool = True   # needs gold labels; False = reference-free (scored from a trace alone)
+    needs: str = ""     # per-row work beyond the seed's verdicts (a key of NEEDS); "" = always computed
 
 
 # Per-item verdict flags (bits).  The report's "items" map stores them as letters so that a
@@ -285,11 +286,12 @@ REGISTRY: Tuple[Metric, ...] = (
       "share of the question's content terms (numbers, words of >= 3 letters not stopwords; final "
       "s folded) that occur in the shipped claim, mean over shipped items (lexical)",
       "q, answer_json.claim", "null when no shipped item has a question with content terms",
-      None, gold=False),
+      None, gold=False, needs="relevance"),
     M("context_relevance", "mean", "higher",
       "share of retrieved chunks sharing a content term with the question, mean over items whose "
       "retrieved chunks' texts are all known", "q, retrieved_ids, cited_chunks or --chunks",
-      "null when no item has a question, retrieved chunks and all their texts", None, gold=False),
+      "null when no item has a question, retrieved chunks and all their texts", None, gold=False,
+      needs="relevance"),
     M("citation_coverage", "rate", "higher",
       "items whose citations name every document of gold required_citation_doc_ids (doc id = "
       "chunk id before '#') / items listing them (seed 000)",
@@ -326,6 +328,21 @@ _BY_NAME = {m.name: m for m in REGISTRY}
 ALIASES = {"under": "under_refusal", "over": "over_refusal"}   # seed 002's --gates names
 _FAMILIES = ("P", "R", "Success", "RR", "nDCG", "recall")
 _PARAM_RX = re.compile(r"(P|R|Success|RR|nDCG|recall)@([1-9][0-9]{0,5})")
+# Per-row work that only some metrics read (a registry entry's ``needs``).  The seed's metrics
+# are always computed; a need is computed when something asks for one of its metrics: a gate, a
+# [regression] metric, a [weights] stage of the gates file or --weights, a per-item output
+# (--items, --html, --csv, --junit-items), --compute, a --baseline comparison, a --partial
+# shard, or reference-free mode (no gold labels: these are what there is to measure).
+NEEDS = {"relevance": "content terms of q, the claim and the retrieved chunks' texts"}
+NOT_COMPUTED = ("not computed: nothing asked for it (a gate, [regression], a [weights] stage, --items/--html/"
+                "--csv, or --compute %s)")
+
+
+def needs_for(metrics) -> set:
+    """The NEEDS keys of the registry entries ``metrics`` (Metric or MetricRef)."""
+    return {getattr(m, "metric", m).needs for m in metrics} - {""}
+
+
 SEED_ONLY = ("precision", "chr", "under_refusal", "over_refusal", "pass_rate", "correct_refusal",
              "incorrect_refusal", "hallucination", "citation_validity", "false_accept_rate",
              "false_refuse_rate", "decision_accuracy", "fallback_used_count", "fallback_used_rate",
@@ -930,11 +947,33 @@ class Rules(NamedTuple):
     def refuses(self, claim: str) -> int:
         """F_PROSE | F_CUTOFF bits for a claim that matches a refusal or cutoff pattern."""
         bits = 0
-        if any(rx.search(claim) for _, rx in self.cutoff):
+        if _any_search(self.cutoff, claim):
             bits = F_PROSE | F_CUTOFF
-        elif any(rx.search(claim) for _, rx in self.refusal):
+        elif _any_search(self.refusal, claim):
             bits = F_PROSE
         return bits
+
+
+_ANY_RX: Dict[tuple, object] = {}
+
+
+def _any_search(patterns: tuple, text: str) -> bool:
+    """Whether any (source, regex) of ``patterns`` matches ``text``: one search of their
+    alternation, compiled once per pattern list (each regex alone when they cannot be joined)."""
+    if not patterns:
+        return False
+    rx = _ANY_RX.get(patterns)
+    if rx is None:
+        try:
+            rx = re.compile("|".join("(?:%s)" % src for src, _ in patterns), re.IGNORECASE)
+        except re.error:     # e.g. a group name used twice: search them one by one
+            rx = False
+        if len(_ANY_RX) > 64:
+            _ANY_RX.clear()
+        _ANY_RX[patterns] = rx
+    if rx is False:
+        return any(r.search(text) for _, r in patterns)
+    return rx.search(text) is not None
 
 
 def regex_problem(pattern: str) -> Optional[str]:
@@ -1180,13 +1219,16 @@ def _parse_int(text: str) -> int:
     return int(text)
 
 
+_JSON_DECODE = json.JSONDecoder(parse_int=_parse_int).decode   # built once: json.loads(..., parse_int=) builds one per call
+
+
 def json_row(text: str):
     """``json.loads`` with limits: nesting <= MAX_JSON_DEPTH (checked before parsing, so no
     RecursionError), integers <= MAX_NUMBER_CHARS digits, no lone surrogate (\\ud800) in a
     string (it could not be written out).  Raises ValueError (``_JsonLimit`` for a limit)."""
     if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _json_depth(text) > MAX_JSON_DEPTH:
         raise _JsonLimit("JSON nested deeper than %d levels" % MAX_JSON_DEPTH)
-    obj = json.loads(text, parse_int=_parse_int)
+    obj = _JSON_DECODE(text) if text[:1] != "\ufeff" else json.loads(text)   # json.loads's BOM message
     if "\\u" in text and _SURROGATE_ESCAPE.search(text):
         try:
             json.dumps(obj, ensure_ascii=False).encode("utf-8")
@@ -1762,15 +1804,16 @@ class Scorer:
             exp = gold.expected[i]
             if exp and decision is not None:
                 f |= F_DEC
-                if decision.strip().upper() == DECISIONS[exp - 1] or decision.strip().upper() in gold.acceptable.get(i, ()):
+                dec = decision.strip().upper()
+                if dec == DECISIONS[exp - 1] or dec in gold.acceptable.get(i, ()):
                     f |= F_DECOK
             if fallback is not None:
                 f |= F_FB
                 if fallback:
                     f |= F_FBUSED
             for k in self.ks:
-                top = set(ret[:k])
-                self.seed_rec[k][i] = all(c in top for c in rel)
+                top = ret[:k]
+                self.seed_rec[k][i] = (rel[0] in top) if len(rel) == 1 else all(c in top for c in rel)
             if self.seed_rec[self.k0][i]:
                 f |= F_REC
         if rel:
@@ -1781,8 +1824,8 @@ class Scorer:
 
     def _retrieval(self, i: int, rel, ret, scores) -> None:
         # trec_eval order: score descending, then id descending; otherwise the trace's order.
-        if scores is not None:
-            ranked = [d for _, d in sorted(zip(scores, ret), reverse=True)]
+        if scores is not None and not all(map(float.__gt__, map(float, scores), scores[1:])):
+            ranked = [d for _, d in sorted(zip(scores, ret), reverse=True)]   # (strictly descending: as given)
         else:
             ranked = ret
         if len(set(ranked)) != len(ranked):
@@ -1819,6 +1862,7 @@ class Scorer:
         self.latency = nan * n
         self.cost = nan * n
         self.term_cache: Dict[str, frozenset] = {}
+        self.needs = set(NEEDS)      # what run() found asked for (see NEEDS); everything by default
         self.flags_seen = bytearray(n)
         # items with a question and retrieved chunks whose texts are not all known (no context value)
         self.context_lack = bytearray(n)
@@ -1885,7 +1929,7 @@ class Scorer:
             f |= F_OKDOCS
         # reference-free relevance (lexical)
         self.context_lack[i] = 0
-        if q:
+        if q and "relevance" in self.needs:
             qt = content_terms(q)
             if qt and f & F_SHIP:
                 self.answer_rel[i] = len(qt & content_terms(claim)) / len(qt)
@@ -2590,6 +2634,9 @@ def _extra_metrics(scorer: Scorer, idx, combos: Counter) -> Dict[str, dict]:
     for name, arr, what in (("answer_relevance", scorer.answer_rel, "no shipped item has a question (q) with content terms"),
                             ("context_relevance", scorer.context_rel, "no item has a question, retrieved chunks and all "
                                                                       "their texts (give --chunks)")):
+        if _BY_NAME[name].needs not in scorer.needs:
+            out[name] = _entry(None, None, 0, None, NOT_COMPUTED % name)
+            continue
         vals = [v for v in map(arr.__getitem__, idx) if v == v]
         total = math.fsum(vals)
         out[name] = (_entry(total / len(vals), None, len(vals), _normal_ci(total, math.fsum(v * v for v in vals), len(vals)))
@@ -4098,6 +4145,29 @@ def _check_gate_modes(gates, trec: bool, trec_names: List[str]) -> None:
         raise ScoreError("\n".join(errors))
 
 
+def _asked_needs(args, gates, regression, gates_file: Optional[str]) -> set:
+    """The NEEDS this run must compute: those of the metrics named by gates, [regression],
+    configured [weights] stages (the gates file's table or --weights; seed 004's defaults alone
+    do not ask), --compute; all of them with a per-item output, --baseline or --partial."""
+    if (args.items or args.html or args.csv or args.junit_items or args.baseline
+            or getattr(args, "partial", None) or getattr(args, "merge", None)):
+        return set(NEEDS)
+    refs = [g.ref for g in gates]
+    if regression:
+        refs += [r for r, _ in regression.max_drop] + list(regression.slice_metrics)
+    needs = needs_for(refs)
+    if args.weights is not None or (gates_file is not None and _has_table(gates_file, "weights")):
+        weights, _ = resolve_weights(gates_file, args.weights, gates)
+        needs |= needs_for(_BY_NAME[s.metric] for s in STAGES if weights[s.name] > 0 and s.metric in _BY_NAME)
+    for name in (args.compute.split(",") if args.compute else []):
+        name = name.strip()
+        if name == "all":
+            needs |= set(NEEDS)
+        else:
+            needs |= needs_for([parse_metric(name)])
+    return needs
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="score_eval.py", description=__doc__.splitlines()[0],
@@ -4122,6 +4192,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", help="also write the JSON report to this file (atomically)")
     ap.add_argument("--markdown", help="write a human report (gates, metrics, categories, failure modes, worst items)")
     ap.add_argument("--items", help="write one JSON line per gold item with its verdicts")
+    ap.add_argument("--compute", metavar="NAMES", help="also compute these optional metrics (comma-separated, or "
+                    "'all'): those not every run needs, e.g. answer_relevance, context_relevance (computed anyway "
+                    "when a gate, [regression], a [weights] stage or a per-item output names them)")
     ap.add_argument("--weights", help="JSON object of stage weights for the scorecard, e.g. '{\"faithfulness\": 0.4}' "
                                       "(over the gates file's [weights], over seed 004's defaults)")
     ap.add_argument("--html", help="write a self-contained HTML report (no JavaScript, no network)")
@@ -4229,6 +4302,7 @@ def run(args) -> int:
         if ref.k is not None and ref.k not in ks:
             ks.append(ref.k)
     ks = ks[:1] + sorted(ks[1:])
+    needs = _asked_needs(args, gates, regression, gates_file)
     # 2. read and judge
     errors = _Errors(max(1, args.max_errors))
     notes: List[str] = []
@@ -4250,6 +4324,7 @@ def run(args) -> int:
         if errors.count:
             raise ScoreError(errors.text())
         scorer = Scorer(gold, ks, refusal, chunks, rules, chunk_policies)
+        scorer.needs = set(NEEDS) if gold.unlabelled else needs
         scorer.progress = not args.quiet
         stats = score_trace(args.trace, scorer, errors, notes)
         if errors.count:

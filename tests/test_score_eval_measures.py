@@ -155,3 +155,57 @@ class Intervals(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Needs(unittest.TestCase):
+    """answer_relevance / context_relevance (registry needs = "relevance") are computed only when
+    something asks for them; where computed, their values are the hand-derived ones."""
+    # content terms (final s folded): q1 {refund, window}, claim 1 has both -> 1; q2 {approve,
+    # exception}, claim 2 {manager, approve} -> 1/2; mean 3/4.
+    GOLD = [gold_row("q1", True, ["refund window"], ["c1"]), gold_row("q2", True, ["approve"], ["c2"])]
+    TRACE = [dict(trace_row("q1", "The refund window is 30 days.", ["c1"], ["c1"]), q="What is the refund window?"),
+             dict(trace_row("q2", "Managers approve them.", ["c2"], ["c2"]), q="Who approves exceptions?")]
+
+    def run_case(self, *args):
+        folder = Path(tempfile.mkdtemp(prefix="score_eval_needs_"))
+        self.addCleanup(shutil.rmtree, folder, True)
+        argv = ["--gold", write_jsonl(folder / "g.jsonl", self.GOLD), "--trace", write_jsonl(folder / "t.jsonl", self.TRACE),
+                "--k", "1"] + [a.replace("FOLDER", str(folder)) for a in args]
+        return run_cli(argv, cwd=folder)
+
+    def test_computed_only_when_asked(self):
+        cases = [
+            # args, computed?
+            (["--gates", "precision=0"], False),
+            (["--gates", "answer_relevance=0.5"], True),
+            (["--gates", "precision=0", "--compute", "answer_relevance"], True),
+            (["--gates", "precision=0", "--compute", "all"], True),
+            (["--gates", "precision=0", "--items", "FOLDER/items.jsonl"], True),
+            (["--gates", "precision=0", "--weights", '{"answer_relevance": 0.2}'], True),
+            (["--gates", "precision=0", "--weights", '{"answer_relevance": 0, "context_relevance": 0}'], False),
+        ]
+        for args, computed in cases:
+            with self.subTest(args=args):
+                code, rep, err = self.run_case(*args)
+                self.assertIn(code, (0, 1), err)
+                ar = rep["metrics"]["answer_relevance"]
+                if computed:
+                    self.assertEqual((ar["value"], ar["n"]), (0.75, 2))
+                else:
+                    self.assertEqual((ar["value"], ar["n"]), (None, 0))
+                    self.assertTrue(ar["reason"].startswith("not computed"), ar["reason"])
+                    stage = rep["scorecard"]["stages"]["answer_relevance"]
+                    self.assertIsNone(stage["score"])
+                    self.assertIn("answer_relevance", rep["scorecard"]["not_measured"])
+                # the seed's metrics never depend on it
+                self.assertEqual(rep["metrics"]["precision"]["value"], 1.0)
+
+    def test_unknown_compute_name(self):
+        code, rep, err = self.run_case("--gates", "precision=0", "--compute", "answer_relevence")
+        self.assertEqual((code, rep), (2, None))
+        self.assertIn("unknown metric 'answer_relevence'", err)
+
+    def test_registry_declares_needs(self):
+        self.assertEqual({m.name for m in score_eval.REGISTRY if m.needs},
+                         {"answer_relevance", "context_relevance"})
+        self.assertTrue(all(m.needs in score_eval.NEEDS for m in score_eval.REGISTRY if m.needs))
