@@ -4479,11 +4479,11 @@ def _item_record(scorer: Scorer, i: int, trec: bool) -> dict:
     if f & F_GOLD:
         ret = {"RR": round(scorer.rr[i], 4)}
         for k in scorer.ks:
-            ret["P@%d" % k] = round(scorer.hits[k][i] / k, 4)
+            ret["P@%d" % k] = round(measure_p(scorer.hits[k][i], k), 4)
             ret["R@%d" % k] = round(scorer.rec[k][i], 4)
             ret["nDCG@%d" % k] = round(scorer.ndcg[k][i], 4)
             ret["RR@%d" % k] = round(scorer.rrk[k][i], 4)
-            ret["Success@%d" % k] = 1 if scorer.hits[k][i] else 0
+            ret["Success@%d" % k] = int(measure_success(scorer.hits[k][i]))
         rec["retrieval"] = ret
     else:
         rec["retrieval"] = None

@@ -209,3 +209,62 @@ class Needs(unittest.TestCase):
         self.assertEqual({m.name for m in score_eval.REGISTRY if m.needs},
                          {"answer_relevance", "context_relevance"})
         self.assertTrue(all(m.needs in score_eval.NEEDS for m in score_eval.REGISTRY if m.needs))
+
+
+class RetrievalByHand(unittest.TestCase):
+    """QA mode's per-item retrieval values (items file) on rankings chosen for the edges: a
+    repeated id counts once at its best rank, a relevant document at rank K + 1 is outside the
+    top K, scores reorder the trace (ties: id descending)."""
+    L2, L3 = 1 / math.log2(3), 1 / math.log2(4)    # discounts of ranks 2 and 3
+    CASES = [
+        # qid, gold citations, retrieved ids, scores or None, {measure: value at K = 1 and K = 3}
+        ("first", ["a"], ["a", "x", "y"], None,
+         {"RR": 1.0, "P@1": 1.0, "R@1": 1.0, "nDCG@1": 1.0, "RR@1": 1.0, "Success@1": 1,
+          "P@3": round(1 / 3, 4), "R@3": 1.0, "nDCG@3": 1.0, "RR@3": 1.0, "Success@3": 1}),
+        # rank 2 = K + 1 for K = 1: nothing in the top 1
+        ("second", ["a"], ["x", "a", "y"], None,
+         {"RR": 0.5, "P@1": 0.0, "R@1": 0.0, "nDCG@1": 0.0, "RR@1": 0.0, "Success@1": 0,
+          "P@3": round(1 / 3, 4), "R@3": 1.0, "nDCG@3": round(L2, 4), "RR@3": 0.5, "Success@3": 1}),
+        # "a" repeated: once, at rank 2; the top 3 after de-duplication is x, a, y
+        ("repeated", ["a"], ["x", "a", "a", "y"], None,
+         {"RR": 0.5, "P@1": 0.0, "R@1": 0.0, "nDCG@1": 0.0, "RR@1": 0.0, "Success@1": 0,
+          "P@3": round(1 / 3, 4), "R@3": 1.0, "nDCG@3": round(L2, 4), "RR@3": 0.5, "Success@3": 1}),
+        # two gold ids at ranks 1 and 3: ideal DCG@3 = 1 + L2
+        ("two", ["a", "b"], ["a", "x", "b"], None,
+         {"RR": 1.0, "P@1": 1.0, "R@1": 0.5, "nDCG@1": 1.0, "RR@1": 1.0, "Success@1": 1,
+          "P@3": round(2 / 3, 4), "R@3": 1.0, "nDCG@3": round((1 + L3) / (1 + L2), 4), "RR@3": 1.0, "Success@3": 1}),
+        # scores put b first (0.9), then the tie at 0.5 by id descending: y, a
+        ("scored", ["a"], ["a", "b", "y"], [0.5, 0.9, 0.5],
+         {"RR": round(1 / 3, 4), "P@1": 0.0, "R@1": 0.0, "nDCG@1": 0.0, "RR@1": 0.0, "Success@1": 0,
+          "P@3": round(1 / 3, 4), "R@3": 1.0, "nDCG@3": round(L3, 4), "RR@3": round(1 / 3, 4), "Success@3": 1}),
+        # nothing relevant retrieved
+        ("none", ["a"], ["x", "y", "z"], None,
+         {"RR": 0.0, "P@1": 0.0, "R@1": 0.0, "nDCG@1": 0.0, "RR@1": 0.0, "Success@1": 0,
+          "P@3": 0.0, "R@3": 0.0, "nDCG@3": 0.0, "RR@3": 0.0, "Success@3": 0}),
+    ]
+
+    def test_per_item_values(self):
+        folder = Path(tempfile.mkdtemp(prefix="score_eval_rbh_"))
+        self.addCleanup(shutil.rmtree, folder, True)
+        gold = [gold_row(q, cits=c) for q, c, _, _, _ in self.CASES]
+        trace = []
+        for q, _, ret, scores, _ in self.CASES:
+            row = trace_row(q, "not in context", retrieved=ret)
+            if scores is not None:
+                row["retrieved_scores"] = scores
+            trace.append(row)
+        items = folder / "items.jsonl"
+        code, rep, err = run_cli(["--gold", write_jsonl(folder / "g.jsonl", gold), "--trace",
+                                  write_jsonl(folder / "t.jsonl", trace), "--k", "1,3", "--gates", "P@1=0",
+                                  "--items", items], cwd=folder)
+        self.assertEqual(code, 0, err)
+        got = {r["qid"]: r["retrieval"] for r in map(json.loads, items.read_text().splitlines())}
+        for q, _, _, _, want in self.CASES:
+            with self.subTest(qid=q):
+                self.assertEqual(got[q], want)
+        # the report's means are the items' means (6 items with gold citations; the items' values are rounded)
+        for name in ("P@3", "R@1", "nDCG@3", "RR", "RR@1"):
+            with self.subTest(mean=name):
+                self.assertAlmostEqual(rep["metrics"][name]["value"],
+                                       sum(w[name] for *_, w in self.CASES) / 6, delta=2e-4)   # items rounded
+        self.assertEqual((rep["metrics"]["Success@1"]["count"], rep["metrics"]["Success@1"]["n"]), (2, 6))
