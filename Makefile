@@ -4,7 +4,7 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed example-dask serve fit compare clean
+.PHONY: eval test check-gold gold-perturb index bench bench-ratios bench-trec mutate bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed example-dask serve fit compare clean
 
 eval:
 	@$(PYTHON) -m mini_rag eval
@@ -25,10 +25,22 @@ index:
 compare:
 	@$(PYTHON) -m mini_rag compare --candidate $(CANDIDATE)
 
-bench: bench-scorer bench-retrieval bench-squad bench-serve
+bench: bench-retrieval bench-squad bench-serve bench-ratios
+
+# issue 32's ratios in one table from one run (CPU time, load average): the scorer vs seed 002's
+# reference at 300k and 1M rows with and without gates.toml, TREC mode vs pytrec_eval (venv)
+bench-ratios:
+	@$(PYTHON) bench/bench_ratios.py
 
 bench-scorer:
 	@$(PYTHON) bench/bench_scorer.py
+
+bench-trec:
+	@$(PYTHON) bench/bench_trec.py
+
+# Mutation check of score_eval.py's metric code (slow: the score_eval tests once per mutant)
+mutate:
+	@$(PYTHON) bench/mutate.py
 
 bench-retrieval:
 	@$(PYTHON) bench/bench_retrieval.py

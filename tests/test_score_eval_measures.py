@@ -91,6 +91,29 @@ class GradedNdcg(unittest.TestCase):
         full = 1 + 2 / math.log2(3) + 3 / 2
         self.assertAlmostEqual(v["ndcg_cut_3"], full / (3 + 2 / math.log2(3) + 1 / 2), places=12)
 
+    def test_topic_without_relevant_documents(self):
+        # judged non-relevant (0) and unjudged (-1) only: num_rel 0, and every measure that
+        # divides by it or needs a relevant document is 0 (the registry's "0 when num_rel is 0")
+        names = ["num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "bpref", "recip_rank", "P_5", "recall_5",
+                 "ndcg_cut_5", "success_1"]
+        v = score_eval.trec_query(["a", "b"], {"a": 0, "b": -1}, names)
+        self.assertEqual(v, dict(zip(names, [2.0] + [0.0] * 10)))
+
+    def test_trec_query_by_hand(self):
+        # levels a=2, b=0, c=1, d=3 (d not retrieved); ranking a, b, c, x: relevant at ranks 1
+        # and 3 of R = 3 relevant
+        v = score_eval.trec_query(["a", "b", "c", "x"], {"a": 2, "b": 0, "c": 1, "d": 3},
+                                  ["map", "Rprec", "recip_rank", "P_1", "P_2", "recall_2", "recall_3", "success_1",
+                                   "ndcg_cut_1", "ndcg_cut_3"])
+        L2 = 1 / math.log2(3)
+        want = {"map": (1 / 1 + 2 / 3) / 3, "Rprec": 2 / 3, "recip_rank": 1.0, "P_1": 1.0, "P_2": 0.5,
+                "recall_2": 1 / 3, "recall_3": 2 / 3, "success_1": 1.0,
+                "ndcg_cut_1": 2 / 3,                                    # 2 / ideal 3
+                "ndcg_cut_3": (2 + 1 / 2) / (3 + 2 * L2 + 1 / 2)}       # ideal 3, 2, 1
+        for name, value in want.items():
+            with self.subTest(measure=name):
+                self.assertAlmostEqual(v[name], value, places=12)
+
 
 class Intervals(unittest.TestCase):
     """Hand computation: Wilson center (p + z^2/2n) / (1 + z^2/n), half-width
