@@ -954,26 +954,82 @@ class Rules(NamedTuple):
         return bits
 
 
-_ANY_RX: Dict[tuple, object] = {}
+_ANY_RX: Dict[tuple, tuple] = {}
 
 
 def _any_search(patterns: tuple, text: str) -> bool:
     """Whether any (source, regex) of ``patterns`` matches ``text``: one search of their
-    alternation, compiled once per pattern list (each regex alone when they cannot be joined)."""
+    alternation, compiled once per pattern list (each regex alone when they cannot be joined),
+    skipped when an ASCII text holds none of the literals that every match needs."""
     if not patterns:
         return False
-    rx = _ANY_RX.get(patterns)
-    if rx is None:
+    entry = _ANY_RX.get(patterns)
+    if entry is None:
         try:
             rx = re.compile("|".join("(?:%s)" % src for src, _ in patterns), re.IGNORECASE)
         except re.error:     # e.g. a group name used twice: search them one by one
-            rx = False
+            rx = None
+        lits: Optional[set] = set()
+        for src, _ in patterns:
+            need = _required_literals(src)
+            if need is None:
+                lits = None
+                break
+            lits |= need
         if len(_ANY_RX) > 64:
             _ANY_RX.clear()
-        _ANY_RX[patterns] = rx
-    if rx is False:
+        entry = _ANY_RX[patterns] = (rx, tuple(sorted(lits)) if lits is not None else None)
+    rx, lits = entry
+    if lits is not None and text.isascii():
+        low = text.lower()
+        if not any(lit in low for lit in lits):
+            return False
+    if rx is None:
         return any(r.search(text) for _, r in patterns)
     return rx.search(text) is not None
+
+
+def _required_literals(pattern: str) -> Optional[set]:
+    """Lower-case ASCII strings one of which every match of ``pattern`` contains (in an ASCII
+    text, whatever the case), or None when the pattern has no such set that was found.  From
+    the regex parser's tree: a run of ASCII literals, a group, an alternation (the union of
+    its branches' sets, each needed), a repeat of at least one; of a sequence's candidates the
+    one whose shortest string is longest.  Anything else (classes, lookarounds) needs nothing."""
+    try:
+        try:
+            from re import _parser as parser      # Python 3.11+
+        except ImportError:
+            import sre_parse as parser            # Python 3.9, 3.10
+        return _literal_factors(list(parser.parse(pattern, re.IGNORECASE)))
+    except Exception:       # a parser that changed shape: skip nothing
+        return None
+
+
+def _literal_factors(items: list) -> Optional[set]:
+    best: Optional[set] = None
+    run: List[str] = []
+
+    def consider(cands: Optional[set]) -> None:
+        nonlocal best
+        if cands and all(cands) and (best is None or min(map(len, cands)) > min(map(len, best))):
+            best = cands
+    for op, av in items + [(None, None)]:
+        name = getattr(op, "name", None)
+        if name == "LITERAL" and av < 128:
+            run.append(chr(av).lower())
+            continue
+        if run:
+            consider({"".join(run)})
+            run = []
+        if name == "SUBPATTERN":
+            consider(_literal_factors(list(av[-1])))
+        elif name == "BRANCH":
+            alts = [_literal_factors(list(a)) for a in av[1]]
+            if all(a is not None for a in alts):
+                consider(set().union(*alts))
+        elif name in ("MAX_REPEAT", "MIN_REPEAT") and av[0] >= 1:
+            consider(_literal_factors(list(av[2])))
+    return best
 
 
 def regex_problem(pattern: str) -> Optional[str]:
@@ -1696,14 +1752,12 @@ def unsupported_tokens(claim: str, texts: List[str], cache: Optional[dict] = Non
                 toks = cache[t] = frozenset(tokens(t))
         else:
             toks = tokens(t)
-        support |= toks
-    out = []
-    for tok in tokens(claim):
-        if tok in support:
-            continue
-        if tok[0].isdigit() or (len(tok) >= 3 and tok not in STOPWORDS):
-            out.append(tok)
-    return sorted(out)
+        if len(texts) == 1:
+            support = toks
+        else:
+            support |= toks
+    return sorted(tok for tok in tokens(claim).difference(support)
+                  if tok[0].isdigit() or (len(tok) >= 3 and tok not in STOPWORDS))
 
 
 class Scorer:
@@ -1892,6 +1946,8 @@ class Scorer:
             found.append({"mode": "training_cutoff_excuse", "words": m.group(0)[:80]})
         if f & F_SHIP:
             for name, msg, pats in self.rules.policies:
+                if not _any_search(pats, claim):      # one search per policy; its pattern only on a match
+                    continue
                 for src, rx in pats:
                     m = rx.search(claim)
                     if m:
