@@ -182,8 +182,9 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="mutate_") as tmp:
         folder = Path(tmp) / "repo"
         copy_tree(folder)
-        if run_tests(folder, args.timeout, env) != "survived":
-            print("mutate: the unmutated copy fails its tests; fix them first", file=sys.stderr)
+        verdict = run_tests(folder, args.timeout, env)
+        if verdict != "survived":
+            print("mutate: the unmutated copy fails its tests (%s); fix them first" % verdict, file=sys.stderr)
             return 2
         for n, (name, line, desc, src) in enumerate(todo, 1):
             (folder / "score_eval.py").write_text(src, encoding="utf-8")
