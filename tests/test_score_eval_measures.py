@@ -291,3 +291,31 @@ class RetrievalByHand(unittest.TestCase):
                 self.assertAlmostEqual(rep["metrics"][name]["value"],
                                        sum(w[name] for *_, w in self.CASES) / 6, delta=2e-4)   # items rounded
         self.assertEqual((rep["metrics"]["Success@1"]["count"], rep["metrics"]["Success@1"]["n"]), (2, 6))
+
+
+class FallbackEdges(unittest.TestCase):
+    """fallback_used_*: measured over the rows that carry the field, even when that is one row;
+    not measured (value null, n 0, a reason) when none does (two mutants of aggregate survived)."""
+
+    def report(self, trace):
+        folder = Path(tempfile.mkdtemp(prefix="score_eval_fb_"))
+        self.addCleanup(shutil.rmtree, folder, True)
+        gold = [gold_row("a", True, ["alpha"], ["c"]), gold_row("b", True, ["alpha"], ["c"])]
+        code, rep, err = run_cli(["--gold", write_jsonl(folder / "g.jsonl", gold), "--trace",
+                                  write_jsonl(folder / "t.jsonl", trace), "--gates", "precision=0"], cwd=folder)
+        self.assertEqual(code, 0, err)
+        return rep["metrics"]
+
+    def test_one_row_carries_it(self):
+        m = self.report([trace_row("a", "alpha", ["c"], ["c"], fallback_used=True), trace_row("b", "alpha", ["c"], ["c"])])
+        for name in ("fallback_used_rate", "fallback_used_rate_answerable"):
+            with self.subTest(metric=name):
+                self.assertEqual((m[name]["value"], m[name]["count"], m[name]["n"], m[name]["reason"]), (1.0, 1, 1, None))
+        self.assertEqual((m["fallback_used_count"]["value"], m["fallback_used_count"]["n"]), (1, 1))
+
+    def test_no_row_carries_it(self):
+        m = self.report([trace_row("a", "alpha", ["c"], ["c"]), trace_row("b", "alpha", ["c"], ["c"])])
+        for name in ("fallback_used_count", "fallback_used_rate", "fallback_used_rate_answerable"):
+            with self.subTest(metric=name):
+                self.assertEqual((m[name]["value"], m[name]["n"]), (None, 0))
+                self.assertTrue(m[name]["reason"].startswith("not measured: no"), m[name]["reason"])
