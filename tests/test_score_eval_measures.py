@@ -319,3 +319,18 @@ class FallbackEdges(unittest.TestCase):
             with self.subTest(metric=name):
                 self.assertEqual((m[name]["value"], m[name]["n"]), (None, 0))
                 self.assertTrue(m[name]["reason"].startswith("not measured: no"), m[name]["reason"])
+        self.assertEqual(m["fallback_used_rate"]["reason"], "not measured: no trace row carries fallback_used")
+        self.assertEqual(m["fallback_used_rate_answerable"]["reason"],
+                         "not measured: no answerable item's trace carries fallback_used")
+
+    def test_unmeasured_extras_count_nothing(self):
+        # no timings, cost, required behaviours, required documents or question: each of these is
+        # not measured, over n = 0 items (and a count of 0 for the rates)
+        m = self.report([dict(trace_row("a", "alpha", ["c"], ["c"]), q=None), trace_row("b", "alpha", ["c"], ["c"])])
+        for name in ("latency_p50", "latency_p95", "cost_per_item", "citation_coverage", "conflict_correct_rate",
+                     "staleness_correct_rate", "clarify_correct_rate"):
+            with self.subTest(metric=name):
+                self.assertEqual((m[name]["value"], m[name]["n"], m[name]["ci"]), (None, 0, None))
+                self.assertTrue(m[name]["reason"].startswith("not measured: no"), m[name]["reason"])
+        for name in ("citation_coverage", "conflict_correct_rate"):
+            self.assertEqual(m[name]["count"], 0)
