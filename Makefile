@@ -4,7 +4,7 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean bench-refusal eval-seed bench-doctree bench-grounding fit-grounding bench-scorer-llm bench-badinputs
+.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean bench-refusal eval-seed bench-doctree bench-grounding fit-grounding bench-scorer-llm bench-badinputs bench-ratios bench-trec mutate
 
 eval:
 	@$(PYTHON) -m mini_rag eval
@@ -29,7 +29,12 @@ index:
 compare:
 	@$(PYTHON) -m mini_rag compare --candidate $(CANDIDATE)
 
-bench: bench-scorer bench-retrieval bench-squad bench-serve
+bench: bench-retrieval bench-squad bench-serve bench-ratios
+
+# issue 32's ratios in one table from one run (CPU time, load average): the scorer vs seed 002's
+# reference at 300k and 1M rows with and without gates.toml, TREC mode vs pytrec_eval (venv)
+bench-ratios:
+	@$(PYTHON) bench/bench_ratios.py
 
 # The refusal reader against the hand labels (fit and dev halves of real LLM responses from
 # ../shared/data) and the written multilingual / safety set, next to baselines; rows per second.
@@ -43,6 +48,12 @@ bench-scorer:
 # to seed-contract rows, same run; rewrites its section of docs/performance.md.
 bench-scorer-llm:
 	@$(PYTHON) bench/bench_scorer_llm.py --docs docs/performance.md
+bench-trec:
+	@$(PYTHON) bench/bench_trec.py
+
+# Mutation check of score_eval.py's metric code (slow: the score_eval tests once per mutant)
+mutate:
+	@$(PYTHON) bench/mutate.py
 
 bench-retrieval:
 	@$(PYTHON) bench/bench_retrieval.py

@@ -67,7 +67,9 @@ import time
 import traceback
 import unicodedata
 from array import array
+from bisect import bisect_left
 from collections import Counter
+from functools import partial
 from itertools import compress
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
@@ -145,6 +147,7 @@ class Metric(NamedTuple):
     undefined: str   # what an empty denominator gives (text for the docs)
     empty: object    # ... and as a value (None = not measured)
     gold: bool = True   # needs gold labels; False = reference-free (scored from a trace alone)
+    needs: str = ""     # per-row work beyond the seed's verdicts (a key of NEEDS); "" = always computed
 
 
 # Per-item verdict flags (bits).  The report's "items" map stores them as letters so that a
@@ -322,11 +325,12 @@ REGISTRY: Tuple[Metric, ...] = (
       "share of the question's content terms (numbers, words of >= 3 letters not stopwords; final "
       "s folded) that occur in the shipped claim, mean over shipped items (lexical)",
       "q, answer_json.claim", "null when no shipped item has a question with content terms",
-      None, gold=False),
+      None, gold=False, needs="relevance"),
     M("context_relevance", "mean", "higher",
       "share of retrieved chunks sharing a content term with the question, mean over items whose "
       "retrieved chunks' texts are all known", "q, retrieved_ids, cited_chunks or --chunks",
-      "null when no item has a question, retrieved chunks and all their texts", None, gold=False),
+      "null when no item has a question, retrieved chunks and all their texts", None, gold=False,
+      needs="relevance"),
     M("citation_coverage", "rate", "higher",
       "items whose citations name every document of gold required_citation_doc_ids (doc id = "
       "chunk id before '#') / items listing them (seed 000)",
@@ -375,10 +379,117 @@ _BY_NAME = {m.name: m for m in REGISTRY}
 ALIASES = {"under": "under_refusal", "over": "over_refusal"}   # seed 002's --gates names
 _FAMILIES = ("P", "R", "Success", "RR", "nDCG", "recall")
 _PARAM_RX = re.compile(r"(P|R|Success|RR|nDCG|recall)@([1-9][0-9]{0,5})")
+# Per-row work that only some metrics read (a registry entry's ``needs``).  The seed's metrics
+# are always computed; a need is computed when something asks for one of its metrics: a gate, a
+# [regression] metric, a [weights] stage of the gates file or --weights, a per-item output
+# (--items, --html, --csv, --junit-items), --compute, a --baseline comparison, a --partial
+# shard, or reference-free mode (no gold labels: these are what there is to measure).
+NEEDS = {"relevance": "content terms of q, the claim and the retrieved chunks' texts"}
+NOT_COMPUTED = ("not computed: nothing asked for it (a gate, [regression], a [weights] stage, --items/--html/"
+                "--csv, or --compute %s)")
+
+
+def needs_for(metrics) -> set:
+    """The NEEDS keys of the registry entries ``metrics`` (Metric or MetricRef)."""
+    return {getattr(m, "metric", m).needs for m in metrics} - {""}
+
+
 SEED_ONLY = ("precision", "chr", "under_refusal", "over_refusal", "pass_rate", "correct_refusal",
              "incorrect_refusal", "hallucination", "citation_validity", "false_accept_rate",
              "false_refuse_rate", "decision_accuracy", "fallback_used_count", "fallback_used_rate",
              "fallback_used_rate_answerable")
+
+
+# --------------------------------------------------------------------------- retrieval measures
+#
+# One implementation per measure of the registry's retrieval families, used by QA mode
+# (Scorer._retrieval: P@K, R@K, Success@K, RR, RR@K, nDCG@K) and by TREC mode (trec_query: P_K,
+# recall_K, success_K, recip_rank, ndcg_cut_K) alike.  Both reduce a ranking to ``positions``:
+# the 0-based ranks of its relevant documents, ascending, with ``gains``, their levels (1 for a
+# plain gold citation; the qrels level >= 1 with --qrels).
+
+_DISC: List[float] = []
+
+
+def _disc(n: int) -> List[float]:
+    """1 / log2(rank + 1) for ranks 1..n (trec_eval's nDCG discount)."""
+    while len(_DISC) < n:
+        _DISC.append(1.0 / math.log2(len(_DISC) + 2))
+    return _DISC
+
+
+def relevant_positions(ranking: List[str], rel) -> Tuple[List[int], List[int]]:
+    """(0-based ranks of the documents of ``rel`` in ``ranking``, their gains); ``rel`` maps an
+    id to its level (>= 1), or is a collection of ids (gain 1 each)."""
+    positions: List[int] = []
+    gains: List[int] = []
+    if type(rel) is dict:
+        get = rel.get
+        for pos, d in enumerate(ranking):
+            g = get(d)
+            if g is not None:
+                positions.append(pos)
+                gains.append(g)
+    else:
+        for pos, d in enumerate(ranking):
+            if d in rel:
+                positions.append(pos)
+                gains.append(1)
+    return positions, gains
+
+
+def hits_at(positions: List[int], k: int) -> int:
+    """Relevant documents in the top ``k``."""
+    return bisect_left(positions, k)
+
+
+def measure_p(hits: int, k: int) -> float:
+    """P@K / trec_eval P_K: relevant documents in the top K / K."""
+    return hits / k
+
+
+def measure_r(hits: int, nrel: int) -> float:
+    """R@K / trec_eval recall_K: relevant documents in the top K / all relevant (0 when none)."""
+    return hits / nrel if nrel else 0.0
+
+
+def measure_success(hits: int) -> float:
+    """Success@K / trec_eval success_K: 1 when a relevant document is in the top K."""
+    return 1.0 if hits else 0.0
+
+
+def measure_rr(positions: List[int], k: Optional[int] = None) -> float:
+    """RR (k None) / RR@K / trec_eval recip_rank: 1 / rank of the first relevant document,
+    0 when none is retrieved (within the top k)."""
+    if positions and (k is None or positions[0] < k):
+        return 1.0 / (positions[0] + 1)
+    return 0.0
+
+
+def ideal_gains(levels) -> List[int]:
+    """The ideal ranking's gains: the positive levels, largest first."""
+    return sorted((g for g in levels if g > 0), reverse=True)
+
+
+def ideal_dcg(ideal: List[int], k: int) -> float:
+    """DCG of the top ``k`` of the ideal ranking (``ideal``: gains largest first)."""
+    disc = _disc(k)
+    total = 0.0
+    for pos, gain in enumerate(ideal[:k]):
+        total += gain * disc[pos]
+    return total
+
+
+def measure_ndcg(positions: List[int], gains: List[int], k: int, idcg: float) -> float:
+    """nDCG@K / trec_eval ndcg_cut_K: sum of gain / log2(rank + 1) over the top K, divided by
+    ``idcg`` (ideal_dcg of the same K); 0 when nothing is relevant."""
+    disc = _disc(k)
+    dcg = 0.0
+    for pos, gain in zip(positions, gains):
+        if pos >= k:
+            break
+        dcg += gain * disc[pos]
+    return dcg / idcg if idcg else 0.0
 
 
 class MetricRef(NamedTuple):
@@ -918,11 +1029,89 @@ class Rules(NamedTuple):
     def refuses(self, claim: str) -> int:
         """F_PROSE | F_CUTOFF bits for a claim that matches a refusal or cutoff pattern."""
         bits = 0
-        if any(rx.search(claim) for _, rx in self.cutoff):
+        if _any_search(self.cutoff, claim):
             bits = F_PROSE | F_CUTOFF
-        elif any(rx.search(claim) for _, rx in self.refusal):
+        elif _any_search(self.refusal, claim):
             bits = F_PROSE
         return bits
+
+
+_ANY_RX: Dict[tuple, tuple] = {}
+
+
+def _any_search(patterns: tuple, text: str) -> bool:
+    """Whether any (source, regex) of ``patterns`` matches ``text``: one search of their
+    alternation, compiled once per pattern list (each regex alone when they cannot be joined),
+    skipped when an ASCII text holds none of the literals that every match needs."""
+    if not patterns:
+        return False
+    entry = _ANY_RX.get(patterns)
+    if entry is None:
+        try:
+            rx = re.compile("|".join("(?:%s)" % src for src, _ in patterns), re.IGNORECASE)
+        except re.error:     # e.g. a group name used twice: search them one by one
+            rx = None
+        lits: Optional[set] = set()
+        for src, _ in patterns:
+            need = _required_literals(src)
+            if need is None:
+                lits = None
+                break
+            lits |= need
+        if len(_ANY_RX) > 64:
+            _ANY_RX.clear()
+        entry = _ANY_RX[patterns] = (rx, tuple(sorted(lits)) if lits is not None else None)
+    rx, lits = entry
+    if lits is not None and text.isascii():
+        low = text.lower()
+        if not any(lit in low for lit in lits):
+            return False
+    if rx is None:
+        return any(r.search(text) for _, r in patterns)
+    return rx.search(text) is not None
+
+
+def _required_literals(pattern: str) -> Optional[set]:
+    """Lower-case ASCII strings one of which every match of ``pattern`` contains (in an ASCII
+    text, whatever the case), or None when the pattern has no such set that was found.  From
+    the regex parser's tree: a run of ASCII literals, a group, an alternation (the union of
+    its branches' sets, each needed), a repeat of at least one; of a sequence's candidates the
+    one whose shortest string is longest.  Anything else (classes, lookarounds) needs nothing."""
+    try:
+        try:
+            from re import _parser as parser      # Python 3.11+
+        except ImportError:
+            import sre_parse as parser            # Python 3.9, 3.10
+        return _literal_factors(list(parser.parse(pattern, re.IGNORECASE)))
+    except Exception:       # a parser that changed shape: skip nothing
+        return None
+
+
+def _literal_factors(items: list) -> Optional[set]:
+    best: Optional[set] = None
+    run: List[str] = []
+
+    def consider(cands: Optional[set]) -> None:
+        nonlocal best
+        if cands and all(cands) and (best is None or min(map(len, cands)) > min(map(len, best))):
+            best = cands
+    for op, av in items + [(None, None)]:
+        name = getattr(op, "name", None)
+        if name == "LITERAL" and av < 128:
+            run.append(chr(av).lower())
+            continue
+        if run:
+            consider({"".join(run)})
+            run = []
+        if name == "SUBPATTERN":
+            consider(_literal_factors(list(av[-1])))
+        elif name == "BRANCH":
+            alts = [_literal_factors(list(a)) for a in av[1]]
+            if all(a is not None for a in alts):
+                consider(set().union(*alts))
+        elif name in ("MAX_REPEAT", "MIN_REPEAT") and av[0] >= 1:
+            consider(_literal_factors(list(av[2])))
+    return best
 
 
 def regex_problem(pattern: str) -> Optional[str]:
@@ -1358,13 +1547,16 @@ def _parse_int(text: str) -> int:
     return int(text)
 
 
+_JSON_DECODE = json.JSONDecoder(parse_int=_parse_int).decode   # built once: json.loads(..., parse_int=) builds one per call
+
+
 def json_row(text: str):
     """``json.loads`` with limits: nesting <= MAX_JSON_DEPTH (checked before parsing, so no
     RecursionError), integers <= MAX_NUMBER_CHARS digits, no lone surrogate (\\ud800) in a
     string (it could not be written out).  Raises ValueError (``_JsonLimit`` for a limit)."""
     if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _json_depth(text) > MAX_JSON_DEPTH:
         raise _JsonLimit("JSON nested deeper than %d levels" % MAX_JSON_DEPTH)
-    obj = json.loads(text, parse_int=_parse_int)
+    obj = _JSON_DECODE(text) if text[:1] != "\ufeff" else json.loads(text)   # json.loads's BOM message
     if "\\u" in text and _SURROGATE_ESCAPE.search(text):
         try:
             json.dumps(obj, ensure_ascii=False).encode("utf-8")
@@ -1955,7 +2147,7 @@ CITATION_PATTERNS = (
     "\u3010(?P<cite>[^\u3010\u3011\\n]{1,200})\u3011",           # 【1†source】
     r"<sup>(?P<ref>[^<>\n]{1,100})</sup>",                        # <sup>1</sup> <sup>[1]</sup>
     r"\((?:sources?|references?|refs?|citations?|cited)[ \t]*:[ \t]*(?P<cite>[^()\n]{1,200})\)",   # (Source: X)
-    r"\((?P<ref>(?:sources?|docs?|documents?|passages?|chunks?|contexts?)[ \t]*#?[ \t]*\d[^()\n]{0,100})\)",  # (Source 2)
+    r"\((?P<ref>(?:sources?|docs?|documents?|passages?|chunks?|contexts?)[ \t]{0,8}(?:#[ \t]{0,8})?\d[^()\n]{0,100})\)",  # (Source 2)
     r"\((?P<doc>[^()\n,]{1,120}),[ \t]*(?:(?P<abbr>pp?\.?|pg\.?)|pages?)[ \t]*(?P<page>\d{1,5})(?:[ \t]*[-\u2013][ \t]*\d{1,5})?\)",  # (X, p. 3)
     r"\((?P<ids>[^()\n]{1,200})\)",                              # (doc#p3) (doc#p3, doc#p5)
     r"(?m)(?:^|(?<=[.!?])[ \t]+)[ \t>*_#]{0,8}(?P<sources>sources?|references?|citations?|works cited)"
@@ -3385,24 +3577,12 @@ def unsupported_tokens(claim: str, texts: List[str], cache: Optional[dict] = Non
                 toks = cache[t] = frozenset(tokens(t))
         else:
             toks = tokens(t)
-        support |= toks
-    out = []
-    for tok in tokens(claim):
-        if tok in support:
-            continue
-        if tok[0].isdigit() or (len(tok) >= 3 and tok not in STOPWORDS):
-            out.append(tok)
-    return sorted(out)
-
-
-_DISC: List[float] = []
-
-
-def _disc(n: int) -> List[float]:
-    """1 / log2(rank + 1) for ranks 1..n (trec_eval's nDCG discount)."""
-    while len(_DISC) < n:
-        _DISC.append(1.0 / math.log2(len(_DISC) + 2))
-    return _DISC
+        if len(texts) == 1:
+            support = toks
+        else:
+            support |= toks
+    return sorted(tok for tok in tokens(claim).difference(support)
+                  if tok[0].isdigit() or (len(tok) >= 3 and tok not in STOPWORDS))
 
 
 class Scorer:
@@ -3505,15 +3685,16 @@ class Scorer:
             exp = gold.expected[i]
             if exp and decision is not None:
                 f |= F_DEC
-                if decision.strip().upper() == DECISIONS[exp - 1] or decision.strip().upper() in gold.acceptable.get(i, ()):
+                dec = decision.strip().upper()
+                if dec == DECISIONS[exp - 1] or dec in gold.acceptable.get(i, ()):
                     f |= F_DECOK
             if fallback is not None:
                 f |= F_FB
                 if fallback:
                     f |= F_FBUSED
             for k in self.ks:
-                top = set(ret[:k])
-                self.seed_rec[k][i] = all(c in top for c in rel)
+                top = ret[:k]
+                self.seed_rec[k][i] = (rel[0] in top) if len(rel) == 1 else all(c in top for c in rel)
             if self.seed_rec[self.k0][i]:
                 f |= F_REC
         if rel:
@@ -3586,41 +3767,30 @@ class Scorer:
 
     def _retrieval(self, i: int, rel, ret, scores) -> None:
         # trec_eval order: score descending, then id descending; otherwise the trace's order.
-        if scores is not None:
-            ranked = [d for _, d in sorted(zip(scores, ret), reverse=True)]
+        if scores is not None and not all(map(float.__gt__, map(float, scores), scores[1:])):
+            ranked = [d for _, d in sorted(zip(scores, ret), reverse=True)]   # (strictly descending: as given)
         else:
             ranked = ret
         if len(set(ranked)) != len(ranked):
             ranked = list(dict.fromkeys(ranked))   # a repeated id counts once, at its best rank
-        graded = type(rel) is dict
-        positions = [(pos, rel[d] if graded else 1) for pos, d in enumerate(ranked) if d in rel]
+        positions, gains = relevant_positions(ranked, rel)
         nrel = len(rel)
-        disc = _DISC
-        first = positions[0][0] if positions else -1
-        self.rr[i] = 1.0 / (first + 1) if positions else 0.0
+        graded = type(rel) is dict
+        self.rr[i] = measure_rr(positions)
         if graded:
-            ideal = sorted(rel.values(), reverse=True)
+            ideal = ideal_gains(rel.values())
         for k in self.ks:
-            hits = 0
-            dcg = 0.0
-            for pos, gain in positions:
-                if pos >= k:
-                    break
-                hits += 1
-                dcg += gain * disc[pos]
+            hits = hits_at(positions, k)
             if graded:
-                idcg = 0.0
-                for pos, gain in enumerate(ideal[:k]):
-                    idcg += gain * disc[pos]
-            else:
+                idcg = ideal_dcg(ideal, k)
+            else:      # gain 1 each: the ideal DCG depends on (nrel, k) only
                 idcg = self.idcg.get((nrel, k))
                 if idcg is None:
-                    idcg = self.idcg[(nrel, k)] = math.fsum(disc[:min(nrel, k)])
+                    idcg = self.idcg[(nrel, k)] = ideal_dcg([1] * nrel, k)
             self.hits[k][i] = hits
-            self.rec[k][i] = hits / nrel
-            self.ndcg[k][i] = dcg / idcg
-            self.rrk[k][i] = 1.0 / (first + 1) if 0 <= first < k else 0.0
-
+            self.rec[k][i] = measure_r(hits, nrel)
+            self.ndcg[k][i] = measure_ndcg(positions, gains, k, idcg)
+            self.rrk[k][i] = measure_rr(positions, k)
 
     def read_claim(self, i: int, claim: str, present: bool) -> int:
         """F_REFUSED (not shipped) | F_PROSE | F_CUTOFF | F_PARTIAL for item ``i``'s claim: the one
@@ -3663,6 +3833,7 @@ class Scorer:
         self.latency = nan * n
         self.cost = nan * n
         self.term_cache: Dict[str, frozenset] = {}
+        self.needs = set(NEEDS)      # what run() found asked for (see NEEDS); everything by default
         self.flags_seen = bytearray(n)
         # issue 29: grounding sentence by sentence (reading 4)
         self.grounding_on = self.rules.ground or self.rules.grounding == "sentences"
@@ -3699,6 +3870,8 @@ class Scorer:
             found.append({"mode": "training_cutoff_excuse", "words": m.group(0)[:80]})
         if f & F_SHIP:
             for name, msg, pats in self.rules.policies:
+                if not _any_search(pats, claim):      # one search per policy; its pattern only on a match
+                    continue
                 for src, rx in pats:
                     m = rx.search(claim)
                     if m:
@@ -3736,7 +3909,7 @@ class Scorer:
             f |= F_OKDOCS
         # reference-free relevance (lexical)
         self.context_lack[i] = 0
-        if q:
+        if q and "relevance" in self.needs:
             qt = content_terms(q)
             if qt and f & F_SHIP:
                 self.answer_rel[i] = len(qt & content_terms(claim)) / len(qt)
@@ -4226,33 +4399,27 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str]) -> 
     nonrel_total = sum(1 for g in judged.values() if g == 0)
     cuts = {n: _trec_family(n)[1] for n in names if _trec_family(n)[1] is not None}
     depth = len(ranking)
-    rel_at: List[int] = []       # relevant retrieved so far, by rank
+    positions: List[int] = []    # 0-based ranks of the relevant retrieved documents
+    gains: List[int] = []
     points: List[Tuple[int, float]] = []     # (relevant so far, precision) at each relevant retrieved document
-    ap = bpref = rr = 0.0
+    ap = bpref = 0.0
     found = nonrel = 0
-    dcg: List[float] = []
-    total = 0.0
+    get = judged.get
     for rank, doc in enumerate(ranking, 1):
-        level = judged.get(doc)
-        if level is not None and level >= 1:
+        level = get(doc)
+        if level is None:
+            continue
+        if level >= 1:
             found += 1
             ap += found / rank
             points.append((found, found / rank))
-            if rr == 0.0:
-                rr = 1.0 / rank
             bpref += 1.0 - (min(nonrel, rel_total) / min(rel_total, nonrel_total) if nonrel else 0.0)
+            positions.append(rank - 1)
+            gains.append(level)
         elif level == 0:
             nonrel += 1
-        rel_at.append(found)
-        total += (level / math.log2(rank + 1)) if level is not None and level > 0 else 0.0
-        dcg.append(total)
-    ideal = sorted((g for g in judged.values() if g > 0), reverse=True)
-
-    def upto(k: int) -> int:
-        return rel_at[min(k, depth) - 1] if depth and k > 0 else 0
-
-    def idcg(k: int) -> float:
-        return sum(g / math.log2(r + 1) for r, g in enumerate(ideal[:k], 1))
+    ideal = ideal_gains(judged.values()) if any(n.startswith("ndcg") for n in names) else []
+    upto = partial(hits_at, positions)
 
     out: Dict[str, float] = {}
     for name in names:
@@ -4270,24 +4437,22 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str]) -> 
         elif family == "iprec_at_recall":     # level L is reached at floor(L * R + 0.5) relevant documents
             need = math.floor(level * rel_total + 0.5)
             v = max((p for f, p in points if f >= need), default=0.0) if rel_total else 0.0
-        elif family == "ndcg":
-            best = idcg(len(ideal))
-            v = (dcg[-1] if depth else 0.0) / best if best else 0.0
+        elif family == "ndcg":              # the whole ranking against the ideal of every relevant document
+            v = measure_ndcg(positions, gains, max(depth, 1), ideal_dcg(ideal, len(ideal)))
         elif family == "Rprec":
             v = upto(rel_total) / rel_total if rel_total else 0.0
         elif family == "bpref":
             v = bpref / rel_total if rel_total else 0.0
         elif family == "recip_rank":
-            v = rr
+            v = measure_rr(positions)
         elif family == "P":
-            v = upto(k) / k
+            v = measure_p(upto(k), k)
         elif family == "recall":
-            v = upto(k) / rel_total if rel_total else 0.0
+            v = measure_r(upto(k), rel_total)
         elif family == "success":
-            v = 1.0 if upto(k) else 0.0
+            v = measure_success(upto(k))
         else:   # ndcg_cut
-            best = idcg(k)
-            v = (dcg[min(k, depth) - 1] if depth else 0.0) / best if best else 0.0
+            v = measure_ndcg(positions, gains, k, ideal_dcg(ideal, k))
         out[name] = v
     return out
 
@@ -4593,7 +4758,7 @@ def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
                 out[name] = _entry(None, None, 0, None, "not measured: no item has gold citations")
                 continue
             if base == "P":
-                vals = [h / k for h in map(scorer.hits[k].__getitem__, gidx)]
+                vals = [measure_p(h, k) for h in map(scorer.hits[k].__getitem__, gidx)]
             elif base == "R":
                 vals = list(map(scorer.rec[k].__getitem__, gidx))
             elif base == "nDCG":
@@ -4601,7 +4766,7 @@ def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
             elif base == "RR":
                 vals = list(map((scorer.rr if k is None else scorer.rrk[k]).__getitem__, gidx))
             else:  # Success
-                c = sum(1 for h in map(scorer.hits[k].__getitem__, gidx) if h)
+                c = int(sum(map(measure_success, map(scorer.hits[k].__getitem__, gidx))))
                 out[name] = _entry(c / ng, c, ng, wilson(c, ng))
                 continue
             total = math.fsum(vals)
@@ -4687,6 +4852,9 @@ def _extra_metrics(scorer: Scorer, idx, combos: Counter) -> Dict[str, dict]:
     for name, arr, what in (("answer_relevance", scorer.answer_rel, "no shipped item has a question (q) with content terms"),
                             ("context_relevance", scorer.context_rel, "no item has a question, retrieved chunks and all "
                                                                       "their texts (give --chunks)")):
+        if _BY_NAME[name].needs not in scorer.needs:
+            out[name] = _entry(None, None, 0, None, NOT_COMPUTED % name)
+            continue
         vals = [v for v in map(arr.__getitem__, idx) if v == v]
         total = math.fsum(vals)
         out[name] = (_entry(total / len(vals), None, len(vals), _normal_ci(total, math.fsum(v * v for v in vals), len(vals)))
@@ -6451,6 +6619,30 @@ def _check_gate_modes(gates, trec: bool, trec_names: List[str]) -> None:
         raise ScoreError("\n".join(errors))
 
 
+def _asked_needs(args, gates, regression, gates_file: Optional[str]) -> set:
+    """The NEEDS this run must compute: those of the metrics named by gates, [regression],
+    the scorecard's weighted stages (seed 004's defaults, the gates file's [weights] or --weights),
+    --compute; all of them with a per-item output, --baseline or --partial."""
+    if (args.items or args.html or args.csv or args.junit_items or args.baseline
+            or getattr(args, "partial", None) or getattr(args, "merge", None)):
+        return set(NEEDS)
+    refs = [g.ref for g in gates]
+    if regression:
+        refs += [r for r, _ in regression.max_drop] + list(regression.slice_metrics)
+    needs = needs_for(refs)
+    # the overall score always weighs its stages (seed 004's defaults or the configured ones):
+    # what they need is computed, so one trace gets one overall whoever scores it
+    weights, _ = resolve_weights(gates_file, args.weights, gates)
+    needs |= needs_for(_BY_NAME[s.metric] for s in STAGES if weights[s.name] > 0 and s.metric in _BY_NAME)
+    for name in (args.compute.split(",") if args.compute else []):
+        name = name.strip()
+        if name == "all":
+            needs |= set(NEEDS)
+        else:
+            needs |= needs_for([parse_metric(name)])
+    return needs
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="score_eval.py", description=__doc__.splitlines()[0],
@@ -6479,6 +6671,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--full", action="store_true", help="stdout: the whole JSON report even with --out")
     ap.add_argument("--markdown", help="write a human report (gates, metrics, categories, failure modes, worst items)")
     ap.add_argument("--items", help="write one JSON line per gold item with its verdicts")
+    ap.add_argument("--compute", metavar="NAMES", help="also compute these optional metrics (comma-separated, or "
+                    "'all'): those not every run needs, e.g. answer_relevance, context_relevance (computed anyway "
+                    "when a gate, [regression], a [weights] stage or a per-item output names them)")
     ap.add_argument("--weights", help="JSON object of stage weights for the scorecard, e.g. '{\"faithfulness\": 0.4}' "
                                       "(over the gates file's [weights], over seed 004's defaults)")
     ap.add_argument("--html", help="write a self-contained HTML report (no JavaScript, no network)")
@@ -6643,6 +6838,7 @@ def run(args) -> int:
         if ref.k is not None and ref.k not in ks:
             ks.append(ref.k)
     ks = ks[:1] + sorted(ks[1:])
+    needs = _asked_needs(args, gates, regression, gates_file)
     # 2. read and judge
     errors = _Errors(max(1, args.max_errors))
     notes: List[str] = []
@@ -6674,6 +6870,7 @@ def run(args) -> int:
         if errors.count:
             raise ScoreError(errors.text())
         scorer = Scorer(gold, ks, refusal, chunks, rules, chunk_policies)
+        scorer.needs = set(NEEDS) if gold.unlabelled else needs
         scorer.progress = not args.quiet
         scorer.answer_substr = any(g.ref.metric.name in ANSWER_METRICS for g in gates)   # issue 28
         stats = score_trace(args.trace, scorer, errors, notes)
@@ -6867,11 +7064,11 @@ def _item_record(scorer: Scorer, i: int, trec: bool) -> dict:
     if f & F_GOLD:
         ret = {"RR": round(scorer.rr[i], 4)}
         for k in scorer.ks:
-            ret["P@%d" % k] = round(scorer.hits[k][i] / k, 4)
+            ret["P@%d" % k] = round(measure_p(scorer.hits[k][i], k), 4)
             ret["R@%d" % k] = round(scorer.rec[k][i], 4)
             ret["nDCG@%d" % k] = round(scorer.ndcg[k][i], 4)
             ret["RR@%d" % k] = round(scorer.rrk[k][i], 4)
-            ret["Success@%d" % k] = 1 if scorer.hits[k][i] else 0
+            ret["Success@%d" % k] = int(measure_success(scorer.hits[k][i]))
         rec["retrieval"] = ret
     else:
         rec["retrieval"] = None

@@ -107,7 +107,7 @@ class RegistryMetrics(TempDir):
     """Every registry metric on the hand-worked fixture (k = 5 first, then 1)."""
 
     def test_every_metric_by_hand(self):
-        code, rep, err = self.score(MIX_GOLD, MIX_TRACE, "--k", "5,1")
+        code, rep, err = self.score(MIX_GOLD, MIX_TRACE, "--k", "5,1", "--compute", "all")  # answer/context relevance too
         self.assertEqual(code, 0, err)
         m = {k: v["value"] for k, v in rep["metrics"].items()}
         # S = {1,2,3,5,7} (G7: missing trace ships), R = {4,6}, A = {1,2,3,6,7}, U = {4,5}
