@@ -1,6 +1,6 @@
 """Graded nDCG against trec_eval's own expected output, and interval values against hand computation.
 
-1. tests/data/trec_eval/ (vendored from trec_eval 10.0, see its README.md): ``qrels.rel_level``
+1. tests/data/trec_eval_test/ (vendored from trec_eval 10.0, see its SOURCE.md): ``qrels.rel_level``
    (levels -1 to 4) with ``results.test``; every ``ndcg_cut_K`` line of ``out.test.aql`` (per
    topic and ``all``) is compared to 4 decimals, in both modes that compute nDCG: the report's
    ``nDCG@K`` (items file per topic, metrics for all) and ``--format trec -q -m ndcg_cut``.
@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 import score_eval  # noqa: E402
 from tests.test_score_eval import gold_row, run_cli, trace_row, write_jsonl  # noqa: E402
 
-DATA = ROOT / "tests" / "data" / "trec_eval"
+DATA = ROOT / "tests" / "data" / "trec_eval_test"
 Z = 1.959963984540054     # two-sided 95% normal quantile
 
 
