@@ -19,6 +19,10 @@ real users write it (``mini_rag.eval.perturb``: one of ``PERTURB_KINDS`` per que
 deterministically; the ``synonym`` and ``expansion`` kinds are left out, as they draw on
 word tables the answerer shares).  The seed's perturbation gate (QA contract) asks for this
 robustness; these sets measure it on questions nobody here wrote.
+
+``prepare(..., perturb="scenario")`` writes the scenario variant (issue 30): every question
+after one or two sentences of the asker's situation, from ``mini_rag.eval.perturb.SCENARIOS``
+(general sentences about why one asks; the choice seeded by the qid).
 """
 from __future__ import annotations
 
@@ -140,14 +144,16 @@ def _cnli(half: str):
     return docs, gold
 
 
-def prepare(name: str, half: str, out_dir: str, perturb: bool = False) -> Optional[Dict[str, Any]]:
-    """Write ``corpus.jsonl`` and ``gold.jsonl`` for one half; None when the data is absent."""
+def prepare(name: str, half: str, out_dir: str, perturb: Any = False) -> Optional[Dict[str, Any]]:
+    """Write ``corpus.jsonl`` and ``gold.jsonl`` for one half; None when the data is absent.
+    ``perturb``: True, every question perturbed once (``PERTURB_KINDS``); ``"scenario"``, every
+    question after one or two sentences of the asker's situation (``perturb.SCENARIOS``)."""
     if not available(name):
         return None
     docs, gold = (_squad if name == "squad" else _cnli)(half)
     if perturb:
         from mini_rag.eval.perturb import perturb_rows
-        gold = perturb_rows(gold, PERTURB_KINDS, 1, ())
+        gold = perturb_rows(gold, ("scenario",) if perturb == "scenario" else PERTURB_KINDS, 1, ())
     os.makedirs(out_dir, exist_ok=True)
     corpus = os.path.join(out_dir, "corpus.jsonl")
     gold_path = os.path.join(out_dir, "gold.jsonl")

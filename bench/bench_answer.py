@@ -117,11 +117,12 @@ def _sets(names):
             out.append(("gold-perturb", None, os.path.join(ROOT, "gold", "gold_perturb.jsonl")))
             continue
         base, _, kind = name.partition("+")
-        if base not in answer_data.SETS or kind not in ("", "perturb"):
-            raise MiniRagError("--sets: unknown set %r (gold, squad, cnli, squad+perturb, cnli+perturb)" % name)
+        if base not in answer_data.SETS or kind not in ("", "perturb", "scenario"):
+            raise MiniRagError("--sets: unknown set %r (gold, squad, cnli, squad+perturb, cnli+perturb, "
+                               "squad+scenario, cnli+scenario)" % name)
         for half in answer_data.HALVES:
             if kind:
-                out.append(("%s-%s-perturb" % (base, half), (base, half, kind), None))
+                out.append(("%s-%s-%s" % (base, half, kind), (base, half, kind), None))
             else:
                 out.append(("%s-%s" % (base, half), (base, half), None))
     return out
@@ -141,7 +142,8 @@ class Runner:
             return cfg, gold
         name, half = spec[:2]
         d = os.path.join(self.out, label)
-        info = answer_data.prepare(name, half, d, perturb=len(spec) > 2)
+        info = answer_data.prepare(name, half, d, perturb=(True if spec[2] == "perturb" else spec[2])
+                                   if len(spec) > 2 else False)
         if info is None:
             return None
         cfg["corpus"]["path"] = info["corpus"]
@@ -306,7 +308,7 @@ def render(results, ablation, systems=ALL_SYSTEMS):
     out = [table(rows, ["set", "system", "n", "precision", "CHR", "under-refusal", "over-refusal",
                         "pass rate", "p50 ms"])]
     if ablation:
-        held = [l for l in results if l.endswith("-held") or l.endswith("-held-perturb")]
+        held = [l for l in results if l.endswith(("-held", "-held-perturb", "-held-scenario"))]
         arows = []
         full = {l: results[l]["mini_rag"] for l in held}
         for name, what, _o in ABLATIONS:

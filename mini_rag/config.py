@@ -84,6 +84,7 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         "refusal": "not in context",     # seed 002's token; the QA contract's is "Not found in provided PDFs"
         "max_sentences": 6,
         "strip_framing": True,           # drop greetings, thanks and asides before answering, see framing.py
+        "scenario_split": True,          # a scenario question is also retrieved as its ask + situation terms, framing.py
         # generator.py: which phase C generator runs ("extractive" | "command")
         "generator": "extractive",
         "generator_command": [],         # argv of the "command" generator (JSON in on stdin, out on stdout)

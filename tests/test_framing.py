@@ -5,7 +5,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from mini_rag.query.framing import strip_framing   # noqa: E402
+from mini_rag.query.framing import split_scenario, strip_framing   # noqa: E402
 
 
 class StripFraming(unittest.TestCase):
@@ -70,6 +70,31 @@ class InPipeline(unittest.TestCase):
         cfg["answer"]["strip_framing"] = False
         Pipeline(cfg, retriever=Retriever()).answer("Hi there! How long are logs kept?")
         self.assertEqual(seen[-1], "Hi there! How long are logs kept?")
+
+class SplitScenario(unittest.TestCase):
+    """Issue 30: (situation, ask) of a scenario question; ("", text) for anything else."""
+
+    def test_table(self):
+        cases = [
+            ("I moved to Leeds last year. My contract ends soon. How long is the notice period?",
+             ("I moved to Leeds last year. My contract ends soon.", "How long is the notice period?")),
+            ("We pay by purchase order. Are we still on net 30 payment terms?",
+             ("We pay by purchase order.", "Are we still on net 30 payment terms?")),
+            # a preamble ending in ":" belongs to the ask
+            ("I run the EU team. Regarding the Pro plan: how many seats are included?",
+             ("I run the EU team.", "Regarding the Pro plan: how many seats are included?")),
+            # a statement after the question is situation too
+            ("How long are logs kept? We are being audited!", ("We are being audited!", "How long are logs kept?")),
+            # not scenarios: one sentence, a preamble only, two questions, no question at all
+            ("How long are logs kept?", ("", "How long are logs kept?")),
+            ("Regarding the Pro plan: how many seats?", ("", "Regarding the Pro plan: how many seats?")),
+            ("Is SSO included? And is SCIM?", ("", "Is SSO included? And is SCIM?")),
+            ("I moved to Leeds. Tell me the notice period.", ("", "I moved to Leeds. Tell me the notice period.")),
+            ("", ("", "")),
+        ]
+        for text, want in cases:
+            with self.subTest(text=text):
+                self.assertEqual(split_scenario(text), want)
 
 
 if __name__ == "__main__":

@@ -253,7 +253,7 @@ def fixture_rows():
 class RowsTest(unittest.TestCase):
     def test_row_shape_and_gold_fields_unchanged(self):
         rows = fixture_rows()
-        out = P.perturb_rows(rows, tuple(P.KINDS), 1, RULES)
+        out = P.perturb_rows(rows, P.DEFAULT_KINDS, 1, RULES)
         self.assertEqual(len(out), len(rows))
         for src, new in zip(rows, out):
             with self.subTest(qid=src["qid"]):
@@ -268,35 +268,35 @@ class RowsTest(unittest.TestCase):
 
     def test_kinds_balanced_and_expansion_taken_where_it_applies(self):
         rows = fixture_rows()
-        out = P.perturb_rows(rows, tuple(P.KINDS), 1, RULES)
+        out = P.perturb_rows(rows, P.DEFAULT_KINDS, 1, RULES)
         counts = {}
         for r in out:
             counts[r["perturbation"]] = counts.get(r["perturbation"], 0) + 1
         # 12 rows, 6 kinds, 2 rows mention continuous manufacturing: 12 / 6 = 2 each.
-        self.assertEqual(counts, {k: 12 // 6 for k in P.KINDS})
+        self.assertEqual(counts, {k: 12 // 6 for k in P.DEFAULT_KINDS})
         expanded = sorted(r["source_qid"] for r in out if r["perturbation"] == "expansion")
         self.assertEqual(expanded, sorted(r["qid"] for r in rows if "continuous manufacturing" in r["question"]))
 
     def test_per_item_gives_distinct_kinds(self):
         rows = fixture_rows()
-        out = P.perturb_rows(rows, tuple(P.KINDS), 3, RULES)
+        out = P.perturb_rows(rows, P.DEFAULT_KINDS, 3, RULES)
         self.assertEqual(len(out), 3 * len(rows))   # casing, distractor, typo/synonym... apply to all
         for src in rows:
             kinds = [r["perturbation"] for r in out if r["source_qid"] == src["qid"]]
             with self.subTest(qid=src["qid"]):
                 self.assertEqual(len(set(kinds)), 3)
-                self.assertEqual(kinds, [k for k in P.KINDS if k in kinds])   # registry order
+                self.assertEqual(kinds, [k for k in P.DEFAULT_KINDS if k in kinds])   # registry order
 
     def test_assignment_does_not_depend_on_file_order(self):
         rows = fixture_rows()
-        a = P.perturb_rows(rows, tuple(P.KINDS), 1, RULES)
-        b = P.perturb_rows(list(reversed(rows)), tuple(P.KINDS), 1, RULES)
+        a = P.perturb_rows(rows, P.DEFAULT_KINDS, 1, RULES)
+        b = P.perturb_rows(list(reversed(rows)), P.DEFAULT_KINDS, 1, RULES)
         self.assertEqual(a, list(reversed(b)))
 
     def test_parse_kinds(self):
         self.assertEqual(P.parse_kinds("synonym, typo"), ("typo", "synonym"))
         table = [("tyop", "--kinds: unknown perturbation kind 'tyop'; did you mean 'typo'? "
-                          "(known: typo, casing, word_order, synonym, distractor, expansion)"),
+                          "(known: typo, casing, word_order, synonym, distractor, expansion, scenario)"),
                  (" , ", "--kinds: give at least one kind, got ' , '")]
         for text, msg in table:
             with self.subTest(text=text):
@@ -331,7 +331,7 @@ class CliTest(unittest.TestCase):
         with open(out, encoding="utf-8") as fh:
             rows = [json.loads(line) for line in fh]
         self.assertEqual([r["qid"] for r in rows[-2:]], ["FX-001-para", "FX-004-para"])
-        self.assertEqual(rows[:12], P.perturb_rows(fixture_rows(), tuple(P.KINDS), 1, RULES))
+        self.assertEqual(rows[:12], P.perturb_rows(fixture_rows(), P.DEFAULT_KINDS, 1, RULES))
 
     def test_kinds_and_per_item_flags(self):
         out = self.path("out.jsonl")
@@ -360,7 +360,7 @@ class CliTest(unittest.TestCase):
              ["%s:1: qid already used by the perturbed row of FX-001, got 'FX-001-synonym'" % clash]),
             (["--per-item", "7"], ["--per-item must be between 1 and the number of kinds (6), got 7"]),
             (["--kinds", "typos"], ["--kinds: unknown perturbation kind 'typos'; did you mean 'typo'? "
-                                    "(known: typo, casing, word_order, synonym, distractor, expansion)"]),
+                                    "(known: typo, casing, word_order, synonym, distractor, expansion, scenario)"]),
         ]
         out = self.path("out.jsonl")
         for extra, lines in table:
@@ -441,6 +441,28 @@ class DocsTest(unittest.TestCase):
         for _, clause in P.DISTRACTORS:
             with self.subTest(clause=clause):
                 self.assertIn(clause.strip(" ,"), text)
+
+
+class ScenarioKind(unittest.TestCase):
+    """Issue 30: the opt-in ``scenario`` kind puts one or two sentences of the template bank
+    before the question; ``perturb`` without --kinds does not use it."""
+
+    def test_scenario(self):
+        from mini_rag.eval import perturb as P
+        self.assertNotIn("scenario", P.DEFAULT_KINDS)
+        self.assertEqual(set(P.DEFAULT_KINDS) | {"scenario"}, set(P.KINDS))
+        q = "How long are audit logs kept?"
+        seen = set()
+        for i in range(40):
+            out = P.perturb_question(q, "Q-%d" % i, "scenario", ())
+            self.assertEqual(out, P.perturb_question(q, "Q-%d" % i, "scenario", ()))   # seeded
+            self.assertTrue(out.endswith(" " + q))
+            situation = out[:-len(q) - 1]
+            parts = [s for s in P.SCENARIOS if s in situation]
+            self.assertIn(len(parts), (1, 2))
+            self.assertEqual(len(" ".join(parts)), len(situation))
+            seen.add(len(parts))
+        self.assertEqual(seen, {1, 2})
 
 
 if __name__ == "__main__":

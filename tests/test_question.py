@@ -275,5 +275,33 @@ class SameResults(unittest.TestCase):
         self.assertEqual(res.row["corrections"], {"refnd": "refund"})
 
 
+class ScenarioVariant(unittest.TestCase):
+    """Issue 30: a scenario question is also retrieved as its ask plus the situation's rarest
+    corpus words (by document frequency in the fixture index, then the word)."""
+
+    def test_variant_and_hits(self):
+        cfg, r, an = setup()
+        situation = "My manager is new and asked me about our encryption rules last week."
+        ask = "How many days do customers have to request a refund?"
+        qa = analyze_question("%s %s" % (situation, ask), an, r.index, cfg, retriever=r)
+        ask_terms = set(an.analyze(ask))
+        words = {}
+        for w in situation.replace(".", " ").split():
+            t = an.analyze(w)
+            if len(t) == 1 and t[0] not in ask_terms and r.index.doc_freq(t[0]) > 0:
+                words.setdefault(t[0], (r.index.doc_freq(t[0]), w.lower()))
+        picked = sorted(sorted(words.values())[:3], key=lambda p: p[1])
+        self.assertTrue(picked)
+        self.assertEqual(qa.variants[-1], ask + " " + " ".join(w for _, w in picked))
+        self.assertEqual(qa.text, "%s %s" % (situation, ask))         # the stages read the whole question
+        self.assertEqual(qa.variant_terms[-1], r.query_terms(qa.variants[-1], {}))
+        off = copy.deepcopy(cfg)
+        off["answer"]["scenario_split"] = False
+        self.assertEqual(analyze_question("%s %s" % (situation, ask), an, r.index, off, retriever=r).variants,
+                         qa.variants[:-1])
+        single = analyze_question(ask, an, r.index, cfg, retriever=r)
+        self.assertEqual(single.variants, [ask] + r.expansions(ask))
+
+
 if __name__ == "__main__":
     unittest.main()

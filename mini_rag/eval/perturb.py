@@ -388,6 +388,25 @@ def _distractor(q: str, rng: _Rng, rules: Rules) -> Optional[str]:
     return body + (end.rstrip() or "?") + clause
 
 
+# The asker's situation before the question (issue 30's scenario questions): general
+# sentences about why one asks, with no plan, region, product, customer type or corpus topic.
+SCENARIOS: Tuple[str, ...] = (
+    "I'm new on the team and still finding my way around the documents.",
+    "My manager asked me to check this before our meeting tomorrow.",
+    "We are putting together a short summary for an internal review.",
+    "A colleague and I remembered this differently, so I want to be sure.",
+    "I read about this a while ago but cannot remember the details.",
+    "I'm preparing notes for a presentation next week.",
+)
+
+
+def _scenario(q: str, rng: _Rng, rules: Rules) -> Optional[str]:
+    first = rng.choice(SCENARIOS)
+    rest = [s for s in SCENARIOS if s != first]
+    two = rng.choice((False, True))
+    return " ".join([first] + ([rng.choice(rest)] if two else []) + [q])
+
+
 def _expansion(q: str, rng: _Rng, rules: Rules) -> Optional[str]:
     spans = protected_spans(q)
     cands = []
@@ -424,7 +443,12 @@ KINDS: Dict[str, Kind] = {k.name: k for k in (
     Kind("distractor", "an irrelevant clause prepended or appended", _distractor),
     Kind("expansion", "a phrase a query-expansion rule adds replaced by the rule's match phrase",
          _expansion),
+    Kind("scenario", "one or two sentences of the asker's situation (SCENARIOS) before the question",
+         _scenario),
 )}
+#: The kinds ``perturb`` applies without ``--kinds``: every kind but ``scenario`` (opt-in, issue 30;
+#: the committed gold_perturb.jsonl is made without it).
+DEFAULT_KINDS: Tuple[str, ...] = tuple(k for k in KINDS if k != "scenario")
 
 
 # ---------------------------------------------------------------- applying
@@ -519,7 +543,7 @@ def _read_gold(path: str, errors: List[str], seen: Dict[str, str]) -> List[Tuple
 
 
 def run_perturb(gold: Sequence[str], out: str, paraphrases: Sequence[str] = (),
-                kinds: Sequence[str] = tuple(KINDS), per_item: int = 1,
+                kinds: Sequence[str] = DEFAULT_KINDS, per_item: int = 1,
                 rules: Rules = ()) -> Dict[str, int]:
     """The ``perturb`` command; returns the number of rows written per perturbation kind.
 
@@ -565,7 +589,7 @@ def run_perturb(gold: Sequence[str], out: str, paraphrases: Sequence[str] = (),
 def main_perturb(args) -> int:
     from ..config import load_config
     rules = expansion_rules(load_config(args.config))
-    kinds = parse_kinds(args.kinds) if args.kinds is not None else tuple(KINDS)
+    kinds = parse_kinds(args.kinds) if args.kinds is not None else DEFAULT_KINDS
     counts = run_perturb(args.gold, args.out, args.paraphrases or (), kinds, args.per_item, rules)
     total = sum(counts.values())
     print("perturb: wrote %d rows to %s (%s)"

@@ -41,7 +41,7 @@ from __future__ import annotations
 import re
 from typing import List
 
-__all__ = ["strip_framing", "FRAMING_CUES", "ASIDE_CUES"]
+__all__ = ["strip_framing", "split_scenario", "FRAMING_CUES", "ASIDE_CUES"]
 
 #: A segment starting with one of these frames the question (whole words, any case).
 FRAMING_CUES = (
@@ -106,3 +106,40 @@ def strip_framing(question: str) -> str:
         return question
     out = " ".join(kept)
     return out if out != text else question
+
+
+def split_scenario(text: str):
+    """``(situation, ask)`` of a scenario question: sentences describing the asker's situation,
+    then the question (issue 30).  The ask is the last segment ending in ``?`` with the
+    preamble segments ending in ``:`` just before it ("Regarding the Pro plan: how many seats
+    ...?"); the situation is every other segment, and it must hold at least one statement
+    (a segment ending in ``.`` or ``!``).  Otherwise ``("", text)``: a question of one
+    sentence, or several questions, is not a scenario.
+
+    >>> split_scenario("I moved to Leeds last year. My contract ends soon. How long is the notice period?")
+    ('I moved to Leeds last year. My contract ends soon.', 'How long is the notice period?')
+    >>> split_scenario("How long are logs kept?")
+    ('', 'How long are logs kept?')
+    >>> split_scenario("Regarding the Pro plan: how many seats are included?")
+    ('', 'Regarding the Pro plan: how many seats are included?')
+    """
+    flat = " ".join(text.split())
+    segs = _segments(flat)
+    if "".join(s.replace(" ", "") for s in segs) != flat.replace(" ", ""):
+        return "", text
+    asks = [i for i, seg in enumerate(segs) if seg.endswith("?")]
+    if not asks:
+        return "", text
+    last = asks[-1]
+    start = last
+    while start > 0 and segs[start - 1].endswith(":"):
+        start -= 1
+    situation = segs[:start] + segs[last + 1:]
+    if any(seg.endswith("?") for seg in situation) or not any(seg.endswith((".", "!")) for seg in situation):
+        return "", text
+    return " ".join(situation), " ".join(segs[start:last + 1])
+
+
+def situation_segments(situation: str) -> List[str]:
+    """The segments (sentences) of a situation, as :func:`split_scenario` cut them."""
+    return _segments(" ".join(situation.split()))

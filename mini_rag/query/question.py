@@ -60,7 +60,7 @@ from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 from ..guard import conflicts as _conf
 from ..answer.answerability import _marked_words, _negated
-from .framing import strip_framing
+from .framing import situation_segments, split_scenario, strip_framing
 from ..records import Retrieval
 from ..answer.relevance import Bridges, asks_revisions, expansion_bridges, question_terms, split_question, term_weights
 from .synonyms import question_quantities
@@ -172,6 +172,39 @@ def _phase_c_part(part: str, shim: Retrieval, analyzer: Any, index: Any) -> Ques
                         subject=asked_subject(part, own))
 
 
+#: Situation terms a scenario question's retrieval variant keeps (the rarest in the corpus).
+SITUATION_TERMS = 3
+
+
+def _situation_variant(ask, situation, terms, fixes, variants, vterms, valts, analyzer, index, retriever) -> None:
+    """One more retrieval variant for a scenario question (``framing.split_scenario``: a few
+    sentences of the asker's situation, then the question): its ask and the situation's
+    :data:`SITUATION_TERMS` rarest words the corpus holds (document frequency, then the word).
+    A chunk keeps its best similarity over the variants, so retrieval weighs the ask (the whole
+    question's many terms no longer dilute its similarity below the threshold) and keeps the
+    situation's distinctive terms; the answering stages still read the whole question.
+    Appended in place; nothing without a retriever that corrects."""
+    if not (callable(getattr(retriever, "query_terms", None)) and index is not None):
+        return
+    have = set(analyzer.analyze(ask))
+    df_of = getattr(index, "doc_freq", None)
+    scored = {}
+    for word in re.findall(r"[A-Za-z][A-Za-z'-]*", situation):
+        got = analyzer.analyze(word)
+        if len(got) != 1 or got[0] in have or df_of is None or df_of(got[0]) <= 0:
+            continue
+        scored.setdefault(got[0], (df_of(got[0]), word.lower()))
+    picked = sorted(scored.values())[:SITUATION_TERMS]
+    if not picked:
+        return
+    vtext = "%s %s" % (ask, " ".join(w for _df, w in sorted(picked, key=lambda p: p[1])))
+    vt = retriever.query_terms(vtext, fixes)
+    alts = getattr(retriever, "alternatives", None)
+    variants.append(vtext)
+    vterms.append(vt)
+    valts.append(alts(vtext, vt) if callable(alts) else {})
+
+
 def analyze_question(question: str, analyzer: Any, index: Any = None, config: Optional[Dict[str, Any]] = None,
                      retriever: Any = None, corrections: Optional[Dict[str, str]] = None) -> QuestionAnalysis:
     """The :class:`QuestionAnalysis` of ``question`` (as asked).
@@ -185,13 +218,16 @@ def analyze_question(question: str, analyzer: Any, index: Any = None, config: Op
     text = question
     if cfg.get("answer", {}).get("strip_framing", True):
         text = strip_framing(question)
+    clarify = cfg.get("clarify", {})
+    situation, ask = split_scenario(text) if cfg.get("answer", {}).get("scenario_split", True) else ("", text)
     terms_q, fixes, variants, vterms, valts = _retrieval_terms(text, analyzer, retriever, corrections)
+    if situation and corrections is None:
+        _situation_variant(ask, situation, terms_q, fixes, variants, vterms, valts, analyzer, index, retriever)
     shim = Retrieval(question=text, hits=[], corrections=fixes)
     content = question_terms(text, shim, analyzer)
     idf = term_weights(content, index)
     df_of = getattr(index, "doc_freq", None)
     doc_freq = {t: int(df_of(t)) for t in content} if df_of is not None else {}
-    clarify = cfg.get("clarify", {})
     cue_text = cue_spelling(text, shim, analyzer)
     b_parts = [QuestionPart(p, question_terms(p, shim, analyzer)) for p in split_question(text)]
     parts = [_phase_c_part(p, shim, analyzer, index) for p in split_question(cue_text)]
