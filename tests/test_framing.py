@@ -89,7 +89,9 @@ class SplitScenario(unittest.TestCase):
             ("How long are logs kept?", ("", "How long are logs kept?")),
             ("Regarding the Pro plan: how many seats?", ("", "Regarding the Pro plan: how many seats?")),
             ("Is SSO included? And is SCIM?", ("", "Is SSO included? And is SCIM?")),
-            ("I moved to Leeds. Tell me the notice period.", ("", "I moved to Leeds. Tell me the notice period.")),
+            ("One sentence only.", ("", "One sentence only.")),
+            # no question mark: the last sentence asks
+            ("I moved to Leeds. Tell me the notice period.", ("I moved to Leeds.", "Tell me the notice period.")),
             ("", ("", "")),
         ]
         for text, want in cases:

@@ -110,8 +110,9 @@ def strip_framing(question: str) -> str:
 
 def split_scenario(text: str):
     """``(situation, ask)`` of a scenario question: sentences describing the asker's situation,
-    then the question (issue 30).  The ask is the last segment ending in ``?`` with the
-    preamble segments ending in ``:`` just before it ("Regarding the Pro plan: how many seats
+    then the question (issue 30).  The ask is the last segment ending in ``?`` (without one,
+    the last segment: "... Tell me the notice period.", a claim to check) with the preamble
+    segments ending in ``:`` just before it ("Regarding the Pro plan: how many seats
     ...?"); the situation is every other segment, and it must hold at least one statement
     (a segment ending in ``.`` or ``!``).  Otherwise ``("", text)``: a question of one
     sentence, or several questions, is not a scenario.
@@ -128,9 +129,9 @@ def split_scenario(text: str):
     if "".join(s.replace(" ", "") for s in segs) != flat.replace(" ", ""):
         return "", text
     asks = [i for i, seg in enumerate(segs) if seg.endswith("?")]
-    if not asks:
+    if not asks and len(segs) < 2:
         return "", text
-    last = asks[-1]
+    last = asks[-1] if asks else len(segs) - 1     # no question mark: the last sentence asks
     start = last
     while start > 0 and segs[start - 1].endswith(":"):
         start -= 1
