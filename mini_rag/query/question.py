@@ -176,13 +176,30 @@ def _phase_c_part(part: str, shim: Retrieval, analyzer: Any, index: Any) -> Ques
 SITUATION_TERMS = 3
 
 
+def _scenario_text(text: str, clarify: Dict[str, Any]) -> Tuple[str, str, str]:
+    """(what the stages read, the situation, the ask) of a question.  A scenario question
+    (``framing.split_scenario``) is read as its ask, after the situation's sentences that name
+    a plan, region or product (``[clarify]`` dimension values and nouns); an ask holding a
+    ``[clarify] vague_referents`` word ("Can they be deleted?") points back into the situation
+    and the whole question is read.  Anything else: (text, "", text)."""
+    situation, ask = split_scenario(text)
+    if not situation:
+        return text, "", text
+    referents = {w.lower() for w in clarify.get("vague_referents", [])}
+    if any(w in referents for w in re.findall(r"[a-z']+", ask.lower())):
+        return text, situation, ask
+    values, nouns = clarify.get("dimension_values", []), clarify.get("dimension_nouns", [])
+    keep = [seg for seg in situation_segments(situation) if _conf.qualifiers(seg, values, nouns)]
+    return " ".join(keep + [ask]), situation, ask
+
+
 def _situation_variant(ask, situation, terms, fixes, variants, vterms, valts, analyzer, index, retriever) -> None:
-    """One more retrieval variant for a scenario question (``framing.split_scenario``: a few
-    sentences of the asker's situation, then the question): its ask and the situation's
-    :data:`SITUATION_TERMS` rarest words the corpus holds (document frequency, then the word).
-    A chunk keeps its best similarity over the variants, so retrieval weighs the ask (the whole
-    question's many terms no longer dilute its similarity below the threshold) and keeps the
-    situation's distinctive terms; the answering stages still read the whole question.
+    """Two more retrieval variants for a scenario question (``framing.split_scenario``: a few
+    sentences of the asker's situation, then the question): its ask alone (unless it is
+    already a variant), and its ask with the situation's :data:`SITUATION_TERMS` rarest words
+    the corpus holds (document frequency, then the word).  A chunk keeps its best similarity
+    over the variants, so retrieval weighs the ask (the whole question's many terms no longer
+    dilute every similarity below the threshold) and keeps the situation's distinctive terms.
     Appended in place; nothing without a retriever that corrects."""
     if not (callable(getattr(retriever, "query_terms", None)) and index is not None):
         return
@@ -195,14 +212,15 @@ def _situation_variant(ask, situation, terms, fixes, variants, vterms, valts, an
             continue
         scored.setdefault(got[0], (df_of(got[0]), word.lower()))
     picked = sorted(scored.values())[:SITUATION_TERMS]
-    if not picked:
-        return
-    vtext = "%s %s" % (ask, " ".join(w for _df, w in sorted(picked, key=lambda p: p[1])))
-    vt = retriever.query_terms(vtext, fixes)
     alts = getattr(retriever, "alternatives", None)
-    variants.append(vtext)
-    vterms.append(vt)
-    valts.append(alts(vtext, vt) if callable(alts) else {})
+    texts = [ask] if ask not in variants else []
+    if picked:
+        texts.append("%s %s" % (ask, " ".join(w for _df, w in sorted(picked, key=lambda p: p[1]))))
+    for vtext in texts:
+        vt = retriever.query_terms(vtext, fixes)
+        variants.append(vtext)
+        vterms.append(vt)
+        valts.append(alts(vtext, vt) if callable(alts) else {})
 
 
 def analyze_question(question: str, analyzer: Any, index: Any = None, config: Optional[Dict[str, Any]] = None,
@@ -219,7 +237,9 @@ def analyze_question(question: str, analyzer: Any, index: Any = None, config: Op
     if cfg.get("answer", {}).get("strip_framing", True):
         text = strip_framing(question)
     clarify = cfg.get("clarify", {})
-    situation, ask = split_scenario(text) if cfg.get("answer", {}).get("scenario_split", True) else ("", text)
+    situation, ask = "", text
+    if cfg.get("answer", {}).get("scenario_split", True):
+        text, situation, ask = _scenario_text(text, clarify)
     terms_q, fixes, variants, vterms, valts = _retrieval_terms(text, analyzer, retriever, corrections)
     if situation and corrections is None:
         _situation_variant(ask, situation, terms_q, fixes, variants, vterms, valts, analyzer, index, retriever)
