@@ -1114,6 +1114,19 @@ def _literal_factors(items: list) -> Optional[set]:
     return best
 
 
+def _class_end(pattern: str, i: int) -> int:
+    """The index after the character class that opens at ``pattern[i]`` ("[")."""
+    n = len(pattern)
+    j = i + 1
+    if j < n and pattern[j] == "^":
+        j += 1
+    if j < n and pattern[j] == "]":
+        j += 1
+    while j < n and pattern[j] != "]":
+        j += 2 if pattern[j] == "\\" else 1
+    return j + 1
+
+
 def regex_problem(pattern: str) -> Optional[str]:
     """Why ``pattern`` may take more than linear time, or None.
 
@@ -1134,14 +1147,7 @@ def regex_problem(pattern: str) -> Optional[str]:
             i += 2
             continue
         if c == "[":
-            j = i + 1
-            if j < n and pattern[j] == "^":
-                j += 1
-            if j < n and pattern[j] == "]":
-                j += 1
-            while j < n and pattern[j] != "]":
-                j += 2 if pattern[j] == "\\" else 1
-            i = j + 1
+            i = _class_end(pattern, i)
             continue
         if c == "(":
             i += 1
@@ -1306,14 +1312,7 @@ def _alternation_problem(pattern: str, parser) -> Optional[str]:
             i += 2
             continue
         if c == "[":
-            j = i + 1
-            if j < n and pattern[j] == "^":
-                j += 1
-            if j < n and pattern[j] == "]":
-                j += 1
-            while j < n and pattern[j] != "]":
-                j += 2 if pattern[j] == "\\" else 1
-            i = j + 1
+            i = _class_end(pattern, i)
             continue
         if c == "(":
             groups.append((i, []))
