@@ -1078,11 +1078,7 @@ def _required_literals(pattern: str) -> Optional[set]:
     its branches' sets, each needed), a repeat of at least one; of a sequence's candidates the
     one whose shortest string is longest.  Anything else (classes, lookarounds) needs nothing."""
     try:
-        try:
-            from re import _parser as parser      # Python 3.11+
-        except ImportError:
-            import sre_parse as parser            # Python 3.9, 3.10
-        return _literal_factors(list(parser.parse(pattern, re.IGNORECASE)))
+        return _literal_factors(list(_sre().parse(pattern, re.IGNORECASE)))
     except Exception:       # a parser that changed shape: skip nothing
         return None
 
@@ -1194,11 +1190,9 @@ _CLASS_RX = {"CATEGORY_DIGIT": re.compile(r"\d"), "CATEGORY_NOT_DIGIT": re.compi
 
 
 def _sre():
-    try:
-        from re import _parser as parser      # Python 3.11+
-    except ImportError:                         # pragma: no cover - Python 3.9, 3.10
-        import sre_parse as parser
-    return parser
+    """re's own pattern parser: ``re._parser`` on Python 3.11+, ``re.sre_parse`` on 3.9 and 3.10
+    (the same standard-library module; read from ``re`` so no deprecated name is imported)."""
+    return getattr(re, "_parser", None) or getattr(re, "sre_parse")
 
 
 def _chars(op: str, av, fold: bool) -> frozenset:

@@ -655,7 +655,8 @@ class Docs(unittest.TestCase):
         tree = ast.parse((ROOT / "score_eval.py").read_text(encoding="utf-8"))
         stdlib = set(getattr(sys, "stdlib_module_names", ())) or {
             "__future__", "argparse", "array", "base64", "collections", "difflib", "hashlib", "itertools", "json",
-            "math", "os", "re", "sys", "tempfile", "time", "typing", "csv", "html", "io", "random", "stat", "traceback"}
+            "math", "os", "re", "sys", "tempfile", "time", "typing", "csv", "html", "io", "random", "stat", "traceback",
+            "bisect", "functools", "signal", "threading", "unicodedata", "zlib"}
         stdlib.add("tomllib")   # 3.11+; score_eval imports it inside try/except ImportError
         found = set()
         for node in ast.walk(tree):

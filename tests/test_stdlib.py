@@ -24,7 +24,7 @@ importlib io itertools json keyword locale math numbers operator os pathlib plat
 random re resource select shlex shutil signal stat statistics string struct subprocess sys tempfile
 textwrap threading time tomllib traceback tracemalloc types typing unicodedata unittest uuid warnings
 weakref zipfile zlib
-html http socketserver traceback urllib
+html http ipaddress socket socketserver traceback urllib
 """.split())
 
 
