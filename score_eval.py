@@ -1295,7 +1295,7 @@ def _overlap_problem(pattern: str) -> Optional[str]:
 
 
 def _alternation_problem(pattern: str, parser) -> Optional[str]:
-    """A repeated group (``*``, ``+``, ``{m,n}`` with n > 1) whose alternatives overlap: two
+    r"""A repeated group (``*``, ``+``, ``{m,n}`` with n > 1) whose alternatives overlap: two
     can start with the same character, or one can match empty.  Read from the text, as the
     parser merges ``(\w|\d)`` into one class and factors ``(a|ab)`` into ``a(|b)``."""
     groups: List[Tuple[int, List[int]]] = []   # open group: (start, positions of its top-level |)
