@@ -649,11 +649,19 @@ class Startup(Base):
         (the interrupt landed while Python was still loading, before any handler could be installed)."""
         if int(line) == 0:
             return True             # line 0: the module was still being compiled
+        import ast
         try:
             with open(path.decode("utf-8", "replace"), encoding="utf-8") as fh:
-                text = fh.read().splitlines()[int(line) - 1].strip()
-        except (OSError, IndexError, ValueError):
+                source = fh.read()
+            text = source.splitlines()[int(line) - 1].strip()
+            body = ast.parse(source).body
+        except (OSError, IndexError, ValueError, SyntaxError):
             return False
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]         # the module's docstring runs no code of ours
+        if body and int(line) < body[0].lineno:
+            return True             # before the first statement (the shebang line, the docstring):
+                                    # the signal was pending while Python compiled the file
         return text.startswith(("import ", "from "))
 
     def test_sigint_during_start_up(self):
