@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import importlib
 import os
 import pkgutil
@@ -74,6 +75,7 @@ def _patterns_in(value, depth: int = 0) -> Iterator[re.Pattern]:
 ANCHORED = frozenset(("match", "fullmatch"))
 
 
+@functools.lru_cache(maxsize=1)
 def find_patterns() -> Dict[Tuple[str, int], Tuple[str, bool]]:
     """``{(pattern, flags): (where, anchored)}`` for every pattern found either way.
 
@@ -86,10 +88,13 @@ def find_patterns() -> Dict[Tuple[str, int], Tuple[str, bool]]:
         with open(path, encoding="utf-8") as fh:
             source = fh.read()
         tree = ast.parse(source)
+        calls: Dict[str, set] = {}          # name -> the methods called on it (``name.method(``)
+        for obj, method in re.findall(r"\b(\w+)\.(\w+)\(", source):
+            calls.setdefault(obj, set()).add(method)
         for attr, value in sorted(vars(mod).items()):
             if attr.startswith("__"):
                 continue
-            used = set(re.findall(r"\b%s\.(\w+)\(" % re.escape(attr), source))
+            used = calls.get(attr, set())
             anchored = bool(used) and used <= ANCHORED and isinstance(value, re.Pattern)
             for p in _patterns_in(value):
                 if isinstance(p.pattern, str):

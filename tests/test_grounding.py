@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 import score_eval as se  # noqa: E402
+from tests.lanes import once_per_ci  # noqa: E402
 
 FAITHBENCH = ROOT.parent / "shared" / "data" / "faithbench" / "faithbench.jsonl"
 
@@ -306,6 +307,7 @@ def _documented(half: str) -> dict:
     return out
 
 
+@once_per_ci
 @unittest.skipUnless(FAITHBENCH.is_file(), "../shared/data/faithbench is absent")
 class FaithBench(unittest.TestCase):
     def test_documented_figures_recomputed(self):

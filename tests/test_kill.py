@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 import unittest
+from tests.lanes import once_per_ci  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KILLS = 20
@@ -31,6 +32,7 @@ def _read(path):
         return None
 
 
+@once_per_ci
 @unittest.skipUnless(hasattr(signal, "SIGKILL"), "needs SIGKILL")
 class KillAtRandomMoments(unittest.TestCase):
     def setUp(self):

@@ -4,11 +4,13 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from tests.lanes import once_per_ci  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class ReadmeFigures(unittest.TestCase):
+    @once_per_ci
     def test_figures_match_a_fresh_eval(self):
         if not os.path.isfile(os.path.join(ROOT, "gold", "gold.jsonl")):
             self.skipTest("gold/gold.jsonl not present")

@@ -12,6 +12,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import regex_audit  # noqa: E402
+from tests.lanes import once_per_ci  # noqa: E402
 
 LIMIT_SECONDS = 0.5
 SIZE = 100_000
@@ -35,6 +36,7 @@ class RegexTime(unittest.TestCase):
         fast, _ = regex_audit.screened_time(r"\s{1,20}and", 0, False, size=5_000, probe=500)
         self.assertGreater(slow, 10 * fast)
 
+    @once_per_ci
     def test_every_pattern_is_linear(self):
         slow = []
         for (pattern, flags), (where, anchored) in sorted(regex_audit.find_patterns().items(),

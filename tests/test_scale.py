@@ -18,6 +18,7 @@ from mini_rag.errors import MiniRagError
 from mini_rag.indexing.index import build_index, index_bytes, load_index, read_manifest, save_index
 from mini_rag.records import Chunk
 from mini_rag.search.retrieve import Retriever
+from tests.lanes import once_per_ci  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("MINI_RAG_DATA") or ROOT.parent / "shared" / "data")
@@ -161,6 +162,7 @@ class NumpyPath(unittest.TestCase):
             shutil.rmtree(tmp)
 
 
+@once_per_ci
 class SharedCollections(unittest.TestCase):
     """Every test query of the shared collections, pruned == dense == exhaustive at k = 10 and 100."""
 

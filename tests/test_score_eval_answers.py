@@ -15,6 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import score_eval  # noqa: E402
+from tests.lanes import once_per_ci  # noqa: E402
 
 EVOUNA = ROOT.parent / "shared" / "data" / "evouna_nq" / "nq.jsonl"
 
@@ -211,6 +212,7 @@ class Ragas(unittest.TestCase):
         self.assertNotIn("answerable", row)
 
 
+@once_per_ci
 @unittest.skipUnless(EVOUNA.is_file(), "needs ../shared/data/evouna_nq")
 class EvounaHeldOut(unittest.TestCase):
     """The held-out agreement and precision stated in docs/answer_correctness.md, recomputed."""

@@ -17,6 +17,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 import score_eval  # noqa: E402
 from tests.test_score_eval import TempDir, gold_row, run_cli, trace_row, write_jsonl  # noqa: E402
+from tests.lanes import once_per_ci  # noqa: E402
 
 A, R, P = "answer", "refusal", "partial_refusal"
 
@@ -214,6 +215,7 @@ class ScorerUses(TempDir):
         self.assertIn('g.toml:2: [scorer] refusal_reader must be one of "builtin", "exact", got "fuzzy"', err)
 
 
+@once_per_ci
 class DocFigures(unittest.TestCase):
     """docs/refusals.md's tables are what the committed labels give today."""
 
