@@ -41,10 +41,10 @@ Python API (stable): ``main(argv=None) -> int`` and ``parse_toml(text, path) -> 
 from __future__ import annotations
 
 if __name__ == "__main__":                # Ctrl-C while the module loads: exit 130, no traceback
-    import signal as _signal
+    import os as _os                      # imported whole before the handler exists: an import
+    import signal as _signal              # inside it could meet a half-initialised module
 
     def _early_interrupt(signum, frame):
-        import os as _os
         _os.write(2, b"score_eval: interrupted\n")
         _os._exit(130)
     if _signal.getsignal(_signal.SIGINT) is not _signal.SIG_IGN:
