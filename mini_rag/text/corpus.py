@@ -131,7 +131,7 @@ from typing import Iterator, List, Tuple
 from ..errors import MiniRagError
 from ..fileio import MAX_LINE_BYTES, iter_lines, json_error, json_row
 from ..records import Chunk, Document
-from .markup import blocks
+from .markup import blocks, read_table
 
 TEXT_SUFFIXES = (".md", ".rst", ".txt")
 #: A document's ``policy:`` (front matter or BEIR metadata): how answers may use its text
@@ -841,10 +841,16 @@ def chunk_document(doc: Document, max_chunk_chars: int = 0) -> List[Chunk]:
                 if head or first:
                     heading = head or first.group(1)
                     enter(_heading_level(para[0], first, is_txt), heading)
-            else:                             # code: lines as written; table: one row a line
+            elif kind == "table":             # one row a line, each with its header
+                text = "\n".join(read_table(para) or para)
+                head = ""
+                indexed = "\n".join(para)          # the words as written: each header once
+            else:                             # code: lines as written
                 text = "\n".join(para)
                 head = ""
             pieces = [text]
+            if kind != "table":
+                indexed = ""
             if max_chunk_chars > 0 and len(text) > max_chunk_chars and not head and kind != "code":
                 pieces = split_sentences(text, max_chunk_chars)
             if len(text) > MAX_PARAGRAPH_CHARS:
@@ -861,7 +867,8 @@ def chunk_document(doc: Document, max_chunk_chars: int = 0) -> List[Chunk]:
                                     is_heading=bool(head), authority=doc.authority,
                                     effective=doc.effective, line=start,
                                     metadata=doc.metadata, section=list(path),
-                                    kind="heading" if head else kind))
+                                    kind="heading" if head else kind,
+                                    indexed=indexed if len(pieces) == 1 else ""))
             ordinal += 1
         line_no += len(lines) - 1   # the form feed sits inside a line, not after one
     return chunks

@@ -16,9 +16,8 @@ code       a fenced block (```` ``` ```` or ``~~~``, any length, closed by a fen
            ``::``) or a reST ``code-block`` / ``code`` / ``sourcecode`` directive: its lines
            as written (dedented, trailing white space removed), blank lines inside kept
 table      a Markdown pipe table (a paragraph whose lines all start with ``|`` and whose
-           second line is the ``|---|`` rule), its lines as written.  The answerer reads a
-           row with the header above it (synthesize.py); the chunk text stays the document's,
-           since a scorer checks a claim's words against the text its citation names
+           second line is the ``|---|`` rule), its lines as written; :func:`read_table`
+           reads them as rows with their header, the chunk's text (corpus.py)
 =========  =================================================================================
 
 Rules by syntax:
@@ -47,7 +46,7 @@ from __future__ import annotations
 import re
 from typing import List, NamedTuple, Tuple
 
-__all__ = ["Block", "blocks", "PROSE_DIRECTIVES", "CODE_DIRECTIVES", "is_table"]
+__all__ = ["Block", "blocks", "PROSE_DIRECTIVES", "CODE_DIRECTIVES", "is_table", "read_table"]
 
 
 class Block(NamedTuple):
@@ -118,6 +117,32 @@ def is_table(lines: List[str]) -> bool:
         return False
     cells = _cells(lines[1])
     return bool(cells) and all(_RULE_CELL.match(c) for c in cells)
+
+
+def read_table(lines: List[str]) -> List[str]:
+    """A pipe table (:func:`is_table`) read as rows with their header: one line per data
+    row, each non-empty cell written ``Header: value`` (the cell alone under an empty
+    header or past the header's last column), joined by ``"; "``; a row with no text is
+    skipped.  Inline roles read as in text.  The header row and the rule are not lines of
+    their own: every row carries its header, so a row read alone still says what its
+    values are.
+
+    >>> read_table(["| Vehicle | Mileage rate |", "|---|--:|", "| Bicycle | £0.12 |", "| Car | |"])
+    ['Vehicle: Bicycle; Mileage rate: £0.12', 'Vehicle: Car']
+    """
+    header = [_myst_inline(c) for c in _cells(lines[0])]
+    out = []
+    for line in lines[2:]:
+        parts = []
+        for n, cell in enumerate(_cells(line)):
+            cell = _myst_inline(cell)
+            if not cell:
+                continue
+            head = header[n] if n < len(header) else ""
+            parts.append("%s: %s" % (head, cell) if head else cell)
+        if parts:
+            out.append("; ".join(parts))
+    return out
 
 
 def _cells(line: str) -> List[str]:
