@@ -77,6 +77,38 @@ class Tables(unittest.TestCase):
                 if want is not None:
                     self.assertEqual(read_table(lines), want)
 
+    RST = (
+        # (reST text, [(kind, rows read or text lines, context)])
+        ("+------+-------+\n| Name | Value |\n+======+=======+\n| x    | 1     |\n| cont |       |\n+------+-------+\n| a | b | c     |\n+------+-------+\n\nAfter.",
+         [("table", ["Name: x cont; Value: 1", "Name: a | b; Value: c"], ()), ("text", ["After."], ())]),
+        ("+---+---+\n| a | b |\n+---+---+", [("table", ["a; b"], ())]),
+        ("+---+---+\n| k | x |\n+   +---+\n|   | y |\n+---+---+", [("table", ["k; x", "y"], ())]),
+        ("=====  ======\nA      A or B\n=====  ======\nFalse  False\nTrue   True\n       still\n=====  ======\n\nNext.",
+         [("table", ["A: False; A or B: False", "A: True; A or B: True still"], ()), ("text", ["Next."], ())]),
+        ("===  ===\n1    2\n===  ===", [("table", ["1; 2"], ())]),
+        (".. list-table:: Limits\n   :header-rows: 1\n\n   * - Plan\n     - Rate\n   * - Free\n     - 60\n       a minute\n",
+         [("table", ["Plan: Free; Rate: 60 a minute"], ())]),
+        (".. csv-table:: Prices\n   :header: \"Item\", \"Price\"\n\n   \"Tea, green\", 2.5\n",
+         [("table", ["Item: Tea, green; Price: 2.5"], ())]),
+        (".. table:: Caption\n\n   ===  ===\n   K    V\n   ===  ===\n   a    ``b``\n   ===  ===\n",
+         [("table", ["K: a; V: `b`"], ())]),
+        (".. option:: --proxy <url>\n\n   Use a proxy.\n\n.. envvar:: PIP_CERT\n\n   A bundle.\n\n.. py:function:: f(x)\n\n   Returns x.\n\n.. image:: a.png\n   :alt: no",
+         [("text", ["Use a proxy."], ("--proxy <url>",)), ("text", ["A bundle."], ("PIP_CERT",)),
+          ("text", ["Returns x."], ("f(x)",))]),
+    )
+
+    def test_rst_tables_and_objects(self):
+        from mini_rag.text.markup import read_table
+        for text, want in self.RST:
+            with self.subTest(text=text):
+                got = [(b.kind, read_table(b.lines) if b.kind == "table" else b.lines, b.context)
+                       for b in blocks(text.split("\n"), "rst")]
+                self.assertEqual(got, want)
+
+    def test_eval_rst_fence_read_as_rst(self):
+        got = blocks("```{eval-rst}\n.. note::\n\n   Read ``this``.\n```\nAfter.".split("\n"), "md")
+        self.assertEqual([(b.kind, b.lines, b.start) for b in got], [("text", ["Read `this`."], 3), ("text", ["After."], 5)])
+
     def test_chunk(self):
         tmp = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, tmp, True)
