@@ -31,7 +31,8 @@ Indexed text of a chunk
 ``title``, the document's front-matter ``description`` (when it has one), the headings of
 the chunk's section path below the top one other than its own heading (the top heading
 stands for the document, as the title does; a tab's label counts as a heading), then ``heading`` (only when the chunk is not itself the
-heading and the heading differs from the title), then ``text``, joined by newlines.  The title is
+heading and the heading differs from the title), then ``text`` (a table's: its words as
+written, ``Chunk.indexed``, each header once rather than once a row), joined by newlines.  The title is
 repeated in every chunk of a document so that a question naming the document finds
 all its paragraphs; the heading gives a paragraph the topic its section states once.
 A chunk that is a heading standing alone (``Chunk.is_heading``) gets no terms: it is

@@ -34,7 +34,11 @@ The chunking rule (users write gold citations against it, so it is exact):
    line that starts a list item (``-``, ``*``, ``+``, ``1.``, ``1)``) or a table row
    (``|``), or that follows a Markdown heading line, keeps its line break; every other
    line is joined to the one before it with one space (so a sentence wrapped across
-   lines reads as one line).
+   lines reads as one line).  A table (text/markup.py: a Markdown pipe table with its
+   ``|---|`` rule, a reST table) is one paragraph whose text is its rows read with their
+   header, one line a row (``Vehicle: Bicycle; Mileage rate: £0.12``,
+   ``markup.read_table``); its indexed words (``Chunk.indexed``) are the table as
+   written, each header once.
 6. Headings: in any file, a one-line paragraph ``#``...``######`` followed by text is a
    Markdown heading (its text is the heading, without the ``#`` marks).  In a ``.txt``
    file a one-line paragraph of at most 80 characters that does not end with
