@@ -64,7 +64,10 @@ class Tables(unittest.TestCase):
          ["Uptime; Pro: 99.5%; Enterprise: 99.9%"]),
         (["| Key | Value |", "|---|---|", "| x | 1 | extra |"], ["Key: x; Value: 1; extra"]),
         (["| Op | Meaning |", "|---|---|", "| a \\| b | either |"], ["Op: a | b; Meaning: either"]),
-        (["Name | Value", "---|---", "x | 1"], None),          # not a table: lines must start with |
+        (["Name | Value", "---|---", "x | 1"], ["Name: x; Value: 1"]),   # outer pipes left out (GFM)
+        (["| a | b |", "|---|", "| 1 | 2 |"], None),            # delimiter cells != header cells
+        (["| a | b |", "|---|---|"], None),                     # no row
+        (["| a | b |", "| c | d |", "| e | f |"], None),        # no delimiter row
         (["| {ref}`Cache <c>` | Where |", "|---|---|", "| wheels | {ref}`here <h>` |"],
          ["Cache: wheels; Where: here"]),
     )

@@ -15,8 +15,8 @@ code       a fenced block (```` ``` ```` or ``~~~``, any length, closed by a fen
            character at least as long), a reST literal block (after a paragraph ending in
            ``::``) or a reST ``code-block`` / ``code`` / ``sourcecode`` directive: its lines
            as written (dedented, trailing white space removed), blank lines inside kept
-table      a Markdown pipe table (a paragraph whose lines all start with ``|`` and whose
-           second line is the ``|---|`` rule), its lines as written; :func:`read_table`
+table      a Markdown pipe table (GFM: a paragraph whose second line is the ``|---|``
+           delimiter row, :func:`is_table`), its lines as written; :func:`read_table`
            reads them as rows with their header, the chunk's text (corpus.py)
 =========  =================================================================================
 
@@ -127,11 +127,14 @@ def _paragraphs(lines: List[str], offset: int) -> List[Block]:
 # ------------------------------------------------------------------ Markdown
 
 def is_table(lines: List[str]) -> bool:
-    """A pipe table: every line starts with ``|`` and the second is the header rule."""
-    if len(lines) < 3 or not all(l.startswith("|") for l in lines):
+    """A pipe table (GFM): the second line is the delimiter row (cells of ``-`` with optional
+    ``:``, as many as the header's), every line holds a ``|`` (the outer ones may be left
+    out: ``a | b`` / ``--|--``), and at least one row follows."""
+    if len(lines) < 3 or not all("|" in l for l in lines):
         return False
     cells = _cells(lines[1])
-    return bool(cells) and all(_RULE_CELL.match(c) for c in cells)
+    return (bool(cells) and all(_RULE_CELL.match(c) for c in cells)
+            and len(cells) == len(_cells(lines[0])))
 
 
 def read_table(lines: List[str]) -> List[str]:
