@@ -54,6 +54,7 @@ class Chunk:
     metadata: Dict[str, Any] = field(default_factory=dict)
     section: List[str] = field(default_factory=list)   # the headings above it, top first (its own last)
     kind: str = "text"             # "text" | "heading" | "code" | "table" (text/markup.py)
+    indexed: str = ""              # words indexed in place of text when text is a reading of them (a table: its rows as written)
 
     def to_json(self) -> dict:
         return asdict(self)

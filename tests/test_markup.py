@@ -53,6 +53,92 @@ class Blocks(unittest.TestCase):
         self.assertEqual([(b.kind, b.context) for b in got], [("text", ("Windows",))])
 
 
+class Tables(unittest.TestCase):
+    """A pipe table read as rows with their header (markup.read_table), within the paragraph
+    numbering: one chunk, its id unmoved, its text the rows, its indexed words as written."""
+    CASES = (
+        # (table lines, rows read)
+        (["| Vehicle | Mileage rate |", "|---|--:|", "| Bicycle | £0.12 |"], ["Vehicle: Bicycle; Mileage rate: £0.12"]),
+        (["| A | B |", "|:--|:-:|", "| 1 | |", "| | 2 |", "| | |"], ["A: 1", "B: 2"]),
+        (["| | Pro | Enterprise |", "|---|---|---|", "| Uptime | 99.5% | 99.9% |"],
+         ["Uptime; Pro: 99.5%; Enterprise: 99.9%"]),
+        (["| Key | Value |", "|---|---|", "| x | 1 | extra |"], ["Key: x; Value: 1; extra"]),
+        (["| Op | Meaning |", "|---|---|", "| a \\| b | either |"], ["Op: a | b; Meaning: either"]),
+        (["Name | Value", "---|---", "x | 1"], ["Name: x; Value: 1"]),   # outer pipes left out (GFM)
+        (["| a | b |", "|---|", "| 1 | 2 |"], None),            # delimiter cells != header cells
+        (["| a | b |", "|---|---|"], None),                     # no row
+        (["| a | b |", "| c | d |", "| e | f |"], None),        # no delimiter row
+        (["| {ref}`Cache <c>` | Where |", "|---|---|", "| wheels | {ref}`here <h>` |"],
+         ["Cache: wheels; Where: here"]),
+    )
+
+    def test_cases(self):
+        from mini_rag.text.markup import is_table, read_table
+        for lines, want in self.CASES:
+            with self.subTest(lines=lines):
+                self.assertEqual(is_table(lines), want is not None)
+                if want is not None:
+                    self.assertEqual(read_table(lines), want)
+
+    RST = (
+        # (reST text, [(kind, rows read or text lines, context)])
+        ("+------+-------+\n| Name | Value |\n+======+=======+\n| x    | 1     |\n| cont |       |\n+------+-------+\n| a | b | c     |\n+------+-------+\n\nAfter.",
+         [("table", ["Name: x cont; Value: 1", "Name: a | b; Value: c"], ()), ("text", ["After."], ())]),
+        ("+---+---+\n| a | b |\n+---+---+", [("table", ["a; b"], ())]),
+        ("+---+---+\n| k | x |\n+   +---+\n|   | y |\n+---+---+", [("table", ["k; x", "y"], ())]),
+        ("=====  ======\nA      A or B\n=====  ======\nFalse  False\nTrue   True\n       still\n=====  ======\n\nNext.",
+         [("table", ["A: False; A or B: False", "A: True; A or B: True still"], ()), ("text", ["Next."], ())]),
+        ("===  ===\n1    2\n===  ===", [("table", ["1; 2"], ())]),
+        (".. list-table:: Limits\n   :header-rows: 1\n\n   * - Plan\n     - Rate\n   * - Free\n     - 60\n       a minute\n",
+         [("table", ["Plan: Free; Rate: 60 a minute"], ())]),
+        (".. csv-table:: Prices\n   :header: \"Item\", \"Price\"\n\n   \"Tea, green\", 2.5\n",
+         [("table", ["Item: Tea, green; Price: 2.5"], ())]),
+        (".. table:: Caption\n\n   ===  ===\n   K    V\n   ===  ===\n   a    ``b``\n   ===  ===\n",
+         [("table", ["K: a; V: `b`"], ())]),
+        (".. option:: --proxy <url>\n\n   Use a proxy.\n\n.. envvar:: PIP_CERT\n\n   A bundle.\n\n.. py:function:: f(x)\n\n   Returns x.\n\n.. image:: a.png\n   :alt: no",
+         [("text", ["Use a proxy."], ("--proxy <url>",)), ("text", ["A bundle."], ("PIP_CERT",)),
+          ("text", ["Returns x."], ("f(x)",))]),
+    )
+
+    def test_rst_tables_and_objects(self):
+        from mini_rag.text.markup import read_table
+        for text, want in self.RST:
+            with self.subTest(text=text):
+                got = [(b.kind, read_table(b.lines) if b.kind == "table" else b.lines, b.context)
+                       for b in blocks(text.split("\n"), "rst")]
+                self.assertEqual(got, want)
+
+    def test_eval_rst_fence_read_as_rst(self):
+        got = blocks("```{eval-rst}\n.. note::\n\n   Read ``this``.\n```\nAfter.".split("\n"), "md")
+        self.assertEqual([(b.kind, b.lines, b.start) for b in got], [("text", ["Read `this`."], 3), ("text", ["After."], 5)])
+
+    def test_chunk(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        with open(os.path.join(tmp, "rates.md"), "w", encoding="utf-8") as fh:
+            fh.write("# Rates\n\n| Vehicle | Mileage rate |\n|---|---|\n| Bicycle | £0.12 |\n| Car | £0.45 |\n\nEnd.\n")
+        chunks = {c.chunk_id: c for c in load_chunks(tmp)}
+        self.assertEqual(sorted(chunks), ["rates#p0", "rates#p1", "rates#p2"])
+        table = chunks["rates#p1"]
+        self.assertEqual((table.kind, table.text), ("table", "Vehicle: Bicycle; Mileage rate: £0.12\n"
+                                                              "Vehicle: Car; Mileage rate: £0.45"))
+        # indexed: the words as written (each header once), so a table's column names do not
+        # weigh by its number of rows
+        self.assertEqual(indexed_text(table), "Rates\n| Vehicle | Mileage rate |\n|---|---|\n"
+                                              "| Bicycle | £0.12 |\n| Car | £0.45 |")
+        self.assertEqual(chunks["rates#p2"].indexed, "")
+
+    def test_revision_table_read(self):
+        from mini_rag.answer.relevance import is_revision_table
+        cases = (("Version: 5.0; Date: 2026-03-01; Change: Added exceptions", "table", "", True),
+                 ("Version: 5.0; Date: 2026-03-01; Change: Added exceptions", "table", "Which version changed it?", False),
+                 ("Plan: Pro; Requests per minute: 600", "table", "", False),
+                 ("Version: 5.0 is current.", "text", "", False))
+        for text, kind, question, want in cases:
+            with self.subTest(text=text, kind=kind):
+                self.assertEqual(is_revision_table(text, "", question, kind), want)
+
+
 class Tree(unittest.TestCase):
     FILES = {
         "index.md": "---\ntitle: Home\ndescription: Everything about widgets\ntags:\n  - a\n  - b\n---\n# Home\n\nWelcome.\n",

@@ -1,20 +1,32 @@
 #!/usr/bin/env python3
-"""Answer the 20 written questions of pip_questions.jsonl on pip's documentation tree.
+"""Answer the written questions of two documentation trees nobody here wrote.
 
-    python3 bench/doctree/bench_doctree.py [--docs DIR] [--work DIR] [--out FILE]
+    python3 bench/doctree/bench_doctree.py [--tree pip|flask|all] [--docs DIR] [--work DIR] [--out FILE]
 
---docs: the tree as installed (default /usr/share/doc/python3-pip/html; Debian's python3-pip);
-it is copied to --work (default runs/doctree/pip) with .gz files unzipped and only .md, .rst
-and .txt kept, then indexed by mini_rag with a corpus of one's own's defaults.  Prints one
-line per question (right / wrong, the claim, the citations) and the count right; --out
-writes the same as JSON.  Exit 0 (a measurement, not a gate); 2 when the docs are absent.
+Trees (bench/doctree/README.md):
+
+* ``pip``: pip 23.0.1's docs as Debian's python3-pip installs them (--docs, default
+  /usr/share/doc/python3-pip/html); questions pip_questions.jsonl.
+* ``flask``: the ``docs/`` folder of Flask 3.0.3's sdist, fetched once with
+  ``pip download --no-deps --no-binary :all: flask==3.0.3`` into runs/doctree/src/ (the
+  only network use; its sha256 is checked, so the tree is always the same); questions
+  flask_questions.jsonl.
+
+Each tree is copied to --work (default runs/doctree/<tree>) with .gz files unzipped and
+only .md, .rst and .txt kept, then indexed by mini_rag with a corpus of one's own's
+defaults.  Prints one line per question (right / wrong, the claim, the citations) and the
+count right per tree; --out writes the same as JSON.  Exit 0 (a measurement, not a gate);
+2 when a tree cannot be had.
 """
 import argparse
 import gzip
 import json
 import os
+import hashlib
 import shutil
+import subprocess
 import sys
+import tarfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
@@ -48,31 +60,59 @@ def prepare(src: str, dst: str) -> int:
     return n
 
 
-def cites_doc(citation: str, doc: str) -> bool:
-    """A citation ``<doc_id>#p<N>`` of the named document (path relative to the docs root;
-    a doc id that is the file's stem alone, as before issue 31, matches its last part)."""
+FLASK = ("flask", "3.0.3", "ceb27b0af3823ea2737928a4d99d125a06175b8512c445cbd9a9ce200ef76842")
+
+
+def fetch_flask(src_dir: str, dst: str) -> int:
+    """Flask's sdist (downloaded once, sha256 checked); its docs/ text files copied to dst."""
+    name, version, sha = FLASK
+    tar_path = os.path.join(src_dir, "%s-%s.tar.gz" % (name, version))
+    if not os.path.exists(tar_path):
+        os.makedirs(src_dir, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+                        "%s==%s" % (name, version), "-d", src_dir], check=False)
+    if not os.path.exists(tar_path):
+        raise OSError("%s: not downloaded (pip download %s==%s failed)" % (tar_path, name, version))
+    with open(tar_path, "rb") as fh:
+        got = hashlib.sha256(fh.read()).hexdigest()
+    if got != sha:
+        raise OSError("%s: sha256 %s, expected %s" % (tar_path, got, sha))
+    if os.path.isdir(dst):
+        shutil.rmtree(dst)
+    prefix = "%s-%s/docs/" % (name, version)
+    n = 0
+    with tarfile.open(tar_path, "r:gz") as tf:
+        for m in sorted(tf.getmembers(), key=lambda m: m.name):
+            rel = m.name[len(prefix):] if m.name.startswith(prefix) else ""
+            if not (m.isfile() and rel.endswith(KEEP)) or ".." in rel.split("/") or rel.startswith("/"):
+                continue
+            out = os.path.join(dst, rel)
+            os.makedirs(os.path.dirname(out), exist_ok=True)
+            with tf.extractfile(m) as fin, open(out, "wb") as fout:
+                fout.write(fin.read())
+            n += 1
+    return n
+
+
+def cites_doc(citation: str, doc) -> bool:
+    """A citation ``<doc_id>#p<N>`` of the named document (path relative to the docs root,
+    or a list of them; a doc id that is the file's stem alone, as before issue 31, matches
+    its last part)."""
     doc_id = citation.split("#", 1)[0]
-    return doc_id == doc or doc_id == doc.rsplit("/", 1)[-1]
+    docs = [doc] if isinstance(doc, str) else doc
+    return any(doc_id == d or doc_id == d.rsplit("/", 1)[-1] for d in docs)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--docs", default="/usr/share/doc/python3-pip/html")
-    ap.add_argument("--work", default=os.path.join("runs", "doctree", "pip"))
-    ap.add_argument("--out", help="write the per-question results as JSON")
-    args = ap.parse_args(argv)
-    if not os.path.isdir(args.docs):
-        print("bench_doctree: %s: no such folder (Debian's python3-pip ships it)" % args.docs, file=sys.stderr)
-        return 2
-    files = prepare(args.docs, args.work)
+def run_tree(tree: str, docs: str, work: str, quiet_files: str) -> dict:
+    """Index ``work`` afresh and answer the tree's questions; prints a line per question."""
     from mini_rag.commands.runconfig import open_pipeline, resolve
-    index = os.path.join(os.path.dirname(args.work), "index-%s.json.gz" % os.path.basename(args.work))
+    index = os.path.join(os.path.dirname(work), "index-%s.json.gz" % os.path.basename(work))
     if os.path.exists(index):
         os.remove(index)                      # always built afresh by the code under test
-    config = resolve(None, args.work, index, quiet=True)
+    config = resolve(None, work, index, quiet=True)
     pipeline = open_pipeline(config, quiet=True)
     rows = []
-    with open(os.path.join(HERE, "pip_questions.jsonl"), encoding="utf-8") as fh:
+    with open(os.path.join(HERE, "%s_questions.jsonl" % tree), encoding="utf-8") as fh:
         questions = [json.loads(line) for line in fh if line.strip()]
     right = 0
     for q in questions:
@@ -85,12 +125,41 @@ def main(argv=None) -> int:
         rows.append({"qid": q["qid"], "right": ok, "claim": claim, "citations": cits,
                      "decision": result.row.get("decision")})
         print("%s %-5s %s  %s" % (q["qid"], "right" if ok else "wrong", json.dumps(claim[:160]), " ".join(cits)))
-    print("right: %d/%d (%d files of %s)" % (right, len(questions), files, args.docs))
+    print("%s right: %d/%d (%s)" % (tree, right, len(questions), quiet_files))
+    return {"right": right, "n": len(questions), "rows": rows}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tree", choices=("pip", "flask", "all"), default="all")
+    ap.add_argument("--docs", default="/usr/share/doc/python3-pip/html", help="pip's installed docs")
+    ap.add_argument("--work", help="where a tree is copied (default runs/doctree/<tree>)")
+    ap.add_argument("--out", help="write the per-question results as JSON")
+    args = ap.parse_args(argv)
+    trees = ("pip", "flask") if args.tree == "all" else (args.tree,)
+    results, code = {}, 0
+    for tree in trees:
+        work = args.work if args.work and len(trees) == 1 else os.path.join("runs", "doctree", tree)
+        try:
+            if tree == "pip":
+                if not os.path.isdir(args.docs):
+                    raise OSError("%s: no such folder (Debian's python3-pip ships it)" % args.docs)
+                files = "%d files of %s" % (prepare(args.docs, work), args.docs)
+            else:
+                files = "%d files of Flask %s's sdist docs/" % (
+                    fetch_flask(os.path.join("runs", "doctree", "src"), work), FLASK[1])
+        except OSError as e:
+            print("bench_doctree: %s" % e, file=sys.stderr)
+            code = 2
+            continue
+        results[tree] = run_tree(tree, args.docs, work, files)
+    if len(results) > 1:
+        print("total: " + ", ".join("%s %d/%d" % (t, r["right"], r["n"]) for t, r in results.items()))
     if args.out:
         with open(args.out, "w", encoding="utf-8") as fh:
-            json.dump({"right": right, "n": len(questions), "rows": rows}, fh, indent=1)
+            json.dump(results, fh, indent=1)
             fh.write("\n")
-    return 0
+    return code
 
 
 if __name__ == "__main__":

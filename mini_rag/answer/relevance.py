@@ -454,16 +454,20 @@ def asks_revisions(question: str) -> bool:
     return bool(question and _REVISION_QUESTION.search(question))
 
 
-def is_revision_table(text: str, heading: str = "", question: str = "") -> bool:
+def is_revision_table(text: str, heading: str = "", question: str = "", kind: str = "text") -> bool:
     """A revision/version/change table or a fact under a revision-history heading.
 
     Never noise when the question asks about revisions, versions, changes or history.
+    A table chunk (``kind`` ``table``) is read as rows ``Header: value; ...``
+    (text/markup.read_table): its header is its first row's names.
     """
     if asks_revisions(question):
         return False
     if heading and _REVISION_HEADING.search(heading):
         return True
     lines = [ln.strip() for ln in text.split("\n") if ln.strip()]
+    if kind == "table" and lines:
+        return bool(_REVISION_HEADER.search(" ".join(p.split(": ", 1)[0] for p in lines[0].split("; ") if ": " in p)))
     rows = [ln for ln in lines if ln.startswith("|")]
     if not rows or len(rows) * 2 < len(lines):
         return False
@@ -584,8 +588,8 @@ def phase_b_detail(question: str, facts: List[Fact], retrieval: Retrieval, index
             reason = "heading"
         elif chunk_kind(fact.chunk_id, index) == "code":
             reason = "code"
-        elif (is_revision_table(fact.quote, heading, question) if qa is None
-              else not qa.asks_revisions and is_revision_table(fact.quote, heading)):
+        elif (is_revision_table(fact.quote, heading, question, chunk_kind(fact.chunk_id, index)) if qa is None
+              else not qa.asks_revisions and is_revision_table(fact.quote, heading, kind=chunk_kind(fact.chunk_id, index))):
             reason = "revision_table"
         terms = frozenset(analyzer.analyze(fact.quote + "\n" + heading + "\n" + title)) | \
             scopes.get(fact.pdf, frozenset())

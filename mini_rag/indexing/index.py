@@ -31,7 +31,8 @@ Indexed text of a chunk
 ``title``, the document's front-matter ``description`` (when it has one), the headings of
 the chunk's section path below the top one other than its own heading (the top heading
 stands for the document, as the title does; a tab's label counts as a heading), then ``heading`` (only when the chunk is not itself the
-heading and the heading differs from the title), then ``text``, joined by newlines.  The title is
+heading and the heading differs from the title), then ``text`` (a table's: its words as
+written, ``Chunk.indexed``, each header once rather than once a row), joined by newlines.  The title is
 repeated in every chunk of a document so that a question naming the document finds
 all its paragraphs; the heading gives a paragraph the topic its section states once.
 A chunk that is a heading standing alone (``Chunk.is_heading``) gets no terms: it is
@@ -124,7 +125,7 @@ BM25_VARIANT = "lucene"
 BM25_IDF = "ln(1 + (N - df + 0.5) / (df + 0.5))"
 TFIDF_IDF = "ln((1 + N) / (1 + df)) + 1"
 INDEXED_FIELDS = "title + heading (when not the chunk itself and not the title) + text"
-CHUNKING_RULE = "mini_rag-paragraphs-3"   # 2: paragraphs over corpus.MAX_PARAGRAPH_CHARS are cut; 3: text/markup.py blocks, section paths
+CHUNKING_RULE = "mini_rag-paragraphs-4"   # 2: paragraphs over corpus.MAX_PARAGRAPH_CHARS are cut; 3: text/markup.py blocks, section paths; 4: tables read as rows with their header
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024   # line 1 once decompressed (file hashes of the corpus)
 MAX_INDEX_BYTES = 1 << 30               # line 2 once decompressed: 1 GiB; more is refused, not read
 MAX_DECLARED_BYTES = 1 << 36            # format 2: the most a manifest may describe (64 GiB)
@@ -163,7 +164,7 @@ def indexed_text(chunk: Chunk) -> str:
             parts.append(above)
     if chunk.heading and not chunk.is_heading and chunk.heading != chunk.title:
         parts.append(chunk.heading)
-    parts.append(chunk.text)
+    parts.append(chunk.indexed or chunk.text)
     return "\n".join(parts)
 
 
@@ -734,7 +735,8 @@ def _load_v1(path: str, fh, manifest: Dict[str, Any]) -> Index:
 
 _CHUNK_TYPES = (("chunk_id", str), ("doc_id", str), ("ordinal", int), ("page", int), ("text", str),
                 ("title", str), ("heading", str), ("is_heading", bool), ("authority", str),
-                ("effective", str), ("line", int), ("metadata", dict), ("section", list), ("kind", str))
+                ("effective", str), ("line", int), ("metadata", dict), ("section", list), ("kind", str),
+                ("indexed", str))
 
 
 def validate_index(manifest: Dict[str, Any], body: Any, path: str) -> Dict[str, Any]:
@@ -762,10 +764,10 @@ def validate_index(manifest: Dict[str, Any], body: Any, path: str) -> Dict[str, 
         raise bad("vocabulary must be distinct strings")
     names = {name for name, _ in _CHUNK_TYPES}
     for n, c in enumerate(chunks):
-        if not isinstance(c, dict) or set(c) != names:
+        if not isinstance(c, dict) or not (set(c) == names or set(c) == names - {"indexed"}):   # indexed: since chunking rule 4
             raise bad("chunk %d must be an object with keys %s" % (n, ", ".join(sorted(names))))
         for name, typ in _CHUNK_TYPES:
-            v = c[name]
+            v = c.get(name, "")
             if type(v) is not typ or (typ is int and v < 0):
                 raise bad("chunk %d: %s must be %s, got %r" % (n, name, typ.__name__, v))
     n_vocab = len(vocab)

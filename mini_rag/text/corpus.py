@@ -34,7 +34,11 @@ The chunking rule (users write gold citations against it, so it is exact):
    line that starts a list item (``-``, ``*``, ``+``, ``1.``, ``1)``) or a table row
    (``|``), or that follows a Markdown heading line, keeps its line break; every other
    line is joined to the one before it with one space (so a sentence wrapped across
-   lines reads as one line).
+   lines reads as one line).  A table (text/markup.py: a Markdown pipe table with its
+   ``|---|`` rule, a reST table) is one paragraph whose text is its rows read with their
+   header, one line a row (``Vehicle: Bicycle; Mileage rate: £0.12``,
+   ``markup.read_table``); its indexed words (``Chunk.indexed``) are the table as
+   written, each header once.
 6. Headings: in any file, a one-line paragraph ``#``...``######`` followed by text is a
    Markdown heading (its text is the heading, without the ``#`` marks).  In a ``.txt``
    file a one-line paragraph of at most 80 characters that does not end with
@@ -131,7 +135,7 @@ from typing import Iterator, List, Tuple
 from ..errors import MiniRagError
 from ..fileio import MAX_LINE_BYTES, iter_lines, json_error, json_row
 from ..records import Chunk, Document
-from .markup import blocks
+from .markup import blocks, read_table
 
 TEXT_SUFFIXES = (".md", ".rst", ".txt")
 #: A document's ``policy:`` (front matter or BEIR metadata): how answers may use its text
@@ -841,10 +845,16 @@ def chunk_document(doc: Document, max_chunk_chars: int = 0) -> List[Chunk]:
                 if head or first:
                     heading = head or first.group(1)
                     enter(_heading_level(para[0], first, is_txt), heading)
-            else:                             # code: lines as written; table: one row a line
+            elif kind == "table":             # one row a line, each with its header
+                text = "\n".join(read_table(para) or para)
+                head = ""
+                indexed = "\n".join(para)          # the words as written: each header once
+            else:                             # code: lines as written
                 text = "\n".join(para)
                 head = ""
             pieces = [text]
+            if kind != "table":
+                indexed = ""
             if max_chunk_chars > 0 and len(text) > max_chunk_chars and not head and kind != "code":
                 pieces = split_sentences(text, max_chunk_chars)
             if len(text) > MAX_PARAGRAPH_CHARS:
@@ -861,7 +871,8 @@ def chunk_document(doc: Document, max_chunk_chars: int = 0) -> List[Chunk]:
                                     is_heading=bool(head), authority=doc.authority,
                                     effective=doc.effective, line=start,
                                     metadata=doc.metadata, section=list(path),
-                                    kind="heading" if head else kind))
+                                    kind="heading" if head else kind,
+                                    indexed=indexed if len(pieces) == 1 else ""))
             ordinal += 1
         line_no += len(lines) - 1   # the form feed sits inside a line, not after one
     return chunks

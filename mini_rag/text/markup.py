@@ -15,10 +15,9 @@ code       a fenced block (```` ``` ```` or ``~~~``, any length, closed by a fen
            character at least as long), a reST literal block (after a paragraph ending in
            ``::``) or a reST ``code-block`` / ``code`` / ``sourcecode`` directive: its lines
            as written (dedented, trailing white space removed), blank lines inside kept
-table      a Markdown pipe table (a paragraph whose lines all start with ``|`` and whose
-           second line is the ``|---|`` rule), its lines as written.  The answerer reads a
-           row with the header above it (synthesize.py); the chunk text stays the document's,
-           since a scorer checks a claim's words against the text its citation names
+table      a Markdown pipe table (GFM: a paragraph whose second line is the ``|---|``
+           delimiter row, :func:`is_table`), its lines as written; :func:`read_table`
+           reads them as rows with their header, the chunk's text (corpus.py)
 =========  =================================================================================
 
 Rules by syntax:
@@ -38,6 +37,14 @@ Rules by syntax:
   ``::`` keeps one ``:`` (none when ``::`` stands alone) and the indented lines after it
   are a literal block.  Inline markup is unwrapped: ````code```` reads ```code```,
   ``:role:`text <target>``` and ```text <url>`_`` read ``text``.
+  An object description (:data:`OBJECT_DIRECTIVES` or any ``domain:name`` directive,
+  ``.. option:: --proxy``) is prose labelled by its signature.  Tables: a grid table
+  (``+---+`` borders, ``+===+`` under the header), a simple table (``=== ===`` borders, the
+  header above the second), ``list-table`` (``:header-rows:``), ``csv-table`` (``:header:``
+  and inline rows) and ``table`` (a title over one of the others) are ``table`` blocks
+  written as pipe tables, so they read as Markdown's do; a headerless table's rows read
+  as their cells.
+* ``md``: a MyST ``{eval-rst}`` fence is read as reST.
 * ``txt``: paragraphs only (the chunker's heading rules apply).
 
 Nothing here is a regular expression with nested quantifiers; every loop advances.
@@ -47,7 +54,7 @@ from __future__ import annotations
 import re
 from typing import List, NamedTuple, Tuple
 
-__all__ = ["Block", "blocks", "PROSE_DIRECTIVES", "CODE_DIRECTIVES", "is_table"]
+__all__ = ["Block", "blocks", "PROSE_DIRECTIVES", "CODE_DIRECTIVES", "is_table", "read_table"]
 
 
 class Block(NamedTuple):
@@ -69,6 +76,13 @@ PROSE_DIRECTIVES = frozenset(
 LABELLED = frozenset("tab tab-item dropdown admonition topic sidebar".split())
 #: Directives whose body is code.
 CODE_DIRECTIVES = frozenset("code-block code sourcecode code-cell highlight-block".split())
+#: Sphinx object descriptions (``.. option:: --proxy <url>``, ``.. envvar:: PIP_CONFIG_FILE``,
+#: ``.. py:function:: f(x)``, any ``domain:name``): the body is prose about the signature,
+#: which labels it as a tab's name does.
+OBJECT_DIRECTIVES = frozenset("option cmdoption envvar confval describe object setting function class method "
+                              "attribute data exception decorator module".split())
+#: reST directives whose body is a table (read like a Markdown pipe table).
+TABLE_DIRECTIVES = frozenset(("list-table", "csv-table", "table"))
 
 _FENCE = re.compile(r"^(`{3,}|~{3,})[ \t]*([^`]*)$")
 _MYST_DIRECTIVE = re.compile(r"^\{([A-Za-z][\w-]{0,40})\}[ \t]*(.*)$")
@@ -113,11 +127,40 @@ def _paragraphs(lines: List[str], offset: int) -> List[Block]:
 # ------------------------------------------------------------------ Markdown
 
 def is_table(lines: List[str]) -> bool:
-    """A pipe table: every line starts with ``|`` and the second is the header rule."""
-    if len(lines) < 3 or not all(l.startswith("|") for l in lines):
+    """A pipe table (GFM): the second line is the delimiter row (cells of ``-`` with optional
+    ``:``, as many as the header's), every line holds a ``|`` (the outer ones may be left
+    out: ``a | b`` / ``--|--``), and at least one row follows."""
+    if len(lines) < 3 or not all("|" in l for l in lines):
         return False
     cells = _cells(lines[1])
-    return bool(cells) and all(_RULE_CELL.match(c) for c in cells)
+    return (bool(cells) and all(_RULE_CELL.match(c) for c in cells)
+            and len(cells) == len(_cells(lines[0])))
+
+
+def read_table(lines: List[str]) -> List[str]:
+    """A pipe table (:func:`is_table`) read as rows with their header: one line per data
+    row, each non-empty cell written ``Header: value`` (the cell alone under an empty
+    header or past the header's last column), joined by ``"; "``; a row with no text is
+    skipped.  Inline roles read as in text.  The header row and the rule are not lines of
+    their own: every row carries its header, so a row read alone still says what its
+    values are.
+
+    >>> read_table(["| Vehicle | Mileage rate |", "|---|--:|", "| Bicycle | £0.12 |", "| Car | |"])
+    ['Vehicle: Bicycle; Mileage rate: £0.12', 'Vehicle: Car']
+    """
+    header = [_myst_inline(c) for c in _cells(lines[0])]
+    out = []
+    for line in lines[2:]:
+        parts = []
+        for n, cell in enumerate(_cells(line)):
+            cell = _myst_inline(cell)
+            if not cell:
+                continue
+            head = header[n] if n < len(header) else ""
+            parts.append("%s: %s" % (head, cell) if head else cell)
+        if parts:
+            out.append("; ".join(parts))
+    return out
 
 
 def _cells(line: str) -> List[str]:
@@ -184,7 +227,9 @@ def _md(lines: List[str], offset: int) -> List[Block]:
             end = _fence_end(lines, i, m.group(1))
             inner = lines[i + 1:end]
             d = _MYST_DIRECTIVE.match(m.group(2).strip())
-            if d and d.group(1).lower() in PROSE_DIRECTIVES:
+            if d and d.group(1).lower() == "eval-rst":
+                out.extend(_rst(_dedent_keep(inner), offset + i + 1 + _lead_blank(inner), {}))
+            elif d and d.group(1).lower() in PROSE_DIRECTIVES:
                 k = 0
                 while k < len(inner) and _OPTION.match(inner[k].strip()):
                     k += 1
@@ -288,6 +333,12 @@ def _rst(lines: List[str], offset: int, styles: dict) -> List[Block]:
             i = end
             continue
         literal_next = False
+        if not para and (_GRID_BORDER.match(s) or _SIMPLE_BORDER.match(s)):
+            end, table = (_grid_table if s[0] == "+" else _simple_table)(lines, i)
+            if table:
+                out.append(Block(offset + i, "table", table))
+                i = end
+                continue
         if not para and _ADORN.match(s) and i + 2 < n and lines[i + 1].strip() \
                 and lines[i + 2].strip() == s:
             out.append(Block(offset + i + 1, "heading", [rst_inline(lines[i + 1].strip())], level((s[0], True))))
@@ -306,11 +357,17 @@ def _rst(lines: List[str], offset: int, styles: dict) -> List[Block]:
             k = 0
             while k < len(body) and _OPTION.match(body[k].strip()):
                 k += 1
-            if d and d.group(1).lower() in PROSE_DIRECTIVES:
+            name = d.group(1).lower() if d else ""
+            if name in PROSE_DIRECTIVES or name in OBJECT_DIRECTIVES or (":" in name and name not in CODE_DIRECTIVES):
                 label = rst_inline((d.group(2) or "").strip())
                 inner = _dedent_keep(body[k:])
+                labelled = name in LABELLED or name in OBJECT_DIRECTIVES or ":" in name
                 out.extend(_labelled(_rst(inner, offset + i + 1 + k + _lead_blank(body[k:]), styles),
-                                     label if d.group(1).lower() in LABELLED else ""))
+                                     label if labelled else ""))
+            elif name in TABLE_DIRECTIVES:
+                table = _directive_table(name, body[:k], body[k:], styles)
+                if table:
+                    out.append(Block(offset + i, "table", table))
             elif d and d.group(1).lower() in CODE_DIRECTIVES:
                 code = _dedent(body[k:])
                 if code:
@@ -324,6 +381,154 @@ def _rst(lines: List[str], offset: int, styles: dict) -> List[Block]:
         i += 1
     flush()
     return out
+
+
+_GRID_BORDER = re.compile(r"^\+(?:[-=]{1,400}\+){1,100}$")
+_SIMPLE_BORDER = re.compile(r"^={2,400}(?: {1,40}={2,400}){1,100}$")
+
+
+def _pipe_table(header: List[str], rows: List[List[str]]) -> List[str]:
+    """A table written as Markdown pipe lines (``read_table`` reads them); cells unwrapped
+    of reST inline markup, ``|`` escaped; [] when no row has text."""
+    rows = [r for r in rows if any(c.strip() for c in r)]
+    if not rows:
+        return []
+    width = max([len(header)] + [len(r) for r in rows])
+
+    def line(cells: List[str]) -> str:
+        cells = [rst_inline(" ".join(c.split())).replace("|", "\\|") for c in cells]
+        cells += [""] * (width - len(cells))
+        return "| " + " | ".join(cells) + " |"
+    return [line(header), "|" + "---|" * width] + [line(r) for r in rows]
+
+
+def _grid_table(lines: List[str], i: int) -> Tuple[int, List[str]]:
+    """A grid table starting at border line ``i``: (the index after it, its pipe lines)."""
+    border = lines[i].strip()
+    indent = len(lines[i]) - len(lines[i].lstrip())
+    cuts = [k for k, ch in enumerate(border) if ch == "+"]
+    rows: List[List[str]] = []
+    header: List[str] = []
+    cur: List[List[str]] = []
+    j = i + 1
+    while j < len(lines) and lines[j][indent:indent + 1] in ("+", "|") and lines[j].strip():
+        j += 1
+    table = [l[indent:].rstrip() for l in lines[i:j]]
+    # a table with spanning cells (borders that differ, a border inside a row): cells are
+    # cut where a row's own | are, and a partial border ends a row
+    spans = any("+-" in l or "-+" in l or "+=" in l for l in table if l[0] == "|") or \
+        len({tuple(k for k, ch in enumerate(l) if ch == "+") for l in table if l[0] == "+"}) > 1
+    for raw in table[1:]:
+        if spans and raw[0] == "|":
+            if "+-" in raw or "-+" in raw:
+                raw = "+" + raw[1:]
+            else:
+                cuts = [k for k, ch in enumerate(raw) if ch == "|"]
+        if raw[0] == "+":
+            if cur:
+                rows.append([" ".join(part).strip() for part in cur])
+                cur = []
+            if "=" in raw and not header and rows:      # the header is every row above +===+
+                header = [" ".join(c for c in col if c) for col in zip(*rows)]
+                rows = []
+        else:
+            cells = [raw[a + 1:b].strip(" |") for a, b in zip(cuts, cuts[1:])]
+            if not cur:
+                cur = [[] for _ in cells]
+            cur.extend([] for _ in range(len(cells) - len(cur)))
+            for n, cell in enumerate(cells):
+                if cell:
+                    cur[n].append(cell)
+    if cur:
+        rows.append([" ".join(part).strip() for part in cur])
+    return j, _pipe_table(header, rows)
+
+
+def _simple_table(lines: List[str], i: int) -> Tuple[int, List[str]]:
+    """A simple table starting at border line ``i``: (the index after it, its pipe lines)."""
+    border = lines[i].rstrip()
+    indent = len(border) - len(border.lstrip())
+    starts = [k for k in range(indent, len(border)) if border[k] == "=" and (k == indent or border[k - 1] == " ")]
+    borders = [i]
+    j = i + 1
+    while j < len(lines):
+        s = lines[j].strip()
+        if _SIMPLE_BORDER.match(s):
+            borders.append(j)
+            if j + 1 >= len(lines) or not lines[j + 1].strip():
+                j += 1
+                break
+        j += 1
+    if len(borders) < 2:
+        return i + 1, []
+
+    def cells(raw: str) -> List[str]:
+        return [raw[a:b].strip() for a, b in zip(starts, starts[1:] + [len(raw) + 1])]
+
+    def rows_of(a: int, b: int) -> List[List[str]]:
+        out: List[List[str]] = []
+        for raw in lines[a:b]:
+            if not raw.strip() or set(raw.strip()) <= set("- "):
+                continue
+            row = cells(raw.rstrip())
+            if out and not row[0]:
+                out[-1] = [(x + " " + y).strip() for x, y in zip(out[-1], row)]
+            else:
+                out.append(row)
+        return out
+    if len(borders) >= 3:
+        head = rows_of(borders[0] + 1, borders[1])
+        header = [" ".join(col).strip() for col in zip(*head)] if head else []
+        body = rows_of(borders[1] + 1, borders[-1])
+    else:
+        header, body = [], rows_of(borders[0] + 1, borders[1])
+    return j, _pipe_table(header, body)
+
+
+def _directive_table(name: str, options: List[str], body: List[str], styles: dict) -> List[str]:
+    """The pipe lines of a ``list-table``, ``csv-table`` or ``table`` directive."""
+    opts = {}
+    for line in options:
+        key, _, value = line.strip()[1:].partition(":")
+        opts[key.lower()] = value.strip()
+    body = _dedent_keep(body)
+    if name == "table":
+        for b in _rst(body, 0, styles):
+            if b.kind == "table":
+                return b.lines
+        return []
+    try:
+        header_rows = max(0, min(int(opts.get("header-rows", "0") or 0), 100))
+    except ValueError:
+        header_rows = 0
+    rows: List[List[str]] = []
+    if name == "csv-table":
+        import csv
+        header = next(csv.reader([opts["header"]], skipinitialspace=True)) if opts.get("header") else []
+        rows = [r for r in csv.reader([l.strip() for l in body if l.strip()], skipinitialspace=True)]
+    else:
+        for raw in body:
+            s = raw.strip()
+            if not s:
+                continue
+            lead = len(raw) - len(raw.lstrip())
+            if lead == 0 and s[0] in "*-":
+                rows.append([])
+                s = s[1:].strip()
+                if not s:
+                    continue
+                lead = 2
+            if not rows:
+                continue
+            if s[0] == "-" and (len(s) == 1 or s[1] == " ") and lead <= 2:
+                rows[-1].append(s[1:].strip())
+            elif rows[-1]:
+                rows[-1][-1] = (rows[-1][-1] + " " + s).strip()
+        header = []
+    if header_rows and rows:
+        header = [" ".join(col).strip() for col in zip(*rows[:header_rows])]
+        rows = rows[header_rows:]
+    return _pipe_table(header, rows)
 
 
 def _labelled(inner: List[Block], label: str) -> List[Block]:
