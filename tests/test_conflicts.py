@@ -41,10 +41,29 @@ class EvidenceUnits(unittest.TestCase):
             ("Limits:\n\n| Plan |\n| --- |\n| Pro |", ["Limits:", "| Pro plan |"]),
             ("Version v2.1 applies. Next.", ["Version v2.1 applies.", "Next."]),
             ("", []),
+            # a table chunk as the corpus reader writes it (markup.read_table): the same units
+            ("Plan: Free; Requests per minute: 60; Burst: 5\nPlan: Pro; Requests per minute: 1,000",
+             ["| Free plan | 60 requests per minute | 5 burst |", "| Pro plan | 1,000 requests per minute |"]),
+            ("Retention; United States: 1 year; European Union: 5 years",       # no header over column 1
+             ["| Retention | 1 year united states | 5 years european union |"]),
+            ("Version: 4.0; Change: Full rewrite; replaces v2.3\nVersion: 3.1; Change: Draft",   # a cell with "; "
+             ["| 4.0 version | Full rewrite; replaces v2.3 change |", "| 3.1 version | Draft change |"]),
+            # not a reading: prose, a list, one named cell a line, two headers for one row's width
+            ("Note: refunds take 14 days; see Annex B.", ["Note: refunds take 14 days; see Annex B."]),
+            ("- Pro plan: 30 days; Free plan: 7 days", ["- Pro plan: 30 days; Free plan: 7 days"]),
+            ("Owner: Finance\nReview: yearly", ["Owner: Finance", "Review: yearly"]),
+            ("Plan: Pro; Days: 30\nTier: Gold; Hours: 4", ["Plan: Pro; Days: 30", "Tier: Gold; Hours: 4"]),
         ]
         for text, want in cases:
             with self.subTest(text=text):
                 self.assertEqual(evidence_units(text), want)
+
+    def test_read_table_gives_the_pipe_tables_units(self):
+        # the corpus reader's reading of a pipe table and the table as written: one set of units
+        from mini_rag.text.markup import read_table
+        table = ["| Plan | Requests per minute | Burst |", "|---|---:|---|", "| Free | 60 | 5 |",
+                 "| Pro | 1,000 | 20 |", "| Enterprise | 3,000 | 100 |"]
+        self.assertEqual(evidence_units("\n".join(read_table(table))), evidence_units("\n".join(table)))
 
 
 class Polarity(unittest.TestCase):

@@ -9,6 +9,7 @@ an evidence snippet, which the decision stage turns into ``ABSTAIN`` (policy rul
 function                     what it does
 ===========================  ==========================================================
 ``evidence_units(text)``     a chunk's claims: list items, table rows and sentences
+``read_rows(text)``          a table chunk's rows as the corpus reader wrote them, or None
 ``polarity(unit)``           ``{axis: "pos"|"neg"}`` for the three polarity axes
 ``quantities(unit)``         ``[(value, unit)]``: numbers that carry a unit
 ``qualifiers(unit, ...)``    plan / tier / region / product names a unit is scoped to
@@ -125,6 +126,7 @@ __all__ = [
     "polarity",
     "quantities",
     "qualifiers",
+    "read_rows",
     "topic_terms",
 ]
 
@@ -150,7 +152,20 @@ def evidence_units(text: str) -> List[str]:
     ['Refunds take 14 days.', 'See e.g. Annex B.', '- Pro plan: 30 days']
     >>> evidence_units("| Plan | Requests per minute |\\n|---|---|\\n| Free | 60 |\\n| Pro | 300 |")
     ['| Free plan | 60 requests per minute |', '| Pro plan | 300 requests per minute |']
+
+    A table chunk as the corpus reader gives it (``Chunk.kind`` ``table``: one line per
+    row, ``Header: value; Header: value``, :func:`mini_rag.text.markup.read_table`; a
+    Markdown pipe table and a reST grid or simple table read alike) yields the same units:
+    each line a row, each value followed by its header in lower case
+    (:func:`read_rows` says when a text is such a reading).
+
+    >>> evidence_units("Plan: Free; Requests per minute: 60\\nPlan: Pro; Requests per minute: 300")
+    ['| Free plan | 60 requests per minute |', '| Pro plan | 300 requests per minute |']
     """
+    rows = read_rows(text)
+    if rows is not None:
+        return ["| " + " | ".join("%s %s" % (cell, head.lower()) if head else cell
+                                  for head, cell in row) + " |" for row in rows]
     units: List[str] = []
     lines = [line.strip() for line in text.split("\n")]
     header: Optional[List[str]] = None
@@ -187,6 +202,60 @@ def evidence_units(text: str) -> List[str]:
 
 
 _TABLE_RULE = re.compile(r"^\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?$")
+#: A column name in a read row: a few words, no list marker, no sentence end before ": ".
+_READ_HEAD = re.compile(r"(?!\d{1,3}[.)]\s)[^\s\-*+\u2022][^;]{0,59}(?<![.!?])")
+
+
+def read_rows(text: str) -> Optional[List[List[Tuple[str, str]]]]:
+    """The rows of a table as the corpus reader writes a table chunk's text
+    (:func:`mini_rag.text.markup.read_table`: one line per row, its non-empty cells
+    ``Header: value`` joined by ``"; "``, a cell under an empty header alone), as
+    ``[(header, value)]`` per row (header ``""`` for a cell alone), or None when ``text``
+    is no such reading.
+
+    The text is a reading when every non-blank line is a row: each of its parts
+    ``Header: value`` (:data:`_READ_HEAD`: up to 60 characters, not starting with a list
+    marker, not ending a sentence); only the first part of a row may stand alone (a
+    table whose first column has no header), a later one is the cell before it
+    continued (a cell holding ``"; "``); at least one row has two named cells; and the
+    rows name no more columns between them than the fullest row holds (one header above
+    them all).  Prose ("Note: refunds take 14 days; see Annex B.") and
+    lists ("- Pro plan: 30 days") are not readings.
+
+    >>> read_rows("Plan: Pro; Requests per minute: 300\\nPlan: Free")
+    [[('Plan', 'Pro'), ('Requests per minute', '300')], [('Plan', 'Free')]]
+    >>> read_rows("Retention; United States: 5 years; European Union: 10 years")
+    [[('', 'Retention'), ('United States', '5 years'), ('European Union', '10 years')]]
+    >>> read_rows("Note: refunds take 14 days; see Annex B."), read_rows("- Pro plan: 30 days; Free plan: 7 days")
+    (None, None)
+    """
+    rows: List[List[Tuple[str, str]]] = []
+    heads: Set[str] = set()
+    widest = 0
+    for line in text.split("\n"):
+        line = line.strip()
+        if not line:
+            continue
+        row: List[Tuple[str, str]] = []
+        for n, part in enumerate(line.split("; ")):
+            head, sep, value = part.partition(": ")
+            if sep and value.strip() and _READ_HEAD.fullmatch(head):
+                row.append((head, value.strip()))
+            elif n == 0 and part.strip() and not sep:
+                row.append(("", part.strip()))
+            elif row and row[-1][0] and part.strip():
+                row[-1] = (row[-1][0], row[-1][1] + "; " + part.strip())   # a cell holding "; "
+            else:
+                return None
+        named = [h for h, _ in row if h]
+        if not named:
+            return None
+        heads.update(named)
+        widest = max(widest, len(named))
+        rows.append(row)
+    if not rows or widest < 2 or len(heads) > widest:
+        return None
+    return rows
 
 
 def _cells(row: str) -> List[str]:
