@@ -419,6 +419,40 @@ class SectionByVariant(unittest.TestCase):
                                     self.FILING_CTX).ambiguous)
 
 
+class ReadTables(unittest.TestCase):
+    """A table chunk's text as the corpus reader gives it (one row a line, ``Header: value;
+    ...``: text/markup.read_table) names the same variants as the table written as pipe
+    lines: the two classes above run again with their tables read."""
+    MARKET = ("Market: United States; Retention: 1 year after expiry\n"
+              "Market: European Union; Retention: 5 years after certification")
+    FILING = ("Change class: Minor; United States (FDA): Annual report; European Union (EMA): Type IA variation\n"
+              "Change class: Critical; United States (FDA): Prior approval supplement; "
+              "European Union (EMA): Type II variation")
+
+    def test_the_readings_are_the_readers(self):
+        from mini_rag.text.markup import read_table
+        for fixture, text in ((StatedDependence.MARKET[1], self.MARKET), (SectionByVariant.FILING[1], self.FILING)):
+            lines = fixture.quote.split("\n")
+            with self.subTest(text=text):
+                rule = "|" + "---|" * (lines[0].count("|") - 1)
+                self.assertEqual("\n".join(read_table(lines[:1] + [rule] + lines[1:])), text)
+
+    def test_variant_names_and_columns(self):
+        dims = (DEFAULTS["clarify"]["dimension_values"], DEFAULTS["clarify"]["dimension_nouns"])
+        self.assertEqual(guards._variant_names(self.MARKET, ""), ["United States", "European Union"])
+        self.assertEqual(guards._variant_names(self.FILING, ""), ["Minor", "Critical"])
+        self.assertEqual(guards._column_variants(self.FILING, dims), ["United States (FDA)", "European Union (EMA)"])
+        self.assertEqual(guards._column_variants(self.MARKET, dims), [])      # "Retention" names no market
+
+
+class StatedDependenceReadTable(StatedDependence):
+    MARKET = [StatedDependence.MARKET[0], fact("sop", 18, ReadTables.MARKET)]
+
+
+class SectionByVariantReadTable(SectionByVariant):
+    FILING = [SectionByVariant.FILING[0], fact("cc", 21, ReadTables.FILING)]
+
+
 class LowConfidence(unittest.TestCase):
     def test_table(self):
         cases = [

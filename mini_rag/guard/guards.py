@@ -457,11 +457,17 @@ _WHETHER = re.compile(r"\bwhether\s+(?P<a>[^,;.]*?)\s+or\s+(?P<b>[\w-]+)", re.IG
 
 def _variant_names(text: str, unit: str) -> List[str]:
     """The variants a stated dependence chooses between: the first cells of the data rows
-    of the tables in ``text`` (the chunk; the caller adds the tables of its section), and
+    of the tables in ``text`` (the chunk, pipe lines or a table chunk's rows as the corpus
+    reader wrote them, ``conflicts.read_rows``; the caller adds the tables of its section), and
     the two sides of "whether A or B" in the stating ``unit`` (the last word of A, the
     word B; "or not" names no second variant)."""
     names: List[str] = []
     block: List[str] = []
+    rows = _conf.read_rows(text)                     # a table chunk as the corpus reader wrote it
+    if rows is not None:
+        first = max(rows, key=len)[0][0]             # the first column's header (the fullest row's)
+        names.extend(row[0][1] for row in rows if row[0][0] == first)
+        text = ""
     for line in text.split("\n") + [""]:
         line = line.strip()
         if line.startswith("|"):
@@ -487,8 +493,13 @@ def _by_dimension(nouns: Sequence[str]) -> "re.Pattern[str]":
 def _column_variants(text: str, dimensions: Tuple[Sequence[str], Sequence[str]]) -> List[str]:
     """The variants a table lays out as columns: the header cells after the first that
     name a plan, region, market, ... ("| Change class | United States (FDA) | European
-    Union (EMA) |"); a header of attributes ("| Tier | RPO | RTO |") names none."""
+    Union (EMA) |", or a table chunk's rows as read: "Change class: Minor; United States
+    (FDA): Annual report; ..."); a header of attributes ("| Tier | RPO | RTO |") names none."""
     names: List[str] = []
+    rows = _conf.read_rows(text)                     # a table chunk as the corpus reader wrote it
+    if rows is not None:
+        heads = [head for head, _ in max(rows, key=len)[1:]]
+        return [h for n, h in enumerate(heads) if _conf.qualifiers(h, *dimensions) and h not in heads[:n]]
     lines = [line.strip() for line in text.split("\n")]
     for i, line in enumerate(lines):
         if not line.startswith("|") or (i and lines[i - 1].startswith("|")):
