@@ -2697,7 +2697,9 @@ def refusal_layout(text, token: str = REFUSAL, extra=()) -> Tuple[str, List[str]
         return "none", [], [], 0
     if (not any(rx.search(t) for rx in groups) and not (disclaim and _DISCLAIMER_RX.search(t))
             and not any(rx.search(t) for _, rx in extra)):
-        return "none", [], [], 0
+        first = _SENTENCE_RX.split(t, 1)[0]        # a cue that is a whole sentence: "Unknown. ..."
+        if first == t or not any(rx.search(first) for rx in groups):
+            return "none", [], [], 0
     sents = sentences(t)
     kinds = []
     pat = 0
@@ -2719,7 +2721,91 @@ def refusal_layout(text, token: str = REFUSAL, extra=()) -> Tuple[str, List[str]
     return ("mixed" if "C" in kinds else "declines"), sents, kinds, pat
 
 
-def read_refusal(text, token: str = REFUSAL, extra=()) -> Tuple[str, str, int]:
+# The bottom line of a mixed English response (declines and content) is weighed by a logistic
+# model over refusal_features: where the declines sit, whether the content opens with a
+# contrast, carries a number or a name, hedges, points elsewhere, and the words of the
+# declining and the content sentences.  Fitted on the fit halves of the labelled sets (and the
+# written English rows) by ``make fit-refusal`` (bench/fit_refusal.py writes
+# bench/refusal_fit.json; ``--check`` refits and verifies the numbers below byte for byte).
+# A response that is not English (few English function words) keeps the rules above: the
+# model has no features for it.  Figures: docs/refusals.md.
+# Fitted by `make fit-refusal` (bench/fit_refusal.py; copied from bench/refusal_fit.json).
+REFUSAL_MODEL = {"bias": 1.560665, "english": 0.1, "threshold": 0.39,
+                 "weights": {
+                             "content_commits": -0.132336, "content_concludes": -0.324577,
+                             "content_digit": -0.738688, "content_generic": 0.22661,
+                             "content_name": 0.466553, "content_share": -0.673231,
+                             "content_sources": -0.363839, "content_words": -0.459544, "contrast": -1.855288,
+                             "decline_hedge": -0.230712, "decline_precision": -0.115991,
+                             "first_decline": 0.692287, "first_disclaimer": -0.692287,
+                             "last_decline": 1.371627, "last_firm": 0.269482,
+                             "last_firm_conclusion": 0.097468, "pointer": -0.007828}}
+_EN_FUNCTION = frozenset("the of and to that it this not be for with are were from have has does there what "
+                         "which by or its their would could should about".split())     # none a word of de fr es pt it nl
+_COMMIT_RX = re.compile(r"\b(?:likely|probably|possibly|appears?|seems?|suggests?|suggesting|indicates?|implies|"
+                        r"approximately|roughly|estimated|around|about|may be|might be|could be|would be)\b", re.I)
+_FEATURE_WORD_RX = re.compile(r"[a-z][a-z'’]+")
+
+
+def english_share(words: List[str]) -> float:
+    """Share of ``words`` (lower-cased) that are common English function words."""
+    return sum(1 for w in words if w in _EN_FUNCTION) / len(words) if words else 0.0
+
+
+def refusal_features(sents: List[str], kinds: List[str]) -> Dict[str, float]:
+    """Features of a mixed response (sentences and their kinds, as refusal_layout gives them)
+    for REFUSAL_MODEL: structural ones by name, and "d:WORD" / "c:WORD" for the words of the
+    declining (and disclaimer) sentences and of the content sentences."""
+    core = [(s, k) for s, k in zip(sents, kinds) if k != "M"]
+    dec = [s for s, k in core if k in "DK"]
+    con = [s for s, k in core if k == "C"]
+    f = {}
+    if core:
+        first, last = core[0], core[-1]
+        f["first_decline"] = 1.0 if first[1] == "D" else 0.0
+        f["first_disclaimer"] = 1.0 if first[1] == "K" else 0.0
+        f["last_decline"] = 1.0 if last[1] in "DK" else 0.0
+        firm = last[1] == "D" and not _HEDGE_RX.search(last[0]) and not _PRECISION_RX.search(last[0])
+        f["last_firm"] = 1.0 if firm else 0.0
+        f["last_firm_conclusion"] = 1.0 if firm and _CONCLUSION_RX.match(last[0]) else 0.0
+        i = next((n for n, (_, k) in enumerate(core) if k == "C"), None)
+        f["contrast"] = 1.0 if i is not None and i > 0 and _CONTRAST_RX.match(core[i][0]) else 0.0
+        f["content_share"] = len(con) / len(core)
+    f["content_digit"] = 1.0 if any(_DIGIT_RX.search(s) for s in con) else 0.0
+    f["content_name"] = 1.0 if any(_PROPER_RX.search(s) for s in con) else 0.0
+    f["content_generic"] = 1.0 if any(_GENERIC_RX.search(s) for s in con) else 0.0
+    f["decline_hedge"] = 1.0 if dec and all(_HEDGE_RX.search(s) for s in dec) else 0.0
+    f["decline_precision"] = 1.0 if any(_PRECISION_RX.search(s) for s in dec) else 0.0
+    f["pointer"] = 1.0 if "M" in kinds else 0.0
+    f["content_commits"] = 1.0 if any(_COMMIT_RX.search(s) for s in con) else 0.0
+    f["content_concludes"] = 1.0 if any(_CONCLUSION_RX.match(s) for s in con) else 0.0
+    f["content_sources"] = 1.0 if any(_PASSAGE_RX.search(s) for s in con) else 0.0
+    cw = _FEATURE_WORD_RX.findall(" ".join(con).lower())
+    f["content_words"] = min(len(cw), 100) / 100.0
+    for w in set(_FEATURE_WORD_RX.findall(" ".join(dec).lower())):
+        f["d:" + w] = 1.0
+    for w in set(cw):
+        f["c:" + w] = 1.0
+    return f
+
+
+def weighed_layout(case: str, sents: List[str], kinds: List[str], english: float) -> bool:
+    """Whether REFUSAL_MODEL decides a response of this layout: mixed, opening with a decline or a
+    disclaimer, English."""
+    if case != "mixed" or next(k for k in kinds if k != "M") == "C":
+        return False
+    return english_share(_FEATURE_WORD_RX.findall(" ".join(sents).lower())) >= english
+
+
+def refusal_score(feats: Dict[str, float], model: Optional[dict] = None) -> float:
+    """REFUSAL_MODEL's probability that a response with ``feats`` is a refusal."""
+    model = model or REFUSAL_MODEL
+    w = model["weights"]
+    z = model["bias"] + math.fsum(w[k] * v for k, v in feats.items() if k in w)
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+
+
+def read_refusal(text, token: str = REFUSAL, extra=(), model: Optional[dict] = None) -> Tuple[str, str, int]:
     """(kind, reason, pattern) for one response: kind is answer / refusal / partial_refusal;
     reason a short text for the items file ("" for an answer without a caveat); pattern
     as in ``refusal_layout``.  The bottom line of a response holding both declines and
@@ -2744,6 +2830,12 @@ def read_refusal(text, token: str = REFUSAL, extra=()) -> Tuple[str, str, int]:
         return KIND_REFUSAL, "declines, answers nothing: " + quote, pat
     core = [(s, k) for s, k in zip(sents, kinds) if k != "M"]
     firm = [k == "D" and not _HEDGE_RX.search(s) and not _PRECISION_RX.search(s) for s, k in core]
+    model = model or REFUSAL_MODEL
+    if model["weights"] and weighed_layout(case, sents, kinds, model["english"]):
+        p = refusal_score(refusal_features(sents, kinds), model)
+        if p >= model["threshold"]:
+            return KIND_REFUSAL, "its bottom line declines (%.2f): %s" % (p, quote), pat
+        return KIND_ANSWER, "declines, then answers: " + quote, 0
     if core[0][1] == "C":
         last = core[-1][0]
         if firm[-1] and _CONCLUSION_RX.match(last):
