@@ -214,6 +214,78 @@ class ScorerUses(TempDir):
         self.assertIn('g.toml:2: [scorer] refusal_reader must be one of "builtin", "exact", got "fuzzy"', err)
 
 
+class FittedBottomLine(unittest.TestCase):
+    """REFUSAL_MODEL decides only English responses that open with a decline or a disclaimer and
+    go on with content; everything else keeps the rules."""
+
+    # (text, weighed by the model, kind): kinds decided by reading, as CASES
+    WEIGHED = [
+        ("The passages do not say who won the 2019 race. They describe the course and the history of the "
+         "event.", True, R),
+        ("It is unclear whether the museum is open on Mondays. The passages describe its collection of "
+         "paintings.", True, R),
+        ("The passages do not mention the price. You can check the official website for details.", False, R),
+        ("I cannot confirm the exact date, but it was in 1998.", True, A),
+        ("The warranty lasts two years. The documents do not say whether it covers batteries.", False, P),
+        ("Paris is the capital of France.", False, A),
+        ("Je ne peux pas confirmer la date exacte, mais c'était en 1998.", False, A),
+        ("Ich kann das genaue Datum nicht bestätigen, aber es war 1998.", False, A),
+        ("No puedo confirmar la fecha exacta, pero fue en 1998.", False, A),
+    ]
+
+    def test_cases(self):
+        for text, weighed, kind in self.WEIGHED:
+            with self.subTest(text=text):
+                case, sents, kinds, _ = score_eval.refusal_layout(text)
+                got = score_eval.weighed_layout(case, sents, kinds, score_eval.REFUSAL_MODEL["english"])
+                self.assertEqual(got, weighed)
+                self.assertEqual(score_eval.read_refusal(text)[0], kind)
+
+    def test_features_by_hand(self):
+        text = "I cannot say for sure. However, the fee is 25 EUR."
+        case, sents, kinds, _ = score_eval.refusal_layout(text)
+        self.assertEqual((case, kinds), ("mixed", ["D", "C"]))
+        f = score_eval.refusal_features(sents, kinds)
+        want = {"first_decline": 1.0, "first_disclaimer": 0.0, "last_decline": 0.0, "last_firm": 0.0,
+                "contrast": 1.0, "content_share": 0.5, "content_digit": 1.0, "content_name": 0.0,
+                "decline_precision": 1.0, "pointer": 0.0, "content_words": 0.05}      # however the fee is eur
+        for k, v in want.items():
+            self.assertAlmostEqual(f[k], v, msg=k)
+        # the score is the logistic of bias + weights . features (0 words of the vocabulary here)
+        m = {"bias": -1.0, "english": 0.1, "threshold": 0.5, "weights": {"contrast": 2.0, "c:fee": 1.0}}
+        import math
+        self.assertAlmostEqual(score_eval.refusal_score(f, m), 1 / (1 + math.exp(-(-1.0 + 2.0 + 1.0))))
+
+    def test_english_share(self):
+        for words, share in ((["the", "fee", "is", "low"], 0.25), (["die", "gebühr", "ist", "niedrig"], 0.0),
+                             ([], 0.0), (["de", "kosten", "van", "het", "is", "in", "een"], 0.0)):
+            self.assertEqual(score_eval.english_share(words), share)
+
+    def test_never_weighs_the_other_languages_of_the_written_set(self):
+        import refusal_data as rd
+        english = score_eval.REFUSAL_MODEL["english"]
+        for r in rd.written():
+            if r["lang"] != "en":
+                case, sents, kinds, _ = score_eval.refusal_layout(r["text"])
+                with self.subTest(text=r["text"]):
+                    self.assertFalse(score_eval.weighed_layout(case, sents, kinds, english))
+
+    @unittest.skipUnless(os.environ.get("REFEREE_FULL_TESTS") == "1", "slow (~20 s): set REFEREE_FULL_TESTS=1")
+    def test_fit_reproduces_the_embedded_model(self):
+        import contextlib
+        import io
+        import fit_refusal
+        import refusal_data as rd
+        if not (rd.available("refchecker") and rd.available("evouna")):
+            self.skipTest("../shared/data is absent")
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(fit_refusal.main(["--check"]), 0)
+
+    def test_embedded_model_is_the_committed_fit(self):
+        fit = json.loads((ROOT / "bench" / "refusal_fit.json").read_text(encoding="utf-8"))
+        self.assertEqual(json.dumps(fit["model"], sort_keys=True), json.dumps(score_eval.REFUSAL_MODEL, sort_keys=True))
+
+
 class DocFigures(unittest.TestCase):
     """docs/refusals.md's tables are what the committed labels give today."""
 
