@@ -87,9 +87,10 @@ fit-grounding:
 	@$(PYTHON) bench/fit_grounding.py
 
 # Refit score_eval.py's REFUSAL_MODEL on the fit halves of the labelled refusal sets (bench/labels/)
-# and the written English rows; writes bench/refusal_fit.json (byte-identical output; --check verifies).
+# and the written English rows; writes bench/refusal_fit.json and the REFUSAL_MODEL block of score_eval.py
+# (byte-identical output; bench/fit_refusal.py --check verifies both).
 fit-refusal:
-	@$(PYTHON) bench/fit_refusal.py
+	@$(PYTHON) bench/fit_refusal.py --embed
 
 # Grounding against people's labels: FaithBench held-out and fit halves next to the 8 released
 # detectors, the strict rule and flag-all; the meta filter on refchecker; rewrites docs/grounding.md's figures.

@@ -2110,6 +2110,44 @@ def _text_lines(path: str, errors: _Errors):
 #   4. sentences and meta-language (sentences that only talk about the answer or the sources).
 
 
+# ---- sentences (readings 2 and 4)
+# One splitter for every reading that goes sentence by sentence: the refusal reading (reading 2,
+# ``sentences``: also every line, bullets stripped, contrast clauses apart) and grounding
+# (reading 4, ``answer_sentences``).
+_ABBREV = frozenset("mr mrs ms dr prof st jr sr inc ltd co corp vs etc e.g i.e no nos fig approx u.s "
+                    "u.k jan feb mar apr jun jul aug sep sept oct nov dec gen gov sen rep rev mt ft".split())
+_SPLIT_RX = re.compile(r"[.!?]{1,8}[\"\u201d\u2019')\]]{0,4}\s+|:[ \t\n]{1,8}(?=[A-Z])|\n[ \t]{0,8}\n|"
+                       r"\n(?=[ \t]{0,8}(?:[-*\u2022]|\d{1,2}[.)])\s)")
+_NUMBER_ABBREV = frozenset(("no", "nos"))     # abbreviations only before a number
+
+
+def split_sentences(text: str) -> List[Tuple[int, int]]:
+    """(start, end) offsets of the sentences of ``text``: a break after . ! ? followed by
+    white space (not after a known abbreviation, an initial or a number's decimal point),
+    at a blank line, and before a list item on its own line."""
+    out = []
+    start = 0
+    n = len(text)
+    for m in _SPLIT_RX.finditer(text):
+        end = m.start()
+        word = text[max(start, end - 12):end + 1].split()
+        last = word[-1].lower().rstrip(".") if word else ""
+        if text[end:end + 1] == "." and (last in _ABBREV or (len(last) == 1 and last.isalpha())):
+            if last not in _NUMBER_ABBREV or text[m.end():m.end() + 1].isdigit():
+                continue                               # "No. 5" is a number; "No. Digital ..." an answer
+        if text[end:end + 1] in ".)" and last.isdigit() and len(last) <= 2 and text[start:end].strip() == last:
+            continue                                   # "2. Corrective action ...": a list number
+
+        if m.end() < n and text[m.end()].islower() and text[end:end + 1] == ".":
+            continue
+        if text[start:m.end()].strip():
+            out.append((start, m.end()))
+        start = m.end()
+    if text[start:].strip():
+        out.append((start, n))
+    return out
+
+
 # ---- reading 1: citations in the text
 #
 # An LLM names its sources in its prose: inline markers ("[1]", "[1, 3]", "[doc#p3]",
@@ -2394,7 +2432,10 @@ def _source_items(body: str, res: _Resolver):
 #   4. both: the bottom line decides (read_refusal): content first is an answer unless a
 #      firm decline concludes it; a decline first is a refusal unless a contrast ("but",
 #      "however") brings content after it; an answer with a firm decline after its content
-#      is a partial refusal.
+#      is a partial refusal;
+#   5. an English response that opens with a decline or a disclaimer and goes on with content
+#      is decided by REFUSAL_MODEL instead (fitted on labelled LLM output; below).
+# Sentences are cut by split_sentences (one splitter with reading 4), then by line.
 # Texts longer than REFUSAL_WINDOW characters are read as their first and last halves of
 # it: a response asserts its bottom line at its start or its end.
 
@@ -2600,10 +2641,6 @@ _DIGIT_RX = re.compile(r"\d")
 _PROPER_RX = re.compile(r"(?<=[a-z,;:)] )[A-Z][a-z]+")
 _TOKEN_TRIM_RX = re.compile(r"^[\s*_`~>#\"'\u2018\u2019\u201c\u201d\u00ab\u00bb()\[\]-]+|[\s*_`~\"'\u2018\u2019\u201c\u201d\u00ab\u00bb()\[\].!?,;:-]+$")
 _TOKEN_LABEL_RX = re.compile(r"^(?:final answer|answer|response|output|result|reply|claim|antwort|réponse|respuesta|resposta|risposta|antwoord)\s*[:\-\u2013\u2014]\s*", re.I)
-# A sentence ends at . ! ? (then closing quotes or brackets, then space) or a line break, but
-# not after an initial ("D. J. Smith", "U.S.") or a title or "e.g.".
-_SENTENCE_RX = re.compile(r"(?<=[.!?\u3002])(?<!\b[A-Z]\.)(?<!\b(?:Mr|Dr|Ms|St|vs|Nr)\.)(?<!\bMrs\.)(?<!\be\.g\.)"
-                          r"(?<!\bi\.e\.)[\"'\u201d\u2019)\]]*\s+|\n+")
 _CLAUSE_RX = re.compile(r"[,;]\s+(?=(?:but|however|though|although|yet|aber|jedoch|mais|cependant|pero|sin embargo|mas|porém|ma|però|tuttavia|maar)\b)", re.I)
 _WORDS_RX = re.compile(r"[^\W\d_]{2,}")
 _BULLET_RX = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
@@ -2666,12 +2703,14 @@ def token_form(text: str) -> str:
 
 
 def sentences(text: str) -> List[str]:
-    """Sentences and lines of ``text``; a contrast clause (", but ...") is a unit of its own."""
+    """Sentences (``split_sentences``) and lines of ``text``; a contrast clause (", but ...") is a
+    unit of its own; list bullets and Markdown emphasis are taken off."""
     out = []
-    for part in _SENTENCE_RX.split(text):
-        part = _BULLET_RX.sub("", part).strip(" \t*_#>")
-        if _WORDS_RX.search(part):
-            out.extend(c for c in _CLAUSE_RX.split(part) if c)
+    for start, end in split_sentences(text):
+        for part in text[start:end].split("\n"):
+            part = _BULLET_RX.sub("", part).strip(" \t*_#>")
+            if _WORDS_RX.search(part):
+                out.extend(c for c in _CLAUSE_RX.split(part) if c)
     return out
 
 
@@ -2697,7 +2736,8 @@ def refusal_layout(text, token: str = REFUSAL, extra=()) -> Tuple[str, List[str]
         return "none", [], [], 0
     if (not any(rx.search(t) for rx in groups) and not (disclaim and _DISCLAIMER_RX.search(t))
             and not any(rx.search(t) for _, rx in extra)):
-        first = _SENTENCE_RX.split(t, 1)[0]        # a cue that is a whole sentence: "Unknown. ..."
+        cut = split_sentences(t[:300])
+        first = t[cut[0][0]:cut[0][1]].strip() if len(cut) > 1 else t   # a cue that is a whole sentence: "Unknown. ..."
         if first == t or not any(rx.search(first) for rx in groups):
             return "none", [], [], 0
     sents = sentences(t)
@@ -2730,16 +2770,16 @@ def refusal_layout(text, token: str = REFUSAL, extra=()) -> Tuple[str, List[str]
 # A response that is not English (few English function words) keeps the rules above: the
 # model has no features for it.  Figures: docs/refusals.md.
 # Fitted by `make fit-refusal` (bench/fit_refusal.py; copied from bench/refusal_fit.json).
-REFUSAL_MODEL = {"bias": 1.560665, "english": 0.1, "threshold": 0.39,
+REFUSAL_MODEL = {"bias": 1.467212, "english": 0.1, "threshold": 0.42,
                  "weights": {
-                             "content_commits": -0.132336, "content_concludes": -0.324577,
-                             "content_digit": -0.738688, "content_generic": 0.22661,
-                             "content_name": 0.466553, "content_share": -0.673231,
-                             "content_sources": -0.363839, "content_words": -0.459544, "contrast": -1.855288,
-                             "decline_hedge": -0.230712, "decline_precision": -0.115991,
-                             "first_decline": 0.692287, "first_disclaimer": -0.692287,
-                             "last_decline": 1.371627, "last_firm": 0.269482,
-                             "last_firm_conclusion": 0.097468, "pointer": -0.007828}}
+                             "content_commits": -0.180891, "content_concludes": -0.324767,
+                             "content_digit": -0.768654, "content_generic": 0.243396,
+                             "content_name": 0.659084, "content_share": -0.656985,
+                             "content_sources": -0.364365, "content_words": -0.519401, "contrast": -1.861348,
+                             "decline_hedge": -0.216656, "decline_precision": -0.141984,
+                             "first_decline": 0.747063, "first_disclaimer": -0.747063,
+                             "last_decline": 1.350169, "last_firm": 0.254163,
+                             "last_firm_conclusion": 0.090279, "pointer": 0.060465}}
 _EN_FUNCTION = frozenset("the of and to that it this not be for with are were from have has does there what "
                          "which by or its their would could should about".split())     # none a word of de fr es pt it nl
 _COMMIT_RX = re.compile(r"\b(?:likely|probably|possibly|appears?|seems?|suggests?|suggesting|indicates?|implies|"
@@ -3192,46 +3232,12 @@ _META_SENT_RX = re.compile(
 _G_CLAUSE_RX = re.compile(r",? ?\b(?:but|however|although|though|yet|whereas)\b,? ?|; ?", re.IGNORECASE)
 _ENUM_RX = re.compile(r"^\(?\d{1,2}[.)] ")          # a list number that opens a sentence
 _LISTNUM_RX = re.compile(r"(?m)^[ \t]{0,8}(?:[-*\u2022]|\(?\d{1,2}[.)]|\(?[a-z][.)])[ \t]{1,8}")
-_ABBREV = frozenset("mr mrs ms dr prof st jr sr inc ltd co corp vs etc e.g i.e no nos fig approx u.s "
-                    "u.k jan feb mar apr jun jul aug sep sept oct nov dec gen gov sen rep rev mt ft".split())
-_SPLIT_RX = re.compile(r"[.!?]{1,8}[\"\u201d\u2019')\]]{0,4}\s+|:[ \t\n]{1,8}(?=[A-Z])|\n[ \t]{0,8}\n|"
-                       r"\n(?=[ \t]{0,8}(?:[-*\u2022]|\d{1,2}[.)])\s)")
 
 
 def claim_without_markers(text: str) -> str:
     """The claim without citation markers and a sources list, for grounding: reading 1's
     reader (the scorer hands ``ground`` a claim it has already read; this is for direct calls)."""
     return read_citations(text, ()).claim
-
-
-_NUMBER_ABBREV = frozenset(("no", "nos"))     # abbreviations only before a number
-
-
-def split_sentences(text: str) -> List[Tuple[int, int]]:
-    """(start, end) offsets of the sentences of ``text``: a break after . ! ? followed by
-    white space (not after a known abbreviation, an initial or a number's decimal point),
-    at a blank line, and before a list item on its own line."""
-    out = []
-    start = 0
-    n = len(text)
-    for m in _SPLIT_RX.finditer(text):
-        end = m.start()
-        word = text[max(start, end - 12):end + 1].split()
-        last = word[-1].lower().rstrip(".") if word else ""
-        if text[end:end + 1] == "." and (last in _ABBREV or (len(last) == 1 and last.isalpha())):
-            if last not in _NUMBER_ABBREV or text[m.end():m.end() + 1].isdigit():
-                continue                               # "No. 5" is a number; "No. Digital ..." an answer
-        if text[end:end + 1] in ".)" and last.isdigit() and len(last) <= 2 and text[start:end].strip() == last:
-            continue                                   # "2. Corrective action ...": a list number
-
-        if m.end() < n and text[m.end()].islower() and text[end:end + 1] == ".":
-            continue
-        if text[start:m.end()].strip():
-            out.append((start, m.end()))
-        start = m.end()
-    if text[start:].strip():
-        out.append((start, n))
-    return out
 
 
 _NUM_WORDS = {w: i for i, w in enumerate(

@@ -231,11 +231,39 @@ def model_text(model: dict) -> str:
     return json.dumps(model, sort_keys=True)
 
 
+def code_block(model: dict) -> str:
+    """REFUSAL_MODEL as score_eval.py holds it (a Python literal that reads as the same JSON)."""
+    lines, cur = [], " " * 29
+    for k, v in sorted(model["weights"].items()):
+        item = "%s: %s, " % (json.dumps(k), json.dumps(v))
+        if len(cur) + len(item) > 111:
+            lines.append(cur.rstrip())
+            cur = " " * 29
+        cur += item
+    lines.append(cur.rstrip().rstrip(","))
+    return ('REFUSAL_MODEL = {"bias": %s, "english": %s, "threshold": %s,\n                 "weights": {\n%s}}\n'
+            % (json.dumps(model["bias"]), json.dumps(model["english"]), json.dumps(model["threshold"]), "\n".join(lines)))
+
+
+def embed(model: dict) -> None:
+    """Rewrite score_eval.py's REFUSAL_MODEL block with ``model``."""
+    path = os.path.join(ROOT, "score_eval.py")
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    start = text.index("REFUSAL_MODEL = {")
+    end = text.index("}}\n", start) + 3
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text[:start] + code_block(model) + text[end:])
+    os.replace(tmp, path)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=OUT)
     ap.add_argument("--check", action="store_true", help="refit; exit 1 unless --out and REFUSAL_MODEL match")
     ap.add_argument("--verbose", action="store_true", help="print each grid point's cross-validated errors")
+    ap.add_argument("--embed", action="store_true", help="also rewrite score_eval.py's REFUSAL_MODEL with the fit")
     args = ap.parse_args(argv)
     if not (rd.available("refchecker") and rd.available("evouna")):
         print("fit_refusal: %s not found: skipped" % rd.DATA, file=sys.stderr)
@@ -254,8 +282,11 @@ def main(argv=None) -> int:
         fh.write(text)
     os.replace(tmp, args.out)
     print("fit_refusal: wrote %s" % args.out)
-    if not same_code:
-        print("fit_refusal: copy the model into score_eval.py's REFUSAL_MODEL:\nREFUSAL_MODEL = %s" % model_text(model),
+    if args.embed and not same_code:
+        embed(model)
+        print("fit_refusal: rewrote score_eval.py's REFUSAL_MODEL")
+    elif not same_code:
+        print("fit_refusal: score_eval.py's REFUSAL_MODEL differs: run with --embed (make fit-refusal does)",
               file=sys.stderr)
     return 0
 

@@ -214,6 +214,34 @@ class ScorerUses(TempDir):
         self.assertIn('g.toml:2: [scorer] refusal_reader must be one of "builtin", "exact", got "fuzzy"', err)
 
 
+class OneSplitter(unittest.TestCase):
+    """Readings 2 and 4 cut sentences with one splitter (split_sentences); the refusal reading's
+    ``sentences`` also cuts every line, strips bullets and emphasis and sets contrast clauses apart."""
+
+    CASES = [   # (text, sentences of reading 2), cut by hand
+        ("Dr. Smith joined in 2019. She left.", ["Dr. Smith joined in 2019.", "She left."]),
+        ("D. J. Smith wrote it, e.g. in the U.S. report.", ["D. J. Smith wrote it, e.g. in the U.S. report."]),
+        ("It costs 2.5 EUR. No. 5 is free.", ["It costs 2.5 EUR.", "No. 5 is free."]),
+        ("I cannot say.\nThe fee is low.", ["I cannot say.", "The fee is low."]),
+        ("Options:\n- **Check** the site\n- call us", ["Options:", "Check** the site", "call us"]),   # ends only
+        ("It is unclear, but the fee is 25 EUR!", ["It is unclear", "but the fee is 25 EUR!"]),
+        ("Note: The passages do not say.", ["Note:", "The passages do not say."]),
+        ("\u201cUnknown.\u201d Skype does not say.", ["\u201cUnknown.\u201d", "Skype does not say."]),
+    ]
+
+    def test_cases(self):
+        for text, want in self.CASES:
+            with self.subTest(text=text):
+                self.assertEqual(score_eval.sentences(text), want)
+
+    def test_same_cuts_as_grounding(self):
+        # one line per sentence: reading 2's sentences are reading 4's, stripped
+        for text, _ in self.CASES[:3] + self.CASES[6:]:
+            with self.subTest(text=text):
+                cuts = [text[a:b].strip() for a, b in score_eval.split_sentences(text)]
+                self.assertEqual(score_eval.sentences(text), cuts)
+
+
 class FittedBottomLine(unittest.TestCase):
     """REFUSAL_MODEL decides only English responses that open with a decline or a disclaimer and
     go on with content; everything else keeps the rules."""
