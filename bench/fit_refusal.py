@@ -3,7 +3,8 @@
 
 Rows: the fit halves of the labelled real LLM responses (``refusal_data.py``: refchecker by even
 ``example_id``, evouna by even question number; labels in ``bench/labels/``) and the English
-rows of the written set (``tests/data/refusal_written.jsonl``).  The dev halves are never read
+rows of the written set (``tests/data/refusal_written.jsonl``); with ``--extra`` (an experiment,
+not the committed model) also the extra EVOUNA fit-half rows ``refusal_data.labelled_extra``.  The dev halves are never read
 here.  The model weighs only what the rules leave most open (``score_eval.weighed_layout``): an English
 response (``score_eval.english_share`` >= ENGLISH) that opens with a decline or a disclaimer and
 goes on with content ("mixed" in ``refusal_layout``); the label is 1 for ``refusal``, 0 for
@@ -19,7 +20,7 @@ errors below as the rules read it).
    pair, the out-of-fold scores; the threshold is the one (0.05, 0.06, ..., 0.95) with the
    fewest errors on the WHOLE fit half (misses of refusals + answers read as refusals, every
    row not weighed by the model read by the rules; ties: fewer answers read as refusals, then
-   the higher threshold); the pair is the one with the fewest such errors (ties: in GRID
+   the higher threshold; written and extra rows count too); the pair is the one with the fewest such errors (ties: in GRID
    order).  The final weights are refitted on all training rows.
 
 Writes bench/refusal_fit.json (weights rounded to 6 decimals, the data files' sha256, the
@@ -56,13 +57,16 @@ def group_of(rid: str) -> int:
     return int(rid.split("-")[2])
 
 
-def fit_rows():
+def fit_rows(extra: bool = False):
     """(fold, label, weighed, features, rule_kind) of every fit row: weighed when the model decides it."""
     out = []
     items = []
     for name in sorted(rd.SETS):
         for rid, _, text, label in rd.labelled(name, "fit"):
             items.append((group_of(rid) % FOLDS, text, label, True))
+    if extra:
+        for rid, _, text, label in rd.labelled_extra():
+            items.append((group_of(rid) % FOLDS, text, label, "extra"))
     for n, r in enumerate(rd.written()):
         if r["lang"] == "en":
             items.append((n % FOLDS, r["text"], r["label"], False))
@@ -184,9 +188,9 @@ def sha256_of(path: str) -> str:
     return h.hexdigest()
 
 
-def fit(verbose: bool = False) -> dict:
-    rows = fit_rows()
-    real = [n for n, r in enumerate(rows) if r["real"]]
+def fit(verbose: bool = False, extra: bool = False) -> dict:
+    rows = fit_rows(extra)
+    real = [n for n, r in enumerate(rows) if r["real"] is True]        # the fit half of the figures
     tried = []
     best = None
     for l2, min_df in GRID:
@@ -212,10 +216,11 @@ def fit(verbose: bool = False) -> dict:
         "command": COMMAND,
         "data": {"files": {os.path.relpath(f, os.path.dirname(ROOT)): sha256_of(f) for f in files},
                  "labels": {name: sha256_of(os.path.join(rd.LABELS, "refusal_%s.jsonl" % name))
-                            for name in sorted(rd.SETS)},
+                            for name in sorted(rd.SETS) + (["evouna_extra"] if extra else [])},
                  "half": "fit: refchecker even example_id, evouna even question number; plus the written English rows",
                  "rows": len(rows), "weighed_rows": sum(1 for r in rows if r["weighed"]),
                  "weighed_refusals": int(sum(r["y"] for r in rows if r["weighed"]))},
+        **({"extra_rows": sum(1 for r in rows if r["real"] == "extra")} if extra else {}),
         "choice": {"l2": l2, "min_df": min_df, "grid": tried},
         "cross_validated_fit_half": {"refusals": n_ref, "missed": rmiss,
                                      "answers": len(y_real) - n_ref, "answers_as_refusals": rfp},
@@ -263,12 +268,14 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=OUT)
     ap.add_argument("--check", action="store_true", help="refit; exit 1 unless --out and REFUSAL_MODEL match")
     ap.add_argument("--verbose", action="store_true", help="print each grid point's cross-validated errors")
+    ap.add_argument("--extra", action="store_true", help="add the extra EVOUNA fit rows (refusal_evouna_extra.jsonl); "
+                    "an experiment, not the committed model (docs/refusals.md)")
     ap.add_argument("--embed", action="store_true", help="also rewrite score_eval.py's REFUSAL_MODEL with the fit")
     args = ap.parse_args(argv)
     if not (rd.available("refchecker") and rd.available("evouna")):
         print("fit_refusal: %s not found: skipped" % rd.DATA, file=sys.stderr)
         return 0
-    text = render(fit(args.verbose))
+    text = render(fit(args.verbose, args.extra))
     model = json.loads(text)["model"]
     same_code = model_text(se.REFUSAL_MODEL) == model_text(model)
     if args.check:
