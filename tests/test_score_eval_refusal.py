@@ -309,6 +309,14 @@ class FittedBottomLine(unittest.TestCase):
         with contextlib.redirect_stdout(io.StringIO()):
             self.assertEqual(fit_refusal.main(["--check"]), 0)
 
+    def test_code_block_reads_back_as_the_model(self):
+        import ast
+        import fit_refusal
+        src = (ROOT / "score_eval.py").read_text(encoding="utf-8")
+        block = fit_refusal.code_block(score_eval.REFUSAL_MODEL)
+        self.assertIn(block, src)                      # what --embed writes is what is there
+        self.assertEqual(ast.literal_eval(block.split("=", 1)[1].strip()), score_eval.REFUSAL_MODEL)
+
     def test_embedded_model_is_the_committed_fit(self):
         fit = json.loads((ROOT / "bench" / "refusal_fit.json").read_text(encoding="utf-8"))
         self.assertEqual(json.dumps(fit["model"], sort_keys=True), json.dumps(score_eval.REFUSAL_MODEL, sort_keys=True))
