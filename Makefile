@@ -4,7 +4,7 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean bench-refusal eval-seed bench-doctree bench-grounding fit-grounding bench-scorer-llm bench-badinputs bench-ratios bench-trec mutate
+.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean bench-refusal eval-seed bench-doctree bench-grounding fit-grounding fit-refusal bench-scorer-llm bench-badinputs bench-ratios bench-trec mutate
 
 eval:
 	@$(PYTHON) -m mini_rag eval
@@ -85,6 +85,12 @@ bench-doctree:
 # `python3 bench/fit_grounding.py --check` refits and verifies both byte for byte.
 fit-grounding:
 	@$(PYTHON) bench/fit_grounding.py
+
+# Refit score_eval.py's REFUSAL_MODEL on the fit halves of the labelled refusal sets (bench/labels/)
+# and the written English rows; writes bench/refusal_fit.json and the REFUSAL_MODEL block of score_eval.py
+# (byte-identical output; bench/fit_refusal.py --check verifies both).
+fit-refusal:
+	@$(PYTHON) bench/fit_refusal.py --embed
 
 # Grounding against people's labels: FaithBench held-out and fit halves next to the 8 released
 # detectors, the strict rule and flag-all; the meta filter on refchecker; rewrites docs/grounding.md's figures.

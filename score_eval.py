@@ -2110,6 +2110,44 @@ def _text_lines(path: str, errors: _Errors):
 #   4. sentences and meta-language (sentences that only talk about the answer or the sources).
 
 
+# ---- sentences (readings 2 and 4)
+# One splitter for every reading that goes sentence by sentence: the refusal reading (reading 2,
+# ``sentences``: also every line, bullets stripped, contrast clauses apart) and grounding
+# (reading 4, ``answer_sentences``).
+_ABBREV = frozenset("mr mrs ms dr prof st jr sr inc ltd co corp vs etc e.g i.e no nos fig approx u.s "
+                    "u.k jan feb mar apr jun jul aug sep sept oct nov dec gen gov sen rep rev mt ft".split())
+_SPLIT_RX = re.compile(r"[.!?]{1,8}[\"\u201d\u2019')\]]{0,4}\s+|:[ \t\n]{1,8}(?=[A-Z])|\n[ \t]{0,8}\n|"
+                       r"\n(?=[ \t]{0,8}(?:[-*\u2022]|\d{1,2}[.)])\s)")
+_NUMBER_ABBREV = frozenset(("no", "nos"))     # abbreviations only before a number
+
+
+def split_sentences(text: str) -> List[Tuple[int, int]]:
+    """(start, end) offsets of the sentences of ``text``: a break after . ! ? followed by
+    white space (not after a known abbreviation, an initial or a number's decimal point),
+    at a blank line, and before a list item on its own line."""
+    out = []
+    start = 0
+    n = len(text)
+    for m in _SPLIT_RX.finditer(text):
+        end = m.start()
+        word = text[max(start, end - 12):end + 1].split()
+        last = word[-1].lower().rstrip(".") if word else ""
+        if text[end:end + 1] == "." and (last in _ABBREV or (len(last) == 1 and last.isalpha())):
+            if last not in _NUMBER_ABBREV or text[m.end():m.end() + 1].isdigit():
+                continue                               # "No. 5" is a number; "No. Digital ..." an answer
+        if text[end:end + 1] in ".)" and last.isdigit() and len(last) <= 2 and text[start:end].strip() == last:
+            continue                                   # "2. Corrective action ...": a list number
+
+        if m.end() < n and text[m.end()].islower() and text[end:end + 1] == ".":
+            continue
+        if text[start:m.end()].strip():
+            out.append((start, m.end()))
+        start = m.end()
+    if text[start:].strip():
+        out.append((start, n))
+    return out
+
+
 # ---- reading 1: citations in the text
 #
 # An LLM names its sources in its prose: inline markers ("[1]", "[1, 3]", "[doc#p3]",
@@ -2394,7 +2432,10 @@ def _source_items(body: str, res: _Resolver):
 #   4. both: the bottom line decides (read_refusal): content first is an answer unless a
 #      firm decline concludes it; a decline first is a refusal unless a contrast ("but",
 #      "however") brings content after it; an answer with a firm decline after its content
-#      is a partial refusal.
+#      is a partial refusal;
+#   5. an English response that opens with a decline or a disclaimer and goes on with content
+#      is decided by REFUSAL_MODEL instead (fitted on labelled LLM output; below).
+# Sentences are cut by split_sentences (one splitter with reading 4), then by line.
 # Texts longer than REFUSAL_WINDOW characters are read as their first and last halves of
 # it: a response asserts its bottom line at its start or its end.
 
@@ -2600,10 +2641,6 @@ _DIGIT_RX = re.compile(r"\d")
 _PROPER_RX = re.compile(r"(?<=[a-z,;:)] )[A-Z][a-z]+")
 _TOKEN_TRIM_RX = re.compile(r"^[\s*_`~>#\"'\u2018\u2019\u201c\u201d\u00ab\u00bb()\[\]-]+|[\s*_`~\"'\u2018\u2019\u201c\u201d\u00ab\u00bb()\[\].!?,;:-]+$")
 _TOKEN_LABEL_RX = re.compile(r"^(?:final answer|answer|response|output|result|reply|claim|antwort|réponse|respuesta|resposta|risposta|antwoord)\s*[:\-\u2013\u2014]\s*", re.I)
-# A sentence ends at . ! ? (then closing quotes or brackets, then space) or a line break, but
-# not after an initial ("D. J. Smith", "U.S.") or a title or "e.g.".
-_SENTENCE_RX = re.compile(r"(?<=[.!?\u3002])(?<!\b[A-Z]\.)(?<!\b(?:Mr|Dr|Ms|St|vs|Nr)\.)(?<!\bMrs\.)(?<!\be\.g\.)"
-                          r"(?<!\bi\.e\.)[\"'\u201d\u2019)\]]*\s+|\n+")
 _CLAUSE_RX = re.compile(r"[,;]\s+(?=(?:but|however|though|although|yet|aber|jedoch|mais|cependant|pero|sin embargo|mas|porém|ma|però|tuttavia|maar)\b)", re.I)
 _WORDS_RX = re.compile(r"[^\W\d_]{2,}")
 _BULLET_RX = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
@@ -2666,12 +2703,14 @@ def token_form(text: str) -> str:
 
 
 def sentences(text: str) -> List[str]:
-    """Sentences and lines of ``text``; a contrast clause (", but ...") is a unit of its own."""
+    """Sentences (``split_sentences``) and lines of ``text``; a contrast clause (", but ...") is a
+    unit of its own; list bullets and Markdown emphasis are taken off."""
     out = []
-    for part in _SENTENCE_RX.split(text):
-        part = _BULLET_RX.sub("", part).strip(" \t*_#>")
-        if _WORDS_RX.search(part):
-            out.extend(c for c in _CLAUSE_RX.split(part) if c)
+    for start, end in split_sentences(text):
+        for part in text[start:end].split("\n"):
+            part = _BULLET_RX.sub("", part).strip(" \t*_#>")
+            if _WORDS_RX.search(part):
+                out.extend(c for c in _CLAUSE_RX.split(part) if c)
     return out
 
 
@@ -2697,7 +2736,10 @@ def refusal_layout(text, token: str = REFUSAL, extra=()) -> Tuple[str, List[str]
         return "none", [], [], 0
     if (not any(rx.search(t) for rx in groups) and not (disclaim and _DISCLAIMER_RX.search(t))
             and not any(rx.search(t) for _, rx in extra)):
-        return "none", [], [], 0
+        cut = split_sentences(t[:300])
+        first = t[cut[0][0]:cut[0][1]].strip() if len(cut) > 1 else t   # a cue that is a whole sentence: "Unknown. ..."
+        if first == t or not any(rx.search(first) for rx in groups):
+            return "none", [], [], 0
     sents = sentences(t)
     kinds = []
     pat = 0
@@ -2719,7 +2761,91 @@ def refusal_layout(text, token: str = REFUSAL, extra=()) -> Tuple[str, List[str]
     return ("mixed" if "C" in kinds else "declines"), sents, kinds, pat
 
 
-def read_refusal(text, token: str = REFUSAL, extra=()) -> Tuple[str, str, int]:
+# The bottom line of a mixed English response (declines and content) is weighed by a logistic
+# model over refusal_features: where the declines sit, whether the content opens with a
+# contrast, carries a number or a name, hedges, points elsewhere, and the words of the
+# declining and the content sentences.  Fitted on the fit halves of the labelled sets (and the
+# written English rows) by ``make fit-refusal`` (bench/fit_refusal.py writes
+# bench/refusal_fit.json; ``--check`` refits and verifies the numbers below byte for byte).
+# A response that is not English (few English function words) keeps the rules above: the
+# model has no features for it.  Figures: docs/refusals.md.
+# Fitted by `make fit-refusal` (bench/fit_refusal.py; copied from bench/refusal_fit.json).
+REFUSAL_MODEL = {"bias": 1.467212, "english": 0.1, "threshold": 0.42,
+                 "weights": {
+                             "content_commits": -0.180891, "content_concludes": -0.324767,
+                             "content_digit": -0.768654, "content_generic": 0.243396,
+                             "content_name": 0.659084, "content_share": -0.656985,
+                             "content_sources": -0.364365, "content_words": -0.519401, "contrast": -1.861348,
+                             "decline_hedge": -0.216656, "decline_precision": -0.141984,
+                             "first_decline": 0.747063, "first_disclaimer": -0.747063,
+                             "last_decline": 1.350169, "last_firm": 0.254163,
+                             "last_firm_conclusion": 0.090279, "pointer": 0.060465}}
+_EN_FUNCTION = frozenset("the of and to that it this not be for with are were from have has does there what "
+                         "which by or its their would could should about".split())     # none a word of de fr es pt it nl
+_COMMIT_RX = re.compile(r"\b(?:likely|probably|possibly|appears?|seems?|suggests?|suggesting|indicates?|implies|"
+                        r"approximately|roughly|estimated|around|about|may be|might be|could be|would be)\b", re.I)
+_FEATURE_WORD_RX = re.compile(r"[a-z][a-z'’]+")
+
+
+def english_share(words: List[str]) -> float:
+    """Share of ``words`` (lower-cased) that are common English function words."""
+    return sum(1 for w in words if w in _EN_FUNCTION) / len(words) if words else 0.0
+
+
+def refusal_features(sents: List[str], kinds: List[str]) -> Dict[str, float]:
+    """Features of a mixed response (sentences and their kinds, as refusal_layout gives them)
+    for REFUSAL_MODEL: structural ones by name, and "d:WORD" / "c:WORD" for the words of the
+    declining (and disclaimer) sentences and of the content sentences."""
+    core = [(s, k) for s, k in zip(sents, kinds) if k != "M"]
+    dec = [s for s, k in core if k in "DK"]
+    con = [s for s, k in core if k == "C"]
+    f = {}
+    if core:
+        first, last = core[0], core[-1]
+        f["first_decline"] = 1.0 if first[1] == "D" else 0.0
+        f["first_disclaimer"] = 1.0 if first[1] == "K" else 0.0
+        f["last_decline"] = 1.0 if last[1] in "DK" else 0.0
+        firm = last[1] == "D" and not _HEDGE_RX.search(last[0]) and not _PRECISION_RX.search(last[0])
+        f["last_firm"] = 1.0 if firm else 0.0
+        f["last_firm_conclusion"] = 1.0 if firm and _CONCLUSION_RX.match(last[0]) else 0.0
+        i = next((n for n, (_, k) in enumerate(core) if k == "C"), None)
+        f["contrast"] = 1.0 if i is not None and i > 0 and _CONTRAST_RX.match(core[i][0]) else 0.0
+        f["content_share"] = len(con) / len(core)
+    f["content_digit"] = 1.0 if any(_DIGIT_RX.search(s) for s in con) else 0.0
+    f["content_name"] = 1.0 if any(_PROPER_RX.search(s) for s in con) else 0.0
+    f["content_generic"] = 1.0 if any(_GENERIC_RX.search(s) for s in con) else 0.0
+    f["decline_hedge"] = 1.0 if dec and all(_HEDGE_RX.search(s) for s in dec) else 0.0
+    f["decline_precision"] = 1.0 if any(_PRECISION_RX.search(s) for s in dec) else 0.0
+    f["pointer"] = 1.0 if "M" in kinds else 0.0
+    f["content_commits"] = 1.0 if any(_COMMIT_RX.search(s) for s in con) else 0.0
+    f["content_concludes"] = 1.0 if any(_CONCLUSION_RX.match(s) for s in con) else 0.0
+    f["content_sources"] = 1.0 if any(_PASSAGE_RX.search(s) for s in con) else 0.0
+    cw = _FEATURE_WORD_RX.findall(" ".join(con).lower())
+    f["content_words"] = min(len(cw), 100) / 100.0
+    for w in set(_FEATURE_WORD_RX.findall(" ".join(dec).lower())):
+        f["d:" + w] = 1.0
+    for w in set(cw):
+        f["c:" + w] = 1.0
+    return f
+
+
+def weighed_layout(case: str, sents: List[str], kinds: List[str], english: float) -> bool:
+    """Whether REFUSAL_MODEL decides a response of this layout: mixed, opening with a decline or a
+    disclaimer, English."""
+    if case != "mixed" or next(k for k in kinds if k != "M") == "C":
+        return False
+    return english_share(_FEATURE_WORD_RX.findall(" ".join(sents).lower())) >= english
+
+
+def refusal_score(feats: Dict[str, float], model: Optional[dict] = None) -> float:
+    """REFUSAL_MODEL's probability that a response with ``feats`` is a refusal."""
+    model = model or REFUSAL_MODEL
+    w = model["weights"]
+    z = model["bias"] + math.fsum(w[k] * v for k, v in feats.items() if k in w)
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+
+
+def read_refusal(text, token: str = REFUSAL, extra=(), model: Optional[dict] = None) -> Tuple[str, str, int]:
     """(kind, reason, pattern) for one response: kind is answer / refusal / partial_refusal;
     reason a short text for the items file ("" for an answer without a caveat); pattern
     as in ``refusal_layout``.  The bottom line of a response holding both declines and
@@ -2744,6 +2870,12 @@ def read_refusal(text, token: str = REFUSAL, extra=()) -> Tuple[str, str, int]:
         return KIND_REFUSAL, "declines, answers nothing: " + quote, pat
     core = [(s, k) for s, k in zip(sents, kinds) if k != "M"]
     firm = [k == "D" and not _HEDGE_RX.search(s) and not _PRECISION_RX.search(s) for s, k in core]
+    model = model or REFUSAL_MODEL
+    if model["weights"] and weighed_layout(case, sents, kinds, model["english"]):
+        p = refusal_score(refusal_features(sents, kinds), model)
+        if p >= model["threshold"]:
+            return KIND_REFUSAL, "its bottom line declines (%.2f): %s" % (p, quote), pat
+        return KIND_ANSWER, "declines, then answers: " + quote, 0
     if core[0][1] == "C":
         last = core[-1][0]
         if firm[-1] and _CONCLUSION_RX.match(last):
@@ -3100,46 +3232,12 @@ _META_SENT_RX = re.compile(
 _G_CLAUSE_RX = re.compile(r",? ?\b(?:but|however|although|though|yet|whereas)\b,? ?|; ?", re.IGNORECASE)
 _ENUM_RX = re.compile(r"^\(?\d{1,2}[.)] ")          # a list number that opens a sentence
 _LISTNUM_RX = re.compile(r"(?m)^[ \t]{0,8}(?:[-*\u2022]|\(?\d{1,2}[.)]|\(?[a-z][.)])[ \t]{1,8}")
-_ABBREV = frozenset("mr mrs ms dr prof st jr sr inc ltd co corp vs etc e.g i.e no nos fig approx u.s "
-                    "u.k jan feb mar apr jun jul aug sep sept oct nov dec gen gov sen rep rev mt ft".split())
-_SPLIT_RX = re.compile(r"[.!?]{1,8}[\"\u201d\u2019')\]]{0,4}\s+|:[ \t\n]{1,8}(?=[A-Z])|\n[ \t]{0,8}\n|"
-                       r"\n(?=[ \t]{0,8}(?:[-*\u2022]|\d{1,2}[.)])\s)")
 
 
 def claim_without_markers(text: str) -> str:
     """The claim without citation markers and a sources list, for grounding: reading 1's
     reader (the scorer hands ``ground`` a claim it has already read; this is for direct calls)."""
     return read_citations(text, ()).claim
-
-
-_NUMBER_ABBREV = frozenset(("no", "nos"))     # abbreviations only before a number
-
-
-def split_sentences(text: str) -> List[Tuple[int, int]]:
-    """(start, end) offsets of the sentences of ``text``: a break after . ! ? followed by
-    white space (not after a known abbreviation, an initial or a number's decimal point),
-    at a blank line, and before a list item on its own line."""
-    out = []
-    start = 0
-    n = len(text)
-    for m in _SPLIT_RX.finditer(text):
-        end = m.start()
-        word = text[max(start, end - 12):end + 1].split()
-        last = word[-1].lower().rstrip(".") if word else ""
-        if text[end:end + 1] == "." and (last in _ABBREV or (len(last) == 1 and last.isalpha())):
-            if last not in _NUMBER_ABBREV or text[m.end():m.end() + 1].isdigit():
-                continue                               # "No. 5" is a number; "No. Digital ..." an answer
-        if text[end:end + 1] in ".)" and last.isdigit() and len(last) <= 2 and text[start:end].strip() == last:
-            continue                                   # "2. Corrective action ...": a list number
-
-        if m.end() < n and text[m.end()].islower() and text[end:end + 1] == ".":
-            continue
-        if text[start:m.end()].strip():
-            out.append((start, m.end()))
-        start = m.end()
-    if text[start:].strip():
-        out.append((start, n))
-    return out
 
 
 _NUM_WORDS = {w: i for i, w in enumerate(

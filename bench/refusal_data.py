@@ -98,6 +98,31 @@ def labelled(name: str, split: str = None):
     return out
 
 
+def labelled_extra():
+    """(id, "fit", text, label) of the extra EVOUNA fit-half rows labelled for fitting the refusal
+    model only (``bench/labels/refusal_evouna_extra.jsonl``, README there): never part of the
+    fit / dev figures.  Every id must be a fit-half row outside ``select("evouna")``."""
+    path, field, _, _ = SETS["evouna"]
+    labels = {}
+    with open(os.path.join(LABELS, "refusal_evouna_extra.jsonl"), encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                rec = json.loads(line)
+                labels[rec["id"]] = rec["label"]
+    chosen = set(rid for rid, _, _ in select("evouna"))
+    out = []
+    with open(os.path.join(DATA, path), encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            if row["id"] in labels:
+                if split_of("evouna", row) != "fit" or row["id"] in chosen:
+                    raise ValueError("refusal_evouna_extra.jsonl: %s is not an unselected fit-half row" % row["id"])
+                out.append((row["id"], "fit", row[field], labels[row["id"]]))
+    if len(out) != len(labels):
+        raise ValueError("refusal_evouna_extra.jsonl: %d ids not found" % (len(labels) - len(out)))
+    return out
+
+
 def written():
     """The written multilingual / safety set: dicts with text, label, lang, kind."""
     with open(WRITTEN, encoding="utf-8") as fh:

@@ -215,6 +215,114 @@ class ScorerUses(TempDir):
         self.assertIn('g.toml:2: [scorer] refusal_reader must be one of "builtin", "exact", got "fuzzy"', err)
 
 
+class OneSplitter(unittest.TestCase):
+    """Readings 2 and 4 cut sentences with one splitter (split_sentences); the refusal reading's
+    ``sentences`` also cuts every line, strips bullets and emphasis and sets contrast clauses apart."""
+
+    CASES = [   # (text, sentences of reading 2), cut by hand
+        ("Dr. Smith joined in 2019. She left.", ["Dr. Smith joined in 2019.", "She left."]),
+        ("D. J. Smith wrote it, e.g. in the U.S. report.", ["D. J. Smith wrote it, e.g. in the U.S. report."]),
+        ("It costs 2.5 EUR. No. 5 is free.", ["It costs 2.5 EUR.", "No. 5 is free."]),
+        ("I cannot say.\nThe fee is low.", ["I cannot say.", "The fee is low."]),
+        ("Options:\n- **Check** the site\n- call us", ["Options:", "Check** the site", "call us"]),   # ends only
+        ("It is unclear, but the fee is 25 EUR!", ["It is unclear", "but the fee is 25 EUR!"]),
+        ("Note: The passages do not say.", ["Note:", "The passages do not say."]),
+        ("\u201cUnknown.\u201d Skype does not say.", ["\u201cUnknown.\u201d", "Skype does not say."]),
+    ]
+
+    def test_cases(self):
+        for text, want in self.CASES:
+            with self.subTest(text=text):
+                self.assertEqual(score_eval.sentences(text), want)
+
+    def test_same_cuts_as_grounding(self):
+        # one line per sentence: reading 2's sentences are reading 4's, stripped
+        for text, _ in self.CASES[:3] + self.CASES[6:]:
+            with self.subTest(text=text):
+                cuts = [text[a:b].strip() for a, b in score_eval.split_sentences(text)]
+                self.assertEqual(score_eval.sentences(text), cuts)
+
+
+class FittedBottomLine(unittest.TestCase):
+    """REFUSAL_MODEL decides only English responses that open with a decline or a disclaimer and
+    go on with content; everything else keeps the rules."""
+
+    # (text, weighed by the model, kind): kinds decided by reading, as CASES
+    WEIGHED = [
+        ("The passages do not say who won the 2019 race. They describe the course and the history of the "
+         "event.", True, R),
+        ("It is unclear whether the museum is open on Mondays. The passages describe its collection of "
+         "paintings.", True, R),
+        ("The passages do not mention the price. You can check the official website for details.", False, R),
+        ("I cannot confirm the exact date, but it was in 1998.", True, A),
+        ("The warranty lasts two years. The documents do not say whether it covers batteries.", False, P),
+        ("Paris is the capital of France.", False, A),
+        ("Je ne peux pas confirmer la date exacte, mais c'était en 1998.", False, A),
+        ("Ich kann das genaue Datum nicht bestätigen, aber es war 1998.", False, A),
+        ("No puedo confirmar la fecha exacta, pero fue en 1998.", False, A),
+    ]
+
+    def test_cases(self):
+        for text, weighed, kind in self.WEIGHED:
+            with self.subTest(text=text):
+                case, sents, kinds, _ = score_eval.refusal_layout(text)
+                got = score_eval.weighed_layout(case, sents, kinds, score_eval.REFUSAL_MODEL["english"])
+                self.assertEqual(got, weighed)
+                self.assertEqual(score_eval.read_refusal(text)[0], kind)
+
+    def test_features_by_hand(self):
+        text = "I cannot say for sure. However, the fee is 25 EUR."
+        case, sents, kinds, _ = score_eval.refusal_layout(text)
+        self.assertEqual((case, kinds), ("mixed", ["D", "C"]))
+        f = score_eval.refusal_features(sents, kinds)
+        want = {"first_decline": 1.0, "first_disclaimer": 0.0, "last_decline": 0.0, "last_firm": 0.0,
+                "contrast": 1.0, "content_share": 0.5, "content_digit": 1.0, "content_name": 0.0,
+                "decline_precision": 1.0, "pointer": 0.0, "content_words": 0.05}      # however the fee is eur
+        for k, v in want.items():
+            self.assertAlmostEqual(f[k], v, msg=k)
+        # the score is the logistic of bias + weights . features (0 words of the vocabulary here)
+        m = {"bias": -1.0, "english": 0.1, "threshold": 0.5, "weights": {"contrast": 2.0, "c:fee": 1.0}}
+        import math
+        self.assertAlmostEqual(score_eval.refusal_score(f, m), 1 / (1 + math.exp(-(-1.0 + 2.0 + 1.0))))
+
+    def test_english_share(self):
+        for words, share in ((["the", "fee", "is", "low"], 0.25), (["die", "gebühr", "ist", "niedrig"], 0.0),
+                             ([], 0.0), (["de", "kosten", "van", "het", "is", "in", "een"], 0.0)):
+            self.assertEqual(score_eval.english_share(words), share)
+
+    def test_never_weighs_the_other_languages_of_the_written_set(self):
+        import refusal_data as rd
+        english = score_eval.REFUSAL_MODEL["english"]
+        for r in rd.written():
+            if r["lang"] != "en":
+                case, sents, kinds, _ = score_eval.refusal_layout(r["text"])
+                with self.subTest(text=r["text"]):
+                    self.assertFalse(score_eval.weighed_layout(case, sents, kinds, english))
+
+    @once_per_ci                                   # ~20 s: once per CI run (tests/lanes.py)
+    def test_fit_reproduces_the_embedded_model(self):
+        import contextlib
+        import io
+        import fit_refusal
+        import refusal_data as rd
+        if not (rd.available("refchecker") and rd.available("evouna")):
+            self.skipTest("../shared/data is absent")
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(fit_refusal.main(["--check"]), 0)
+
+    def test_code_block_reads_back_as_the_model(self):
+        import ast
+        import fit_refusal
+        src = (ROOT / "score_eval.py").read_text(encoding="utf-8")
+        block = fit_refusal.code_block(score_eval.REFUSAL_MODEL)
+        self.assertIn(block, src)                      # what --embed writes is what is there
+        self.assertEqual(ast.literal_eval(block.split("=", 1)[1].strip()), score_eval.REFUSAL_MODEL)
+
+    def test_embedded_model_is_the_committed_fit(self):
+        fit = json.loads((ROOT / "bench" / "refusal_fit.json").read_text(encoding="utf-8"))
+        self.assertEqual(json.dumps(fit["model"], sort_keys=True), json.dumps(score_eval.REFUSAL_MODEL, sort_keys=True))
+
+
 @once_per_ci
 class DocFigures(unittest.TestCase):
     """docs/refusals.md's tables are what the committed labels give today."""
