@@ -214,7 +214,7 @@ def fit(verbose: bool = False, extra: bool = False) -> dict:
         "what": "score_eval.py REFUSAL_MODEL: logistic probability that a mixed English response (decline cues "
                 "and content) is a refusal, over refusal_features; refusal when it reaches threshold",
         "command": COMMAND,
-        "data": {"files": {os.path.relpath(f, os.path.dirname(ROOT)): sha256_of(f) for f in files},
+        "data": {"files": {os.path.relpath(f, ROOT).replace(os.sep, "/"): sha256_of(f) for f in files},
                  "labels": {name: sha256_of(os.path.join(rd.LABELS, "refusal_%s.jsonl" % name))
                             for name in sorted(rd.SETS) + (["evouna_extra"] if extra else [])},
                  "half": "fit: refchecker even example_id, evouna even question number; plus the written English rows",
