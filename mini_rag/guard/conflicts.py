@@ -113,6 +113,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence
 
 from ..text.corpus import editions_in, family_key, out_of_force
 from ..answer.relevance import covered
+from ..text.memo import text_memo
 
 __all__ = [
     "ConflictPair",
@@ -150,7 +151,16 @@ def evidence_units(text: str) -> List[str]:
     ['Refunds take 14 days.', 'See e.g. Annex B.', '- Pro plan: 30 days']
     >>> evidence_units("| Plan | Requests per minute |\\n|---|---|\\n| Free | 60 |\\n| Pro | 300 |")
     ['| Free plan | 60 requests per minute |', '| Pro plan | 300 requests per minute |']
+
+    Computed once per text (:func:`_evidence_units`, a bounded memo, ``text.memo``); a new
+    list each call.
     """
+    return list(_evidence_units(text))
+
+
+@text_memo()
+def _evidence_units(text: str) -> Tuple[str, ...]:
+    """:func:`evidence_units`, as a tuple."""
     units: List[str] = []
     lines = [line.strip() for line in text.split("\n")]
     header: Optional[List[str]] = None
@@ -183,7 +193,7 @@ def evidence_units(text: str) -> List[str]:
             else:
                 merged.append(piece)
         units.extend(p.strip() for p in merged if p.strip())
-    return units
+    return tuple(units)
 
 
 _TABLE_RULE = re.compile(r"^\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?$")
@@ -235,7 +245,8 @@ POLARITY_WORDS = ("may", "can", "cannot", "must", "shall", "should", "will", "mi
 
 
 def polarity(unit: str) -> Dict[str, str]:
-    """``{axis: "pos" | "neg"}`` for each axis on which ``unit`` takes one side.
+    """``{axis: "pos" | "neg"}`` for each axis on which ``unit`` takes one side
+    (:func:`_polarity`, computed once per text: a bounded memo); a new dict each call.
 
     >>> polarity("SSNs must not be stored in plaintext.")
     {'permission': 'neg', 'encryption': 'encrypted'}
@@ -244,6 +255,12 @@ def polarity(unit: str) -> Dict[str, str]:
     >>> polarity("Records that may be relevant to an audit."), polarity("Records may be deleted.")
     ({}, {'permission': 'pos'})
     """
+    return dict(_polarity(unit))
+
+
+@text_memo()
+def _polarity(unit: str) -> Tuple[Tuple[str, str], ...]:
+    """:func:`polarity`'s items, in its order."""
     out: Dict[str, str] = {}
     for axis, pos_re, neg_re in _AXES:
         neg = bool(neg_re.search(unit))
@@ -258,7 +275,7 @@ def polarity(unit: str) -> Dict[str, str]:
         out["encryption"] = "encrypted" if _NEGATION.search(unit) else "plaintext"
     elif _ENCRYPTED.search(unit) and not _NEGATION.search(unit):
         out["encryption"] = "encrypted"
-    return out
+    return tuple(out.items())
 
 
 # -------------------------------------------------------------- quantities
