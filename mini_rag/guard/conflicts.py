@@ -425,7 +425,13 @@ def qualifiers(unit: str, values: Sequence[str], nouns: Sequence[str]) -> Frozen
     >>> sorted(qualifiers("On the Enterprise plan, EU data stays in Frankfurt.", ["enterprise", "EU"], ["plan"]))
     ['enterprise', 'eu']
     """
-    value_res, noun_re = _qualifier_patterns(tuple(values), tuple(nouns))
+    return _qualifiers(unit, tuple(values), tuple(nouns))
+
+
+@text_memo()
+def _qualifiers(unit: str, values: Tuple[str, ...], nouns: Tuple[str, ...]) -> FrozenSet[str]:
+    """:func:`qualifiers`, computed once per text and configured lists (a bounded memo)."""
+    value_res, noun_re = _qualifier_patterns(values, nouns)
     found: Set[str] = set()
     for v, rx in value_res:
         if rx.search(unit):

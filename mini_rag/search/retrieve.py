@@ -1052,7 +1052,7 @@ class Retriever:
                 extra = [h for h in candidates if h.similarity >= fb]
                 if len(extra) > len(accepted):
                     accepted, fallback_used, threshold = extra, True, fb
-        hits = [Hit.from_json(h.to_json()) for h in accepted]
+        hits = [h.copy() for h in accepted]
         if r["use_mmr"] and len(hits) > 1:
             hits = self._mmr(hits, r["mmr_lambda"])
         for i, h in enumerate(hits, 1):

@@ -6,9 +6,9 @@ such a rule computes from the text alone -- its tokens, whether it is boilerplat
 sentence spans -- does not depend on the question, so it is computed once per text and
 kept here.
 
-``text_memo(max_entries, max_chars)`` decorates a function whose only argument is a ``str``
-and whose result depends on nothing else (and is never modified by a caller: return
-tuples, frozensets, numbers).  Limits, both documented at each use:
+``text_memo(max_entries, max_chars)`` decorates a function whose first argument is a ``str``,
+whose other arguments (if any) are hashable, and whose result depends on nothing else (and
+is never modified by a caller: return tuples, frozensets, numbers).  Limits, both documented at each use:
 
 * a text longer than ``max_text`` characters (default :data:`MAX_TEXT`) is computed every
   time and never kept;
@@ -37,17 +37,18 @@ def text_memo(max_entries: int = 8192, max_chars: int = 8_000_000, max_text: int
         size = [0]
 
         @functools.wraps(fn)
-        def memoized(text: str) -> Any:
+        def memoized(text: str, *rest: Any) -> Any:
+            key = (text,) + rest if rest else text
             try:
-                return table[text]
+                return table[key]
             except (KeyError, TypeError):
                 pass
-            value = fn(text)
+            value = fn(text, *rest)
             if isinstance(text, str) and len(text) <= max_text:
                 if len(table) >= max_entries or size[0] + len(text) > max_chars:
                     table.clear()
                     size[0] = 0
-                table[text] = value
+                table[key] = value
                 size[0] += len(text)
             return value
 
