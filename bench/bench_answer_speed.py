@@ -53,8 +53,10 @@ def sha256_of(path):
 
 # ------------------------------------------------------------------ worker (one tree)
 
-def worker(root, out, set_name, system, embed_model):
-    """Answer one set with one system using the code under ``root``; print one JSON line."""
+def worker(root, out, set_name, system, embed_model, corpus="", gold=""):
+    """Answer one set with one system using the code under ``root``; print one JSON line.
+    ``corpus`` and ``gold``: the SQuAD half, prepared once by the driver (this tree's
+    ``answer_data.py``), so both trees answer the same files."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     os.environ.pop("MINI_RAG_EMBED_MODEL", None)
     sys.path.insert(0, root)
@@ -72,14 +74,10 @@ def worker(root, out, set_name, system, embed_model):
         golds = [("gold", os.path.join(root, "gold", "gold.jsonl")),
                  ("perturb", os.path.join(root, "gold", "gold_perturb.jsonl"))]
     else:
-        import answer_data
-        info = answer_data.prepare("squad", "held", os.path.join(out, "squad-held"))
-        if info is None:
-            print(json.dumps({"skipped": "SQuAD data absent"}))
-            return 0
-        cfg["corpus"]["path"] = info["corpus"]
+        os.makedirs(os.path.join(out, "squad-held"), exist_ok=True)
+        cfg["corpus"]["path"] = corpus
         cfg["index"]["path"] = os.path.join(out, "squad-held", "index.json.gz")
-        golds = [("squad-held", info["gold"])]
+        golds = [("squad-held", gold)]
     if system == "embed":
         cfg["answer"]["answerability"] = True
         cfg.setdefault("embed", {})["model"] = embed_model
@@ -104,9 +102,11 @@ def worker(root, out, set_name, system, embed_model):
 
 # ------------------------------------------------------------------ driver
 
-def run_worker(root, out, set_name, system, embed_model):
+def run_worker(root, out, set_name, system, embed_model, data):
     argv = [sys.executable, os.path.abspath(__file__), "--worker", "--root", root, "--out", out,
             "--sets", set_name, "--systems", system, "--embed-model", embed_model]
+    if data is not None:
+        argv += ["--corpus", data["corpus"], "--gold", data["gold"]]
     proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if proc.returncode != 0:
         raise RuntimeError("worker %s %s in %s failed:\n%s" % (set_name, system, root,
@@ -151,6 +151,8 @@ def main(argv=None):
     ap.add_argument("--out", default=OUT, help="output folder (default: %s)" % OUT)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--root", default=ROOT, help=argparse.SUPPRESS)
+    ap.add_argument("--corpus", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--gold", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     sets = [s for s in args.sets.split(",") if s]
     systems = [s for s in args.systems.split(",") if s]
@@ -159,7 +161,8 @@ def main(argv=None):
               file=sys.stderr)
         return 2
     if args.worker:
-        return worker(args.root, os.path.abspath(args.out), sets[0], systems[0], args.embed_model)
+        return worker(args.root, os.path.abspath(args.out), sets[0], systems[0], args.embed_model,
+                      args.corpus, args.gold)
     model, why = embed_available(args.embed_model)
     if "embed" in systems and not model:
         print("bench-answer-speed: embed skipped: %s" % why, file=sys.stderr)
@@ -178,14 +181,18 @@ def main(argv=None):
             trees.insert(0, ("base", tmp))
         rows, identical = [], True
         for set_name in sets:
+            data = None
+            if set_name == "squad":
+                sys.path.insert(0, os.path.join(ROOT, "bench"))
+                import answer_data
+                data = answer_data.prepare("squad", "held", os.path.join(out, "data", "squad-held"))
+                if data is None:
+                    print("bench-answer-speed: squad skipped: data absent (%s)" % answer_data.SQUAD, file=sys.stderr)
+                    continue
             for system in systems:
                 got = {}
                 for tag, root in trees:
-                    res = run_worker(root, os.path.join(out, tag), set_name, system, model)
-                    if "skipped" in res:
-                        print("bench-answer-speed: %s skipped: %s" % (set_name, res["skipped"]), file=sys.stderr)
-                        break
-                    got[tag] = res
+                    got[tag] = run_worker(root, os.path.join(out, tag), set_name, system, model, data)
                     s = stats(res)
                     print("%-6s %-8s %-5s n=%-5d p50 %7.2f ms  p95 %7.2f ms  mean %7.2f ms  cpu p50 %7.2f ms  "
                           "p95 %7.2f ms  cpu %6.1f s  load %s"

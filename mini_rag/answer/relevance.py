@@ -489,16 +489,17 @@ def question_codes(q_terms: Sequence[str]) -> List[str]:
 # ------------------------------------------------------------------ 3. de-duplication
 
 @text_memo()
-def _dedup_tokens(text: str) -> Tuple[str, ...]:
-    return tuple(tokenize(text))
+def _dedup_tokens(text: str) -> Tuple[str, FrozenSet[str]]:
+    """(the normalized key: tokens joined by spaces, the set of tokens) of a text."""
+    tokens = tokenize(text)
+    return " ".join(tokens), frozenset(tokens)
 
 
 def near_duplicate(a: str, b: str, threshold: float) -> bool:
     """Equal normalized keys, or Jaccard >= threshold with no number/code/polarity difference."""
-    ta, tb = _dedup_tokens(a), _dedup_tokens(b)
-    if " ".join(ta) == " ".join(tb):
+    (ka, sa), (kb, sb) = _dedup_tokens(a), _dedup_tokens(b)
+    if ka == kb:
         return True
-    sa, sb = set(ta), set(tb)
     union = sa | sb
     if not union:
         return True

@@ -297,6 +297,14 @@ UNIT_MODIFIERS = frozenset("calendar business working consecutive full additiona
                            "extra total maximum minimum max min".split())
 
 
+@text_memo()
+def unit_quantities(unit: str, analyzer) -> Tuple[Tuple[str, str], ...]:
+    """:func:`quantities` of ``unit`` with units stemmed by ``analyzer`` (:func:`_stemmer`),
+    computed once per text and analyzer (a bounded memo): the conflict and ambiguity
+    guards read the same claims question after question."""
+    return tuple(quantities(unit, _stemmer(analyzer)))
+
+
 def quantities(unit: str, stem=None) -> List[Tuple[str, str]]:
     """``(value, unit)`` for each number in ``unit`` that carries a unit.
 
@@ -632,7 +640,6 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
     min_shared = int(guards.get("conflict_min_shared_terms", 2))
     values = clarify.get("dimension_values", [])
     nouns = clarify.get("dimension_nouns", [])
-    stem = _stemmer(analyzer)
     qset = set(question_terms) - _polarity_terms(analyzer)
     def held(terms) -> Set[str]:
         """The question terms ``terms`` holds, itself or through a bridge."""
@@ -667,7 +674,7 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
         frozen = frozenset(chunk_terms)
         for text, terms in pending:
             qty: Dict[str, Set[str]] = {}
-            for value, unit_name in quantities(text, stem):
+            for value, unit_name in unit_quantities(text, analyzer):
                 qty.setdefault(unit_name, set()).add(value)
             pol = polarity(text)
             if not pol and not qty:
