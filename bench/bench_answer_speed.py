@@ -193,14 +193,12 @@ def main(argv=None):
                 got = {}
                 for tag, root in trees:
                     got[tag] = run_worker(root, os.path.join(out, tag), set_name, system, model, data)
-                    s = stats(res)
+                    s = stats(got[tag])
                     print("%-6s %-8s %-5s n=%-5d p50 %7.2f ms  p95 %7.2f ms  mean %7.2f ms  cpu p50 %7.2f ms  "
                           "p95 %7.2f ms  cpu %6.1f s  load %s"
                           % (set_name, system, tag, s["n"], s["p50"], s["p95"], s["mean"], s["cpu_p50"],
                              s["cpu_p95"], s["cpu_s"],
                              "%.2f" % os.getloadavg()[0]), file=sys.stderr, flush=True)
-                if not got:
-                    continue
                 row = {"set": set_name, "system": system}
                 for tag in got:
                     row[tag] = stats(got[tag])
@@ -209,6 +207,9 @@ def main(argv=None):
                     row["identical"] = row["base_sha256"] == row["head_sha256"]
                     identical = identical and row["identical"]
                 rows.append(row)
+    except RuntimeError as exc:
+        print("bench-answer-speed: %s" % exc, file=sys.stderr)
+        return 2
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
