@@ -64,15 +64,24 @@ class Chunk:
         return cls(**d)
 
 
+_ATOMS = frozenset((str, int, float, bool, type(None)))
+
+
 def _json_copy(value: Any) -> Any:
     """A deep copy of JSON-like data, as ``dataclasses.asdict`` copies a field's value
     (dicts, lists and tuples rebuilt, strings and numbers shared, anything else deep-copied)."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if kind is dict:
+        return {k if type(k) in _ATOMS else _json_copy(k): v if type(v) in _ATOMS else _json_copy(v)
+                for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) in _ATOMS else _json_copy(v) for v in value]
     if isinstance(value, dict):
         return type(value)((_json_copy(k), _json_copy(v)) for k, v in value.items())
     if isinstance(value, list):
         return type(value)(_json_copy(v) for v in value)
-    if type(value) in (str, int, float, bool) or value is None:
-        return value
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
         return type(value)(_json_copy(v) for v in value)
     if is_dataclass(value) and not isinstance(value, type):

@@ -261,12 +261,12 @@ def _analyzed_groups(analyzer, extra: Tuple[str, ...]) -> List[List[Tuple[str, T
 
 @functools.lru_cache(maxsize=16)
 def _group_lookup(analyzer, extra: Tuple[str, ...]):
-    """``({term: group positions}, [(group position, words, terms)])`` of
+    """``({term: group positions}, {term: [(group position, words)]})`` of
     :func:`_analyzed_groups`: the groups a one-word member's term is in, and the phrase
-    members (the rest, neither empty nor broad), so :func:`synonym_bridges` visits only the
-    groups a question touches."""
+    members (the rest, neither empty nor broad) holding a term, so :func:`synonym_bridges`
+    visits only the groups a question touches."""
     by_term: Dict[str, List[int]] = {}
-    phrases: List[Tuple[int, str, Tuple[str, ...]]] = []
+    phrases: Dict[str, List[Tuple[int, str]]] = {}
     for g, analyzed in enumerate(_analyzed_groups(analyzer, extra)):
         for words, terms, _whole, single, broad in analyzed:
             if not terms or broad:
@@ -276,7 +276,8 @@ def _group_lookup(analyzer, extra: Tuple[str, ...]):
                 if g not in got:
                     got.append(g)
             else:
-                phrases.append((g, words, terms))
+                for t in dict.fromkeys(terms):
+                    phrases.setdefault(t, []).append((g, words))
     return by_term, phrases
 
 
@@ -297,8 +298,8 @@ def synonym_bridges(question: str, q_terms: Sequence[str], analyzer,
     by_term, phrases = _group_lookup(analyzer, extra)
     # Only the groups with a member the question holds can bridge (in group order).
     touched = {g for t in have for g in by_term.get(t, ())}
-    touched.update(g for g, words, terms in phrases
-                   if g not in touched and any(t in have for t in terms) and " %s " % words in folded)
+    touched.update(g for t in have for g, words in phrases.get(t, ())
+                   if g not in touched and " %s " % words in folded)
     for analyzed in (groups[g] for g in sorted(touched)):
         sources: List[Tuple[str, int]] = []          # (question term, index of its member)
         for i, (words, terms, _whole, single, broad) in enumerate(analyzed):
