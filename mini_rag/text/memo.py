@@ -22,12 +22,20 @@ dict operations, so threads (``serve``) may share a memo.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, List
 
-__all__ = ["MAX_TEXT", "text_memo"]
+__all__ = ["MAX_TEXT", "clear_all", "text_memo"]
 
 #: Texts longer than this many characters are not memoized (a chunk is a paragraph).
 MAX_TEXT = 20_000
+
+_MEMOS: List[Callable[[], None]] = []
+
+
+def clear_all() -> None:
+    """Empty every memo made by :func:`text_memo` (tests compare cold and warm runs)."""
+    for clear in _MEMOS:
+        clear()
 
 
 def text_memo(max_entries: int = 8192, max_chars: int = 8_000_000, max_text: int = MAX_TEXT):
@@ -56,6 +64,7 @@ def text_memo(max_entries: int = 8192, max_chars: int = 8_000_000, max_text: int
             table.clear()
             size[0] = 0
 
+        _MEMOS.append(memo_clear)
         memoized.memo_clear = memo_clear  # type: ignore[attr-defined]
         memoized.memo_table = table  # type: ignore[attr-defined]
         return memoized
