@@ -4,7 +4,7 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean bench-refusal eval-seed bench-doctree bench-grounding fit-grounding fit-refusal bench-scorer-llm bench-badinputs bench-ratios bench-trec mutate
+.PHONY: eval test check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean bench-refusal eval-seed bench-doctree bench-grounding fit-grounding fit-refusal bench-scorer-llm bench-badinputs bench-ratios bench-trec mutate bench-answer-speed
 
 eval:
 	@$(PYTHON) -m mini_rag eval
@@ -68,6 +68,13 @@ bench-answer-correct:
 
 bench-answer:
 	@$(PYTHON) bench/bench_answer.py --sets gold,squad,cnli --halves held --ablate --docs
+
+# Answering p50/p95 per question (wall and CPU) on gold and the SQuAD held-out half, lexical and
+# with embeddings (numpy + MiniLM, when present); BASE=<rev> also runs that commit back to back
+# and fails (exit 1) unless every trace is byte-identical (issue 32).
+BASE ?=
+bench-answer-speed:
+	@$(PYTHON) bench/bench_answer_speed.py $(if $(BASE),--base $(BASE),)
 
 # Refit mini_rag/data/answerability.json on the external fit halves (byte-identical output),
 # then answerability_embed.json with the MiniLM features (skipped without numpy or the model;

@@ -18,7 +18,8 @@ The question's analysis, read by every stage after it, is ``question.QuestionAna
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import copy
+from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any, Dict, List
 
 
@@ -64,6 +65,31 @@ class Chunk:
         return cls(**d)
 
 
+_ATOMS = frozenset((str, int, float, bool, type(None)))
+
+
+def _json_copy(value: Any) -> Any:
+    """A deep copy of JSON-like data, as ``dataclasses.asdict`` copies a field's value
+    (dicts, lists and tuples rebuilt, strings and numbers shared, anything else deep-copied)."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if kind is dict:
+        return {k if type(k) in _ATOMS else _json_copy(k): v if type(v) in _ATOMS else _json_copy(v)
+                for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) in _ATOMS else _json_copy(v) for v in value]
+    if isinstance(value, dict):
+        return type(value)((_json_copy(k), _json_copy(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return type(value)(_json_copy(v) for v in value)
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return type(value)(_json_copy(v) for v in value)
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    return copy.deepcopy(value)
+
+
 @dataclass
 class Hit:
     chunk_id: str
@@ -83,6 +109,13 @@ class Hit:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+    def copy(self) -> "Hit":
+        """An independent copy: ``Hit.from_json(hit.to_json())`` without the dict between
+        (``metadata`` and ``section`` copied the way ``asdict`` copies them)."""
+        return Hit(self.chunk_id, self.doc_id, self.rank, self.score, self.similarity, self.page, self.text,
+                   self.title, self.heading, self.authority, self.effective, self.query,
+                   _json_copy(self.metadata), _json_copy(self.section))
 
     @classmethod
     def from_json(cls, d: dict) -> "Hit":

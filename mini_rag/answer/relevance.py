@@ -90,6 +90,7 @@ from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tup
 
 from ..query.abbrev import abbreviation_table
 from ..text.analysis import Analyzer, tokenize
+from ..text.memo import text_memo
 from ..query.derive import variants
 from ..query.glossary import definition_bridges, definition_table, example_bridges, example_table, scope_table
 from ..records import Fact, Hit, Retrieval
@@ -368,6 +369,7 @@ def chunk_kind(chunk_id: str, index: Any) -> str:
 _WORD = re.compile(r"[^\W\d_]", re.UNICODE)
 
 
+@text_memo()
 def is_artifact(text: str) -> bool:
     """Fewer than 2 word tokens, or letters under 40% of the non-space characters."""
     if len(tokenize(text)) < 2:
@@ -421,6 +423,7 @@ _BOILERPLATE = re.compile(
     re.IGNORECASE)
 
 
+@text_memo()
 def is_boilerplate(text: str) -> bool:
     """Stock phrases removed, fewer than 3 word tokens remain (and some phrase was there)."""
     stripped, n = _BOILERPLATE.subn(" ", text)
@@ -489,16 +492,18 @@ def question_codes(q_terms: Sequence[str]) -> List[str]:
 
 # ------------------------------------------------------------------ 3. de-duplication
 
-def _dedup_tokens(text: str) -> List[str]:
-    return tokenize(text)
+@text_memo()
+def _dedup_tokens(text: str) -> Tuple[str, FrozenSet[str]]:
+    """(the normalized key: tokens joined by spaces, the set of tokens) of a text."""
+    tokens = tokenize(text)
+    return " ".join(tokens), frozenset(tokens)
 
 
 def near_duplicate(a: str, b: str, threshold: float) -> bool:
     """Equal normalized keys, or Jaccard >= threshold with no number/code/polarity difference."""
-    ta, tb = _dedup_tokens(a), _dedup_tokens(b)
-    if " ".join(ta) == " ".join(tb):
+    (ka, sa), (kb, sb) = _dedup_tokens(a), _dedup_tokens(b)
+    if ka == kb:
         return True
-    sa, sb = set(ta), set(tb)
     union = sa | sb
     if not union:
         return True

@@ -138,6 +138,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..records import Fact, Retrieval
+from ..text.memo import text_memo
 from .relevance import (_AUX, Bridges, _hit_map, _scaffold, analyzer_of, chunk_context, covered,
                         expansion_bridges, question_terms, split_question, term_weights, weighted_share)
 from ..query.glossary import entry_term, scope_table
@@ -276,7 +277,14 @@ def sentence_spans(text: str) -> List[Tuple[int, int]]:
     an opening quote/bracket follow, except after an abbreviation (``e.g.``, ``Sec.``,
     ``No.``...) or an initial (``J.``).  Decimals (``2.5``) and codes (``v1.2``) never
     split: no white space follows their dot.  Units are stripped of white space.
+    Computed once per text (a bounded memo, ``text.memo``); a new list each call.
     """
+    return list(_sentence_spans(text))
+
+
+@text_memo()
+def _sentence_spans(text: str) -> Tuple[Tuple[int, int], ...]:
+    """:func:`sentence_spans`, as a tuple."""
     spans: List[Tuple[int, int]] = []
     offset = 0
     for line in text.split("\n"):
@@ -302,7 +310,7 @@ def sentence_spans(text: str) -> List[Tuple[int, int]]:
         if piece.strip():
             a = s + (len(piece) - len(piece.lstrip()))
             spans.append((b0 + a, b0 + len(body)))
-    return spans
+    return tuple(spans)
 
 
 def split_sentences(text: str) -> List[str]:

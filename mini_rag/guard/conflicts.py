@@ -114,6 +114,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence
 
 from ..text.corpus import editions_in, family_key, out_of_force
 from ..answer.relevance import covered
+from ..text.memo import text_memo
 
 __all__ = [
     "ConflictPair",
@@ -161,11 +162,20 @@ def evidence_units(text: str) -> List[str]:
 
     >>> evidence_units("Plan: Free; Requests per minute: 60\\nPlan: Pro; Requests per minute: 300")
     ['| Free plan | 60 requests per minute |', '| Pro plan | 300 requests per minute |']
+
+    Computed once per text (:func:`_evidence_units`, a bounded memo, ``text.memo``); a new
+    list each call.
     """
+    return list(_evidence_units(text))
+
+
+@text_memo()
+def _evidence_units(text: str) -> Tuple[str, ...]:
+    """:func:`evidence_units`, as a tuple."""
     rows = read_rows(text)
     if rows is not None:
-        return ["| " + " | ".join("%s %s" % (cell, head.lower()) if head else cell
-                                  for head, cell in row) + " |" for row in rows]
+        return tuple("| " + " | ".join("%s %s" % (cell, head.lower()) if head else cell
+                                       for head, cell in row) + " |" for row in rows)
     units: List[str] = []
     lines = [line.strip() for line in text.split("\n")]
     header: Optional[List[str]] = None
@@ -198,7 +208,7 @@ def evidence_units(text: str) -> List[str]:
             else:
                 merged.append(piece)
         units.extend(p.strip() for p in merged if p.strip())
-    return units
+    return tuple(units)
 
 
 _TABLE_RULE = re.compile(r"^\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?$")
@@ -304,7 +314,8 @@ POLARITY_WORDS = ("may", "can", "cannot", "must", "shall", "should", "will", "mi
 
 
 def polarity(unit: str) -> Dict[str, str]:
-    """``{axis: "pos" | "neg"}`` for each axis on which ``unit`` takes one side.
+    """``{axis: "pos" | "neg"}`` for each axis on which ``unit`` takes one side
+    (:func:`_polarity`, computed once per text: a bounded memo); a new dict each call.
 
     >>> polarity("SSNs must not be stored in plaintext.")
     {'permission': 'neg', 'encryption': 'encrypted'}
@@ -313,6 +324,12 @@ def polarity(unit: str) -> Dict[str, str]:
     >>> polarity("Records that may be relevant to an audit."), polarity("Records may be deleted.")
     ({}, {'permission': 'pos'})
     """
+    return dict(_polarity(unit))
+
+
+@text_memo()
+def _polarity(unit: str) -> Tuple[Tuple[str, str], ...]:
+    """:func:`polarity`'s items, in its order."""
     out: Dict[str, str] = {}
     for axis, pos_re, neg_re in _AXES:
         neg = bool(neg_re.search(unit))
@@ -327,7 +344,7 @@ def polarity(unit: str) -> Dict[str, str]:
         out["encryption"] = "encrypted" if _NEGATION.search(unit) else "plaintext"
     elif _ENCRYPTED.search(unit) and not _NEGATION.search(unit):
         out["encryption"] = "encrypted"
-    return out
+    return tuple(out.items())
 
 
 # -------------------------------------------------------------- quantities
@@ -347,6 +364,14 @@ _BUSINESS = frozenset(("business", "working"))
 # Modifiers skipped between a number and its unit ("30 calendar days" = "30 days").
 UNIT_MODIFIERS = frozenset("calendar business working consecutive full additional more "
                            "extra total maximum minimum max min".split())
+
+
+@text_memo()
+def unit_quantities(unit: str, analyzer) -> Tuple[Tuple[str, str], ...]:
+    """:func:`quantities` of ``unit`` with units stemmed by ``analyzer`` (:func:`_stemmer`),
+    computed once per text and analyzer (a bounded memo): the conflict and ambiguity
+    guards read the same claims question after question."""
+    return tuple(quantities(unit, _stemmer(analyzer)))
 
 
 def quantities(unit: str, stem=None) -> List[Tuple[str, str]]:
@@ -477,7 +502,13 @@ def qualifiers(unit: str, values: Sequence[str], nouns: Sequence[str]) -> Frozen
     >>> sorted(qualifiers("On the Enterprise plan, EU data stays in Frankfurt.", ["enterprise", "EU"], ["plan"]))
     ['enterprise', 'eu']
     """
-    value_res, noun_re = _qualifier_patterns(tuple(values), tuple(nouns))
+    return _qualifiers(unit, tuple(values), tuple(nouns))
+
+
+@text_memo()
+def _qualifiers(unit: str, values: Tuple[str, ...], nouns: Tuple[str, ...]) -> FrozenSet[str]:
+    """:func:`qualifiers`, computed once per text and configured lists (a bounded memo)."""
+    value_res, noun_re = _qualifier_patterns(values, nouns)
     found: Set[str] = set()
     for v, rx in value_res:
         if rx.search(unit):
@@ -678,7 +709,6 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
     min_shared = int(guards.get("conflict_min_shared_terms", 2))
     values = clarify.get("dimension_values", [])
     nouns = clarify.get("dimension_nouns", [])
-    stem = _stemmer(analyzer)
     qset = set(question_terms) - _polarity_terms(analyzer)
     def held(terms) -> Set[str]:
         """The question terms ``terms`` holds, itself or through a bridge."""
@@ -713,7 +743,7 @@ def find_conflicts(question_terms: Sequence[str], facts: Sequence, analyzer,
         frozen = frozenset(chunk_terms)
         for text, terms in pending:
             qty: Dict[str, Set[str]] = {}
-            for value, unit_name in quantities(text, stem):
+            for value, unit_name in unit_quantities(text, analyzer):
                 qty.setdefault(unit_name, set()).add(value)
             pol = polarity(text)
             if not pol and not qty:

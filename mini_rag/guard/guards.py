@@ -393,7 +393,6 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
         return {t for t in needed_terms if covered(t, terms, bridges)}
     asked = set(analyzer.analyze(question) if qa is None else qa.analyzed) | set(q_terms)
     asked |= {next(iter(alt)) for t in q_terms for alt in (bridges or {}).get(t, ()) if len(alt) == 1}
-    stem = _conf._stemmer(analyzer)
 
     speaking: List[Tuple[frozenset, Tuple, str]] = []     # (qualifiers, value signature, chunk id)
     on_point: List[Tuple[str, str, str, int]] = []         # (document, chunk id, unit, terms held): (c)
@@ -409,7 +408,7 @@ def check_ambiguity(question: str, facts: Sequence, analyzer, clarify: Dict[str,
             on_unit = len(held(unit_terms))
             if on_unit >= need:
                 on_point.append((fact.pdf, fact.chunk_id, unit, on_unit))
-            qty = tuple(sorted(set(_conf.quantities(unit, stem))))
+            qty = tuple(sorted(set(_conf.unit_quantities(unit, analyzer))))
             negated = bool(_NEGATION.search(unit))
             if not qty and not negated and not _conf.polarity(unit):
                 continue                                    # states no value

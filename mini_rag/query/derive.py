@@ -49,7 +49,9 @@ Known false friend: ``contain``/``content`` (Snowball stems *contention* to
 """
 from __future__ import annotations
 
-from typing import List
+from typing import List, Tuple
+
+from ..text.memo import text_memo
 
 __all__ = ["RULES", "variants"]
 
@@ -65,7 +67,13 @@ _MIN_BASE = 2
 
 
 def variants(stem: str) -> List[str]:
-    """The stems a derivational rule relates to ``stem`` (distinct, in rule order)."""
+    """The stems a derivational rule relates to ``stem`` (distinct, in rule order); a new
+    list each call, computed once per stem (:func:`_variants`, a bounded memo)."""
+    return list(_variants(stem))
+
+
+@text_memo()
+def _variants(stem: str) -> Tuple[str, ...]:
     out: List[str] = []
     for a, b in RULES:
         for x, y in ((a, b), (b, a)):
@@ -73,4 +81,4 @@ def variants(stem: str) -> List[str]:
                 v = stem[:len(stem) - len(x)] + y
                 if v != stem and v not in out and (stem, v) not in _FALSE_FRIENDS:
                     out.append(v)
-    return out
+    return tuple(out)

@@ -281,6 +281,30 @@ def _build_examples(chunks: Any, analyzer: Any) -> List[Tuple[FrozenSet[str], Li
     return out
 
 
+_LOOKUPS: Dict[int, Tuple[Any, Dict[str, List[int]]]] = {}
+#: Example tables whose term lookup :func:`_example_lookup` keeps (one per index in use).
+LOOKUP_TABLES = 16
+
+
+def _example_lookup(table: Sequence[Tuple[FrozenSet[str], List[FrozenSet[str]]]]) -> Dict[str, List[int]]:
+    """``{term: positions in table of the lists with an example holding it}``, built once per
+    table (a table is built once per index and never changed)."""
+    got = _LOOKUPS.get(id(table))
+    if got is not None and got[0] is table:
+        return got[1]
+    where: Dict[str, List[int]] = {}
+    for i, (_cls, examples) in enumerate(table):
+        for example in examples:
+            for term in example:
+                got_i = where.setdefault(term, [])
+                if not got_i or got_i[-1] != i:
+                    got_i.append(i)
+    if len(_LOOKUPS) >= LOOKUP_TABLES:
+        _LOOKUPS.clear()
+    _LOOKUPS[id(table)] = (table, where)
+    return where
+
+
 def example_bridges(q_terms: Sequence[str], table: Sequence[Tuple[FrozenSet[str], List[FrozenSet[str]]]],
                     min_examples: int = 2,
                     forms: Optional[Dict[str, Sequence[str]]] = None) -> Dict[str, List[FrozenSet[str]]]:
@@ -300,7 +324,15 @@ def example_bridges(q_terms: Sequence[str], table: Sequence[Tuple[FrozenSet[str]
     have = set(q_terms)
     forms = forms or {}
     out: Dict[str, List[FrozenSet[str]]] = {}
-    for cls, examples in table:
+    # Only a list with an example holding a question term or one of its forms can be
+    # named (any other example reaches none of its terms); visited in table order.
+    where = _example_lookup(table)
+    visit = set()
+    for t in have:
+        visit.update(where.get(t, ()))
+        for f in forms.get(t, ()):
+            visit.update(where.get(f, ()))
+    for cls, examples in (table[i] for i in sorted(visit)):
         if cls <= have:
             continue
         naming: List[str] = []

@@ -259,6 +259,28 @@ def _analyzed_groups(analyzer, extra: Tuple[str, ...]) -> List[List[Tuple[str, T
     return out
 
 
+@functools.lru_cache(maxsize=16)
+def _group_lookup(analyzer, extra: Tuple[str, ...]):
+    """``({term: group positions}, {term: [(group position, words)]})`` of
+    :func:`_analyzed_groups`: the groups a one-word member's term is in, and the phrase
+    members (the rest, neither empty nor broad) holding a term, so :func:`synonym_bridges`
+    visits only the groups a question touches."""
+    by_term: Dict[str, List[int]] = {}
+    phrases: Dict[str, List[Tuple[int, str]]] = {}
+    for g, analyzed in enumerate(_analyzed_groups(analyzer, extra)):
+        for words, terms, _whole, single, broad in analyzed:
+            if not terms or broad:
+                continue
+            if single:
+                got = by_term.setdefault(terms[0], [])
+                if g not in got:
+                    got.append(g)
+            else:
+                for t in dict.fromkeys(terms):
+                    phrases.setdefault(t, []).append((g, words))
+    return by_term, phrases
+
+
 def synonym_bridges(question: str, q_terms: Sequence[str], analyzer,
                     extra: Iterable[str] = ()) -> Dict[str, List[FrozenSet[str]]]:
     """``{question term: [alternative term sets]}`` from the groups (and ``extra`` lines).
@@ -271,7 +293,14 @@ def synonym_bridges(question: str, q_terms: Sequence[str], analyzer,
     folded = " " + " ".join(_WORD.findall(question.casefold())) + " "
     have = set(q_terms)
     out: Dict[str, List[FrozenSet[str]]] = {}
-    for analyzed in _analyzed_groups(analyzer, tuple(extra)):
+    extra = tuple(extra)
+    groups = _analyzed_groups(analyzer, extra)
+    by_term, phrases = _group_lookup(analyzer, extra)
+    # Only the groups with a member the question holds can bridge (in group order).
+    touched = {g for t in have for g in by_term.get(t, ())}
+    touched.update(g for t in have for g, words in phrases.get(t, ())
+                   if g not in touched and " %s " % words in folded)
+    for analyzed in (groups[g] for g in sorted(touched)):
         sources: List[Tuple[str, int]] = []          # (question term, index of its member)
         for i, (words, terms, _whole, single, broad) in enumerate(analyzed):
             if not terms or broad:

@@ -288,14 +288,29 @@ def _cosine(a: Dict[str, int], b: Dict[str, int], idf) -> float:
     """TF-IDF (ltc) cosine of two bags of terms; 0.0 when either is empty."""
     if not a or not b:
         return 0.0
-    wa = {t: (1.0 + math.log(tf)) * idf(t) for t, tf in a.items()}
-    wb = {t: (1.0 + math.log(tf)) * idf(t) for t, tf in b.items()}
-    dot = math.fsum(wa[t] * wb[t] for t in sorted(wa) if t in wb)
+    return _ltc_cosine(_ltc(a, idf), _ltc(b, idf))
+
+
+def _ltc(bag: Dict[str, int], idf) -> Tuple[Dict[str, float], float]:
+    """``({term: (1 + log tf) * idf}, the vector's norm)`` of a bag of terms: what
+    :func:`_cosine` needs of one side, so a chunk's vector can be computed once."""
+    w = {t: (1.0 + math.log(tf)) * idf(t) for t, tf in bag.items()}
+    return w, math.sqrt(math.fsum(v * v for v in w.values()))
+
+
+def _ltc_cosine(a: Tuple[Dict[str, float], float], b: Tuple[Dict[str, float], float]) -> float:
+    """The cosine of two :func:`_ltc` vectors (0.0 when either is empty).  ``math.fsum``
+    is correctly rounded whatever the order, so walking the smaller vector gives the
+    same float as walking either."""
+    wa, wb = a[0], b[0]
+    if not wa or not wb:
+        return 0.0
+    if len(wb) < len(wa):
+        wa, wb = wb, wa
+    dot = math.fsum(v * wb[t] for t, v in wa.items() if t in wb)
     if dot == 0.0:
         return 0.0
-    na = math.sqrt(math.fsum(v * v for v in wa.values()))
-    nb = math.sqrt(math.fsum(v * v for v in wb.values()))
-    return min(1.0, dot / (na * nb))
+    return min(1.0, dot / (a[1] * b[1]))
 
 
 def _kth_largest(acc: Dict[int, float], k: int, allowed=None) -> float:
@@ -337,6 +352,7 @@ class Retriever:
         self._scopes: Dict[str, frozenset] = {}
         self._typo_map: Optional[Dict[str, List[str]]] = None
         self._surface: Dict[str, Tuple[str, ...]] = {}
+        self._ltc_cache: Dict[str, Tuple[Dict[str, float], float]] = {}
         self._rules = self._compile_rules(config.get("expansion") or {})
         self._alt_weights = {}
         for key in ("derivation_weight", "synonym_weight"):
@@ -948,17 +964,29 @@ class Retriever:
         names = set(analyze(_ID_SEPARATORS.sub(" ", c.doc_id))) | set(analyze(c.title))
         return any(t in names for t in terms)
 
+    #: Chunks whose TF-IDF vector :meth:`_mmr` keeps (:attr:`_ltc_cache`, cleared when full).
+    LTC_CACHE_SIZE = 20_000
+
+    def _chunk_ltc(self, chunk_id: str) -> Tuple[Dict[str, float], float]:
+        """The chunk's TF-IDF (ltc) vector and norm (``_ltc``), computed once per chunk:
+        it depends on the index alone, not on the question."""
+        v = self._ltc_cache.get(chunk_id)
+        if v is None:
+            idx = self.index
+            if len(self._ltc_cache) >= self.LTC_CACHE_SIZE:
+                self._ltc_cache.clear()
+            v = self._ltc_cache[chunk_id] = _ltc(idx.terms(idx.position(chunk_id)), idx.tfidf_idf)
+        return v
+
     def _mmr(self, hits: List[Hit], lam: float) -> List[Hit]:
-        idx = self.index
-        bags = {h.chunk_id: idx.terms(idx.position(h.chunk_id)) for h in hits}
-        idf = idx.tfidf_idf
+        vecs = {h.chunk_id: self._chunk_ltc(h.chunk_id) for h in hits}
         pair: Dict[Tuple[str, str], float] = {}
 
         def cos(a: str, b: str) -> float:
             key = (a, b) if a < b else (b, a)
             v = pair.get(key)
             if v is None:
-                v = pair[key] = _cosine(bags[a], bags[b], idf)
+                v = pair[key] = _ltc_cosine(vecs[a], vecs[b])
             return v
 
         remaining = sorted(hits, key=lambda h: (-h.similarity, h.chunk_id))
@@ -1024,7 +1052,7 @@ class Retriever:
                 extra = [h for h in candidates if h.similarity >= fb]
                 if len(extra) > len(accepted):
                     accepted, fallback_used, threshold = extra, True, fb
-        hits = [Hit.from_json(h.to_json()) for h in accepted]
+        hits = [h.copy() for h in accepted]
         if r["use_mmr"] and len(hits) > 1:
             hits = self._mmr(hits, r["mmr_lambda"])
         for i, h in enumerate(hits, 1):

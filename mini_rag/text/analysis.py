@@ -250,6 +250,13 @@ class Analyzer:
     # terms; each is cleared when it reaches this size.  Distinct pieces are few
     # compared with token occurrences (SciFact: 87,000 of 1.1 million), so hits dominate.
     CACHE_SIZE = 500_000
+    # Whole text -> tuple of terms (:meth:`analyze`): the answering stages analyze the same
+    # chunk texts, sentences and claims question after question.  Cleared when it holds
+    # TEXT_CACHE_SIZE texts or TEXT_CACHE_CHARS characters; a text longer than
+    # TEXT_CACHE_MAX characters is never kept.
+    TEXT_CACHE_SIZE = 20_000
+    TEXT_CACHE_CHARS = 8_000_000
+    TEXT_CACHE_MAX = 20_000
 
     def __init__(self, lowercase: bool = True, stopwords: str = "english",
                  stemmer: str = "english", min_token_len: int = 1,
@@ -272,6 +279,8 @@ class Analyzer:
         self._stop = ENGLISH_STOPWORDS if stopwords == "english" else frozenset()
         self._cache: Dict[str, Tuple[str, ...]] = {}
         self._raw_cache: Dict[str, Tuple[str, ...]] = {}
+        self._text_cache: Dict[str, Tuple[str, ...]] = {}
+        self._text_chars = 0
 
     # -- identity -------------------------------------------------------------
 
@@ -426,18 +435,29 @@ class Analyzer:
         piece's terms are computed once and cached (``piece -> tuple of terms``); a
         text whose pieces are all cached is answered by one C-level
         ``chain.from_iterable(map(cache.__getitem__, pieces))``, with no Python code
-        per token.  The caches never change a result (tests compare with the plain
+        per token; a whole text analyzed before comes from a bounded text cache
+        (``TEXT_CACHE_*``).  The caches never change a result (tests compare with the plain
         rule on every white-space character and on edge cases).
         """
         if not isinstance(text, str):
             raise MiniRagError(f"analyze: text must be a str, got {type(text).__name__}")
+        known = self._text_cache.get(text)
+        if known is not None:
+            return list(known)
         pieces = _normalize(text, self.lowercase).split()
         cache = self._cache
         try:
-            return list(chain.from_iterable(map(cache.__getitem__, pieces)))
+            out = list(chain.from_iterable(map(cache.__getitem__, pieces)))
         except KeyError:
-            pass
-        return self._fill(pieces)
+            out = self._fill(pieces)
+        if len(text) <= self.TEXT_CACHE_MAX:
+            if len(self._text_cache) >= self.TEXT_CACHE_SIZE or \
+                    self._text_chars + len(text) > self.TEXT_CACHE_CHARS:
+                self._text_cache.clear()
+                self._text_chars = 0
+            self._text_cache[text] = tuple(out)
+            self._text_chars += len(text)
+        return out
 
     def _fill(self, pieces: List[str]) -> List[str]:
         """Terms of ``pieces``, computing and caching the pieces not seen before."""
