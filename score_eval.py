@@ -2082,9 +2082,11 @@ def read_qrels(path: str, errors: _Errors) -> Gold:
 
 
 def read_run(path: str, errors: _Errors) -> Dict[str, Tuple[List[float], List[str]]]:
-    """TREC run ``topic Q0 docno rank score tag [...]``; the rank column is ignored."""
+    """TREC run ``topic Q0 docno rank score tag [...]``; the rank column is ignored.  Each
+    topic's (scores, docnos) in trec_eval's order: score descending, then docno descending."""
     run: Dict[str, Tuple[List[float], List[str]]] = {}
     seen: Dict[str, set] = {}
+    last = None
     for lineno, parts in _text_lines(path, errors):
         if len(parts) < 6:
             errors.add("%s:%d: run line needs 6 fields (topic Q0 docno rank score tag), got %r" % (path, lineno, " ".join(parts)))
@@ -2097,19 +2099,39 @@ def read_run(path: str, errors: _Errors) -> Dict[str, Tuple[List[float], List[st
         except ValueError:
             errors.add("%s:%d: score must be a number, got %r" % (path, lineno, parts[4]))
             continue
-        docs = seen.setdefault(topic, set())
+        if topic != last:          # a run's lines come topic by topic: look the topic up once
+            last = topic
+            docs = seen.get(topic)
+            if docs is None:
+                docs = seen[topic] = set()
+                run[topic] = ([], [])
+            scores, ids = run[topic]
         if doc in docs:
             errors.add("%s:%d: duplicate docno for topic %s, got %r" % (path, lineno, topic, doc))
             continue
         docs.add(doc)
-        scores, ids = run.setdefault(topic, ([], []))
         scores.append(score)
         ids.append(doc)
+    for topic, (scores, ids) in run.items():
+        if not all(map(float.__gt__, scores, scores[1:])):    # strictly descending: already in order
+            pairs = sorted(zip(scores, ids), reverse=True)
+            run[topic] = ([s for s, _ in pairs], [d for _, d in pairs])
     return run
 
 
 def _text_lines(path: str, errors: _Errors):
-    for lineno, line in _decoded_lines(path, errors):
+    """(lineno, whitespace-split fields) of each non-blank line: _decoded_lines' lines and
+    errors, read in one generator (a TREC run has a million lines)."""
+    for lineno, raw in iter_lines(path):
+        if raw is None:
+            errors.add("%s:%d: line longer than %d bytes (--max-line-bytes)" % (path, lineno, _LIMITS["line_bytes"]))
+            continue
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            errors.add("%s:%d: not UTF-8 (byte 0x%02x at column %d), got %r"
+                       % (path, lineno, raw[exc.start], exc.start + 1, raw[:60]))
+            continue
         if lineno == 1:
             line = line.lstrip("\ufeff")
         parts = line.split()
@@ -4383,10 +4405,19 @@ def trec_name(measure: TrecMeasure, cut: Optional[float]) -> str:
 
 def _trec_family(name: str) -> Tuple[str, Optional[float]]:
     """``P_5`` -> (P, 5); ``iprec_at_recall_0.10`` -> (iprec_at_recall, 0.1); ``map`` -> (map, None)."""
-    if name in _TREC_BY_NAME:
-        return name, None
-    head, _, tail = name.rpartition("_")
-    return head, float(tail)
+    got = _FAMILY_OF.get(name)
+    if got is None:
+        if name in _TREC_BY_NAME:
+            got = (name, None)
+        else:
+            head, _, tail = name.rpartition("_")
+            got = (head, float(tail))
+        if len(_FAMILY_OF) < 4096:         # names come from -m and the registry: few
+            _FAMILY_OF[name] = got
+    return got
+
+
+_FAMILY_OF: Dict[str, Tuple[str, Optional[float]]] = {}
 
 
 def trec_sort_key(name: str) -> Tuple[int, float]:
@@ -4569,7 +4600,10 @@ def trec_evaluate(gold: "Gold", run: Dict[str, Tuple[List[float], List[str]]],
         if average == "judged" and qid not in run:
             continue
         scores, ids = run.get(qid, ([], []))
-        ranking = [d for _, d in sorted(zip(scores, ids), reverse=True)]
+        if all(map(float.__gt__, scores, scores[1:])):     # strictly descending (read_run's order, no tie)
+            ranking = ids
+        else:
+            ranking = [d for _, d in sorted(zip(scores, ids), reverse=True)]
         per[qid] = trec_query(ranking, judged, names)
     n = len(per)
     total = {}
