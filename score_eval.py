@@ -1045,6 +1045,28 @@ def _any_search(patterns: tuple, text: str) -> bool:
     skipped when an ASCII text holds none of the literals that every match needs."""
     if not patterns:
         return False
+    rx, lits = _any_entry(patterns)
+    if lits is not None and text.isascii():
+        low = text.lower()
+        if not any(lit in low for lit in lits):
+            return False
+    if rx is None:
+        return any(r.search(text) for _, r in patterns)
+    return rx.search(text) is not None
+
+
+def _literals_absent(patterns: tuple, text: str) -> bool:
+    """True when no pattern of ``patterns`` can match ``text`` or any part of it: an ASCII text
+    that holds none of the literals one of which every match needs (False: it may match)."""
+    lits = _any_entry(patterns)[1]
+    if lits is None or not text.isascii():
+        return False
+    low = text.lower()
+    return not any(lit in low for lit in lits)
+
+
+def _any_entry(patterns: tuple) -> tuple:
+    """(the alternation of ``patterns`` or None, their required literals or None), cached."""
     entry = _ANY_RX.get(patterns)
     if entry is None:
         try:
@@ -1061,14 +1083,7 @@ def _any_search(patterns: tuple, text: str) -> bool:
         if len(_ANY_RX) > 64:
             _ANY_RX.clear()
         entry = _ANY_RX[patterns] = (rx, tuple(sorted(lits)) if lits is not None else None)
-    rx, lits = entry
-    if lits is not None and text.isascii():
-        low = text.lower()
-        if not any(lit in low for lit in lits):
-            return False
-    if rx is None:
-        return any(r.search(text) for _, r in patterns)
-    return rx.search(text) is not None
+    return entry
 
 
 def _required_literals(pattern: str) -> Optional[set]:
@@ -1871,7 +1886,8 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
             _store_gold_answers(gold, len(gold.qids) - 1, golds, row.get("question"))
             bits |= F_GANS
         gold.base.append((F_ANS if ans else 0) | (F_EXPREF if expect_refuse else 0) | (F_GOLD if rel else 0) | bits)
-        gold.cat.append(gold.category_id(cat, cat_ids, "%s:%d" % (path, lineno)))
+        cid = cat_ids.get(cat)      # a known category: no per-row location text
+        gold.cat.append(cid if cid is not None else gold.category_id(cat, cat_ids, "%s:%d" % (path, lineno)))
         gold.expected.append(0 if exp is None else 1 + DECISIONS.index(exp))
     if unlabelled and labelled:
         errors.add("%s:%d: gold mixes labelled and unlabelled rows (line %d has labels, line %d none: no "
@@ -2066,9 +2082,11 @@ def read_qrels(path: str, errors: _Errors) -> Gold:
 
 
 def read_run(path: str, errors: _Errors) -> Dict[str, Tuple[List[float], List[str]]]:
-    """TREC run ``topic Q0 docno rank score tag [...]``; the rank column is ignored."""
+    """TREC run ``topic Q0 docno rank score tag [...]``; the rank column is ignored.  Each
+    topic's (scores, docnos) in trec_eval's order: score descending, then docno descending."""
     run: Dict[str, Tuple[List[float], List[str]]] = {}
     seen: Dict[str, set] = {}
+    last = None
     for lineno, parts in _text_lines(path, errors):
         if len(parts) < 6:
             errors.add("%s:%d: run line needs 6 fields (topic Q0 docno rank score tag), got %r" % (path, lineno, " ".join(parts)))
@@ -2081,19 +2099,39 @@ def read_run(path: str, errors: _Errors) -> Dict[str, Tuple[List[float], List[st
         except ValueError:
             errors.add("%s:%d: score must be a number, got %r" % (path, lineno, parts[4]))
             continue
-        docs = seen.setdefault(topic, set())
+        if topic != last:          # a run's lines come topic by topic: look the topic up once
+            last = topic
+            docs = seen.get(topic)
+            if docs is None:
+                docs = seen[topic] = set()
+                run[topic] = ([], [])
+            scores, ids = run[topic]
         if doc in docs:
             errors.add("%s:%d: duplicate docno for topic %s, got %r" % (path, lineno, topic, doc))
             continue
         docs.add(doc)
-        scores, ids = run.setdefault(topic, ([], []))
         scores.append(score)
         ids.append(doc)
+    for topic, (scores, ids) in run.items():
+        if not all(map(float.__gt__, scores, scores[1:])):    # strictly descending: already in order
+            pairs = sorted(zip(scores, ids), reverse=True)
+            run[topic] = ([s for s, _ in pairs], [d for _, d in pairs])
     return run
 
 
 def _text_lines(path: str, errors: _Errors):
-    for lineno, line in _decoded_lines(path, errors):
+    """(lineno, whitespace-split fields) of each non-blank line: _decoded_lines' lines and
+    errors, read in one generator (a TREC run has a million lines)."""
+    for lineno, raw in iter_lines(path):
+        if raw is None:
+            errors.add("%s:%d: line longer than %d bytes (--max-line-bytes)" % (path, lineno, _LIMITS["line_bytes"]))
+            continue
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            errors.add("%s:%d: not UTF-8 (byte 0x%02x at column %d), got %r"
+                       % (path, lineno, raw[exc.start], exc.start + 1, raw[:60]))
+            continue
         if lineno == 1:
             line = line.lstrip("\ufeff")
         parts = line.split()
@@ -3658,8 +3696,29 @@ def tokens(text: str) -> set:
     return found
 
 
-def unsupported_tokens(claim: str, texts: List[str], cache: Optional[dict] = None) -> List[str]:
-    """Numbers and content words of ``claim`` that occur in none of ``texts`` (sorted)."""
+def unsupported_tokens(claim: str, texts: List[str], cache: Optional[dict] = None,
+                       claim_tokens: Optional[set] = None) -> List[str]:
+    """Numbers and content words of ``claim`` that occur in none of ``texts`` (sorted);
+    ``claim_tokens``: tokens(claim) when the caller has them.  Without a ``cache`` an ASCII
+    text is not tokenized: each wanted token is looked up in it (``_token_in``)."""
+    if claim_tokens is None:
+        claim_tokens = tokens(claim)
+    wanted = [tok for tok in claim_tokens if tok[0].isdigit() or (len(tok) >= 3 and tok not in STOPWORDS)]
+    if not wanted:
+        return []
+    if cache is None and all(t.isascii() for t in texts):
+        lows = [t.lower() for t in texts]
+        bad = []
+        for tok in wanted:
+            for n, low in enumerate(lows):
+                found = _token_in(low, tok)
+                if found is None:           # a number in a text with a comma: its tokens decide
+                    found = tok in tokens(texts[n])
+                if found:
+                    break
+            else:
+                bad.append(tok)
+        return sorted(bad)
     support: set = set()
     for t in texts:
         if cache is not None:
@@ -3672,8 +3731,35 @@ def unsupported_tokens(claim: str, texts: List[str], cache: Optional[dict] = Non
             support = toks
         else:
             support |= toks
-    return sorted(tok for tok in tokens(claim).difference(support)
-                  if tok[0].isdigit() or (len(tok) >= 3 and tok not in STOPWORDS))
+    return sorted(tok for tok in wanted if tok not in support)
+
+
+def _token_in(low: str, tok: str) -> Optional[bool]:
+    """Whether ``tok`` (one of tokens(some text)) is one of tokens(text) for an ASCII text,
+    ``low`` = text.lower(), without tokenizing it: an occurrence that _TOKEN_RX would match
+    whole.  A word is a maximal run of letters; a number starts after no digit (nor a digit and
+    "." or ",") and ends before none (nor "." or "," and a digit).  None (undecided) for a
+    number when the text has a comma (tokens() drops commas: "1,000" is 1000)."""
+    size, end = len(tok), len(low)
+    p = low.find(tok)
+    if p < 0:
+        return None if tok[0].isdigit() and "," in low else False
+    if tok[0].isdigit():
+        if "," in low:
+            return None
+        while p >= 0:
+            e = p + size
+            if ((p == 0 or not (low[p - 1].isdigit() or (low[p - 1] == "." and p >= 2 and low[p - 2].isdigit())))
+                    and (e == end or not (low[e].isdigit() or (low[e] == "." and e + 1 < end and low[e + 1].isdigit())))):
+                return True
+            p = low.find(tok, p + 1)
+        return False
+    while p >= 0:
+        e = p + size
+        if (p == 0 or not low[p - 1].isalpha()) and (e == end or not low[e].isalpha()):
+            return True
+        p = low.find(tok, p + 1)
+    return False
 
 
 class Scorer:
@@ -3765,7 +3851,7 @@ class Scorer:
                         texts.append(t)
                     else:
                         f |= F_HMEAS
-                        bad = unsupported_tokens(claim, texts, cache)
+                        bad = unsupported_tokens(claim, texts, cache, self._claim_tokens(claim))
                         if bad:
                             f |= F_HALL
                             self.unsupported[i] = bad
@@ -3792,9 +3878,17 @@ class Scorer:
             self._retrieval(i, rel, ret, scores)
             if gold.trec and ret:
                 f |= F_GOLDRET if not set(rel).isdisjoint(ret) else 0
-        if not gold.trec:
+        if not gold.trec and (gold.answers or self.answer_substr):    # else nothing to match: K never set
             f = self._judge_answer(i, claim, f)
         self.flags[i] = f
+
+    def _claim_tokens(self, claim: str) -> set:
+        """tokens(claim), computed once per row: the hallucination check and answer_relevance
+        read the same claim."""
+        last = self._last_tokens
+        if last[0] != claim:
+            last = self._last_tokens = (claim, tokens(claim))
+        return last[1]
 
     # ---- issue 28: answer correctness (reading 3)
     def _init_answers(self) -> None:
@@ -3831,6 +3925,8 @@ class Scorer:
         goes to mark_read."""
         if not claim or self.cite_patterns == ():
             return claim, cits, None
+        if self.cite_patterns is None and not _CITE_TRIGGER.search(claim):
+            return claim, cits, None        # no character a built-in marker starts with: nothing to read
         rd = read_citations(claim, ret, (cited, self.chunks), self.cite_patterns)
         if not rd.citations and not rd.bad:
             return claim, cits, None
@@ -3895,7 +3991,15 @@ class Scorer:
             return bits | F_REFUSED if bits else 0
         if not present:
             return 0
-        kind, reason, pat = read_refusal(claim, self.refusal, self.extra_declines)
+        if claim.lower() == self.refusal:       # fast path: exactly the token (read_refusal's first case)
+            self.refusal_reason[i] = "the refusal token"
+            return F_REFUSED
+        extra = self.extra_declines
+        # [scorer] patterns a claim cannot match (none of their required literals; a claim the
+        # reader reads whole) are left out of the reading: they would mark nothing
+        if extra and len(claim) <= REFUSAL_WINDOW and _literals_absent(extra, claim):
+            extra = ()
+        kind, reason, pat = read_refusal(claim, self.refusal, extra)
         if reason:
             self.refusal_reason[i] = reason if pat == 0 else "%s [pattern %d]" % (reason, pat)
         if kind == KIND_ANSWER:
@@ -3924,6 +4028,7 @@ class Scorer:
         self.latency = nan * n
         self.cost = nan * n
         self.term_cache: Dict[str, frozenset] = {}
+        self._last_tokens: Tuple[Optional[str], set] = (None, set())     # _claim_tokens
         self.needs = set(NEEDS)      # what run() found asked for (see NEEDS); everything by default
         self.flags_seen = bytearray(n)
         # issue 29: grounding sentence by sentence (reading 4)
@@ -4003,7 +4108,7 @@ class Scorer:
         if q and "relevance" in self.needs:
             qt = content_terms(q)
             if qt and f & F_SHIP:
-                self.answer_rel[i] = len(qt & content_terms(claim)) / len(qt)
+                self.answer_rel[i] = terms_in(qt, self._claim_tokens(claim)) / len(qt)
             # context relevance needs every retrieved chunk's text: --chunks, or all of them cited
             if qt and ret and (self.chunks is not None or (cited and len(cited) >= len(ret))):
                 texts = self._texts(cited, ret, ())
@@ -4069,17 +4174,32 @@ class Scorer:
         return out
 
 
+def content_term(tok: str) -> Optional[str]:
+    """The content term of one token (not a stopword): a number as it is, a word of >= 3
+    letters with a final "s" folded (not "ss"); None for a shorter word."""
+    if tok[0].isdigit():
+        return tok
+    if len(tok) > 3 and tok[-1] == "s" and tok[-2] != "s":
+        return tok[:-1]
+    return tok if len(tok) >= 3 else None
+
+
 def content_terms(text: str) -> frozenset:
     """Numbers and content words (>= 3 letters, not stopwords) of ``text``, a final "s" folded."""
-    out = set()
-    for tok in tokens(text) - STOPWORDS:
-        if tok[0].isdigit():
-            out.add(tok)
-        elif len(tok) > 3 and tok[-1] == "s" and tok[-2] != "s":
-            out.add(tok[:-1])
-        elif len(tok) >= 3:
-            out.add(tok)
-    return frozenset(out)
+    out = frozenset(map(content_term, tokens(text) - STOPWORDS))
+    return out - {None} if None in out else out
+
+
+def terms_in(terms: frozenset, toks: set) -> int:
+    """len(terms & content_terms(text)) from ``toks`` = tokens(text), without building the
+    text's terms: a term is the content term of the token itself or of the token + "s"."""
+    n = 0
+    for t in terms:
+        for tok in (t, t + "s"):
+            if tok in toks and tok not in STOPWORDS and content_term(tok) == t:
+                n += 1
+                break
+    return n
 
 
 _SENT_RX = re.compile(r"(?<=[.!?])\s+")
@@ -4254,7 +4374,8 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
         seen[i] = 1
         claim, cits, reading = scorer.read(claim, cits, ret, cited)     # reading 1: citations in the text
         judge(i, claim, cits, ret, scores, cited, decision, fallback, True)
-        scorer.mark_read(i, reading)
+        if reading is not None or scorer.text_cits or scorer.bad_marks:
+            scorer.mark_read(i, reading)
         scorer.judge_extra(i, claim, cits, ret, cited, cited_pol, decision, extra)
     # The gold set owns the query set: an item without a trace row is judged on an empty row
     # (seed 002: a shipped answer with an empty claim; retrieval scores 0).
@@ -4382,10 +4503,19 @@ def trec_name(measure: TrecMeasure, cut: Optional[float]) -> str:
 
 def _trec_family(name: str) -> Tuple[str, Optional[float]]:
     """``P_5`` -> (P, 5); ``iprec_at_recall_0.10`` -> (iprec_at_recall, 0.1); ``map`` -> (map, None)."""
-    if name in _TREC_BY_NAME:
-        return name, None
-    head, _, tail = name.rpartition("_")
-    return head, float(tail)
+    got = _FAMILY_OF.get(name)
+    if got is None:
+        if name in _TREC_BY_NAME:
+            got = (name, None)
+        else:
+            head, _, tail = name.rpartition("_")
+            got = (head, float(tail))
+        if len(_FAMILY_OF) < 4096:         # names come from -m and the registry: few
+            _FAMILY_OF[name] = got
+    return got
+
+
+_FAMILY_OF: Dict[str, Tuple[str, Optional[float]]] = {}
 
 
 def trec_sort_key(name: str) -> Tuple[int, float]:
@@ -4568,7 +4698,10 @@ def trec_evaluate(gold: "Gold", run: Dict[str, Tuple[List[float], List[str]]],
         if average == "judged" and qid not in run:
             continue
         scores, ids = run.get(qid, ([], []))
-        ranking = [d for _, d in sorted(zip(scores, ids), reverse=True)]
+        if all(map(float.__gt__, scores, scores[1:])):     # strictly descending (read_run's order, no tie)
+            ranking = ids
+        else:
+            ranking = [d for _, d in sorted(zip(scores, ids), reverse=True)]
         per[qid] = trec_query(ranking, judged, names)
     n = len(per)
     total = {}

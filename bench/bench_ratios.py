@@ -13,7 +13,9 @@ machine inflates wall time more than these; each figure is the best of ``--round
   1,000 documents (bench_trec; target <= 1.5x); skipped without the peer.
 
 ``--before FILE`` adds the same rows for another score_eval.py (e.g. ``git show
-HEAD~5:score_eval.py > /tmp/old.py``) from the same run, for a before/after table.
+HEAD~5:score_eval.py > /tmp/old.py``) from the same run, for a before/after table, and says
+whether the two reports (the whole JSON, items included) are byte-identical;
+bench/bench_identical.py does the same on the committed traces.
 The load average (1, 5, 15 min) is printed at the start and at the end.
 """
 import argparse
@@ -41,6 +43,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="also write the table as JSON here")
     args = ap.parse_args(argv)
     rows = []
+    identical = []
     start_load = load()
     print("load average at start: %s (%d CPUs)" % (start_load, os.cpu_count() or 0), flush=True)
     with tempfile.TemporaryDirectory(prefix="bench_ratios_") as tmp:
@@ -53,6 +56,11 @@ def main(argv=None) -> int:
                 bench_scorer.generate(folder, n, 7)
                 stamp.write_text("")
             res = bench_scorer.compare(folder, args.rounds, args.before)
+            if args.before:     # the whole JSON report (items included) byte for byte
+                for name in ("score_eval", "score_eval+gates.toml"):
+                    other = "before" + name[len("score_eval"):]
+                    same = (folder / (name + ".json")).read_bytes() == (folder / (other + ".json")).read_bytes()
+                    identical.append("%dk rows, %s: %s" % (n // 1000, name, "identical" if same else "DIFFERS"))
             ref = res["runs"]["reference"]
             for name, target in (("score_eval", 1.0), ("score_eval+gates.toml", 1.25), ("before", 1.0),
                                  ("before+gates.toml", 1.25)):
@@ -86,6 +94,8 @@ def main(argv=None) -> int:
             "" if r["ratio"] <= r["target"] else " (missed)", r["memory_ratio"], "yes" if r["agree"] else "NO"))
     print()
     print("load average: %s at start, %s at end (1, 5, 15 min); CPU time of child processes" % (start_load, end_load))
+    if identical:
+        print("reports against --before (JSON with items, byte for byte): " + "; ".join(identical))
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, "load_start": start_load, "load_end": end_load},
                                               indent=1) + "\n")

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Bench check: two score_eval.py files give byte-identical outputs on the committed traces.
+
+Usage: python3 bench/bench_identical.py --before FILE [--after score_eval.py] [--data DIR ...]
+
+A speed change to the scorer must not change a report.  This runs both scorers on the same
+commands and compares every output byte for byte: stdout (the JSON report, the compact
+summary, trec_eval's format), the exit status and the files written (--out, --items,
+--markdown, --html, --csv, --metrics-csv, --junit).  The commands cover the committed traces:
+
+* gold/ with the traces ``make eval`` writes (runs/trace.baseline.jsonl, runs/trace.perturb.jsonl;
+  skipped when they are missing) against gates.toml, with per-item outputs and without;
+* examples/seed (its chunks, [seed] of gates.toml) and examples/llm (prose, inline citations,
+  sentence grounding; its own gates file);
+* seed 002's command (``--gates`` string, no gates file) and reference-free mode (trace alone);
+* TREC mode on trec_eval's test collection (tests/data/trec_eval_test: binary and graded qrels),
+  JSON and ``--format trec -q``;
+* ``--data DIR``: a folder holding gold.jsonl + trace.jsonl (e.g. bench_scorer's generated rows),
+  seed 002's command with and without gates.toml, the whole JSON report with its items.
+
+``--before FILE`` is another version of the scorer (e.g. ``git show main:score_eval.py >
+/tmp/before.py``).  Prints one line per command and exits 1 when any output differs.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED_GATES = "precision=0.80,chr=0.75,under=0.05,over=0.10"
+OUT_FLAGS = ("--out", "--items", "--markdown", "--html", "--csv", "--metrics-csv", "--junit")
+
+
+def commands(data_dirs):
+    """(name, argv after the script, cwd or None) for every check whose inputs exist."""
+    r = str(ROOT)
+    out = []
+    gold, perturb = ROOT / "gold" / "gold.jsonl", ROOT / "gold" / "gold_perturb.jsonl"
+    for tag, g, ds in (("baseline", gold, "baseline"), ("perturb", perturb, "perturb")):
+        trace = ROOT / "runs" / ("trace.%s.jsonl" % tag)
+        if not trace.exists():
+            continue
+        base = ["--gold", str(g), "--trace", str(trace), "--dataset", ds, "--gates-file", r + "/gates.toml",
+                "--k", "1,3,5,10"]
+        out.append(("eval %s, gates.toml, per-item outputs" % tag,
+                    base + ["--out", "@report.json", "--items", "@items.jsonl", "--markdown", "@report.md",
+                            "--html", "@report.html", "--csv", "@items.csv", "--metrics-csv", "@metrics.csv",
+                            "--junit", "@junit.xml", "--junit-items", "--full"], None))
+        out.append(("eval %s, gates.toml" % tag, base, None))
+        out.append(("eval %s, seed 002's command" % tag,
+                    ["--gold", str(g), "--trace", str(trace), "--k", "5", "--gates", SEED_GATES], "@"))
+        out.append(("eval %s, reference-free (trace alone)" % tag, ["--trace", str(trace), "--gates", "none"], "@"))
+    seed = ROOT / "examples" / "seed"
+    out.append(("examples/seed, [seed] of gates.toml",
+                ["--gold", str(seed / "gold.jsonl"), "--trace", str(seed / "trace.jsonl"), "--chunks",
+                 str(seed / "chunks.jsonl"), "--gates-file", r + "/gates.toml", "--dataset", "seed"], None))
+    out.append(("examples/seed, seed 002's command",
+                ["--gold", str(seed / "gold.jsonl"), "--trace", str(seed / "trace.jsonl"), "--k", "5",
+                 "--gates", SEED_GATES], "@"))
+    llm = ROOT / "examples" / "llm"
+    out.append(("examples/llm, its gates file, items",
+                ["--gold", str(llm / "gold.jsonl"), "--trace", str(llm / "trace.jsonl"), "--chunks",
+                 str(llm / "chunks.jsonl"), "--gates-file", str(llm / "gates.toml"), "--dataset", "llm",
+                 "--items", "@items.jsonl", "--full", "--out", "@report.json"], None))
+    out.append(("examples/llm, seed 002's command",
+                ["--gold", str(llm / "gold.jsonl"), "--trace", str(llm / "trace.jsonl"), "--k", "5",
+                 "--gates", SEED_GATES], "@"))
+    out.append(("examples/llm, --compute all",
+                ["--gold", str(llm / "gold.jsonl"), "--trace", str(llm / "trace.jsonl"), "--chunks",
+                 str(llm / "chunks.jsonl"), "--gates", "none", "--compute", "all"], "@"))
+    trec = ROOT / "tests" / "data" / "trec_eval_test"
+    for qrels in ("qrels.test", "qrels.rel_level"):
+        if (trec / qrels).exists() and (trec / "results.test").exists():
+            base = ["--qrels", str(trec / qrels), "--run", str(trec / "results.test"), "--gates", "none"]
+            out.append(("trec %s, JSON" % qrels, base + ["-m", "all_trec"], "@"))
+            out.append(("trec %s, --format trec -q" % qrels, base + ["-m", "all_trec", "--format", "trec", "-q"], "@"))
+    for d in data_dirs:
+        d = Path(d).resolve()
+        common = ["--gold", str(d / "gold.jsonl"), "--trace", str(d / "trace.jsonl"), "--k", "5", "--gates",
+                  SEED_GATES, "--quiet"]
+        out.append(("%s: seed 002's command" % d.name, common, "@"))
+        out.append(("%s: seed 002's command + gates.toml" % d.name, common + ["--gates-file", r + "/gates.toml"], "@"))
+    return out
+
+
+def run_one(script: str, argv, cwd, tmp: Path):
+    """(exit status, stdout, {output name: bytes}) of one run; outputs go to ``tmp``."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    args = [a.replace("@", str(tmp) + os.sep) if a.startswith("@") else a for a in argv]
+    where = str(tmp) if cwd == "@" else str(ROOT)      # "@": a folder without gates.toml
+    proc = subprocess.run([sys.executable, script] + args, cwd=where, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env=dict(os.environ, PYTHONHASHSEED="0"))
+    files = {}
+    for a in argv:
+        if a.startswith("@"):
+            p = tmp / a[1:]
+            files[a[1:]] = p.read_bytes() if p.exists() else None
+    return proc.returncode, proc.stdout.replace(str(tmp).encode(), b"@"), files, proc.stderr
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--before", required=True, help="the other score_eval.py")
+    ap.add_argument("--after", default=str(ROOT / "score_eval.py"))
+    ap.add_argument("--data", action="append", default=[], help="a folder with gold.jsonl + trace.jsonl")
+    args = ap.parse_args(argv)
+    bad = 0
+    with tempfile.TemporaryDirectory(prefix="bench_identical_") as tmp:
+        for n, (name, cmd, cwd) in enumerate(commands(args.data)):
+            a = run_one(args.before, cmd, cwd, Path(tmp) / ("%d-before" % n))
+            b = run_one(args.after, cmd, cwd, Path(tmp) / ("%d-after" % n))
+            # the folder name differs between the two runs; files are compared with it replaced
+            fa = {k: (v.replace(str(Path(tmp) / ("%d-before" % n)).encode(), b"@") if v else v) for k, v in a[2].items()}
+            fb = {k: (v.replace(str(Path(tmp) / ("%d-after" % n)).encode(), b"@") if v else v) for k, v in b[2].items()}
+            diff = []
+            if a[0] != b[0]:
+                diff.append("exit %d vs %d" % (a[0], b[0]))
+            if a[1] != b[1]:
+                diff.append("stdout")
+            diff += [k for k in fa if fa[k] != fb.get(k)]
+            if a[3].replace(str(Path(tmp) / ("%d-before" % n)).encode(), b"@") != \
+                    b[3].replace(str(Path(tmp) / ("%d-after" % n)).encode(), b"@"):
+                diff.append("stderr")
+            print("%-60s %s (exit %d, %d bytes)" % (name, "identical" if not diff else "DIFFERS: " + ", ".join(diff),
+                                                    b[0], len(b[1]) + sum(len(v or b"") for v in fb.values())),
+                  flush=True)
+            bad += bool(diff)
+    print("outputs identical: %s" % ("yes" if not bad else "NO (%d commands differ)" % bad))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
