@@ -1,4 +1,4 @@
-"""Index format 2 (mini_rag/indexing/index.py, store.py) and pruned top-k (retrieve.py): the
+"""Index format 3 (mini_rag/indexing/index.py, store.py, postings.py) and pruned top-k (retrieve.py): the
 pruned and dense rankings equal the exhaustive one to the bit, on generated data with ties, repeated
 query terms, a scope filter and both scoring functions, and on the shared collections
 (../shared/data; skipped when absent); a saved index loads to the same postings,
@@ -187,7 +187,7 @@ class SharedCollections(unittest.TestCase):
                                   % (name, text, k, pruned[:3], full[:3]))
 
 
-class FormatTwo(unittest.TestCase):
+class FormatThree(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp()
         self.chunks, self.words = generated_chunks(300, seed=2)
@@ -239,7 +239,7 @@ class FormatTwo(unittest.TestCase):
         path = os.path.join(self.tmp, "i.idx")
         save_index(self.index, path)
         m = read_manifest(path)
-        self.assertEqual(m["format_version"], 2)
+        self.assertEqual(m["format_version"], 3)
         names = [s["name"] for s in m["sections"]]
         self.assertEqual(names[:3], ["vocabulary", "chunk_ids", "chunks"])
         for s in m["sections"]:
@@ -268,8 +268,10 @@ class FormatTwo(unittest.TestCase):
         table = [
             ("truncated", data[:-20], "lies outside the file (truncated?)"),
             ("flipped byte", head + b"\n" + bytes(flip), "does not match its sha256"),
-            ("future version", head.replace(b'"format_version":2', b'"format_version":3') + b"\n" + body,
-             "index format version must be 1 or 2, got 3"),
+            ("future version", head.replace(b'"format_version":3', b'"format_version":4') + b"\n" + body,
+             "index format version must be 1 or 3, got 4"),
+            ("retired version", head.replace(b'"format_version":3', b'"format_version":2') + b"\n" + body,
+             "index format version must be 1 or 3, got 2; rebuild it with"),
             ("section missing", head.replace(b'"name":"bm25_max"', b'"name":"other"') + b"\n" + body,
              "index has no section bm25_max"),
         ]

@@ -421,22 +421,30 @@ class Retriever:
            k-th best partial sum) is compared with ``rest``, the sum of the upper bounds
            (largest posting weight times the query factor, stored in the index) of the
            terms left.  When ``rest < theta`` a chunk holding none of the terms added so
-           far cannot reach the k best: the rest of the terms are never scanned.
+           far cannot reach the k best: the rest of the terms (the *non-essential* ones,
+           the longest lists) are never scanned.
         2. Candidates: chunks whose partial sum plus ``rest`` reaches ``theta``.
-        3. Each candidate's score is summed again in the exhaustive order (longest
-           postings first, then term; a term's weight looked up by bisection or a map),
-           so every float equals the one :meth:`_exhaustive_scores` computes.
-        Margins of 1e-9 (relative) keep step 1 and 2 safe from rounding.
+        3. ``bm25`` without alternatives: the non-essential terms are looked up for the
+           candidates only, block by block (``postings.py``), largest upper bound first.
+           A block whose largest weight (``block_max``) cannot lift any of its candidates
+           to ``theta`` (with the upper bounds of the terms still to look up) is never
+           decoded, and its candidates are dropped; so is any candidate whose sum so far
+           plus those bounds falls below ``theta``.
+        4. Each remaining candidate's score is summed again in the exhaustive order
+           (longest postings first, then term), so every float equals the one
+           :meth:`_exhaustive_scores` computes.
+        Margins of 1e-9 (relative) keep steps 1 to 3 safe from rounding.
         """
         positions, weights, bounds = self._bounded_postings(qtf, alternatives)
-        terms = [t for t in qtf if t in weights and len(positions[t])]
+        size = self._sizer(positions)
+        terms = [t for t in qtf if t in weights and size(t)]
         if not terms:
             return {}
-        canonical = sorted(terms, key=lambda t: (-len(positions[t]), t))
+        canonical = sorted(terms, key=lambda t: (-size(t), t))
         mult = self._multipliers(qtf, terms)
         order = canonical[::-1]
         ubs = [bounds[t] * mult.get(t, 1.0) for t in order]
-        lens = [len(positions[t]) for t in order]
+        lens = [size(t) for t in order]
         rest, left = [0.0] * (len(order) + 1), [0] * (len(order) + 1)
         for i in range(len(order) - 1, -1, -1):
             rest[i] = rest[i + 1] + ubs[i]
@@ -462,26 +470,79 @@ class Retriever:
         if allowed is not None:
             cands = [p for p in cands if p in allowed]
         cands.sort()
+        found: Dict[str, Dict[int, float]] = {}
+        if cut < len(order) and not alternatives and self.scoring == "bm25" and cands:
+            cands, found = self._block_lookups(order[cut:], ubs[cut:], mult, cands, acc, theta)
         scores = dict.fromkeys(cands, 0.0)
         for t in canonical:
-            pos, ws = positions[t], weights[t]
             m = mult.get(t)
-            if len(cands) * 16 < len(pos):
-                n = len(pos)
-                found = []
-                lo = 0
-                for p in cands:                     # ascending: each search starts at the last
-                    lo = bisect_left(pos, p, lo)
-                    if lo == n:
-                        break
-                    if pos[lo] == p:
-                        found.append((p, ws[lo]))
+            wmap = found.get(t)
+            if wmap is not None:
+                got = [(p, wmap[p]) for p in cands if p in wmap]
             else:
-                wmap = dict(zip(pos, ws))
-                found = [(p, wmap[p]) for p in cands if p in wmap]
-            for p, w in found:
+                pos, ws = positions[t], weights[t]
+                if len(cands) * 16 < len(pos):
+                    n = len(pos)
+                    got = []
+                    lo = 0
+                    for p in cands:                     # ascending: each search starts at the last
+                        lo = bisect_left(pos, p, lo)
+                        if lo == n:
+                            break
+                        if pos[lo] == p:
+                            got.append((p, ws[lo]))
+                else:
+                    wmap = dict(zip(pos, ws))
+                    got = [(p, wmap[p]) for p in cands if p in wmap]
+            for p, w in got:
                 scores[p] = scores[p] + (w if m is None else w * m)
         return scores
+
+    def _block_lookups(self, late: Sequence[str], late_ubs: Sequence[float], mult: Dict[str, float],
+                       cands: List[int], acc: Dict[int, float], theta: float):
+        """Step 3 of :meth:`_pruned_scores`: the weights of the non-essential terms
+        ``late`` for the candidates, read block by block with block-max skipping; returns
+        the candidates left (ascending) and ``{term: {position: weight}}``."""
+        index = self.index
+        store = index._store
+        limit = theta * (1.0 - 1e-9)
+        todo = sorted(range(len(late)), key=lambda i: (-late_ubs[i], late[i]))
+        bound = [late_ubs[i] * (1.0 + 1e-9) for i in todo]
+        after = [0.0] * (len(todo) + 1)
+        for x in range(len(todo) - 1, -1, -1):
+            after[x] = after[x + 1] + bound[x]
+        live = {p: acc[p] for p in cands}
+        found: Dict[str, Dict[int, float]] = {}
+        for x, i in enumerate(todo):
+            t = late[i]
+            tid = index.term_id(t)
+            m = mult.get(t, 1.0)
+            r = after[x + 1]
+            wt: Dict[int, float] = {}
+            block_max = store.block_max
+            for j, ps in store.find_blocks(tid, sorted(live)).items():
+                top = max(map(live.__getitem__, ps))
+                if top + block_max[j] * m * (1.0 + 1e-9) + r < limit:
+                    for p in ps:
+                        del live[p]
+                    continue
+                bw = index.block_weights(tid, j)
+                for p in ps:
+                    w = bw.get(p)
+                    if w is not None:
+                        wt[p] = w
+                        live[p] += w * m
+            found[t] = wt
+            if r < limit:
+                for p in [p for p, s in live.items() if s + r < limit]:
+                    del live[p]
+        return sorted(live), found
+
+    def _sizer(self, positions):
+        """``term -> number of postings`` of ``positions`` (the index's: its df, nothing decoded)."""
+        if positions is self._positions:
+            return self.index.doc_freq
+        return lambda t: len(positions[t])
 
     def _bounded_postings(self, qtf: Dict[str, int], alternatives: Optional[Alternatives]):
         """``(positions, weights, bounds)`` by term: the index's, or with ``alternatives``
@@ -772,8 +833,8 @@ class Retriever:
 
     def _postings_total(self, qtf: Dict[str, int]) -> int:
         """Postings the exhaustive path would add for ``qtf`` (alternatives not counted)."""
-        get = self._positions.get
-        return sum(len(get(t, ())) for t in qtf)
+        df = self.index.doc_freq
+        return sum(df(t) for t in qtf)
 
     def _exhaustive_scores(self, qtf: Dict[str, int], allowed=None,
                            alternatives: Optional[Alternatives] = None) -> Dict[int, float]:
