@@ -14,6 +14,7 @@ Public API
 ``build_or_load(config)``         the index at ``[index] path``, rebuilt when stale
 ``load_index(path)``              read an index file (manifest and section hashes checked)
 ``save_index(index, path)``       write it atomically (gzip when the path ends in ``.gz``)
+``Index.block_weights(i, j)``     ``{position: weight}`` of one postings block (MaxScore)
 ``Index.max_weights(scoring)``    ``{term: largest posting weight}`` (pruning's bounds)
 ``Index.chunks``                  list of :class:`~mini_rag.records.Chunk`, corpus order
 ``Index.chunk(chunk_id)``         one chunk by id (MiniRagError when unknown)
@@ -65,22 +66,28 @@ negative (no epsilon floor as in rank_bm25) and is defined for df = 0.
 
 Persistence
 -----------
-Format 2 (``save_index``): one line of compact JSON, the manifest, then binary sections
+Format 3 (``save_index``): one line of compact JSON, the manifest, then binary sections
 (``store.py``: each with its type, offset, length and sha256 in the manifest); the whole
 file gzip'd when the path ends in ``.gz`` (deterministic: fixed header, mtime 0).  The
 manifest records the format version, the corpus path and the sha256 of every corpus
 file, the chunking, analysis and scoring settings, a content hash per document and
 counts: reading only the first line is enough to tell whether the index is stale.  The
-sections (``SECTIONS``) hold the vocabulary, the chunk ids and records, chunk lengths and
-tie-break ranks, and the inverted index itself: per term its postings, term
-frequencies, BM25 weights and largest weight (pruned top-k's upper bound), as packed
-little-endian arrays.  Loading builds nothing: a plain file stays open, its small
-sections are read and a term's postings and weights are read when a query asks for
-them (a bounded cache keeps recent ones); chunks are decoded when first asked for; a chunk's bag of terms
-is analyzed again from its text when needed (the same bag: same text, same analyzer);
-TF-IDF weights are computed from the stored tf on first use (the same floats).  Saving
-streams section by section.  Format 1 (two JSON lines; per-chunk term bags, postings
-rebuilt on load) is still read.
+sections (``SECTIONS``) hold the vocabulary, the chunk ids, the chunk records (JSON
+lines in zlib blocks of ``postings.CHUNK_BLOCK``), chunk lengths and tie-break ranks, and
+the inverted index itself, compressed (``postings.py``): per term its df, largest BM25
+weight and blocks of ``postings.BLOCK`` postings (delta-coded positions and term
+frequencies, each block's last position and largest weight for MaxScore).  The stored
+form is made once, when the index is built: ``save_index`` writes the sections as the
+index holds them (a loaded index: as read), nothing is encoded again, and the same
+corpus gives the same bytes whatever ``PYTHONHASHSEED``.  Loading builds nothing: a plain
+file stays open, its small sections are read and checked (``validate_sections``), a
+term's postings are decoded (and checked) when a query asks for them, its BM25 weights
+computed from the stored tf with the build's formula (the same floats; a bounded cache
+keeps recent ones); chunks are decoded when first asked for; a chunk's bag of terms is
+analyzed again from its text when needed (the same bag: same text, same analyzer).
+Format 1 (two JSON lines; per-chunk term bags, postings rebuilt on load) is still read;
+format 2 (uncompressed arrays) is not: :func:`build_or_load` rebuilds such an index,
+:func:`load_index` refuses it naming the file.
 
 Staleness: :func:`build_or_load` compares the manifest with the corpus on disk and the
 configured settings.  A changed, added or removed file, another corpus path or other
@@ -95,6 +102,7 @@ import array
 import dataclasses
 import functools
 import itertools
+from itertools import compress
 import operator
 import gc
 import gzip
@@ -229,6 +237,7 @@ class Index:
         self._chunk_ids = None
         self._mapped = None         # a loaded index: its open SectionFile
         self._norm: Optional[List[float]] = None
+        self._den1: Optional[List[float]] = None
         # Tie-break rank: chunks ordered by chunk_id (code point order).  Rankings sort
         # on (score descending, chunk_id ascending); comparing these ints is the same.
         order = sorted(range(len(chunks)), key=lambda i: chunks[i].chunk_id)
@@ -239,11 +248,9 @@ class Index:
         vocab = sorted(positions)
         writer = PostingsWriter()
         n = self.num_searchable
-        k1p1, norm = self.k1 + 1.0, self.norms()
         for term in vocab:
             pos_list, tfs = positions[term], freqs[term]
-            idf = bm25_idf(n, len(pos_list))
-            writer.add(pos_list, tfs, [idf * (tf * k1p1) / (tf + norm[p]) for p, tf in zip(pos_list, tfs)])
+            writer.add(pos_list, tfs, self._bm25(bm25_idf(n, len(pos_list)), pos_list, tfs))
         del positions, freqs
         store = Postings("index", self.num_chunks, writer.df, writer.term_blocks, writer.block_last,
                          writer.block_start, writer.block_format, writer.block_max, writer.data())
@@ -265,7 +272,7 @@ class Index:
 
     #: Decoded postings kept in memory (a bounded cache: the commonest terms of a large
     #: index hold hundreds of thousands of postings).
-    CACHE_POSTINGS = 1 << 20
+    CACHE_POSTINGS = 1 << 21
 
     def _decoded(self, i: int) -> Tuple[List[int], List[int]]:
         got = self._cache.get(i)
@@ -294,20 +301,31 @@ class Index:
         ws = self._wcache.get(i)
         if ws is None:
             pos_list, tfs = self._decoded(i)
-            idf = bm25_idf(self.num_searchable, len(pos_list))
-            k1p1, norm = self.k1 + 1.0, self.norms()
-            ws = [idf * (tf * k1p1) / (tf + norm[p]) for p, tf in zip(pos_list, tfs)]
+            ws = self._bm25(bm25_idf(self.num_searchable, len(pos_list)), pos_list, tfs)
             self._keep(len(ws))
             self._wcache[i] = ws
+        return ws
+
+    def _bm25(self, idf: float, pos_list: Sequence[int], tfs: Sequence[int]) -> List[float]:
+        """``idf * (tf * (k1 + 1)) / (tf + norm[p])`` for every posting, the float of the
+        build's formula: at C speed where tf = 1 (``(idf * (k1 + 1)) / (1 + norm[p])``,
+        the same operations on the same values), then the others one by one."""
+        k1p1, norm = self.k1 + 1.0, self.norms()
+        if self._den1 is None:
+            self._den1 = [1 + x for x in norm]
+        c, den1 = idf * (1 * k1p1), self._den1
+        ws = [c / den1[p] for p in pos_list]
+        if tfs.count(1) != len(tfs):
+            for j in compress(range(len(tfs)), map((1).__ne__, tfs)):
+                tf = tfs[j]
+                ws[j] = idf * (tf * k1p1) / (tf + norm[pos_list[j]])
         return ws
 
     def block_weights(self, i: int, j: int) -> Dict[int, float]:
         """``{position: bm25 weight}`` of block ``j`` of term ``i`` (the same floats as
         the whole term's weights)."""
         pos_list, tfs = self._store.block(i, j)
-        idf = bm25_idf(self.num_searchable, self._store.df[i])
-        k1p1, norm = self.k1 + 1.0, self.norms()
-        return {p: idf * (tf * k1p1) / (tf + norm[p]) for p, tf in zip(pos_list, tfs)}
+        return dict(zip(pos_list, self._bm25(bm25_idf(self.num_searchable, self._store.df[i]), pos_list, tfs)))
 
     def term_id(self, term: str) -> int:
         """The term's number in :attr:`vocabulary`, -1 when it is not indexed."""
@@ -1012,7 +1030,7 @@ def _load_v3(path: str, sf: SectionFile, manifest: Dict[str, Any]) -> Index:
     index.num_searchable = n - array.array("I", index.lengths).count(0)
     index.avgdl = math.fsum(index.lengths) / index.num_searchable if index.num_searchable else 0.0
     index.tie_rank = parts["tie_rank"]                           # type: ignore[assignment]
-    index._norm = None
+    index._norm = index._den1 = None
     store = Postings(path, n, parts["df"], parts["term_blocks"], parts["block_last"], parts["block_start"],
                      parts["block_format"], parts["block_max"], sf.lazy("postings"))
     index._attach(vocab, store, parts["bm25_max"])

@@ -41,7 +41,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..errors import MiniRagError
 
 BLOCK = 128
-CHUNK_BLOCK = 64
+CHUNK_BLOCK = 16
 CHUNK_LEVEL = 1
 _CODES = ("B", "H", "I")
 _WIDTHS = (1, 2, 4)
