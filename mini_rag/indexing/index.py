@@ -237,7 +237,8 @@ class Index:
         self._chunk_ids = None
         self._mapped = None         # a loaded index: its open SectionFile
         self._norm: Optional[List[float]] = None
-        self._den1: Optional[List[float]] = None
+        self._norm_of: Dict[int, float] = {}
+        self._dls: List[int] = []
         # Tie-break rank: chunks ordered by chunk_id (code point order).  Rankings sort
         # on (score descending, chunk_id ascending); comparing these ints is the same.
         order = sorted(range(len(chunks)), key=lambda i: chunks[i].chunk_id)
@@ -290,11 +291,15 @@ class Index:
             self._cached = n
 
     def norms(self) -> List[float]:
-        """``k1 * (1 - b + b * dl / avgdl)`` of every chunk (BM25's length normalisation)."""
+        """``k1 * (1 - b + b * dl / avgdl)`` of every chunk (BM25's length normalisation),
+        computed once per distinct length (the same float for the same length)."""
         if self._norm is None:
             k1, b = self.k1, self.b
             avgdl = self.avgdl or 1.0
-            self._norm = [k1 * (1.0 - b + b * dl / avgdl) for dl in self.lengths]
+            dls = self._dls = list(self.lengths)
+            table = {dl: k1 * (1.0 - b + b * dl / avgdl) for dl in set(dls)}
+            self._norm = list(map(table.__getitem__, dls))
+            self._norm_of = table
         return self._norm
 
     def _bm25_of(self, i: int) -> List[float]:
@@ -308,13 +313,17 @@ class Index:
 
     def _bm25(self, idf: float, pos_list: Sequence[int], tfs: Sequence[int]) -> List[float]:
         """``idf * (tf * (k1 + 1)) / (tf + norm[p])`` for every posting, the float of the
-        build's formula: at C speed where tf = 1 (``(idf * (k1 + 1)) / (1 + norm[p])``,
-        the same operations on the same values), then the others one by one."""
+        build's formula.  Where tf = 1 it is ``(idf * (1 * (k1 + 1))) / (1 + norm[p])``, a
+        function of the chunk's length alone: computed once per distinct length and looked
+        up at C speed (the same operations on the same values, so the same float); the
+        other postings one by one."""
         k1p1, norm = self.k1 + 1.0, self.norms()
-        if self._den1 is None:
-            self._den1 = [1 + x for x in norm]
-        c, den1 = idf * (1 * k1p1), self._den1
-        ws = [c / den1[p] for p in pos_list]
+        c = idf * (1 * k1p1)
+        if len(pos_list) > 2 * len(self._norm_of):
+            by_length = {dl: c / (1 + nv) for dl, nv in self._norm_of.items()}
+            ws = list(map(by_length.__getitem__, map(self._dls.__getitem__, pos_list)))
+        else:
+            ws = [c / (1 + norm[p]) for p in pos_list]
         if tfs.count(1) != len(tfs):
             for j in compress(range(len(tfs)), map((1).__ne__, tfs)):
                 tf = tfs[j]
@@ -943,8 +952,10 @@ class _LazyBags(SequenceABC):
 
 def _rises(arr, first: int, last: int) -> bool:
     """``arr`` non-decreasing from ``first`` to ``last`` (C-level comparisons)."""
-    return (len(arr) > 0 and arr[0] == first and arr[-1] == last
-            and all(map(operator.le, arr, itertools.islice(arr, 1, None))))
+    if not len(arr) or arr[0] != first or arr[-1] != last:
+        return False
+    items = arr.tolist()
+    return all(map(operator.le, items, itertools.islice(items, 1, None)))
 
 
 def validate_sections(path: str, manifest: Dict[str, Any], sf: SectionFile, vocab, parts: Dict[str, Any]) -> None:
@@ -971,8 +982,8 @@ def validate_sections(path: str, manifest: Dict[str, Any], sf: SectionFile, voca
         end = int(sec["offset"]) + int(sec["length"])
     if manifest.get("blocks") != {"postings": BLOCK, "chunks": CHUNK_BLOCK}:
         raise bad("blocks must be %r, got %r" % ({"postings": BLOCK, "chunks": CHUNK_BLOCK}, manifest.get("blocks")))
-    if not isinstance(vocab, list) or not all(type(t) is str for t in vocab) or any(
-            a >= b for a, b in zip(vocab, vocab[1:])):
+    if not isinstance(vocab, list) or not set(map(type, vocab)) <= {str} or not all(
+            map(operator.lt, vocab, itertools.islice(vocab, 1, None))):
         raise bad("the vocabulary must be distinct strings in code point order")
     p = parts
     n, nt, nb = len(p["lengths"]), len(vocab), len(p["block_last"])
@@ -995,11 +1006,18 @@ def validate_sections(path: str, manifest: Dict[str, Any], sf: SectionFile, voca
         arr = p[name]
         if len(arr) and not (math.isfinite(math.fsum(arr)) and min(arr) >= 0.0):
             raise bad("%s must be finite numbers >= 0" % name)
-    ids = sf.json("chunk_ids")
-    if not isinstance(ids, list) or len(ids) != n or not all(type(c) is str for c in ids) or len(set(ids)) != n:
-        raise bad("chunk_ids must be %d distinct strings" % n)
-    if sorted(p["tie_rank"]) != list(range(n)):
+    tie = p["tie_rank"]
+    if n and (max(tie) >= n or len(set(tie)) != n):
         raise bad("tie_rank must be a permutation of the %d chunk positions" % n)
+
+
+def _chunk_ids(path: str, sf: SectionFile, n: int):
+    """The chunk ids of a loaded index, read and checked when first needed."""
+    ids = sf.json("chunk_ids")
+    if not isinstance(ids, list) or len(ids) != n or not set(map(type, ids)) <= {str} or len(set(ids)) != n:
+        raise MiniRagError("%s: not a valid index (chunk_ids must be %d distinct strings); rebuild it with "
+                           "'python -m mini_rag index --force'" % (path, n))
+    return ids
 
 
 def _load_v3(path: str, sf: SectionFile, manifest: Dict[str, Any]) -> Index:
@@ -1024,13 +1042,13 @@ def _load_v3(path: str, sf: SectionFile, manifest: Dict[str, Any]) -> Index:
                                path)  # type: ignore[assignment]
     index.num_chunks = n
     index._by_id = None
-    index._chunk_ids = lambda: sf.json("chunk_ids")
+    index._chunk_ids = lambda: _chunk_ids(path, sf, n)
     index._terms = _LazyBags(index.chunks, index.analyzer)        # type: ignore[assignment]
     index.lengths = parts["lengths"]                             # type: ignore[assignment]
     index.num_searchable = n - array.array("I", index.lengths).count(0)
     index.avgdl = math.fsum(index.lengths) / index.num_searchable if index.num_searchable else 0.0
     index.tie_rank = parts["tie_rank"]                           # type: ignore[assignment]
-    index._norm = index._den1 = None
+    index._norm = None
     store = Postings(path, n, parts["df"], parts["term_blocks"], parts["block_last"], parts["block_start"],
                      parts["block_format"], parts["block_max"], sf.lazy("postings"))
     index._attach(vocab, store, parts["bm25_max"])
