@@ -273,7 +273,7 @@ class Index:
 
     #: Decoded postings kept in memory (a bounded cache: the commonest terms of a large
     #: index hold hundreds of thousands of postings).
-    CACHE_POSTINGS = 1 << 21
+    CACHE_POSTINGS = 1 << 22
 
     def _decoded(self, i: int) -> Tuple[List[int], List[int]]:
         got = self._cache.get(i)
@@ -284,11 +284,16 @@ class Index:
         return got
 
     def _keep(self, n: int) -> None:
+        """Count ``n`` more postings cached; past the budget, the oldest terms go first."""
         self._cached += n
         if self._cached > self.CACHE_POSTINGS:
-            self._cache.clear()
-            self._wcache.clear()
-            self._cached = n
+            for cache in (self._cache, self._wcache):
+                for i in list(itertools.islice(cache, len(cache) // 2 + 1)):
+                    self._cached -= len(cache.pop(i)[0] if cache is self._cache else cache.pop(i))
+            if self._cached > self.CACHE_POSTINGS:
+                self._cache.clear()
+                self._wcache.clear()
+                self._cached = n
 
     def norms(self) -> List[float]:
         """``k1 * (1 - b + b * dl / avgdl)`` of every chunk (BM25's length normalisation),

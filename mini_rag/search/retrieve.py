@@ -127,7 +127,7 @@ import datetime
 import heapq
 import math
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from itertools import compress, islice, repeat
 from operator import add, itemgetter, mul
@@ -472,7 +472,7 @@ class Retriever:
         cands.sort()
         found: Dict[str, Dict[int, float]] = {}
         if cut < len(order) and not alternatives and self.scoring == "bm25" and cands:
-            cands, found = self._block_lookups(order[cut:], ubs[cut:], mult, cands, acc, theta)
+            cands, found = self._block_lookups(order[cut:], ubs[cut:], mult, cands, acc, theta, k)
         scores = dict.fromkeys(cands, 0.0)
         for t in canonical:
             m = mult.get(t)
@@ -499,44 +499,78 @@ class Retriever:
         return scores
 
     def _block_lookups(self, late: Sequence[str], late_ubs: Sequence[float], mult: Dict[str, float],
-                       cands: List[int], acc: Dict[int, float], theta: float):
+                       cands: List[int], acc: Dict[int, float], theta: float, k: int):
         """Step 3 of :meth:`_pruned_scores`: the weights of the non-essential terms
-        ``late`` for the candidates, read block by block with block-max skipping; returns
-        the candidates left (ascending) and ``{term: {position: weight}}``."""
+        ``late`` for the candidates (ascending), largest upper bound first, block by block.
+        In each block, a candidate whose sum so far plus the block's largest weight plus
+        the upper bounds of the terms still to look up stays below ``theta`` is dropped
+        unread (C-level filter); a block left with no candidate is never decoded.  Returns
+        the candidates left (ascending) and ``{term: {position: weight}}``.
+
+        First ``theta`` is raised: the whole scores of the 4k candidates with the best
+        partial sums (their non-essential weights read from the blocks that hold them)
+        are real scores, so their k-th best is a lower bound of the k-th best score."""
         index = self.index
         store = index._store
+        last, block_max, term_blocks = store.block_last, store.block_max, store.term_blocks
+        tids = [index.term_id(t) for t in late]
+        sums = list(map(acc.__getitem__, cands))
+        if len(cands) > 4 * k:
+            cutv = sorted(sums, reverse=True)[4 * k - 1]
+            best = list(compress(cands, map(cutv.__le__, sums)))
+            whole = dict(zip(best, map(acc.__getitem__, best)))
+            for t, tid in zip(late, tids):
+                m = mult.get(t, 1.0)
+                for j, ps in store.find_blocks(tid, best).items():
+                    bw = index.block_weights(tid, j)
+                    for p in ps:
+                        w = bw.get(p)
+                        if w is not None:
+                            whole[p] += w * m
+            theta = max(theta, sorted(whole.values(), reverse=True)[k - 1] * (1.0 - 1e-9))
         limit = theta * (1.0 - 1e-9)
         todo = sorted(range(len(late)), key=lambda i: (-late_ubs[i], late[i]))
-        bound = [late_ubs[i] * (1.0 + 1e-9) for i in todo]
         after = [0.0] * (len(todo) + 1)
         for x in range(len(todo) - 1, -1, -1):
-            after[x] = after[x + 1] + bound[x]
-        live = {p: acc[p] for p in cands}
+            after[x] = after[x + 1] + late_ubs[todo[x]] * (1.0 + 1e-9)
+        keep0 = list(map((limit - after[0]).__le__, sums))
+        cands, sums = list(compress(cands, keep0)), list(compress(sums, keep0))
         found: Dict[str, Dict[int, float]] = {}
         for x, i in enumerate(todo):
-            t = late[i]
-            tid = index.term_id(t)
+            t, tid = late[i], tids[i]
             m = mult.get(t, 1.0)
             r = after[x + 1]
             wt: Dict[int, float] = {}
-            block_max = store.block_max
-            for j, ps in store.find_blocks(tid, sorted(live)).items():
-                top = max(map(live.__getitem__, ps))
-                if top + block_max[j] * m * (1.0 + 1e-9) + r < limit:
-                    for p in ps:
-                        del live[p]
+            kept_c: List[int] = []
+            kept_s: List[float] = []
+            n, lo = len(cands), 0
+            for j in range(term_blocks[tid], term_blocks[tid + 1]):
+                if lo == n:
+                    break
+                hi = bisect_right(cands, last[j], lo)
+                if hi == lo:
                     continue
+                thr = limit - r - block_max[j] * m * (1.0 + 1e-9)
+                ss = sums[lo:hi]
+                mask = list(map(thr.__le__, ss))
+                if not any(mask):
+                    lo = hi
+                    continue                        # the block is never decoded
+                kc, ks = list(compress(cands[lo:hi], mask)), list(compress(ss, mask))
+                lo = hi
                 bw = index.block_weights(tid, j)
-                for p in ps:
-                    w = bw.get(p)
-                    if w is not None:
-                        wt[p] = w
-                        live[p] += w * m
+                wt.update(bw)
+                ks = list(map(add, ks, map(mul, map(bw.get, kc, repeat(0.0)), repeat(m))))
+                live = list(map((limit - r).__le__, ks))
+                kept_c.extend(compress(kc, live))
+                kept_s.extend(compress(ks, live))
+            for q in range(lo, n):                  # past the term's last posting
+                if sums[q] + r >= limit:
+                    kept_c.append(cands[q])
+                    kept_s.append(sums[q])
+            cands, sums = kept_c, kept_s
             found[t] = wt
-            if r < limit:
-                for p in [p for p, s in live.items() if s + r < limit]:
-                    del live[p]
-        return sorted(live), found
+        return cands, found
 
     def _sizer(self, positions):
         """``term -> number of postings`` of ``positions`` (the index's: its df, nothing decoded)."""
