@@ -388,7 +388,7 @@ class StoredBytes(unittest.TestCase):
                         "blocks": {"postings": index_mod.BLOCK, "chunks": index_mod.CHUNK_BLOCK},
                         "scoring": index.settings(), "analysis": index.analyzer.settings()}
             parts = {name: bytes(memoryview(v).cast("B")) if not isinstance(v, bytes) else v
-                     for name, _, v in index_mod._section_bytes(index)}
+                     for name, _, v, _ in index_mod._section_bytes(index)}
             kinds = dict(index_mod.SECTIONS)
             t0 = index.term_id(index.analyzer.analyze(words[0])[0])
             first = index._store.block_start[index._store.term_blocks[t0]]
@@ -406,7 +406,8 @@ class StoredBytes(unittest.TestCase):
             ]
             for label, name, edit, message, when in cases:
                 with self.subTest(case=label):
-                    sections = [(n, kinds[n], edit(parts[n]) if n == name else parts[n]) for n, _ in index_mod.SECTIONS]
+                    sections = [(n, kinds[n], edit(parts[n]) if n == name else parts[n], None)
+                                for n, _ in index_mod.SECTIONS]
                     write_sections(path, manifest, sections, False)
                     with self.assertRaises(MiniRagError) as cm:
                         loaded = load_index(path)

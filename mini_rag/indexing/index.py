@@ -99,10 +99,11 @@ does not match its hash is an error, never used.
 from __future__ import annotations
 
 import array
+import collections
 import dataclasses
 import functools
 import itertools
-from itertools import compress
+from itertools import compress, repeat
 import operator
 import gc
 import gzip
@@ -140,6 +141,9 @@ MAX_MANIFEST_BYTES = 64 * 1024 * 1024   # line 1 once decompressed (file hashes 
 MAX_INDEX_BYTES = 1 << 30               # line 2 once decompressed: 1 GiB; more is refused, not read
 MAX_DECLARED_BYTES = 1 << 36            # format 3: the most a manifest may describe (64 GiB)
 MAX_CHUNK_BLOCK_BYTES = 1 << 28         # one block of chunk records once decompressed
+#: A loaded index of at most this many postings is decoded and checked whole when loaded;
+#: a larger one term by term (and block by block) when a query first reads it.
+FULL_CHECK_POSTINGS = 1 << 20
 
 
 def _gc_paused(func):
@@ -211,21 +215,16 @@ class Index:
             raise MiniRagError("duplicate chunk ids in the index, got %r" % dup[:3])
         # Postings: term -> (positions ascending, term frequencies).  Built chunk by chunk
         # in corpus order, so every list is sorted by position without a sort.
-        positions: Dict[str, List[int]] = {}
-        freqs: Dict[str, List[int]] = {}
-        lengths = []
+        # All C-level calls per chunk: a term's lists are made on first sight (defaultdict)
+        # and every posting appended by map(list.append, ...), consumed by a 0-length deque.
+        positions: Dict[str, List[int]] = collections.defaultdict(list)
+        freqs: Dict[str, List[int]] = collections.defaultdict(list)
+        lengths = list(map(sum, map(dict.values, chunk_terms)))
+        append, drain, plists, flists = list.append, collections.deque(maxlen=0).extend, \
+            positions.__getitem__, freqs.__getitem__
         for pos, bag in enumerate(chunk_terms):
-            total = 0
-            for term, tf in bag.items():
-                p = positions.get(term)
-                if p is None:
-                    positions[term] = [pos]
-                    freqs[term] = [tf]
-                else:
-                    p.append(pos)
-                    freqs[term].append(tf)
-                total += tf
-            lengths.append(total)
+            drain(map(append, map(plists, bag), repeat(pos)))
+            drain(map(append, map(flists, bag), bag.values()))
         self.lengths = lengths
         # N and avgdl count searchable chunks only (those with at least one term): a bare
         # heading or a chunk of stopwords must not dilute the collection statistics.
@@ -257,6 +256,11 @@ class Index:
                          writer.block_start, writer.block_format, writer.block_max, writer.data())
         self._attach(vocab, store, writer.term_max)
         self._chunk_data, self._chunk_offsets = encode_chunk_blocks(list(_chunk_lines(chunks)))
+        # The large sections are sealed as they are made: their bytes never change, so
+        # their sha256 is computed once, here, not by every save.
+        self._ids_json = _dumps([c.chunk_id for c in chunks]).encode("utf-8")
+        self._digests = {name: hashlib.sha256(data).hexdigest() for name, data in
+                         (("chunk_ids", self._ids_json), ("chunks", self._chunk_data), ("postings", store.data))}
 
     def _attach(self, vocab: List[str], store: Postings, term_max) -> None:
         """Set the lookups over the stored postings (a built and a loaded index alike)."""
@@ -312,9 +316,18 @@ class Index:
         if ws is None:
             pos_list, tfs = self._decoded(i)
             ws = self._bm25(bm25_idf(self.num_searchable, len(pos_list)), pos_list, tfs)
+            store = self._store
+            b0, b1 = store.term_blocks[i], store.term_blocks[i + 1]
+            tops = [max(ws[a:a + BLOCK]) for a in range(0, len(ws), BLOCK)]
+            if tops != list(store.block_max[b0:b1]) or max(tops) != self._max_weights["bm25"].data[i]:
+                raise self._bad_weights(i)
             self._keep(len(ws))
             self._wcache[i] = ws
         return ws
+
+    def _bad_weights(self, i: int) -> MiniRagError:
+        return MiniRagError("%s: not a valid index (the stored block maxima of term %d are not its weights' "
+                            "maxima); rebuild it with 'python -m mini_rag index --force'" % (self._store.path, i))
 
     def _bm25(self, idf: float, pos_list: Sequence[int], tfs: Sequence[int]) -> List[float]:
         """``idf * (tf * (k1 + 1)) / (tf + norm[p])`` for every posting, the float of the
@@ -339,7 +352,34 @@ class Index:
         """``{position: bm25 weight}`` of block ``j`` of term ``i`` (the same floats as
         the whole term's weights)."""
         pos_list, tfs = self._store.block(i, j)
-        return dict(zip(pos_list, self._bm25(bm25_idf(self.num_searchable, self._store.df[i]), pos_list, tfs)))
+        ws = self._bm25(bm25_idf(self.num_searchable, self._store.df[i]), pos_list, tfs)
+        if max(ws) != self._store.block_max[j]:
+            raise self._bad_weights(i)
+        return dict(zip(pos_list, ws))
+
+    def check_all(self) -> None:
+        """Decode and check every term's postings, weights and block maxima, every chunk
+        record and the chunk ids (a loaded index; ``load_index`` calls it for indexes of at
+        most ``FULL_CHECK_POSTINGS`` postings, larger ones are checked term by term when
+        read)."""
+        total = 0
+        for i in range(len(self._vocabulary)):
+            self._cache.pop(i, None)
+            self._wcache.pop(i, None)
+            self._bm25_of(i)
+            total += sum(self._decoded(i)[1])
+            self._cache.pop(i, None)
+            self._wcache.pop(i, None)
+        self._cached = 0
+        if total != sum(self.lengths):
+            raise MiniRagError("%s: not a valid index (term frequencies sum to %d, the chunk lengths to %d); "
+                               "rebuild it with 'python -m mini_rag index --force'"
+                               % (self._store.path, total, sum(self.lengths)))
+        for c in self.chunks:
+            if type(c.chunk_id) is not str:
+                raise MiniRagError("%s: not a valid index (a chunk record without a chunk id); rebuild it with "
+                                   "'python -m mini_rag index --force'" % self._store.path)
+        self._ids()
 
     def term_id(self, term: str) -> int:
         """The term's number in :attr:`vocabulary`, -1 when it is not indexed."""
@@ -665,11 +705,11 @@ def _section_bytes(index: Index):
     index holds already (encoded when it was built, or as read from its file)."""
     store = index._store
     sf = index._mapped
-    if sf is not None and "chunk_ids" in sf.sections:
-        ids = sf.raw("chunk_ids")
+    if sf is not None:
+        ids, vocab = sf.raw("chunk_ids"), sf.raw("vocabulary")
     else:
-        ids = _dumps([c.chunk_id for c in index.chunks]).encode("utf-8")
-    data = {"vocabulary": _dumps(index.vocabulary).encode("utf-8"), "chunk_ids": ids,
+        ids, vocab = index._ids_json, _dumps(index.vocabulary).encode("utf-8")
+    data = {"vocabulary": vocab, "chunk_ids": ids,
             "chunks": index._chunk_data, "chunk_blocks": index._chunk_offsets,
             "lengths": index.lengths, "tie_rank": index.tie_rank,
             "df": store.df, "term_blocks": store.term_blocks, "block_last": store.block_last,
@@ -682,7 +722,7 @@ def _section_bytes(index: Index):
             value = value[0:len(value)]
         elif isinstance(value, list):
             value = array.array(TYPECODES[kind], value)
-        yield name, kind, value
+        yield name, kind, value, index._digests.get(name)
 
 
 @_gc_paused
@@ -1011,6 +1051,10 @@ def validate_sections(path: str, manifest: Dict[str, Any], sf: SectionFile, voca
         arr = p[name]
         if len(arr) and not (math.isfinite(math.fsum(arr)) and min(arr) >= 0.0):
             raise bad("%s must be finite numbers >= 0" % name)
+    bm = p["block_max"].tolist()
+    tbl = tb.tolist()
+    if [max(bm[a:b]) for a, b in zip(tbl, tbl[1:])] != p["bm25_max"].tolist():
+        raise bad("bm25_max must be the largest of each term's block maxima")
     tie = p["tie_rank"]
     if n and (max(tie) >= n or len(set(tie)) != n):
         raise bad("tie_rank must be a permutation of the %d chunk positions" % n)
@@ -1058,6 +1102,10 @@ def _load_v3(path: str, sf: SectionFile, manifest: Dict[str, Any]) -> Index:
                      parts["block_format"], parts["block_max"], sf.lazy("postings"))
     index._attach(vocab, store, parts["bm25_max"])
     index._mapped = sf
+    # every section was checked against its sha256 when opened: saving it again reuses it
+    index._digests = {name: sec["sha256"] for name, sec in sf.sections.items()}
+    if sum(parts["df"]) <= FULL_CHECK_POSTINGS:
+        index.check_all()
     return index
 
 
@@ -1122,6 +1170,10 @@ def build_or_load(config: Dict[str, Any], corpus_path: Optional[str] = None, for
         manifest = {} if retired else _damaged_hint(read_manifest, path)
         reasons = (["it has format version %d, this version writes %d" % (retired, FORMAT_VERSION)]
                    if retired else stale_reasons(manifest, expected))
+        if (not retired and manifest.get("format_version") == FORMAT_VERSION
+                and manifest.get("blocks") != {"postings": BLOCK, "chunks": CHUNK_BLOCK}):
+            reasons.append("its block sizes %r differ from this version's" % (manifest.get("blocks"),))
+            retired = FORMAT_VERSION          # not read: rebuilt from the corpus
         if not reasons:
             index = _damaged_hint(load_index, path)
             if manifest.get("format_version") != FORMAT_VERSION:

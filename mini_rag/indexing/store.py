@@ -170,14 +170,17 @@ class SectionWriter:
 
 
 def write_sections(path: str, manifest: Dict[str, Any], sections, compress: bool):
-    """Write ``sections`` (``(name, type, bytes-like or array)``, in file order, all in
-    memory) behind ``manifest`` to ``path`` atomically, in one pass: the sha256 and offset
-    of every section first, then the manifest line and the sections.  Returns the number
-    of bytes written and the section table."""
+    """Write ``sections`` (``(name, type, bytes-like or array, sha256 or None)``, in file
+    order, all in memory) behind ``manifest`` to ``path`` atomically, in one pass: the
+    sha256 (unless given: a section sealed when it was made) and offset of every section
+    first, then the manifest line and the sections.  Returns the number of bytes written
+    and the section table."""
+    if path != "-":
+        sweep_section_temps(os.path.dirname(os.path.abspath(path)))   # bodies of killed older writes
     table: List[Dict[str, Any]] = []
     parts: List[Any] = []
     offset = 0
-    for name, kind, value in sections:
+    for name, kind, value, digest in sections:
         if isinstance(value, array.array):
             value = to_le_bytes(value) if not _LITTLE else memoryview(value).cast("B")
         elif isinstance(value, memoryview):
@@ -188,7 +191,7 @@ def write_sections(path: str, manifest: Dict[str, Any], sections, compress: bool
             offset += pad
         length = len(value)
         table.append({"name": name, "type": kind, "offset": offset, "length": length,
-                      "sha256": hashlib.sha256(value).hexdigest()})
+                      "sha256": digest or hashlib.sha256(value).hexdigest()})
         parts.append(value)
         offset += length
     manifest = dict(manifest)
