@@ -470,7 +470,7 @@ class QuestionBudgets(Base):
 
 
 def read_sections(path):
-    """(manifest, {name: bytes}) of a plain format 2 index file."""
+    """(manifest, {name: bytes}) of a plain format 3 index file."""
     with open(path, "rb") as fh:
         data = fh.read()
     first, body = data.split(b"\n", 1)
@@ -520,21 +520,31 @@ class IndexStructure(Base):
         n = len(arr("lengths", "I"))
         vocab = json.loads(secs["vocabulary"])
         ids = json.loads(secs["chunk_ids"])
-        first_chunk = arr("chunk_offsets", "Q")[1]
+        first_chunk = arr("chunk_blocks", "Q")[1]
+        first_block = arr("block_start", "Q")[1]
+
+        def zero_gap(data):                     # the first term's second posting: a gap of 0
+            b = bytearray(data)
+            b[1] = 0
+            return bytes(b)
         cases = [
-            ("nan-weight", edit("bm25", "d", lambda a: a.__setitem__(0, float("nan"))), None),
             ("inf-max-weight", edit("bm25_max", "d", lambda a: a.__setitem__(0, float("inf"))), None),
             ("scaled-max-weights", edit("bm25_max", "d", lambda a: [a.__setitem__(i, a[i] * 2) for i in range(len(a))]), None),
-            ("swapped-positions-tf", {"positions": secs["tf"], "tf": secs["positions"]}, None),
-            ("posting-out-of-range", edit("positions", "I", lambda a: a.__setitem__(0, n)), None),
-            ("zero-tf", edit("tf", "I", lambda a: a.__setitem__(0, 0)), None),
-            ("offsets-fall", edit("offsets", "Q", lambda a: a.__setitem__(1, a[2] + 1)), None),
-            ("chunk-offsets-short", edit("chunk_offsets", "Q", lambda a: a.__setitem__(len(a) - 1, a[-1] - 1)), None),
+            ("scaled-block-maxima", edit("block_max", "d", lambda a: [a.__setitem__(i, a[i] * 2) for i in range(len(a))]), None),
+            ("posting-out-of-range", edit("block_last", "I", lambda a: a.__setitem__(0, n)), None),
+            ("zero-gap", {"postings": zero_gap(secs["postings"])}, None),
+            ("zero-tf", {"postings": secs["postings"][:first_block - 1] + b"\0" + secs["postings"][first_block:]}, None),
+            ("bad-block-format", edit("block_format", "B", lambda a: a.__setitem__(0, 9)), None),
+            ("term-blocks-fall", edit("term_blocks", "Q", lambda a: a.__setitem__(1, a[2] + 1)), None),
+            ("df-wrong", edit("df", "I", lambda a: a.__setitem__(0, a[0] + 1)), None),
+            ("lengths-scaled", edit("lengths", "I", lambda a: [a.__setitem__(i, a[i] + 1) for i in range(len(a))]), None),
+            ("chunk-blocks-short", edit("chunk_blocks", "Q", lambda a: a.__setitem__(len(a) - 1, a[-1] - 1)), None),
             ("tie-rank-duplicate", edit("tie_rank", "I", lambda a: a.__setitem__(0, a[1])), None),
             ("vocab-unsorted", {"vocabulary": json.dumps([vocab[1], vocab[0]] + vocab[2:]).encode()}, None),
             ("chunk-ids-duplicate", {"chunk_ids": json.dumps([ids[0]] + ids[:-1]).encode()}, None),
-            ("sections-reordered", {}, ["vocabulary", "chunk_ids", "chunks", "chunk_offsets", "lengths", "tie_rank",
-                                        "offsets", "tf", "positions", "bm25", "bm25_max"]),
+            ("sections-reordered", {}, ["vocabulary", "chunk_ids", "chunks", "chunk_blocks", "lengths", "tie_rank",
+                                        "df", "term_blocks", "block_last", "block_start", "block_format",
+                                        "bm25_max", "block_max", "postings"]),
             ("chunk-record-garbage", {"chunks": b"#" * first_chunk + secs["chunks"][first_chunk:]}, None),
         ]
         for name, changed, order in cases:

@@ -1,4 +1,4 @@
-"""Index format 2 (mini_rag/indexing/index.py, store.py) and pruned top-k (retrieve.py): the
+"""Index format 3 (mini_rag/indexing/index.py, store.py, postings.py) and pruned top-k (retrieve.py): the
 pruned and dense rankings equal the exhaustive one to the bit, on generated data with ties, repeated
 query terms, a scope filter and both scoring functions, and on the shared collections
 (../shared/data; skipped when absent); a saved index loads to the same postings,
@@ -189,7 +189,7 @@ class SharedCollections(unittest.TestCase):
                                   % (name, text, k, pruned[:3], full[:3]))
 
 
-class FormatTwo(unittest.TestCase):
+class FormatThree(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp()
         self.chunks, self.words = generated_chunks(300, seed=2)
@@ -241,7 +241,7 @@ class FormatTwo(unittest.TestCase):
         path = os.path.join(self.tmp, "i.idx")
         save_index(self.index, path)
         m = read_manifest(path)
-        self.assertEqual(m["format_version"], 2)
+        self.assertEqual(m["format_version"], 3)
         names = [s["name"] for s in m["sections"]]
         self.assertEqual(names[:3], ["vocabulary", "chunk_ids", "chunks"])
         for s in m["sections"]:
@@ -270,8 +270,10 @@ class FormatTwo(unittest.TestCase):
         table = [
             ("truncated", data[:-20], "lies outside the file (truncated?)"),
             ("flipped byte", head + b"\n" + bytes(flip), "does not match its sha256"),
-            ("future version", head.replace(b'"format_version":2', b'"format_version":3') + b"\n" + body,
-             "index format version must be 1 or 2, got 3"),
+            ("future version", head.replace(b'"format_version":3', b'"format_version":4') + b"\n" + body,
+             "index format version must be 1 or 3, got 4"),
+            ("retired version", head.replace(b'"format_version":3', b'"format_version":2') + b"\n" + body,
+             "index format version must be 1 or 3, got 2; rebuild it with"),
             ("section missing", head.replace(b'"name":"bm25_max"', b'"name":"other"') + b"\n" + body,
              "index has no section bm25_max"),
         ]
@@ -288,3 +290,134 @@ class FormatTwo(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class BlockMaxScore(unittest.TestCase):
+    """MaxScore with the non-essential terms looked up block by block (block maxima skip
+    blocks): the same ranking, scores and tie order as the exhaustive scorer, on built and
+    loaded indexes, with 128-posting blocks and with 4-posting blocks (many blocks a term)."""
+
+    def check(self, index, words, seed, rounds):
+        rng = random.Random(seed)
+        analyze = index.analyzer.analyze
+        r = Retriever(index, cfg())
+        calls = []
+        lookups = r._block_lookups
+
+        def counted(*args):
+            out = lookups(*args)
+            calls.append(len(out[0]))
+            return out
+        r._block_lookups = counted
+        for q in range(rounds):
+            # common words (long lists, non-essential) with a few rarer ones, some repeated
+            words_q = rng.sample(words[:12], rng.randint(2, 5)) + rng.sample(words[12:], rng.randint(0, 3))
+            words_q += words_q[:q % 2]
+            terms = analyze(" ".join(words_q))
+            for k in (1, 5, 10, 40):
+                for scope in ("MIXED", "A"):
+                    with self.subTest(seed=seed, q=q, k=k, scope=scope):
+                        pruned, full = both(r, terms, k, scope)
+                        self.assertEqual(pruned, full)
+        self.assertTrue(calls, "the block lookups never ran")
+        return calls
+
+    def test_built_and_loaded(self):
+        import mini_rag.indexing.index as index_mod
+        import mini_rag.indexing.postings as postings_mod
+        chunks, words = generated_chunks(2400, seed=17)
+        tmp = tempfile.mkdtemp()
+        try:
+            for block in (128, 4):
+                old = postings_mod.BLOCK
+                postings_mod.BLOCK = index_mod.BLOCK = block
+                try:
+                    built = build_index(chunks)
+                    path = os.path.join(tmp, "b%d.idx" % block)
+                    save_index(built, path)
+                    loaded = load_index(path)
+                    self.assertEqual(read_manifest(path)["blocks"]["postings"], block)
+                    for label, index in (("built", built), ("loaded", loaded)):
+                        with self.subTest(block=block, index=label):
+                            self.check(index, words, block, 25)
+                    # the block maxima bound every weight of their block
+                    store = loaded._store
+                    for t in loaded.vocabulary[:50]:
+                        i = loaded.term_id(t)
+                        for j in range(store.term_blocks[i], store.term_blocks[i + 1]):
+                            self.assertEqual(max(loaded.block_weights(i, j).values()), store.block_max[j])
+                finally:
+                    postings_mod.BLOCK = index_mod.BLOCK = old
+        finally:
+            shutil.rmtree(tmp)
+
+
+class StoredBytes(unittest.TestCase):
+    """The same corpus gives the same index file whatever PYTHONHASHSEED; sections whose
+    hashes match but whose blocks are damaged are errors naming the file."""
+
+    SCRIPT = ("import sys; sys.path.insert(0, %r); from tests.test_scale import generated_chunks; "
+              "from mini_rag.indexing.index import build_index, save_index; "
+              "save_index(build_index(generated_chunks(400, seed=3)[0]), sys.argv[1])")
+
+    def test_hash_seed_does_not_matter(self):
+        import subprocess
+        import sys
+        tmp = tempfile.mkdtemp()
+        try:
+            out = []
+            for seed in ("0", "1", "987"):
+                path = os.path.join(tmp, "i%s.idx" % seed)
+                env = dict(os.environ, PYTHONHASHSEED=seed)
+                subprocess.run([sys.executable, "-c", self.SCRIPT % str(ROOT), path], env=env, check=True)
+                with open(path, "rb") as fh:
+                    out.append(fh.read())
+            self.assertEqual(out[0], out[1])
+            self.assertEqual(out[0], out[2])
+        finally:
+            shutil.rmtree(tmp)
+
+    def test_damaged_blocks(self):
+        from mini_rag.indexing import index as index_mod
+        from mini_rag.indexing.store import write_sections
+        chunks, words = generated_chunks(300, seed=2)
+        index = build_index(chunks)
+        tmp = tempfile.mkdtemp()
+        try:
+            path = os.path.join(tmp, "bad.idx")
+            manifest = {"format": index_mod.FORMAT, "format_version": index_mod.FORMAT_VERSION,
+                        "chunk_fields": list(index_mod.CHUNK_FIELDS),
+                        "blocks": {"postings": index_mod.BLOCK, "chunks": index_mod.CHUNK_BLOCK},
+                        "scoring": index.settings(), "analysis": index.analyzer.settings()}
+            parts = {name: bytes(memoryview(v).cast("B")) if not isinstance(v, bytes) else v
+                     for name, _, v, _ in index_mod._section_bytes(index)}
+            kinds = dict(index_mod.SECTIONS)
+            t0 = index.term_id(index.analyzer.analyze(words[0])[0])
+            first = index._store.block_start[index._store.term_blocks[t0]]
+
+            def zero_gap(data):
+                b = bytearray(data)          # the term's second gap (1-byte gaps): 0, not ascending
+                b[first + 1] = 0
+                return bytes(b)
+            cases = [
+                ("block format", "block_format", lambda d: bytes([9]) + d[1:],
+                 "block formats be 0..8", "load"),
+                ("term blocks", "df", lambda d: bytes([d[0] + 1]) + d[1:], "ceil(df / 128) blocks", "load"),
+                ("gap of 0", "postings", zero_gap, "positions must ascend", "query"),
+                ("chunk block", "chunks", lambda d: b"x" * len(d), "chunk block 0", "chunk"),
+            ]
+            for label, name, edit, message, when in cases:
+                with self.subTest(case=label):
+                    sections = [(n, kinds[n], edit(parts[n]) if n == name else parts[n], None)
+                                for n, _ in index_mod.SECTIONS]
+                    write_sections(path, manifest, sections, False)
+                    with self.assertRaises(MiniRagError) as cm:
+                        loaded = load_index(path)
+                        if when == "query":
+                            loaded.postings(loaded.vocabulary[t0])
+                        elif when == "chunk":
+                            loaded.chunks[0]
+                    self.assertIn(message, str(cm.exception))
+                    self.assertIn(path, str(cm.exception))
+        finally:
+            shutil.rmtree(tmp)

@@ -14,6 +14,7 @@ Public API
 ``build_or_load(config)``         the index at ``[index] path``, rebuilt when stale
 ``load_index(path)``              read an index file (manifest and section hashes checked)
 ``save_index(index, path)``       write it atomically (gzip when the path ends in ``.gz``)
+``Index.block_weights(i, j)``     ``{position: weight}`` of one postings block (MaxScore)
 ``Index.max_weights(scoring)``    ``{term: largest posting weight}`` (pruning's bounds)
 ``Index.chunks``                  list of :class:`~mini_rag.records.Chunk`, corpus order
 ``Index.chunk(chunk_id)``         one chunk by id (MiniRagError when unknown)
@@ -66,22 +67,28 @@ negative (no epsilon floor as in rank_bm25) and is defined for df = 0.
 
 Persistence
 -----------
-Format 2 (``save_index``): one line of compact JSON, the manifest, then binary sections
+Format 3 (``save_index``): one line of compact JSON, the manifest, then binary sections
 (``store.py``: each with its type, offset, length and sha256 in the manifest); the whole
 file gzip'd when the path ends in ``.gz`` (deterministic: fixed header, mtime 0).  The
 manifest records the format version, the corpus path and the sha256 of every corpus
 file, the chunking, analysis and scoring settings, a content hash per document and
 counts: reading only the first line is enough to tell whether the index is stale.  The
-sections (``SECTIONS``) hold the vocabulary, the chunk ids and records, chunk lengths and
-tie-break ranks, and the inverted index itself: per term its postings, term
-frequencies, BM25 weights and largest weight (pruned top-k's upper bound), as packed
-little-endian arrays.  Loading builds nothing: a plain file stays open, its small
-sections are read and a term's postings and weights are read when a query asks for
-them (a bounded cache keeps recent ones); chunks are decoded when first asked for; a chunk's bag of terms
-is analyzed again from its text when needed (the same bag: same text, same analyzer);
-TF-IDF weights are computed from the stored tf on first use (the same floats).  Saving
-streams section by section.  Format 1 (two JSON lines; per-chunk term bags, postings
-rebuilt on load) is still read.
+sections (``SECTIONS``) hold the vocabulary, the chunk ids, the chunk records (JSON
+lines in zlib blocks of ``postings.CHUNK_BLOCK``), chunk lengths and tie-break ranks, and
+the inverted index itself, compressed (``postings.py``): per term its df, largest BM25
+weight and blocks of ``postings.BLOCK`` postings (delta-coded positions and term
+frequencies, each block's last position and largest weight for MaxScore).  The stored
+form is made once, when the index is built: ``save_index`` writes the sections as the
+index holds them (a loaded index: as read), nothing is encoded again, and the same
+corpus gives the same bytes whatever ``PYTHONHASHSEED``.  Loading builds nothing: a plain
+file stays open, its small sections are read and checked (``validate_sections``), a
+term's postings are decoded (and checked) when a query asks for them, its BM25 weights
+computed from the stored tf with the build's formula (the same floats; a bounded cache
+keeps recent ones); chunks are decoded when first asked for; a chunk's bag of terms is
+analyzed again from its text when needed (the same bag: same text, same analyzer).
+Format 1 (two JSON lines; per-chunk term bags, postings rebuilt on load) is still read;
+format 2 (uncompressed arrays) is not: :func:`build_or_load` rebuilds such an index,
+:func:`load_index` refuses it naming the file.
 
 Staleness: :func:`build_or_load` compares the manifest with the corpus on disk and the
 configured settings.  A changed, added or removed file, another corpus path or other
@@ -93,9 +100,11 @@ does not match its hash is an error, never used.
 from __future__ import annotations
 
 import array
+import collections
 import dataclasses
 import functools
 import itertools
+from itertools import compress, repeat
 import operator
 import gc
 import gzip
@@ -114,12 +123,15 @@ from ..text.analysis import Analyzer
 from ..text.corpus import VERSION_RULE, chunk_document, corpus_files, load_corpus
 from ..errors import MiniRagError
 from ..records import Chunk
-from .store import LazyArray, SectionFile, SectionWriter
+from .postings import BLOCK, CHUNK_BLOCK, ChunkBlocks, Postings, PostingsWriter, encode_chunk_blocks
+from .store import TYPECODES, LazyArray, SectionFile, write_sections
 
 FORMAT = "mini_rag-index"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 #: Versions load_index reads: 1 (per-chunk term bags, rebuilt on load) and 2 (sections).
-READABLE_VERSIONS = (1, 2)
+READABLE_VERSIONS = (1, 3)
+#: Versions no longer read: ``build_or_load`` rebuilds such an index, ``load_index`` refuses it.
+RETIRED_VERSIONS = (2,)
 SCORINGS = ("bm25", "tfidf")
 BM25_VARIANT = "lucene"
 BM25_IDF = "ln(1 + (N - df + 0.5) / (df + 0.5))"
@@ -128,7 +140,11 @@ INDEXED_FIELDS = "title + heading (when not the chunk itself and not the title) 
 CHUNKING_RULE = "mini_rag-paragraphs-4"   # 2: paragraphs over corpus.MAX_PARAGRAPH_CHARS are cut; 3: text/markup.py blocks, section paths; 4: tables read as rows with their header
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024   # line 1 once decompressed (file hashes of the corpus)
 MAX_INDEX_BYTES = 1 << 30               # line 2 once decompressed: 1 GiB; more is refused, not read
-MAX_DECLARED_BYTES = 1 << 36            # format 2: the most a manifest may describe (64 GiB)
+MAX_DECLARED_BYTES = 1 << 36            # format 3: the most a manifest may describe (64 GiB)
+MAX_CHUNK_BLOCK_BYTES = 1 << 28         # one block of chunk records once decompressed
+#: A loaded index of at most this many postings is decoded and checked whole when loaded;
+#: a larger one term by term (and block by block) when a query first reads it.
+FULL_CHECK_POSTINGS = 1 << 20
 
 
 def _gc_paused(func):
@@ -200,23 +216,16 @@ class Index:
             raise MiniRagError("duplicate chunk ids in the index, got %r" % dup[:3])
         # Postings: term -> (positions ascending, term frequencies).  Built chunk by chunk
         # in corpus order, so every list is sorted by position without a sort.
-        positions: Dict[str, List[int]] = {}
-        freqs: Dict[str, List[int]] = {}
-        lengths = []
+        # All C-level calls per chunk: a term's lists are made on first sight (defaultdict)
+        # and every posting appended by map(list.append, ...), consumed by a 0-length deque.
+        positions: Dict[str, List[int]] = collections.defaultdict(list)
+        freqs: Dict[str, List[int]] = collections.defaultdict(list)
+        lengths = list(map(sum, map(dict.values, chunk_terms)))
+        append, drain, plists, flists = list.append, collections.deque(maxlen=0).extend, \
+            positions.__getitem__, freqs.__getitem__
         for pos, bag in enumerate(chunk_terms):
-            total = 0
-            for term, tf in bag.items():
-                p = positions.get(term)
-                if p is None:
-                    positions[term] = [pos]
-                    freqs[term] = [tf]
-                else:
-                    p.append(pos)
-                    freqs[term].append(tf)
-                total += tf
-            lengths.append(total)
-        self._positions = positions
-        self._freqs = freqs
+            drain(map(append, map(plists, bag), repeat(pos)))
+            drain(map(append, map(flists, bag), bag.values()))
         self.lengths = lengths
         # N and avgdl count searchable chunks only (those with at least one term): a bare
         # heading or a chunk of stopwords must not dilute the collection statistics.
@@ -225,15 +234,157 @@ class Index:
         self.avgdl = math.fsum(lengths) / self.num_searchable if self.num_searchable else 0.0
         self._weights: Dict[str, Any] = {}
         self._max_weights: Dict[str, Any] = {}
-        self._vocabulary: Optional[List[str]] = None
         self._chunk_ids = None
         self._mapped = None         # a loaded index: its open SectionFile
+        self._norm: Optional[List[float]] = None
+        self._norm_of: Dict[int, float] = {}
+        self._dls: List[int] = []
         # Tie-break rank: chunks ordered by chunk_id (code point order).  Rankings sort
         # on (score descending, chunk_id ascending); comparing these ints is the same.
         order = sorted(range(len(chunks)), key=lambda i: chunks[i].chunk_id)
         self.tie_rank = [0] * len(chunks)
         for r, i in enumerate(order):
             self.tie_rank[i] = r
+        # The stored form (postings.py), made once here: saving writes it as it is.
+        vocab = sorted(positions)
+        writer = PostingsWriter()
+        n = self.num_searchable
+        for term in vocab:
+            pos_list, tfs = positions[term], freqs[term]
+            writer.add(pos_list, tfs, self._bm25(bm25_idf(n, len(pos_list)), pos_list, tfs))
+        del positions, freqs
+        store = Postings("index", self.num_chunks, writer.df, writer.term_blocks, writer.block_last,
+                         writer.block_start, writer.block_format, writer.block_max, writer.data())
+        self._attach(vocab, store, writer.term_max)
+        self._chunk_data, self._chunk_offsets = encode_chunk_blocks(list(_chunk_lines(chunks)))
+        # The large sections are sealed as they are made: their bytes never change, so
+        # their sha256 is computed once, here, not by every save.
+        self._ids_json = _dumps([c.chunk_id for c in chunks]).encode("utf-8")
+        self._digests = {name: hashlib.sha256(data).hexdigest() for name, data in
+                         (("chunk_ids", self._ids_json), ("chunks", self._chunk_data), ("postings", store.data))}
+
+    def _attach(self, vocab: List[str], store: Postings, term_max) -> None:
+        """Set the lookups over the stored postings (a built and a loaded index alike)."""
+        self._vocabulary = vocab
+        self._tid = dict(zip(vocab, range(len(vocab))))
+        self._store = store
+        self._cache: Dict[int, Tuple[List[int], List[int]]] = {}
+        self._wcache: Dict[int, List[float]] = {}
+        self._cached = 0
+        self._positions = _TermMap(self._tid, lambda i: self._decoded(i)[0])
+        self._freqs = _TermMap(self._tid, lambda i: self._decoded(i)[1])
+        self._weights = {"bm25": _TermMap(self._tid, self._bm25_of)}
+        self._max_weights = {"bm25": _PerTerm(self._tid, term_max)}
+
+    #: Decoded postings kept in memory (a bounded cache: the commonest terms of a large
+    #: index hold hundreds of thousands of postings).
+    CACHE_POSTINGS = 1 << 22
+
+    def _decoded(self, i: int) -> Tuple[List[int], List[int]]:
+        got = self._cache.get(i)
+        if got is None:
+            got = self._store.decode(i)
+            self._keep(len(got[0]))
+            self._cache[i] = got
+        return got
+
+    def _keep(self, n: int) -> None:
+        """Count ``n`` more postings cached; past the budget, the oldest terms go first."""
+        self._cached += n
+        if self._cached > self.CACHE_POSTINGS:
+            for cache in (self._cache, self._wcache):
+                for i in list(itertools.islice(cache, len(cache) // 2 + 1)):
+                    self._cached -= len(cache.pop(i)[0] if cache is self._cache else cache.pop(i))
+            if self._cached > self.CACHE_POSTINGS:
+                self._cache.clear()
+                self._wcache.clear()
+                self._cached = n
+
+    def norms(self) -> List[float]:
+        """``k1 * (1 - b + b * dl / avgdl)`` of every chunk (BM25's length normalisation),
+        computed once per distinct length (the same float for the same length)."""
+        if self._norm is None:
+            k1, b = self.k1, self.b
+            avgdl = self.avgdl or 1.0
+            dls = self._dls = list(self.lengths)
+            table = {dl: k1 * (1.0 - b + b * dl / avgdl) for dl in set(dls)}
+            self._norm = list(map(table.__getitem__, dls))
+            self._norm_of = table
+        return self._norm
+
+    def _bm25_of(self, i: int) -> List[float]:
+        ws = self._wcache.get(i)
+        if ws is None:
+            pos_list, tfs = self._decoded(i)
+            ws = self._bm25(bm25_idf(self.num_searchable, len(pos_list)), pos_list, tfs)
+            store = self._store
+            b0, b1 = store.term_blocks[i], store.term_blocks[i + 1]
+            tops = [max(ws[a:a + BLOCK]) for a in range(0, len(ws), BLOCK)]
+            if tops != list(store.block_max[b0:b1]) or max(tops) != self._max_weights["bm25"].data[i]:
+                raise self._bad_weights(i)
+            self._keep(len(ws))
+            self._wcache[i] = ws
+        return ws
+
+    def _bad_weights(self, i: int) -> MiniRagError:
+        return MiniRagError("%s: not a valid index (the stored block maxima of term %d are not its weights' "
+                            "maxima); rebuild it with 'python -m mini_rag index --force'" % (self._store.path, i))
+
+    def _bm25(self, idf: float, pos_list: Sequence[int], tfs: Sequence[int]) -> List[float]:
+        """``idf * (tf * (k1 + 1)) / (tf + norm[p])`` for every posting, the float of the
+        build's formula.  Where tf = 1 it is ``(idf * (1 * (k1 + 1))) / (1 + norm[p])``, a
+        function of the chunk's length alone: computed once per distinct length and looked
+        up at C speed (the same operations on the same values, so the same float); the
+        other postings one by one."""
+        k1p1, norm = self.k1 + 1.0, self.norms()
+        c = idf * (1 * k1p1)
+        if len(pos_list) > 2 * len(self._norm_of):
+            by_length = {dl: c / (1 + nv) for dl, nv in self._norm_of.items()}
+            ws = list(map(by_length.__getitem__, map(self._dls.__getitem__, pos_list)))
+        else:
+            ws = [c / (1 + norm[p]) for p in pos_list]
+        if tfs.count(1) != len(tfs):
+            for j in compress(range(len(tfs)), map((1).__ne__, tfs)):
+                tf = tfs[j]
+                ws[j] = idf * (tf * k1p1) / (tf + norm[pos_list[j]])
+        return ws
+
+    def block_weights(self, i: int, j: int) -> Dict[int, float]:
+        """``{position: bm25 weight}`` of block ``j`` of term ``i`` (the same floats as
+        the whole term's weights)."""
+        pos_list, tfs = self._store.block(i, j)
+        ws = self._bm25(bm25_idf(self.num_searchable, self._store.df[i]), pos_list, tfs)
+        if max(ws) != self._store.block_max[j]:
+            raise self._bad_weights(i)
+        return dict(zip(pos_list, ws))
+
+    def check_all(self) -> None:
+        """Decode and check every term's postings, weights and block maxima, every chunk
+        record and the chunk ids (a loaded index; ``load_index`` calls it for indexes of at
+        most ``FULL_CHECK_POSTINGS`` postings, larger ones are checked term by term when
+        read)."""
+        total = 0
+        for i in range(len(self._vocabulary)):
+            self._cache.pop(i, None)
+            self._wcache.pop(i, None)
+            self._bm25_of(i)
+            total += sum(self._decoded(i)[1])
+            self._cache.pop(i, None)
+            self._wcache.pop(i, None)
+        self._cached = 0
+        if total != sum(self.lengths):
+            raise MiniRagError("%s: not a valid index (term frequencies sum to %d, the chunk lengths to %d); "
+                               "rebuild it with 'python -m mini_rag index --force'"
+                               % (self._store.path, total, sum(self.lengths)))
+        for c in self.chunks:
+            if type(c.chunk_id) is not str:
+                raise MiniRagError("%s: not a valid index (a chunk record without a chunk id); rebuild it with "
+                                   "'python -m mini_rag index --force'" % self._store.path)
+        self._ids()
+
+    def term_id(self, term: str) -> int:
+        """The term's number in :attr:`vocabulary`, -1 when it is not indexed."""
+        return self._tid.get(term, -1)
 
     # ------------------------------------------------------------ lookups
 
@@ -255,8 +406,8 @@ class Index:
         return self._by_id
 
     def doc_freq(self, term: str) -> int:
-        p = self._positions.get(term)
-        return len(p) if p is not None else 0
+        i = self._tid.get(term)
+        return self._store.df[i] if i is not None else 0
 
     def idf(self, term: str) -> float:
         """BM25 (Lucene) idf of a term; a term not in the index gets the df = 0 value."""
@@ -266,13 +417,11 @@ class Index:
         return tfidf_idf(self.num_searchable, self.doc_freq(term))
 
     def has_term(self, term: str) -> bool:
-        return term in self._positions
+        return term in self._tid
 
     @property
     def vocabulary(self) -> List[str]:
         """Every indexed term, sorted (code point order)."""
-        if self._vocabulary is None:
-            self._vocabulary = sorted(self._positions)
         return self._vocabulary
 
     def terms(self, position: int) -> Dict[str, int]:
@@ -285,8 +434,10 @@ class Index:
     # ------------------------------------------------------------ weights
 
     @_gc_paused
-    def prepare(self, scoring: str = "bm25") -> Dict[str, List[float]]:
-        """Per-posting weights of a scoring function, computed once for every term."""
+    def prepare(self, scoring: str = "bm25") -> Mapping:
+        """Per-posting weights of a scoring function: ``{term: weights}`` (``bm25``: each
+        term's computed from its stored tf when first asked for, a bounded cache keeping
+        them; ``tfidf``: computed once for every term)."""
         table = self._weights.get(scoring)
         if table is not None:
             return table
@@ -294,37 +445,26 @@ class Index:
             raise MiniRagError("scoring must be one of %s, got %r" % (", ".join(SCORINGS), scoring))
         n = self.num_searchable
         table = {}
-        if scoring == "bm25":
-            k1, b = self.k1, self.b
-            avgdl = self.avgdl or 1.0
-            # norm[pos] = k1 * (1 - b + b * dl / avgdl), one per chunk.
-            norm = [k1 * (1.0 - b + b * dl / avgdl) for dl in self.lengths]
-            k1p1 = k1 + 1.0
-            for term, pos_list in self._positions.items():
-                idf = bm25_idf(n, len(pos_list))
-                table[term] = [idf * (tf * k1p1) / (tf + norm[p])
-                               for p, tf in zip(pos_list, self._freqs[term])]
-        else:
-            idfs = {t: tfidf_idf(n, len(p)) for t, p in self._positions.items()}
-            # Each chunk's squared weights gathered from the postings (a loaded index has
-            # no bags at hand); fsum: a norm independent of the order of the chunk's terms.
-            squares: List[List[float]] = [[] for _ in range(self.num_chunks)]
-            for term, pos_list in self._positions.items():
-                idf = idfs[term]
-                for p, tf in zip(pos_list, self._freqs[term]):
-                    squares[p].append(((1.0 + math.log(tf)) * idf) ** 2)
-            norms = [math.sqrt(math.fsum(sq)) or 1.0 for sq in squares]
-            del squares
-            for term, pos_list in self._positions.items():
-                idf = idfs[term]
-                table[term] = [(1.0 + math.log(tf)) * idf / norms[p]
-                               for p, tf in zip(pos_list, self._freqs[term])]
+        idfs = {t: tfidf_idf(n, self.doc_freq(t)) for t in self.vocabulary}
+        # Each chunk's squared weights gathered from the postings (a loaded index has
+        # no bags at hand); fsum: a norm independent of the order of the chunk's terms.
+        squares: List[List[float]] = [[] for _ in range(self.num_chunks)]
+        for term, pos_list in self._positions.items():
+            idf = idfs[term]
+            for p, tf in zip(pos_list, self._freqs[term]):
+                squares[p].append(((1.0 + math.log(tf)) * idf) ** 2)
+        norms = [math.sqrt(math.fsum(sq)) or 1.0 for sq in squares]
+        del squares
+        for term, pos_list in self._positions.items():
+            idf = idfs[term]
+            table[term] = [(1.0 + math.log(tf)) * idf / norms[p]
+                           for p, tf in zip(pos_list, self._freqs[term])]
         self._weights[scoring] = table
         return table
 
-    def max_weights(self, scoring: str = "bm25") -> Dict[str, float]:
+    def max_weights(self, scoring: str = "bm25") -> Mapping:
         """``{term: largest posting weight}``: the per-term upper bounds of pruned top-k
-        (stored in the index file for ``bm25``, computed once otherwise)."""
+        (stored in the index for ``bm25``, computed once otherwise)."""
         table = self._max_weights.get(scoring)
         if table is None:
             weights = self.prepare(scoring)
@@ -338,6 +478,41 @@ class Index:
         if w is None:
             return [], []
         return self._positions[term], w
+
+
+class _TermMap(Mapping):
+    """``term -> fetch(term id)`` over the vocabulary's ids (decoding is ``fetch``'s)."""
+
+    __slots__ = ("_ids", "_fetch")
+
+    def __init__(self, ids: Dict[str, int], fetch) -> None:
+        self._ids, self._fetch = ids, fetch
+
+    def __getitem__(self, term: str):
+        return self._fetch(self._ids[term])
+
+    def get(self, term: str, default=None):
+        i = self._ids.get(term)
+        return default if i is None else self._fetch(i)
+
+    def __contains__(self, term: object) -> bool:
+        return term in self._ids
+
+    def __iter__(self):
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
+class _PerTerm(_TermMap):
+    """``term -> one number`` of an array indexed by term id."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, ids: Dict[str, int], data) -> None:
+        super().__init__(ids, data.__getitem__)
+        self.data = data
 
 
 # ---------------------------------------------------------------- building
@@ -467,7 +642,7 @@ def build_from_config(config: Dict[str, Any], corpus_path: Optional[str] = None,
         bags[i] = bag
     index = Index(chunks, bags, analyzer, config["index"]["k1"], config["index"]["b"])  # type: ignore[arg-type]
     index.manifest = _manifest(config, corpus_path, files, docs, analyzer, chunks,
-                               len(index._positions), sum(len(p) for p in index._positions.values()))
+                               len(index.vocabulary), sum(index._store.df))
     index.reused_chunks = len(chunks) - len(todo)  # type: ignore[attr-defined]
     return index
 
@@ -503,30 +678,12 @@ def index_bytes(index: Index) -> bytes:
     return _dumps(manifest).encode("utf-8") + b"\n" + body_line + b"\n"
 
 
-#: Sections of format 2, in file order: (name, type).  Postings are stored term by term
-#: in vocabulary order; ``offsets[i]:offsets[i + 1]`` are term i's postings.
-SECTIONS = (("vocabulary", "json"), ("chunk_ids", "json"), ("chunks", "jsonl"),
-            ("chunk_offsets", "u64"), ("lengths", "u32"), ("tie_rank", "u32"),
-            ("offsets", "u64"), ("positions", "u32"), ("tf", "u32"), ("bm25", "f64"),
-            ("bm25_max", "f64"))
-_FLUSH = 1 << 20        # numbers gathered before an array is written out
-
-
-def _array_parts(code: str, lists):
-    """Arrays of about ``_FLUSH`` numbers from an iterable of number lists (bounded memory),
-    filled 256 lists per C-level ``extend``."""
-    lists = iter(lists)
-    buf = array.array(code)
-    while True:
-        batch = list(itertools.islice(lists, 256))
-        if not batch:
-            break
-        buf.extend(itertools.chain.from_iterable(batch))
-        if len(buf) >= _FLUSH:
-            yield buf
-            buf = array.array(code)
-    if buf:
-        yield buf
+#: Sections of format 3, in file order: (name, type).  Postings are stored term by term
+#: in vocabulary order, in blocks (``postings.py``); chunk records in zlib blocks.
+SECTIONS = (("vocabulary", "json"), ("chunk_ids", "json"), ("chunks", "bytes"),
+            ("chunk_blocks", "u64"), ("lengths", "u32"), ("tie_rank", "u32"),
+            ("df", "u32"), ("term_blocks", "u64"), ("block_last", "u32"), ("block_start", "u64"),
+            ("block_format", "u8"), ("block_max", "f64"), ("bm25_max", "f64"), ("postings", "bytes"))
 
 
 #: A stored chunk record is the JSON array of these fields' values (``Chunk`` order).
@@ -534,61 +691,56 @@ CHUNK_FIELDS = tuple(f.name for f in dataclasses.fields(Chunk))
 _BATCH = 8192
 
 
-def _chunk_lines(index: Index, offsets: "array.array"):
-    """The chunks as JSON lines (``CHUNK_FIELDS`` values, an array), a batch at a time;
-    fills ``offsets`` (byte offset of each line's end) on the way.  Arrays rather than
-    ``to_json()`` objects, built by C-level maps: the per-chunk Python work was most of
-    the time of a save."""
+def _chunk_lines(chunks: Sequence[Chunk]):
+    """The chunks as JSON lines (``CHUNK_FIELDS`` values, an array, ending in a newline),
+    a batch at a time.  Arrays rather than ``to_json()`` objects, built by C-level maps."""
     get = operator.attrgetter(*CHUNK_FIELDS)
     encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-    chunks = index.chunks
     for start in range(0, len(chunks), _BATCH):
-        lines = list(map(str.encode, map(encode, map(get, chunks[start:start + _BATCH]))))
-        ends = itertools.accumulate(map((1).__add__, map(len, lines)), initial=offsets[-1])
-        next(ends)                                  # the initial value: the previous end
-        offsets.extend(ends)
-        yield b"\n".join(lines) + b"\n"
+        for line in map(str.encode, map("%s\n".__mod__, map(encode, map(get, chunks[start:start + _BATCH])))):
+            yield line
+
+
+def _section_bytes(index: Index):
+    """``(name, type, bytes-like)`` of every section of ``index``, in file order: what the
+    index holds already (encoded when it was built, or as read from its file)."""
+    store = index._store
+    sf = index._mapped
+    if sf is not None:
+        ids, vocab = sf.raw("chunk_ids"), sf.raw("vocabulary")
+    else:
+        ids, vocab = index._ids_json, _dumps(index.vocabulary).encode("utf-8")
+    data = {"vocabulary": vocab, "chunk_ids": ids,
+            "chunks": index._chunk_data, "chunk_blocks": index._chunk_offsets,
+            "lengths": index.lengths, "tie_rank": index.tie_rank,
+            "df": store.df, "term_blocks": store.term_blocks, "block_last": store.block_last,
+            "block_start": store.block_start, "block_format": store.block_format,
+            "block_max": store.block_max, "bm25_max": index._max_weights["bm25"].data,
+            "postings": store.data}
+    for name, kind in SECTIONS:
+        value = data[name]
+        if isinstance(value, LazyArray):
+            value = value[0:len(value)]
+        elif isinstance(value, list):
+            value = array.array(TYPECODES[kind], value)
+        yield name, kind, value, index._digests.get(name)
 
 
 @_gc_paused
 def save_index(index: Index, path: str) -> int:
-    """Write the index atomically (format 2, gzip'd when the path ends in ``.gz``), one
-    section at a time; returns the number of bytes written."""
+    """Write the index atomically (format 3, gzip'd when the path ends in ``.gz``): its
+    sections as the index holds them, nothing encoded again; returns the bytes written."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    vocab = index.vocabulary
-    positions, freqs = index._positions, index._freqs
-    weights, maxima = index.prepare("bm25"), index.max_weights("bm25")
-    writer = SectionWriter(folder)
-    try:
-        writer.add_json("vocabulary", vocab)
-        writer.add_json("chunk_ids", [c.chunk_id for c in index.chunks] if index._chunk_ids is None
-                        else index._chunk_ids())
-        offsets = array.array("Q", [0])
-        writer.add("chunks", "jsonl", _chunk_lines(index, offsets))
-        writer.add("chunk_offsets", "u64", [offsets])
-        del offsets
-        writer.add("lengths", "u32", [array.array("I", index.lengths)])
-        writer.add("tie_rank", "u32", [array.array("I", index.tie_rank)])
-        offsets = array.array("Q", [0])
-        for t in vocab:
-            offsets.append(offsets[-1] + len(positions[t]))
-        writer.add("offsets", "u64", [offsets])
-        del offsets
-        writer.add("positions", "u32", _array_parts("I", (positions[t] for t in vocab)))
-        writer.add("tf", "u32", _array_parts("I", (freqs[t] for t in vocab)))
-        writer.add("bm25", "f64", _array_parts("d", (weights[t] for t in vocab)))
-        writer.add("bm25_max", "f64", [array.array("d", [maxima[t] for t in vocab])])
-        manifest = {k: v for k, v in index.manifest.items() if k not in ("sections", "body_sha256")}
-        manifest.setdefault("format", FORMAT)
-        manifest["format_version"] = FORMAT_VERSION
-        manifest["chunk_fields"] = list(CHUNK_FIELDS)
-        manifest.setdefault("scoring", index.settings())
-        manifest.setdefault("analysis", index.analyzer.settings())
-        size = writer.finish(path, manifest, path.endswith(".gz"))
-    finally:
-        writer.close()
-    manifest["sections"] = writer.sections
+    manifest = {k: v for k, v in index.manifest.items() if k not in ("sections", "body_sha256")}
+    manifest.setdefault("format", FORMAT)
+    manifest["format_version"] = FORMAT_VERSION
+    manifest["chunk_fields"] = list(CHUNK_FIELDS)
+    manifest["blocks"] = {"postings": BLOCK, "chunks": CHUNK_BLOCK}
+    manifest.setdefault("scoring", index.settings())
+    manifest.setdefault("analysis", index.analyzer.settings())
+    size, sections = write_sections(path, manifest, list(_section_bytes(index)), path.endswith(".gz"))
+    manifest["sections"] = sections
     index.manifest = manifest
     return size
 
@@ -693,7 +845,7 @@ def load_index(path: str) -> Index:
     try:
         sf = SectionFile(path, first, raw, _declared_size(manifest, len(first), path))
         sf.check(manifest)
-        return _load_v2(path, sf, manifest)
+        return _load_v3(path, sf, manifest)
     except BaseException:
         raw.close()
         raise
@@ -779,78 +931,22 @@ def validate_index(manifest: Dict[str, Any], body: Any, path: str) -> Dict[str, 
     return body
 
 
-class _Packed(Mapping):
-    """``term -> its slice of a packed array``, through the vocabulary's ids.  Slices of a
-    section read on demand (``store.LazyArray``) are kept in a cache of bounded size."""
-
-    __slots__ = ("_ids", "_off", "_data", "_cache", "_cached")
-    CACHE_BYTES = 1 << 26
-
-    def __init__(self, ids: Dict[str, int], offsets, data) -> None:
-        self._ids, self._off, self._data = ids, offsets, data
-        self._cache: Optional[Dict[int, Any]] = {} if isinstance(data, LazyArray) else None
-        self._cached = 0
-
-    def _slice(self, i: int):
-        cache = self._cache
-        if cache is None:
-            return self._data[self._off[i]:self._off[i + 1]]
-        view = cache.get(i)
-        if view is None:
-            view = self._data[self._off[i]:self._off[i + 1]]
-            self._cached += view.nbytes
-            if self._cached > self.CACHE_BYTES:
-                cache.clear()
-                self._cached = view.nbytes
-            cache[i] = view
-        return view
-
-    def __getitem__(self, term: str):
-        return self._slice(self._ids[term])
-
-    def get(self, term: str, default=None):
-        i = self._ids.get(term)
-        return default if i is None else self._slice(i)
-
-    def __contains__(self, term: object) -> bool:
-        return term in self._ids
-
-    def __iter__(self):
-        return iter(self._ids)
-
-    def __len__(self) -> int:
-        return len(self._ids)
-
-
-class _PerTerm(_Packed):
-    """``term -> one number`` of an array indexed by term id."""
-
-    __slots__ = ()
-
-    def __getitem__(self, term: str):
-        return self._data[self._ids[term]]
-
-    def get(self, term: str, default=None):
-        i = self._ids.get(term)
-        return default if i is None else self._data[i]
-
-
 class _LazyChunks(SequenceABC):
-    """The chunks of a loaded index, each decoded from its JSON line when first asked for
-    (a bounded cache keeps the recent ones)."""
+    """The chunks of a loaded index, each decoded from its JSON line (in its zlib block,
+    ``postings.ChunkBlocks``) when first asked for (a bounded cache keeps the recent ones)."""
 
     CACHE = 1 << 16
 
-    def __init__(self, lines, offsets, path: str = "index") -> None:
-        self._lines, self._off, self._path = lines, offsets, path
-        self._n = len(offsets) - 1
+    def __init__(self, blocks: ChunkBlocks, path: str = "index") -> None:
+        self._blocks, self._path = blocks, path
+        self._n = blocks.n
         self._cache: Dict[int, Chunk] = {}
 
     def __len__(self) -> int:
         return self._n
 
     def _decode(self, i: int) -> Chunk:
-        raw = bytes(self._lines[self._off[i]:self._off[i + 1]])
+        raw = self._blocks.line(i)
         try:
             c = Chunk(*json.loads(raw))
         except (ValueError, TypeError, RecursionError):
@@ -901,22 +997,22 @@ class _LazyBags(SequenceABC):
         return bag
 
 
-def _whole(arr):
-    """A lazy section's items in blocks (the sums and extremes below run at C speed)."""
-    n = len(arr)
-    step = 1 << 20
-    for i in range(0, n, step):
-        yield arr[i:min(n, i + step)]
+def _rises(arr, first: int, last: int) -> bool:
+    """``arr`` non-decreasing from ``first`` to ``last`` (C-level comparisons)."""
+    if not len(arr) or arr[0] != first or arr[-1] != last:
+        return False
+    items = arr.tolist()
+    return all(map(operator.le, items, itertools.islice(items, 1, None)))
 
 
-def validate_sections(path: str, manifest: Dict[str, Any], sf: SectionFile, vocab, offsets, positions, tf,
-                      bm25, maxima, chunk_offsets, lengths, tie) -> None:
-    """The structure of a format 2 index, beyond its hashes (issue 33: sections whose hashes
+def validate_sections(path: str, manifest: Dict[str, Any], sf: SectionFile, vocab, parts: Dict[str, Any]) -> None:
+    """The structure of a format 3 index, beyond its hashes (issue 33: sections whose hashes
     match can still be swapped, hand-made or from a buggy writer): sections in the format's
-    order without overlap; the vocabulary distinct sorted strings; offsets and chunk offsets
-    non-decreasing from 0 to their section's end; chunk positions in range; term
-    frequencies >= 1 summing to the chunk lengths; weights finite; the tie ranks a
-    permutation.  A damaged index is an error naming the file, never a wrong answer."""
+    order without overlap; the vocabulary distinct sorted strings; sizes that agree; block
+    and chunk offsets rising from 0 to their section's end; as many blocks per term as its
+    df needs; block ends and formats in range; weights finite and not negative; the tie
+    ranks a permutation.  Every block is checked again when decoded (``postings.py``), so
+    a damaged index is an error naming the file, never a wrong answer."""
     def bad(what: str) -> MiniRagError:
         return MiniRagError("%s: not a valid index (%s); rebuild it with 'python -m mini_rag index --force'"
                             % (path, what))
@@ -931,45 +1027,51 @@ def validate_sections(path: str, manifest: Dict[str, Any], sf: SectionFile, voca
         if int(sec["offset"]) < end:
             raise bad("section %s overlaps the one before it" % name)
         end = int(sec["offset"]) + int(sec["length"])
-    if not all(type(t) is str for t in vocab) or any(a >= b for a, b in zip(vocab, vocab[1:])):
+    if manifest.get("blocks") != {"postings": BLOCK, "chunks": CHUNK_BLOCK}:
+        raise bad("blocks must be %r, got %r" % ({"postings": BLOCK, "chunks": CHUNK_BLOCK}, manifest.get("blocks")))
+    if not isinstance(vocab, list) or not set(map(type, vocab)) <= {str} or not all(
+            map(operator.lt, vocab, itertools.islice(vocab, 1, None))):
         raise bad("the vocabulary must be distinct strings in code point order")
-    n = len(chunk_offsets) - 1
-    for name, offs, total in (("offsets", offsets, len(positions)),
-                              ("chunk_offsets", chunk_offsets, sf.sections["chunks"]["length"])):
-        if offs[0] != 0 or offs[-1] != total or any(a > b for a, b in zip(offs, offs[1:])):
+    p = parts
+    n, nt, nb = len(p["lengths"]), len(vocab), len(p["block_last"])
+    if not (len(p["tie_rank"]) == n and len(p["df"]) == len(p["bm25_max"]) == nt
+            and len(p["term_blocks"]) == nt + 1 and len(p["block_start"]) == nb + 1
+            and len(p["block_format"]) == len(p["block_max"]) == nb
+            and len(p["chunk_blocks"]) == -(-n // CHUNK_BLOCK) + 1):
+        raise bad("sections disagree on their sizes")
+    for name, total in (("term_blocks", nb), ("block_start", sf.sections["postings"]["length"]),
+                        ("chunk_blocks", sf.sections["chunks"]["length"])):
+        if not _rises(p[name], 0, total):
             raise bad("%s must rise from 0 to %d" % (name, total))
-    ids = sf.json("chunk_ids")
-    if not isinstance(ids, list) or len(ids) != n or not all(type(c) is str for c in ids) or len(set(ids)) != n:
-        raise bad("chunk_ids must be %d distinct strings" % n)
-    if sorted(tie) != list(range(n)):
+    tb, df = p["term_blocks"], p["df"]
+    if nt and (min(df) < 1 or list(map(operator.sub, itertools.islice(tb, 1, None), tb))
+               != [-(-d // BLOCK) for d in df]):
+        raise bad("every term needs df >= 1 and ceil(df / %d) blocks" % BLOCK)
+    if nb and (max(p["block_last"]) >= n or max(p["block_format"]) > 8):
+        raise bad("block ends must name one of the %d chunks and block formats be 0..8" % n)
+    for name in ("block_max", "bm25_max"):
+        arr = p[name]
+        if len(arr) and not (math.isfinite(math.fsum(arr)) and min(arr) >= 0.0):
+            raise bad("%s must be finite numbers >= 0" % name)
+    bm = p["block_max"].tolist()
+    tbl = tb.tolist()
+    if [max(bm[a:b]) for a, b in zip(tbl, tbl[1:])] != p["bm25_max"].tolist():
+        raise bad("bm25_max must be the largest of each term's block maxima")
+    tie = p["tie_rank"]
+    if n and (max(tie) >= n or len(set(tie)) != n):
         raise bad("tie_rank must be a permutation of the %d chunk positions" % n)
-    top = -1
-    for block in _whole(positions):
-        if len(block):
-            top = max(top, max(block))
-    if top >= n:
-        raise bad("a posting names chunk position %d of %d chunks" % (top, n))
-    tf_sum, tf_min = 0, 1
-    for block in _whole(tf):
-        if len(block):
-            tf_sum += sum(block)
-            tf_min = min(tf_min, min(block))
-    if tf_min < 1 or tf_sum != sum(lengths):
-        raise bad("term frequencies must be >= 1 and sum to the chunk lengths (%d), got %d" % (sum(lengths), tf_sum))
-    w_sum = 0.0
-    w_max = float("-inf")
-    for block in _whole(bm25):
-        if len(block):
-            w_sum += sum(block)
-            w_max = max(w_max, max(block))
-    m_sum = sum(maxima)
-    if not (math.isfinite(w_sum) and math.isfinite(m_sum)):
-        raise bad("weights must be finite numbers (NaN or infinity found)")
-    if len(maxima) and abs(max(maxima) - w_max) > 1e-9 * max(1.0, abs(w_max)):
-        raise bad("bm25_max does not match the weights (largest %r, weights' largest %r)" % (max(maxima), w_max))
 
 
-def _load_v2(path: str, sf: SectionFile, manifest: Dict[str, Any]) -> Index:
+def _chunk_ids(path: str, sf: SectionFile, n: int):
+    """The chunk ids of a loaded index, read and checked when first needed."""
+    ids = sf.json("chunk_ids")
+    if not isinstance(ids, list) or len(ids) != n or not set(map(type, ids)) <= {str} or len(set(ids)) != n:
+        raise MiniRagError("%s: not a valid index (chunk_ids must be %d distinct strings); rebuild it with "
+                           "'python -m mini_rag index --force'" % (path, n))
+    return ids
+
+
+def _load_v3(path: str, sf: SectionFile, manifest: Dict[str, Any]) -> Index:
     missing = [name for name, _ in SECTIONS if name not in sf.sections]
     if missing:
         raise MiniRagError("%s:1: index has no section %s; rebuild it with "
@@ -979,35 +1081,33 @@ def _load_v2(path: str, sf: SectionFile, manifest: Dict[str, Any]) -> Index:
                            "it with 'python -m mini_rag index --force'"
                            % (path, manifest.get("chunk_fields"), list(CHUNK_FIELDS)))
     vocab = sf.json("vocabulary")
-    offsets, positions = sf.array("offsets"), sf.lazy("positions")
-    tf, bm25, maxima = sf.lazy("tf"), sf.lazy("bm25"), sf.array("bm25_max")
-    chunk_offsets, lengths, tie = sf.array("chunk_offsets"), sf.array("lengths"), sf.array("tie_rank")
-    n = len(chunk_offsets) - 1
-    if not (isinstance(vocab, list) and len(offsets) == len(vocab) + 1 == len(maxima) + 1
-            and offsets[-1] == len(positions) == len(tf) == len(bm25)
-            and n >= 0 and len(lengths) == len(tie) == n):
-        raise MiniRagError("%s: index sections disagree on their sizes; rebuild it with "
-                           "'python -m mini_rag index --force'" % path)
-    validate_sections(path, manifest, sf, vocab, offsets, positions, tf, bm25, maxima, chunk_offsets, lengths, tie)
+    parts = {name: sf.array(name) for name, kind in SECTIONS if kind in TYPECODES}
+    validate_sections(path, manifest, sf, vocab, parts)
     scoring = manifest.get("scoring") or {}
     index = Index([], [], Analyzer.from_settings(manifest.get("analysis")),
                   scoring.get("k1", 1.5), scoring.get("b", 0.75), manifest)
-    ids = dict(zip(vocab, range(len(vocab))))
-    index.chunks = _LazyChunks(sf.lazy("chunks"), chunk_offsets, path)  # type: ignore[assignment]
+    n = len(parts["lengths"])
+    chunk_data = sf.lazy("chunks")
+    index._chunk_data, index._chunk_offsets = chunk_data, parts["chunk_blocks"]
+    index.chunks = _LazyChunks(ChunkBlocks(path, n, parts["chunk_blocks"], chunk_data, MAX_CHUNK_BLOCK_BYTES),
+                               path)  # type: ignore[assignment]
     index.num_chunks = n
     index._by_id = None
-    index._chunk_ids = lambda: sf.json("chunk_ids")
+    index._chunk_ids = lambda: _chunk_ids(path, sf, n)
     index._terms = _LazyBags(index.chunks, index.analyzer)        # type: ignore[assignment]
-    index._positions = _Packed(ids, offsets, positions)          # type: ignore[assignment]
-    index._freqs = _Packed(ids, offsets, tf)                     # type: ignore[assignment]
-    index.lengths = array.array("I", lengths)                    # type: ignore[assignment]
-    index.num_searchable = n - index.lengths.count(0)
+    index.lengths = parts["lengths"]                             # type: ignore[assignment]
+    index.num_searchable = n - array.array("I", index.lengths).count(0)
     index.avgdl = math.fsum(index.lengths) / index.num_searchable if index.num_searchable else 0.0
-    index.tie_rank = tie                                         # type: ignore[assignment]
-    index._vocabulary = vocab
-    index._weights["bm25"] = _Packed(ids, offsets, bm25)
-    index._max_weights["bm25"] = _PerTerm(ids, None, maxima)
+    index.tie_rank = parts["tie_rank"]                           # type: ignore[assignment]
+    index._norm = None
+    store = Postings(path, n, parts["df"], parts["term_blocks"], parts["block_last"], parts["block_start"],
+                     parts["block_format"], parts["block_max"], sf.lazy("postings"))
+    index._attach(vocab, store, parts["bm25_max"])
     index._mapped = sf
+    # every section was checked against its sha256 when opened: saving it again reuses it
+    index._digests = {name: sec["sha256"] for name, sec in sf.sections.items()}
+    if sum(parts["df"]) <= FULL_CHECK_POSTINGS:
+        index.check_all()
     return index
 
 
@@ -1020,6 +1120,20 @@ def _damaged_hint(read, path: str):
         if "index --force" in text:
             raise
         raise MiniRagError("%s; rebuild it with 'python -m mini_rag index --force'" % text) from None
+
+
+def _retired_version(path: str) -> int:
+    """The format version of a mini_rag index of a version no longer read (0 otherwise)."""
+    try:
+        with _open(path) as fh:
+            manifest = json.loads(_read_line(fh, path, 1, MAX_MANIFEST_BYTES))
+    except (MiniRagError, ValueError, OSError, EOFError, zlib.error):
+        return 0
+    if isinstance(manifest, dict) and manifest.get("format") == FORMAT:
+        version = manifest.get("format_version")
+        if type(version) is int and version in RETIRED_VERSIONS:
+            return version
+    return 0
 
 
 def check_index_path(path: str, corpus_path: str, files, force: bool = False) -> None:
@@ -1054,8 +1168,14 @@ def build_or_load(config: Dict[str, Any], corpus_path: Optional[str] = None, for
     if os.path.exists(path) and not force and os.path.getsize(path) > 0:
         # a damaged index is refused (exit 2), never used and never silently replaced:
         # 'index --force' rebuilds it (issue 33)
-        manifest = _damaged_hint(read_manifest, path)
-        reasons = stale_reasons(manifest, expected)
+        retired = _retired_version(path)
+        manifest = {} if retired else _damaged_hint(read_manifest, path)
+        reasons = (["it has format version %d, this version writes %d" % (retired, FORMAT_VERSION)]
+                   if retired else stale_reasons(manifest, expected))
+        if (not retired and manifest.get("format_version") == FORMAT_VERSION
+                and manifest.get("blocks") != {"postings": BLOCK, "chunks": CHUNK_BLOCK}):
+            reasons.append("its block sizes %r differ from this version's" % (manifest.get("blocks"),))
+            retired = FORMAT_VERSION          # not read: rebuilt from the corpus
         if not reasons:
             index = _damaged_hint(load_index, path)
             if manifest.get("format_version") != FORMAT_VERSION:
@@ -1065,7 +1185,7 @@ def build_or_load(config: Dict[str, Any], corpus_path: Optional[str] = None, for
             return index
         print("mini_rag: index %s is stale: %s; rebuilding" % (path, "; ".join(reasons)), file=log)
         try:
-            old = load_index(path)
+            old = None if retired else load_index(path)
         except MiniRagError:
             old = None
     index = build_from_config(config, corpus_path, reuse=old, progress=progress)

@@ -4,8 +4,9 @@ A file is one line of compact JSON (the manifest, padded with spaces so that the
 starts at a multiple of 8 bytes), then the body: named *sections*, each starting at a
 multiple of 8 bytes of the body.  The manifest lists every section as
 ``{"name", "type", "offset", "length", "sha256"}`` (offset from the body's start).
-Section types: ``json`` (UTF-8 JSON), ``jsonl`` (UTF-8 lines), or a packed little-endian
-array: ``i32``, ``u16``, ``u32``, ``u64``, ``f64``.  The whole file may be gzip'd.
+Section types: ``json`` (UTF-8 JSON), ``jsonl`` (UTF-8 lines), ``bytes`` (opaque to this
+module: compressed blocks, ``postings.py``), or a packed little-endian array: ``u8``,
+``i32``, ``u16``, ``u32``, ``u64``, ``f64``.  The whole file may be gzip'd.
 
 Writing streams (:class:`SectionWriter`): each section goes to a temporary body file
 as it is produced, its sha256 computed on the way, then the manifest line and the body
@@ -35,8 +36,8 @@ from ..errors import MiniRagError
 from ..fileio import atomic_write_with
 
 #: section type -> array typecode (checked below to have the named width).
-TYPECODES = {"i32": "i", "u16": "H", "u32": "I", "u64": "Q", "f64": "d"}
-_WIDTHS = {"i32": 4, "u16": 2, "u32": 4, "u64": 8, "f64": 8}
+TYPECODES = {"u8": "B", "i32": "i", "u16": "H", "u32": "I", "u64": "Q", "f64": "d"}
+_WIDTHS = {"u8": 1, "i32": 4, "u16": 2, "u32": 4, "u64": 8, "f64": 8}
 for _t, _c in TYPECODES.items():
     if array.array(_c).itemsize != _WIDTHS[_t]:       # pragma: no cover - exotic platforms
         raise ImportError("array typecode %r is not %d bytes here" % (_c, _WIDTHS[_t]))
@@ -168,6 +169,62 @@ class SectionWriter:
                 pass
 
 
+def write_sections(path: str, manifest: Dict[str, Any], sections, compress: bool):
+    """Write ``sections`` (``(name, type, bytes-like or array, sha256 or None)``, in file
+    order, all in memory) behind ``manifest`` to ``path`` atomically, in one pass: the
+    sha256 (unless given: a section sealed when it was made) and offset of every section
+    first, then the manifest line and the sections.  Returns the number of bytes written
+    and the section table."""
+    if path != "-":
+        sweep_section_temps(os.path.dirname(os.path.abspath(path)))   # bodies of killed older writes
+    table: List[Dict[str, Any]] = []
+    parts: List[Any] = []
+    offset = 0
+    for name, kind, value, digest in sections:
+        if isinstance(value, array.array):
+            value = to_le_bytes(value) if not _LITTLE else memoryview(value).cast("B")
+        elif isinstance(value, memoryview):
+            value = value.cast("B") if value.format != "B" else value
+        pad = -offset % ALIGN
+        if pad:
+            parts.append(b"\0" * pad)
+            offset += pad
+        length = len(value)
+        table.append({"name": name, "type": kind, "offset": offset, "length": length,
+                      "sha256": digest or hashlib.sha256(value).hexdigest()})
+        parts.append(value)
+        offset += length
+    manifest = dict(manifest)
+    manifest["sections"] = table
+    line = _dumps(manifest)
+    line += b" " * (-(len(line) + 1) % ALIGN) + b"\n"
+    written = []
+
+    def write(out) -> None:
+        if compress:
+            _gzip_parts([line] + parts, out)
+        else:
+            out.write(line)
+            for part in parts:
+                out.write(part)
+        written.append(out.tell())
+    atomic_write_with(path, write)
+    return written[0], table
+
+
+def _gzip_parts(parts, out) -> None:
+    """gzip the concatenated ``parts`` into ``out`` (the header of :func:`_gzip_copy`)."""
+    out.write(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff")
+    comp = zlib.compressobj(6, zlib.DEFLATED, -15)
+    crc, size = 0, 0
+    for part in parts:
+        crc = zlib.crc32(part, crc)
+        size += len(part)
+        out.write(comp.compress(part))
+    out.write(comp.flush())
+    out.write(struct.pack("<II", crc & 0xFFFFFFFF, size & 0xFFFFFFFF))
+
+
 def _gzip_copy(head: bytes, src, out) -> None:
     """gzip ``head`` + ``src``'s bytes into ``out``: fixed header (mtime 0, no name, OS 255),
     so the same input gives the same bytes on every Python."""
@@ -230,7 +287,7 @@ class SectionFile:
             if off < 0 or length < 0 or off + length > body or off % ALIGN:
                 raise MiniRagError("%s: section %r lies outside the file (truncated?); rebuild it "
                                    "with 'python -m mini_rag index --force'" % (self.path, name))
-            if kind not in TYPECODES and kind not in ("json", "jsonl"):
+            if kind not in TYPECODES and kind not in ("json", "jsonl", "bytes"):
                 raise MiniRagError("%s:1: unknown section type, got %r" % (self.path, kind))
             if self._digest(off, length) != sec.get("sha256"):
                 raise MiniRagError("%s: section %r does not match its sha256 (truncated or edited); "
@@ -345,4 +402,4 @@ class LazyArray:
         return _cast(view, self._code, self._file.path, "?")
 
 
-__all__ = ["SectionWriter", "SectionFile", "LazyArray", "TYPECODES", "to_le_bytes"]
+__all__ = ["SectionWriter", "SectionFile", "LazyArray", "TYPECODES", "to_le_bytes", "write_sections"]

@@ -127,7 +127,7 @@ import datetime
 import heapq
 import math
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from itertools import compress, islice, repeat
 from operator import add, itemgetter, mul
@@ -437,22 +437,30 @@ class Retriever:
            k-th best partial sum) is compared with ``rest``, the sum of the upper bounds
            (largest posting weight times the query factor, stored in the index) of the
            terms left.  When ``rest < theta`` a chunk holding none of the terms added so
-           far cannot reach the k best: the rest of the terms are never scanned.
+           far cannot reach the k best: the rest of the terms (the *non-essential* ones,
+           the longest lists) are never scanned.
         2. Candidates: chunks whose partial sum plus ``rest`` reaches ``theta``.
-        3. Each candidate's score is summed again in the exhaustive order (longest
-           postings first, then term; a term's weight looked up by bisection or a map),
-           so every float equals the one :meth:`_exhaustive_scores` computes.
-        Margins of 1e-9 (relative) keep step 1 and 2 safe from rounding.
+        3. ``bm25`` without alternatives: the non-essential terms are looked up for the
+           candidates only, block by block (``postings.py``), largest upper bound first.
+           A block whose largest weight (``block_max``) cannot lift any of its candidates
+           to ``theta`` (with the upper bounds of the terms still to look up) is never
+           decoded, and its candidates are dropped; so is any candidate whose sum so far
+           plus those bounds falls below ``theta``.
+        4. Each remaining candidate's score is summed again in the exhaustive order
+           (longest postings first, then term), so every float equals the one
+           :meth:`_exhaustive_scores` computes.
+        Margins of 1e-9 (relative) keep steps 1 to 3 safe from rounding.
         """
         positions, weights, bounds = self._bounded_postings(qtf, alternatives)
-        terms = [t for t in qtf if t in weights and len(positions[t])]
+        size = self._sizer(positions)
+        terms = [t for t in qtf if t in weights and size(t)]
         if not terms:
             return {}
-        canonical = sorted(terms, key=lambda t: (-len(positions[t]), t))
+        canonical = sorted(terms, key=lambda t: (-size(t), t))
         mult = self._multipliers(qtf, terms)
         order = canonical[::-1]
         ubs = [bounds[t] * mult.get(t, 1.0) for t in order]
-        lens = [len(positions[t]) for t in order]
+        lens = [size(t) for t in order]
         rest, left = [0.0] * (len(order) + 1), [0] * (len(order) + 1)
         for i in range(len(order) - 1, -1, -1):
             rest[i] = rest[i + 1] + ubs[i]
@@ -478,26 +486,113 @@ class Retriever:
         if allowed is not None:
             cands = [p for p in cands if p in allowed]
         cands.sort()
+        found: Dict[str, Dict[int, float]] = {}
+        if cut < len(order) and not alternatives and self.scoring == "bm25" and cands:
+            cands, found = self._block_lookups(order[cut:], ubs[cut:], mult, cands, acc, theta, k)
         scores = dict.fromkeys(cands, 0.0)
         for t in canonical:
-            pos, ws = positions[t], weights[t]
             m = mult.get(t)
-            if len(cands) * 16 < len(pos):
-                n = len(pos)
-                found = []
-                lo = 0
-                for p in cands:                     # ascending: each search starts at the last
-                    lo = bisect_left(pos, p, lo)
-                    if lo == n:
-                        break
-                    if pos[lo] == p:
-                        found.append((p, ws[lo]))
+            wmap = found.get(t)
+            if wmap is not None:
+                got = [(p, wmap[p]) for p in cands if p in wmap]
             else:
-                wmap = dict(zip(pos, ws))
-                found = [(p, wmap[p]) for p in cands if p in wmap]
-            for p, w in found:
+                pos, ws = positions[t], weights[t]
+                if len(cands) * 16 < len(pos):
+                    n = len(pos)
+                    got = []
+                    lo = 0
+                    for p in cands:                     # ascending: each search starts at the last
+                        lo = bisect_left(pos, p, lo)
+                        if lo == n:
+                            break
+                        if pos[lo] == p:
+                            got.append((p, ws[lo]))
+                else:
+                    wmap = dict(zip(pos, ws))
+                    got = [(p, wmap[p]) for p in cands if p in wmap]
+            for p, w in got:
                 scores[p] = scores[p] + (w if m is None else w * m)
         return scores
+
+    def _block_lookups(self, late: Sequence[str], late_ubs: Sequence[float], mult: Dict[str, float],
+                       cands: List[int], acc: Dict[int, float], theta: float, k: int):
+        """Step 3 of :meth:`_pruned_scores`: the weights of the non-essential terms
+        ``late`` for the candidates (ascending), largest upper bound first, block by block.
+        In each block, a candidate whose sum so far plus the block's largest weight plus
+        the upper bounds of the terms still to look up stays below ``theta`` is dropped
+        unread (C-level filter); a block left with no candidate is never decoded.  Returns
+        the candidates left (ascending) and ``{term: {position: weight}}``.
+
+        First ``theta`` is raised: the whole scores of the 4k candidates with the best
+        partial sums (their non-essential weights read from the blocks that hold them)
+        are real scores, so their k-th best is a lower bound of the k-th best score."""
+        index = self.index
+        store = index._store
+        last, block_max, term_blocks = store.block_last, store.block_max, store.term_blocks
+        tids = [index.term_id(t) for t in late]
+        sums = list(map(acc.__getitem__, cands))
+        if len(cands) > 4 * k:
+            cutv = sorted(sums, reverse=True)[4 * k - 1]
+            best = list(compress(cands, map(cutv.__le__, sums)))
+            whole = dict(zip(best, map(acc.__getitem__, best)))
+            for t, tid in zip(late, tids):
+                m = mult.get(t, 1.0)
+                for j, ps in store.find_blocks(tid, best).items():
+                    bw = index.block_weights(tid, j)
+                    for p in ps:
+                        w = bw.get(p)
+                        if w is not None:
+                            whole[p] += w * m
+            theta = max(theta, sorted(whole.values(), reverse=True)[k - 1] * (1.0 - 1e-9))
+        limit = theta * (1.0 - 1e-9)
+        todo = sorted(range(len(late)), key=lambda i: (-late_ubs[i], late[i]))
+        after = [0.0] * (len(todo) + 1)
+        for x in range(len(todo) - 1, -1, -1):
+            after[x] = after[x + 1] + late_ubs[todo[x]] * (1.0 + 1e-9)
+        keep0 = list(map((limit - after[0]).__le__, sums))
+        cands, sums = list(compress(cands, keep0)), list(compress(sums, keep0))
+        found: Dict[str, Dict[int, float]] = {}
+        for x, i in enumerate(todo):
+            t, tid = late[i], tids[i]
+            m = mult.get(t, 1.0)
+            r = after[x + 1]
+            wt: Dict[int, float] = {}
+            kept_c: List[int] = []
+            kept_s: List[float] = []
+            n, lo = len(cands), 0
+            for j in range(term_blocks[tid], term_blocks[tid + 1]):
+                if lo == n:
+                    break
+                hi = bisect_right(cands, last[j], lo)
+                if hi == lo:
+                    continue
+                thr = limit - r - block_max[j] * m * (1.0 + 1e-9)
+                ss = sums[lo:hi]
+                mask = list(map(thr.__le__, ss))
+                if not any(mask):
+                    lo = hi
+                    continue                        # the block is never decoded
+                kc, ks = list(compress(cands[lo:hi], mask)), list(compress(ss, mask))
+                lo = hi
+                bw = index.block_weights(tid, j)
+                wt.update(bw)
+                ks = list(map(add, ks, map(mul, map(bw.get, kc, repeat(0.0)), repeat(m))))
+                live = list(map((limit - r).__le__, ks))
+                kept_c.extend(compress(kc, live))
+                kept_s.extend(compress(ks, live))
+            for q in range(lo, n):                  # past the term's last posting
+                if sums[q] + r >= limit:
+                    kept_c.append(cands[q])
+                    kept_s.append(sums[q])
+            cands, sums = kept_c, kept_s
+            found[t] = wt
+        return cands, found
+
+    def _sizer(self, positions):
+        """``term -> number of postings`` of ``positions`` (the index's: its df, nothing decoded)."""
+        if positions is self._positions:
+            return self.index.doc_freq
+        return lambda t: len(positions[t])
 
     def _bounded_postings(self, qtf: Dict[str, int], alternatives: Optional[Alternatives]):
         """``(positions, weights, bounds)`` by term: the index's, or with ``alternatives``
@@ -788,8 +883,8 @@ class Retriever:
 
     def _postings_total(self, qtf: Dict[str, int]) -> int:
         """Postings the exhaustive path would add for ``qtf`` (alternatives not counted)."""
-        get = self._positions.get
-        return sum(len(get(t, ())) for t in qtf)
+        df = self.index.doc_freq
+        return sum(df(t) for t in qtf)
 
     def _exhaustive_scores(self, qtf: Dict[str, int], allowed=None,
                            alternatives: Optional[Alternatives] = None) -> Dict[int, float]:
