@@ -114,6 +114,36 @@ class EmbedFeatures(unittest.TestCase):
         with self.assertRaisesRegex(MiniRagError, "reads embedding features"):
             am.decide(ASKED, self.retrieval, REFUSED, self.index, self.index.analyzer, model=m, config=None)
 
+    def test_a_trace_row_does_not_depend_on_the_questions_before_it(self):
+        # Issue 32 / hard rule 4: a question's row (and every vector behind it) is the same
+        # asked alone, first, or after other questions; the committed embedding model
+        # decides (its encoder check patched to accept the tiny BERT).
+        from mini_rag.pipeline import Pipeline
+        questions = [ASKED, QUESTION, "When does the cafe open?", "How many days of annual leave?",
+                     "Where do visitors sign in and is parking free?"]
+        cfg = copy.deepcopy(self.cfg)
+        cfg["answer"]["answerability"] = True
+        pipe = Pipeline(cfg, retriever=Retriever(self.index, cfg))
+        memo = self.encoder._cache
+
+        def ask(order):
+            memo.clear()
+            rows = {q: json.dumps(pipe.answer(q, qid="q").row, sort_keys=True) for q in order}
+            return rows, {t: v.tolist() for t, v in memo.items()}
+        with mock.patch.object(am, "_matches", return_value=True):
+            encoded = 0
+            for q in questions:
+                alone, vecs = ask([q])
+                encoded += q in vecs                                # the answer half ran
+                for order in ([q] + [x for x in questions if x != q], [x for x in questions if x != q] + [q],
+                              list(reversed(questions)) + [q]):
+                    with self.subTest(question=q, order=order.index(q)):
+                        rows, after = ask(order)
+                        self.assertEqual(rows[q], alone[q])
+                        self.assertEqual({t: after[t] for t in vecs}, vecs)   # bit for bit
+            self.assertGreaterEqual(encoded, 3)
+        memo.clear()
+
     def test_another_encoder_falls_back_to_the_lexical_model(self):
         # The committed embedding model was fitted with all-MiniLM-L6-v2, not the tiny BERT.
         am._WARNED.clear()

@@ -289,6 +289,42 @@ class TinyBert(unittest.TestCase):
             mixed = self.encoder.encode(self.TEXTS, batch_size=size)[0]
             self.assertLess(float(np.abs(alone - mixed).max()), 1e-6)
 
+    def test_a_vector_is_a_function_of_its_text_alone(self):
+        # Issue 32: encode(texts) equals the texts encoded one by one, bit for bit, whatever
+        # the batch size and the company (same-length texts share a batch, others never do).
+        texts = self.TEXTS + ["the refund rule", "annual leave policy", "the cafe", "zzz", "the cafe",
+                              "data retention", "the rule"]
+        alone = [self.encoder.encode([t])[0].tolist() for t in texts]
+        lengths = [len(self.encoder.token_ids(t)) for t in texts]
+        self.assertLess(len(set(lengths)), len(texts))          # some batches hold several texts
+        for size in (1, 2, 3, 8):
+            with self.subTest(batch_size=size):
+                self.assertEqual(self.encoder.encode(texts, batch_size=size).tolist(), alone)
+        self.assertEqual(self.encoder.encode(list(reversed(texts))).tolist(), list(reversed(alone)))
+
+    def test_memo_is_bounded_and_does_not_change_results(self):
+        from mini_rag.embed.model import CACHE_LIMIT
+        self.assertEqual(CACHE_LIMIT, 20000)
+        enc = self.encoder
+        enc._cache.clear()
+        texts = ["the refund policy", "the cafe", "zzz qqq", "annual leave"]
+        fresh = enc.encode(texts).tolist()
+        got = enc.encode_cached(texts[:2], limit=3).tolist()
+        self.assertEqual(got, fresh[:2])
+        self.assertEqual(list(enc._cache), texts[:2])
+        got = enc.encode_cached([texts[1], texts[2], texts[3], texts[1]], limit=3).tolist()
+        self.assertEqual(got, [fresh[1], fresh[2], fresh[3], fresh[1]])
+        self.assertEqual(list(enc._cache), texts[1:])            # the oldest dropped, 3 kept
+        calls = []
+        real = enc.encode
+        enc.encode = lambda ts, *a, **k: calls.append(list(ts)) or real(ts, *a, **k)
+        try:
+            self.assertEqual(enc.encode_cached(texts, limit=3).tolist(), fresh)
+        finally:
+            del enc.encode
+        self.assertEqual(calls, [[texts[0]]])                     # only the text not in the memo
+        enc._cache.clear()
+
     def test_cosine_scores(self):
         vecs = self.encoder.encode(self.TEXTS[:3])
         got = self.encoder.cosine_scores(self.TEXTS[0], self.TEXTS[1:3])

@@ -4,7 +4,7 @@ File (``[embed] index_path``; default: the BM25 index's path with ``.json.gz`` /
 replaced by ``.dense``): line 1 is a compact JSON manifest, then ``rows * dim`` float32
 little-endian numbers (row-major), nothing else.  The manifest::
 
-    {"format": "mini_rag-dense", "format_version": 1, "model_sha256": ..., "max_seq_length": 256,
+    {"format": "mini_rag-dense", "format_version": 2, "model_sha256": ..., "max_seq_length": 256,
      "dim": 384, "dtype": "<f4", "text": ..., "keys": [sha256 of each row's text, ...],
      "rows": N, "body_sha256": sha256 of the binary part}
 
@@ -34,7 +34,9 @@ from ..fileio import atomic_write_bytes
 from ..indexing.index import Index, indexed_text
 
 FORMAT = "mini_rag-dense"
-FORMAT_VERSION = 1
+#: 2: every row is a function of its text alone (``Encoder.encode``, issue 32); a version 1
+#: file's rows depended, by ~1e-7, on which texts shared their batch, so it is rebuilt.
+FORMAT_VERSION = 2
 CHECKPOINT_TEXTS = 64
 CHECKPOINT_SECONDS = 120.0
 TEXT_RULE = "index.indexed_text: title + heading (when not the chunk itself and not the title) + text"

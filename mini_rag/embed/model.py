@@ -16,10 +16,18 @@ masked out), output projection, residual, LayerNorm, then ``gelu`` (the exact on
 over the real tokens (``[CLS]`` and ``[SEP]`` included, padding excluded), divided by its
 Euclidean norm.  float32 throughout, as the reference implementation.
 
-Texts are encoded in batches of ``batch_size`` (8: measured 20% faster per token than 32,
-the attention arrays stay in cache) after sorting by length (less padding);
-the result is in input order.  Padded keys get exactly zero attention weight, so a
-text's vector does not depend on its batch beyond float rounding (~1e-7).
+A text's vector depends on the text alone, bit for bit (issue 32; hard rule 4): texts are
+encoded in batches of at most ``batch_size`` (8) texts of the *same* token length, so no
+padding or mask is ever applied, and the hidden states stay ``(batch, T, D)`` so that
+``numpy.matmul`` runs, per text, the same ``(T, D) x (D, N)`` BLAS product as when the text
+is encoded alone (one ``(batch*T, D)`` product, as before, rounded rows differently,
+~1e-7, depending on their batch-mates, hence on which questions ran earlier).  The
+result is in input order.  ``forward`` still accepts padded batches (keys masked out).
+
+``encode_cached`` keeps the vectors of the texts met (sentences, passages, questions) in a
+memo of at most ``CACHE_LIMIT`` texts (20000: 30 MB of float32 at dim 384), the oldest
+dropped first; since a vector depends on its text alone, the memo changes speed, never
+results.
 """
 from __future__ import annotations
 
@@ -41,6 +49,8 @@ WEIGHTS = "model.safetensors"
 REQUIRED = ("model.safetensors", "vocab.txt", "config.json")
 OPTIONAL = ("sentence_bert_config.json", "tokenizer_config.json", "1_Pooling/config.json")
 MAX_FILE = 2 * 1024 ** 3
+#: Texts whose vectors ``Encoder.encode_cached`` keeps (20000 x 384 float32: 30 MB).
+CACHE_LIMIT = 20000
 
 
 def require_numpy():
@@ -277,7 +287,9 @@ class Encoder:
             mask[i, :len(row)] = 1.0
         d, h, hd = self.dim, self.heads, self.head_dim
         x = self.word[tok] + self.position[:t][None, :, :] + self.token_type[None, None, :]
-        x = layer_norm(x, self.emb_ln[0], self.emb_ln[1], self.eps).reshape(b * t, d)
+        # x stays (B, T, D): ``matmul`` then runs one (T, D) x (D, N) product per text, the
+        # very call a text encoded alone makes, so a row does not depend on its batch-mates.
+        x = layer_norm(x, self.emb_ln[0], self.emb_ln[1], self.eps)
         # Additive mask over keys, one row per (text, head): 0 for tokens, -inf-like for
         # padding (None when no text of the batch is padded: length-sorted batches rarely are).
         neg = None
@@ -285,7 +297,7 @@ class Encoder:
             neg = np.repeat(((1.0 - mask) * np.finfo(np.float32).min)[:, None, :], h, axis=0)
         scale = np.float32(1.0 / np.sqrt(hd))
         for blk in self.blocks:
-            qkv = x @ blk["qkv_w"] + blk["qkv_b"]                          # (B*T, 3D)
+            qkv = np.matmul(x, blk["qkv_w"]) + blk["qkv_b"]                # (B, T, 3D)
             qkv = qkv.reshape(b, t, 3, h, hd).transpose(2, 0, 3, 1, 4)      # (3, B, H, T, hd)
             q = qkv[0].reshape(b * h, t, hd) * scale
             k = qkv[1].reshape(b * h, t, hd)
@@ -297,11 +309,10 @@ class Encoder:
             np.exp(scores, out=scores)
             scores /= scores.sum(axis=-1, keepdims=True)
             ctx = np.matmul(scores, v)                                       # (B*H, T, hd)
-            ctx = ctx.reshape(b, h, t, hd).transpose(0, 2, 1, 3).reshape(b * t, d)
-            x = layer_norm(ctx @ blk["ao_w"] + blk["ao_b"] + x, blk["ln1"][0], blk["ln1"][1], self.eps)
-            inner = gelu(x @ blk["in_w"] + blk["in_b"])
-            x = layer_norm(inner @ blk["out_w"] + blk["out_b"] + x, blk["ln2"][0], blk["ln2"][1], self.eps)
-        x = x.reshape(b, t, d)
+            ctx = np.ascontiguousarray(ctx.reshape(b, h, t, hd).transpose(0, 2, 1, 3)).reshape(b, t, d)
+            x = layer_norm(np.matmul(ctx, blk["ao_w"]) + blk["ao_b"] + x, blk["ln1"][0], blk["ln1"][1], self.eps)
+            inner = gelu((np.matmul(x, blk["in_w"]) + blk["in_b"]).reshape(b * t, -1)).reshape(b, t, -1)
+            x = layer_norm(np.matmul(inner, blk["out_w"]) + blk["out_b"] + x, blk["ln2"][0], blk["ln2"][1], self.eps)
         summed = (x * mask[:, :, None]).sum(axis=1)
         counts = np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
         pooled = summed / counts
@@ -321,31 +332,42 @@ class Encoder:
         if not texts:
             return out
         ids = [self.token_ids(t) for t in texts]
-        # Longest first, then input order: batches of similar lengths, fixed order.
-        order = sorted(range(len(ids)), key=lambda i: (-len(ids[i]), i))
+        # Batches of texts of one exact token length (longest first, then input order): no
+        # padding, no mask, and per text the same products as alone (see ``forward``), so a
+        # text's vector is a function of the text, whatever else is encoded with it.
+        groups: Dict[int, List[int]] = {}
+        for i, row in enumerate(ids):
+            groups.setdefault(len(row), []).append(i)
         size = batch_size or self.batch_size
         done = 0
-        for start in range(0, len(order), size):
-            part = order[start:start + size]
-            out[part] = self.forward([ids[i] for i in part])
-            done += len(part)
-            if progress is not None:
-                progress(done)
+        for length in sorted(groups, reverse=True):
+            group = groups[length]
+            for start in range(0, len(group), size):
+                part = group[start:start + size]
+                out[part] = self.forward([ids[i] for i in part])
+                done += len(part)
+                if progress is not None:
+                    progress(done)
         return out
 
-    def encode_cached(self, texts: Sequence[str], limit: int = 20000):
-        """``encode`` with a cache of the vectors of texts seen before (at most ``limit``)."""
+    def encode_cached(self, texts: Sequence[str], limit: int = 0):
+        """``encode`` through the memo of vectors of texts met before (at most ``limit``
+        texts, default ``CACHE_LIMIT``; the oldest entries are dropped first).  Only texts
+        not in the memo are encoded; a vector depends on its text alone, so the result is
+        the same whatever the memo holds."""
         np = self.np
-        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        if todo:
-            vecs = self.encode(todo)
-            if len(self._cache) + len(todo) > limit:
-                self._cache.clear()
-            for t, v in zip(todo, vecs):
-                self._cache[t] = v
+        limit = limit or CACHE_LIMIT
+        cache = self._cache
+        todo = [t for t in dict.fromkeys(texts) if t not in cache]
+        fresh = dict(zip(todo, self.encode(todo))) if todo else {}
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self._cache[t] if t in self._cache else self.encode([t])[0] for t in texts])
+        out = np.stack([fresh[t] if t in fresh else cache[t] for t in texts])
+        for t, v in fresh.items():
+            cache[t] = v
+        while len(cache) > limit:
+            del cache[next(iter(cache))]
+        return out
 
     def cosine_scores(self, question: str, texts: Sequence[str]) -> List[float]:
         """Cosine of ``question`` with each of ``texts`` (in [-1, 1], rounded to 6 places)."""
@@ -408,4 +430,4 @@ def load_encoder(path: str, expected_sha256: str = PINNED_SHA256, max_seq_length
 
 
 __all__ = ["Encoder", "load_encoder", "read_model_files", "require_numpy", "check_sha256",
-           "PINNED_SHA256", "erfc_abs", "gelu", "layer_norm"]
+           "PINNED_SHA256", "CACHE_LIMIT", "erfc_abs", "gelu", "layer_norm"]
