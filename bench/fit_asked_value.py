@@ -19,7 +19,7 @@ unanswerable refused) on the fit sets summed, lowers it on no external fit half 
 ``TOLERANCE`` questions and on ``gold/gold.jsonl`` not at all (its committed gates leave no
 room: ``incorrect_refusal`` <= 0.02, so no answerable gold question it answers may be
 refused); the window and margin are those of the largest total
-gain (ties: the smaller window, then the smaller margin).  The recorded candidates are
+gain (ties: the larger window, the more lenient rule, then the smaller margin).  The recorded candidates are
 cached in ``runs/fit/asked_value/<set>.rows.json`` (``--cached`` replays them without
 running mini_rag again).  Nothing
 held out (odd halves, ``gold_perturb.jsonl``) is read.  ``--check`` compares with the
@@ -142,7 +142,7 @@ def fit(sets):
                     kinds.append(kind)
             gains = {name: replay(rows, set(kinds), window, margin) - replay(rows, set(), window, margin)
                      for name, rows in sets.items()}
-            key = (sum(gains.values()), -window, -margin)
+            key = (sum(gains.values()), window, -margin)
             if best is None or key > best[0]:
                 best = (key, {"window": window, "margin": margin, "guard_kinds": kinds, "gain": gains})
     return best[1]
