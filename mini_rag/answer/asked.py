@@ -84,8 +84,11 @@ def asked_kind(part: str, question_type: Optional[str]) -> Optional[str]:
 
 _TIME_OF_DAY = re.compile(r"\b\d{1,2}[:.]\d{2}\b|\b\d{1,2}\s*(?:a\.m\.|p\.m\.|am\b|pm\b|o'clock\b)|"
                           r"\b(?:noon|midday|midnight|morning|afternoon|evening|night|overnight)\b", _I)
-_CODE = re.compile(r"\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z][\w-]*\d[\w-]*\b|\b[A-Z]{2,}[-/]?\d[\w-]*\b|"
-                   r"\b(?:form|section|clause|article|code|schedule|appendix|annex|exhibit)\s+[A-Z0-9][\w.-]*", re.UNICODE)
+#: A code: a word of letters and digits starting with a letter ("SUP-12", "W-9", "Q3D"; a
+#: match without a digit is dropped by value_spans), or a form / section number after its name.
+#: Every run is bounded, so the scan stays linear.
+_CODE = re.compile(r"\b(?:form|section|clause|article|code|schedule|appendix|annex|exhibit)\s{1,5}[A-Z0-9][\w.-]{0,40}|"
+                   r"(?<![\w-])[A-Za-z][\w-]{0,40}(?![\w-])")
 _PLACE = re.compile(r"\b(?:in|at|from|to|near|across|throughout|within|outside|inside|into|on)\s+(?:the\s+)?"
                     r"[A-Z][\w'-]+|(?<=[a-z,;:)]\s)[A-Z][a-z][\w'-]*|\b(?:online|remotely|on[\s-]site|"
                     r"headquarters|office|offices|portal|website|intranet)\b")
@@ -128,6 +131,8 @@ def value_spans(kind: Optional[str], sentence: str, echo: FrozenSet[str] = froze
     out = []
     for pat in pats:
         for m in pat.finditer(sentence):
+            if kind == "code" and not any(c.isdigit() for c in m.group(0)):
+                continue
             words = _WORD.findall(m.group(0))
             if words and all(w.casefold() in echo for w in words):
                 continue

@@ -576,8 +576,8 @@ _UNIT_MONTHS = {"month": 1.0, "quarter": 3.0, "year": 12.0, "decade": 120.0}
 #: A count unit: a dozen is 12.
 _COUNT_WORDS = {"dozen": 12, "fortnight": 1}
 _QUANTITY = re.compile(
-    r"(?:(?P<num>\d+(?:\.\d+)?|a|an|one|half\s+an?|half|" + "|".join(sorted(list(_UNITS) + list(_TENS), key=len, reverse=True))
-    + r")(?:[\s-]+(?P<num2>" + "|".join(sorted(_UNITS, key=len, reverse=True)) + r"))?[\s-]{1,3})?"
+    r"(?:(?P<num>(?<![\d.])\d{1,9}(?:\.\d{1,6})?|a|an|one|half\s{1,5}an?|half|" + "|".join(sorted(list(_UNITS) + list(_TENS), key=len, reverse=True))
+    + r")(?:[\s-]{1,3}(?P<num2>" + "|".join(sorted(_UNITS, key=len, reverse=True)) + r"))?[\s-]{1,3})?"
     r"(?P<unit>seconds?|minutes?|hours?|days?|weeks?|fortnights?|months?|quarters?|years?|decades?)\b")
 
 
