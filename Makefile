@@ -138,3 +138,9 @@ bench-embed:
 clean:
 	rm -rf runs/*.json runs/*.jsonl runs/*.md runs/*.gz runs/bench
 	find . -path ./.git -prune -o \( -name '.*.ragtmp' -o -name '.sections.*.tmp' \) -type f -exec rm -f {} +
+
+# Refit mini_rag/data/asked_value.json (issue 30: the asked value's window and guarded kinds) on
+# the external fit halves and gold/gold.jsonl; --check compares without writing.
+.PHONY: fit-asked-value
+fit-asked-value:
+	@$(PYTHON) bench/fit_asked_value.py

@@ -39,6 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import answer_data  # noqa: E402
 from naive_baseline import Naive  # noqa: E402
 from mini_rag.errors import MiniRagError  # noqa: E402
+from mini_rag.eval.evaluate import read_gold  # noqa: E402
 from mini_rag.fileio import atomic_write_text, dumps_jsonl  # noqa: E402
 
 OUT = os.path.join("runs", "bench", "answer")
@@ -79,6 +80,9 @@ ABLATIONS = (
     ("definitions", "answering bridges off: glossary definitions", {"answer": {"definitions": False}}),
     ("examples", "answering bridges off: listed examples", {"answer": {"examples": False}}),
     ("synonyms", "answering bridges off: synonym lists", {"answer": {"synonyms": False}}),
+    ("quantity equivalents", "a length of time not bridged to other units (issue 30, item 4)",
+     {"answer": {"quantities": False}}),
+    ("asked value", "rule 3b off: no asked kind near the focus (issue 30, item 2)", {"answer": {"asked_value": False}}),
 )
 
 
@@ -97,10 +101,11 @@ def percentile(values, q):
     return s[int(k) - 1]
 
 
-def score(gold, trace, out_dir, tag):
+def score(gold, trace, out_dir, tag, items=None):
     report = os.path.join(out_dir, "report.%s.json" % tag)
+    extra = ["--items", items, "--force"] if items else []
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "score_eval.py"), "--gold", gold, "--trace", trace,
-                           "--k", "5", "--gates", "precision=0.8", "--out", report],
+                           "--k", "5", "--gates", "precision=0.8", "--out", report] + extra,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     if proc.returncode not in (0, 1):
         raise MiniRagError("score_eval.py failed on %s: %s" % (trace, proc.stderr.decode("utf-8", "replace")))
@@ -157,25 +162,108 @@ class Runner:
             self._indexes[key] = build_or_load(cfg)
         return self._indexes[key]
 
-    def run(self, system, cfg, gold_path, trace_path):
+    def run(self, system, cfg, gold_path, trace_path, conf=None):
+        """Write the trace of ``system`` on the gold set; (rows, p50 seconds).  ``conf`` (a
+        dict), when given, gets qid -> the row's confidence score (:func:`confidence_of`);
+        for naive also ``"_all"``: the trace of its best sentence shipped for every question,
+        and ``"_all_conf"`` their scores (its whole risk-coverage curve)."""
         from mini_rag.eval.evaluate import read_gold
         from mini_rag.pipeline import Pipeline
         from mini_rag.search.retrieve import Retriever
         retriever = Retriever(self.index(cfg), cfg)
         gold = read_gold(gold_path)
+        every = []
         if system == "naive":
             naive = Naive(retriever, cfg["answer"]["refusal"])
-            ask = lambda g: naive.answer(g["question"], g["qid"], g.get("doc_scope"))  # noqa: E731
+
+            def ask(g):
+                choice = naive.choose(g["question"], g.get("doc_scope"))
+                if conf is not None:
+                    conf[g["qid"]] = choice[3]
+                    every.append(naive.row(g["qid"], g["question"], choice, cover=-1.0))
+                return naive.row(g["qid"], g["question"], choice)
         else:
             pipe = Pipeline(cfg, retriever=retriever)
-            ask = lambda g: pipe.answer(g["question"], qid=g["qid"], doc_scope=g.get("doc_scope")).row  # noqa: E731
+
+            def ask(g):
+                res = pipe.answer(g["question"], qid=g["qid"], doc_scope=g.get("doc_scope"))
+                if conf is not None:
+                    conf[g["qid"]] = confidence_of(res)
+                return res.row
         rows, lat = [], []
         for _, g in gold:
             t = time.perf_counter()
             rows.append(ask(g))
             lat.append(time.perf_counter() - t)
         atomic_write_text(trace_path, dumps_jsonl(rows))
+        if every:
+            all_path = trace_path.replace(".jsonl", ".all.jsonl")
+            atomic_write_text(all_path, dumps_jsonl(every))
+            conf["_all"] = all_path
         return len(rows), percentile(lat, 50)
+
+
+def confidence_of(result):
+    """A mini_rag row's confidence score, what the risk-coverage curve ranks answers by: the
+    answerability model's probability when it decided, else the lowest best-sentence score
+    of phase C's answered parts (rule 4 of synthesize.py), else 0.  Only shipped rows are
+    ranked (a refused row has no answer to rank)."""
+    detail = result.answer.detail or {}
+    if detail.get("answerability") is not None:
+        return float(detail["answerability"])
+    scores = [p["best_score"] for p in detail.get("parts", ())
+              if p.get("outcome") == "answered" and "best_score" in p]
+    return float(min(scores)) if scores else 0.0
+
+
+def correct_items(items_path):
+    """qid -> (shipped, correct) from a score_eval items file; correct = what precision
+    counts (answerable, shipped, containment and a citation hit)."""
+    out = {}
+    with open(items_path, encoding="utf-8") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            shipped = bool(rec.get("shipped"))
+            out[rec["qid"]] = (shipped, shipped and bool(rec.get("answerable")) and bool(rec.get("containment"))
+                               and bool(rec.get("citation_hit")))
+    return out
+
+
+def risk_coverage(order, conf, verdicts):
+    """The risk-coverage curve of one system on one set (issue 30): the shipped answers
+    ranked by confidence (higher first; ties in gold order), and after the k-th the
+    coverage k / n (n: every question of the set) and the precision of the first k.
+    ``order``: the set's qids in gold order; ``conf``: qid -> score; ``verdicts``: qid ->
+    (shipped, correct).  Returns ``{"n", "coverage", "points": [[coverage, precision], ...]}``."""
+    shipped = [(-conf.get(q, 0.0), i, verdicts[q][1]) for i, q in enumerate(order)
+               if q in verdicts and verdicts[q][0]]
+    shipped.sort(key=lambda s: (s[0], s[1]))
+    n = len(order)
+    points, good = [], 0
+    for k, (_s, _i, ok) in enumerate(shipped, 1):
+        good += 1 if ok else 0
+        points.append([k / n, good / k])
+    return {"n": n, "coverage": len(shipped) / n if n else 0.0, "points": points}
+
+
+def aurc(curve, upto=None):
+    """Area under the risk-coverage curve (risk = 1 - precision), coverage from 0 to
+    ``upto`` (default: the curve's own end), in steps of 1 / n: the sum of the risk of the
+    first k answers over k = 1 .. upto x n, divided by n.  Lower is better; two systems are
+    compared over the coverage both reach (``upto`` = the smaller of their ends)."""
+    n = curve["n"]
+    if not n:
+        return None
+    last = len(curve["points"]) if upto is None else min(len(curve["points"]), int(round(upto * n)))
+    return sum(1.0 - p for _c, p in curve["points"][:last]) / n
+
+
+def precision_at(curve, coverage):
+    """The precision of the first ceil(coverage x n) answers; None past the curve's end."""
+    k = int(-(-coverage * curve["n"] // 1)) if curve["n"] else 0
+    if k < 1 or k > len(curve["points"]):
+        return None
+    return curve["points"][k - 1][1]
 
 
 def fmt(v):
@@ -219,8 +307,9 @@ def main(argv=None) -> int:
         text = render(summary["results"], summary["ablation"])
         print(text)
         print(embed_versus(summary["results"]))
+        print(render_rc(summary["risk_coverage"]))
         if args.docs:
-            write_docs(text, summary["results"])
+            write_docs(text, summary["results"], summary["risk_coverage"])
         return 0
     extra, why = embed_system(args.embed_model)
     systems = SYSTEMS + ((extra,) if extra else ())
@@ -237,7 +326,7 @@ def main(argv=None) -> int:
     try:
         runner = Runner(args.config, args.out)
         os.makedirs(args.out, exist_ok=True)
-        results, ablation = {}, {}
+        results, ablation, curves = {}, {}, {}
         for label, spec, gold in _sets([s for s in args.sets.split(",") if s]):
             if spec is not None and spec[1] not in halves:
                 continue
@@ -249,11 +338,23 @@ def main(argv=None) -> int:
             cfg, gold_path = ready
             out_dir = os.path.join(args.out, label)
             os.makedirs(out_dir, exist_ok=True)
+            order = [g["qid"] for _, g in read_gold(gold_path)]
             for system, override in systems:
                 trace = os.path.join(out_dir, "trace.%s.jsonl" % system)
+                conf = {}
                 n, p50 = runner.run("naive" if override is None else "mini_rag",
-                                    cfg if override is None else _merge(cfg, override), gold_path, trace)
-                m = score(gold_path, trace, out_dir, system)
+                                    cfg if override is None else _merge(cfg, override), gold_path, trace, conf)
+                items = os.path.join(out_dir, "items.%s.jsonl" % system)
+                m = score(gold_path, trace, out_dir, system, items)
+                verdicts = correct_items(items)
+                operating = sum(1 for q in order if verdicts.get(q, (False,))[0]) / len(order) if order else 0.0
+                if "_all" in conf:          # naive: its whole curve, from its best sentence for every question
+                    items = os.path.join(out_dir, "items.%s.all.jsonl" % system)
+                    score(gold_path, conf.pop("_all"), out_dir, system + ".all", items)
+                    verdicts = correct_items(items)
+                curve = risk_coverage(order, conf, verdicts)
+                curve["operating"] = operating
+                curves.setdefault(label, {})[system] = curve
                 m["p50_ms"] = round(p50 * 1000, 2) if p50 is not None else None
                 m["n"] = n
                 results.setdefault(label, {})[system] = m
@@ -273,20 +374,76 @@ def main(argv=None) -> int:
     except MiniRagError as exc:
         print("bench-answer: %s" % exc, file=sys.stderr)
         return 2
-    summary = {"results": results, "ablation": ablation}
+    rc = {label: {system: curve_summary(c) for system, c in systems_.items()} for label, systems_ in curves.items()}
+    for label, systems_ in curves.items():
+        atomic_write_text(os.path.join(args.out, label, "risk_coverage.json"),
+                          json.dumps(systems_, sort_keys=True) + "\n")
+    summary = {"results": results, "ablation": ablation, "risk_coverage": rc}
     atomic_write_text(os.path.join(args.out, "summary.json"), json.dumps(summary, indent=2, sort_keys=True) + "\n")
     text = render(results, ablation)
     print(text)
     print(embed_versus(results))
+    print(render_rc(rc))
     if args.docs:
-        write_docs(text, results)
+        write_docs(text, results, rc)
     return 0
+
+
+#: Coverages the risk-coverage table shows (the summary keeps every hundredth).
+RC_GRID = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+def curve_summary(curve):
+    """What summary.json keeps of a curve: n, its end, the system's operating coverage (what
+    it shipped), the precision at every hundredth of coverage (null past the end) and the
+    area under the whole curve."""
+    return {"n": curve["n"], "coverage": round(curve["coverage"], 4), "operating": round(curve["operating"], 4),
+            "precision_at": [None if precision_at(curve, c / 100) is None else round(precision_at(curve, c / 100), 4)
+                             for c in range(1, 101)],
+            "aurc": None if aurc(curve) is None else round(aurc(curve), 4),
+            "risk": [round(1.0 - p, 6) for _c, p in curve["points"]]}
+
+
+def _aurc_summary(cs, upto):
+    """:func:`aurc` of a :func:`curve_summary` (its per-answer risks) up to coverage ``upto``."""
+    last = min(len(cs["risk"]), int(round(upto * cs["n"])))
+    return sum(cs["risk"][:last]) / cs["n"] if cs["n"] else None
+
+
+def render_rc(rc):
+    """The risk-coverage table: per set and system, the precision at each coverage of
+    :data:`RC_GRID` (— past the curve's end), the coverage it ships at, and the area under
+    the curve (AURC, risk = 1 - precision) over the coverage every system of the set reaches,
+    with that coverage; lower is better."""
+    if not rc:
+        return ""
+    rows, verdicts = [], []
+    for label in rc:
+        common = min(cs["coverage"] for cs in rc[label].values())
+        for system, _o in ALL_SYSTEMS:
+            cs = rc[label].get(system)
+            if cs is None:
+                continue
+            at = [cs["precision_at"][int(round(c * 100)) - 1] for c in RC_GRID]
+            area = _aurc_summary(cs, common)
+            rows.append([label, system, fmt(cs["operating"]), fmt(cs["coverage"])] + [fmt(v) for v in at]
+                        + ["%s (to %.3f)" % (fmt(area), common)])
+        if "mini_rag" in rc[label] and "naive" in rc[label]:
+            a, b = _aurc_summary(rc[label]["mini_rag"], common), _aurc_summary(rc[label]["naive"], common)
+            verdicts.append("- %s: mini_rag's curve below naive's (lower AURC to coverage %.3f): **%s** (%s vs %s)"
+                            % (label, common, "yes" if a < b else "no", fmt(a), fmt(b)))
+    hdr = ["set", "system", "ships", "curve to"] + ["P@%d%%" % int(round(c * 100)) for c in RC_GRID] + ["AURC"]
+    return ("Risk-coverage (issue 30): the shipped answers ranked by confidence (mini_rag: phase C's best-sentence "
+            "score, the model's probability when it decides; naive: its stem share, its best sentence shipped "
+            "for every question), precision of the first answers at each coverage (share of the set answered); "
+            "`ships`: the coverage the system answers at; AURC: area under risk = 1 - precision over the "
+            "coverage every system reaches:\n\n" + table(rows, hdr) + "\n\n" + "\n".join(verdicts) + "\n")
 
 
 def merged_summaries(paths):
     """One summary from several runs' summary.json: per set and system (and per ablation and
     set) the figures of the last file holding them."""
-    results, ablation = {}, {}
+    results, ablation, rc = {}, {}, {}
     for path in paths:
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)
@@ -294,7 +451,9 @@ def merged_summaries(paths):
             results.setdefault(label, {}).update(systems)
         for name, sets in doc["ablation"].items():
             ablation.setdefault(name, {}).update(sets)
-    return {"results": results, "ablation": ablation}
+        for label, systems in doc.get("risk_coverage", {}).items():
+            rc.setdefault(label, {}).update(systems)
+    return {"results": results, "ablation": ablation, "risk_coverage": rc}
 
 
 def render(results, ablation, systems=ALL_SYSTEMS):
@@ -374,12 +533,22 @@ PERTURB_BEGIN, PERTURB_END = "<!-- bench-answer-perturb:begin -->", "<!-- bench-
 EMBED_BEGIN, EMBED_END = "<!-- bench-answer-embed:begin -->", "<!-- bench-answer-embed:end -->"
 
 
-def write_docs(text, results):
+RC_BEGIN, RC_END = "<!-- risk-coverage:begin -->", "<!-- risk-coverage:end -->"
+RC_PERTURB_BEGIN, RC_PERTURB_END = "<!-- risk-coverage-variants:begin -->", "<!-- risk-coverage-variants:end -->"
+
+
+def write_docs(text, results, rc=None):
     """docs/answering.md gets every table (its embeddings block the comparison of
     :func:`embed_versus`); README.md's external block the held-out rows.  Results that lack
     one of :data:`SYSTEMS` on a set (``--systems``) write the embeddings block alone.  A run
     of perturbed sets only (``--sets squad+perturb,cnli+perturb``) fills its own block of
     docs/answering.md and leaves the others alone."""
+    held_rc = {label: c for label, c in (rc or {}).items() if label.endswith("-held")}
+    variant_rc = {label: c for label, c in (rc or {}).items() if label.endswith(("-held-perturb", "-held-scenario"))}
+    if variant_rc:
+        _replace_block(DOC, RC_PERTURB_BEGIN, RC_PERTURB_END, render_rc(variant_rc))
+    if held_rc:
+        _replace_block(DOC, RC_BEGIN, RC_END, render_rc(held_rc))
     if results and all(label.endswith("-perturb") for label in results):
         _replace_block(DOC, PERTURB_BEGIN, PERTURB_END, text)
         return

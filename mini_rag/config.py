@@ -96,6 +96,8 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         "definitions": True,             # bridge the corpus's glossary terms and their definitions' words, see glossary.py
         "examples": True,                # bridge the examples a corpus lists to their class ("components, such as a password"), see glossary.py
         "synonyms": True,                # bridge plain-language synonyms (keep ~ retain), see synonyms.py
+        "quantities": True,              # bridge one length of time in other units (a fortnight ~ 14 days), see synonyms.quantity_bridges
+        "asked_value": True,             # rule 3b of synthesize.py: the asked kind of value near the question's focus (asked.py)
         "answerability": False,          # the fitted model chooses the sentence and whether to ship (answerability.py; off: see docs/answering.md)
         "synonym_groups": [],            # more groups, each "word, word, phrase" (synonyms.py format)
         "dedup_jaccard": 0.9,            # word-set Jaccard at which two facts are near-identical

@@ -95,6 +95,7 @@ from ..query.derive import variants
 from ..query.glossary import definition_bridges, definition_table, example_bridges, example_table, scope_table
 from ..records import Fact, Hit, Retrieval
 from ..query.synonyms import Synonym, comparative_bridges, number_bridges, synonym_bridges, unit_bridges
+from ..query.synonyms import quantity_bridges
 
 __all__ = ["phase_b", "phase_b_detail", "asks_revisions", "question_terms", "corrected_terms", "split_question", "term_weights",
            "expansion_bridges", "covered", "weighted_share", "analyzer_of", "chunk_context", "is_artifact",
@@ -275,7 +276,8 @@ def expansion_bridges(question: str, config: Optional[Dict[str, Any]], analyzer:
     for term, alts in synonyms.items():
         bridges.setdefault(term, []).extend(alts)
     if use_synonyms:
-        for make in (number_bridges, unit_bridges, comparative_bridges):
+        for make in (number_bridges, unit_bridges, comparative_bridges) + (
+                (quantity_bridges,) if answer_cfg.get("quantities", True) else ()):
             for term, alts in make(question, terms, analyzer).items():
                 bridges.setdefault(term, []).extend(alts)
     rules = (config or {}).get("expansion", {})

@@ -70,6 +70,16 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
    A value made only of the question's own words does not count (``Black Friday`` is
    not a date for "When does the Black Friday promotion start?"), nor does a digit
    inside a code (``SEV-1``, ``Q9``, ``SOP-MFG-007``: names, not numbers).
+3b. The asked value (issue 30).  The question part's asked kind (``asked.asked_kind``, from
+   the question analysis: amount, duration, count, date, time, code, person, place, yes/no,
+   procedure) is in the trace's part detail (``asked_kind``).  For the kinds
+   ``mini_rag/data/asked_value.json`` guards (fitted on the fit halves and gold by
+   ``bench/fit_asked_value.py``), the chosen sentence must state a value of that kind within
+   its ``window`` words of a question term that is not the answer's category or a light or
+   type word (``asked.near_focus``): the best candidate scoring at
+   least the best's score minus its ``margin`` that does is chosen, and when none does ->
+   refuse ``asked_value_missing`` (the sentences name the topic, not the asked value).
+   ``[answer] asked_value = false`` turns the rule off.
 4. Score every sentence of every on-topic fact (headings, table rules and text-free
    units excluded, and glossary entries defining a term the question does not name:
    "**Service credit**: a discount given when Halvard misses an uptime commitment" says
@@ -143,6 +153,7 @@ from .relevance import (_AUX, Bridges, _hit_map, _scaffold, analyzer_of, chunk_c
                         expansion_bridges, question_terms, split_question, term_weights, weighted_share)
 from ..query.glossary import entry_term, scope_table
 from ..query.synonyms import Equivalent, Synonym, range_bridges
+from . import asked as asked_mod
 
 __all__ = ["AnswerSentence", "Answer", "phase_c", "split_sentences", "sentence_spans",
            "question_type", "cue_spelling", "CUE_WORDS", "value_match", "echo_words", "is_pending", "is_deferral", "is_task_request",
@@ -154,7 +165,8 @@ CONFIDENCE_LEVELS = ("High", "Medium", "Low")
 
 #: Why phase C refused, in the order the rules test them.
 REFUSAL_REASONS = ("task_request", "unknown_name", "unknown_subject", "no_evidence", "no_question_terms",
-                   "key_terms_not_covered", "answer_type_missing", "answer_pending", "answer_elsewhere",
+                   "key_terms_not_covered", "answer_type_missing", "asked_value_missing", "answer_pending",
+                   "answer_elsewhere",
                    "below_threshold", "no_valid_sentence")
 
 #: Question types that ask for a value; the others (definition, person, polarity) only rank.
@@ -1022,6 +1034,23 @@ def _concept_weights(q_terms: Sequence[str], index: Any, bridges: Bridges) -> Di
     return weights
 
 
+def _asked_pick(pool: List[tuple], kind: str, key: Sequence[str], analyzer: Any, echo: frozenset,
+                bridges: Bridges, params: Dict[str, Any]) -> Optional[tuple]:
+    """Rule 3b: the best candidate of ``pool`` (scored, best first) that states a value of the
+    asked ``kind`` within ``params["window"]`` words of a focus term (``asked.near_focus``;
+    ``key``: the question's terms but its answer category and light and type words),
+    among those scoring at least the best's score minus ``params["margin"]``; None when none
+    does (the sentences name the topic, not the asked value)."""
+    floor = pool[0][0] - float(params.get("margin", 0.0))
+    window = int(params["window"])
+    for cand in pool:
+        if cand[0] < floor:
+            break
+        if asked_mod.near_focus(kind, cand[3].text, key, analyzer, window, echo, bridges) is not False:
+            return cand
+    return None
+
+
 def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: Any,
                  bridges: Bridges, cfg: Dict[str, Any], analyzed: Any = None) -> Dict[str, Any]:
     """Rules 1-7 for one question part: a dict with outcome, chosen units and numbers.
@@ -1116,6 +1145,18 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
             out["outcome"] = "answer_type_missing"
             return out
     best = pool[0]
+    # 3b. the asked value (issue 30): the chosen sentence states the asked kind near the focus
+    asked_k = asked_mod.asked_kind(part, kind) if analyzed is None else analyzed.asked
+    if asked_k is not None and cfg.get("asked_value", True):
+        out["asked_kind"] = asked_k
+        params = asked_mod.load_params()
+        if asked_k in params["guard_kinds"]:
+            focus = [t for t in q_terms if t not in category] or key
+            pick = _asked_pick(pool, asked_k, focus, analyzer, echo, bridges, params)
+            if pick is None:
+                out["outcome"] = "asked_value_missing"
+                return out
+            best = pick
     runner = next((s[0] for s in scored if s is not best), 0.0)
     out["best_score"] = _r(best[0])
     out["runner_up"] = _r(runner)

@@ -64,6 +64,7 @@ from .framing import situation_segments, split_scenario, strip_framing
 from ..records import Retrieval
 from ..answer.relevance import Bridges, asks_revisions, expansion_bridges, question_terms, split_question, term_weights
 from .synonyms import question_quantities
+from ..answer.asked import asked_kind
 from ..answer.synthesize import (asked_subject, category_terms, cue_spelling, echo_words, general_terms, is_enumeration,
                          is_task_request, name_words, question_type)
 
@@ -85,12 +86,13 @@ class QuestionPart:
     enumeration: bool = False                 # is_enumeration: asks for a whole list
     names: List[Tuple[str, List[str]]] = field(default_factory=list)   # name_words: names, codes
     subject: Tuple[str, ...] = ()             # asked_subject: "is there X" subject, head terms
+    asked: Optional[str] = None               # asked.asked_kind: the kind of value asked (issue 30)
 
     def to_json(self) -> Dict[str, Any]:
         return {"text": self.text, "terms": list(self.terms), "question_type": self.question_type,
                 "echo": sorted(self.echo), "category": list(self.category), "general": list(self.general),
                 "enumeration": self.enumeration, "names": [[w, list(t)] for w, t in self.names],
-                "subject": list(self.subject)}
+                "subject": list(self.subject), "asked": self.asked}
 
 
 @dataclass
@@ -169,7 +171,7 @@ def _phase_c_part(part: str, shim: Retrieval, analyzer: Any, index: Any) -> Ques
     return QuestionPart(part, question_terms(part, shim, analyzer), kind, echo_words(part),
                         category=category_terms(part, index), general=general_terms(part, kind, own),
                         enumeration=is_enumeration(part), names=name_words(part, own) if own is not None else [],
-                        subject=asked_subject(part, own))
+                        subject=asked_subject(part, own), asked=asked_kind(part, kind))
 
 
 #: Situation terms a scenario question's retrieval variant keeps (the rarest in the corpus).

@@ -53,7 +53,8 @@ import re
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 __all__ = ["GROUPS", "Synonym", "Equivalent", "parse_groups", "synonym_bridges", "spelled_numbers", "number_bridges",
-           "unit_bridges", "comparative_bridges", "stated_bounds", "question_quantities", "range_bridges"]
+           "unit_bridges", "comparative_bridges", "stated_bounds", "question_quantities", "range_bridges",
+           "quantity_bridges"]
 
 #: One group per line: words and phrases with one meaning.  ``#`` starts a comment.
 GROUPS = """
@@ -592,3 +593,91 @@ def range_bridges(question: str, texts: Iterable[str], analyzer,
                     if term not in alt and alt not in out.setdefault(term, []):
                         out[term].append(alt)
     return {t: alts for t, alts in out.items() if alts}
+
+
+# ------------------------------------------------------------------ one length of time in other units
+
+#: Each time unit in days (a month and a year only against each other and against the units
+#: that divide them exactly: "12 months" is a year, "30 days" is not surely a month).
+_UNIT_DAYS = {"second": 1.0 / 86400, "minute": 1.0 / 1440, "hour": 1.0 / 24, "day": 1.0, "week": 7.0,
+              "fortnight": 14.0}
+_UNIT_MONTHS = {"month": 1.0, "quarter": 3.0, "year": 12.0, "decade": 120.0}
+#: A count unit: a dozen is 12.
+_COUNT_WORDS = {"dozen": 12, "fortnight": 1}
+_QUANTITY = re.compile(
+    r"(?:(?P<num>(?<![\d.])\d{1,9}(?:\.\d{1,6})?|a|an|one|half\s{1,5}an?|half|" + "|".join(sorted(list(_UNITS) + list(_TENS), key=len, reverse=True))
+    + r")(?:[\s-]{1,3}(?P<num2>" + "|".join(sorted(_UNITS, key=len, reverse=True)) + r"))?[\s-]{1,3})?"
+    r"(?P<unit>seconds?|minutes?|hours?|days?|weeks?|fortnights?|months?|quarters?|years?|decades?)\b")
+
+
+def _quantity_value(num: Optional[str], num2: Optional[str]) -> Optional[float]:
+    if num is None:
+        return None
+    if num[0].isdigit():
+        return float(num)
+    if num in ("a", "an", "one"):
+        return 1.0
+    if num.startswith("half"):
+        return 0.5
+    return float(_UNITS.get(num, _TENS.get(num, 0)) + (_UNITS.get(num2, 0) if num2 else 0))
+
+
+def _number_text(value: float) -> Optional[str]:
+    """``value`` written as the analyzer keeps a number: a whole number below 1000 in digits
+    ("14"), else None (nobody writes a fortnight as 20160 minutes)."""
+    if value <= 0 or abs(value - round(value)) > 1e-9 or value >= 1000:
+        return None
+    return str(int(round(value)))
+
+
+def quantity_bridges(question: str, q_terms: Sequence[str], analyzer) -> Dict[str, List[FrozenSet[str]]]:
+    """``{question term: [alternative term sets]}`` for a length of time the question names
+    in one unit and the evidence may name in another (issue 30, item 4): "a fortnight" is
+    covered by "14 days" or "2 weeks", "two weeks" by "14 days", "48 hours" by "2 days",
+    "half a year" by "6 months", "one year" by "12 months".  Every term of the quantity (its
+    number and its unit) is covered by a sentence holding the number and the unit of an
+    equivalent; only whole numbers are equivalents, and a month converts to years and
+    quarters, never to days or weeks (a month has no fixed number of days).
+
+    >>> from mini_rag.text.analysis import Analyzer
+    >>> sorted(sorted(a) for a in quantity_bridges("Is it kept for a fortnight?", ["kept", "fortnight"], Analyzer())["fortnight"])
+    [['14', 'day'], ['2', 'week'], ['336', 'hour']]
+    >>> sorted(sorted(a) for a in quantity_bridges("within 48 hours", ["48", "hour"], Analyzer())["48"])
+    [['2', 'day']]
+    >>> sorted(sorted(a) for a in quantity_bridges("kept for half a year", ["kept", "half", "year"], Analyzer())["year"])
+    [['2', 'quarter'], ['6', 'month']]
+    """
+    have = set(q_terms)
+    out: Dict[str, List[FrozenSet[str]]] = {}
+    for m in _QUANTITY.finditer(question.casefold()):
+        unit = m.group("unit").rstrip("s") if m.group("unit") != "hours" else "hour"
+        value = _quantity_value(m.group("num"), m.group("num2"))
+        if value is None:
+            if unit != "fortnight":
+                continue            # a bare unit ("for weeks"): unit_bridges reads it
+            value = 1.0
+        table = _UNIT_DAYS if unit in _UNIT_DAYS else _UNIT_MONTHS
+        base = value * table[unit]
+        alts = []
+        for other, size in sorted(table.items()):
+            if other == unit:
+                continue
+            number = _number_text(base / size)
+            if number is None:
+                continue
+            if other == "fortnight" and number == "1":
+                alt = Synonym(analyzer.analyze(other))       # "a fortnight": the unit is the quantity
+            else:
+                alt = Synonym(analyzer.analyze(number) + analyzer.analyze(other))
+            if len(alt) == 2 or (other == "fortnight" and len(alt) == 1):
+                alts.append(alt)
+        if not alts:
+            continue
+        for term in analyzer.analyze(m.group(0)):
+            if term not in have:
+                continue
+            bucket = out.setdefault(term, [])
+            bucket.extend(a for a in alts if a not in bucket and term not in a)
+            if not bucket:
+                del out[term]
+    return out
