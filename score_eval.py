@@ -421,20 +421,11 @@ def _disc(n: int) -> List[float]:
 def relevant_positions(ranking: List[str], rel) -> Tuple[List[int], List[int]]:
     """(0-based ranks of the documents of ``rel`` in ``ranking``, their gains); ``rel`` maps an
     id to its level (>= 1), or is a collection of ids (gain 1 each)."""
-    positions: List[int] = []
-    gains: List[int] = []
-    if type(rel) is dict:
-        get = rel.get
-        for pos, d in enumerate(ranking):
-            g = get(d)
-            if g is not None:
-                positions.append(pos)
-                gains.append(g)
-    else:
-        for pos, d in enumerate(ranking):
-            if d in rel:
-                positions.append(pos)
-                gains.append(1)
+    if type(rel) is dict:      # levels >= 1 (truthy); an id not in ``rel`` gives None
+        levels = list(map(rel.get, ranking))
+        return list(compress(range(len(levels)), levels)), list(filter(None, levels))
+    positions = list(compress(range(len(ranking)), map(rel.__contains__, ranking)))
+    gains = [1] * len(positions)
     return positions, gains
 
 
@@ -1706,39 +1697,76 @@ def _file_kind(mode: int) -> str:
     return "a special file"
 
 
+READ_BLOCK = 1 << 20     # bytes read at a time by iter_line_batches
+
+
+def iter_line_batches(path: str, what: str = "", limit: Optional[int] = None):
+    """Yield (lineno of the first line, lines, ended) for ``path`` (``-``: stdin), a block of
+    READ_BLOCK bytes at a time: ``lines`` are the block's lines as bytes without their line
+    end ("\\r" kept), None for a line longer than ``limit`` bytes (default --max-line-bytes),
+    which is skipped without ever holding more than the limit in memory; ``ended`` is False
+    only for the last batch when the file's last line has no line end.  The input limits
+    (--max-input-bytes / --max-input-lines) stop reading with a ScoreError."""
+    limit = limit or _LIMITS["line_bytes"]
+    max_bytes, max_lines = _LIMITS["input_bytes"], _LIMITS["input_lines" if path != "-" else "stdin_lines"]
+    total = 0
+    lineno = 0                   # lines yielded so far
+    carry = b""                  # the start of a line not yet ended (at most ``limit`` bytes)
+    skipped = 0                  # bytes of an over-long line not yet ended (0: none)
+
+    def too_many(count):
+        return ScoreError("%s: %s more than %s (--max-input-%s); stopped reading"
+                          % (path, "input is" if path != "-" else "stdin gave",
+                             "%d bytes" % max_bytes if count is None else "%d lines" % max_lines,
+                             "bytes" if count is None else "lines"))
+
+    with open_input(path, what) as fh:
+        read = fh.read
+        while True:
+            data = read(READ_BLOCK)
+            if not data:
+                break
+            total += len(data)
+            if total > max_bytes:
+                raise too_many(None)
+            lines: list = []
+            if skipped:
+                nl = data.find(b"\n")
+                if nl < 0:
+                    skipped += len(data)
+                    if skipped > max(4 * limit, 1 << 26):   # no line end coming
+                        raise ScoreError("%s:%d: line longer than %d bytes (--max-line-bytes), and %d bytes "
+                                         "without a line end; stopped reading" % (path, lineno + 1, limit, skipped))
+                    continue
+                lines.append(None)
+                skipped = 0
+                data = data[nl + 1:]
+            parts = (carry + data).split(b"\n") if carry else data.split(b"\n")
+            carry = parts.pop()
+            if len(carry) > limit:
+                skipped, carry = len(carry), b""
+            if parts and max(map(len, parts)) > limit:
+                parts = [None if len(x) > limit else x for x in parts]
+            lines += parts
+            if lineno + len(lines) > max_lines:
+                raise too_many(lineno + len(lines))
+            if lines:
+                yield lineno + 1, lines, True
+                lineno += len(lines)
+        if skipped or carry:
+            if lineno + 1 > max_lines:
+                raise too_many(lineno + 1)
+            yield lineno + 1, [None if skipped else carry], False
+
+
 def iter_lines(path: str, what: str = "", limit: Optional[int] = None):
     """Yield (lineno, bytes) for each line of ``path`` (``-``: stdin), line end included;
     a line longer than ``limit`` bytes (default --max-line-bytes) yields (lineno, None),
     and is skipped without ever holding more than the limit in memory."""
-    limit = limit or _LIMITS["line_bytes"]
-    max_bytes, max_lines = _LIMITS["input_bytes"], _LIMITS["input_lines" if path != "-" else "stdin_lines"]
-    total = 0
-    with open_input(path, what) as fh:
-        readline = fh.readline
-        lineno = 0
-        while True:
-            raw = readline(limit + 1)
-            if not raw:
-                return
+    for lineno, lines, ended in iter_line_batches(path, what, limit):
+        for raw in lines:
+            yield lineno, (None if raw is None else raw + b"\n" if ended else raw)
             lineno += 1
-            total += len(raw)
-            if total > max_bytes or lineno > max_lines:
-                raise ScoreError("%s: %s more than %s (--max-input-%s); stopped reading"
-                                 % (path, "input is" if path != "-" else "stdin gave",
-                                    "%d bytes" % max_bytes if total > max_bytes else "%d lines" % max_lines,
-                                    "bytes" if total > max_bytes else "lines"))
-            if len(raw) > limit and not (len(raw) == limit + 1 and raw.endswith(b"\n")):
-                skipped = len(raw)
-                while raw and not raw.endswith(b"\n"):
-                    raw = readline(limit + 1)
-                    total += len(raw)
-                    skipped += len(raw)
-                    if total > max_bytes or skipped > max(4 * limit, 1 << 26):   # no line end coming
-                        raise ScoreError("%s:%d: line longer than %d bytes (--max-line-bytes), and %d bytes "
-                                         "without a line end; stopped reading" % (path, lineno, limit, skipped))
-                yield lineno, None
-                continue
-            yield lineno, raw
 
 
 def _raw_lines(path: str, errors: "_Errors", what: str = ""):
@@ -2046,24 +2074,35 @@ def read_qrels(path: str, errors: _Errors) -> Gold:
     gold.judgments: List[Dict[str, int]] = []
     rels: Dict[str, Dict[str, int]] = {}
     first_line: Dict[str, int] = {}
-    for lineno, parts in _text_lines(path, errors):
-        if len(parts) != 4:
-            errors.add("%s:%d: qrels line needs 4 fields (topic iter docno rel), got %r" % (path, lineno, " ".join(parts)))
-            continue
-        topic, _, doc, rel = parts
-        try:
-            if len(rel) > MAX_NUMBER_CHARS:
-                raise ValueError
-            level = int(rel)
-        except ValueError:
-            errors.add("%s:%d: relevance must be an integer, got %r" % (path, lineno, rel))
-            continue
-        judged = rels.setdefault(topic, {})
-        first_line.setdefault(topic, lineno)
-        if doc in judged:
-            errors.add("%s:%d: duplicate judgment for topic %s, got %r" % (path, lineno, topic, doc))
-            continue
-        judged[doc] = level
+    last = None
+    for first, lines in _text_line_batches(path, errors):     # (one loop, no generator per line)
+        lineno = first - 1
+        for line in lines:
+            lineno += 1
+            parts = line.split()
+            if len(parts) != 4:
+                if parts:
+                    errors.add("%s:%d: qrels line needs 4 fields (topic iter docno rel), got %r"
+                               % (path, lineno, " ".join(parts)))
+                continue
+            topic, _, doc, rel = parts
+            try:
+                if len(rel) > MAX_NUMBER_CHARS:
+                    raise ValueError
+                level = int(rel)
+            except ValueError:
+                errors.add("%s:%d: relevance must be an integer, got %r" % (path, lineno, rel))
+                continue
+            if topic != last:
+                last = topic
+                judged = rels.get(topic)
+                if judged is None:
+                    judged = rels[topic] = {}
+                    first_line[topic] = lineno
+            if doc in judged:
+                errors.add("%s:%d: duplicate judgment for topic %s, got %r" % (path, lineno, topic, doc))
+                continue
+            judged[doc] = level
     cat_ids: Dict[str, int] = {}
     for topic in sorted(rels, key=lambda t: first_line[t]):
         gains = {d: g for d, g in rels[topic].items() if g >= 1}
@@ -2081,62 +2120,78 @@ def read_qrels(path: str, errors: _Errors) -> Gold:
     return gold
 
 
+_INF = float("inf")
+
+
 def read_run(path: str, errors: _Errors) -> Dict[str, Tuple[List[float], List[str]]]:
     """TREC run ``topic Q0 docno rank score tag [...]``; the rank column is ignored.  Each
-    topic's (scores, docnos) in trec_eval's order: score descending, then docno descending."""
-    run: Dict[str, Tuple[List[float], List[str]]] = {}
-    seen: Dict[str, set] = {}
+    topic's (scores, docnos) in trec_eval's order: score descending, then docno descending.
+    (A run has a million lines: one loop over blocks of lines, no generator per line.)"""
+    entries: Dict[str, Dict[str, float]] = {}     # topic -> {docno: score}, in the run's order
     last = None
-    for lineno, parts in _text_lines(path, errors):
-        if len(parts) < 6:
-            errors.add("%s:%d: run line needs 6 fields (topic Q0 docno rank score tag), got %r" % (path, lineno, " ".join(parts)))
-            continue
-        topic, doc = parts[0], parts[2]
-        try:
-            score = float(parts[4])
-            if not math.isfinite(score):
-                raise ValueError
-        except ValueError:
-            errors.add("%s:%d: score must be a number, got %r" % (path, lineno, parts[4]))
-            continue
-        if topic != last:          # a run's lines come topic by topic: look the topic up once
-            last = topic
-            docs = seen.get(topic)
-            if docs is None:
-                docs = seen[topic] = set()
-                run[topic] = ([], [])
-            scores, ids = run[topic]
-        if doc in docs:
-            errors.add("%s:%d: duplicate docno for topic %s, got %r" % (path, lineno, topic, doc))
-            continue
-        docs.add(doc)
-        scores.append(score)
-        ids.append(doc)
-    for topic, (scores, ids) in run.items():
-        if not all(map(float.__gt__, scores, scores[1:])):    # strictly descending: already in order
-            pairs = sorted(zip(scores, ids), reverse=True)
+    for first, lines in _text_line_batches(path, errors):
+        lineno = first - 1
+        for line in lines:
+            lineno += 1
+            parts = line.split()
+            if len(parts) < 6:
+                if parts:
+                    errors.add("%s:%d: run line needs 6 fields (topic Q0 docno rank score tag), got %r"
+                               % (path, lineno, " ".join(parts)))
+                continue
+            topic, doc = parts[0], parts[2]
+            try:
+                score = float(parts[4])
+                if not -_INF < score < _INF:      # (NaN fails too)
+                    raise ValueError
+            except ValueError:
+                errors.add("%s:%d: score must be a number, got %r" % (path, lineno, parts[4]))
+                continue
+            if topic != last:          # a run's lines come topic by topic: look the topic up once
+                last = topic
+                docs = entries.get(topic)
+                if docs is None:
+                    docs = entries[topic] = {}
+            if doc in docs:
+                errors.add("%s:%d: duplicate docno for topic %s, got %r" % (path, lineno, topic, doc))
+                continue
+            docs[doc] = score
+    run: Dict[str, Tuple[List[float], List[str]]] = {}
+    for topic, docs in entries.items():
+        scores = list(docs.values())
+        if all(map(float.__gt__, scores, scores[1:])):    # strictly descending: already in order
+            run[topic] = (scores, list(docs))
+        else:
+            pairs = sorted(zip(scores, docs), reverse=True)
             run[topic] = ([s for s, _ in pairs], [d for _, d in pairs])
     return run
 
 
-def _text_lines(path: str, errors: _Errors):
-    """(lineno, whitespace-split fields) of each non-blank line: _decoded_lines' lines and
-    errors, read in one generator (a TREC run has a million lines)."""
-    for lineno, raw in iter_lines(path):
-        if raw is None:
-            errors.add("%s:%d: line longer than %d bytes (--max-line-bytes)" % (path, lineno, _LIMITS["line_bytes"]))
-            continue
+def _text_line_batches(path: str, errors: _Errors):
+    """(lineno of the first line, lines as text) a block at a time (iter_line_batches); a
+    line that is over-long or not UTF-8 goes to ``errors`` and is read as a blank line."""
+    for first, lines, _ in iter_line_batches(path):
         try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            errors.add("%s:%d: not UTF-8 (byte 0x%02x at column %d), got %r"
-                       % (path, lineno, raw[exc.start], exc.start + 1, raw[:60]))
-            continue
-        if lineno == 1:
-            line = line.lstrip("\ufeff")
-        parts = line.split()
-        if parts:
-            yield lineno, parts
+            if None in lines:
+                raise ValueError
+            texts = b"\n".join(lines).decode("utf-8").split("\n")
+        except ValueError:          # (UnicodeDecodeError too) line by line, naming each bad one
+            texts = []
+            for k, raw in enumerate(lines):
+                lineno = first + k
+                if raw is None:
+                    errors.add("%s:%d: line longer than %d bytes (--max-line-bytes)" % (path, lineno, _LIMITS["line_bytes"]))
+                    texts.append("")
+                    continue
+                try:
+                    texts.append(raw.decode("utf-8"))
+                except UnicodeDecodeError as exc:
+                    errors.add("%s:%d: not UTF-8 (byte 0x%02x at column %d), got %r"
+                               % (path, lineno, raw[exc.start], exc.start + 1, raw[:60]))
+                    texts.append("")
+        if first == 1:
+            texts[0] = texts[0].lstrip("\ufeff")
+        yield first, texts
 
 
 # --------------------------------------------------------------------------- reading what a system wrote
@@ -2705,8 +2760,18 @@ _DECLINE_TRIGGERS = {
           "testi estratti",
     "nl": "niet geen spijt helaas sorry excuses onmogelijk onvoldoende onbekend onduidelijk nergens",
 }
-_DECLINE_GROUPS = tuple((frozenset(_DECLINE_TRIGGERS[g].split()), re.compile("|".join("(?:%s)" % s for s in src), re.I | re.M))
-                        for g, src in _DECLINE_SOURCES.items())
+_DECLINE_GROUPS: tuple = ()      # (trigger words, compiled cues) per group: compiled when first read
+
+
+def _decline_groups() -> tuple:
+    global _DECLINE_GROUPS
+    if not _DECLINE_GROUPS:
+        _DECLINE_GROUPS = tuple((frozenset(_DECLINE_TRIGGERS[g].split()),
+                                 re.compile("|".join("(?:%s)" % s for s in src), re.I | re.M))
+                                for g, src in _DECLINE_SOURCES.items())
+    return _DECLINE_GROUPS
+
+
 _POINTER_RX = re.compile("|".join("(?:%s)" % s for s in _POINTER_SOURCES), re.I | re.M)
 _DISCLAIMER_RX = re.compile("|".join("(?:%s)" % s for s in _DISCLAIMER_SOURCES), re.I | re.M)
 _PASSAGE_RX = re.compile(r"\b(?:passages?|context|documents?|text|sources?|excerpts?|dokumente?n?|quellen?|documents?|fuentes?|fontes?|fonti|documenti|bronnen|documenten)\b", re.I)
@@ -2723,7 +2788,7 @@ def _decline_rxs(low: str) -> tuple:
     words = set(low.translate(_SPLIT_TABLE).split())
     if "n't" in low or "n\u2019t" in low:
         words.add("not")
-    groups = tuple(rx for trig, rx in _DECLINE_GROUPS if not trig.isdisjoint(words))
+    groups = tuple(rx for trig, rx in (_DECLINE_GROUPS or _decline_groups()) if not trig.isdisjoint(words))
     return groups, not _DISCLAIMER_TRIGGERS.isdisjoint(words)
 
 
@@ -4428,7 +4493,7 @@ def score_run(run: Dict[str, Tuple[List[float], List[str]]], scorer: Scorer) -> 
             missing += 1   # the qrels own the query set: a forgotten topic scores 0 (trec_eval -c)
             scorer.judge(i, None, None, [], None, None, None, None, False)
         else:
-            scorer.judge(i, None, None, entry[1], entry[0], None, None, None, True)
+            scorer.judge(i, None, None, entry[1], None, None, None, None, True)   # read_run's order is trec_eval's
     return {"rows": sum(len(v[1]) for v in run.values()), "unknown": len(unknown), "unknown_ex": unknown[:5],
             "duplicates": 0, "duplicate_ex": [], "missing": missing}
 
@@ -4608,6 +4673,9 @@ def trec_ref(name: str) -> Optional["MetricRef"]:
                                   "0 when the topic has no relevant document", None), None)
 
 
+_TREC_PLANS: Dict[tuple, list] = {}
+
+
 def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str]) -> Dict[str, float]:
     """Every measure of ``names`` for one topic.  ``ranking``: docnos, best first;
     ``judged``: qrels level per docno (>= 1 relevant, 0 judged non-relevant, < 0 unjudged).
@@ -4618,18 +4686,22 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str]) -> 
     """
     rel_total = sum(1 for g in judged.values() if g >= 1)
     nonrel_total = sum(1 for g in judged.values() if g == 0)
-    cuts = {n: _trec_family(n)[1] for n in names if _trec_family(n)[1] is not None}
+    plan = _TREC_PLANS.get(tuple(names))
+    if plan is None:            # (name, family, cutoff, int cutoff) per name: worked out once per -m list
+        plan = []
+        for name in names:
+            family, level = _trec_family(name)
+            plan.append((name, family, level or 0, int(level or 0)))
+        if len(_TREC_PLANS) < 64:
+            _TREC_PLANS[tuple(names)] = plan
     depth = len(ranking)
     positions: List[int] = []    # 0-based ranks of the relevant retrieved documents
     gains: List[int] = []
     points: List[Tuple[int, float]] = []     # (relevant so far, precision) at each relevant retrieved document
     ap = bpref = 0.0
     found = nonrel = 0
-    get = judged.get
-    for rank, doc in enumerate(ranking, 1):
-        level = get(doc)
-        if level is None:
-            continue
+    for rank in compress(range(1, depth + 1), map(judged.__contains__, ranking)):   # judged documents only
+        level = judged[ranking[rank - 1]]
         if level >= 1:
             found += 1
             ap += found / rank
@@ -4643,10 +4715,7 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str]) -> 
     upto = partial(hits_at, positions)
 
     out: Dict[str, float] = {}
-    for name in names:
-        family = _trec_family(name)[0]
-        level = cuts.get(name, 0)
-        k = int(level)
+    for name, family, level, k in plan:
         if family == "num_ret":
             v = float(depth)
         elif family == "num_rel":
@@ -4692,17 +4761,13 @@ def trec_evaluate(gold: "Gold", run: Dict[str, Tuple[List[float], List[str]]],
     """(per topic {name: value} in qrels topic order, "all" {name: value}).
 
     ``average="all"`` (default, trec_eval -c): every qrels topic counts, a topic the run
-    forgot scores 0.  ``"judged"`` (plain trec_eval): only the qrels topics the run has."""
+    forgot scores 0.  ``"judged"`` (plain trec_eval): only the qrels topics the run has.
+    ``run`` is read_run's: each topic's documents already in trec_eval's order."""
     per: Dict[str, Dict[str, float]] = {}
     for qid, judged in zip(gold.qids, gold.judgments):
         if average == "judged" and qid not in run:
             continue
-        scores, ids = run.get(qid, ([], []))
-        if all(map(float.__gt__, scores, scores[1:])):     # strictly descending (read_run's order, no tie)
-            ranking = ids
-        else:
-            ranking = [d for _, d in sorted(zip(scores, ids), reverse=True)]
-        per[qid] = trec_query(ranking, judged, names)
+        per[qid] = trec_query(run.get(qid, ((), []))[1], judged, names)     # read_run's order is trec_eval's
     n = len(per)
     total = {}
     for name in names:
@@ -7211,7 +7276,8 @@ def run(args) -> int:
     if not trec:
         report["reference_free"] = gold.unlabelled
         report["skipped_metrics"] = {name: _SKIPPED for name in skipped}
-    text = render_json(report, item_flags)
+    # (trec_eval's text format on stdout and no --out: the JSON report is never shown, not rendered)
+    text = render_json(report, item_flags) if args.out or args.format != "trec" else ""
     for w in warnings:
         sys.stderr.write("score_eval: warning: %s\n" % terminal_safe(w))
     for g in gate_results:
