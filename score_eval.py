@@ -4019,8 +4019,8 @@ class Scorer:
 
     def _retrieval(self, i: int, rel, ret, scores) -> None:
         # trec_eval order: score descending, then id descending; otherwise the trace's order.
-        if scores is not None and not all(map(float.__gt__, map(float, scores), scores[1:])):
-            ranked = [d for _, d in sorted(zip(scores, ret), reverse=True)]   # (strictly descending: as given)
+        if scores is not None:     # (a trace's few ids: sorting is cheaper than checking the order)
+            ranked = [d for _, d in sorted(zip(scores, ret), reverse=True)]
         else:
             ranked = ret
         if len(set(ranked)) != len(ranked):
@@ -4673,10 +4673,18 @@ def trec_ref(name: str) -> Optional["MetricRef"]:
                                   "0 when the topic has no relevant document", None), None)
 
 
-_TREC_PLANS: Dict[tuple, list] = {}
+def trec_plan(names: List[str]) -> List[Tuple[str, str, Optional[float], Optional[int]]]:
+    """(name, family, cutoff, integer cutoff) per measure name (cutoffs None for a measure
+    without one): trec_query's work on the names, done once per run by trec_evaluate."""
+    plan = []
+    for name in names:
+        family, level = _trec_family(name)
+        plan.append((name, family, level, None if level is None else int(level)))
+    return plan
 
 
-def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str]) -> Dict[str, float]:
+def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str],
+               plan: Optional[list] = None) -> Dict[str, float]:
     """Every measure of ``names`` for one topic.  ``ranking``: docnos, best first;
     ``judged``: qrels level per docno (>= 1 relevant, 0 judged non-relevant, < 0 unjudged).
 
@@ -4686,14 +4694,6 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str]) -> 
     """
     rel_total = sum(1 for g in judged.values() if g >= 1)
     nonrel_total = sum(1 for g in judged.values() if g == 0)
-    plan = _TREC_PLANS.get(tuple(names))
-    if plan is None:            # (name, family, cutoff, int cutoff) per name: worked out once per -m list
-        plan = []
-        for name in names:
-            family, level = _trec_family(name)
-            plan.append((name, family, level or 0, int(level or 0)))
-        if len(_TREC_PLANS) < 64:
-            _TREC_PLANS[tuple(names)] = plan
     depth = len(ranking)
     positions: List[int] = []    # 0-based ranks of the relevant retrieved documents
     gains: List[int] = []
@@ -4715,7 +4715,7 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str]) -> 
     upto = partial(hits_at, positions)
 
     out: Dict[str, float] = {}
-    for name, family, level, k in plan:
+    for name, family, level, k in plan or trec_plan(names):
         if family == "num_ret":
             v = float(depth)
         elif family == "num_rel":
@@ -4728,7 +4728,7 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str]) -> 
             need = math.floor(level * rel_total + 0.5)
             v = max((p for f, p in points if f >= need), default=0.0) if rel_total else 0.0
         elif family == "ndcg":              # the whole ranking against the ideal of every relevant document
-            v = measure_ndcg(positions, gains, max(depth, 1), ideal_dcg(ideal, len(ideal)))
+            v = measure_ndcg(positions, gains, depth, ideal_dcg(ideal, len(ideal)))
         elif family == "Rprec":
             v = upto(rel_total) / rel_total if rel_total else 0.0
         elif family == "bpref":
@@ -4764,10 +4764,11 @@ def trec_evaluate(gold: "Gold", run: Dict[str, Tuple[List[float], List[str]]],
     forgot scores 0.  ``"judged"`` (plain trec_eval): only the qrels topics the run has.
     ``run`` is read_run's: each topic's documents already in trec_eval's order."""
     per: Dict[str, Dict[str, float]] = {}
+    plan = trec_plan(names)
     for qid, judged in zip(gold.qids, gold.judgments):
         if average == "judged" and qid not in run:
             continue
-        per[qid] = trec_query(run.get(qid, ((), []))[1], judged, names)     # read_run's order is trec_eval's
+        per[qid] = trec_query(run.get(qid, ((), []))[1], judged, names, plan)     # read_run's order is trec_eval's
     n = len(per)
     total = {}
     for name in names:

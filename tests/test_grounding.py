@@ -233,6 +233,9 @@ class Scorer(unittest.TestCase):
         # faithfulness: Q1 2/2, Q2 1/2
         self.assertAlmostEqual(m["faithfulness"]["value"], round((1.0 + 0.5) / 2, 4))
         self.assertEqual(m["faithfulness"]["n"], 2)
+        # its normal interval: sample variance of (1, 0.5) is 0.125, standard error 0.25; the
+        # upper end is clipped to 1 (z = 1.959964)
+        self.assertEqual(m["faithfulness"]["ci"], [round(0.75 - 1.959963984540054 * 0.25, 4), 1.0])
         self.assertEqual([items[q]["unsupported_answer"] for q in ("Q1", "Q2", "Q3", "Q4")], [False, True, None, None])
         bad = items["Q2"]["unsupported_sentences"]
         self.assertEqual([b["sentence"] for b in bad], ["The yearly fee is $38,900."])

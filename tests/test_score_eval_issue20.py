@@ -353,7 +353,9 @@ class ReferenceFree(Issue20Case):
     def test_nearest_rank(self):
         for values, p, want in (([5.0], 0.5, 5.0), ([5.0], 0.95, 5.0), ([1.0, 2.0], 0.5, 1.0),
                                 ([1.0, 2.0], 0.95, 2.0), ([float(i) for i in range(1, 21)], 0.95, 19.0),
-                                ([float(i) for i in range(1, 101)], 0.5, 50.0)):
+                                ([float(i) for i in range(1, 101)], 0.5, 50.0),
+                                ([1.0, 2.0, 3.0], 1e-12, 1.0),      # ceil(p * n) = 0: still the smallest
+                                ([1.0, 2.0, 3.0], 1.0, 3.0)):
             with self.subTest(n=len(values), p=p):
                 self.assertEqual(score_eval.nearest_rank(values, p), want)
 

@@ -91,13 +91,30 @@ class GradedNdcg(unittest.TestCase):
         full = 1 + 2 / math.log2(3) + 3 / 2
         self.assertAlmostEqual(v["ndcg_cut_3"], full / (3 + 2 / math.log2(3) + 1 / 2), places=12)
 
+    def test_ideal_gains_and_discounts_by_hand(self):
+        # the ideal ranking keeps the positive levels only, largest first (0 judged
+        # non-relevant and -1 unjudged are not relevant documents)
+        table = [([0, 2, 1, -1, 3], [3, 2, 1]), ([0, 0], []), ([1, 1, 2], [2, 1, 1]), ([], [])]
+        for levels, want in table:
+            with self.subTest(levels=levels):
+                self.assertEqual(score_eval.ideal_gains(levels), want)
+        # the discounts 1 / log2(rank + 1) are computed as far as asked, no further
+        saved = list(score_eval._DISC)
+        self.addCleanup(lambda: score_eval._DISC.__setitem__(slice(None), saved))
+        del score_eval._DISC[:]
+        self.assertEqual(score_eval._disc(3), [1.0, 1 / math.log2(3), 0.5])
+        self.assertEqual(len(score_eval._disc(2)), 3)
+
     def test_topic_without_relevant_documents(self):
         # judged non-relevant (0) and unjudged (-1) only: num_rel 0, and every measure that
         # divides by it or needs a relevant document is 0 (the registry's "0 when num_rel is 0")
         names = ["num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "bpref", "recip_rank", "P_5", "recall_5",
-                 "ndcg_cut_5", "success_1"]
+                 "ndcg_cut_5", "success_1", "iprec_at_recall_0.00", "ndcg", "gm_map"]
         v = score_eval.trec_query(["a", "b"], {"a": 0, "b": -1}, names)
-        self.assertEqual(v, dict(zip(names, [2.0] + [0.0] * 10)))
+        self.assertEqual(v, dict(zip(names, [2.0] + [0.0] * 13)))
+        # nothing retrieved at all: every measure 0 (num_rel counts the judgments)
+        v = score_eval.trec_query([], {"a": 1, "b": 0}, names)
+        self.assertEqual(v, dict(zip(names, [0.0, 1.0] + [0.0] * 12)))
 
     def test_trec_query_by_hand(self):
         # levels a=2, b=0, c=1, d=3 (d not retrieved); ranking a, b, c, x: relevant at ranks 1
@@ -335,3 +352,59 @@ class FallbackEdges(unittest.TestCase):
                 self.assertTrue(m[name]["reason"].startswith("not measured: no"), m[name]["reason"])
         for name in ("citation_coverage", "conflict_correct_rate"):
             self.assertEqual(m[name]["count"], 0)
+
+
+class EdgeCounts(unittest.TestCase):
+    """Edges where a count is 0 or 1: what a report says then, by hand."""
+
+    def folder(self):
+        folder = Path(tempfile.mkdtemp(prefix="score_eval_edges_"))
+        self.addCleanup(shutil.rmtree, folder, True)
+        return folder
+
+    def test_one_item_with_gold_citations_is_measured(self):
+        # two items, only q0 has a gold citation (a, retrieved at rank 2): R@2 = 1 over n = 1
+        folder = self.folder()
+        gold = [gold_row("q0", cits=["a"]), gold_row("q1", cits=[], answerable=False)]
+        trace = [trace_row("q0", "not in context", retrieved=["x", "a"]),
+                 trace_row("q1", "not in context", retrieved=["y"])]
+        code, rep, err = run_cli(["--gold", write_jsonl(folder / "g.jsonl", gold),
+                                  "--trace", write_jsonl(folder / "t.jsonl", trace),
+                                  "--k", "2", "--gates", "none"], cwd=folder)
+        self.assertEqual(code, 0, err)
+        self.assertEqual((rep["metrics"]["R@2"]["value"], rep["metrics"]["R@2"]["n"]), (1.0, 1))
+        self.assertEqual(rep["metrics"]["RR"]["value"], 0.5)
+        # relevance is computed (the scorecard weighs it) but without --chunks nothing has the
+        # chunks' texts: context relevance is not measured, over n = 0
+        entry = rep["metrics"]["context_relevance"]
+        self.assertEqual((entry["value"], entry["n"], entry["reason"][:13]), (None, 0, "not measured:"))
+        # no item with gold citations: not measured, over n = 0
+        code, rep, err = run_cli(["--gold", write_jsonl(folder / "g0.jsonl", gold[1:]),
+                                  "--trace", write_jsonl(folder / "t0.jsonl", trace[1:]),
+                                  "--k", "2", "--gates", "none"], cwd=folder)
+        self.assertEqual(code, 0, err)
+        entry = rep["metrics"]["R@2"]
+        self.assertEqual((entry["value"], entry["n"], entry["reason"]),
+                         (None, 0, "not measured: no item has gold citations"))
+
+    def test_trec_intervals_and_no_shared_topic(self):
+        folder = self.folder()
+        (folder / "q").write_text("t1 0 a 1\nt1 0 b 0\nt2 0 c 1\n")
+        # t1: a at rank 1 (AP 1); t2: c at rank 2 (AP 1/2): map 0.75, sample variance 0.125
+        (folder / "r").write_text("t1 Q0 a 1 2.0 x\nt1 Q0 b 2 1.0 x\nt2 Q0 z 1 2.0 x\nt2 Q0 c 2 1.0 x\n")
+        code, rep, err = run_cli(["--qrels", str(folder / "q"), "--run", str(folder / "r"), "--gates", "none",
+                                  "-m", "map", "-m", "gm_map", "-m", "num_ret"], cwd=folder)
+        self.assertEqual(code, 0, err)
+        m = rep["metrics"]
+        self.assertEqual(m["map"]["value"], 0.75)
+        half = Z * math.sqrt(0.125 / 2)
+        self.assertEqual(m["map"]["ci"], [round(0.75 - half, 4), round(min(1.0, 0.75 + half), 4)])
+        self.assertIsNone(m["gm_map"]["ci"])     # a geometric mean and a count carry no interval
+        self.assertIsNone(m["num_ret"]["ci"])
+        # --average judged with a run that shares no topic with the qrels: no topic, every "all" 0
+        (folder / "r2").write_text("t9 Q0 a 1 2.0 x\n")
+        errors = score_eval._Errors(5)
+        gold = score_eval.read_qrels(str(folder / "q"), errors)
+        run = score_eval.read_run(str(folder / "r2"), errors)
+        per, total = score_eval.trec_evaluate(gold, run, ["map", "gm_map", "num_ret"], average="judged")
+        self.assertEqual((per, total), ({}, {"map": 0.0, "gm_map": 0.0, "num_ret": 0.0}))
