@@ -105,6 +105,7 @@ import dataclasses
 import functools
 import itertools
 from itertools import compress, repeat
+from operator import itemgetter
 import operator
 import gc
 import gzip
@@ -145,6 +146,7 @@ MAX_CHUNK_BLOCK_BYTES = 1 << 28         # one block of chunk records once decomp
 #: A loaded index of at most this many postings is decoded and checked whole when loaded;
 #: a larger one term by term (and block by block) when a query first reads it.
 FULL_CHECK_POSTINGS = 1 << 20
+_NOT_ONE = bytes([0, 0] + [1] * 254)     # bytes.translate: tf != 1 -> 1
 
 
 def _gc_paused(func):
@@ -238,6 +240,7 @@ class Index:
         self._mapped = None         # a loaded index: its open SectionFile
         self._norm: Optional[List[float]] = None
         self._norm_of: Dict[int, float] = {}
+        self._tables: Dict[float, List[float]] = {}
         self._dls: List[int] = []
         # Tie-break rank: chunks ordered by chunk_id (code point order).  Rankings sort
         # on (score descending, chunk_id ascending); comparing these ints is the same.
@@ -310,6 +313,8 @@ class Index:
             table = {dl: k1 * (1.0 - b + b * dl / avgdl) for dl in set(dls)}
             self._norm = list(map(table.__getitem__, dls))
             self._norm_of = table
+            self._max_dl = max(table, default=0) + 1
+            self._tables = {}
         return self._norm
 
     def _bm25_of(self, i: int) -> List[float]:
@@ -319,8 +324,9 @@ class Index:
             ws = self._bm25(bm25_idf(self.num_searchable, len(pos_list)), pos_list, tfs)
             store = self._store
             b0, b1 = store.term_blocks[i], store.term_blocks[i + 1]
-            tops = [max(ws[a:a + BLOCK]) for a in range(0, len(ws), BLOCK)]
-            if tops != list(store.block_max[b0:b1]) or max(tops) != self._max_weights["bm25"].data[i]:
+            n = len(ws)
+            tops = list(map(max, map(ws.__getitem__, map(slice, range(0, n, BLOCK), range(BLOCK, n + BLOCK, BLOCK)))))
+            if tops != store.block_max[b0:b1].tolist() or max(tops) != self._max_weights["bm25"].data[i]:
                 raise self._bad_weights(i)
             self._keep(len(ws))
             self._wcache[i] = ws
@@ -333,27 +339,56 @@ class Index:
     def _bm25(self, idf: float, pos_list: Sequence[int], tfs: Sequence[int]) -> List[float]:
         """``idf * (tf * (k1 + 1)) / (tf + norm[p])`` for every posting, the float of the
         build's formula.  Where tf = 1 it is ``(idf * (1 * (k1 + 1))) / (1 + norm[p])``, a
-        function of the chunk's length alone: computed once per distinct length and looked
-        up at C speed (the same operations on the same values, so the same float); the
-        other postings one by one."""
+        function of the chunk's length alone: computed once per distinct length
+        (:meth:`_length_table`) and looked up at C speed (the same operations on the same
+        values, so the same float); the other postings one by one."""
         k1p1, norm = self.k1 + 1.0, self.norms()
-        c = idf * (1 * k1p1)
-        if len(pos_list) > 2 * len(self._norm_of):
-            by_length = {dl: c / (1 + nv) for dl, nv in self._norm_of.items()}
-            ws = list(map(by_length.__getitem__, map(self._dls.__getitem__, pos_list)))
+        n = len(pos_list)
+        table = self._tables.get(idf)
+        if table is None and n > 2 * len(self._norm_of):
+            table = self._length_table(idf)
+        if table is not None and n > 1:
+            # two itemgetter calls for the whole list: chunk lengths, then their weights
+            ws = list(itemgetter(*itemgetter(*pos_list)(self._dls))(table))
         else:
+            c = idf * (1 * k1p1)
             ws = [c / (1 + norm[p]) for p in pos_list]
-        if tfs.count(1) != len(tfs):
-            for j in compress(range(len(tfs)), map((1).__ne__, tfs)):
+        if tfs.count(1) != n:
+            try:
+                others = bytes(tfs).translate(_NOT_ONE)     # non-zero where tf != 1
+            except ValueError:                              # a tf above 255
+                others = map(operator.ne, tfs, repeat(1))
+            for j in compress(range(n), others):
                 tf = tfs[j]
                 ws[j] = idf * (tf * k1p1) / (tf + norm[pos_list[j]])
         return ws
+
+    #: Length tables kept (:meth:`_length_table`), one per idf: a few KB each.
+    TABLES = 1024
+
+    def _length_table(self, idf: float) -> List[float]:
+        """``table[dl]``: the weight of a posting with tf = 1 in a chunk of length ``dl``
+        for a term of this idf, ``(idf * (1 * (k1 + 1))) / (1 + norm)`` (0.0 for lengths
+        no chunk has); kept for the next blocks of the same term."""
+        table = self._tables.get(idf)
+        if table is None:
+            self.norms()
+            c = idf * (1 * (self.k1 + 1.0))
+            table = [0.0] * self._max_dl
+            for dl, nv in self._norm_of.items():
+                table[dl] = c / (1 + nv)
+            if len(self._tables) >= self.TABLES:
+                self._tables.clear()
+            self._tables[idf] = table
+        return table
 
     def block_weights(self, i: int, j: int) -> Dict[int, float]:
         """``{position: bm25 weight}`` of block ``j`` of term ``i`` (the same floats as
         the whole term's weights)."""
         pos_list, tfs = self._store.block(i, j)
-        ws = self._bm25(bm25_idf(self.num_searchable, self._store.df[i]), pos_list, tfs)
+        idf = bm25_idf(self.num_searchable, self._store.df[i])
+        self._length_table(idf)
+        ws = self._bm25(idf, pos_list, tfs)
         if max(ws) != self._store.block_max[j]:
             raise self._bad_weights(i)
         return dict(zip(pos_list, ws))
