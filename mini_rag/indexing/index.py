@@ -313,7 +313,14 @@ class Index:
             table = {dl: k1 * (1.0 - b + b * dl / avgdl) for dl in set(dls)}
             self._norm = list(map(table.__getitem__, dls))
             self._norm_of = table
-            self._max_dl = max(table, default=0) + 1
+            # Each chunk's length class (the rank of its length among the distinct ones),
+            # one byte a chunk when there are at most 256 lengths (two otherwise): what
+            # _bm25 looks up per posting, compact enough to stay in the CPU caches.
+            self._lengths_by_class = sorted(table)
+            rank = dict(zip(self._lengths_by_class, range(len(table))))
+            classes = map(rank.__getitem__, dls)
+            self._dl_class = bytes(classes) if len(table) <= 256 else array.array(
+                "H" if len(table) <= 1 << 16 else "L", classes)
             self._tables = {}
         return self._norm
 
@@ -348,8 +355,8 @@ class Index:
         if table is None and n > 2 * len(self._norm_of):
             table = self._length_table(idf)
         if table is not None and n > 1:
-            # two itemgetter calls for the whole list: chunk lengths, then their weights
-            ws = list(itemgetter(*itemgetter(*pos_list)(self._dls))(table))
+            # two itemgetter calls for the whole list: length classes, then their weights
+            ws = list(itemgetter(*itemgetter(*pos_list)(self._dl_class))(table))
         else:
             c = idf * (1 * k1p1)
             ws = [c / (1 + norm[p]) for p in pos_list]
@@ -367,16 +374,15 @@ class Index:
     TABLES = 1024
 
     def _length_table(self, idf: float) -> List[float]:
-        """``table[dl]``: the weight of a posting with tf = 1 in a chunk of length ``dl``
-        for a term of this idf, ``(idf * (1 * (k1 + 1))) / (1 + norm)`` (0.0 for lengths
-        no chunk has); kept for the next blocks of the same term."""
+        """``table[k]``: the weight of a posting with tf = 1 in a chunk of length class
+        ``k`` (the k-th smallest length) for a term of this idf,
+        ``(idf * (1 * (k1 + 1))) / (1 + norm)``; kept for the next blocks of the same term."""
         table = self._tables.get(idf)
         if table is None:
             self.norms()
             c = idf * (1 * (self.k1 + 1.0))
-            table = [0.0] * self._max_dl
-            for dl, nv in self._norm_of.items():
-                table[dl] = c / (1 + nv)
+            norm_of = self._norm_of
+            table = [c / (1 + norm_of[dl]) for dl in self._lengths_by_class]
             if len(self._tables) >= self.TABLES:
                 self._tables.clear()
             self._tables[idf] = table
