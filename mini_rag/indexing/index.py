@@ -111,6 +111,7 @@ import gc
 import gzip
 import hashlib
 import json
+import json.encoder
 import math
 import os
 import re
@@ -736,10 +737,35 @@ def _chunk_lines(chunks: Sequence[Chunk]):
     """The chunks as JSON lines (``CHUNK_FIELDS`` values, an array, ending in a newline),
     a batch at a time.  Arrays rather than ``to_json()`` objects, built by C-level maps."""
     get = operator.attrgetter(*CHUNK_FIELDS)
-    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    encode_all = _records_encoder(get(chunks[0]) if len(chunks) else None)
     for start in range(0, len(chunks), _BATCH):
-        for line in map(str.encode, map("%s\n".__mod__, map(encode, map(get, chunks[start:start + _BATCH])))):
+        for line in map(str.encode, map("%s\n".__mod__, encode_all(map(get, chunks[start:start + _BATCH])))):
             yield line
+
+
+def _records_encoder(sample):
+    """``encode_all(records) -> iterator of str``, each the text of
+    ``json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode(record)``: with
+    that encoder's C function made once rather than once a record (what ``encode`` does),
+    by C-level maps, when the json module has one and it gives ``sample`` the same text;
+    otherwise ``map(encode, records)``."""
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    slow = functools.partial(map, encode)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None or sample is None:
+        return slow
+    join = "".join
+    try:
+        one = make({}, encode.__self__.default, json.encoder.encode_basestring, None, ":", ",",
+                   False, False, True)
+
+        def fast(records):
+            return map(join, map(one, records, repeat(0)))
+        if next(fast([sample])) != encode(sample):
+            return slow                                 # pragma: no cover - another json module
+    except Exception:                                   # pragma: no cover - another json module
+        return slow
+    return fast
 
 
 def _section_bytes(index: Index):
