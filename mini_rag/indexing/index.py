@@ -363,12 +363,17 @@ class Index:
             ws = [c / (1 + norm[p]) for p in pos_list]
         if tfs.count(1) != n:
             try:
-                others = bytes(tfs).translate(_NOT_ONE)     # non-zero where tf != 1
+                others = bytes(tfs).translate(_NOT_ONE)     # 1 where tf != 1, found by memchr
             except ValueError:                              # a tf above 255
-                others = map(operator.ne, tfs, repeat(1))
-            for j in compress(range(n), others):
+                for j in compress(range(n), map(operator.ne, tfs, repeat(1))):
+                    tf = tfs[j]
+                    ws[j] = idf * (tf * k1p1) / (tf + norm[pos_list[j]])
+                return ws
+            j = others.find(1)
+            while j >= 0:
                 tf = tfs[j]
                 ws[j] = idf * (tf * k1p1) / (tf + norm[pos_list[j]])
+                j = others.find(1, j + 1)
         return ws
 
     #: Length tables kept (:meth:`_length_table`), one per idf: a few KB each.
