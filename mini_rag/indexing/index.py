@@ -376,8 +376,9 @@ class Index:
                 j = others.find(1, j + 1)
         return ws
 
-    #: Length tables kept (:meth:`_length_table`), one per idf: a few KB each.
-    TABLES = 1024
+    #: Length tables kept (:meth:`_length_table`), one per idf, all together at most this
+    #: many floats (1,024 tables of 1,024 distinct lengths).
+    TABLE_FLOATS = 1 << 20
 
     def _length_table(self, idf: float) -> List[float]:
         """``table[k]``: the weight of a posting with tf = 1 in a chunk of length class
@@ -389,7 +390,7 @@ class Index:
             c = idf * (1 * (self.k1 + 1.0))
             norm_of = self._norm_of
             table = [c / (1 + norm_of[dl]) for dl in self._lengths_by_class]
-            if len(self._tables) >= self.TABLES:
+            if (len(self._tables) + 1) * len(table) > self.TABLE_FLOATS:
                 self._tables.clear()
             self._tables[idf] = table
         return table
