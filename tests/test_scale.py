@@ -421,3 +421,49 @@ class StoredBytes(unittest.TestCase):
                     self.assertIn(path, str(cm.exception))
         finally:
             shutil.rmtree(tmp)
+
+
+class WeightsAreTheFormula(unittest.TestCase):
+    """Every BM25 weight, of a whole term and of one block, built and loaded, is the float
+    of ``idf * (tf * (k1 + 1)) / (tf + norm)`` (the decoding and length-class lookups of
+    postings.py / Index._bm25 change nothing): more than 256 distinct chunk lengths (two-byte
+    length classes), tf above 255, terms of one block and of many."""
+
+    def test_weights(self):
+        from mini_rag.indexing.index import bm25_idf
+        rng = random.Random(11)
+        words = ["w%s%s" % (chr(97 + i % 26), chr(97 + i // 26 % 26)) for i in range(300)]
+        texts = []
+        for i in range(700):
+            n = 1 + (i * 7) % 400                     # 400 distinct lengths
+            texts.append(" ".join(rng.choices(words[:40] if i % 3 else words, k=n)))
+        texts.append(" ".join(["wzz"] * 300 + ["wyy"] * 2))
+        chunks = [Chunk(chunk_id="c%04d" % i, doc_id="c%04d" % i, ordinal=0, page=1, text=t)
+                  for i, t in enumerate(texts)]
+        built = build_index(chunks)
+        tmp = tempfile.mkdtemp()
+        try:
+            path = os.path.join(tmp, "w.idx")
+            save_index(built, path)
+            loaded = load_index(path)
+            for label, index in (("built", built), ("loaded", loaded)):
+                norm = index.norms()
+                k1p1 = index.k1 + 1.0
+                self.assertGreater(len(set(index.lengths)), 256)
+                store = index._store
+                for term in index.vocabulary:
+                    i = index.term_id(term)
+                    pos, ws = index.postings(term)
+                    tfs = index._freqs[term]
+                    idf = bm25_idf(index.num_searchable, len(pos))
+                    want = [idf * (tf * k1p1) / (tf + norm[p]) for p, tf in zip(pos, tfs)]
+                    with self.subTest(index=label, term=term):
+                        self.assertEqual([w.hex() for w in ws], [w.hex() for w in want])
+                        got = {}
+                        for j in range(store.term_blocks[i], store.term_blocks[i + 1]):
+                            got.update(index.block_weights(i, j))
+                        self.assertEqual(list(got), pos)
+                        self.assertEqual([w.hex() for w in got.values()], [w.hex() for w in want])
+                self.assertEqual(max(index._freqs["wzz"]), 300)
+        finally:
+            shutil.rmtree(tmp)

@@ -105,11 +105,13 @@ import dataclasses
 import functools
 import itertools
 from itertools import compress, repeat
+from operator import itemgetter
 import operator
 import gc
 import gzip
 import hashlib
 import json
+import json.encoder
 import math
 import os
 import re
@@ -145,6 +147,7 @@ MAX_CHUNK_BLOCK_BYTES = 1 << 28         # one block of chunk records once decomp
 #: A loaded index of at most this many postings is decoded and checked whole when loaded;
 #: a larger one term by term (and block by block) when a query first reads it.
 FULL_CHECK_POSTINGS = 1 << 20
+_NOT_ONE = bytes([0, 0] + [1] * 254)     # bytes.translate: tf != 1 -> 1
 
 
 def _gc_paused(func):
@@ -238,6 +241,7 @@ class Index:
         self._mapped = None         # a loaded index: its open SectionFile
         self._norm: Optional[List[float]] = None
         self._norm_of: Dict[int, float] = {}
+        self._tables: Dict[float, List[float]] = {}
         self._dls: List[int] = []
         # Tie-break rank: chunks ordered by chunk_id (code point order).  Rankings sort
         # on (score descending, chunk_id ascending); comparing these ints is the same.
@@ -310,6 +314,15 @@ class Index:
             table = {dl: k1 * (1.0 - b + b * dl / avgdl) for dl in set(dls)}
             self._norm = list(map(table.__getitem__, dls))
             self._norm_of = table
+            # Each chunk's length class (the rank of its length among the distinct ones),
+            # one byte a chunk when there are at most 256 lengths (two otherwise): what
+            # _bm25 looks up per posting, compact enough to stay in the CPU caches.
+            self._lengths_by_class = sorted(table)
+            rank = dict(zip(self._lengths_by_class, range(len(table))))
+            classes = map(rank.__getitem__, dls)
+            self._dl_class = bytes(classes) if len(table) <= 256 else array.array(
+                "H" if len(table) <= 1 << 16 else "L", classes)
+            self._tables = {}
         return self._norm
 
     def _bm25_of(self, i: int) -> List[float]:
@@ -319,8 +332,9 @@ class Index:
             ws = self._bm25(bm25_idf(self.num_searchable, len(pos_list)), pos_list, tfs)
             store = self._store
             b0, b1 = store.term_blocks[i], store.term_blocks[i + 1]
-            tops = [max(ws[a:a + BLOCK]) for a in range(0, len(ws), BLOCK)]
-            if tops != list(store.block_max[b0:b1]) or max(tops) != self._max_weights["bm25"].data[i]:
+            n = len(ws)
+            tops = list(map(max, map(ws.__getitem__, map(slice, range(0, n, BLOCK), range(BLOCK, n + BLOCK, BLOCK)))))
+            if tops != store.block_max[b0:b1].tolist() or max(tops) != self._max_weights["bm25"].data[i]:
                 raise self._bad_weights(i)
             self._keep(len(ws))
             self._wcache[i] = ws
@@ -333,27 +347,61 @@ class Index:
     def _bm25(self, idf: float, pos_list: Sequence[int], tfs: Sequence[int]) -> List[float]:
         """``idf * (tf * (k1 + 1)) / (tf + norm[p])`` for every posting, the float of the
         build's formula.  Where tf = 1 it is ``(idf * (1 * (k1 + 1))) / (1 + norm[p])``, a
-        function of the chunk's length alone: computed once per distinct length and looked
-        up at C speed (the same operations on the same values, so the same float); the
-        other postings one by one."""
+        function of the chunk's length alone: computed once per distinct length
+        (:meth:`_length_table`) and looked up at C speed (the same operations on the same
+        values, so the same float); the other postings one by one."""
         k1p1, norm = self.k1 + 1.0, self.norms()
-        c = idf * (1 * k1p1)
-        if len(pos_list) > 2 * len(self._norm_of):
-            by_length = {dl: c / (1 + nv) for dl, nv in self._norm_of.items()}
-            ws = list(map(by_length.__getitem__, map(self._dls.__getitem__, pos_list)))
+        n = len(pos_list)
+        table = self._tables.get(idf)
+        if table is None and n > 2 * len(self._norm_of):
+            table = self._length_table(idf)
+        if table is not None and n > 1:
+            # two itemgetter calls for the whole list: length classes, then their weights
+            ws = list(itemgetter(*itemgetter(*pos_list)(self._dl_class))(table))
         else:
+            c = idf * (1 * k1p1)
             ws = [c / (1 + norm[p]) for p in pos_list]
-        if tfs.count(1) != len(tfs):
-            for j in compress(range(len(tfs)), map((1).__ne__, tfs)):
+        if tfs.count(1) != n:
+            try:
+                others = bytes(tfs).translate(_NOT_ONE)     # 1 where tf != 1, found by memchr
+            except ValueError:                              # a tf above 255
+                for j in compress(range(n), map(operator.ne, tfs, repeat(1))):
+                    tf = tfs[j]
+                    ws[j] = idf * (tf * k1p1) / (tf + norm[pos_list[j]])
+                return ws
+            j = others.find(1)
+            while j >= 0:
                 tf = tfs[j]
                 ws[j] = idf * (tf * k1p1) / (tf + norm[pos_list[j]])
+                j = others.find(1, j + 1)
         return ws
+
+    #: Length tables kept (:meth:`_length_table`), one per idf, all together at most this
+    #: many floats (1,024 tables of 1,024 distinct lengths).
+    TABLE_FLOATS = 1 << 20
+
+    def _length_table(self, idf: float) -> List[float]:
+        """``table[k]``: the weight of a posting with tf = 1 in a chunk of length class
+        ``k`` (the k-th smallest length) for a term of this idf,
+        ``(idf * (1 * (k1 + 1))) / (1 + norm)``; kept for the next blocks of the same term."""
+        table = self._tables.get(idf)
+        if table is None:
+            self.norms()
+            c = idf * (1 * (self.k1 + 1.0))
+            norm_of = self._norm_of
+            table = [c / (1 + norm_of[dl]) for dl in self._lengths_by_class]
+            if (len(self._tables) + 1) * len(table) > self.TABLE_FLOATS:
+                self._tables.clear()
+            self._tables[idf] = table
+        return table
 
     def block_weights(self, i: int, j: int) -> Dict[int, float]:
         """``{position: bm25 weight}`` of block ``j`` of term ``i`` (the same floats as
         the whole term's weights)."""
         pos_list, tfs = self._store.block(i, j)
-        ws = self._bm25(bm25_idf(self.num_searchable, self._store.df[i]), pos_list, tfs)
+        idf = bm25_idf(self.num_searchable, self._store.df[i])
+        self._length_table(idf)
+        ws = self._bm25(idf, pos_list, tfs)
         if max(ws) != self._store.block_max[j]:
             raise self._bad_weights(i)
         return dict(zip(pos_list, ws))
@@ -695,10 +743,35 @@ def _chunk_lines(chunks: Sequence[Chunk]):
     """The chunks as JSON lines (``CHUNK_FIELDS`` values, an array, ending in a newline),
     a batch at a time.  Arrays rather than ``to_json()`` objects, built by C-level maps."""
     get = operator.attrgetter(*CHUNK_FIELDS)
-    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    encode_all = _records_encoder(get(chunks[0]) if len(chunks) else None)
     for start in range(0, len(chunks), _BATCH):
-        for line in map(str.encode, map("%s\n".__mod__, map(encode, map(get, chunks[start:start + _BATCH])))):
+        for line in map(str.encode, map("%s\n".__mod__, encode_all(map(get, chunks[start:start + _BATCH])))):
             yield line
+
+
+def _records_encoder(sample):
+    """``encode_all(records) -> iterator of str``, each the text of
+    ``json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode(record)``: with
+    that encoder's C function made once rather than once a record (what ``encode`` does),
+    by C-level maps, when the json module has one and it gives ``sample`` the same text;
+    otherwise ``map(encode, records)``."""
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    slow = functools.partial(map, encode)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None or sample is None:
+        return slow
+    join = "".join
+    try:
+        one = make({}, encode.__self__.default, json.encoder.encode_basestring, None, ":", ",",
+                   False, False, True)
+
+        def fast(records):
+            return map(join, map(one, records, repeat(0)))
+        if next(fast([sample])) != encode(sample):
+            return slow                                 # pragma: no cover - another json module
+    except Exception:                                   # pragma: no cover - another json module
+        return slow
+    return fast
 
 
 def _section_bytes(index: Index):

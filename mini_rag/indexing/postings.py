@@ -35,7 +35,8 @@ import operator
 import sys
 import zlib
 from bisect import bisect_left
-from itertools import accumulate, chain, islice
+from itertools import accumulate, chain, islice, repeat
+from operator import add, mul
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import MiniRagError
@@ -45,8 +46,15 @@ CHUNK_BLOCK = 16
 CHUNK_LEVEL = 1
 _CODES = ("B", "H", "I")
 _WIDTHS = (1, 2, 4)
+#: ``bytes.translate`` tables from a block format (0..8) to its gap / tf width in bytes and
+#: array typecode (formats above 8 are refused before these are read).
+_GAP_WIDTH = bytes(_WIDTHS[min(f, 8) // 3] for f in range(256))
+_TF_WIDTH = bytes(_WIDTHS[min(f, 8) % 3] for f in range(256))
+_GAP_CODE = bytes(ord(_CODES[min(f, 8) // 3]) for f in range(256))
+_TF_CODE = bytes(ord(_CODES[min(f, 8) % 3]) for f in range(256))
 _LITTLE = sys.byteorder == "little"
 _sub = operator.sub
+_tolist = memoryview.tolist
 
 
 def _width_code(top: int) -> int:
@@ -160,30 +168,80 @@ class Postings:
         return min(BLOCK, self.df[i] - (j - b0) * BLOCK)
 
     def decode(self, i: int) -> Tuple[List[int], List[int]]:
-        """Term ``i``'s positions and term frequencies, as lists."""
+        """Term ``i``'s positions and term frequencies, as lists.
+
+        All of a term's blocks at once, in C-level calls (no Python code per block or per
+        posting): each block's gap and tf slices are cut by ``map(slice, ...)`` over the
+        block starts and widths, cast by ``memoryview.cast`` to their width and chained;
+        the checks of :meth:`block` are made on the whole term (block sizes, ascending
+        positions, tf >= 1, every block ending at its ``block_last``, positions below the
+        number of chunks)."""
         b0, b1 = self.term_blocks[i], self.term_blocks[i + 1]
         df = self.df[i]
-        if b1 - b0 != -(-df // BLOCK) or not df:
-            raise self._bad("term %d has %d blocks for %d postings" % (i, b1 - b0, df))
-        start = self.block_start[b0]
-        raw = self.data[start:self.block_start[b1]]
-        gap_parts, tf_parts = [], []
-        for j in range(b0, b1):
-            n = BLOCK if j + 1 < b1 else df - (b1 - b0 - 1) * BLOCK
-            g, t = self._split(raw, self.block_start[j] - start, j, n)
-            if (j > b0 and not g[0]) or 0 in g[1:] or 0 in t:
-                raise self._bad("block %d: positions must ascend and tf be >= 1" % j)
-            gap_parts.append(g)
-            tf_parts.append(t)
-        positions = list(accumulate(chain.from_iterable(gap_parts)))
-        last = self.block_last
+        nb = b1 - b0
+        if nb != -(-df // BLOCK) or not df:
+            raise self._bad("term %d has %d blocks for %d postings" % (i, nb, df))
+        starts = self.block_start[b0:b1 + 1]
+        if not isinstance(starts, list):
+            starts = starts.tolist()
+        base = starts[0]
+        raw = self.data[base:starts[-1]]
+        if not isinstance(raw, memoryview):
+            raw = memoryview(raw)
+        fmts = bytes(self.block_format[b0:b1])
+        if max(fmts) > 8:
+            j = b0 + next(x for x, f in enumerate(fmts) if f > 8)
+            raise self._bad("block %d has an unknown format %d" % (j, self.block_format[j]))
+        gws, tws = fmts.translate(_GAP_WIDTH), fmts.translate(_TF_WIDTH)
+        ns = [BLOCK] * nb
+        ns[-1] = df - (nb - 1) * BLOCK
+        rel = list(map(_sub, starts, repeat(base, nb + 1)))
+        gend = list(map(add, rel, map(mul, ns, gws)))
+        sizes = list(map(_sub, islice(rel, 1, None), rel))
+        if sizes != list(map(mul, ns, map(add, gws, tws))):
+            j = b0 + next(x for x in range(nb) if sizes[x] != ns[x] * (gws[x] + tws[x]))
+            f = fmts[j - b0]
+            n = ns[j - b0]
+            raise self._bad("block %d holds %d bytes, not %d" % (j, sizes[j - b0], n * (_WIDTHS[f // 3] + _WIDTHS[f % 3])))
+        if _LITTLE:
+            cut = raw.__getitem__
+            gap_parts = list(map(cut, map(slice, rel, gend)))
+            tf_parts = list(map(cut, map(slice, gend, islice(rel, 1, None))))
+            # 1-byte values (the common terms' blocks): joined bytes, checked by memchr
+            if gws.count(1) == nb:
+                gaps = b"".join(gap_parts)
+                bad_gap = gaps.find(0, 1)
+            else:
+                gaps = list(chain.from_iterable(map(_tolist, map(memoryview.cast, gap_parts,
+                                                                 fmts.translate(_GAP_CODE).decode("ascii")))))
+                bad_gap = gaps.index(0, 1) if 0 in islice(gaps, 1, None) else -1
+            if tws.count(1) == nb:
+                tf_bytes = b"".join(tf_parts)
+                bad_tf = tf_bytes.find(0)
+                tfs = list(tf_bytes)
+            else:
+                tfs = list(chain.from_iterable(map(_tolist, map(memoryview.cast, tf_parts,
+                                                                fmts.translate(_TF_CODE).decode("ascii")))))
+                bad_tf = tfs.index(0) if 0 in tfs else -1
+        else:                                           # pragma: no cover - big-endian hosts
+            gaps, tfs = [], []
+            for x in range(nb):
+                f = fmts[x]
+                gaps.extend(_view(raw[rel[x]:gend[x]], _CODES[f // 3]))
+                tfs.extend(_view(raw[gend[x]:rel[x + 1]], _CODES[f % 3]))
+            bad_gap = gaps.index(0, 1) if 0 in islice(gaps, 1, None) else -1
+            bad_tf = tfs.index(0) if 0 in tfs else -1
+        if bad_gap >= 0 or bad_tf >= 0:
+            at = min(x for x in (bad_gap, bad_tf) if x >= 0)
+            raise self._bad("block %d: positions must ascend and tf be >= 1" % (b0 + at // BLOCK))
+        positions = list(accumulate(gaps))
         # every block ends at its block_last (so positions ascend across blocks too)
         ends = positions[BLOCK - 1::BLOCK]
-        if len(ends) < b1 - b0:
+        if len(ends) < nb:
             ends.append(positions[-1])
-        if ends != list(last[b0:b1]) or positions[-1] >= self.num_chunks:
+        if ends != self.block_last[b0:b1].tolist() or positions[-1] >= self.num_chunks:
             raise self._bad("term %d: postings disagree with their block ends" % i)
-        return positions, list(chain.from_iterable(tf_parts))
+        return positions, tfs
 
     def block(self, i: int, j: int) -> Tuple[List[int], List[int]]:
         """Block ``j`` of term ``i``: its positions and term frequencies."""

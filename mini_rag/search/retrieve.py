@@ -531,6 +531,13 @@ class Retriever:
         last, block_max, term_blocks = store.block_last, store.block_max, store.term_blocks
         tids = [index.term_id(t) for t in late]
         sums = list(map(acc.__getitem__, cands))
+        memo: Dict[Tuple[int, int], Dict[int, float]] = {}     # blocks read in both passes
+
+        def block_weights(tid: int, j: int) -> Dict[int, float]:
+            bw = memo.get((tid, j))
+            if bw is None:
+                bw = memo[tid, j] = index.block_weights(tid, j)
+            return bw
         if len(cands) > 4 * k:
             cutv = sorted(sums, reverse=True)[4 * k - 1]
             best = list(compress(cands, map(cutv.__le__, sums)))
@@ -538,7 +545,7 @@ class Retriever:
             for t, tid in zip(late, tids):
                 m = mult.get(t, 1.0)
                 for j, ps in store.find_blocks(tid, best).items():
-                    bw = index.block_weights(tid, j)
+                    bw = block_weights(tid, j)
                     for p in ps:
                         w = bw.get(p)
                         if w is not None:
@@ -574,7 +581,7 @@ class Retriever:
                     continue                        # the block is never decoded
                 kc, ks = list(compress(cands[lo:hi], mask)), list(compress(ss, mask))
                 lo = hi
-                bw = index.block_weights(tid, j)
+                bw = block_weights(tid, j)
                 wt.update(bw)
                 ks = list(map(add, ks, map(mul, map(bw.get, kc, repeat(0.0)), repeat(m))))
                 live = list(map((limit - r).__le__, ks))
