@@ -33,7 +33,6 @@ numbers.  Without the data it says so and exits 0 (nothing to check against).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -41,7 +40,9 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import answer_data  # noqa: E402
 import score_eval as se  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(ROOT), "shared", "data", "faithbench", "faithbench.jsonl")
@@ -62,14 +63,6 @@ def load(path: str, half: str):
     with open(path, encoding="utf-8") as fh:
         rows = [json.loads(line) for line in fh if line.strip()]
     return [r for r in rows if half_of(r) == half]
-
-
-def sha256_of(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def sentence_rows(rows):
@@ -208,7 +201,7 @@ def fit(path: str, l2: float) -> dict:
         "what": "score_eval.py GROUNDING_MODEL: logistic score of a checked sentence (probability that people "
                 "flag it) over GROUND_FEATURES, and the threshold of the per-answer verdict",
         "command": COMMAND,
-        "data": {"file": "shared/data/faithbench/faithbench.jsonl", "sha256": sha256_of(path),
+        "data": {"file": "shared/data/faithbench/faithbench.jsonl", "sha256": answer_data.sha256_of(path),
                  "half": "fit: source_id faithbench-bN-sM with N even", "summaries": len(rows),
                  "checked_sentences": len(xs), "flagged_sentences": int(sum(ys))},
         "l2": l2,

@@ -31,7 +31,6 @@ holds the same numbers.  Without the data it says so and exits 0.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -41,6 +40,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import answer_data  # noqa: E402
 import refusal_data as rd  # noqa: E402
 import score_eval as se  # noqa: E402
 
@@ -180,14 +180,6 @@ def cross_validate(rows, l2, min_df):
     return probs
 
 
-def sha256_of(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def fit(verbose: bool = False, extra: bool = False) -> dict:
     rows = fit_rows(extra)
     real = [n for n, r in enumerate(rows) if r["real"] is True]        # the fit half of the figures
@@ -214,8 +206,8 @@ def fit(verbose: bool = False, extra: bool = False) -> dict:
         "what": "score_eval.py REFUSAL_MODEL: logistic probability that a mixed English response (decline cues "
                 "and content) is a refusal, over refusal_features; refusal when it reaches threshold",
         "command": COMMAND,
-        "data": {"files": {os.path.relpath(f, ROOT).replace(os.sep, "/"): sha256_of(f) for f in files},
-                 "labels": {name: sha256_of(os.path.join(rd.LABELS, "refusal_%s.jsonl" % name))
+        "data": {"files": {os.path.relpath(f, ROOT).replace(os.sep, "/"): answer_data.sha256_of(f) for f in files},
+                 "labels": {name: answer_data.sha256_of(os.path.join(rd.LABELS, "refusal_%s.jsonl" % name))
                             for name in sorted(rd.SETS) + (["evouna_extra"] if extra else [])},
                  "half": "fit: refchecker even example_id, evouna even question number; plus the written English rows",
                  "rows": len(rows), "weighed_rows": sum(1 for r in rows if r["weighed"]),
