@@ -17,7 +17,9 @@
 4. Write ``mini_rag/data/answerability.json`` (weights rounded to 6 decimals, the command,
    the data files and their sha256); the same data give the same bytes.
 
-Nothing under ``gold/`` is read.  ``--check`` fits and compares with the committed file
+Nothing under ``gold/`` is read unless ``--gold-weight W`` > 0: then ``gold/gold.jsonl`` (never
+``gold_perturb.jsonl``) is a third fit set weighing ``W`` next to each external half's 1 (issue 30
+allows it; the committed model is fitted without it, see docs/answering.md).  ``--check`` fits and compares with the committed file
 (exit 1 when they differ).
 
 ``--embed`` fits the "with embeddings" model ``mini_rag/data/answerability_embed.json``
@@ -58,6 +60,21 @@ from mini_rag.answer import answerability as am  # noqa: E402
 from mini_rag.fileio import atomic_write_bytes, atomic_write_text  # noqa: E402
 
 OUT = os.path.join("runs", "fit")
+#: The project's own gold set is part of the fit (issue 30: "gold may be fitted on, perturb may
+#: not"); gold/gold_perturb.jsonl, the held-out halves and unseen corpora never are.
+GOLD = "gold"
+GOLD_CORPUS = os.path.join(ROOT, "gold", "corpus")
+GOLD_FILE = os.path.join(ROOT, "gold", "gold.jsonl")
+#: The fit sets with ``--gold-weight`` > 0 (SQuAD fit half, ContractNLI fit half, gold).
+FIT_SETS = answer_data.SETS + (GOLD,)
+
+
+def fit_sources(name):
+    """The files a fit set is read from (their sha256 goes into the model file)."""
+    if name != GOLD:
+        return answer_data.sources(name)
+    return [GOLD_FILE] + sorted(os.path.join(GOLD_CORPUS, f) for f in os.listdir(GOLD_CORPUS)
+                                if f.endswith((".md", ".txt")))
 COMMAND = "python3 bench/fit_answerability.py"
 TARGET_PRECISION_HIGH = 0.8
 
@@ -107,7 +124,12 @@ def collect(name, config_path, out, reuse=False, half="fit", encoder=None):
     from mini_rag.search.retrieve import Retriever
     from mini_rag.answer.synthesize import Answer
     d = os.path.join(out, "%s-%s" % (name, half))
-    info = answer_data.prepare(name, half, d)
+    if name == GOLD:
+        d = os.path.join(out, GOLD)
+        os.makedirs(d, exist_ok=True)
+        info = {"corpus": GOLD_CORPUS, "gold": GOLD_FILE}
+    else:
+        info = answer_data.prepare(name, half, d)
     if info is None:
         return None
     cfg = resolve_config(config_path)
@@ -153,17 +175,19 @@ def collect(name, config_path, out, reuse=False, half="fit", encoder=None):
     return rows, info
 
 
-def fit(sets, l2, names=None, iters=25):
+def fit(sets, l2, names=None, iters=25, weights=None):
     """L2-regularized logistic regression by Newton's method over ``names`` (default
-    ``answerability.FEATURES``; the bias is not shrunk); each set weighs 1 in total."""
+    ``answerability.FEATURES``; the bias is not shrunk); set i weighs ``weights[i]`` (default 1)
+    in total."""
     feats = tuple(names or am.FEATURES)
     k = len(feats)
     data = []
-    for rows in sets:
+    for si, rows in enumerate(sets):
         n = sum(len(r["items"]) for r in rows) or 1
+        sw = 1.0 if weights is None else float(weights[si])
         for r in rows:
             for f, y in r["items"]:
-                data.append(([f[name] for name in feats], y, 1.0 / n))
+                data.append(([f[name] for name in feats], y, sw / n))
     w = [0.0] * k
     for _ in range(iters):
         grad = [0.0] * k
@@ -195,7 +219,7 @@ def fit(sets, l2, names=None, iters=25):
     return {name: w[i] for i, name in enumerate(feats)}
 
 
-def rank_fit(sets, l2, iters=30, names=None):
+def rank_fit(sets, l2, iters=30, names=None, weights=None):
     """Conditional logit over each answerable question's candidates (those with a correct
     one and at least two), maximizing log P(a correct candidate) by Newton's method with the
     softmax covariance as the curvature; each set weighs 1 in total.  ``names``: the
@@ -203,10 +227,11 @@ def rank_fit(sets, l2, iters=30, names=None):
     feats = [f for f in (names or am.FEATURES) if f != "bias"]
     k = len(feats)
     qs = []
-    for rows in sets:
+    for si, rows in enumerate(sets):
         use = [r for r in rows if r["answerable"] and len(r["items"]) > 1 and any(y for _, y in r["items"])]
+        sw = 1.0 if weights is None else float(weights[si])
         for r in use:
-            qs.append(([[f[n] for n in feats] for f, _ in r["items"]], [y for _, y in r["items"]], 1.0 / len(use)))
+            qs.append(([[f[n] for n in feats] for f, _ in r["items"]], [y for _, y in r["items"]], sw / len(use)))
     w = [0.0] * k
     for _ in range(iters):
         g = [0.0] * k
@@ -413,6 +438,9 @@ def main(argv=None) -> int:
                          "skipped without them)")
     ap.add_argument("--embed-model", default="", metavar="PATH",
                     help="MiniLM folder or .whl (default: $MINI_RAG_EMBED_MODEL, else runs/wheels/*.whl)")
+    ap.add_argument("--gold-weight", type=float, default=0.0, metavar="W",
+                    help="also fit on gold/gold.jsonl, weighing W in total next to each external fit half's 1 "
+                         "(default 0: not read; gold_perturb.jsonl and the held-out halves are never read)")
     ap.add_argument("--check", action="store_true", help="compare with the committed model; write nothing")
     ap.add_argument("--calibration", action="store_true",
                     help="print the committed model's reliability table and ECE on the HELD-OUT halves "
@@ -436,22 +464,24 @@ def main(argv=None) -> int:
             return 0
     if args.calibration:
         return calibration(args, encoder)
+    fit_sets = answer_data.SETS + ((GOLD,) if args.gold_weight > 0 else ())
+    weights = [1.0] * len(answer_data.SETS) + ([args.gold_weight] if args.gold_weight > 0 else [])
     collected, data = [], []
-    for name in answer_data.SETS:
+    for name in fit_sets:
         got = collect(name, args.config, args.out, args.reuse, encoder=encoder)
         if got is None:
             print("fit: %s absent (%s): cannot fit" % (name, ", ".join(answer_data.sources(name))), file=sys.stderr)
             return 2
         rows, _info = got
         collected.append(rows)
-        for p in answer_data.sources(name):
+        for p in fit_sources(name):
             data.append({"path": os.path.relpath(p, os.path.dirname(ROOT)), "sha256": answer_data.sha256_of(p)})
         print("fit: %s: %d questions, %d candidates" % (name, len(rows), sum(len(r["items"]) for r in rows)),
               file=sys.stderr)
     features = am.FEATURES + (am.EMBED_FEATURES if encoder is not None else ())
-    ranker = {k: round(v, 6) for k, v in rank_fit(collected, args.l2, names=features).items()}
+    ranker = {k: round(v, 6) for k, v in rank_fit(collected, args.l2, names=features, weights=weights).items()}
     model = am.Model(ranker, {k: 0.0 for k in features + ("share", "rmargin")}, 0.5, 1.0, features)
-    gate = fit([gate_rows(rows, model) for rows in collected], args.l2, model.gate_features)
+    gate = fit([gate_rows(rows, model) for rows in collected], args.l2, model.gate_features, weights=weights)
     model.gate = {k: round(v, 6) for k, v in gate.items()}
     per_set = [outcomes(rows, model) for rows in collected]
     naive = [naive_metrics(rows) for rows in collected]
@@ -469,7 +499,8 @@ def main(argv=None) -> int:
         "format": am.MODEL_FORMAT,
         "what": "mini_rag answerability model: a conditional-logit ranker over answerability.FEATURES "
                 "and a logistic gate over answerability.GATE_FEATURES (see mini_rag/answer/answerability.py)",
-        "command": COMMAND + ("" if args.l2 == 1e-3 else " --l2 %r" % args.l2),
+        "command": COMMAND + ("" if args.l2 == 1e-3 else " --l2 %r" % args.l2)
+                   + (" --gold-weight %r" % args.gold_weight if args.gold_weight > 0 else ""),
         "data": data,
         "halves": "fit: SQuAD 2.0 dev even articles (every 3rd question), ContractNLI dev even contracts",
         "l2": args.l2,
@@ -482,8 +513,8 @@ def main(argv=None) -> int:
                               bound_name, "best mean pass rate" if encoder is None else
                               "the smallest largest excess over a bound, then best mean precision"),
         "fit_metrics": {name: {k: round(v, 4) for k, v in metrics(o, t).items()}
-                        for name, o in zip(answer_data.SETS, per_set)},
-        "naive_fit_metrics": {name: {k: round(v, 4) for k, v in n.items()} for name, n in zip(answer_data.SETS, naive)},
+                        for name, o in zip(fit_sets, per_set)},
+        "naive_fit_metrics": {name: {k: round(v, 4) for k, v in n.items()} for name, n in zip(fit_sets, naive)},
         "reliability_fit": table,
         "ece_fit": ece,
     }
@@ -495,7 +526,7 @@ def main(argv=None) -> int:
         doc["embed"] = {"features": list(am.EMBED_FEATURES), "model_sha256": encoder.sha256,
                         "max_seq_length": encoder.max_seq_length}
         doc["lexical_fit_metrics"] = {name: {k: round(v, 4) for k, v in b.items()}
-                                      for name, b in zip(answer_data.SETS, bounds)}
+                                      for name, b in zip(fit_sets, bounds)}
     text = json.dumps(doc, indent=2) + "\n"
     if args.check:
         try:
