@@ -83,8 +83,8 @@ fit:
 	@$(PYTHON) bench/fit_answerability.py
 	@$(PYTHON) bench/fit_answerability.py --embed
 
-# 20 written questions on pip's documentation tree (Debian's /usr/share/doc/python3-pip/html):
-# the document reader on Markdown/MyST and reST nobody here wrote (bench/doctree/README.md).
+# 20 written questions on each of three documentation trees nobody here wrote (pip's from Debian's
+# /usr/share/doc/python3-pip/html, Flask's and click's from their sdists, fetched once; bench/doctree/README.md).
 bench-doctree:
 	@$(PYTHON) bench/doctree/bench_doctree.py
 # score_eval.py's grounding model (issue 29): refit on FaithBench's fit half (../shared/data/faithbench),

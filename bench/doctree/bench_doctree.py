@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Answer the written questions of two documentation trees nobody here wrote.
+"""Answer the written questions of documentation trees nobody here wrote.
 
-    python3 bench/doctree/bench_doctree.py [--tree pip|flask|all] [--docs DIR] [--work DIR] [--out FILE]
+    python3 bench/doctree/bench_doctree.py [--tree pip|flask|click|all] [--docs DIR] [--work DIR] [--out FILE]
 
 Trees (bench/doctree/README.md):
 
@@ -11,6 +11,9 @@ Trees (bench/doctree/README.md):
   ``pip download --no-deps --no-binary :all: flask==3.0.3`` into runs/doctree/src/ (the
   only network use; its sha256 is checked, so the tree is always the same); questions
   flask_questions.jsonl.
+* ``click``: the ``docs/`` folder of click 8.1.7's sdist, fetched the same way; questions
+  click_questions.jsonl (written by someone who had not seen the answerer's changes, before
+  any run on the tree).
 
 Each tree is copied to --work (default runs/doctree/<tree>) with .gz files unzipped and
 only .md, .rst and .txt kept, then indexed by mini_rag with a corpus of one's own's
@@ -60,12 +63,16 @@ def prepare(src: str, dst: str) -> int:
     return n
 
 
-FLASK = ("flask", "3.0.3", "ceb27b0af3823ea2737928a4d99d125a06175b8512c445cbd9a9ce200ef76842")
+#: The trees read from a package's sdist: name -> (version, sha256 of the sdist).
+SDISTS = {
+    "flask": ("3.0.3", "ceb27b0af3823ea2737928a4d99d125a06175b8512c445cbd9a9ce200ef76842"),
+    "click": ("8.1.7", "ca9853ad459e787e2192211578cc907e7594e294c7ccc834310722b41b9ca6de"),
+}
 
 
-def fetch_flask(src_dir: str, dst: str) -> int:
-    """Flask's sdist (downloaded once, sha256 checked); its docs/ text files copied to dst."""
-    name, version, sha = FLASK
+def fetch_sdist(name: str, src_dir: str, dst: str) -> int:
+    """A package's sdist (downloaded once, sha256 checked); its docs/ text files copied to dst."""
+    version, sha = SDISTS[name]
     tar_path = os.path.join(src_dir, "%s-%s.tar.gz" % (name, version))
     if not os.path.exists(tar_path):
         os.makedirs(src_dir, exist_ok=True)
@@ -131,12 +138,12 @@ def run_tree(tree: str, docs: str, work: str, quiet_files: str) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tree", choices=("pip", "flask", "all"), default="all")
+    ap.add_argument("--tree", choices=("pip",) + tuple(SDISTS) + ("all",), default="all")
     ap.add_argument("--docs", default="/usr/share/doc/python3-pip/html", help="pip's installed docs")
     ap.add_argument("--work", help="where a tree is copied (default runs/doctree/<tree>)")
     ap.add_argument("--out", help="write the per-question results as JSON")
     args = ap.parse_args(argv)
-    trees = ("pip", "flask") if args.tree == "all" else (args.tree,)
+    trees = ("pip",) + tuple(SDISTS) if args.tree == "all" else (args.tree,)
     results, code = {}, 0
     for tree in trees:
         work = args.work if args.work and len(trees) == 1 else os.path.join("runs", "doctree", tree)
@@ -146,8 +153,8 @@ def main(argv=None) -> int:
                     raise OSError("%s: no such folder (Debian's python3-pip ships it)" % args.docs)
                 files = "%d files of %s" % (prepare(args.docs, work), args.docs)
             else:
-                files = "%d files of Flask %s's sdist docs/" % (
-                    fetch_flask(os.path.join("runs", "doctree", "src"), work), FLASK[1])
+                files = "%d files of %s %s's sdist docs/" % (
+                    fetch_sdist(tree, os.path.join("runs", "doctree", "src"), work), tree, SDISTS[tree][0])
         except OSError as e:
             print("bench_doctree: %s" % e, file=sys.stderr)
             code = 2
