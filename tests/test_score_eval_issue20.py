@@ -6,6 +6,7 @@ Every expected value is derived by hand from the fixture next to it (written as 
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -14,6 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import score_eval  # noqa: E402
+from tests.lanes import once_per_ci  # noqa: E402
 from tests.test_score_eval import TempDir, gold_row, run_cli, trace_row, write_jsonl  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "prose_refusals.json"
@@ -106,12 +108,21 @@ class ProseRefusalFixture(unittest.TestCase):
         self.assertTrue(reads_refusal("My training data ends in 2023.", rules))
         self.assertTrue(reads_refusal("I'm unable to answer that.", rules))
 
+    @once_per_ci
     def test_mini_rag_claims_are_untouched(self):
-        # make eval's own answers: none is a prose refusal or a policy violation
+        # make eval's own answers, from a fresh run (a fresh clone has no runs/ traces; CI runs
+        # make test before make eval): none is a prose refusal or a policy violation
         rules = default_rules()
-        paths = sorted((ROOT / "runs").glob("trace.*.jsonl"))
-        if not paths:
-            self.skipTest("no runs/trace.*.jsonl: run `make eval` first")
+        with tempfile.TemporaryDirectory() as tmp:
+            proc = subprocess.run([sys.executable, "-m", "mini_rag", "eval", "--runs", tmp], cwd=str(ROOT),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+            self.assertIn(proc.returncode, (0, 1), proc.stderr)
+            paths = sorted(Path(tmp).glob("trace.*.jsonl"))
+            self.assertEqual([p.name for p in paths], ["trace.baseline.jsonl", "trace.perturb.jsonl"])
+            self.assertGreater(sum(1 for p in paths for _ in p.open(encoding="utf-8")), 500)
+            self._claims_untouched(rules, paths)
+
+    def _claims_untouched(self, rules, paths):
         for path in paths:
             for line in path.read_text(encoding="utf-8").splitlines():
                 claim = json.loads(line)["answer_json"]["claim"]
