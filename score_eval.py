@@ -1047,7 +1047,7 @@ def _any_search(patterns: tuple, text: str) -> bool:
     rx, lits = _any_entry(patterns)
     if lits is not None and text.isascii():
         low = text.lower()
-        if not any(lit in low for lit in lits):
+        if not any(map(low.__contains__, lits)):
             return False
     if rx is None:
         return any(r.search(text) for _, r in patterns)
@@ -1061,7 +1061,7 @@ def _literals_absent(patterns: tuple, text: str) -> bool:
     if lits is None or not text.isascii():
         return False
     low = text.lower()
-    return not any(lit in low for lit in lits)
+    return not any(map(low.__contains__, lits))
 
 
 def _any_entry(patterns: tuple) -> tuple:
@@ -1904,7 +1904,7 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
     cat_ids: Dict[str, int] = {}
     intern: Dict[str, str] = {}
     unlabelled: List[int] = []
-    labelled: List[int] = []
+    labelled = 0            # the line of the first labelled row (0: none yet)
     for lineno, row in _jsonl(path, errors, notes):
         qid = row.get("qid")
         if "qid" not in row:
@@ -1915,7 +1915,7 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
             continue
         bad = False
         ans = row.get("answerable")
-        if not _has_labels(row):        # issue 20: a row without labels is reference-free
+        if _LABELS.isdisjoint(row):     # issue 20: a row without labels (_has_labels) is reference-free
             unlabelled.append(lineno)
             ans = False
         elif type(ans) is not bool:
@@ -1929,7 +1929,7 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
         if cits is not None and not _str_list(cits):
             errors.add("%s:%d: \"gold_citations\" must be a list of strings, got %s" % (path, lineno, _show(cits)))
             bad = True
-        golds = _gold_answers(row, path, lineno, errors)
+        golds = _gold_answers(row, path, lineno, errors) if "gold_answers" in row else None
         if golds is False:
             bad = True
         cat = row.get(by, NO_CATEGORY)
@@ -1950,8 +1950,8 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
             continue
         if bad or extra is None:
             continue
-        if not unlabelled or unlabelled[-1] != lineno:
-            labelled.append(lineno)
+        if not labelled and (not unlabelled or unlabelled[-1] != lineno):
+            labelled = lineno
         gold.index[qid] = len(gold.qids)
         gold.qids.append(qid)
         gold.lines.append(lineno)
@@ -1962,8 +1962,11 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
         elif subs is None:
             gold.subs.append(None)
         else:
-            gold.subs.append(tuple(s for s in (x.lower() for x in subs) if len(s) >= 5))
-        rel = tuple(intern.setdefault(c, c) for c in dict.fromkeys(cits or ()))
+            gold.subs.append(tuple([s for s in map(str.lower, subs) if len(s) >= 5]))
+        if cits and len(cits) == 1:
+            rel = (intern.setdefault(cits[0], cits[0]),)
+        else:
+            rel = tuple(intern.setdefault(c, c) for c in dict.fromkeys(cits or ()))
         gold.rel.append(rel)
         expect_refuse = (exp != "ANSWER") if exp is not None else (not ans)
         bits, behaviour = extra
@@ -1983,7 +1986,7 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
     if unlabelled and labelled:
         errors.add("%s:%d: gold mixes labelled and unlabelled rows (line %d has labels, line %d none: no "
                    "answerable, gold_* or expected_* field); label every row or none, got %d unlabelled"
-                   % (path, unlabelled[0], labelled[0], unlabelled[0], len(unlabelled)))
+                   % (path, unlabelled[0], labelled, unlabelled[0], len(unlabelled)))
     gold.unlabelled = bool(unlabelled) and not labelled
     if not gold.qids and not errors.count:
         errors.add("%s: no gold items (the file is empty), got 0 rows" % path)
@@ -3863,7 +3866,7 @@ def unsupported_tokens(claim: str, texts: List[str], cache: Optional[dict] = Non
     wanted = [tok for tok in claim_tokens if tok[0].isdigit() or (len(tok) >= 3 and tok not in STOPWORDS)]
     if not wanted:
         return []
-    if cache is None and all(t.isascii() for t in texts):
+    if cache is None and all(map(str.isascii, texts)):
         lows = [t.lower() for t in texts]
         words = None
         if sum(map(len, lows)) <= WORD_SET_CHARS:
@@ -4008,7 +4011,7 @@ class Scorer:
                 cont = True
             elif subs:
                 low = claim.lower()
-                cont = any(s in low for s in subs)
+                cont = any(map(low.__contains__, subs))
             else:
                 cont = False
             if rel and not retset.isdisjoint(rel):
@@ -4059,7 +4062,7 @@ class Scorer:
                     f |= F_FBUSED
             for k in self.ks:
                 top = ret[:k]
-                self.seed_rec[k][i] = (rel[0] in top) if len(rel) == 1 else all(c in top for c in rel)
+                self.seed_rec[k][i] = (rel[0] in top) if len(rel) == 1 else (not rel or all(c in top for c in rel))
             if self.seed_rec[self.k0][i]:
                 f |= F_REC
         if rel:
@@ -4244,6 +4247,10 @@ class Scorer:
         self.context_lack = bytearray(n)
         # policy_compliance is measured when a [policy.*] exists or gold names a policy rejection
         self.policy_measured = bool(self.rules.policies) or any(b & F_POLREJ for b in self.gold.base)
+        # the literals one of which any [policy.*] match needs (None: some pattern needs none):
+        # an ASCII claim holding none of them matches no policy (each _any_search says False)
+        lits = [_any_entry(pats)[1] for _, _, pats in self.rules.policies]
+        self.policy_literals = None if None in lits else tuple(sorted(set().union(*lits)))
 
     def judge_extra(self, i: int, claim, cits, ret, cited, cited_pol, decision, extra) -> None:
         """Issue 20's per-item verdicts, after ``judge`` set the seed flags of item ``i``."""
@@ -4269,7 +4276,11 @@ class Scorer:
             m = next(rx.search(claim) for _, rx in self.rules.cutoff if rx.search(claim))
             found.append({"mode": "training_cutoff_excuse", "words": m.group(0)[:80]})
         if f & F_SHIP:
-            for name, msg, pats in self.rules.policies:
+            policies = self.rules.policies
+            if (policies and self.policy_literals is not None and claim.isascii()
+                    and not any(map(claim.lower().__contains__, self.policy_literals))):
+                policies = ()
+            for name, msg, pats in policies:
                 if not _any_search(pats, claim):      # one search per policy; its pattern only on a match
                     continue
                 for src, rx in pats:
@@ -4510,10 +4521,10 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
     rows = unknown = dup = 0
     unknown_ex: List[str] = []
     dup_ex: List[str] = []
-    lines = _jsonl(path, errors, notes)
-    if getattr(scorer, "progress", False):
-        lines = _progress_rows(lines, "score_eval: %s" % path)
-    for lineno, row in lines:
+    progress = _RowProgress("score_eval: %s" % path) if getattr(scorer, "progress", False) else None
+    for lineno, row in _jsonl(path, errors, notes):
+        if progress is not None and rows and rows & 0x3FFF == 0:
+            progress.tick(rows)         # after the row ``rows`` (as _progress_rows does)
         rows += 1
         get = row.get
         qid = get("qid") or get("q_id")    # seed 002 accepts either spelling
@@ -4548,7 +4559,7 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
             continue
         cited = get("cited_chunks")
         cited_pol = None
-        if cited is not None and (type(cited) is not dict or not all(type(v) is str for v in cited.values())):
+        if cited is not None and (type(cited) is not dict or not all(map(_IS_STR, cited.values()))):
             cited, cited_pol = _cited_with_policies(cited)     # issue 20: {"text", "policy"} values
             if cited is None:
                 errors.add("%s:%d: \"cited_chunks\" must be an object of id -> text or {\"text\", \"policy\"} "
@@ -4581,6 +4592,10 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
         if reading is not None or scorer.text_cits or scorer.bad_marks:
             scorer.mark_read(i, reading)
         scorer.judge_extra(i, claim, cits, ret, cited, cited_pol, decision, extra)
+    if progress is not None:
+        if rows and rows & 0x3FFF == 0:
+            progress.tick(rows)
+        progress.close(rows)
     # The gold set owns the query set: an item without a trace row is judged on an empty row
     # (seed 002: a shipped answer with an empty claim; retrieval scores 0).
     missing = 0
@@ -4597,29 +4612,44 @@ PROGRESS_ROWS = 100_000      # progress on stderr only past this many trace rows
 PROGRESS_EVERY = (1.0, 30.0)  # seconds between two progress lines: on a terminal, off one
 
 
+class _RowProgress:
+    """Past PROGRESS_ROWS rows, ``label: N rows, R/s`` on stderr (redrawn in place on a
+    terminal; one plain line at most every 30 s off one); ``tick(n)`` every 16,384 rows."""
+
+    def __init__(self, label: str, stream=None):
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", None) and self.stream.isatty())
+        self.every = PROGRESS_EVERY[0] if self.tty else PROGRESS_EVERY[1]
+        self.label = label
+        self.start = self.last = time.monotonic()
+        self.drawn = False
+
+    def tick(self, n: int) -> None:
+        if n >= PROGRESS_ROWS:
+            now = time.monotonic()
+            if now - self.last >= self.every:
+                self.last = now
+                text = "%s: %d rows, %.0f/s" % (self.label, n, n / max(now - self.start, 1e-9))
+                self.stream.write(("\r%s\x1b[K" % text) if self.tty else text + "\n")
+                self.stream.flush()
+                self.drawn = self.tty
+
+    def close(self, n: int) -> None:
+        if self.drawn:
+            self.stream.write("\r%s: %d rows\x1b[K\n" % (self.label, n))
+            self.stream.flush()
+
+
 def _progress_rows(rows, label: str, stream=None):
-    """Pass ``rows`` through; past PROGRESS_ROWS rows, write ``label: N rows, R/s`` to stderr
-    (redrawn in place on a terminal; one plain line at most every 30 s off one)."""
-    stream = stream if stream is not None else sys.stderr
-    tty = bool(getattr(stream, "isatty", None) and stream.isatty())
-    every = PROGRESS_EVERY[0] if tty else PROGRESS_EVERY[1]
-    start = time.monotonic()
-    last = start
-    drawn = False
+    """Pass ``rows`` through with a _RowProgress (score_trace ticks its own, without this
+    generator in its loop)."""
+    progress = _RowProgress(label, stream)
     n = 0
     for n, item in enumerate(rows, 1):
         yield item
-        if n & 0x3FFF == 0 and n >= PROGRESS_ROWS:
-            now = time.monotonic()
-            if now - last >= every:
-                last = now
-                text = "%s: %d rows, %.0f/s" % (label, n, n / max(now - start, 1e-9))
-                stream.write(("\r%s\x1b[K" % text) if tty else text + "\n")
-                stream.flush()
-                drawn = tty
-    if drawn:
-        stream.write("\r%s: %d rows\x1b[K\n" % (label, n))
-        stream.flush()
+        if n & 0x3FFF == 0:
+            progress.tick(n)
+    progress.close(n)
 
 
 def score_run(run: Dict[str, Tuple[List[float], List[str]]], scorer: Scorer) -> Dict[str, object]:
