@@ -72,6 +72,7 @@ from bisect import bisect_left
 from collections import Counter
 from functools import partial
 from itertools import compress, count
+from operator import mul
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 try:  # Python 3.11+; older versions use only the subset reader below.
@@ -1943,7 +1944,7 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
             errors.add("%s:%d: \"expected_decision\" must be one of %s, got %s"
                        % (path, lineno, ", ".join(DECISIONS), _show(exp)))
             bad = True
-        extra = _gold_extras(row, path, lineno, errors)
+        extra = (0, None) if _EXTRA_GOLD.isdisjoint(row) else _gold_extras(row, path, lineno, errors)
         if qid in gold.index:
             errors.add("%s:%d: duplicate qid (first on line %d), got %s"
                        % (path, lineno, gold.lines[gold.index[qid]], _show(qid)))
@@ -5229,7 +5230,7 @@ def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
                 out[name] = _entry(c / ng, c, ng, wilson(c, ng))
                 continue
             total = math.fsum(vals)
-            out[name] = _entry(total / ng, None, ng, _normal_ci(total, math.fsum(v * v for v in vals), ng))
+            out[name] = _entry(total / ng, None, ng, _normal_ci(total, math.fsum(map(mul, vals, vals)), ng))
     if not trec:
         out.update(_extra_metrics(scorer, idx, combos))
         out.update(_answer_metrics(scorer, idx))
@@ -5254,7 +5255,7 @@ def _answer_metrics(scorer: Scorer, idx) -> Dict[str, dict]:
     vals = [f1s[i] for i in measured]
     total = math.fsum(vals)
     return {"answer_correct_rate": _entry(c / n, c, n, wilson(c, n)),
-            "answer_f1": _entry(total / n, None, n, _normal_ci(total, math.fsum(v * v for v in vals), n))}
+            "answer_f1": _entry(total / n, None, n, _normal_ci(total, math.fsum(map(mul, vals, vals)), n))}
 
 
 EXTRA_METRICS = ("faithfulness", "unsupported_answer_rate",
@@ -5316,12 +5317,12 @@ def _extra_metrics(scorer: Scorer, idx, combos: Counter) -> Dict[str, dict]:
             continue
         vals = [v for v in map(arr.__getitem__, idx) if v == v]
         total = math.fsum(vals)
-        out[name] = (_entry(total / len(vals), None, len(vals), _normal_ci(total, math.fsum(v * v for v in vals), len(vals)))
+        out[name] = (_entry(total / len(vals), None, len(vals), _normal_ci(total, math.fsum(map(mul, vals, vals)), len(vals)))
                      if vals else _entry(None, None, 0, None, "not measured: " + what))
     vals = [v for v in map(scorer.faith.__getitem__, idx) if v == v]
     total = math.fsum(vals)
     out["faithfulness"] = _grounding_entry(scorer, idx, None, len(vals), total / len(vals) if vals else None,
-                                           _normal_ci(total, math.fsum(v * v for v in vals), len(vals)))
+                                           _normal_ci(total, math.fsum(map(mul, vals, vals)), len(vals)))
     lat = sorted(v for v in map(scorer.latency.__getitem__, idx) if v == v)
     for name, p in (("latency_p50", 0.50), ("latency_p95", 0.95)):
         out[name] = (_entry(nearest_rank(lat, p), None, len(lat), None) if lat else
