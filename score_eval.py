@@ -2345,6 +2345,7 @@ CITATION_PATTERNS = (
     r"(?:[ \t]+used)?[ \t*_]{0,4}(?::|$)",                       # Sources: / References: list
 )
 _CITE_TRIGGER = re.compile("[\\[(\u3010<:\\n]")    # no such character: the built-in patterns find nothing
+_CITE_TRIGGER_CHARS = "[(\u3010<:\n"      # the same characters, looked for without the regex engine (Scorer.read)
 _CITE_NEEDS = ("[", "\u3010", "<", "(", "(", "(", "(", ":\n")   # per built-in pattern: one of these characters
 _CITE_GROUPS = ("ref", "ids", "cite", "doc", "page", "abbr", "sources")
 _CITE_SPLIT = re.compile(r"[,;&]|\band\b")
@@ -4117,7 +4118,7 @@ class Scorer:
         goes to mark_read."""
         if not claim or self.cite_patterns == ():
             return claim, cits, None
-        if self.cite_patterns is None and not _CITE_TRIGGER.search(claim):
+        if self.cite_patterns is None and not any(map(claim.__contains__, _CITE_TRIGGER_CHARS)):
             return claim, cits, None        # no character a built-in marker starts with: nothing to read
         rd = read_citations(claim, ret, (cited, self.chunks), self.cite_patterns)
         if not rd.citations and not rd.bad:

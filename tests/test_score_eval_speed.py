@@ -213,6 +213,24 @@ class ThirdRound(unittest.TestCase):
                         not score_eval._DISCLAIMER_TRIGGERS.isdisjoint(words))
                 self.assertEqual(score_eval._decline_rxs(low), want)
 
+    def test_cite_trigger_characters(self):
+        # Scorer.read looks for these characters with str.__contains__ instead of _CITE_TRIGGER
+        for c in range(0x3100):
+            ch = chr(c)
+            if 0xD800 <= c < 0xE000:
+                continue
+            self.assertEqual(bool(score_eval._CITE_TRIGGER.search(ch)), ch in score_eval._CITE_TRIGGER_CHARS, repr(ch))
+        gold = score_eval.Gold()
+        gold.qids.append("q1")
+        gold.index["q1"] = 0
+        gold.base.append(0)
+        sc = score_eval.Scorer(gold, [5], "not in context", None)
+        for claim, want in (("Refunds take 48 hours.", None), ("Refunds take 48 hours [1].", ["a"]),
+                            ("Refunds take 48 hours (doc a).", None), ("Sources:\n1. a", ["a"])):
+            with self.subTest(claim=claim):
+                got = sc.read(claim, None, ["a", "b"], {})
+                self.assertEqual(got[1], want)
+
     def test_json_row(self):
         for text in ['{"a": 1, "b": [1.5, "x"]}', '{"a": 1}\n', '{"a": 1}  \r\n', '{"a": {"b": null}} ',
                      '[1, 2]', '"x"', ' {"a": 1}']:
