@@ -56,6 +56,7 @@ import difflib
 import html
 import io
 import json
+import json.scanner
 import math
 import os
 import random
@@ -70,7 +71,8 @@ from array import array
 from bisect import bisect_left
 from collections import Counter
 from functools import partial
-from itertools import compress
+from itertools import compress, count
+from operator import mul
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 try:  # Python 3.11+; older versions use only the subset reader below.
@@ -128,6 +130,12 @@ would yet you your yours
 """.split())
 
 _TOKEN_RX = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+")
+# _TOKEN_RX on a lower-cased ASCII text without the regex engine (tokens, unsupported_tokens):
+# its words are the runs of a-z (every other byte to a space), its numbers are in the runs of
+# digits, "." and "," (a run of digits alone is one number; other runs go to _NUMBER_RX).
+_LETTER_BYTES = bytes(c if 97 <= c <= 122 else 32 for c in range(256))
+_NUMBER_BYTES = bytes(c if 48 <= c <= 57 or c in b".," else 32 for c in range(256))
+_NUMBER_RX = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 class ScoreError(ValueError):
@@ -1028,6 +1036,7 @@ class Rules(NamedTuple):
 
 
 _ANY_RX: Dict[tuple, tuple] = {}
+_ANY_BY_ID: Dict[int, tuple] = {}
 
 
 def _any_search(patterns: tuple, text: str) -> bool:
@@ -1039,7 +1048,7 @@ def _any_search(patterns: tuple, text: str) -> bool:
     rx, lits = _any_entry(patterns)
     if lits is not None and text.isascii():
         low = text.lower()
-        if not any(lit in low for lit in lits):
+        if not any(map(low.__contains__, lits)):
             return False
     if rx is None:
         return any(r.search(text) for _, r in patterns)
@@ -1053,11 +1062,16 @@ def _literals_absent(patterns: tuple, text: str) -> bool:
     if lits is None or not text.isascii():
         return False
     low = text.lower()
-    return not any(lit in low for lit in lits)
+    return not any(map(low.__contains__, lits))
 
 
 def _any_entry(patterns: tuple) -> tuple:
-    """(the alternation of ``patterns`` or None, their required literals or None), cached."""
+    """(the alternation of ``patterns`` or None, their required literals or None), cached;
+    first by the tuple's identity (hashing the tuple hashes each compiled pattern's code,
+    once per row otherwise), the tuple kept alive so that its id is not reused."""
+    seen = _ANY_BY_ID.get(id(patterns))
+    if seen is not None and seen[0] is patterns:
+        return seen[1]
     entry = _ANY_RX.get(patterns)
     if entry is None:
         try:
@@ -1074,6 +1088,9 @@ def _any_entry(patterns: tuple) -> tuple:
         if len(_ANY_RX) > 64:
             _ANY_RX.clear()
         entry = _ANY_RX[patterns] = (rx, tuple(sorted(lits)) if lits is not None else None)
+    if len(_ANY_BY_ID) > 64:
+        _ANY_BY_ID.clear()
+    _ANY_BY_ID[id(patterns)] = (patterns, entry)
     return entry
 
 
@@ -1540,13 +1557,18 @@ def _json_depth(text: str) -> int:
     return deepest
 
 
+_NO_VALUE = object()
+
+
 def _parse_int(text: str) -> int:
     if len(text) > MAX_NUMBER_CHARS:
         raise _JsonLimit("an integer longer than %d digits, got %s..." % (MAX_NUMBER_CHARS, text[:20]))
     return int(text)
 
 
-_JSON_DECODE = json.JSONDecoder(parse_int=_parse_int).decode   # built once: json.loads(..., parse_int=) builds one per call
+_JSON_DECODER = json.JSONDecoder(parse_int=_parse_int)   # built once: json.loads(..., parse_int=) builds one per call
+_JSON_DECODE = _JSON_DECODER.decode
+_JSON_SCAN = json.scanner.make_scanner(_JSON_DECODER)     # what decode() runs, without its two Python frames
 
 
 def json_row(text: str):
@@ -1555,7 +1577,17 @@ def json_row(text: str):
     string (it could not be written out).  Raises ValueError (``_JsonLimit`` for a limit)."""
     if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _json_depth(text) > MAX_JSON_DEPTH:
         raise _JsonLimit("JSON nested deeper than %d levels" % MAX_JSON_DEPTH)
-    obj = _JSON_DECODE(text) if text[:1] != "\ufeff" else json.loads(text)   # json.loads's BOM message
+    obj = _NO_VALUE
+    if text[:1] == "{":        # an object row, as JSONL rows are: decode()'s scan, called directly
+        try:
+            obj, end = _JSON_SCAN(text, 0)
+        except (StopIteration, ValueError):
+            obj = _NO_VALUE             # decode() below raises the same error with its message
+        else:
+            if end != len(text) and text[end:].strip(" \t\n\r"):
+                obj = _NO_VALUE         # extra data: decode()'s message
+    if obj is _NO_VALUE:
+        obj = _JSON_DECODE(text) if text[:1] != "\ufeff" else json.loads(text)   # json.loads's BOM message
     if "\\u" in text and _SURROGATE_ESCAPE.search(text):
         try:
             json.dumps(obj, ensure_ascii=False).encode("utf-8")
@@ -1568,30 +1600,62 @@ def _jsonl(path: str, errors: _Errors, notes: List[str]):
     """Yield (lineno, object) for each non-blank line; bad lines go to ``errors``.
 
     Reads bytes so that a non-UTF-8 line is reported with its line number; a UTF-8
-    byte-order mark on the first line and CRLF line ends are accepted."""
-    for lineno, line in _decoded_lines(path, errors):
-        if lineno == 1 and line.startswith("\ufeff"):
-            line = line[1:]
-            notes.append("%s:1: UTF-8 byte-order mark ignored" % path)
-        if not line or line.isspace():
-            continue
-        try:
-            obj = json_row(line)
-        except _JsonLimit as exc:
-            errors.add("%s:%d: %s" % (path, lineno, exc))
-            continue
-        except ValueError as exc:
-            errors.add("%s:%d: invalid JSON (%s), got %s" % (path, lineno, str(exc).split(":")[0],
-                                                           _show(line.strip(), 60)))
-            continue
-        if type(obj) is not dict:
-            errors.add("%s:%d: expected a JSON object, got %s" % (path, lineno, _show(obj, 60)))
-            continue
-        if path in _RAGAS_PATHS:      # issue 28: a RAGAS-style row, read as gold + trace row
-            obj = ragas_row(obj, path, lineno, errors)
-            if obj is None:
+    byte-order mark on the first line and CRLF line ends are accepted.  A block of lines
+    (iter_line_batches) is decoded in one call when it is all UTF-8 and holds no over-long
+    line; otherwise line by line, as _decoded_lines does."""
+    for first, lines, ended in iter_line_batches(path):
+        texts = None
+        if None not in lines:
+            try:
+                texts = b"\n".join(lines).decode("utf-8").split("\n")    # no line holds a "\n"
+            except UnicodeDecodeError:
+                pass
+        numbered = zip(count(first), texts) if texts is not None else _batch_lines(path, errors, first, lines, ended)
+        for lineno, line in numbered:
+            if lineno == 1 and line.startswith("\ufeff"):
+                line = line[1:]
+                notes.append("%s:1: UTF-8 byte-order mark ignored" % path)
+            if not line or line.isspace():
                 continue
-        yield lineno, obj
+            try:
+                obj = json_row(line)
+            except ValueError as exc:
+                if texts is not None and ended:     # the message of the line as read, line end included
+                    line += "\n"
+                    try:
+                        json_row(line)
+                    except ValueError as again:
+                        exc = again
+                if isinstance(exc, _JsonLimit):
+                    errors.add("%s:%d: %s" % (path, lineno, exc))
+                else:
+                    errors.add("%s:%d: invalid JSON (%s), got %s" % (path, lineno, str(exc).split(":")[0],
+                                                                   _show(line.strip(), 60)))
+                continue
+            if type(obj) is not dict:
+                errors.add("%s:%d: expected a JSON object, got %s" % (path, lineno, _show(obj, 60)))
+                continue
+            if path in _RAGAS_PATHS:      # issue 28: a RAGAS-style row, read as gold + trace row
+                obj = ragas_row(obj, path, lineno, errors)
+                if obj is None:
+                    continue
+            yield lineno, obj
+
+
+def _batch_lines(path: str, errors: "_Errors", first: int, lines: list, ended: bool):
+    """(lineno, text) of a batch's lines that are UTF-8, line end included (iter_lines'
+    lines); an over-long or non-UTF-8 line goes to ``errors`` when it is reached."""
+    for lineno, raw in enumerate(lines, first):
+        if raw is None:
+            errors.add("%s:%d: line longer than %d bytes (--max-line-bytes)" % (path, lineno, _LIMITS["line_bytes"]))
+            continue
+        if ended:
+            raw += b"\n"
+        try:
+            yield lineno, raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            errors.add("%s:%d: not UTF-8 (byte 0x%02x at column %d), got %r"
+                       % (path, lineno, raw[exc.start], exc.start + 1, raw[:60]))
 
 
 # Issue 28: RAGAS-style rows ({user_input | question, response | answer, retrieved_contexts |
@@ -1841,7 +1905,7 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
     cat_ids: Dict[str, int] = {}
     intern: Dict[str, str] = {}
     unlabelled: List[int] = []
-    labelled: List[int] = []
+    labelled = 0            # the line of the first labelled row (0: none yet)
     for lineno, row in _jsonl(path, errors, notes):
         qid = row.get("qid")
         if "qid" not in row:
@@ -1852,7 +1916,7 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
             continue
         bad = False
         ans = row.get("answerable")
-        if not _has_labels(row):        # issue 20: a row without labels is reference-free
+        if _LABELS.isdisjoint(row):     # issue 20: a row without labels (_has_labels) is reference-free
             unlabelled.append(lineno)
             ans = False
         elif type(ans) is not bool:
@@ -1866,7 +1930,7 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
         if cits is not None and not _str_list(cits):
             errors.add("%s:%d: \"gold_citations\" must be a list of strings, got %s" % (path, lineno, _show(cits)))
             bad = True
-        golds = _gold_answers(row, path, lineno, errors)
+        golds = _gold_answers(row, path, lineno, errors) if "gold_answers" in row else None
         if golds is False:
             bad = True
         cat = row.get(by, NO_CATEGORY)
@@ -1880,15 +1944,15 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
             errors.add("%s:%d: \"expected_decision\" must be one of %s, got %s"
                        % (path, lineno, ", ".join(DECISIONS), _show(exp)))
             bad = True
-        extra = _gold_extras(row, path, lineno, errors)
+        extra = (0, None) if _EXTRA_GOLD.isdisjoint(row) else _gold_extras(row, path, lineno, errors)
         if qid in gold.index:
             errors.add("%s:%d: duplicate qid (first on line %d), got %s"
                        % (path, lineno, gold.lines[gold.index[qid]], _show(qid)))
             continue
         if bad or extra is None:
             continue
-        if not unlabelled or unlabelled[-1] != lineno:
-            labelled.append(lineno)
+        if not labelled and (not unlabelled or unlabelled[-1] != lineno):
+            labelled = lineno
         gold.index[qid] = len(gold.qids)
         gold.qids.append(qid)
         gold.lines.append(lineno)
@@ -1899,8 +1963,11 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
         elif subs is None:
             gold.subs.append(None)
         else:
-            gold.subs.append(tuple(s for s in (x.lower() for x in subs) if len(s) >= 5))
-        rel = tuple(intern.setdefault(c, c) for c in dict.fromkeys(cits or ()))
+            gold.subs.append(tuple([s for s in map(str.lower, subs) if len(s) >= 5]))
+        if cits and len(cits) == 1:
+            rel = (intern.setdefault(cits[0], cits[0]),)
+        else:
+            rel = tuple(intern.setdefault(c, c) for c in dict.fromkeys(cits or ()))
         gold.rel.append(rel)
         expect_refuse = (exp != "ANSWER") if exp is not None else (not ans)
         bits, behaviour = extra
@@ -1920,7 +1987,7 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
     if unlabelled and labelled:
         errors.add("%s:%d: gold mixes labelled and unlabelled rows (line %d has labels, line %d none: no "
                    "answerable, gold_* or expected_* field); label every row or none, got %d unlabelled"
-                   % (path, unlabelled[0], labelled[0], unlabelled[0], len(unlabelled)))
+                   % (path, unlabelled[0], labelled, unlabelled[0], len(unlabelled)))
     gold.unlabelled = bool(unlabelled) and not labelled
     if not gold.qids and not errors.count:
         errors.add("%s: no gold items (the file is empty), got 0 rows" % path)
@@ -2278,6 +2345,7 @@ CITATION_PATTERNS = (
     r"(?:[ \t]+used)?[ \t*_]{0,4}(?::|$)",                       # Sources: / References: list
 )
 _CITE_TRIGGER = re.compile("[\\[(\u3010<:\\n]")    # no such character: the built-in patterns find nothing
+_CITE_TRIGGER_CHARS = "[(\u3010<:\n"      # the same characters, looked for without the regex engine (Scorer.read)
 _CITE_NEEDS = ("[", "\u3010", "<", "(", "(", "(", "(", ":\n")   # per built-in pattern: one of these characters
 _CITE_GROUPS = ("ref", "ids", "cite", "doc", "page", "abbr", "sources")
 _CITE_SPLIT = re.compile(r"[,;&]|\band\b")
@@ -2778,16 +2846,23 @@ _PASSAGE_RX = re.compile(r"\b(?:passages?|context|documents?|text|sources?|excer
 
 # Punctuation to spaces (apostrophes and "/" kept: "can't", "n/a"), to split a text into words.
 _SPLIT_TABLE = str.maketrans({c: " " for c in "!\"#$%&()*+,-.:;<=>?@[\\]^_`{|}~\u201c\u201d\u2018\u00ab\u00bb\u2013\u2014\u2026\u00bf\u00a1"})
+_SPLIT_BYTES = bytes(32 if c in _SPLIT_TABLE and c < 128 else c for c in range(256))    # _SPLIT_TABLE on ASCII
 _DISCLAIMER_TRIGGERS = frozenset("ai ki ia knowledge training sprachmodell taalmodel modelo modello "
                                  "don't don\u2019t doesn't doesn\u2019t cannot can't can\u2019t not".split())
+
+
+_ANY_TRIGGER = frozenset(" ".join(_DECLINE_TRIGGERS.values()).split()) | _DISCLAIMER_TRIGGERS
 
 
 def _decline_rxs(low: str) -> tuple:
     """The decline-cue groups whose trigger words the lower-cased text holds, and whether the
     disclaimer cues may apply."""
-    words = set(low.translate(_SPLIT_TABLE).split())
+    words = (low.encode().translate(_SPLIT_BYTES).decode() if low.isascii() else low.translate(_SPLIT_TABLE)).split()
     if "n't" in low or "n\u2019t" in low:
-        words.add("not")
+        words.append("not")
+    elif _ANY_TRIGGER.isdisjoint(words):     # no trigger word at all (most answers): no group
+        return (), False
+    words = set(words)
     groups = tuple(rx for trig, rx in (_DECLINE_GROUPS or _decline_groups()) if not trig.isdisjoint(words))
     return groups, not _DISCLAIMER_TRIGGERS.isdisjoint(words)
 
@@ -2829,7 +2904,8 @@ def refusal_layout(text, token: str = REFUSAL, extra=()) -> Tuple[str, List[str]
         return "empty", [], [], 0
     tok = token.strip().lower()
     low = t.lower()
-    if low == tok or (len(t) <= len(tok) + 60 and tok in " ".join(low.split()) and token_form(t) == tok):
+    if low == tok or (len(t) <= len(tok) + 60 and (not tok or tok.split(None, 1)[0] in low)   # (its first word: cheap)
+                      and tok in " ".join(low.split()) and token_form(t) == tok):
         return "token", [], [], 0
     if len(t) > REFUSAL_WINDOW:
         half = REFUSAL_WINDOW // 2
@@ -3755,26 +3831,55 @@ def ground(claim: str, texts: List[str], model: Optional[dict] = None) -> Ground
 
 def tokens(text: str) -> set:
     """Lower-cased word and number tokens; "1,000" and "1000" are the same number."""
-    found = set(_TOKEN_RX.findall(text.lower()))
+    low = text.lower()
+    if low.isascii():       # _TOKEN_RX's tokens by byte translations (_LETTER_BYTES)
+        raw = low.encode()
+        found = set(ascii_words(raw))
+        for part in raw.translate(_NUMBER_BYTES).split():
+            if part.isdigit():
+                found.add(part.decode())
+            elif part.strip(b".,"):
+                found.update(_NUMBER_RX.findall(part.decode()))
+    else:
+        found = set(_TOKEN_RX.findall(low))
     if "," in text:
         found = {t.replace(",", "") for t in found}
     return found
+
+
+def ascii_words(raw: bytes) -> List[str]:
+    """The words _TOKEN_RX finds in a lower-cased ASCII text (``raw``: its bytes): runs of a-z."""
+    return raw.translate(_LETTER_BYTES).decode().split()
+
+
+WORD_SET_CHARS = 2000     # unsupported_tokens: ASCII texts up to this size have their words listed
 
 
 def unsupported_tokens(claim: str, texts: List[str], cache: Optional[dict] = None,
                        claim_tokens: Optional[set] = None) -> List[str]:
     """Numbers and content words of ``claim`` that occur in none of ``texts`` (sorted);
     ``claim_tokens``: tokens(claim) when the caller has them.  Without a ``cache`` an ASCII
-    text is not tokenized: each wanted token is looked up in it (``_token_in``)."""
+    text is not tokenized: each wanted number is looked up in it (``_token_in``), and each wanted
+    word too unless the texts are short (WORD_SET_CHARS): then in the set of their words."""
+    if claim.isascii() and any(_copied(claim, t) for t in texts):
+        return []
     if claim_tokens is None:
         claim_tokens = tokens(claim)
     wanted = [tok for tok in claim_tokens if tok[0].isdigit() or (len(tok) >= 3 and tok not in STOPWORDS)]
     if not wanted:
         return []
-    if cache is None and all(t.isascii() for t in texts):
+    if cache is None and all(map(str.isascii, texts)):
         lows = [t.lower() for t in texts]
+        words = None
+        if sum(map(len, lows)) <= WORD_SET_CHARS:
+            words = set(ascii_words(lows[0].encode())) if len(lows) == 1 else \
+                {w for low in lows for w in ascii_words(low.encode())}
         bad = []
         for tok in wanted:
+            if words is not None and not tok[0].isdigit():     # a word: one of the texts' words
+                if tok not in words:
+                    bad.append(tok)
+                continue
             for n, low in enumerate(lows):
                 found = _token_in(low, tok)
                 if found is None:           # a number in a text with a comma: its tokens decide
@@ -3797,6 +3902,28 @@ def unsupported_tokens(claim: str, texts: List[str], cache: Optional[dict] = Non
         else:
             support |= toks
     return sorted(tok for tok in wanted if tok not in support)
+
+
+_NOT_ALNUM = "".join(chr(c) for c in range(128) if not chr(c).isalnum())
+_WORD_GOES_ON = frozenset("abcdefghijklmnopqrstuvwxyz")      # a word token goes on across these
+_NUMBER_GOES_ON = frozenset("0123456789.,")                  # a number may (_TOKEN_RX)
+
+
+def _copied(claim: str, text: str) -> bool:
+    """Whether every token of an ASCII ``claim`` is one of tokens(text), shown the cheap way:
+    the claim without its leading and trailing non-alphanumerics (which hold no token) occurs in
+    the ASCII ``text`` (case folded) between characters that cannot go on its first and last
+    token.  False proves nothing."""
+    core = claim.lower().strip(_NOT_ALNUM)
+    if not core or not text.isascii():
+        return False
+    low = text.lower()
+    p = low.find(core)
+    if p < 0:
+        return False
+    e = p + len(core)
+    return ((p == 0 or low[p - 1] not in (_WORD_GOES_ON if core[0].isalpha() else _NUMBER_GOES_ON))
+            and (e == len(low) or low[e] not in (_WORD_GOES_ON if core[-1].isalpha() else _NUMBER_GOES_ON)))
 
 
 def _token_in(low: str, tok: str) -> Optional[bool]:
@@ -3852,6 +3979,7 @@ class Scorer:
         self.text_cits: Dict[int, List[str]] = {}             # citations read from the text, by item
         self.bad_marks: Dict[int, List[str]] = {}             # markers that resolve to nothing, by item
         self.idcg: Dict[Tuple[int, int], float] = {}
+        self.measure_memo: Dict[tuple, tuple] = {}            # _retrieval: (positions, nrel) -> measures
         _disc(max(ks) + 1)
 
     # ---- one item
@@ -3885,7 +4013,7 @@ class Scorer:
                 cont = True
             elif subs:
                 low = claim.lower()
-                cont = any(s in low for s in subs)
+                cont = any(map(low.__contains__, subs))
             else:
                 cont = False
             if rel and not retset.isdisjoint(rel):
@@ -3936,7 +4064,7 @@ class Scorer:
                     f |= F_FBUSED
             for k in self.ks:
                 top = ret[:k]
-                self.seed_rec[k][i] = (rel[0] in top) if len(rel) == 1 else all(c in top for c in rel)
+                self.seed_rec[k][i] = (rel[0] in top) if len(rel) == 1 else (not rel or all(c in top for c in rel))
             if self.seed_rec[self.k0][i]:
                 f |= F_REC
         if rel:
@@ -3990,7 +4118,7 @@ class Scorer:
         goes to mark_read."""
         if not claim or self.cite_patterns == ():
             return claim, cits, None
-        if self.cite_patterns is None and not _CITE_TRIGGER.search(claim):
+        if self.cite_patterns is None and not any(map(claim.__contains__, _CITE_TRIGGER_CHARS)):
             return claim, cits, None        # no character a built-in marker starts with: nothing to read
         rd = read_citations(claim, ret, (cited, self.chunks), self.cite_patterns)
         if not rd.citations and not rd.bad:
@@ -4019,30 +4147,46 @@ class Scorer:
 
     def _retrieval(self, i: int, rel, ret, scores) -> None:
         # trec_eval order: score descending, then id descending; otherwise the trace's order.
-        if scores is not None:     # (a trace's few ids: sorting is cheaper than checking the order)
+        # Scores that strictly decrease already give that order (no tie for the ids to break).
+        if scores is not None and not (scores == sorted(scores, reverse=True) and len(set(scores)) == len(scores)):
             ranked = [d for _, d in sorted(zip(scores, ret), reverse=True)]
         else:
             ranked = ret
         if len(set(ranked)) != len(ranked):
             ranked = list(dict.fromkeys(ranked))   # a repeated id counts once, at its best rank
         positions, gains = relevant_positions(ranked, rel)
-        nrel = len(rel)
-        graded = type(rel) is dict
-        self.rr[i] = measure_rr(positions)
-        if graded:
-            ideal = ideal_gains(rel.values())
+        if type(rel) is dict:
+            rr, per_k = self._measures(positions, gains, len(rel), ideal_gains(rel.values()))
+        else:       # gain 1 each: the measures depend on (positions, number of gold ids) only
+            key = (tuple(positions), len(rel))
+            found = self.measure_memo.get(key)
+            if found is None:
+                if len(self.measure_memo) > 100000:     # bounded: long rankings must not grow it
+                    self.measure_memo.clear()
+                found = self.measure_memo[key] = self._measures(positions, gains, len(rel), None)
+            rr, per_k = found
+        self.rr[i] = rr
+        for k, hits, rec, ndcg, rrk in per_k:
+            self.hits[k][i] = hits
+            self.rec[k][i] = rec
+            self.ndcg[k][i] = ndcg
+            self.rrk[k][i] = rrk
+
+    def _measures(self, positions: List[int], gains: List[int], nrel: int, ideal: Optional[List[int]]) -> tuple:
+        """(RR, ((k, hits, R@k, nDCG@k, RR@k) for each k)) of one ranking's relevant
+        ``positions``; ``ideal``: the ideal gains of graded relevance (None: gain 1 each)."""
+        per_k = []
         for k in self.ks:
             hits = hits_at(positions, k)
-            if graded:
+            if ideal is not None:
                 idcg = ideal_dcg(ideal, k)
             else:      # gain 1 each: the ideal DCG depends on (nrel, k) only
                 idcg = self.idcg.get((nrel, k))
                 if idcg is None:
                     idcg = self.idcg[(nrel, k)] = ideal_dcg([1] * nrel, k)
-            self.hits[k][i] = hits
-            self.rec[k][i] = measure_r(hits, nrel)
-            self.ndcg[k][i] = measure_ndcg(positions, gains, k, idcg)
-            self.rrk[k][i] = measure_rr(positions, k)
+            per_k.append((k, hits, measure_r(hits, nrel), measure_ndcg(positions, gains, k, idcg),
+                          measure_rr(positions, k)))
+        return measure_rr(positions), tuple(per_k)
 
     def read_claim(self, i: int, claim: str, present: bool) -> int:
         """F_REFUSED (not shipped) | F_PROSE | F_CUTOFF | F_PARTIAL for item ``i``'s claim: the one
@@ -4105,6 +4249,10 @@ class Scorer:
         self.context_lack = bytearray(n)
         # policy_compliance is measured when a [policy.*] exists or gold names a policy rejection
         self.policy_measured = bool(self.rules.policies) or any(b & F_POLREJ for b in self.gold.base)
+        # the literals one of which any [policy.*] match needs (None: some pattern needs none):
+        # an ASCII claim holding none of them matches no policy (each _any_search says False)
+        lits = [_any_entry(pats)[1] for _, _, pats in self.rules.policies]
+        self.policy_literals = None if None in lits else tuple(sorted(set().union(*lits)))
 
     def judge_extra(self, i: int, claim, cits, ret, cited, cited_pol, decision, extra) -> None:
         """Issue 20's per-item verdicts, after ``judge`` set the seed flags of item ``i``."""
@@ -4130,7 +4278,11 @@ class Scorer:
             m = next(rx.search(claim) for _, rx in self.rules.cutoff if rx.search(claim))
             found.append({"mode": "training_cutoff_excuse", "words": m.group(0)[:80]})
         if f & F_SHIP:
-            for name, msg, pats in self.rules.policies:
+            policies = self.rules.policies
+            if (policies and self.policy_literals is not None and claim.isascii()
+                    and not any(map(claim.lower().__contains__, self.policy_literals))):
+                policies = ()
+            for name, msg, pats in policies:
                 if not _any_search(pats, claim):      # one search per policy; its pattern only on a match
                     continue
                 for src, rx in pats:
@@ -4142,7 +4294,7 @@ class Scorer:
             if f & F_POLREJ:
                 found.append({"mode": "policy_violation", "policy": self.gold.reject_reason.get(i, ""),
                               "gold": "expected_behavior reject: the answer shipped"})
-            if any(e["mode"] == "policy_violation" for e in found):
+            if found and any(e["mode"] == "policy_violation" for e in found):
                 f |= F_POLV
             if cited_pol or self.chunk_policies:
                 src_found = source_violations(claim, cits, ret, self._texts(cited, cits, ret),
@@ -4371,10 +4523,10 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
     rows = unknown = dup = 0
     unknown_ex: List[str] = []
     dup_ex: List[str] = []
-    lines = _jsonl(path, errors, notes)
-    if getattr(scorer, "progress", False):
-        lines = _progress_rows(lines, "score_eval: %s" % path)
-    for lineno, row in lines:
+    progress = _RowProgress("score_eval: %s" % path) if getattr(scorer, "progress", False) else None
+    for lineno, row in _jsonl(path, errors, notes):
+        if progress is not None and rows and rows & 0x3FFF == 0:
+            progress.tick(rows)         # after the row ``rows`` (as _progress_rows does)
         rows += 1
         get = row.get
         qid = get("qid") or get("q_id")    # seed 002 accepts either spelling
@@ -4409,7 +4561,7 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
             continue
         cited = get("cited_chunks")
         cited_pol = None
-        if cited is not None and (type(cited) is not dict or not all(type(v) is str for v in cited.values())):
+        if cited is not None and (type(cited) is not dict or not all(map(_IS_STR, cited.values()))):
             cited, cited_pol = _cited_with_policies(cited)     # issue 20: {"text", "policy"} values
             if cited is None:
                 errors.add("%s:%d: \"cited_chunks\" must be an object of id -> text or {\"text\", \"policy\"} "
@@ -4442,6 +4594,10 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
         if reading is not None or scorer.text_cits or scorer.bad_marks:
             scorer.mark_read(i, reading)
         scorer.judge_extra(i, claim, cits, ret, cited, cited_pol, decision, extra)
+    if progress is not None:
+        if rows and rows & 0x3FFF == 0:
+            progress.tick(rows)
+        progress.close(rows)
     # The gold set owns the query set: an item without a trace row is judged on an empty row
     # (seed 002: a shipped answer with an empty claim; retrieval scores 0).
     missing = 0
@@ -4458,29 +4614,44 @@ PROGRESS_ROWS = 100_000      # progress on stderr only past this many trace rows
 PROGRESS_EVERY = (1.0, 30.0)  # seconds between two progress lines: on a terminal, off one
 
 
+class _RowProgress:
+    """Past PROGRESS_ROWS rows, ``label: N rows, R/s`` on stderr (redrawn in place on a
+    terminal; one plain line at most every 30 s off one); ``tick(n)`` every 16,384 rows."""
+
+    def __init__(self, label: str, stream=None):
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", None) and self.stream.isatty())
+        self.every = PROGRESS_EVERY[0] if self.tty else PROGRESS_EVERY[1]
+        self.label = label
+        self.start = self.last = time.monotonic()
+        self.drawn = False
+
+    def tick(self, n: int) -> None:
+        if n >= PROGRESS_ROWS:
+            now = time.monotonic()
+            if now - self.last >= self.every:
+                self.last = now
+                text = "%s: %d rows, %.0f/s" % (self.label, n, n / max(now - self.start, 1e-9))
+                self.stream.write(("\r%s\x1b[K" % text) if self.tty else text + "\n")
+                self.stream.flush()
+                self.drawn = self.tty
+
+    def close(self, n: int) -> None:
+        if self.drawn:
+            self.stream.write("\r%s: %d rows\x1b[K\n" % (self.label, n))
+            self.stream.flush()
+
+
 def _progress_rows(rows, label: str, stream=None):
-    """Pass ``rows`` through; past PROGRESS_ROWS rows, write ``label: N rows, R/s`` to stderr
-    (redrawn in place on a terminal; one plain line at most every 30 s off one)."""
-    stream = stream if stream is not None else sys.stderr
-    tty = bool(getattr(stream, "isatty", None) and stream.isatty())
-    every = PROGRESS_EVERY[0] if tty else PROGRESS_EVERY[1]
-    start = time.monotonic()
-    last = start
-    drawn = False
+    """Pass ``rows`` through with a _RowProgress (score_trace ticks its own, without this
+    generator in its loop)."""
+    progress = _RowProgress(label, stream)
     n = 0
     for n, item in enumerate(rows, 1):
         yield item
-        if n & 0x3FFF == 0 and n >= PROGRESS_ROWS:
-            now = time.monotonic()
-            if now - last >= every:
-                last = now
-                text = "%s: %d rows, %.0f/s" % (label, n, n / max(now - start, 1e-9))
-                stream.write(("\r%s\x1b[K" % text) if tty else text + "\n")
-                stream.flush()
-                drawn = tty
-    if drawn:
-        stream.write("\r%s: %d rows\x1b[K\n" % (label, n))
-        stream.flush()
+        if n & 0x3FFF == 0:
+            progress.tick(n)
+    progress.close(n)
 
 
 def score_run(run: Dict[str, Tuple[List[float], List[str]]], scorer: Scorer) -> Dict[str, object]:
@@ -5060,7 +5231,7 @@ def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
                 out[name] = _entry(c / ng, c, ng, wilson(c, ng))
                 continue
             total = math.fsum(vals)
-            out[name] = _entry(total / ng, None, ng, _normal_ci(total, math.fsum(v * v for v in vals), ng))
+            out[name] = _entry(total / ng, None, ng, _normal_ci(total, math.fsum(map(mul, vals, vals)), ng))
     if not trec:
         out.update(_extra_metrics(scorer, idx, combos))
         out.update(_answer_metrics(scorer, idx))
@@ -5085,7 +5256,7 @@ def _answer_metrics(scorer: Scorer, idx) -> Dict[str, dict]:
     vals = [f1s[i] for i in measured]
     total = math.fsum(vals)
     return {"answer_correct_rate": _entry(c / n, c, n, wilson(c, n)),
-            "answer_f1": _entry(total / n, None, n, _normal_ci(total, math.fsum(v * v for v in vals), n))}
+            "answer_f1": _entry(total / n, None, n, _normal_ci(total, math.fsum(map(mul, vals, vals)), n))}
 
 
 EXTRA_METRICS = ("faithfulness", "unsupported_answer_rate",
@@ -5147,12 +5318,12 @@ def _extra_metrics(scorer: Scorer, idx, combos: Counter) -> Dict[str, dict]:
             continue
         vals = [v for v in map(arr.__getitem__, idx) if v == v]
         total = math.fsum(vals)
-        out[name] = (_entry(total / len(vals), None, len(vals), _normal_ci(total, math.fsum(v * v for v in vals), len(vals)))
+        out[name] = (_entry(total / len(vals), None, len(vals), _normal_ci(total, math.fsum(map(mul, vals, vals)), len(vals)))
                      if vals else _entry(None, None, 0, None, "not measured: " + what))
     vals = [v for v in map(scorer.faith.__getitem__, idx) if v == v]
     total = math.fsum(vals)
     out["faithfulness"] = _grounding_entry(scorer, idx, None, len(vals), total / len(vals) if vals else None,
-                                           _normal_ci(total, math.fsum(v * v for v in vals), len(vals)))
+                                           _normal_ci(total, math.fsum(map(mul, vals, vals)), len(vals)))
     lat = sorted(v for v in map(scorer.latency.__getitem__, idx) if v == v)
     for name, p in (("latency_p50", 0.50), ("latency_p95", 0.95)):
         out[name] = (_entry(nearest_rank(lat, p), None, len(lat), None) if lat else

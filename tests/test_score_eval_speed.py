@@ -8,7 +8,13 @@
    random texts.
 3. The refusal token's fast path and the [scorer] patterns left out of the reading when none
    can match: the same flags and reason as ``read_refusal`` with the patterns.
+4. Issue 32's third round: ``tokens`` on ASCII text (byte translations, no regex) against
+   _TOKEN_RX; ``_copied`` (a claim copied from a text: nothing unsupported) and the word set of
+   ``unsupported_tokens`` against the set definition; ``_decline_rxs`` without a trigger word;
+   ``json_row``'s direct scan against ``json.loads``; ``_retrieval``'s order shortcut (scores
+   that strictly decrease) and its memo against the measures of the sorted ranking.
 """
+import json
 import random
 import sys
 import unittest
@@ -114,6 +120,156 @@ class RefusalFastPath(unittest.TestCase):
                     self.assertEqual(bool(bits & score_eval.F_PARTIAL), kind == score_eval.KIND_PARTIAL)
                     want = reason if pat == 0 else "%s [pattern %d]" % (reason, pat)
                     self.assertEqual(sc.refusal_reason.get(0, ""), want)
+
+
+def _regex_tokens(text):
+    found = set(score_eval._TOKEN_RX.findall(text.lower()))
+    return {t.replace(",", "") for t in found} if "," in text else found
+
+
+def _set_unsupported(claim, texts):
+    """The definition: wanted tokens of the claim in none of tokens(text)."""
+    support = set().union(*(_regex_tokens(t) for t in texts))
+    return sorted(t for t in _regex_tokens(claim) if (t[0].isdigit() or (len(t) >= 3 and t not in score_eval.STOPWORDS))
+                  and t not in support)
+
+
+TOKENS = [
+    # (text, expected tokens): by hand from _TOKEN_RX (words: runs of letters; numbers: digit runs
+    # joined by single "." or "," between digits; commas dropped when the text has one)
+    ("Within 48 hours.", {"within", "48", "hours"}),
+    ("Pay 1,000.50 now, ok", {"pay", "1000.50", "now", "ok"}),
+    ("v1.2.3 and 1..5 and .5 and 7.", {"v", "1.2.3", "and", "1", "5", "7"}),
+    ("abc5def_ghi", {"abc", "5", "def", "ghi"}),
+    ("don't stop\x1cnow", {"don", "t", "stop", "now"}),
+    ("", set()),
+    ("...,,,", set()),
+    ("Caf\u00e9 2024", {"caf\u00e9", "2024"}),            # not ASCII: the regex
+    ("\u212a2", {"k", "2"}),                                # Kelvin sign: lower-cases to ASCII "k"
+]
+
+COPIED = [
+    # (claim, text, expected): True only when the claim, its ends stripped, sits in the text
+    # between characters that cannot continue its first and last token
+    ("Refunds are paid within 48 hours.", "Refunds are paid within 48 hours. Then more.", True),
+    ("are paid", "Refunds are paid within", True),
+    ("re paid", "Refunds are paid within", False),          # "re" is inside "are"
+    ("paid with", "Refunds are paid within", False),        # "with" goes on to "within"
+    ("within 48", "within 48.5 hours", False),              # the number goes on: 48.5
+    ("within 48", "within 48. Then", False),                # "." after a digit: not proven
+    ("within 48", "within 48 hours", True),
+    ("5 hours", "within 1.5 hours", False),                 # the number starts earlier: 1.5
+    ("hours", "hours5", True),                              # a digit does not continue a word
+    ("**Hours!**", "Open hours.", True),
+    ("...", "Open hours.", False),                          # no token: nothing to prove
+    ("caf\u00e9", "caf\u00e9", False),                       # not ASCII: not proven here
+]
+
+
+class ThirdRound(unittest.TestCase):
+    def test_tokens_table(self):
+        for text, want in TOKENS:
+            with self.subTest(text=text):
+                self.assertEqual(score_eval.tokens(text), want)
+                self.assertEqual(_regex_tokens(text), want)
+
+    def test_tokens_random(self):
+        rng = random.Random(320)
+        alphabet = "aZ9.,_ -'\t\n\x1c\x0b!;" + "0123456789" + "\u212a\u00e9"
+        for _ in range(20000):
+            text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 16)))
+            self.assertEqual(score_eval.tokens(text), _regex_tokens(text), repr(text))
+
+    def test_copied_table(self):
+        for claim, text, want in COPIED:
+            with self.subTest(claim=claim, text=text):
+                self.assertIs(score_eval._copied(claim, text), want)
+                if want:        # then nothing is unsupported, by the definition too
+                    self.assertEqual(_set_unsupported(claim, [text]), [])
+
+    def test_unsupported_fast_and_slow(self):
+        rng = random.Random(321)
+        words = ["1,000", "1000", "1.5", "5", "48", "48.", "hours", "Hour", "policy", "policies", "a1", "1a",
+                 "x.5", "1..5", "2.3.4", "the", "not", "refund", "caf\u00e9", "_id"]
+        for _ in range(20000):
+            text = " ".join(rng.choice(words) + rng.choice(["", ",", ".", " ", "-"]) for _ in range(rng.randint(0, 12)))
+            a = rng.randint(0, len(text))
+            b = rng.randint(a, len(text))
+            claim = rng.choice(["", "**", "The "]) + text[a:b] + rng.choice(["", ".", "!", " 7", "s"])
+            texts = [text] if rng.random() < 0.7 else [text, "Other text 1,000."]
+            want = _set_unsupported(claim, texts)
+            self.assertEqual(score_eval.unsupported_tokens(claim, texts), want, (claim, texts))
+            self.assertEqual(score_eval.unsupported_tokens(claim, texts, {}), want, (claim, texts))
+
+    def test_decline_words(self):
+        groups = score_eval._decline_groups()
+        for low in ["the refund is paid within 48 hours.", "i cannot say.", "it isn't stated", "nicht bekannt",
+                    "unfortunately, no", "as an ai, i", "policy (training) records", "n\u2019t", ""]:
+            with self.subTest(low=low):
+                words = set(low.translate(score_eval._SPLIT_TABLE).split())
+                if "n't" in low or "n\u2019t" in low:
+                    words.add("not")
+                want = (tuple(rx for trig, rx in groups if not trig.isdisjoint(words)),
+                        not score_eval._DISCLAIMER_TRIGGERS.isdisjoint(words))
+                self.assertEqual(score_eval._decline_rxs(low), want)
+
+    def test_cite_trigger_characters(self):
+        # Scorer.read looks for these characters with str.__contains__ instead of _CITE_TRIGGER
+        for c in range(0x3100):
+            ch = chr(c)
+            if 0xD800 <= c < 0xE000:
+                continue
+            self.assertEqual(bool(score_eval._CITE_TRIGGER.search(ch)), ch in score_eval._CITE_TRIGGER_CHARS, repr(ch))
+        gold = score_eval.Gold()
+        gold.qids.append("q1")
+        gold.index["q1"] = 0
+        gold.base.append(0)
+        sc = score_eval.Scorer(gold, [5], "not in context", None)
+        for claim, want in (("Refunds take 48 hours.", None), ("Refunds take 48 hours [1].", ["a"]),
+                            ("Refunds take 48 hours (doc a).", None), ("Sources:\n1. a", ["a"])):
+            with self.subTest(claim=claim):
+                got = sc.read(claim, None, ["a", "b"], {})
+                self.assertEqual(got[1], want)
+
+    def test_json_row(self):
+        for text in ['{"a": 1, "b": [1.5, "x"]}', '{"a": 1}\n', '{"a": 1}  \r\n', '{"a": {"b": null}} ',
+                     '[1, 2]', '"x"', ' {"a": 1}']:
+            with self.subTest(text=text):
+                self.assertEqual(score_eval.json_row(text), json.loads(text))
+        for text in ['{"a": 1} {"b": 2}', '{"a": 1', '{"a": tru}', '{"a": 1}\x0b', '{']:
+            with self.subTest(text=text):
+                with self.assertRaises(ValueError) as got:
+                    score_eval.json_row(text)
+                with self.assertRaises(ValueError) as want:
+                    json.loads(text)
+                self.assertEqual(str(got.exception), str(want.exception))
+
+    def test_retrieval_order_and_memo(self):
+        gold = score_eval.Gold()
+        for n in range(3):
+            gold.qids.append("q%d" % n)
+            gold.index["q%d" % n] = n
+            gold.base.append(0)
+        sc = score_eval.Scorer(gold, [1, 3, 5], "not in context", None)
+        cases = [  # (gold ids, retrieved, scores): by hand, RR and R@3 of the sorted ranking
+            (("b",), ["a", "b", "c"], [0.9, 0.5, 0.1], 0.5, 1.0),        # strictly decreasing: as given
+            (("b",), ["a", "b", "c"], [0.1, 0.5, 0.9], 0.5, 1.0),        # reversed: c, b, a
+            (("a",), ["a", "b", "c"], [0.5, 0.5, 0.1], 0.5, 1.0),        # a tie: the larger id first (b, a)
+            (("a", "c"), ["a", "b", "c"], [0.5, 0.5, 0.5], 1.0, 1.0),    # all tied: c, b, a
+            (("c",), ["a", "b", "c", "d"], None, 1 / 3, 1.0),            # no scores: the trace's order
+        ]
+        for rel, ret, scores, rr, r3 in cases * 2:       # twice: the second time from the memo
+            with self.subTest(rel=rel, scores=scores):
+                sc._retrieval(0, rel, ret, scores)
+                self.assertAlmostEqual(sc.rr[0], rr)
+                self.assertAlmostEqual(sc.rec[3][0], r3)
+                ranked = [d for _, d in sorted(zip(scores, ret), reverse=True)] if scores else ret
+                positions, gains = score_eval.relevant_positions(ranked, rel)
+                for k in (1, 3, 5):
+                    idcg = score_eval.ideal_dcg([1] * len(rel), k)
+                    self.assertEqual(sc.ndcg[k][0], score_eval.measure_ndcg(positions, gains, k, idcg))
+                    self.assertEqual(sc.rrk[k][0], score_eval.measure_rr(positions, k))
+                    self.assertEqual(sc.hits[k][0], score_eval.hits_at(positions, k))
 
 
 if __name__ == "__main__":
