@@ -4249,10 +4249,9 @@ class Scorer:
         self.context_lack = bytearray(n)
         # policy_compliance is measured when a [policy.*] exists or gold names a policy rejection
         self.policy_measured = bool(self.rules.policies) or any(b & F_POLREJ for b in self.gold.base)
-        # the literals one of which any [policy.*] match needs (None: some pattern needs none):
-        # an ASCII claim holding none of them matches no policy (each _any_search says False)
-        lits = [_any_entry(pats)[1] for _, _, pats in self.rules.policies]
-        self.policy_literals = None if None in lits else tuple(sorted(set().union(*lits)))
+        # every [policy.*] pattern in one tuple: a claim without any of their required literals
+        # (_literals_absent) matches no policy
+        self.policy_patterns = tuple(p for _, _, pats in self.rules.policies for p in pats)
 
     def judge_extra(self, i: int, claim, cits, ret, cited, cited_pol, decision, extra) -> None:
         """Issue 20's per-item verdicts, after ``judge`` set the seed flags of item ``i``."""
@@ -4279,8 +4278,7 @@ class Scorer:
             found.append({"mode": "training_cutoff_excuse", "words": m.group(0)[:80]})
         if f & F_SHIP:
             policies = self.rules.policies
-            if (policies and self.policy_literals is not None and claim.isascii()
-                    and not any(map(claim.lower().__contains__, self.policy_literals))):
+            if policies and _literals_absent(self.policy_patterns, claim):
                 policies = ()
             for name, msg, pats in policies:
                 if not _any_search(pats, claim):      # one search per policy; its pattern only on a match
@@ -5112,6 +5110,11 @@ def wilson(count: int, n: int) -> Optional[List[float]]:
     return [max(0.0, center - half), min(1.0, center + half)]
 
 
+def _sample_ci(vals: List[float], total: float) -> Optional[List[float]]:
+    """_normal_ci of the values ``vals`` (``total``: math.fsum of them)."""
+    return _normal_ci(total, math.fsum(map(mul, vals, vals)), len(vals))
+
+
 def _normal_ci(values_sum: float, sq_sum: float, n: int) -> Optional[List[float]]:
     if n == 0:
         return None
@@ -5231,7 +5234,7 @@ def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
                 out[name] = _entry(c / ng, c, ng, wilson(c, ng))
                 continue
             total = math.fsum(vals)
-            out[name] = _entry(total / ng, None, ng, _normal_ci(total, math.fsum(map(mul, vals, vals)), ng))
+            out[name] = _entry(total / ng, None, ng, _sample_ci(vals, total))
     if not trec:
         out.update(_extra_metrics(scorer, idx, combos))
         out.update(_answer_metrics(scorer, idx))
@@ -5256,7 +5259,7 @@ def _answer_metrics(scorer: Scorer, idx) -> Dict[str, dict]:
     vals = [f1s[i] for i in measured]
     total = math.fsum(vals)
     return {"answer_correct_rate": _entry(c / n, c, n, wilson(c, n)),
-            "answer_f1": _entry(total / n, None, n, _normal_ci(total, math.fsum(map(mul, vals, vals)), n))}
+            "answer_f1": _entry(total / n, None, n, _sample_ci(vals, total))}
 
 
 EXTRA_METRICS = ("faithfulness", "unsupported_answer_rate",
@@ -5318,12 +5321,12 @@ def _extra_metrics(scorer: Scorer, idx, combos: Counter) -> Dict[str, dict]:
             continue
         vals = [v for v in map(arr.__getitem__, idx) if v == v]
         total = math.fsum(vals)
-        out[name] = (_entry(total / len(vals), None, len(vals), _normal_ci(total, math.fsum(map(mul, vals, vals)), len(vals)))
+        out[name] = (_entry(total / len(vals), None, len(vals), _sample_ci(vals, total))
                      if vals else _entry(None, None, 0, None, "not measured: " + what))
     vals = [v for v in map(scorer.faith.__getitem__, idx) if v == v]
     total = math.fsum(vals)
     out["faithfulness"] = _grounding_entry(scorer, idx, None, len(vals), total / len(vals) if vals else None,
-                                           _normal_ci(total, math.fsum(map(mul, vals, vals)), len(vals)))
+                                           _sample_ci(vals, total))
     lat = sorted(v for v in map(scorer.latency.__getitem__, idx) if v == v)
     for name, p in (("latency_p50", 0.50), ("latency_p95", 0.95)):
         out[name] = (_entry(nearest_rank(lat, p), None, len(lat), None) if lat else
