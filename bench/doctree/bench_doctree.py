@@ -14,6 +14,9 @@ Trees (bench/doctree/README.md):
 * ``click``: the ``docs/`` folder of click 8.1.7's sdist, fetched the same way; questions
   click_questions.jsonl (written by someone who had not seen the answerer's changes, before
   any run on the tree).
+* ``werkzeug``: the ``docs/`` folder of Werkzeug 3.0.3's sdist (BSD-3-Clause, "Copyright 2007
+  Pallets"), fetched the same way; questions werkzeug_questions.jsonl, written the same way
+  (with the sentence that states each answer), committed before any run on the tree.
 
 Each tree is copied to --work (default runs/doctree/<tree>) with .gz files unzipped and
 only .md, .rst and .txt kept, then indexed by mini_rag with a corpus of one's own's
@@ -67,6 +70,7 @@ def prepare(src: str, dst: str) -> int:
 SDISTS = {
     "flask": ("3.0.3", "ceb27b0af3823ea2737928a4d99d125a06175b8512c445cbd9a9ce200ef76842"),
     "click": ("8.1.7", "ca9853ad459e787e2192211578cc907e7594e294c7ccc834310722b41b9ca6de"),
+    "werkzeug": ("3.0.3", "097e5bfda9f0aba8da6b8545146def481d06aa7d3266e7448e2cccf67dd8bd18"),
 }
 
 
