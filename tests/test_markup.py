@@ -98,6 +98,14 @@ class Tables(unittest.TestCase):
         (".. option:: --proxy <url>\n\n   Use a proxy.\n\n.. envvar:: PIP_CERT\n\n   A bundle.\n\n.. py:function:: f(x)\n\n   Returns x.\n\n.. image:: a.png\n   :alt: no",
          [("text", ["Use a proxy."], ("--proxy <url>",)), ("text", ["A bundle."], ("PIP_CERT",)),
           ("text", ["Returns x."], ("f(x)",))]),
+        # a domain's example directive holds code, a domain's object directive prose
+        (".. click:example::\n\n    @click.command()\n    @click.option('--n', default=1)\n    def hello(n):\n        pass\n\nAfter.",
+         [("code", ["@click.command()", "@click.option('--n', default=1)", "def hello(n):", "    pass"], ()),
+          ("text", ["After."], ())]),
+        (".. click:run::\n\n    invoke(cli, args=['--help'])\n",
+         [("code", ["invoke(cli, args=['--help'])"], ())]),
+        (".. js:function:: f(x)\n\n   Returns x. Use f(x) to read it.",
+         [("text", ["Returns x. Use f(x) to read it."], ("f(x)",))]),
     )
 
     def test_rst_tables_and_objects(self):

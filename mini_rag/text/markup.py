@@ -196,6 +196,24 @@ def _fence_end(lines: List[str], i: int, fence: str) -> int:
     return len(lines)
 
 
+#: The start of a line of code: a decorator, a prompt, an import, a definition, an
+#: assignment or a call at the start of a line.
+_CODE_LINE = re.compile(r"^(?:@[A-Za-z_]|>>>|\$ |import |from [\w.]+ import |def |class |async def |"
+                        r"if __name__|[A-Za-z_][\w.]{0,60}\s{0,3}=[^=]|[A-Za-z_][\w.]{0,60}\()")
+
+
+def _reads_as_code(lines: List[str]) -> bool:
+    """A directive body is code when at least half of its non-blank lines start like code
+    and none ends a sentence: a Sphinx domain's example (``.. click:example::``) is code,
+    an object's description (``.. py:function:: f(x)``, "Returns x.") is prose."""
+    body = [l.strip() for l in lines if l.strip()]
+    if not body:
+        return False
+    starts = sum(1 for l in body if _CODE_LINE.match(l))
+    prose = any(l.endswith(".") and " " in l and not _CODE_LINE.match(l) for l in body)
+    return 2 * starts >= len(body) and not prose
+
+
 def _dedent(lines: List[str]) -> List[str]:
     widths = [len(l) - len(l.lstrip()) for l in lines if l.strip()]
     cut = min(widths) if widths else 0
@@ -358,7 +376,11 @@ def _rst(lines: List[str], offset: int, styles: dict) -> List[Block]:
             while k < len(body) and _OPTION.match(body[k].strip()):
                 k += 1
             name = d.group(1).lower() if d else ""
-            if name in PROSE_DIRECTIVES or name in OBJECT_DIRECTIVES or (":" in name and name not in CODE_DIRECTIVES):
+            if ":" in name and name not in OBJECT_DIRECTIVES and _reads_as_code(body[k:]):
+                code = _dedent(body[k:])            # a domain's example directive ("click:example")
+                if code:
+                    out.append(Block(offset + i, "code", code))
+            elif name in PROSE_DIRECTIVES or name in OBJECT_DIRECTIVES or (":" in name and name not in CODE_DIRECTIVES):
                 label = rst_inline((d.group(2) or "").strip())
                 inner = _dedent_keep(body[k:])
                 labelled = name in LABELLED or name in OBJECT_DIRECTIVES or ":" in name
