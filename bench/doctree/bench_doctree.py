@@ -17,6 +17,11 @@ Trees (bench/doctree/README.md):
 * ``werkzeug``: the ``docs/`` folder of Werkzeug 3.0.3's sdist (BSD-3-Clause, "Copyright 2007
   Pallets"), fetched the same way; questions werkzeug_questions.jsonl, written the same way
   (with the sentence that states each answer), committed before any run on the tree.
+* ``marshmallow`` (3.22.0, MIT) and ``structlog`` (24.4.0, MIT OR Apache-2.0): the same, the
+  first trees not by the Pallets team; questions written blind in session 16.
+
+A tree may also have ``<tree>_unanswerable.jsonl``: questions its documents do not answer
+(written the same way, after the answerable ones); right = refused.  They are counted apart.
 
 Each tree is copied to --work (default runs/doctree/<tree>) with .gz files unzipped and
 only .md, .rst and .txt kept, then indexed by mini_rag with a corpus of one's own's
@@ -71,6 +76,8 @@ SDISTS = {
     "flask": ("3.0.3", "ceb27b0af3823ea2737928a4d99d125a06175b8512c445cbd9a9ce200ef76842"),
     "click": ("8.1.7", "ca9853ad459e787e2192211578cc907e7594e294c7ccc834310722b41b9ca6de"),
     "werkzeug": ("3.0.3", "097e5bfda9f0aba8da6b8545146def481d06aa7d3266e7448e2cccf67dd8bd18"),
+    "marshmallow": ("3.22.0", "4972f529104a220bb8637d595aa4c9762afbe7f7a77d82dc58c1615d70c5823e"),
+    "structlog": ("24.4.0", "b27bfecede327a6d2da5fbc96bd859f114ecc398a6389d664f62085ee7ae6fc4"),
 }
 
 
@@ -137,7 +144,24 @@ def run_tree(tree: str, docs: str, work: str, quiet_files: str) -> dict:
                      "decision": result.row.get("decision")})
         print("%s %-5s %s  %s" % (q["qid"], "right" if ok else "wrong", json.dumps(claim[:160]), " ".join(cits)))
     print("%s right: %d/%d (%s)" % (tree, right, len(questions), quiet_files))
-    return {"right": right, "n": len(questions), "rows": rows}
+    result = {"right": right, "n": len(questions), "rows": rows}
+    # the tree's unanswerable questions, when written: right = refused (no answer shipped)
+    unans = os.path.join(HERE, "%s_unanswerable.jsonl" % tree)
+    if os.path.isfile(unans):
+        with open(unans, encoding="utf-8") as fh:
+            questions = [json.loads(line) for line in fh if line.strip()]
+        refused, urows = 0, []
+        for q in questions:
+            result_u = pipeline.answer(q["question"], qid=q["qid"])
+            ok = result_u.row.get("decision") != "ANSWER"
+            refused += ok
+            claim = result_u.row["answer_json"].get("claim") or ""
+            urows.append({"qid": q["qid"], "right": ok, "claim": claim,
+                          "decision": result_u.row.get("decision")})
+            print("%s %-5s %s" % (q["qid"], "right" if ok else "wrong", json.dumps(claim[:160])))
+        print("%s unanswerable refused: %d/%d" % (tree, refused, len(questions)))
+        result.update(refused=refused, n_unanswerable=len(questions), unanswerable=urows)
+    return result
 
 
 def main(argv=None) -> int:
@@ -166,6 +190,9 @@ def main(argv=None) -> int:
         results[tree] = run_tree(tree, args.docs, work, files)
     if len(results) > 1:
         print("total: " + ", ".join("%s %d/%d" % (t, r["right"], r["n"]) for t, r in results.items()))
+        if any("refused" in r for r in results.values()):
+            print("unanswerable refused: " + ", ".join("%s %d/%d" % (t, r["refused"], r["n_unanswerable"])
+                                                       for t, r in results.items() if "refused" in r))
     if args.out:
         with open(args.out, "w", encoding="utf-8") as fh:
             json.dump(results, fh, indent=1)
