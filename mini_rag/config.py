@@ -98,7 +98,6 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         "synonyms": True,                # bridge plain-language synonyms (keep ~ retain), see synonyms.py
         "quantities": True,              # bridge one length of time in other units (a fortnight ~ 14 days), see synonyms.quantity_bridges
         "asked_value": True,             # rule 3b of synthesize.py: the asked kind of value near the question's focus (asked.py)
-        "prefer_literal": True,          # rule 3c: "which option / how do I" prefers sentences writing a literal (asked.py)
         "answerability": False,          # the fitted model chooses the sentence and whether to ship (answerability.py; off: see docs/answering.md)
         "synonym_groups": [],            # more groups, each "word, word, phrase" (synonyms.py format)
         "dedup_jaccard": 0.9,            # word-set Jaccard at which two facts are near-identical

@@ -746,24 +746,6 @@ class AnswerShapeTest(unittest.TestCase):
         self.assertFalse(a.refused)
         self.assertEqual(len(a.citations()), 3)
 
-    def test_literal_question_prefers_a_sentence_writing_one(self):
-        # Rule 3c: both sentences cover the question; only the second writes the option.
-        quote = ("It is recommended not to disable the download cache. "
-                 "The download cache is disabled by passing the `--no-cache` option.")
-        facts = [fact("caching#p1", quote, 0.8)]
-        q = "How do I disable the download cache?"
-        on = run(q, facts)
-        off = run(q, facts, prefer_literal=False)
-        self.assertEqual([s.sentence for s in on.sentences],
-                         ["The download cache is disabled by passing the `--no-cache` option."])
-        self.assertEqual([s.sentence for s in off.sentences],
-                         ["It is recommended not to disable the download cache."])
-        self.assertTrue(on.detail["parts"][0]["literal"])
-        # no sentence writes a literal: the rule changes nothing
-        plain = [fact("caching#p1", "It is recommended not to disable the download cache. "
-                                    "The download cache is disabled in the settings.", 0.8)]
-        self.assertEqual(run(q, plain).to_json(), run(q, plain, prefer_literal=False).to_json())
-
     def test_two_part_question_partial_answer(self):
         q = "What is the refund window and does it apply to gift cards?"
         a = run(q, [REFUND_FACT], INDEX, REFUND)

@@ -32,8 +32,7 @@ import os
 import re
 from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
-__all__ = ["KINDS", "asked_kind", "value_spans", "near_focus", "focus_gap", "load_params", "DATA_FILE",
-           "asks_literal", "literal_spans"]
+__all__ = ["KINDS", "asked_kind", "value_spans", "near_focus", "focus_gap", "load_params", "DATA_FILE"]
 
 #: The kinds of value a question may ask for.
 KINDS = ("amount", "duration", "count", "date", "time", "code", "person", "place", "yesno", "procedure")
@@ -184,69 +183,6 @@ def focus_gap(kind: str, sentence: str, focus: Sequence[str], analyzer: Any,
         for i in marks:
             best = min(best, 0 if lo <= i <= hi else (lo - i - 1 if i < lo else i - hi - 1))
     return best
-
-
-#: A question that asks for something a technical document writes as a literal: "which
-#: option / command / setting / method / file ...", "what ... value", or how to do something
-#: ("how do I", "what do I need to install").  (Issue 31: documentation trees.)
-_LITERAL_Q = re.compile(
-    r"\b(?:which|what)\s+(?!(?:kinds?|types?|sorts?)\s+of\b)(?:[\w.-]+\s+){0,2}?(?:options?|flags?|commands?|subcommands?|settings?|keys?|"
-    r"variables?|methods?|functions?|class|classes|attributes?|parameters?|arguments?|files?|"
-    r"extensions?|headers?|packages?|extras?|modules?|decorators?|exceptions?|values?|keywords?|"
-    r"modes?|converters?|fields?|propert(?:y|ies)|hooks?|signals?|directives?|locales?|encodings?)\b|"
-    r"^\W*how\s+(?:do|can|could|should|would|to)\b(?!\s+(?:much|many|long|often))|"
-    r"\bwhat\s+(?:do|should|must)\s+(?:i|you|we)\s+(?:need\s+to\s+)?(?:set|use|pass|install|add|call|"
-    r"run|write|change|configure|export)\b", _I)
-#: A literal as documentation writes it: inline code, a long option, an identifier with an
-#: underscore, a call, a dotted name of a class, ``name=value``, a file extension.  Every run
-#: is bounded and none is nested, so the scan stays linear.
-_LITERAL = re.compile(
-    r"`[^`\n]{1,80}`|(?<![\w-])--[A-Za-z][\w-]{0,40}|\b[A-Za-z_][\w.]{0,60}\(\)|"
-    r"\b[a-z_]\w{0,40}=[\w'\"\[\]-]{1,60}|~?\b[A-Z][a-z]\w{0,40}\.[a-z_]\w{0,40}|"
-    r"\b[A-Za-z][A-Za-z0-9]{0,40}_\w{1,60}|(?<![\w/.])\.[a-z][a-z0-9]{1,9}\b")
-
-
-def asks_literal(part: str) -> bool:
-    """Does ``part`` ask for something documentation writes as a literal (an option, a
-    command, a setting, a method, a file ...) or how to do something?
-
-    >>> asks_literal("Which option disables the cache?"), asks_literal("How do I turn off the cache?")
-    (True, True)
-    >>> asks_literal("How long are logs kept?"), asks_literal("What kind of value must it be?")
-    (False, False)
-    """
-    return bool(_LITERAL_Q.search(part))
-
-
-def literal_spans(sentence: str, question: str = "") -> List[Tuple[int, int]]:
-    """``(start, end)`` of each literal ``sentence`` writes (inline code, ``--option``,
-    ``snake_case``, ``call()``, ``Class.method``, ``name=value``, ``.ext``), a literal the
-    question writes itself (as a whole word, any case) excluded: "What nargs value ...?" is
-    not answered by `nargs`, "Which option ... Python ...?" is by `--python`.
-
-    >>> literal_spans("Set it with the `nargs` parameter to `-1`.", "What nargs value?")
-    [(37, 41)]
-    >>> literal_spans("Caching is disabled by passing the --no-cache-dir option.")
-    [(35, 49)]
-    >>> literal_spans("The policy applies to all staff.")
-    []
-    """
-    out = []
-    asked = question.casefold()
-    for m in _LITERAL.finditer(sentence):
-        inner = m.group(0).strip("`~ ").casefold()
-        if inner and asked and inner in asked:
-            at = asked.find(inner)
-            while at >= 0:
-                before = asked[at - 1] if at else " "
-                after = asked[at + len(inner)] if at + len(inner) < len(asked) else " "
-                if not (before.isalnum() or before in "_-") and not (after.isalnum() or after in "_-"):
-                    break
-                at = asked.find(inner, at + 1)
-            if at >= 0:
-                continue
-        out.append((m.start(), m.end()))
-    return out
 
 
 _PARAMS: Dict[str, Any] = {}

@@ -80,15 +80,6 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
    least the best's score minus its ``margin`` that does is chosen, and when none does ->
    refuse ``asked_value_missing`` (the sentences name the topic, not the asked value).
    ``[answer] asked_value = false`` turns the rule off.
-3c. A literal (issue 31).  A question for something documentation writes as a literal
-   ("which option / command / setting / method / file ...", "how do I ...", "what do I
-   need to install": ``asked.asks_literal``) is answered by a sentence that writes one the
-   question does not (inline code, ``--option``, ``snake_case``, ``call()``,
-   ``Class.method``, ``name=value``, ``.ext``: ``asked.literal_spans``) when any candidate
-   does: "How do you turn off the cache?" by "... is disabled by passing the
-   `--no-cache-dir` option", not by "It is recommended not to disable the cache".  When no
-   candidate writes one (prose corpora: every gold, SQuAD and ContractNLI trace is
-   unchanged by the rule) nothing changes.  ``[answer] prefer_literal = false`` turns it off.
 4. Score every sentence of every on-topic fact (headings, table rules and text-free
    units excluded, and glossary entries defining a term the question does not name:
    "**Service credit**: a discount given when Halvard misses an uptime commitment" says
@@ -1153,13 +1144,6 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
         if not pool:
             out["outcome"] = "answer_type_missing"
             return out
-    if cfg.get("prefer_literal", True) and asked_mod.asks_literal(part):
-        # 3c. a question for an option, command, setting, method ... (or how to do something):
-        # when on-topic sentences write a literal the question does not, the answer is among them
-        literal = [s for s in pool if asked_mod.literal_spans(s[3].text, part)]
-        if literal:
-            out["literal"] = True
-            pool = literal
     best = pool[0]
     # 3b. the asked value (issue 30): the chosen sentence states the asked kind near the focus
     asked_k = asked_mod.asked_kind(part, kind) if analyzed is None else analyzed.asked
