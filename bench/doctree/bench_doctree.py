@@ -26,7 +26,8 @@ A tree may also have ``<tree>_unanswerable.jsonl``: questions its documents do n
 Each tree is copied to --work (default runs/doctree/<tree>) with .gz files unzipped and
 only .md, .rst and .txt kept, then indexed by mini_rag with a corpus of one's own's
 defaults.  Prints one line per question (right / wrong, the claim, the citations) and the
-count right per tree; --out writes the same as JSON.  Exit 0 (a measurement, not a gate);
+count right per tree, next to the naive baseline's (bench/naive_baseline.py on the same
+index); --out writes the same as JSON.  Exit 0 (a measurement, not a gate);
 2 when a tree cannot be had.
 """
 import argparse
@@ -121,6 +122,13 @@ def cites_doc(citation: str, doc) -> bool:
     return any(doc_id == d or doc_id == d.rsplit("/", 1)[-1] for d in docs)
 
 
+def is_right(claim: str, citations, q) -> bool:
+    """Right: the claim holds one of the answers (case-insensitive) and a citation is a chunk
+    of the named document."""
+    return (any(a.casefold() in claim.casefold() for a in q["answers"])
+            and any(cites_doc(c, q["doc"]) for c in citations))
+
+
 def run_tree(tree: str, docs: str, work: str, quiet_files: str) -> dict:
     """Index ``work`` afresh and answer the tree's questions; prints a line per question."""
     from mini_rag.commands.runconfig import open_pipeline, resolve
@@ -132,26 +140,33 @@ def run_tree(tree: str, docs: str, work: str, quiet_files: str) -> dict:
     rows = []
     with open(os.path.join(HERE, "%s_questions.jsonl" % tree), encoding="utf-8") as fh:
         questions = [json.loads(line) for line in fh if line.strip()]
-    right = 0
+    sys.path.insert(0, os.path.dirname(HERE))
+    from naive_baseline import Naive
+    naive = Naive(pipeline.retriever, refusal=pipeline.refusal)
+    right = naive_right = 0
     for q in questions:
+        nrow = naive.answer(q["question"], q["qid"])
+        naive_right += is_right(nrow["answer_json"].get("claim") or "", nrow["answer_json"]["citations"], q)
         result = pipeline.answer(q["question"], qid=q["qid"])
         aj = result.row["answer_json"]
         claim, cits = aj.get("claim") or "", aj.get("citations") or []
-        ok = (any(a.casefold() in claim.casefold() for a in q["answers"])
-              and any(cites_doc(c, q["doc"]) for c in cits))
+        ok = is_right(claim, cits, q)
         right += ok
         rows.append({"qid": q["qid"], "right": ok, "claim": claim, "citations": cits,
                      "decision": result.row.get("decision")})
         print("%s %-5s %s  %s" % (q["qid"], "right" if ok else "wrong", json.dumps(claim[:160]), " ".join(cits)))
-    print("%s right: %d/%d (%s)" % (tree, right, len(questions), quiet_files))
-    result = {"right": right, "n": len(questions), "rows": rows}
+    print("%s right: %d/%d (%s); naive %d/%d" % (tree, right, len(questions), quiet_files, naive_right,
+                                                 len(questions)))
+    result = {"right": right, "n": len(questions), "naive_right": naive_right, "rows": rows}
     # the tree's unanswerable questions, when written: right = refused (no answer shipped)
     unans = os.path.join(HERE, "%s_unanswerable.jsonl" % tree)
     if os.path.isfile(unans):
         with open(unans, encoding="utf-8") as fh:
             questions = [json.loads(line) for line in fh if line.strip()]
-        refused, urows = 0, []
+        refused = naive_refused = 0
+        urows = []
         for q in questions:
+            naive_refused += naive.answer(q["question"], q["qid"])["answer_json"]["citations"] == []
             result_u = pipeline.answer(q["question"], qid=q["qid"])
             ok = result_u.row.get("decision") != "ANSWER"
             refused += ok
@@ -159,8 +174,10 @@ def run_tree(tree: str, docs: str, work: str, quiet_files: str) -> dict:
             urows.append({"qid": q["qid"], "right": ok, "claim": claim,
                           "decision": result_u.row.get("decision")})
             print("%s %-5s %s" % (q["qid"], "right" if ok else "wrong", json.dumps(claim[:160])))
-        print("%s unanswerable refused: %d/%d" % (tree, refused, len(questions)))
-        result.update(refused=refused, n_unanswerable=len(questions), unanswerable=urows)
+        print("%s unanswerable refused: %d/%d; naive %d/%d" % (tree, refused, len(questions), naive_refused,
+                                                              len(questions)))
+        result.update(refused=refused, n_unanswerable=len(questions), naive_refused=naive_refused,
+                      unanswerable=urows)
     return result
 
 
@@ -190,6 +207,7 @@ def main(argv=None) -> int:
         results[tree] = run_tree(tree, args.docs, work, files)
     if len(results) > 1:
         print("total: " + ", ".join("%s %d/%d" % (t, r["right"], r["n"]) for t, r in results.items()))
+        print("naive: " + ", ".join("%s %d/%d" % (t, r["naive_right"], r["n"]) for t, r in results.items()))
         if any("refused" in r for r in results.values()):
             print("unanswerable refused: " + ", ".join("%s %d/%d" % (t, r["refused"], r["n_unanswerable"])
                                                        for t, r in results.items() if "refused" in r))
