@@ -19,6 +19,8 @@ Trees (bench/doctree/README.md):
   (with the sentence that states each answer), committed before any run on the tree.
 * ``marshmallow`` (3.22.0, MIT) and ``structlog`` (24.4.0, MIT OR Apache-2.0): the same, the
   first trees not by the Pallets team; questions written blind in session 16.
+* ``anyio`` (4.4.0, MIT) and ``attrs`` (24.2.0, MIT): the same, each with 12 unanswerable
+  questions as well.
 
 A tree may also have ``<tree>_unanswerable.jsonl``: questions its documents do not answer
 (written the same way, after the answerable ones); right = refused.  They are counted apart.
@@ -79,6 +81,8 @@ SDISTS = {
     "werkzeug": ("3.0.3", "097e5bfda9f0aba8da6b8545146def481d06aa7d3266e7448e2cccf67dd8bd18"),
     "marshmallow": ("3.22.0", "4972f529104a220bb8637d595aa4c9762afbe7f7a77d82dc58c1615d70c5823e"),
     "structlog": ("24.4.0", "b27bfecede327a6d2da5fbc96bd859f114ecc398a6389d664f62085ee7ae6fc4"),
+    "anyio": ("4.4.0", "5aadc6a1bbb7cdb0bede386cac5e2940f5e2ff3aa20277e991cf028e0585ce94"),
+    "attrs": ("24.2.0", "5cfb1b9148b5b086569baec03f20d7b6bf3bcacc9a42bebf87ffaaca362f6346"),
 }
 
 
