@@ -95,8 +95,9 @@ check-fits:
 	@$(PYTHON) bench/fit_grounding.py --check
 	@$(PYTHON) bench/fit_refusal.py --check
 
-# 20 written questions on each of three documentation trees nobody here wrote (pip's from Debian's
-# /usr/share/doc/python3-pip/html, Flask's and click's from their sdists, fetched once; bench/doctree/README.md).
+# 20 written questions (and 12 unanswerable ones on six of them) on each of eight documentation trees
+# nobody here wrote, next to the naive baseline (pip's from Debian's /usr/share/doc/python3-pip/html, the
+# others from their sdists, fetched once; bench/doctree/README.md).
 bench-doctree:
 	@$(PYTHON) bench/doctree/bench_doctree.py
 # score_eval.py's grounding model (issue 29): refit on FaithBench's fit half (../shared/data/faithbench),
