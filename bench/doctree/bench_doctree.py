@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Answer the written questions of documentation trees nobody here wrote.
 
-    python3 bench/doctree/bench_doctree.py [--tree pip|flask|click|all] [--docs DIR] [--work DIR] [--out FILE]
+    python3 bench/doctree/bench_doctree.py [--tree NAME|all] [--docs DIR] [--work DIR] [--out FILE]
 
 Trees (bench/doctree/README.md):
 
