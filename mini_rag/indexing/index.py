@@ -126,12 +126,14 @@ from ..text.corpus import VERSION_RULE, chunk_document, corpus_files, load_corpu
 from ..errors import MiniRagError
 from ..records import Chunk
 from .postings import BLOCK, CHUNK_BLOCK, ChunkBlocks, Postings, PostingsWriter, encode_chunk_blocks
-from .store import TYPECODES, LazyArray, SectionFile, write_sections
+from .store import PAGES, TYPECODES, LazyArray, SectionFile, page_digests, write_sections
 
 FORMAT = "mini_rag-index"
-FORMAT_VERSION = 3
-#: Versions load_index reads: 1 (per-chunk term bags, rebuilt on load) and 2 (sections).
-READABLE_VERSIONS = (1, 3)
+FORMAT_VERSION = 4
+#: Versions load_index reads: 1 (per-chunk term bags, rebuilt on load), 3 (sections, each
+#: checked against its sha256 when loaded) and 4 (the same sections, the large ones hashed
+#: page by page and each page checked when first read; ``store.py``).
+READABLE_VERSIONS = (1, 3, 4)
 #: Versions no longer read: ``build_or_load`` rebuilds such an index, ``load_index`` refuses it.
 RETIRED_VERSIONS = (2,)
 SCORINGS = ("bm25", "tfidf")
@@ -148,6 +150,7 @@ MAX_CHUNK_BLOCK_BYTES = 1 << 28         # one block of chunk records once decomp
 #: a larger one term by term (and block by block) when a query first reads it.
 FULL_CHECK_POSTINGS = 1 << 20
 _NOT_ONE = bytes([0, 0] + [1] * 254)     # bytes.translate: tf != 1 -> 1
+_BLOCK_FORMATS = bytes(range(9))         # bytes.translate deletes them: what is left is no format
 
 
 def _gc_paused(func):
@@ -246,9 +249,10 @@ class Index:
         # Tie-break rank: chunks ordered by chunk_id (code point order).  Rankings sort
         # on (score descending, chunk_id ascending); comparing these ints is the same.
         order = sorted(range(len(chunks)), key=lambda i: chunks[i].chunk_id)
-        self.tie_rank = [0] * len(chunks)
+        tie = [0] * len(chunks)
         for r, i in enumerate(order):
-            self.tie_rank[i] = r
+            tie[i] = r
+        self.tie_rank = tie
         # The stored form (postings.py), made once here: saving writes it as it is.
         vocab = sorted(positions)
         writer = PostingsWriter()
@@ -262,13 +266,65 @@ class Index:
         self._attach(vocab, store, writer.term_max)
         self._chunk_data, self._chunk_offsets = encode_chunk_blocks(list(_chunk_lines(chunks)))
         # The large sections are sealed as they are made: their bytes never change, so
-        # their sha256 is computed once, here, not by every save.
+        # their digests (page by page for the paged ones) are computed once, here, not by
+        # every save.
         self._ids_json = _dumps([c.chunk_id for c in chunks]).encode("utf-8")
-        self._digests = {name: hashlib.sha256(data).hexdigest() for name, data in
-                         (("chunk_ids", self._ids_json), ("chunks", self._chunk_data), ("postings", store.data))}
+        self._digests = {"chunk_ids": hashlib.sha256(self._ids_json).hexdigest(),
+                         "chunks": page_digests(self._chunk_data), "postings": page_digests(store.data)}
 
-    def _attach(self, vocab: List[str], store: Postings, term_max) -> None:
-        """Set the lookups over the stored postings (a built and a loaded index alike)."""
+    @property
+    def num_searchable(self) -> int:
+        """N: the chunks with at least one term (a loaded index counts them when first
+        asked for)."""
+        if self._stats_pending:
+            self._length_stats()
+        return self._num_searchable
+
+    @num_searchable.setter
+    def num_searchable(self, value: int) -> None:
+        self._num_searchable, self._stats_pending = value, False
+
+    @property
+    def avgdl(self) -> float:
+        """The mean length of the searchable chunks (a loaded index's computed when first
+        asked for)."""
+        if self._stats_pending:
+            self._length_stats()
+        return self._avgdl
+
+    @avgdl.setter
+    def avgdl(self, value: float) -> None:
+        self._avgdl = value
+
+    def _length_stats(self) -> None:
+        lengths = self.lengths.tolist() if hasattr(self.lengths, "tolist") else list(self.lengths)
+        n = len(lengths) - lengths.count(0)
+        # float(sum(ints)): the exact sum rounded once, the same float as the build's math.fsum
+        self._avgdl = float(sum(lengths)) / n if n else 0.0
+        self._num_searchable, self._stats_pending = n, False
+
+    @property
+    def tie_rank(self):
+        """Each chunk's rank in chunk_id order (code point order): rankings sort on (score
+        descending, chunk_id ascending), and comparing these ints is the same.  A loaded
+        index's is checked to be a permutation of the chunk positions when first asked for
+        (a MiniRagError naming the file otherwise)."""
+        if self._tie_path is not None:
+            if self.num_chunks and not _permutation(self._tie_rank, self.num_chunks):
+                raise MiniRagError("%s: not a valid index (tie_rank must be a permutation of the %d chunk positions); "
+                                   "rebuild it with 'python -m mini_rag index --force'"
+                                   % (self._tie_path, self.num_chunks))
+            self._tie_path = None
+        return self._tie_rank
+
+    @tie_rank.setter
+    def tie_rank(self, value) -> None:
+        self._tie_rank, self._tie_path = value, None
+
+    def _attach(self, vocab: List[str], store: Postings, term_max, checked: bool = True) -> None:
+        """Set the lookups over the stored postings (a built and a loaded index alike;
+        ``checked=False``: a term's upper bound is checked against its block maxima when
+        first looked up, :meth:`_term_bound`)."""
         self._vocabulary = vocab
         self._tid = dict(zip(vocab, range(len(vocab))))
         self._store = store
@@ -278,7 +334,22 @@ class Index:
         self._positions = _TermMap(self._tid, lambda i: self._decoded(i)[0])
         self._freqs = _TermMap(self._tid, lambda i: self._decoded(i)[1])
         self._weights = {"bm25": _TermMap(self._tid, self._bm25_of)}
-        self._max_weights = {"bm25": _PerTerm(self._tid, term_max)}
+        self._max_weights = {"bm25": _PerTerm(self._tid, term_max, None if checked else self._term_bound)}
+        self._bound_ok = bytearray(0 if checked else len(vocab))
+
+    def _term_bound(self, i: int) -> float:
+        """Term ``i``'s stored largest weight (MaxScore's upper bound), checked when first
+        looked up: the largest of its block maxima, which are finite and >= 0."""
+        top = self._max_weights["bm25"].data[i]
+        if not self._bound_ok[i]:
+            store = self._store
+            blocks = store.block_max[store.term_blocks[i]:store.term_blocks[i + 1]].tolist()
+            if not (blocks and math.isfinite(sum(blocks)) and min(blocks) >= 0.0 and max(blocks) == top):
+                raise MiniRagError("%s: not a valid index (term %d: its largest weight must be the largest of its "
+                                   "block maxima, finite numbers >= 0); rebuild it with "
+                                   "'python -m mini_rag index --force'" % (store.path, i))
+            self._bound_ok[i] = 1
+        return top
 
     #: Decoded postings kept in memory (a bounded cache: the commonest terms of a large
     #: index hold hundreds of thousands of postings).
@@ -424,6 +495,9 @@ class Index:
             raise MiniRagError("%s: not a valid index (term frequencies sum to %d, the chunk lengths to %d); "
                                "rebuild it with 'python -m mini_rag index --force'"
                                % (self._store.path, total, sum(self.lengths)))
+        self.tie_rank
+        for i in range(len(self._bound_ok)):
+            self._term_bound(i)
         for c in self.chunks:
             if type(c.chunk_id) is not str:
                 raise MiniRagError("%s: not a valid index (a chunk record without a chunk id); rebuild it with "
@@ -554,12 +628,13 @@ class _TermMap(Mapping):
 
 
 class _PerTerm(_TermMap):
-    """``term -> one number`` of an array indexed by term id."""
+    """``term -> one number`` of an array indexed by term id (``fetch``: by a function of
+    the term id instead, e.g. one checking it)."""
 
     __slots__ = ("data",)
 
-    def __init__(self, ids: Dict[str, int], data) -> None:
-        super().__init__(ids, data.__getitem__)
+    def __init__(self, ids: Dict[str, int], data, fetch=None) -> None:
+        super().__init__(ids, fetch or data.__getitem__)
         self.data = data
 
 
@@ -732,6 +807,16 @@ SECTIONS = (("vocabulary", "json"), ("chunk_ids", "json"), ("chunks", "bytes"),
             ("chunk_blocks", "u64"), ("lengths", "u32"), ("tie_rank", "u32"),
             ("df", "u32"), ("term_blocks", "u64"), ("block_last", "u32"), ("block_start", "u64"),
             ("block_format", "u8"), ("block_max", "f64"), ("bm25_max", "f64"), ("postings", "bytes"))
+#: Sections hashed page by page (format 4: each page checked when first read), their page
+#: digests in a last section, ``pages`` (``store.py``); sections read only when needed
+#: (``chunk_ids``: ``Index.chunk`` and ``position``), checked against their sha256 then.
+PAGED = ("chunks", "postings")
+DEFERRED = ("chunk_ids",)
+
+
+def section_names(version: int) -> List[str]:
+    """The sections of a format 3 or 4 index, in file order."""
+    return [name for name, _ in SECTIONS] + ([PAGES] if version >= 4 else [])
 
 
 #: A stored chunk record is the JSON array of these fields' values (``Chunk`` order).
@@ -812,7 +897,7 @@ def save_index(index: Index, path: str) -> int:
     manifest["blocks"] = {"postings": BLOCK, "chunks": CHUNK_BLOCK}
     manifest.setdefault("scoring", index.settings())
     manifest.setdefault("analysis", index.analyzer.settings())
-    size, sections = write_sections(path, manifest, list(_section_bytes(index)), path.endswith(".gz"))
+    size, sections = write_sections(path, manifest, list(_section_bytes(index)), path.endswith(".gz"), PAGED)
     manifest["sections"] = sections
     index.manifest = manifest
     return size
@@ -892,7 +977,8 @@ def _parse_manifest(line: bytes, path: str) -> Dict[str, Any]:
     if manifest.get("format_version") not in READABLE_VERSIONS:
         raise MiniRagError("%s:1: index format version must be %s, got %r; rebuild it with "
                            "'python -m mini_rag index --force'"
-                           % (path, " or ".join(map(str, READABLE_VERSIONS)), manifest.get("format_version")))
+                           % (path, ", ".join(map(str, READABLE_VERSIONS[:-1])) + " or %d" % READABLE_VERSIONS[-1],
+                              manifest.get("format_version")))
     return manifest
 
 
@@ -917,7 +1003,7 @@ def load_index(path: str) -> Index:
     raw = open(path, "rb")
     try:
         sf = SectionFile(path, first, raw, _declared_size(manifest, len(first), path))
-        sf.check(manifest)
+        sf.check(manifest, DEFERRED)
         return _load_v3(path, sf, manifest)
     except BaseException:
         raw.close()
@@ -1075,7 +1161,18 @@ def _rises(arr, first: int, last: int) -> bool:
     if not len(arr) or arr[0] != first or arr[-1] != last:
         return False
     items = arr.tolist()
-    return all(map(operator.le, items, itertools.islice(items, 1, None)))
+    return items == sorted(items)          # timsort: one C comparison per item on a sorted list
+
+
+def _permutation(arr, n: int) -> bool:
+    """``arr`` holds each of 0..n-1 once (``len(arr) == n``): each item marks its place in
+    a bytearray (one C-level call per item; an item >= n raises IndexError), none left."""
+    marks = bytearray(n)
+    try:
+        collections.deque(map(marks.__setitem__, arr.tolist(), repeat(1)), 0)
+    except IndexError:
+        return False
+    return marks.find(0) < 0
 
 
 def validate_sections(path: str, manifest: Dict[str, Any], sf: SectionFile, vocab, parts: Dict[str, Any]) -> None:
@@ -1091,8 +1188,9 @@ def validate_sections(path: str, manifest: Dict[str, Any], sf: SectionFile, voca
                             % (path, what))
     secs = manifest.get("sections") or []
     names = [sec.get("name") for sec in secs if isinstance(sec, dict)]
-    if names != [name for name, _ in SECTIONS]:
-        raise bad("sections must be %s in this order, got %s" % (", ".join(n for n, _ in SECTIONS), names))
+    want = section_names(manifest.get("format_version"))
+    if names != want:
+        raise bad("sections must be %s in this order, got %s" % (", ".join(want), names))
     end = 0
     for sec, (name, kind) in zip(secs, SECTIONS):
         if sec.get("type") != kind:
@@ -1112,27 +1210,24 @@ def validate_sections(path: str, manifest: Dict[str, Any], sf: SectionFile, voca
             and len(p["block_format"]) == len(p["block_max"]) == nb
             and len(p["chunk_blocks"]) == -(-n // CHUNK_BLOCK) + 1):
         raise bad("sections disagree on their sizes")
-    for name, total in (("term_blocks", nb), ("block_start", sf.sections["postings"]["length"]),
-                        ("chunk_blocks", sf.sections["chunks"]["length"])):
+    for name, total in (("term_blocks", nb), ("chunk_blocks", sf.sections["chunks"]["length"])):
         if not _rises(p[name], 0, total):
             raise bad("%s must rise from 0 to %d" % (name, total))
-    tb, df = p["term_blocks"], p["df"]
-    if nt and (min(df) < 1 or list(map(operator.sub, itertools.islice(tb, 1, None), tb))
-               != [-(-d // BLOCK) for d in df]):
+    # block_start: its ends here, each block's size (so rising) when the block is read
+    starts, total = p["block_start"], sf.sections["postings"]["length"]
+    if not len(starts) or starts[0] != 0 or starts[-1] != total:
+        raise bad("block_start must rise from 0 to %d" % total)
+    # C-level calls over lists (``tolist`` once): no Python code per item
+    tbl, dfl = p["term_blocks"].tolist(), p["df"].tolist()
+    if nt and (min(dfl) < 1 or list(map(operator.sub, itertools.islice(tbl, 1, None), tbl))
+               != list(map(operator.floordiv, map(operator.add, dfl, repeat(BLOCK - 1)), repeat(BLOCK)))):
         raise bad("every term needs df >= 1 and ceil(df / %d) blocks" % BLOCK)
-    if nb and (max(p["block_last"]) >= n or max(p["block_format"]) > 8):
+    # block ends (below the number of chunks, rising) are checked when their block is read,
+    # a term's block maxima and largest weight when it is first looked up (Index._term_bound)
+    # or its weights computed
+    if bytes(p["block_format"]).translate(None, _BLOCK_FORMATS):
         raise bad("block ends must name one of the %d chunks and block formats be 0..8" % n)
-    for name in ("block_max", "bm25_max"):
-        arr = p[name]
-        if len(arr) and not (math.isfinite(math.fsum(arr)) and min(arr) >= 0.0):
-            raise bad("%s must be finite numbers >= 0" % name)
-    bm = p["block_max"].tolist()
-    tbl = tb.tolist()
-    if [max(bm[a:b]) for a, b in zip(tbl, tbl[1:])] != p["bm25_max"].tolist():
-        raise bad("bm25_max must be the largest of each term's block maxima")
-    tie = p["tie_rank"]
-    if n and (max(tie) >= n or len(set(tie)) != n):
-        raise bad("tie_rank must be a permutation of the %d chunk positions" % n)
+    # tie_rank: checked to be a permutation when first used (Index.tie_rank)
 
 
 def _chunk_ids(path: str, sf: SectionFile, n: int):
@@ -1169,16 +1264,17 @@ def _load_v3(path: str, sf: SectionFile, manifest: Dict[str, Any]) -> Index:
     index._chunk_ids = lambda: _chunk_ids(path, sf, n)
     index._terms = _LazyBags(index.chunks, index.analyzer)        # type: ignore[assignment]
     index.lengths = parts["lengths"]                             # type: ignore[assignment]
-    index.num_searchable = n - array.array("I", index.lengths).count(0)
-    index.avgdl = math.fsum(index.lengths) / index.num_searchable if index.num_searchable else 0.0
-    index.tie_rank = parts["tie_rank"]                           # type: ignore[assignment]
+    index._stats_pending = True          # N and avgdl: from the lengths when first asked for
+    index._tie_rank, index._tie_path = parts["tie_rank"], path   # checked when first used
     index._norm = None
     store = Postings(path, n, parts["df"], parts["term_blocks"], parts["block_last"], parts["block_start"],
                      parts["block_format"], parts["block_max"], sf.lazy("postings"))
-    index._attach(vocab, store, parts["bm25_max"])
+    index._attach(vocab, store, parts["bm25_max"], checked=False)
     index._mapped = sf
-    # every section was checked against its sha256 when opened: saving it again reuses it
-    index._digests = {name: sec["sha256"] for name, sec in sf.sections.items()}
+    # the sections' digests as checked (the paged ones page by page, each page checked when
+    # read, by the save too): saving it again reuses them
+    index._digests = {name: sf.page_digests(name) if name in PAGED else sec["sha256"]
+                      for name, sec in sf.sections.items()}
     if sum(parts["df"]) <= FULL_CHECK_POSTINGS:
         index.check_all()
     return index
@@ -1245,7 +1341,7 @@ def build_or_load(config: Dict[str, Any], corpus_path: Optional[str] = None, for
         manifest = {} if retired else _damaged_hint(read_manifest, path)
         reasons = (["it has format version %d, this version writes %d" % (retired, FORMAT_VERSION)]
                    if retired else stale_reasons(manifest, expected))
-        if (not retired and manifest.get("format_version") == FORMAT_VERSION
+        if (not retired and manifest.get("format_version") in (3, FORMAT_VERSION)
                 and manifest.get("blocks") != {"postings": BLOCK, "chunks": CHUNK_BLOCK}):
             reasons.append("its block sizes %r differ from this version's" % (manifest.get("blocks"),))
             retired = FORMAT_VERSION          # not read: rebuilt from the corpus
