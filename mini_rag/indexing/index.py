@@ -67,8 +67,10 @@ negative (no epsilon floor as in rank_bm25) and is defined for df = 0.
 
 Persistence
 -----------
-Format 3 (``save_index``): one line of compact JSON, the manifest, then binary sections
-(``store.py``: each with its type, offset, length and sha256 in the manifest); the whole
+Format 4 (``save_index``): one line of compact JSON, the manifest, then binary sections
+(``store.py``: each with its type, offset, length and sha256 in the manifest; the chunk
+records and postings, ``PAGED``, hashed in 4 KiB pages whose digests are a last section,
+``pages``); the whole
 file gzip'd when the path ends in ``.gz`` (deterministic: fixed header, mtime 0).  The
 manifest records the format version, the corpus path and the sha256 of every corpus
 file, the chunking, analysis and scoring settings, a content hash per document and
@@ -80,14 +82,19 @@ weight and blocks of ``postings.BLOCK`` postings (delta-coded positions and term
 frequencies, each block's last position and largest weight for MaxScore).  The stored
 form is made once, when the index is built: ``save_index`` writes the sections as the
 index holds them (a loaded index: as read), nothing is encoded again, and the same
-corpus gives the same bytes whatever ``PYTHONHASHSEED``.  Loading builds nothing: a plain
-file stays open, its small sections are read and checked (``validate_sections``), a
+corpus gives the same bytes whatever ``PYTHONHASHSEED``.  Loading builds nothing and
+makes no pass over every chunk: a plain file stays open, its small sections are read and
+checked (sha256, ``validate_sections``); each page of the paged sections is checked when
+first read, the chunk ids when first read, the tie ranks, a term's upper bound, N and
+avgdl when first used (an index of at most ``FULL_CHECK_POSTINGS`` postings is checked
+whole when loaded, :meth:`Index.check_all`); a
 term's postings are decoded (and checked) when a query asks for them, its BM25 weights
 computed from the stored tf with the build's formula (the same floats; a bounded cache
 keeps recent ones); chunks are decoded when first asked for; a chunk's bag of terms is
 analyzed again from its text when needed (the same bag: same text, same analyzer).
-Format 1 (two JSON lines; per-chunk term bags, postings rebuilt on load) is still read;
-format 2 (uncompressed arrays) is not: :func:`build_or_load` rebuilds such an index,
+Format 1 (two JSON lines; per-chunk term bags, postings rebuilt on load) and format 3
+(the same sections, each checked against its sha256 when loaded) are still read, and
+:func:`build_or_load` saves them again as format 4; format 2 (uncompressed arrays) is not: :func:`build_or_load` rebuilds such an index,
 :func:`load_index` refuses it naming the file.
 
 Staleness: :func:`build_or_load` compares the manifest with the corpus on disk and the
@@ -986,9 +993,9 @@ def _parse_manifest(line: bytes, path: str) -> Dict[str, Any]:
 def load_index(path: str) -> Index:
     """Read an index file; its manifest, section (or body) hashes and settings are checked.
 
-    Format 2 is ready when read: the small sections are read, postings and weights are
+    Formats 3 and 4 are ready when read: the small sections are read, postings and weights are
     read term by term when a query asks for them, chunks are decoded when first asked for.  Format 1 is rebuilt
-    from its term bags (the older, slower way; saving it again writes format 2).
+    from its term bags (the older, slower way; saving it again writes format 4).
     """
     fh = _open(path)
     try:
