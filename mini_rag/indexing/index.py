@@ -317,11 +317,12 @@ class Index:
         index's is checked to be a permutation of the chunk positions when first asked for
         (a MiniRagError naming the file otherwise)."""
         if self._tie_path is not None:
-            if self.num_chunks and not _permutation(self._tie_rank, self.num_chunks):
+            tie = self._mapped.array("tie_rank")             # read (and its sha256 checked) now
+            if self.num_chunks and not _permutation(tie, self.num_chunks):
                 raise MiniRagError("%s: not a valid index (tie_rank must be a permutation of the %d chunk positions); "
                                    "rebuild it with 'python -m mini_rag index --force'"
                                    % (self._tie_path, self.num_chunks))
-            self._tie_path = None
+            self._tie_rank, self._tie_path = tie, None
         return self._tie_rank
 
     @tie_rank.setter
@@ -816,9 +817,10 @@ SECTIONS = (("vocabulary", "json"), ("chunk_ids", "json"), ("chunks", "bytes"),
             ("block_format", "u8"), ("block_max", "f64"), ("bm25_max", "f64"), ("postings", "bytes"))
 #: Sections hashed page by page (format 4: each page checked when first read), their page
 #: digests in a last section, ``pages`` (``store.py``); sections read only when needed
-#: (``chunk_ids``: ``Index.chunk`` and ``position``), checked against their sha256 then.
+#: (``chunk_ids``: ``Index.chunk`` and ``position``; ``tie_rank``: the first tie), checked
+#: against their sha256 then.
 PAGED = ("chunks", "postings")
-DEFERRED = ("chunk_ids",)
+DEFERRED = ("chunk_ids", "tie_rank")
 
 
 def section_names(version: int) -> List[str]:
@@ -1212,7 +1214,7 @@ def validate_sections(path: str, manifest: Dict[str, Any], sf: SectionFile, voca
         raise bad("the vocabulary must be distinct strings in code point order")
     p = parts
     n, nt, nb = len(p["lengths"]), len(vocab), len(p["block_last"])
-    if not (len(p["tie_rank"]) == n and len(p["df"]) == len(p["bm25_max"]) == nt
+    if not (sf.sections["tie_rank"]["length"] == 4 * n and len(p["df"]) == len(p["bm25_max"]) == nt
             and len(p["term_blocks"]) == nt + 1 and len(p["block_start"]) == nb + 1
             and len(p["block_format"]) == len(p["block_max"]) == nb
             and len(p["chunk_blocks"]) == -(-n // CHUNK_BLOCK) + 1):
@@ -1256,7 +1258,7 @@ def _load_v3(path: str, sf: SectionFile, manifest: Dict[str, Any]) -> Index:
                            "it with 'python -m mini_rag index --force'"
                            % (path, manifest.get("chunk_fields"), list(CHUNK_FIELDS)))
     vocab = sf.json("vocabulary")
-    parts = {name: sf.array(name) for name, kind in SECTIONS if kind in TYPECODES}
+    parts = {name: sf.array(name) for name, kind in SECTIONS if kind in TYPECODES and name not in DEFERRED}
     validate_sections(path, manifest, sf, vocab, parts)
     scoring = manifest.get("scoring") or {}
     index = Index([], [], Analyzer.from_settings(manifest.get("analysis")),
@@ -1272,7 +1274,7 @@ def _load_v3(path: str, sf: SectionFile, manifest: Dict[str, Any]) -> Index:
     index._terms = _LazyBags(index.chunks, index.analyzer)        # type: ignore[assignment]
     index.lengths = parts["lengths"]                             # type: ignore[assignment]
     index._stats_pending = True          # N and avgdl: from the lengths when first asked for
-    index._tie_rank, index._tie_path = parts["tie_rank"], path   # checked when first used
+    index._tie_rank, index._tie_path = None, path     # read and checked when first used
     index._norm = None
     store = Postings(path, n, parts["df"], parts["term_blocks"], parts["block_last"], parts["block_start"],
                      parts["block_format"], parts["block_max"], sf.lazy("postings"))
