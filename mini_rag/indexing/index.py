@@ -94,8 +94,9 @@ keeps recent ones); chunks are decoded when first asked for; a chunk's bag of te
 analyzed again from its text when needed (the same bag: same text, same analyzer).
 Format 1 (two JSON lines; per-chunk term bags, postings rebuilt on load) and format 3
 (the same sections, each checked against its sha256 when loaded) are still read, and
-:func:`build_or_load` saves them again as format 4; format 2 (uncompressed arrays) is not: :func:`build_or_load` rebuilds such an index,
-:func:`load_index` refuses it naming the file.
+:func:`build_or_load` saves them again as format 4; format 2 (uncompressed arrays) is
+not: :func:`build_or_load` rebuilds such an index, :func:`load_index` refuses it naming
+the file.
 
 Staleness: :func:`build_or_load` compares the manifest with the corpus on disk and the
 configured settings.  A changed, added or removed file, another corpus path or other
@@ -1185,13 +1186,16 @@ def _permutation(arr, n: int) -> bool:
 
 
 def validate_sections(path: str, manifest: Dict[str, Any], sf: SectionFile, vocab, parts: Dict[str, Any]) -> None:
-    """The structure of a format 3 index, beyond its hashes (issue 33: sections whose hashes
-    match can still be swapped, hand-made or from a buggy writer): sections in the format's
-    order without overlap; the vocabulary distinct sorted strings; sizes that agree; block
-    and chunk offsets rising from 0 to their section's end; as many blocks per term as its
-    df needs; block ends and formats in range; weights finite and not negative; the tie
-    ranks a permutation.  Every block is checked again when decoded (``postings.py``), so
-    a damaged index is an error naming the file, never a wrong answer."""
+    """The structure of a format 3 or 4 index, beyond its hashes (issue 33: sections whose
+    hashes match can still be swapped, hand-made or from a buggy writer), with no pass over
+    every chunk or block: sections in the format's order without overlap; the vocabulary
+    distinct sorted strings; sizes that agree; term and chunk block offsets rising from 0
+    to their end, the postings' block offsets from 0 to their section's end; as many blocks
+    per term as its df needs; block formats in range.  Checked when first used instead: a
+    block's offsets, end (in range) and postings when read (``postings.py``), a term's
+    block maxima and largest weight when looked up or weighted, the tie ranks (a
+    permutation) at the first tie; so a damaged index is an error naming the file, never
+    a wrong answer."""
     def bad(what: str) -> MiniRagError:
         return MiniRagError("%s: not a valid index (%s); rebuild it with 'python -m mini_rag index --force'"
                             % (path, what))
@@ -1207,6 +1211,8 @@ def validate_sections(path: str, manifest: Dict[str, Any], sf: SectionFile, voca
         if int(sec["offset"]) < end:
             raise bad("section %s overlaps the one before it" % name)
         end = int(sec["offset"]) + int(sec["length"])
+    if len(secs) > len(SECTIONS) and (secs[-1].get("type") != "bytes" or int(secs[-1]["offset"]) < end):
+        raise bad("section %s must be of type bytes, after the others" % PAGES)
     if manifest.get("blocks") != {"postings": BLOCK, "chunks": CHUNK_BLOCK}:
         raise bad("blocks must be %r, got %r" % ({"postings": BLOCK, "chunks": CHUNK_BLOCK}, manifest.get("blocks")))
     if not isinstance(vocab, list) or not set(map(type, vocab)) <= {str} or not all(
