@@ -241,7 +241,7 @@ class FormatThree(unittest.TestCase):
         path = os.path.join(self.tmp, "i.idx")
         save_index(self.index, path)
         m = read_manifest(path)
-        self.assertEqual(m["format_version"], 3)
+        self.assertEqual(m["format_version"], 4)
         names = [s["name"] for s in m["sections"]]
         self.assertEqual(names[:3], ["vocabulary", "chunk_ids", "chunks"])
         for s in m["sections"]:
@@ -270,10 +270,10 @@ class FormatThree(unittest.TestCase):
         table = [
             ("truncated", data[:-20], "lies outside the file (truncated?)"),
             ("flipped byte", head + b"\n" + bytes(flip), "does not match its sha256"),
-            ("future version", head.replace(b'"format_version":3', b'"format_version":4') + b"\n" + body,
-             "index format version must be 1 or 3, got 4"),
-            ("retired version", head.replace(b'"format_version":3', b'"format_version":2') + b"\n" + body,
-             "index format version must be 1 or 3, got 2; rebuild it with"),
+            ("future version", head.replace(b'"format_version":4', b'"format_version":5') + b"\n" + body,
+             "index format version must be 1, 3 or 4, got 5"),
+            ("retired version", head.replace(b'"format_version":4', b'"format_version":2') + b"\n" + body,
+             "index format version must be 1, 3 or 4, got 2; rebuild it with"),
             ("section missing", head.replace(b'"name":"bm25_max"', b'"name":"other"') + b"\n" + body,
              "index has no section bm25_max"),
         ]
@@ -410,7 +410,7 @@ class StoredBytes(unittest.TestCase):
                 with self.subTest(case=label):
                     sections = [(n, kinds[n], edit(parts[n]) if n == name else parts[n], None)
                                 for n, _ in index_mod.SECTIONS]
-                    write_sections(path, manifest, sections, False)
+                    write_sections(path, manifest, sections, False, index_mod.PAGED)
                     with self.assertRaises(MiniRagError) as cm:
                         loaded = load_index(path)
                         if when == "query":

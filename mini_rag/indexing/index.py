@@ -67,8 +67,10 @@ negative (no epsilon floor as in rank_bm25) and is defined for df = 0.
 
 Persistence
 -----------
-Format 3 (``save_index``): one line of compact JSON, the manifest, then binary sections
-(``store.py``: each with its type, offset, length and sha256 in the manifest); the whole
+Format 4 (``save_index``): one line of compact JSON, the manifest, then binary sections
+(``store.py``: each with its type, offset, length and sha256 in the manifest; the chunk
+records and postings, ``PAGED``, hashed in 4 KiB pages whose digests are a last section,
+``pages``); the whole
 file gzip'd when the path ends in ``.gz`` (deterministic: fixed header, mtime 0).  The
 manifest records the format version, the corpus path and the sha256 of every corpus
 file, the chunking, analysis and scoring settings, a content hash per document and
@@ -80,15 +82,21 @@ weight and blocks of ``postings.BLOCK`` postings (delta-coded positions and term
 frequencies, each block's last position and largest weight for MaxScore).  The stored
 form is made once, when the index is built: ``save_index`` writes the sections as the
 index holds them (a loaded index: as read), nothing is encoded again, and the same
-corpus gives the same bytes whatever ``PYTHONHASHSEED``.  Loading builds nothing: a plain
-file stays open, its small sections are read and checked (``validate_sections``), a
+corpus gives the same bytes whatever ``PYTHONHASHSEED``.  Loading builds nothing and
+makes no pass over every chunk: a plain file stays open, its small sections are read and
+checked (sha256, ``validate_sections``); each page of the paged sections is checked when
+first read, the chunk ids when first read, the tie ranks, a term's upper bound, N and
+avgdl when first used (an index of at most ``FULL_CHECK_POSTINGS`` postings is checked
+whole when loaded, :meth:`Index.check_all`); a
 term's postings are decoded (and checked) when a query asks for them, its BM25 weights
 computed from the stored tf with the build's formula (the same floats; a bounded cache
 keeps recent ones); chunks are decoded when first asked for; a chunk's bag of terms is
 analyzed again from its text when needed (the same bag: same text, same analyzer).
-Format 1 (two JSON lines; per-chunk term bags, postings rebuilt on load) is still read;
-format 2 (uncompressed arrays) is not: :func:`build_or_load` rebuilds such an index,
-:func:`load_index` refuses it naming the file.
+Format 1 (two JSON lines; per-chunk term bags, postings rebuilt on load) and format 3
+(the same sections, each checked against its sha256 when loaded) are still read, and
+:func:`build_or_load` saves them again as format 4; format 2 (uncompressed arrays) is
+not: :func:`build_or_load` rebuilds such an index, :func:`load_index` refuses it naming
+the file.
 
 Staleness: :func:`build_or_load` compares the manifest with the corpus on disk and the
 configured settings.  A changed, added or removed file, another corpus path or other
@@ -126,12 +134,14 @@ from ..text.corpus import VERSION_RULE, chunk_document, corpus_files, load_corpu
 from ..errors import MiniRagError
 from ..records import Chunk
 from .postings import BLOCK, CHUNK_BLOCK, ChunkBlocks, Postings, PostingsWriter, encode_chunk_blocks
-from .store import TYPECODES, LazyArray, SectionFile, write_sections
+from .store import PAGES, TYPECODES, LazyArray, SectionFile, page_digests, write_sections
 
 FORMAT = "mini_rag-index"
-FORMAT_VERSION = 3
-#: Versions load_index reads: 1 (per-chunk term bags, rebuilt on load) and 2 (sections).
-READABLE_VERSIONS = (1, 3)
+FORMAT_VERSION = 4
+#: Versions load_index reads: 1 (per-chunk term bags, rebuilt on load), 3 (sections, each
+#: checked against its sha256 when loaded) and 4 (the same sections, the large ones hashed
+#: page by page and each page checked when first read; ``store.py``).
+READABLE_VERSIONS = (1, 3, 4)
 #: Versions no longer read: ``build_or_load`` rebuilds such an index, ``load_index`` refuses it.
 RETIRED_VERSIONS = (2,)
 SCORINGS = ("bm25", "tfidf")
@@ -148,6 +158,7 @@ MAX_CHUNK_BLOCK_BYTES = 1 << 28         # one block of chunk records once decomp
 #: a larger one term by term (and block by block) when a query first reads it.
 FULL_CHECK_POSTINGS = 1 << 20
 _NOT_ONE = bytes([0, 0] + [1] * 254)     # bytes.translate: tf != 1 -> 1
+_BLOCK_FORMATS = bytes(range(9))         # bytes.translate deletes them: what is left is no format
 
 
 def _gc_paused(func):
@@ -246,9 +257,10 @@ class Index:
         # Tie-break rank: chunks ordered by chunk_id (code point order).  Rankings sort
         # on (score descending, chunk_id ascending); comparing these ints is the same.
         order = sorted(range(len(chunks)), key=lambda i: chunks[i].chunk_id)
-        self.tie_rank = [0] * len(chunks)
+        tie = [0] * len(chunks)
         for r, i in enumerate(order):
-            self.tie_rank[i] = r
+            tie[i] = r
+        self.tie_rank = tie
         # The stored form (postings.py), made once here: saving writes it as it is.
         vocab = sorted(positions)
         writer = PostingsWriter()
@@ -262,13 +274,66 @@ class Index:
         self._attach(vocab, store, writer.term_max)
         self._chunk_data, self._chunk_offsets = encode_chunk_blocks(list(_chunk_lines(chunks)))
         # The large sections are sealed as they are made: their bytes never change, so
-        # their sha256 is computed once, here, not by every save.
+        # their digests (page by page for the paged ones) are computed once, here, not by
+        # every save.
         self._ids_json = _dumps([c.chunk_id for c in chunks]).encode("utf-8")
-        self._digests = {name: hashlib.sha256(data).hexdigest() for name, data in
-                         (("chunk_ids", self._ids_json), ("chunks", self._chunk_data), ("postings", store.data))}
+        self._digests = {"chunk_ids": hashlib.sha256(self._ids_json).hexdigest(),
+                         "chunks": page_digests(self._chunk_data), "postings": page_digests(store.data)}
 
-    def _attach(self, vocab: List[str], store: Postings, term_max) -> None:
-        """Set the lookups over the stored postings (a built and a loaded index alike)."""
+    @property
+    def num_searchable(self) -> int:
+        """N: the chunks with at least one term (a loaded index counts them when first
+        asked for)."""
+        if self._stats_pending:
+            self._length_stats()
+        return self._num_searchable
+
+    @num_searchable.setter
+    def num_searchable(self, value: int) -> None:
+        self._num_searchable, self._stats_pending = value, False
+
+    @property
+    def avgdl(self) -> float:
+        """The mean length of the searchable chunks (a loaded index's computed when first
+        asked for)."""
+        if self._stats_pending:
+            self._length_stats()
+        return self._avgdl
+
+    @avgdl.setter
+    def avgdl(self, value: float) -> None:
+        self._avgdl = value
+
+    def _length_stats(self) -> None:
+        lengths = self.lengths.tolist() if hasattr(self.lengths, "tolist") else list(self.lengths)
+        n = len(lengths) - lengths.count(0)
+        # float(sum(ints)): the exact sum rounded once, the same float as the build's math.fsum
+        self._avgdl = float(sum(lengths)) / n if n else 0.0
+        self._num_searchable, self._stats_pending = n, False
+
+    @property
+    def tie_rank(self):
+        """Each chunk's rank in chunk_id order (code point order): rankings sort on (score
+        descending, chunk_id ascending), and comparing these ints is the same.  A loaded
+        index's is checked to be a permutation of the chunk positions when first asked for
+        (a MiniRagError naming the file otherwise)."""
+        if self._tie_path is not None:
+            tie = self._mapped.array("tie_rank")             # read (and its sha256 checked) now
+            if self.num_chunks and not _permutation(tie, self.num_chunks):
+                raise MiniRagError("%s: not a valid index (tie_rank must be a permutation of the %d chunk positions); "
+                                   "rebuild it with 'python -m mini_rag index --force'"
+                                   % (self._tie_path, self.num_chunks))
+            self._tie_rank, self._tie_path = tie, None
+        return self._tie_rank
+
+    @tie_rank.setter
+    def tie_rank(self, value) -> None:
+        self._tie_rank, self._tie_path = value, None
+
+    def _attach(self, vocab: List[str], store: Postings, term_max, checked: bool = True) -> None:
+        """Set the lookups over the stored postings (a built and a loaded index alike;
+        ``checked=False``: a term's upper bound is checked against its block maxima when
+        first looked up, :meth:`_term_bound`)."""
         self._vocabulary = vocab
         self._tid = dict(zip(vocab, range(len(vocab))))
         self._store = store
@@ -278,7 +343,22 @@ class Index:
         self._positions = _TermMap(self._tid, lambda i: self._decoded(i)[0])
         self._freqs = _TermMap(self._tid, lambda i: self._decoded(i)[1])
         self._weights = {"bm25": _TermMap(self._tid, self._bm25_of)}
-        self._max_weights = {"bm25": _PerTerm(self._tid, term_max)}
+        self._max_weights = {"bm25": _PerTerm(self._tid, term_max, None if checked else self._term_bound)}
+        self._bound_ok = bytearray(0 if checked else len(vocab))
+
+    def _term_bound(self, i: int) -> float:
+        """Term ``i``'s stored largest weight (MaxScore's upper bound), checked when first
+        looked up: the largest of its block maxima, which are finite and >= 0."""
+        top = self._max_weights["bm25"].data[i]
+        if not self._bound_ok[i]:
+            store = self._store
+            blocks = store.block_max[store.term_blocks[i]:store.term_blocks[i + 1]].tolist()
+            if not (blocks and math.isfinite(sum(blocks)) and min(blocks) >= 0.0 and max(blocks) == top):
+                raise MiniRagError("%s: not a valid index (term %d: its largest weight must be the largest of its "
+                                   "block maxima, finite numbers >= 0); rebuild it with "
+                                   "'python -m mini_rag index --force'" % (store.path, i))
+            self._bound_ok[i] = 1
+        return top
 
     #: Decoded postings kept in memory (a bounded cache: the commonest terms of a large
     #: index hold hundreds of thousands of postings).
@@ -424,6 +504,9 @@ class Index:
             raise MiniRagError("%s: not a valid index (term frequencies sum to %d, the chunk lengths to %d); "
                                "rebuild it with 'python -m mini_rag index --force'"
                                % (self._store.path, total, sum(self.lengths)))
+        self.tie_rank
+        for i in range(len(self._bound_ok)):
+            self._term_bound(i)
         for c in self.chunks:
             if type(c.chunk_id) is not str:
                 raise MiniRagError("%s: not a valid index (a chunk record without a chunk id); rebuild it with "
@@ -554,12 +637,13 @@ class _TermMap(Mapping):
 
 
 class _PerTerm(_TermMap):
-    """``term -> one number`` of an array indexed by term id."""
+    """``term -> one number`` of an array indexed by term id (``fetch``: by a function of
+    the term id instead, e.g. one checking it)."""
 
     __slots__ = ("data",)
 
-    def __init__(self, ids: Dict[str, int], data) -> None:
-        super().__init__(ids, data.__getitem__)
+    def __init__(self, ids: Dict[str, int], data, fetch=None) -> None:
+        super().__init__(ids, fetch or data.__getitem__)
         self.data = data
 
 
@@ -732,6 +816,17 @@ SECTIONS = (("vocabulary", "json"), ("chunk_ids", "json"), ("chunks", "bytes"),
             ("chunk_blocks", "u64"), ("lengths", "u32"), ("tie_rank", "u32"),
             ("df", "u32"), ("term_blocks", "u64"), ("block_last", "u32"), ("block_start", "u64"),
             ("block_format", "u8"), ("block_max", "f64"), ("bm25_max", "f64"), ("postings", "bytes"))
+#: Sections hashed page by page (format 4: each page checked when first read), their page
+#: digests in a last section, ``pages`` (``store.py``); sections read only when needed
+#: (``chunk_ids``: ``Index.chunk`` and ``position``; ``tie_rank``: the first tie), checked
+#: against their sha256 then.
+PAGED = ("chunks", "postings")
+DEFERRED = ("chunk_ids", "tie_rank")
+
+
+def section_names(version: int) -> List[str]:
+    """The sections of a format 3 or 4 index, in file order."""
+    return [name for name, _ in SECTIONS] + ([PAGES] if version >= 4 else [])
 
 
 #: A stored chunk record is the JSON array of these fields' values (``Chunk`` order).
@@ -812,7 +907,7 @@ def save_index(index: Index, path: str) -> int:
     manifest["blocks"] = {"postings": BLOCK, "chunks": CHUNK_BLOCK}
     manifest.setdefault("scoring", index.settings())
     manifest.setdefault("analysis", index.analyzer.settings())
-    size, sections = write_sections(path, manifest, list(_section_bytes(index)), path.endswith(".gz"))
+    size, sections = write_sections(path, manifest, list(_section_bytes(index)), path.endswith(".gz"), PAGED)
     manifest["sections"] = sections
     index.manifest = manifest
     return size
@@ -892,7 +987,8 @@ def _parse_manifest(line: bytes, path: str) -> Dict[str, Any]:
     if manifest.get("format_version") not in READABLE_VERSIONS:
         raise MiniRagError("%s:1: index format version must be %s, got %r; rebuild it with "
                            "'python -m mini_rag index --force'"
-                           % (path, " or ".join(map(str, READABLE_VERSIONS)), manifest.get("format_version")))
+                           % (path, ", ".join(map(str, READABLE_VERSIONS[:-1])) + " or %d" % READABLE_VERSIONS[-1],
+                              manifest.get("format_version")))
     return manifest
 
 
@@ -900,9 +996,9 @@ def _parse_manifest(line: bytes, path: str) -> Dict[str, Any]:
 def load_index(path: str) -> Index:
     """Read an index file; its manifest, section (or body) hashes and settings are checked.
 
-    Format 2 is ready when read: the small sections are read, postings and weights are
+    Formats 3 and 4 are ready when read: the small sections are read, postings and weights are
     read term by term when a query asks for them, chunks are decoded when first asked for.  Format 1 is rebuilt
-    from its term bags (the older, slower way; saving it again writes format 2).
+    from its term bags (the older, slower way; saving it again writes format 4).
     """
     fh = _open(path)
     try:
@@ -917,7 +1013,7 @@ def load_index(path: str) -> Index:
     raw = open(path, "rb")
     try:
         sf = SectionFile(path, first, raw, _declared_size(manifest, len(first), path))
-        sf.check(manifest)
+        sf.check(manifest, DEFERRED)
         return _load_v3(path, sf, manifest)
     except BaseException:
         raw.close()
@@ -1075,24 +1171,39 @@ def _rises(arr, first: int, last: int) -> bool:
     if not len(arr) or arr[0] != first or arr[-1] != last:
         return False
     items = arr.tolist()
-    return all(map(operator.le, items, itertools.islice(items, 1, None)))
+    return items == sorted(items)          # timsort: one C comparison per item on a sorted list
+
+
+def _permutation(arr, n: int) -> bool:
+    """``arr`` holds each of 0..n-1 once (``len(arr) == n``): each item marks its place in
+    a bytearray (one C-level call per item; an item >= n raises IndexError), none left."""
+    marks = bytearray(n)
+    try:
+        collections.deque(map(marks.__setitem__, arr.tolist(), repeat(1)), 0)
+    except IndexError:
+        return False
+    return marks.find(0) < 0
 
 
 def validate_sections(path: str, manifest: Dict[str, Any], sf: SectionFile, vocab, parts: Dict[str, Any]) -> None:
-    """The structure of a format 3 index, beyond its hashes (issue 33: sections whose hashes
-    match can still be swapped, hand-made or from a buggy writer): sections in the format's
-    order without overlap; the vocabulary distinct sorted strings; sizes that agree; block
-    and chunk offsets rising from 0 to their section's end; as many blocks per term as its
-    df needs; block ends and formats in range; weights finite and not negative; the tie
-    ranks a permutation.  Every block is checked again when decoded (``postings.py``), so
-    a damaged index is an error naming the file, never a wrong answer."""
+    """The structure of a format 3 or 4 index, beyond its hashes (issue 33: sections whose
+    hashes match can still be swapped, hand-made or from a buggy writer), with no pass over
+    every chunk or block: sections in the format's order without overlap; the vocabulary
+    distinct sorted strings; sizes that agree; term and chunk block offsets rising from 0
+    to their end, the postings' block offsets from 0 to their section's end; as many blocks
+    per term as its df needs; block formats in range.  Checked when first used instead: a
+    block's offsets, end (in range) and postings when read (``postings.py``), a term's
+    block maxima and largest weight when looked up or weighted, the tie ranks (a
+    permutation) at the first tie; so a damaged index is an error naming the file, never
+    a wrong answer."""
     def bad(what: str) -> MiniRagError:
         return MiniRagError("%s: not a valid index (%s); rebuild it with 'python -m mini_rag index --force'"
                             % (path, what))
     secs = manifest.get("sections") or []
     names = [sec.get("name") for sec in secs if isinstance(sec, dict)]
-    if names != [name for name, _ in SECTIONS]:
-        raise bad("sections must be %s in this order, got %s" % (", ".join(n for n, _ in SECTIONS), names))
+    want = section_names(manifest.get("format_version"))
+    if names != want:
+        raise bad("sections must be %s in this order, got %s" % (", ".join(want), names))
     end = 0
     for sec, (name, kind) in zip(secs, SECTIONS):
         if sec.get("type") != kind:
@@ -1100,6 +1211,8 @@ def validate_sections(path: str, manifest: Dict[str, Any], sf: SectionFile, voca
         if int(sec["offset"]) < end:
             raise bad("section %s overlaps the one before it" % name)
         end = int(sec["offset"]) + int(sec["length"])
+    if len(secs) > len(SECTIONS) and (secs[-1].get("type") != "bytes" or int(secs[-1]["offset"]) < end):
+        raise bad("section %s must be of type bytes, after the others" % PAGES)
     if manifest.get("blocks") != {"postings": BLOCK, "chunks": CHUNK_BLOCK}:
         raise bad("blocks must be %r, got %r" % ({"postings": BLOCK, "chunks": CHUNK_BLOCK}, manifest.get("blocks")))
     if not isinstance(vocab, list) or not set(map(type, vocab)) <= {str} or not all(
@@ -1107,32 +1220,29 @@ def validate_sections(path: str, manifest: Dict[str, Any], sf: SectionFile, voca
         raise bad("the vocabulary must be distinct strings in code point order")
     p = parts
     n, nt, nb = len(p["lengths"]), len(vocab), len(p["block_last"])
-    if not (len(p["tie_rank"]) == n and len(p["df"]) == len(p["bm25_max"]) == nt
+    if not (sf.sections["tie_rank"]["length"] == 4 * n and len(p["df"]) == len(p["bm25_max"]) == nt
             and len(p["term_blocks"]) == nt + 1 and len(p["block_start"]) == nb + 1
             and len(p["block_format"]) == len(p["block_max"]) == nb
             and len(p["chunk_blocks"]) == -(-n // CHUNK_BLOCK) + 1):
         raise bad("sections disagree on their sizes")
-    for name, total in (("term_blocks", nb), ("block_start", sf.sections["postings"]["length"]),
-                        ("chunk_blocks", sf.sections["chunks"]["length"])):
+    for name, total in (("term_blocks", nb), ("chunk_blocks", sf.sections["chunks"]["length"])):
         if not _rises(p[name], 0, total):
             raise bad("%s must rise from 0 to %d" % (name, total))
-    tb, df = p["term_blocks"], p["df"]
-    if nt and (min(df) < 1 or list(map(operator.sub, itertools.islice(tb, 1, None), tb))
-               != [-(-d // BLOCK) for d in df]):
+    # block_start: its ends here, each block's size (so rising) when the block is read
+    starts, total = p["block_start"], sf.sections["postings"]["length"]
+    if not len(starts) or starts[0] != 0 or starts[-1] != total:
+        raise bad("block_start must rise from 0 to %d" % total)
+    # C-level calls over lists (``tolist`` once): no Python code per item
+    tbl, dfl = p["term_blocks"].tolist(), p["df"].tolist()
+    if nt and (min(dfl) < 1 or list(map(operator.sub, itertools.islice(tbl, 1, None), tbl))
+               != list(map(operator.floordiv, map(operator.add, dfl, repeat(BLOCK - 1)), repeat(BLOCK)))):
         raise bad("every term needs df >= 1 and ceil(df / %d) blocks" % BLOCK)
-    if nb and (max(p["block_last"]) >= n or max(p["block_format"]) > 8):
+    # block ends (below the number of chunks, rising) are checked when their block is read,
+    # a term's block maxima and largest weight when it is first looked up (Index._term_bound)
+    # or its weights computed
+    if bytes(p["block_format"]).translate(None, _BLOCK_FORMATS):
         raise bad("block ends must name one of the %d chunks and block formats be 0..8" % n)
-    for name in ("block_max", "bm25_max"):
-        arr = p[name]
-        if len(arr) and not (math.isfinite(math.fsum(arr)) and min(arr) >= 0.0):
-            raise bad("%s must be finite numbers >= 0" % name)
-    bm = p["block_max"].tolist()
-    tbl = tb.tolist()
-    if [max(bm[a:b]) for a, b in zip(tbl, tbl[1:])] != p["bm25_max"].tolist():
-        raise bad("bm25_max must be the largest of each term's block maxima")
-    tie = p["tie_rank"]
-    if n and (max(tie) >= n or len(set(tie)) != n):
-        raise bad("tie_rank must be a permutation of the %d chunk positions" % n)
+    # tie_rank: checked to be a permutation when first used (Index.tie_rank)
 
 
 def _chunk_ids(path: str, sf: SectionFile, n: int):
@@ -1154,7 +1264,7 @@ def _load_v3(path: str, sf: SectionFile, manifest: Dict[str, Any]) -> Index:
                            "it with 'python -m mini_rag index --force'"
                            % (path, manifest.get("chunk_fields"), list(CHUNK_FIELDS)))
     vocab = sf.json("vocabulary")
-    parts = {name: sf.array(name) for name, kind in SECTIONS if kind in TYPECODES}
+    parts = {name: sf.array(name) for name, kind in SECTIONS if kind in TYPECODES and name not in DEFERRED}
     validate_sections(path, manifest, sf, vocab, parts)
     scoring = manifest.get("scoring") or {}
     index = Index([], [], Analyzer.from_settings(manifest.get("analysis")),
@@ -1169,16 +1279,17 @@ def _load_v3(path: str, sf: SectionFile, manifest: Dict[str, Any]) -> Index:
     index._chunk_ids = lambda: _chunk_ids(path, sf, n)
     index._terms = _LazyBags(index.chunks, index.analyzer)        # type: ignore[assignment]
     index.lengths = parts["lengths"]                             # type: ignore[assignment]
-    index.num_searchable = n - array.array("I", index.lengths).count(0)
-    index.avgdl = math.fsum(index.lengths) / index.num_searchable if index.num_searchable else 0.0
-    index.tie_rank = parts["tie_rank"]                           # type: ignore[assignment]
+    index._stats_pending = True          # N and avgdl: from the lengths when first asked for
+    index._tie_rank, index._tie_path = None, path     # read and checked when first used
     index._norm = None
     store = Postings(path, n, parts["df"], parts["term_blocks"], parts["block_last"], parts["block_start"],
                      parts["block_format"], parts["block_max"], sf.lazy("postings"))
-    index._attach(vocab, store, parts["bm25_max"])
+    index._attach(vocab, store, parts["bm25_max"], checked=False)
     index._mapped = sf
-    # every section was checked against its sha256 when opened: saving it again reuses it
-    index._digests = {name: sec["sha256"] for name, sec in sf.sections.items()}
+    # the sections' digests as checked (the paged ones page by page, each page checked when
+    # read, by the save too): saving it again reuses them
+    index._digests = {name: sf.page_digests(name) if name in PAGED else sec["sha256"]
+                      for name, sec in sf.sections.items()}
     if sum(parts["df"]) <= FULL_CHECK_POSTINGS:
         index.check_all()
     return index
@@ -1245,7 +1356,7 @@ def build_or_load(config: Dict[str, Any], corpus_path: Optional[str] = None, for
         manifest = {} if retired else _damaged_hint(read_manifest, path)
         reasons = (["it has format version %d, this version writes %d" % (retired, FORMAT_VERSION)]
                    if retired else stale_reasons(manifest, expected))
-        if (not retired and manifest.get("format_version") == FORMAT_VERSION
+        if (not retired and manifest.get("format_version") in (3, FORMAT_VERSION)
                 and manifest.get("blocks") != {"postings": BLOCK, "chunks": CHUNK_BLOCK}):
             reasons.append("its block sizes %r differ from this version's" % (manifest.get("blocks"),))
             retired = FORMAT_VERSION          # not read: rebuilt from the corpus

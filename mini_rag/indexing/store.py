@@ -4,6 +4,12 @@ A file is one line of compact JSON (the manifest, padded with spaces so that the
 starts at a multiple of 8 bytes), then the body: named *sections*, each starting at a
 multiple of 8 bytes of the body.  The manifest lists every section as
 ``{"name", "type", "offset", "length", "sha256"}`` (offset from the body's start).
+
+A *paged* section (the large ones: ``write_sections(..., paged=...)``) is hashed in pages
+of ``PAGE`` bytes, as dm-verity hashes a block device in 4 KiB blocks: its entry adds
+``"pages": {"size": PAGE, "at": A}``, the sha256 digests (32 bytes each) of its pages are
+bytes ``A..`` of the ``pages`` section (the last section, itself hashed as a whole), and
+its ``sha256`` is the sha256 of those digests.
 Section types: ``json`` (UTF-8 JSON), ``jsonl`` (UTF-8 lines), ``bytes`` (opaque to this
 module: compressed blocks, ``postings.py``), or a packed little-endian array: ``u8``,
 ``i32``, ``u16``, ``u32``, ``u64``, ``f64``.  The whole file may be gzip'd.
@@ -14,9 +20,14 @@ are copied into the target, which is replaced atomically.  Nothing holds a whole
 section in memory unless its producer does.
 
 Reading (:class:`SectionFile`) keeps a plain file open (a gzip'd one is decompressed
-into memory), checks every section's length and sha256, reads small sections whole and
-large ones a slice at a time when asked for (``os.pread``), as ``memoryview`` arrays.
-Nothing read is ever evaluated: JSON is parsed with ``json``, arrays are cast views.
+into memory), checks every section's place and type, reads small sections whole and large
+ones a slice at a time when asked for (``os.pread``), as ``memoryview`` arrays.  Hashes:
+a section is checked against its sha256 when the file is opened, or, for those named in
+``check(..., defer=...)``, when first read; a paged section's page digests are checked
+when opened and each page when it is first read (a plain file; a gzip'd one, already in
+memory, is checked whole when opened).  Nothing is returned before the bytes it comes from
+were checked: a damaged page is an error naming the file and the section, raised by the
+read.  Nothing read is ever evaluated: JSON is parsed with ``json``, arrays are cast views.
 """
 from __future__ import annotations
 
@@ -24,6 +35,7 @@ import array
 import gzip
 import hashlib
 import json
+import operator
 import os
 import shutil
 import struct
@@ -44,6 +56,22 @@ for _t, _c in TYPECODES.items():
 _LITTLE = sys.byteorder == "little"
 ALIGN = 8
 _BLOCK = 1 << 22
+#: Bytes a page of a paged section (one sha256 digest each); the name of their section.
+PAGE = 1 << 12
+PAGES = "pages"
+_DIGEST = 32
+_digest_of = operator.methodcaller("digest")
+
+
+def page_digests(data, size: int = PAGE) -> bytes:
+    """The sha256 digests of ``data``'s pages of ``size`` bytes (the last one may be
+    shorter), concatenated: C-level calls, no Python code per page."""
+    view = memoryview(data)
+    if view.format != "B" or view.itemsize != 1:
+        view = view.cast("B")
+    n = len(view)
+    return b"".join(map(_digest_of, map(hashlib.sha256, map(view.__getitem__, map(
+        slice, range(0, n, size), range(size, n + size, size))))))
 
 
 def _dumps(obj: Any) -> bytes:
@@ -169,18 +197,27 @@ class SectionWriter:
                 pass
 
 
-def write_sections(path: str, manifest: Dict[str, Any], sections, compress: bool):
-    """Write ``sections`` (``(name, type, bytes-like or array, sha256 or None)``, in file
+def write_sections(path: str, manifest: Dict[str, Any], sections, compress: bool, paged=()):
+    """Write ``sections`` (``(name, type, bytes-like or array, digest or None)``, in file
     order, all in memory) behind ``manifest`` to ``path`` atomically, in one pass: the
-    sha256 (unless given: a section sealed when it was made) and offset of every section
-    first, then the manifest line and the sections.  Returns the number of bytes written
-    and the section table."""
+    digest (unless given: a section sealed when it was made) and offset of every section
+    first, then the manifest line and the sections.  A section named in ``paged`` is hashed
+    page by page (its digest, when given, is :func:`page_digests` of its bytes), and their
+    digests are written as the last section, ``pages``; any other's digest is its sha256's
+    hex string.  Returns the number of bytes written and the section table."""
     if path != "-":
         sweep_section_temps(os.path.dirname(os.path.abspath(path)))   # bodies of killed older writes
     table: List[Dict[str, Any]] = []
     parts: List[Any] = []
+    pages: List[bytes] = []
+    at = 0
     offset = 0
-    for name, kind, value, digest in sections:
+    items = list(sections)
+    if paged:
+        items.append((PAGES, "bytes", None, None))
+    for name, kind, value, digest in items:
+        if name == PAGES and paged:
+            value = b"".join(pages)
         if isinstance(value, array.array):
             value = to_le_bytes(value) if not _LITTLE else memoryview(value).cast("B")
         elif isinstance(value, memoryview):
@@ -190,8 +227,16 @@ def write_sections(path: str, manifest: Dict[str, Any], sections, compress: bool
             parts.append(b"\0" * pad)
             offset += pad
         length = len(value)
-        table.append({"name": name, "type": kind, "offset": offset, "length": length,
-                      "sha256": digest or hashlib.sha256(value).hexdigest()})
+        entry = {"name": name, "type": kind, "offset": offset, "length": length}
+        if name in paged:
+            digests = digest or page_digests(value)
+            pages.append(digests)
+            entry["sha256"] = hashlib.sha256(digests).hexdigest()
+            entry["pages"] = {"size": PAGE, "at": at}
+            at += len(digests)
+        else:
+            entry["sha256"] = digest or hashlib.sha256(value).hexdigest()
+        table.append(entry)
         parts.append(value)
         offset += length
     manifest = dict(manifest)
@@ -258,6 +303,9 @@ class SectionFile:
         self._buf: Optional[memoryview] = None
         self.base = len(first)
         self.sections: Dict[str, Dict[str, Any]] = {}
+        self._pending: set = set()                  # sections whose sha256 is checked when first read
+        self._paged: Dict[str, "_Pages"] = {}       # paged sections, each page checked when first read
+        self._all_pages: Optional[bytes] = None
         fh.seek(0)
         if fh.read(2) == b"\x1f\x8b":
             fh.close()
@@ -275,10 +323,14 @@ class SectionFile:
         else:
             self._size = os.fstat(fh.fileno()).st_size
 
-    def check(self, manifest: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
-        """Every section present, inside the file, and matching its sha256; by name."""
+    def check(self, manifest: Dict[str, Any], defer=()) -> Dict[str, Dict[str, Any]]:
+        """Every section present, inside the file and of a known type; by name.  Hashes
+        (see the module docstring): a section is checked against its sha256 now, or when
+        first read if named in ``defer``; a paged section's page digests now (against its
+        sha256), each page when first read (all of them now when the file is in memory)."""
         out: Dict[str, Dict[str, Any]] = {}
         body = self._size - self.base
+        paged = []
         for sec in manifest.get("sections") or []:
             try:
                 name, kind, off, length = sec["name"], sec["type"], int(sec["offset"]), int(sec["length"])
@@ -289,12 +341,51 @@ class SectionFile:
                                    "with 'python -m mini_rag index --force'" % (self.path, name))
             if kind not in TYPECODES and kind not in ("json", "jsonl", "bytes"):
                 raise MiniRagError("%s:1: unknown section type, got %r" % (self.path, kind))
-            if self._digest(off, length) != sec.get("sha256"):
-                raise MiniRagError("%s: section %r does not match its sha256 (truncated or edited); "
-                                   "rebuild it with 'python -m mini_rag index --force'" % (self.path, name))
+            if "pages" in sec:
+                paged.append(sec)
+            elif name in defer and self._buf is None:
+                self._pending.add(name)
+            elif self._digest(off, length) != sec.get("sha256"):
+                raise self._mismatch(name)
             out[name] = sec
         self.sections = out
+        for sec in paged:
+            self._paged[sec["name"]] = self._pages_of(sec)
+        self._all_pages = None
         return out
+
+    def _mismatch(self, name: str, page: Optional[int] = None) -> MiniRagError:
+        where = "" if page is None else " (page %d, bytes %d..%d of the section)" % (
+            page, page * self._paged[name].size, (page + 1) * self._paged[name].size - 1)
+        return MiniRagError("%s: section %r does not match its sha256%s (truncated or edited); "
+                            "rebuild it with 'python -m mini_rag index --force'" % (self.path, name, where))
+
+    def _pages_of(self, sec: Dict[str, Any]) -> "_Pages":
+        """A paged section's page digests, checked against its sha256 (and, in memory, its
+        pages against them)."""
+        name, length = sec["name"], int(sec["length"])
+        info = sec["pages"]
+        whole = self.sections.get(PAGES)
+        try:
+            size, at = int(info["size"]), int(info["at"])
+        except (KeyError, TypeError, ValueError):
+            raise MiniRagError("%s:1: malformed section entry, got %r" % (self.path, sec)) from None
+        count = -(-length // size) if size > 0 else -1
+        if whole is None or "pages" in whole or size <= 0 or size % ALIGN or at < 0 or at % _DIGEST \
+                or at + count * _DIGEST > int(whole["length"]):
+            raise MiniRagError("%s:1: section %r has no page digests (a %r section) where its entry says"
+                               % (self.path, name, PAGES))
+        if self._all_pages is None:
+            self._all_pages = bytes(self.raw(PAGES))
+        digests = self._all_pages[at:at + count * _DIGEST]
+        if hashlib.sha256(digests).hexdigest() != sec.get("sha256"):
+            raise self._mismatch(name)
+        pages = _Pages(self, name, self.base + int(sec["offset"]), length, size, digests)
+        if self._buf is not None:
+            start = pages.start
+            if page_digests(self._buf[start:start + length], size) != digests:
+                raise self._mismatch(name)
+        return pages
 
     def _digest(self, off: int, length: int) -> str:
         h = hashlib.sha256()
@@ -318,15 +409,27 @@ class SectionFile:
         return self._fh.read(size)
 
     def raw(self, name: str) -> memoryview:
-        """A whole section's bytes."""
+        """A whole section's bytes (checked against their hash first, if not yet)."""
         sec = self.sections[name]
         start = self.base + sec["offset"]
         if self._buf is not None:
             return self._buf[start:start + sec["length"]]
+        pages = self._paged.get(name)
+        if pages is not None:
+            return memoryview(pages.read(0, sec["length"]))
         data = self._read(start, sec["length"])
         if len(data) != sec["length"]:
             raise MiniRagError("%s: section %r is shorter than the manifest says" % (self.path, name))
+        if name in self._pending:
+            if hashlib.sha256(data).hexdigest() != sec.get("sha256"):
+                raise self._mismatch(name)
+            self._pending.discard(name)
         return memoryview(data)
+
+    def page_digests(self, name: str) -> Optional[bytes]:
+        """A paged section's page digests (checked against its sha256), None for another."""
+        pages = self._paged.get(name)
+        return pages.digests if pages is not None else None
 
     def array(self, name: str):
         """A whole section as a read-only sequence of numbers (a cast memoryview, or an
@@ -335,7 +438,7 @@ class SectionFile:
 
     def lazy(self, name: str) -> "LazyArray":
         """A section read on demand: ``lazy[i:j]`` reads items i..j-1 (bytes of a json/jsonl
-        section)."""
+        section), the pages they lie in checked on their first read."""
         sec = self.sections[name]
         code = TYPECODES.get(sec["type"])
         width = array.array(code).itemsize if code else 1
@@ -344,11 +447,16 @@ class SectionFile:
         if self._buf is not None:
             whole = self.raw(name)
             return whole.cast(code) if code and _LITTLE else (_cast(whole, code, self.path, name) if code else whole)
-        return LazyArray(self, self.base + sec["offset"], sec["length"] // width, code, width)
+        if name in self._pending:
+            self.raw(name)                  # checked whole before any part of it is used
+        pages = self._paged.get(name)
+        read = pages.read if pages is not None else _Plain(self, self.base + sec["offset"]).read
+        return LazyArray(self, read, sec["length"] // width, code, width)
 
     def json(self, name: str) -> Any:
+        data = bytes(self.raw(name))                  # its hash checked first (a MiniRagError)
         try:
-            return json.loads(bytes(self.raw(name)))
+            return json.loads(data)
         except (UnicodeDecodeError, ValueError):
             raise MiniRagError("%s: section %r is not JSON" % (self.path, name)) from None
 
@@ -376,14 +484,58 @@ def _cast(view: memoryview, code: str, path: str, name: str):
     return arr
 
 
+class _Plain:
+    """Reads of a section checked when the file was opened."""
+
+    __slots__ = ("_file", "_start")
+
+    def __init__(self, file: SectionFile, start: int) -> None:
+        self._file, self._start = file, start
+
+    def read(self, off: int, size: int) -> bytes:
+        return self._file._read(self._start + off, size)
+
+
+class _Pages:
+    """Reads of a paged section: bytes ``off..off+size-1`` of the section, every page they
+    lie in checked against its digest on its first read (``done`` marks the checked ones);
+    a page that does not match is an error naming the file, the section and the page."""
+
+    __slots__ = ("file", "name", "start", "length", "size", "digests", "done")
+
+    def __init__(self, file: SectionFile, name: str, start: int, length: int, size: int, digests: bytes) -> None:
+        self.file, self.name, self.start, self.length, self.size = file, name, start, length, size
+        self.digests = digests
+        self.done = bytearray(len(digests) // _DIGEST)
+
+    def read(self, off: int, size: int):
+        if size <= 0:
+            return b""
+        p = self.size
+        a, b = off // p, (off + size - 1) // p + 1
+        if self.done.find(0, a, b) < 0:
+            return self.file._read(self.start + off, size)
+        lo, hi = a * p, min(b * p, self.length)
+        data = self.file._read(self.start + lo, hi - lo)
+        if len(data) != hi - lo:
+            raise MiniRagError("%s: the index file changed or shrank while in use" % self.file.path)
+        got = page_digests(data, p)
+        want = self.digests[a * _DIGEST:b * _DIGEST]
+        if got != want:
+            bad = next(k for k in range(b - a) if got[k * _DIGEST:(k + 1) * _DIGEST] != want[k * _DIGEST:(k + 1) * _DIGEST])
+            raise self.file._mismatch(self.name, a + bad)
+        self.done[a:b] = b"\x01" * (b - a)
+        return memoryview(data)[off - lo:off - lo + size] if (off - lo or hi - lo != size) else data
+
+
 class LazyArray:
     """Items of a section read from the open file when sliced: ``la[i:j]`` is a cast
     memoryview of items i..j-1 (their bytes when the section is not an array)."""
 
-    __slots__ = ("_file", "_start", "_n", "_code", "_width")
+    __slots__ = ("_file", "_read", "_n", "_code", "_width")
 
-    def __init__(self, file: SectionFile, start: int, n: int, code: Optional[str], width: int) -> None:
-        self._file, self._start, self._n, self._code, self._width = file, start, n, code, width
+    def __init__(self, file: SectionFile, read, n: int, code: Optional[str], width: int) -> None:
+        self._file, self._read, self._n, self._code, self._width = file, read, n, code, width
 
     def __len__(self) -> int:
         return self._n
@@ -393,7 +545,7 @@ class LazyArray:
             raise TypeError("LazyArray supports slices only")
         i, j, _ = key.indices(self._n)
         j = max(i, j)
-        data = self._file._read(self._start + i * self._width, (j - i) * self._width)
+        data = self._read(i * self._width, (j - i) * self._width)
         view = memoryview(data)
         if len(data) != (j - i) * self._width:
             raise MiniRagError("%s: the index file changed or shrank while in use" % self._file.path)
@@ -402,4 +554,5 @@ class LazyArray:
         return _cast(view, self._code, self._file.path, "?")
 
 
-__all__ = ["SectionWriter", "SectionFile", "LazyArray", "TYPECODES", "to_le_bytes", "write_sections"]
+__all__ = ["SectionWriter", "SectionFile", "LazyArray", "TYPECODES", "PAGE", "PAGES", "page_digests", "to_le_bytes",
+           "write_sections"]

@@ -348,7 +348,6 @@ class Retriever:
             raise MiniRagError("[retrieval] top_k must be >= 1, got %r" % self.top_k)
         self._weights = index.prepare(self.scoring)
         self._positions = index._positions
-        self._tie = index.tie_rank
         self._scopes: Dict[str, frozenset] = {}
         self._typo_map: Optional[Dict[str, List[str]]] = None
         self._surface: Dict[str, Tuple[str, ...]] = {}
@@ -376,6 +375,11 @@ class Retriever:
         if r.get("numpy", False):
             self.use_numpy(True)
         self.fusion = None    # dense / hybrid ranking, set by embed.hybrid.attach (mode != "bm25")
+
+    @property
+    def _tie(self):
+        """The index's tie ranks (a loaded index checks them when first asked for)."""
+        return self.index.tie_rank
 
     def use_numpy(self, on: bool = True) -> bool:
         """Score with numpy from now on (``on``), when numpy imports; returns whether it does."""
