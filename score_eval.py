@@ -70,8 +70,9 @@ import unicodedata
 from array import array
 from bisect import bisect_left
 from collections import Counter
+from fractions import Fraction
 from functools import partial
-from itertools import compress, count
+from itertools import compress, count, filterfalse
 from operator import mul
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
@@ -5124,6 +5125,17 @@ def _normal_ci(values_sum: float, sq_sum: float, n: int) -> Optional[List[float]
     return [max(0.0, mean - half), min(1.0, mean + half)]
 
 
+def _counted_sums(counts: Dict[float, int]) -> Tuple[float, float]:
+    """(math.fsum of the values, math.fsum of their squares) of a multiset given as value ->
+    count (few distinct values in [0, 1]: a rank measure over many items), without listing it: both sums
+    are exact (Fraction) and rounded once, as math.fsum rounds, so the floats are the same."""
+    total = sq = Fraction(0)
+    for v, c in counts.items():
+        total += Fraction(v) * c
+        sq += Fraction(v * v) * c
+    return float(total), float(sq)
+
+
 def _has(bits: int):
     return lambda f: f & bits == bits
 
@@ -5168,9 +5180,10 @@ def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
                     c += cnt
         return c, n
 
-    gidx = list(compress(idx, map(lambda f: f & F_GOLD, map(flags.__getitem__, idx))))
+    gidx = list(compress(idx, map(F_GOLD.__and__, map(flags.__getitem__, idx))))
     ng = len(gidx)
     aidx = None   # answerable items, for the seed's recall@K
+    hits_at_k: Dict[int, Counter] = {}     # k -> how many items have each number of hits (P@K, Success@K)
     for m in REGISTRY:
         if m.name in EXTRA_METRICS or m.name in ANSWER_METRICS:
             continue
@@ -5181,7 +5194,7 @@ def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
                     continue
                 if name.startswith("recall@"):
                     if aidx is None:
-                        aidx = list(compress(idx, map(lambda f: f & F_ANS, map(flags.__getitem__, idx))))
+                        aidx = list(compress(idx, map(F_ANS.__and__, map(flags.__getitem__, idx))))
                     c, n = sum(map(scorer.seed_rec[int(name[7:])].__getitem__, aidx)), len(aidx)
                     out[name] = _entry(c / n if n else m.empty, c, n, wilson(c, n))
                     continue
@@ -5221,18 +5234,23 @@ def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
             if ng == 0:
                 out[name] = _entry(None, None, 0, None, "not measured: no item has gold citations")
                 continue
-            if base == "P":
-                vals = [measure_p(h, k) for h in map(scorer.hits[k].__getitem__, gidx)]
-            elif base == "R":
+            if base in ("P", "Success"):     # hits per item: a few small integers, counted
+                hits = hits_at_k.get(k)
+                if hits is None:
+                    hits = hits_at_k[k] = Counter(map(scorer.hits[k].__getitem__, gidx))
+                if base == "Success":
+                    c = ng - hits[0]        # measure_success: 1 for hits > 0
+                    out[name] = _entry(c / ng, c, ng, wilson(c, ng))
+                else:
+                    total, sq = _counted_sums({measure_p(h, k): c for h, c in hits.items()})
+                    out[name] = _entry(total / ng, None, ng, _normal_ci(total, sq, ng))
+                continue
+            if base == "R":
                 vals = list(map(scorer.rec[k].__getitem__, gidx))
             elif base == "nDCG":
                 vals = list(map(scorer.ndcg[k].__getitem__, gidx))
-            elif base == "RR":
+            else:  # RR
                 vals = list(map((scorer.rr if k is None else scorer.rrk[k]).__getitem__, gidx))
-            else:  # Success
-                c = int(sum(map(measure_success, map(scorer.hits[k].__getitem__, gidx))))
-                out[name] = _entry(c / ng, c, ng, wilson(c, ng))
-                continue
             total = math.fsum(vals)
             out[name] = _entry(total / ng, None, ng, _sample_ci(vals, total))
     if not trec:
@@ -5249,7 +5267,7 @@ ANSWER_METRICS = ("answer_correct_rate", "answer_f1")
 def _answer_metrics(scorer: Scorer, idx) -> Dict[str, dict]:
     """Issue 28: answer_correct_rate and answer_f1 over the measured items of ``idx``."""
     flags, f1s = scorer.flags, scorer.answer_f1
-    measured = [i for i in idx if f1s[i] == f1s[i]]
+    measured = list(compress(idx, map(math.isfinite, map(f1s.__getitem__, idx))))   # NaN: not measured
     n = len(measured)
     if not n:
         why = ("not measured: no shipped item has gold_answers" +
@@ -5319,19 +5337,19 @@ def _extra_metrics(scorer: Scorer, idx, combos: Counter) -> Dict[str, dict]:
         if _BY_NAME[name].needs not in scorer.needs:
             out[name] = _entry(None, None, 0, None, NOT_COMPUTED % name)
             continue
-        vals = [v for v in map(arr.__getitem__, idx) if v == v]
+        vals = list(filterfalse(math.isnan, map(arr.__getitem__, idx)))     # NaN: not measured
         total = math.fsum(vals)
         out[name] = (_entry(total / len(vals), None, len(vals), _sample_ci(vals, total))
                      if vals else _entry(None, None, 0, None, "not measured: " + what))
-    vals = [v for v in map(scorer.faith.__getitem__, idx) if v == v]
+    vals = list(filterfalse(math.isnan, map(scorer.faith.__getitem__, idx)))
     total = math.fsum(vals)
     out["faithfulness"] = _grounding_entry(scorer, idx, None, len(vals), total / len(vals) if vals else None,
                                            _sample_ci(vals, total))
-    lat = sorted(v for v in map(scorer.latency.__getitem__, idx) if v == v)
+    lat = sorted(filterfalse(math.isnan, map(scorer.latency.__getitem__, idx)))
     for name, p in (("latency_p50", 0.50), ("latency_p95", 0.95)):
         out[name] = (_entry(nearest_rank(lat, p), None, len(lat), None) if lat else
                      _entry(None, None, 0, None, "not measured: no trace row carries timings_ms.total"))
-    cost = [v for v in map(scorer.cost.__getitem__, idx) if v == v]
+    cost = list(filterfalse(math.isnan, map(scorer.cost.__getitem__, idx)))
     out["cost_per_item"] = (_entry(math.fsum(cost) / len(cost), None, len(cost), None) if cost else
                             _entry(None, None, 0, None, "not measured: no trace row carries cost"))
     return {m.name: out[m.name] for m in REGISTRY if m.name in out}
@@ -7352,17 +7370,13 @@ def run(args) -> int:
             runs = merged_runs(args.merge, errors)
         trec_per, trec_all = trec_evaluate(gold, runs, trec_names, args.average)
         metrics.update(trec_metric_entries(trec_per, trec_all))
-    order = sorted(everything, key=gold.cat.__getitem__)
+    order = sorted(everything, key=gold.cat.__getitem__)     # items by category, file order within one
     categories: Dict[str, dict] = {}
     start = 0
-    while start < n:
-        cid = gold.cat[order[start]]
-        end = start
-        while end < n and gold.cat[order[end]] == cid:
-            end += 1
-        idx = order[start:end]
+    for cid, size in sorted(Counter(gold.cat).items()):
+        idx = order[start:start + size]
         categories[gold.categories[cid]] = {"items": len(idx), "metrics": aggregate(scorer, idx, trec)}
-        start = end
+        start += size
     categories = {c: categories[c] for c in sorted(categories)}
     flags = scorer.flags
     by_flags = Counter(flags)      # verdicts depend on flags only: count each distinct value once

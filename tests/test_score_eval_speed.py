@@ -13,8 +13,12 @@
    ``unsupported_tokens`` against the set definition; ``_decline_rxs`` without a trigger word;
    ``json_row``'s direct scan against ``json.loads``; ``_retrieval``'s order shortcut (scores
    that strictly decrease) and its memo against the measures of the sorted ranking.
+5. Issue 32's fourth round: aggregate's counted sums (``_counted_sums``: P@K from the number of
+   items per hit count) against math.fsum over the listed values, and aggregate's P@K /
+   Success@K against the per-item measures.
 """
 import json
+import math
 import random
 import sys
 import unittest
@@ -270,6 +274,68 @@ class ThirdRound(unittest.TestCase):
                     self.assertEqual(sc.ndcg[k][0], score_eval.measure_ndcg(positions, gains, k, idcg))
                     self.assertEqual(sc.rrk[k][0], score_eval.measure_rr(positions, k))
                     self.assertEqual(sc.hits[k][0], score_eval.hits_at(positions, k))
+
+
+COUNTED = [  # value -> count: the multisets _counted_sums adds without listing them
+    {},
+    {0.0: 5},
+    {0.2: 3, 0.4: 1, 0.0: 7},                            # P@5: 1/5 is not a binary fraction
+    {0.1: 10, 0.7: 3},                                   # fsum([0.1] * 10) == 1.0, sum() would not be
+    {1 / 3: 1000001, 2 / 3: 7, 1.0: 2},
+    {1e-300: 3, 1e-17: 2, 1.0: 1},                       # far apart: exact sums keep the small ones
+    {0.6309297535714575: 12345, 0.5: 17, 0.43067655807339306: 99},    # nDCG values
+]
+
+
+class FourthRound(unittest.TestCase):
+    def test_counted_sums_table(self):
+        for counts in COUNTED:
+            with self.subTest(counts=counts):
+                vals = [v for v, c in counts.items() for _ in range(c)]
+                want = (math.fsum(vals), math.fsum(v * v for v in vals))
+                got = score_eval._counted_sums(counts)
+                self.assertEqual(got, want)
+                self.assertEqual([type(x) for x in got], [float, float])
+
+    def test_counted_sums_random(self):
+        rng = random.Random(324)
+        for _ in range(300):
+            k = rng.choice([1, 3, 5, 10, 7])
+            vals = [rng.randint(0, k) / k for _ in range(rng.randint(1, 400))]
+            counts = {}
+            for v in vals:
+                counts[v] = counts.get(v, 0) + 1
+            self.assertEqual(score_eval._counted_sums(counts),
+                             (math.fsum(vals), math.fsum(map(lambda v: v * v, vals))), (k, counts))
+
+    def test_aggregate_p_and_success(self):
+        rng = random.Random(325)
+        gold = score_eval.Gold()
+        n = 500
+        for i in range(n):
+            gold.qids.append("q%d" % i)
+            gold.index["q%d" % i] = i
+            gold.base.append(score_eval.F_GOLD if rng.random() < 0.8 else 0)
+        sc = score_eval.Scorer(gold, [3, 5], "not in context", None)
+        for i in range(n):
+            for k in (3, 5):
+                sc.hits[k][i] = rng.randint(0, k) if gold.base[i] else 0
+        sc.flags = score_eval.array("Q", gold.base)
+        for idx in (range(n), [i for i in range(n) if i % 3], [1], []):
+            out = score_eval.aggregate(sc, idx, True)
+            gidx = [i for i in idx if gold.base[i] & score_eval.F_GOLD]
+            for k in (3, 5):
+                with self.subTest(k=k, items=len(idx)):
+                    if not gidx:
+                        self.assertIsNone(out["P@%d" % k]["value"])
+                        continue
+                    vals = [score_eval.measure_p(sc.hits[k][i], k) for i in gidx]
+                    total = math.fsum(vals)
+                    self.assertEqual(out["P@%d" % k], score_eval._entry(total / len(gidx), None, len(gidx),
+                                                                        score_eval._sample_ci(vals, total)))
+                    c = int(sum(score_eval.measure_success(sc.hits[k][i]) for i in gidx))
+                    self.assertEqual(out["Success@%d" % k], score_eval._entry(c / len(gidx), c, len(gidx),
+                                                                              score_eval.wilson(c, len(gidx))))
 
 
 if __name__ == "__main__":
