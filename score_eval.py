@@ -73,7 +73,7 @@ from collections import Counter
 from fractions import Fraction
 from functools import partial
 from itertools import compress, count, filterfalse
-from operator import mul
+from operator import gt, mul
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 try:  # Python 3.11+; older versions use only the subset reader below.
@@ -4063,10 +4063,17 @@ class Scorer:
                 f |= F_FB
                 if fallback:
                     f |= F_FBUSED
+            # seed recall at k: every gold citation among the first k retrieved_ids (trace order),
+            # vacuously for none: whether the last one to appear appears within k
+            if not rel:
+                need = 0
+            elif retset.issuperset(rel):
+                need = max(map(ret.index, rel)) + 1 if len(rel) > 1 else ret.index(rel[0]) + 1
+            else:
+                need = math.inf
             for k in self.ks:
-                top = ret[:k]
-                self.seed_rec[k][i] = (rel[0] in top) if len(rel) == 1 else (not rel or all(c in top for c in rel))
-            if self.seed_rec[self.k0][i]:
+                self.seed_rec[k][i] = need <= k
+            if need <= self.k0:
                 f |= F_REC
         if rel:
             self._retrieval(i, rel, ret, scores)
@@ -4149,7 +4156,7 @@ class Scorer:
     def _retrieval(self, i: int, rel, ret, scores) -> None:
         # trec_eval order: score descending, then id descending; otherwise the trace's order.
         # Scores that strictly decrease already give that order (no tie for the ids to break).
-        if scores is not None and not (scores == sorted(scores, reverse=True) and len(set(scores)) == len(scores)):
+        if scores is not None and not all(map(gt, scores, scores[1:])):
             ranked = [d for _, d in sorted(zip(scores, ret), reverse=True)]
         else:
             ranked = ret

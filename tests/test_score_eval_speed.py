@@ -15,7 +15,8 @@
    that strictly decrease) and its memo against the measures of the sorted ranking.
 5. Issue 32's fourth round: aggregate's counted sums (``_counted_sums``: P@K from the number of
    items per hit count) against math.fsum over the listed values, and aggregate's P@K /
-   Success@K against the per-item measures.
+   Success@K against the per-item measures; the seed's recall@K from the position of the last
+   gold citation against "every gold citation in ret[:k]".
 """
 import json
 import math
@@ -336,6 +337,31 @@ class FourthRound(unittest.TestCase):
                     c = int(sum(score_eval.measure_success(sc.hits[k][i]) for i in gidx))
                     self.assertEqual(out["Success@%d" % k], score_eval._entry(c / len(gidx), c, len(gidx),
                                                                               score_eval.wilson(c, len(gidx))))
+
+    def test_seed_recall(self):
+        gold = score_eval.Gold()
+        cases = [  # (gold citations, retrieved_ids)
+            ((), ["a", "b"]), ((), []), (("a",), []), (("a",), ["a"]), (("c",), ["a", "b", "c"]),
+            (("c",), ["a", "b", "c", "c"]), (("c", "a"), ["a", "b", "c"]), (("a", "b"), ["b", "x", "y", "a"]),
+            (("a", "z"), ["a", "b"]), (("a",), ["b", "a", "a"]), (("d",), list("abcdefgh")),
+        ]
+        for n, (rel, _) in enumerate(cases):
+            gold.qids.append("q%d" % n)
+            gold.index["q%d" % n] = n
+            gold.base.append(score_eval.F_ANS)
+            gold.rel.append(rel)
+            gold.subs.append(None)
+            gold.expected.append(0)
+        ks = [2, 1, 3, 4, 10]
+        sc = score_eval.Scorer(gold, ks, "not in context", None)
+        for n, (rel, ret) in enumerate(cases):
+            sc.judge(n, "an answer", None, ret, None, None, None, None, True)
+            for k in ks:
+                with self.subTest(rel=rel, ret=ret, k=k):
+                    want = all(c in ret[:k] for c in rel)
+                    self.assertEqual(sc.seed_rec[k][n], want)
+                    if k == 2:
+                        self.assertEqual(bool(sc.flags[n] & score_eval.F_REC), want)
 
 
 if __name__ == "__main__":
