@@ -1963,12 +1963,17 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
             gold.subs.append(True)
         elif subs is None:
             gold.subs.append(None)
+        elif len(subs) == 1:        # the usual one substring: no list to build
+            low = subs[0].lower()
+            gold.subs.append((low,) if len(low) >= 5 else ())
         else:
             gold.subs.append(tuple([s for s in map(str.lower, subs) if len(s) >= 5]))
-        if cits and len(cits) == 1:
+        if not cits:
+            rel = ()
+        elif len(cits) == 1:
             rel = (intern.setdefault(cits[0], cits[0]),)
         else:
-            rel = tuple(intern.setdefault(c, c) for c in dict.fromkeys(cits or ()))
+            rel = tuple([intern.setdefault(c, c) for c in dict.fromkeys(cits)])
         gold.rel.append(rel)
         expect_refuse = (exp != "ANSWER") if exp is not None else (not ans)
         bits, behaviour = extra

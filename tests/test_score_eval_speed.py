@@ -16,7 +16,8 @@
 5. Issue 32's fourth round: aggregate's counted sums (``_counted_sums``: P@K from the number of
    items per hit count) against math.fsum over the listed values, and aggregate's P@K /
    Success@K against the per-item measures; the seed's recall@K from the position of the last
-   gold citation against "every gold citation in ret[:k]".
+   gold citation against "every gold citation in ret[:k]"; read_gold's one-substring and
+   zero/one-citation shortcuts against the general rule.
 """
 import json
 import math
@@ -362,6 +363,31 @@ class FourthRound(unittest.TestCase):
                     self.assertEqual(sc.seed_rec[k][n], want)
                     if k == 2:
                         self.assertEqual(bool(sc.flags[n] & score_eval.F_REC), want)
+
+    def test_gold_subs_and_rel(self):
+        import tempfile
+        cases = [  # (gold_claim_substr, gold_citations)
+            (["Encryption Manager"], ["a"]), (["abcd"], []), (["ABCDE"], ["a", "b"]), (["x", "Longer one"], ["a", "a"]),
+            ([], None), (None, ["b", "a", "b"]), (["\u0130stanbul"], []), (["  ab  "], ["c"]), ([""], []),
+        ]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = str(Path(tmp) / "gold.jsonl")
+            with open(path, "w", encoding="utf-8") as fh:
+                for n, (subs, cits) in enumerate(cases):
+                    row = {"qid": "q%d" % n, "answerable": True}
+                    if subs is not None:
+                        row["gold_claim_substr"] = subs
+                    if cits is not None:
+                        row["gold_citations"] = cits
+                    fh.write(json.dumps(row) + "\n")
+            gold = score_eval.read_gold(path, "category", score_eval._Errors(20), [])
+        for n, (subs, cits) in enumerate(cases):
+            with self.subTest(subs=subs, cits=cits):
+                want = True if subs == [] else None if subs is None else \
+                    tuple(s for s in (x.lower() for x in subs) if len(s) >= 5)
+                self.assertEqual(gold.subs[n], want)
+                self.assertEqual(gold.rel[n], tuple(dict.fromkeys(cits or ())))
+                self.assertIs(type(gold.rel[n]), tuple)
 
 
 if __name__ == "__main__":
