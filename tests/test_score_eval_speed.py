@@ -17,7 +17,10 @@
    items per hit count) against math.fsum over the listed values, and aggregate's P@K /
    Success@K against the per-item measures; the seed's recall@K from the position of the last
    gold citation against "every gold citation in ret[:k]"; read_gold's one-substring and
-   zero/one-citation shortcuts against the general rule.
+   zero/one-citation shortcuts against the general rule; ``_retrieval`` told whether the ids
+   are distinct (judge knows it from its set of retrieved ids) against finding it out;
+   ``gc_paused`` restores the collector's state (also after an error), and a scored run leaves
+   next to no cyclic garbage for it.
 """
 import json
 import math
@@ -388,6 +391,57 @@ class FourthRound(unittest.TestCase):
                 self.assertEqual(gold.subs[n], want)
                 self.assertEqual(gold.rel[n], tuple(dict.fromkeys(cits or ())))
                 self.assertIs(type(gold.rel[n]), tuple)
+
+    def test_retrieval_told_distinct(self):
+        gold = score_eval.Gold()
+        for n in range(2):
+            gold.qids.append("q%d" % n)
+            gold.index["q%d" % n] = n
+            gold.base.append(0)
+        ks = [1, 3, 5]
+        told = score_eval.Scorer(gold, ks, "not in context", None)
+        found = score_eval.Scorer(gold, ks, "not in context", None)
+        cases = [  # (gold ids, retrieved, scores)
+            (("b",), ["a", "b", "c"], [0.9, 0.5, 0.1]), (("b",), ["a", "a", "b"], None),
+            (("b",), ["a", "a", "b"], [0.9, 0.8, 0.7]), (("c", "a"), ["c", "b", "c", "a"], [0.1, 0.5, 0.9, 0.2]),
+            (("a",), ["b", "b", "b", "a"], [0.5, 0.5, 0.5, 0.5]), (("x",), ["a", "b"], None), (("a",), [], None),
+        ]
+        for rel, ret, scores in cases:
+            with self.subTest(rel=rel, ret=ret, scores=scores):
+                told._retrieval(0, rel, ret, scores, len(set(ret)) == len(ret))
+                found._retrieval(0, rel, ret, scores)
+                self.assertEqual(told.rr[0], found.rr[0])
+                for k in ks:
+                    self.assertEqual([told.hits[k][0], told.rec[k][0], told.ndcg[k][0], told.rrk[k][0]],
+                                     [found.hits[k][0], found.rec[k][0], found.ndcg[k][0], found.rrk[k][0]])
+
+    def test_gc_paused(self):
+        import gc
+        for was in (True, False):
+            with self.subTest(was=was):
+                (gc.enable if was else gc.disable)()
+                try:
+                    with score_eval.gc_paused():
+                        self.assertFalse(gc.isenabled())
+                    self.assertIs(gc.isenabled(), was)
+                    with self.assertRaises(KeyError):
+                        with score_eval.gc_paused():
+                            raise KeyError("x")
+                    self.assertIs(gc.isenabled(), was)
+                finally:
+                    gc.enable()
+
+    def test_no_cycles_left(self):
+        import contextlib
+        import gc
+        import io
+        gc.collect()
+        seed = ROOT / "examples" / "seed"
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            score_eval.main(["--gold", str(seed / "gold.jsonl"), "--trace", str(seed / "trace.jsonl"), "--quiet",
+                             "--gates-file", str(ROOT / "gates.toml"), "--dataset", "seed"])
+        self.assertTrue(gc.isenabled())
+        self.assertLess(gc.collect(), 500)      # the argparse parser and the like, not per-row garbage
 
 
 if __name__ == "__main__":
