@@ -4551,7 +4551,7 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
     """Stream the trace file once, judging each row against its gold item (last row wins)."""
     index = scorer.gold.index
     seen = bytearray(len(scorer.gold))
-    judge = scorer.judge
+    read, judge, judge_extra = scorer.read, scorer.judge, scorer.judge_extra     # bound once, not per row
     rows = unknown = dup = 0
     unknown_ex: List[str] = []
     dup_ex: List[str] = []
@@ -4621,11 +4621,11 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
             if len(dup_ex) < 5:
                 dup_ex.append(qid)
         seen[i] = 1
-        claim, cits, reading = scorer.read(claim, cits, ret, cited)     # reading 1: citations in the text
+        claim, cits, reading = read(claim, cits, ret, cited)     # reading 1: citations in the text
         judge(i, claim, cits, ret, scores, cited, decision, fallback, True)
         if reading is not None or scorer.text_cits or scorer.bad_marks:
             scorer.mark_read(i, reading)
-        scorer.judge_extra(i, claim, cits, ret, cited, cited_pol, decision, extra)
+        judge_extra(i, claim, cits, ret, cited, cited_pol, decision, extra)
     if progress is not None:
         if rows and rows & 0x3FFF == 0:
             progress.tick(rows)
