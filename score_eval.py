@@ -51,8 +51,10 @@ if __name__ == "__main__":                # Ctrl-C while the module loads: exit 
         _signal.signal(_signal.SIGINT, _early_interrupt)
 
 import argparse
+import contextlib
 import csv
 import difflib
+import gc
 import html
 import io
 import json
@@ -70,9 +72,10 @@ import unicodedata
 from array import array
 from bisect import bisect_left
 from collections import Counter
+from fractions import Fraction
 from functools import partial
-from itertools import compress, count
-from operator import mul
+from itertools import compress, count, filterfalse
+from operator import gt, mul
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 try:  # Python 3.11+; older versions use only the subset reader below.
@@ -1962,12 +1965,17 @@ def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
             gold.subs.append(True)
         elif subs is None:
             gold.subs.append(None)
+        elif len(subs) == 1:        # the usual one substring: no list to build
+            low = subs[0].lower()
+            gold.subs.append((low,) if len(low) >= 5 else ())
         else:
             gold.subs.append(tuple([s for s in map(str.lower, subs) if len(s) >= 5]))
-        if cits and len(cits) == 1:
+        if not cits:
+            rel = ()
+        elif len(cits) == 1:
             rel = (intern.setdefault(cits[0], cits[0]),)
         else:
-            rel = tuple(intern.setdefault(c, c) for c in dict.fromkeys(cits or ()))
+            rel = tuple([intern.setdefault(c, c) for c in dict.fromkeys(cits)])
         gold.rel.append(rel)
         expect_refuse = (exp != "ANSWER") if exp is not None else (not ans)
         bits, behaviour = extra
@@ -3972,6 +3980,7 @@ class Scorer:
         self.rec = {k: array("d", bytes(8 * n)) for k in ks}
         self.ndcg = {k: array("d", bytes(8 * n)) for k in ks}
         self.rrk = {k: array("d", bytes(8 * n)) for k in ks}
+        self.k_arrays = [(self.hits[k], self.rec[k], self.ndcg[k], self.rrk[k]) for k in ks]   # _retrieval's, in ks order
         self.rr = array("d", bytes(8 * n))
         self.unsupported: Dict[int, List[str]] = {}
         self.no_text: Dict[int, str] = {}
@@ -4062,13 +4071,20 @@ class Scorer:
                 f |= F_FB
                 if fallback:
                     f |= F_FBUSED
+            # seed recall at k: every gold citation among the first k retrieved_ids (trace order),
+            # vacuously for none: whether the last one to appear appears within k
+            if not rel:
+                need = 0
+            elif retset.issuperset(rel):
+                need = max(map(ret.index, rel)) + 1 if len(rel) > 1 else ret.index(rel[0]) + 1
+            else:
+                need = math.inf
             for k in self.ks:
-                top = ret[:k]
-                self.seed_rec[k][i] = (rel[0] in top) if len(rel) == 1 else (not rel or all(c in top for c in rel))
-            if self.seed_rec[self.k0][i]:
+                self.seed_rec[k][i] = need <= k
+            if need <= self.k0:
                 f |= F_REC
-        if rel:
-            self._retrieval(i, rel, ret, scores)
+        if rel:     # (QA mode: whether the ids are distinct is known from retset)
+            self._retrieval(i, rel, ret, scores, None if gold.trec else len(retset) == len(ret))
             if gold.trec and ret:
                 f |= F_GOLDRET if not set(rel).isdisjoint(ret) else 0
         if not gold.trec and (gold.answers or self.answer_substr):    # else nothing to match: K never set
@@ -4145,14 +4161,16 @@ class Scorer:
             self.bad_marks[i] = rd.bad
         self.flags[i] = f
 
-    def _retrieval(self, i: int, rel, ret, scores) -> None:
+    def _retrieval(self, i: int, rel, ret, scores, distinct: Optional[bool] = None) -> None:
+        """The rank measures of item ``i`` at every k; ``distinct``: whether ``ret``'s ids are
+        distinct, when the caller knows (None: found here)."""
         # trec_eval order: score descending, then id descending; otherwise the trace's order.
         # Scores that strictly decrease already give that order (no tie for the ids to break).
-        if scores is not None and not (scores == sorted(scores, reverse=True) and len(set(scores)) == len(scores)):
+        if scores is not None and not all(map(gt, scores, scores[1:])):
             ranked = [d for _, d in sorted(zip(scores, ret), reverse=True)]
         else:
             ranked = ret
-        if len(set(ranked)) != len(ranked):
+        if not (distinct if distinct is not None else len(set(ranked)) == len(ranked)):   # ranked: ret, reordered
             ranked = list(dict.fromkeys(ranked))   # a repeated id counts once, at its best rank
         positions, gains = relevant_positions(ranked, rel)
         if type(rel) is dict:
@@ -4166,11 +4184,11 @@ class Scorer:
                 found = self.measure_memo[key] = self._measures(positions, gains, len(rel), None)
             rr, per_k = found
         self.rr[i] = rr
-        for k, hits, rec, ndcg, rrk in per_k:
-            self.hits[k][i] = hits
-            self.rec[k][i] = rec
-            self.ndcg[k][i] = ndcg
-            self.rrk[k][i] = rrk
+        for (hits_k, rec_k, ndcg_k, rrk_k), (_, hits, rec, ndcg, rrk) in zip(self.k_arrays, per_k):
+            hits_k[i] = hits
+            rec_k[i] = rec
+            ndcg_k[i] = ndcg
+            rrk_k[i] = rrk
 
     def _measures(self, positions: List[int], gains: List[int], nrel: int, ideal: Optional[List[int]]) -> tuple:
         """(RR, ((k, hits, R@k, nDCG@k, RR@k) for each k)) of one ranking's relevant
@@ -4513,11 +4531,27 @@ def _trace_extras(row: dict, path: str, lineno: int, errors: _Errors):
     return q, reasons, (float(total) if total is not None else None), (float(cost) if cost is not None else None)
 
 
+@contextlib.contextmanager
+def gc_paused():
+    """The cyclic garbage collector paused for a block that makes no reference cycles (reading
+    and judging rows: JSON objects, strings, tuples, arrays): without the pause it walks the
+    gold set's growing lists again and again while their rows are read (3% of the CPU time at
+    300k rows, issue 32).  Garbage is still freed by reference counting; any cycle that did
+    form is collected when the collector runs again after the block."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) -> Dict[str, object]:
     """Stream the trace file once, judging each row against its gold item (last row wins)."""
     index = scorer.gold.index
     seen = bytearray(len(scorer.gold))
-    judge = scorer.judge
+    read, judge, judge_extra = scorer.read, scorer.judge, scorer.judge_extra     # bound once, not per row
     rows = unknown = dup = 0
     unknown_ex: List[str] = []
     dup_ex: List[str] = []
@@ -4587,11 +4621,11 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
             if len(dup_ex) < 5:
                 dup_ex.append(qid)
         seen[i] = 1
-        claim, cits, reading = scorer.read(claim, cits, ret, cited)     # reading 1: citations in the text
+        claim, cits, reading = read(claim, cits, ret, cited)     # reading 1: citations in the text
         judge(i, claim, cits, ret, scores, cited, decision, fallback, True)
         if reading is not None or scorer.text_cits or scorer.bad_marks:
             scorer.mark_read(i, reading)
-        scorer.judge_extra(i, claim, cits, ret, cited, cited_pol, decision, extra)
+        judge_extra(i, claim, cits, ret, cited, cited_pol, decision, extra)
     if progress is not None:
         if rows and rows & 0x3FFF == 0:
             progress.tick(rows)
@@ -5124,6 +5158,17 @@ def _normal_ci(values_sum: float, sq_sum: float, n: int) -> Optional[List[float]
     return [max(0.0, mean - half), min(1.0, mean + half)]
 
 
+def _counted_sums(counts: Dict[float, int]) -> Tuple[float, float]:
+    """(math.fsum of the values, math.fsum of their squares) of a multiset given as value ->
+    count (few distinct values in [0, 1]: a rank measure over many items), without listing it: both sums
+    are exact (Fraction) and rounded once, as math.fsum rounds, so the floats are the same."""
+    total = sq = Fraction(0)
+    for v, c in counts.items():
+        total += Fraction(v) * c
+        sq += Fraction(v * v) * c
+    return float(total), float(sq)
+
+
 def _has(bits: int):
     return lambda f: f & bits == bits
 
@@ -5168,9 +5213,10 @@ def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
                     c += cnt
         return c, n
 
-    gidx = list(compress(idx, map(lambda f: f & F_GOLD, map(flags.__getitem__, idx))))
+    gidx = list(compress(idx, map(F_GOLD.__and__, map(flags.__getitem__, idx))))
     ng = len(gidx)
     aidx = None   # answerable items, for the seed's recall@K
+    hits_at_k: Dict[int, Counter] = {}     # k -> how many items have each number of hits (P@K, Success@K)
     for m in REGISTRY:
         if m.name in EXTRA_METRICS or m.name in ANSWER_METRICS:
             continue
@@ -5181,7 +5227,7 @@ def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
                     continue
                 if name.startswith("recall@"):
                     if aidx is None:
-                        aidx = list(compress(idx, map(lambda f: f & F_ANS, map(flags.__getitem__, idx))))
+                        aidx = list(compress(idx, map(F_ANS.__and__, map(flags.__getitem__, idx))))
                     c, n = sum(map(scorer.seed_rec[int(name[7:])].__getitem__, aidx)), len(aidx)
                     out[name] = _entry(c / n if n else m.empty, c, n, wilson(c, n))
                     continue
@@ -5221,18 +5267,23 @@ def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
             if ng == 0:
                 out[name] = _entry(None, None, 0, None, "not measured: no item has gold citations")
                 continue
-            if base == "P":
-                vals = [measure_p(h, k) for h in map(scorer.hits[k].__getitem__, gidx)]
-            elif base == "R":
+            if base in ("P", "Success"):     # hits per item: a few small integers, counted
+                hits = hits_at_k.get(k)
+                if hits is None:
+                    hits = hits_at_k[k] = Counter(map(scorer.hits[k].__getitem__, gidx))
+                if base == "Success":
+                    c = ng - hits[0]        # measure_success: 1 for hits > 0
+                    out[name] = _entry(c / ng, c, ng, wilson(c, ng))
+                else:
+                    total, sq = _counted_sums({measure_p(h, k): c for h, c in hits.items()})
+                    out[name] = _entry(total / ng, None, ng, _normal_ci(total, sq, ng))
+                continue
+            if base == "R":
                 vals = list(map(scorer.rec[k].__getitem__, gidx))
             elif base == "nDCG":
                 vals = list(map(scorer.ndcg[k].__getitem__, gidx))
-            elif base == "RR":
+            else:  # RR
                 vals = list(map((scorer.rr if k is None else scorer.rrk[k]).__getitem__, gidx))
-            else:  # Success
-                c = int(sum(map(measure_success, map(scorer.hits[k].__getitem__, gidx))))
-                out[name] = _entry(c / ng, c, ng, wilson(c, ng))
-                continue
             total = math.fsum(vals)
             out[name] = _entry(total / ng, None, ng, _sample_ci(vals, total))
     if not trec:
@@ -5249,7 +5300,7 @@ ANSWER_METRICS = ("answer_correct_rate", "answer_f1")
 def _answer_metrics(scorer: Scorer, idx) -> Dict[str, dict]:
     """Issue 28: answer_correct_rate and answer_f1 over the measured items of ``idx``."""
     flags, f1s = scorer.flags, scorer.answer_f1
-    measured = [i for i in idx if f1s[i] == f1s[i]]
+    measured = list(compress(idx, map(math.isfinite, map(f1s.__getitem__, idx))))   # NaN: not measured
     n = len(measured)
     if not n:
         why = ("not measured: no shipped item has gold_answers" +
@@ -5319,19 +5370,19 @@ def _extra_metrics(scorer: Scorer, idx, combos: Counter) -> Dict[str, dict]:
         if _BY_NAME[name].needs not in scorer.needs:
             out[name] = _entry(None, None, 0, None, NOT_COMPUTED % name)
             continue
-        vals = [v for v in map(arr.__getitem__, idx) if v == v]
+        vals = list(filterfalse(math.isnan, map(arr.__getitem__, idx)))     # NaN: not measured
         total = math.fsum(vals)
         out[name] = (_entry(total / len(vals), None, len(vals), _sample_ci(vals, total))
                      if vals else _entry(None, None, 0, None, "not measured: " + what))
-    vals = [v for v in map(scorer.faith.__getitem__, idx) if v == v]
+    vals = list(filterfalse(math.isnan, map(scorer.faith.__getitem__, idx)))
     total = math.fsum(vals)
     out["faithfulness"] = _grounding_entry(scorer, idx, None, len(vals), total / len(vals) if vals else None,
                                            _sample_ci(vals, total))
-    lat = sorted(v for v in map(scorer.latency.__getitem__, idx) if v == v)
+    lat = sorted(filterfalse(math.isnan, map(scorer.latency.__getitem__, idx)))
     for name, p in (("latency_p50", 0.50), ("latency_p95", 0.95)):
         out[name] = (_entry(nearest_rank(lat, p), None, len(lat), None) if lat else
                      _entry(None, None, 0, None, "not measured: no trace row carries timings_ms.total"))
-    cost = [v for v in map(scorer.cost.__getitem__, idx) if v == v]
+    cost = list(filterfalse(math.isnan, map(scorer.cost.__getitem__, idx)))
     out["cost_per_item"] = (_entry(math.fsum(cost) / len(cost), None, len(cost), None) if cost else
                             _entry(None, None, 0, None, "not measured: no trace row carries cost"))
     return {m.name: out[m.name] for m in REGISTRY if m.name in out}
@@ -7325,19 +7376,20 @@ def run(args) -> int:
                 _note(args, "%s: rows have RAGAS-style fields and no qid: read as --format ragas (ids row-<line>, "
                             "contexts ctx-1..ctx-N, reference as gold_answers)" % args.trace)
             _RAGAS_PATHS.add(args.trace)
-        if args.gold:
-            gold = read_gold(args.gold, args.by, errors, notes)
-        elif args.trace in _RAGAS_PATHS:
-            gold = read_gold(args.trace, args.by, errors, notes)
-        else:
-            gold = gold_from_trace(args.trace, args.by)
-        if errors.count:
-            raise ScoreError(errors.text())
-        scorer = Scorer(gold, ks, refusal, chunks, rules, chunk_policies)
-        scorer.needs = set(NEEDS) if gold.unlabelled else needs
-        scorer.progress = not args.quiet
-        scorer.answer_substr = any(g.ref.metric.name in ANSWER_METRICS for g in gates)   # issue 28
-        stats = score_trace(args.trace, scorer, errors, notes)
+        with gc_paused():      # reading and judging make no reference cycles
+            if args.gold:
+                gold = read_gold(args.gold, args.by, errors, notes)
+            elif args.trace in _RAGAS_PATHS:
+                gold = read_gold(args.trace, args.by, errors, notes)
+            else:
+                gold = gold_from_trace(args.trace, args.by)
+            if errors.count:
+                raise ScoreError(errors.text())
+            scorer = Scorer(gold, ks, refusal, chunks, rules, chunk_policies)
+            scorer.needs = set(NEEDS) if gold.unlabelled else needs
+            scorer.progress = not args.quiet
+            scorer.answer_substr = any(g.ref.metric.name in ANSWER_METRICS for g in gates)   # issue 28
+            stats = score_trace(args.trace, scorer, errors, notes)
         if errors.count:
             raise ScoreError(errors.text())
     if getattr(args, "partial", None):        # a shard run writes its verdicts, no report
@@ -7352,17 +7404,13 @@ def run(args) -> int:
             runs = merged_runs(args.merge, errors)
         trec_per, trec_all = trec_evaluate(gold, runs, trec_names, args.average)
         metrics.update(trec_metric_entries(trec_per, trec_all))
-    order = sorted(everything, key=gold.cat.__getitem__)
+    order = sorted(everything, key=gold.cat.__getitem__)     # items by category, file order within one
     categories: Dict[str, dict] = {}
     start = 0
-    while start < n:
-        cid = gold.cat[order[start]]
-        end = start
-        while end < n and gold.cat[order[end]] == cid:
-            end += 1
-        idx = order[start:end]
+    for cid, size in sorted(Counter(gold.cat).items()):
+        idx = order[start:start + size]
         categories[gold.categories[cid]] = {"items": len(idx), "metrics": aggregate(scorer, idx, trec)}
-        start = end
+        start += size
     categories = {c: categories[c] for c in sorted(categories)}
     flags = scorer.flags
     by_flags = Counter(flags)      # verdicts depend on flags only: count each distinct value once

@@ -656,7 +656,8 @@ class Docs(unittest.TestCase):
         stdlib = set(getattr(sys, "stdlib_module_names", ())) or {
             "__future__", "argparse", "array", "base64", "collections", "difflib", "hashlib", "itertools", "json",
             "math", "os", "re", "sys", "tempfile", "time", "typing", "csv", "html", "io", "random", "stat", "traceback",
-            "bisect", "functools", "operator", "signal", "threading", "unicodedata", "zlib"}
+            "bisect", "functools", "operator", "signal", "threading", "unicodedata", "zlib", "contextlib", "fractions",
+            "gc"}
         stdlib.add("tomllib")   # 3.11+; score_eval imports it inside try/except ImportError
         found = set()
         for node in ast.walk(tree):

@@ -13,8 +13,17 @@
    ``unsupported_tokens`` against the set definition; ``_decline_rxs`` without a trigger word;
    ``json_row``'s direct scan against ``json.loads``; ``_retrieval``'s order shortcut (scores
    that strictly decrease) and its memo against the measures of the sorted ranking.
+5. Issue 32's fourth round: aggregate's counted sums (``_counted_sums``: P@K from the number of
+   items per hit count) against math.fsum over the listed values, and aggregate's P@K /
+   Success@K against the per-item measures; the seed's recall@K from the position of the last
+   gold citation against "every gold citation in ret[:k]"; read_gold's one-substring and
+   zero/one-citation shortcuts against the general rule; ``_retrieval`` told whether the ids
+   are distinct (judge knows it from its set of retrieved ids) against finding it out;
+   ``gc_paused`` restores the collector's state (also after an error), and a scored run leaves
+   next to no cyclic garbage for it.
 """
 import json
+import math
 import random
 import sys
 import unittest
@@ -270,6 +279,169 @@ class ThirdRound(unittest.TestCase):
                     self.assertEqual(sc.ndcg[k][0], score_eval.measure_ndcg(positions, gains, k, idcg))
                     self.assertEqual(sc.rrk[k][0], score_eval.measure_rr(positions, k))
                     self.assertEqual(sc.hits[k][0], score_eval.hits_at(positions, k))
+
+
+COUNTED = [  # value -> count: the multisets _counted_sums adds without listing them
+    {},
+    {0.0: 5},
+    {0.2: 3, 0.4: 1, 0.0: 7},                            # P@5: 1/5 is not a binary fraction
+    {0.1: 10, 0.7: 3},                                   # fsum([0.1] * 10) == 1.0, sum() would not be
+    {1 / 3: 1000001, 2 / 3: 7, 1.0: 2},
+    {1e-300: 3, 1e-17: 2, 1.0: 1},                       # far apart: exact sums keep the small ones
+    {0.6309297535714575: 12345, 0.5: 17, 0.43067655807339306: 99},    # nDCG values
+]
+
+
+class FourthRound(unittest.TestCase):
+    def test_counted_sums_table(self):
+        for counts in COUNTED:
+            with self.subTest(counts=counts):
+                vals = [v for v, c in counts.items() for _ in range(c)]
+                want = (math.fsum(vals), math.fsum(v * v for v in vals))
+                got = score_eval._counted_sums(counts)
+                self.assertEqual(got, want)
+                self.assertEqual([type(x) for x in got], [float, float])
+
+    def test_counted_sums_random(self):
+        rng = random.Random(324)
+        for _ in range(300):
+            k = rng.choice([1, 3, 5, 10, 7])
+            vals = [rng.randint(0, k) / k for _ in range(rng.randint(1, 400))]
+            counts = {}
+            for v in vals:
+                counts[v] = counts.get(v, 0) + 1
+            self.assertEqual(score_eval._counted_sums(counts),
+                             (math.fsum(vals), math.fsum(map(lambda v: v * v, vals))), (k, counts))
+
+    def test_aggregate_p_and_success(self):
+        rng = random.Random(325)
+        gold = score_eval.Gold()
+        n = 500
+        for i in range(n):
+            gold.qids.append("q%d" % i)
+            gold.index["q%d" % i] = i
+            gold.base.append(score_eval.F_GOLD if rng.random() < 0.8 else 0)
+        sc = score_eval.Scorer(gold, [3, 5], "not in context", None)
+        for i in range(n):
+            for k in (3, 5):
+                sc.hits[k][i] = rng.randint(0, k) if gold.base[i] else 0
+        sc.flags = score_eval.array("Q", gold.base)
+        for idx in (range(n), [i for i in range(n) if i % 3], [1], []):
+            out = score_eval.aggregate(sc, idx, True)
+            gidx = [i for i in idx if gold.base[i] & score_eval.F_GOLD]
+            for k in (3, 5):
+                with self.subTest(k=k, items=len(idx)):
+                    if not gidx:
+                        self.assertIsNone(out["P@%d" % k]["value"])
+                        continue
+                    vals = [score_eval.measure_p(sc.hits[k][i], k) for i in gidx]
+                    total = math.fsum(vals)
+                    self.assertEqual(out["P@%d" % k], score_eval._entry(total / len(gidx), None, len(gidx),
+                                                                        score_eval._sample_ci(vals, total)))
+                    c = int(sum(score_eval.measure_success(sc.hits[k][i]) for i in gidx))
+                    self.assertEqual(out["Success@%d" % k], score_eval._entry(c / len(gidx), c, len(gidx),
+                                                                              score_eval.wilson(c, len(gidx))))
+
+    def test_seed_recall(self):
+        gold = score_eval.Gold()
+        cases = [  # (gold citations, retrieved_ids)
+            ((), ["a", "b"]), ((), []), (("a",), []), (("a",), ["a"]), (("c",), ["a", "b", "c"]),
+            (("c",), ["a", "b", "c", "c"]), (("c", "a"), ["a", "b", "c"]), (("a", "b"), ["b", "x", "y", "a"]),
+            (("a", "z"), ["a", "b"]), (("a",), ["b", "a", "a"]), (("d",), list("abcdefgh")),
+        ]
+        for n, (rel, _) in enumerate(cases):
+            gold.qids.append("q%d" % n)
+            gold.index["q%d" % n] = n
+            gold.base.append(score_eval.F_ANS)
+            gold.rel.append(rel)
+            gold.subs.append(None)
+            gold.expected.append(0)
+        ks = [2, 1, 3, 4, 10]
+        sc = score_eval.Scorer(gold, ks, "not in context", None)
+        for n, (rel, ret) in enumerate(cases):
+            sc.judge(n, "an answer", None, ret, None, None, None, None, True)
+            for k in ks:
+                with self.subTest(rel=rel, ret=ret, k=k):
+                    want = all(c in ret[:k] for c in rel)
+                    self.assertEqual(sc.seed_rec[k][n], want)
+                    if k == 2:
+                        self.assertEqual(bool(sc.flags[n] & score_eval.F_REC), want)
+
+    def test_gold_subs_and_rel(self):
+        import tempfile
+        cases = [  # (gold_claim_substr, gold_citations)
+            (["Encryption Manager"], ["a"]), (["abcd"], []), (["ABCDE"], ["a", "b"]), (["x", "Longer one"], ["a", "a"]),
+            ([], None), (None, ["b", "a", "b"]), (["\u0130stanbul"], []), (["  ab  "], ["c"]), ([""], []),
+        ]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = str(Path(tmp) / "gold.jsonl")
+            with open(path, "w", encoding="utf-8") as fh:
+                for n, (subs, cits) in enumerate(cases):
+                    row = {"qid": "q%d" % n, "answerable": True}
+                    if subs is not None:
+                        row["gold_claim_substr"] = subs
+                    if cits is not None:
+                        row["gold_citations"] = cits
+                    fh.write(json.dumps(row) + "\n")
+            gold = score_eval.read_gold(path, "category", score_eval._Errors(20), [])
+        for n, (subs, cits) in enumerate(cases):
+            with self.subTest(subs=subs, cits=cits):
+                want = True if subs == [] else None if subs is None else \
+                    tuple(s for s in (x.lower() for x in subs) if len(s) >= 5)
+                self.assertEqual(gold.subs[n], want)
+                self.assertEqual(gold.rel[n], tuple(dict.fromkeys(cits or ())))
+                self.assertIs(type(gold.rel[n]), tuple)
+
+    def test_retrieval_told_distinct(self):
+        gold = score_eval.Gold()
+        for n in range(2):
+            gold.qids.append("q%d" % n)
+            gold.index["q%d" % n] = n
+            gold.base.append(0)
+        ks = [1, 3, 5]
+        told = score_eval.Scorer(gold, ks, "not in context", None)
+        found = score_eval.Scorer(gold, ks, "not in context", None)
+        cases = [  # (gold ids, retrieved, scores)
+            (("b",), ["a", "b", "c"], [0.9, 0.5, 0.1]), (("b",), ["a", "a", "b"], None),
+            (("b",), ["a", "a", "b"], [0.9, 0.8, 0.7]), (("c", "a"), ["c", "b", "c", "a"], [0.1, 0.5, 0.9, 0.2]),
+            (("a",), ["b", "b", "b", "a"], [0.5, 0.5, 0.5, 0.5]), (("x",), ["a", "b"], None), (("a",), [], None),
+        ]
+        for rel, ret, scores in cases:
+            with self.subTest(rel=rel, ret=ret, scores=scores):
+                told._retrieval(0, rel, ret, scores, len(set(ret)) == len(ret))
+                found._retrieval(0, rel, ret, scores)
+                self.assertEqual(told.rr[0], found.rr[0])
+                for k in ks:
+                    self.assertEqual([told.hits[k][0], told.rec[k][0], told.ndcg[k][0], told.rrk[k][0]],
+                                     [found.hits[k][0], found.rec[k][0], found.ndcg[k][0], found.rrk[k][0]])
+
+    def test_gc_paused(self):
+        import gc
+        for was in (True, False):
+            with self.subTest(was=was):
+                (gc.enable if was else gc.disable)()
+                try:
+                    with score_eval.gc_paused():
+                        self.assertFalse(gc.isenabled())
+                    self.assertIs(gc.isenabled(), was)
+                    with self.assertRaises(KeyError):
+                        with score_eval.gc_paused():
+                            raise KeyError("x")
+                    self.assertIs(gc.isenabled(), was)
+                finally:
+                    gc.enable()
+
+    def test_no_cycles_left(self):
+        import contextlib
+        import gc
+        import io
+        gc.collect()
+        seed = ROOT / "examples" / "seed"
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            score_eval.main(["--gold", str(seed / "gold.jsonl"), "--trace", str(seed / "trace.jsonl"), "--quiet",
+                             "--gates-file", str(ROOT / "gates.toml"), "--dataset", "seed"])
+        self.assertTrue(gc.isenabled())
+        self.assertLess(gc.collect(), 500)      # the argparse parser and the like, not per-row garbage
 
 
 if __name__ == "__main__":
