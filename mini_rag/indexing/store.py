@@ -14,10 +14,9 @@ Section types: ``json`` (UTF-8 JSON), ``jsonl`` (UTF-8 lines), ``bytes`` (opaque
 module: compressed blocks, ``postings.py``), or a packed little-endian array: ``u8``,
 ``i32``, ``u16``, ``u32``, ``u64``, ``f64``.  The whole file may be gzip'd.
 
-Writing streams (:class:`SectionWriter`): each section goes to a temporary body file
-as it is produced, its sha256 computed on the way, then the manifest line and the body
-are copied into the target, which is replaced atomically.  Nothing holds a whole
-section in memory unless its producer does.
+Writing (:func:`write_sections`): every section's digest and offset first, then the
+manifest line and the sections, in one pass into a temporary file that replaces the
+target atomically.
 
 Reading (:class:`SectionFile`) keeps a plain file open (a gzip'd one is decompressed
 into memory), checks every section's place and type, reads small sections whole and large
@@ -37,12 +36,10 @@ import hashlib
 import json
 import operator
 import os
-import shutil
 import struct
 import sys
-import tempfile
 import zlib
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ..errors import MiniRagError
 from ..fileio import atomic_write_with
@@ -116,87 +113,6 @@ def sweep_section_temps(folder: str) -> int:
     return removed
 
 
-class SectionWriter:
-    """Streams sections into a temporary body file (see the module docstring)."""
-
-    def __init__(self, folder: str) -> None:
-        sweep_section_temps(folder)
-        fd, self._tmp = tempfile.mkstemp(prefix=".sections.%d." % os.getpid(), suffix=".tmp", dir=folder)
-        self._fh = os.fdopen(fd, "w+b")
-        self._offset = 0
-        self.sections: List[Dict[str, Any]] = []
-        self._open: Optional[Dict[str, Any]] = None
-        self._hash: Any = None
-
-    def begin(self, name: str, kind: str) -> None:
-        if self._open is not None:
-            raise RuntimeError("section %r is still open" % self._open["name"])
-        pad = -self._offset % ALIGN
-        if pad:
-            self._fh.write(b"\0" * pad)
-            self._offset += pad
-        self._open = {"name": name, "type": kind, "offset": self._offset, "length": 0}
-        self._hash = hashlib.sha256()
-
-    def write(self, data) -> None:
-        """Append bytes (or an ``array.array``, written little-endian) to the open section."""
-        if isinstance(data, array.array):
-            data = to_le_bytes(data)
-        self._fh.write(data)
-        self._hash.update(data)
-        self._open["length"] += len(data)          # type: ignore[index]
-        self._offset += len(data)
-
-    def end(self) -> None:
-        sec = self._open
-        sec["sha256"] = self._hash.hexdigest()    # type: ignore[index]
-        self.sections.append(sec)                  # type: ignore[arg-type]
-        self._open = None
-
-    def add(self, name: str, kind: str, parts: Iterable) -> None:
-        """A whole section from an iterable of byte strings or arrays."""
-        self.begin(name, kind)
-        for part in parts:
-            self.write(part)
-        self.end()
-
-    def add_json(self, name: str, obj: Any) -> None:
-        self.add(name, "json", [_dumps(obj)])
-
-    def finish(self, path: str, manifest: Dict[str, Any], compress: bool) -> int:
-        """Write ``manifest`` (with the section table) and the body to ``path`` atomically;
-        returns the number of bytes written."""
-        manifest = dict(manifest)
-        manifest["sections"] = self.sections
-        line = _dumps(manifest)
-        line += b" " * (-(len(line) + 1) % ALIGN) + b"\n"
-        written = []
-
-        def write(out) -> None:
-            self._fh.flush()
-            self._fh.seek(0)
-            if compress:
-                _gzip_copy(line, self._fh, out)
-            else:
-                out.write(line)
-                shutil.copyfileobj(self._fh, out, _BLOCK)
-            written.append(out.tell())
-        try:
-            atomic_write_with(path, write)
-        finally:
-            self.close()
-        return written[0]
-
-    def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
-            try:
-                os.unlink(self._tmp)
-            except OSError:
-                pass
-
-
 def write_sections(path: str, manifest: Dict[str, Any], sections, compress: bool, paged=()):
     """Write ``sections`` (``(name, type, bytes-like or array, digest or None)``, in file
     order, all in memory) behind ``manifest`` to ``path`` atomically, in one pass: the
@@ -258,7 +174,8 @@ def write_sections(path: str, manifest: Dict[str, Any], sections, compress: bool
 
 
 def _gzip_parts(parts, out) -> None:
-    """gzip the concatenated ``parts`` into ``out`` (the header of :func:`_gzip_copy`)."""
+    """gzip the concatenated ``parts`` into ``out``: fixed header (mtime 0, no name, OS 255),
+    so the same input gives the same bytes on every Python."""
     out.write(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff")
     comp = zlib.compressobj(6, zlib.DEFLATED, -15)
     crc, size = 0, 0
@@ -266,22 +183,6 @@ def _gzip_parts(parts, out) -> None:
         crc = zlib.crc32(part, crc)
         size += len(part)
         out.write(comp.compress(part))
-    out.write(comp.flush())
-    out.write(struct.pack("<II", crc & 0xFFFFFFFF, size & 0xFFFFFFFF))
-
-
-def _gzip_copy(head: bytes, src, out) -> None:
-    """gzip ``head`` + ``src``'s bytes into ``out``: fixed header (mtime 0, no name, OS 255),
-    so the same input gives the same bytes on every Python."""
-    out.write(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff")
-    comp = zlib.compressobj(6, zlib.DEFLATED, -15)
-    crc, size = 0, 0
-    block = head
-    while block:
-        crc = zlib.crc32(block, crc)
-        size += len(block)
-        out.write(comp.compress(block))
-        block = src.read(_BLOCK)
     out.write(comp.flush())
     out.write(struct.pack("<II", crc & 0xFFFFFFFF, size & 0xFFFFFFFF))
 
@@ -554,5 +455,5 @@ class LazyArray:
         return _cast(view, self._code, self._file.path, "?")
 
 
-__all__ = ["SectionWriter", "SectionFile", "LazyArray", "TYPECODES", "PAGE", "PAGES", "page_digests", "to_le_bytes",
+__all__ = ["SectionFile", "LazyArray", "TYPECODES", "PAGE", "PAGES", "page_digests", "to_le_bytes",
            "write_sections"]
