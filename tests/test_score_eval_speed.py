@@ -55,6 +55,16 @@ TOKEN_IN = [
 ]
 
 
+
+def _gold_of(n):
+    """A Gold of ``n`` bare items ``q0``, ``q1``, ... (no answers, no citations)."""
+    gold = score_eval.Gold()
+    for k in range(n):
+        gold.qids.append("q%d" % k)
+        gold.index["q%d" % k] = k
+        gold.base.append(0)
+    return gold
+
 class TokenIn(unittest.TestCase):
     def test_table(self):
         for text, tok, want in TOKEN_IN:
@@ -254,11 +264,7 @@ class ThirdRound(unittest.TestCase):
                 self.assertEqual(str(got.exception), str(want.exception))
 
     def test_retrieval_order_and_memo(self):
-        gold = score_eval.Gold()
-        for n in range(3):
-            gold.qids.append("q%d" % n)
-            gold.index["q%d" % n] = n
-            gold.base.append(0)
+        gold = _gold_of(3)
         sc = score_eval.Scorer(gold, [1, 3, 5], "not in context", None)
         cases = [  # (gold ids, retrieved, scores): by hand, RR and R@3 of the sorted ranking
             (("b",), ["a", "b", "c"], [0.9, 0.5, 0.1], 0.5, 1.0),        # strictly decreasing: as given
@@ -393,11 +399,7 @@ class FourthRound(unittest.TestCase):
                 self.assertIs(type(gold.rel[n]), tuple)
 
     def test_retrieval_told_distinct(self):
-        gold = score_eval.Gold()
-        for n in range(2):
-            gold.qids.append("q%d" % n)
-            gold.index["q%d" % n] = n
-            gold.base.append(0)
+        gold = _gold_of(2)
         ks = [1, 3, 5]
         told = score_eval.Scorer(gold, ks, "not in context", None)
         found = score_eval.Scorer(gold, ks, "not in context", None)
