@@ -3962,6 +3962,15 @@ def _token_in(low: str, tok: str) -> Optional[bool]:
     return False
 
 
+
+#: The most rankings ``Scorer._retrieval`` keeps measures of (cleared when full).
+MEASURE_MEMO_LIMIT = 100000
+
+
+def strictly_decreasing(values) -> bool:
+    """Whether every value is larger than the next (an empty or one-value list is)."""
+    return all(map(gt, values, values[1:]))
+
 class Scorer:
     """Per-item verdicts, stored compactly (arrays) so memory grows with the gold set only."""
 
@@ -4084,7 +4093,7 @@ class Scorer:
             if need <= self.k0:
                 f |= F_REC
         if rel:     # (QA mode: whether the ids are distinct is known from retset)
-            self._retrieval(i, rel, ret, scores, None if gold.trec else len(retset) == len(ret))
+            self._retrieval(i, rel, ret, scores, len(set(ret) if gold.trec else retset) == len(ret))
             if gold.trec and ret:
                 f |= F_GOLDRET if not set(rel).isdisjoint(ret) else 0
         if not gold.trec and (gold.answers or self.answer_substr):    # else nothing to match: K never set
@@ -4161,16 +4170,16 @@ class Scorer:
             self.bad_marks[i] = rd.bad
         self.flags[i] = f
 
-    def _retrieval(self, i: int, rel, ret, scores, distinct: Optional[bool] = None) -> None:
+    def _retrieval(self, i: int, rel, ret, scores, distinct: bool) -> None:
         """The rank measures of item ``i`` at every k; ``distinct``: whether ``ret``'s ids are
-        distinct, when the caller knows (None: found here)."""
+        distinct (the caller knows: QA mode has their set already)."""
         # trec_eval order: score descending, then id descending; otherwise the trace's order.
         # Scores that strictly decrease already give that order (no tie for the ids to break).
-        if scores is not None and not all(map(gt, scores, scores[1:])):
+        if scores is not None and not strictly_decreasing(scores):
             ranked = [d for _, d in sorted(zip(scores, ret), reverse=True)]
         else:
             ranked = ret
-        if not (distinct if distinct is not None else len(set(ranked)) == len(ranked)):   # ranked: ret, reordered
+        if not distinct:                           # ranked: ret, perhaps reordered
             ranked = list(dict.fromkeys(ranked))   # a repeated id counts once, at its best rank
         positions, gains = relevant_positions(ranked, rel)
         if type(rel) is dict:
@@ -4179,7 +4188,7 @@ class Scorer:
             key = (tuple(positions), len(rel))
             found = self.measure_memo.get(key)
             if found is None:
-                if len(self.measure_memo) > 100000:     # bounded: long rankings must not grow it
+                if len(self.measure_memo) >= MEASURE_MEMO_LIMIT:   # bounded: long rankings must not grow it
                     self.measure_memo.clear()
                 found = self.measure_memo[key] = self._measures(positions, gains, len(rel), None)
             rr, per_k = found

@@ -42,7 +42,7 @@ SOURCE = ROOT / "score_eval.py"
 # Functions (Class.method for methods) whose comparisons and constants decide a gated number.
 TARGETS = (
     "_disc", "relevant_positions", "hits_at", "measure_p", "measure_r", "measure_success", "measure_rr",
-    "ideal_gains", "ideal_dcg", "measure_ndcg", "Scorer._retrieval", "trec_plan", "trec_query", "trec_evaluate",
+    "ideal_gains", "ideal_dcg", "measure_ndcg", "strictly_decreasing", "Scorer._retrieval", "trec_plan", "trec_query", "trec_evaluate",
     "trec_metric_entries", "wilson", "_normal_ci", "aggregate", "nearest_rank", "_extra_metrics",
 )
 # Most specific first: fail-fast stops at the first module with a failing test.
@@ -50,7 +50,7 @@ TEST_MODULES = (
     "tests.test_score_eval_measures", "tests.test_score_eval_trec", "tests.test_score_eval",
     "tests.test_score_eval_reference", "tests.test_score_eval_trec_names", "tests.test_score_eval_issue20",
     "tests.test_score_eval_reports", "tests.test_score_eval_regression", "tests.test_score_eval_merge",
-    "tests.test_grounding",
+    "tests.test_grounding", "tests.test_score_eval_speed",
 )
 
 _NEGATE = {ast.Lt: ast.GtE, ast.LtE: ast.Gt, ast.Gt: ast.LtE, ast.GtE: ast.Lt, ast.Eq: ast.NotEq,

@@ -275,7 +275,7 @@ class ThirdRound(unittest.TestCase):
         ]
         for rel, ret, scores, rr, r3 in cases * 2:       # twice: the second time from the memo
             with self.subTest(rel=rel, scores=scores):
-                sc._retrieval(0, rel, ret, scores)
+                sc._retrieval(0, rel, ret, scores, True)
                 self.assertAlmostEqual(sc.rr[0], rr)
                 self.assertAlmostEqual(sc.rec[3][0], r3)
                 ranked = [d for _, d in sorted(zip(scores, ret), reverse=True)] if scores else ret
@@ -398,7 +398,32 @@ class FourthRound(unittest.TestCase):
                 self.assertEqual(gold.rel[n], tuple(dict.fromkeys(cits or ())))
                 self.assertIs(type(gold.rel[n]), tuple)
 
+    def test_strictly_decreasing_table(self):
+        cases = [([], True), ([1.0], True), ([3, 2, 1], True), ([3, 2, 2], False), ([3, 1, 2], False),
+                 ([1, 2, 3], False), ([0.5, 0.5], False), ([2, 1, 0, -1], True), ([5, 4, 6, 3], False)]
+        for values, want in cases:
+            with self.subTest(values=values):
+                self.assertIs(score_eval.strictly_decreasing(values), want)
+
+    def test_measure_memo_is_bounded(self):
+        gold = _gold_of(1)
+        sc = score_eval.Scorer(gold, [1, 3], "not in context", None)
+        saved = score_eval.MEASURE_MEMO_LIMIT
+        score_eval.MEASURE_MEMO_LIMIT = 3
+        try:
+            sizes = []
+            for n in range(1, 8):        # rankings with the gold id at positions 1..7: all different
+                ret = ["x%d" % j for j in range(n - 1)] + ["g"]
+                sc._retrieval(0, ("g",), ret, None, True)
+                sizes.append(len(sc.measure_memo))
+                self.assertAlmostEqual(sc.rr[0], 1.0 / n)
+            self.assertEqual(sizes, [1, 2, 3, 1, 2, 3, 1])
+        finally:
+            score_eval.MEASURE_MEMO_LIMIT = saved
+
     def test_retrieval_told_distinct(self):
+        # A repeated id counts once, at its best rank: the measures of the ranking with its
+        # repeats are those of the same ranking deduplicated by hand, given with no scores.
         gold = _gold_of(2)
         ks = [1, 3, 5]
         told = score_eval.Scorer(gold, ks, "not in context", None)
@@ -411,7 +436,9 @@ class FourthRound(unittest.TestCase):
         for rel, ret, scores in cases:
             with self.subTest(rel=rel, ret=ret, scores=scores):
                 told._retrieval(0, rel, ret, scores, len(set(ret)) == len(ret))
-                found._retrieval(0, rel, ret, scores)
+                strictly = scores is None or all(a > b for a, b in zip(scores, scores[1:]))
+                ranked = ret if strictly else [d for _, d in sorted(zip(scores, ret), reverse=True)]
+                found._retrieval(0, rel, list(dict.fromkeys(ranked)), None, True)
                 self.assertEqual(told.rr[0], found.rr[0])
                 for k in ks:
                     self.assertEqual([told.hits[k][0], told.rec[k][0], told.ndcg[k][0], told.rrk[k][0]],
