@@ -243,9 +243,10 @@ class Index:
         self.lengths = lengths
         # N and avgdl count searchable chunks only (those with at least one term): a bare
         # heading or a chunk of stopwords must not dilute the collection statistics.
-        self.num_searchable = sum(1 for n in lengths if n)
+        n = sum(1 for n in lengths if n)
         # fsum: the exact mean, whatever the order of the additions.
-        self.avgdl = math.fsum(lengths) / self.num_searchable if self.num_searchable else 0.0
+        self._num_searchable, self._avgdl = n, (math.fsum(lengths) / n if n else 0.0)
+        self._stats_pending = False
         self._weights: Dict[str, Any] = {}
         self._max_weights: Dict[str, Any] = {}
         self._chunk_ids = None
@@ -288,10 +289,6 @@ class Index:
             self._length_stats()
         return self._num_searchable
 
-    @num_searchable.setter
-    def num_searchable(self, value: int) -> None:
-        self._num_searchable, self._stats_pending = value, False
-
     @property
     def avgdl(self) -> float:
         """The mean length of the searchable chunks (a loaded index's computed when first
@@ -299,10 +296,6 @@ class Index:
         if self._stats_pending:
             self._length_stats()
         return self._avgdl
-
-    @avgdl.setter
-    def avgdl(self, value: float) -> None:
-        self._avgdl = value
 
     def _length_stats(self) -> None:
         lengths = self.lengths.tolist() if hasattr(self.lengths, "tolist") else list(self.lengths)
