@@ -92,25 +92,37 @@ def model_curve(cfg, retriever, gold, gold_path, out_dir, refusal, path=answerab
     return out, fitted.threshold
 
 
-def best_in_box(curve, box):
-    inside = [p for p in curve if p["under_refusal"] <= box["under_refusal"] and p["over_refusal"] <= box["over_refusal"]]
+#: The two bars (issue 17, issue 30): precision over naive's, and the over-refusal allowed above naive's
+#: (both bound the under-refusal by naive's own).
+BARS = {"issue17": {"gain": 0.08, "over_slack": 0.0}, "issue30": {"gain": 0.05, "over_slack": 0.05}}
+
+
+def best_in_box(curve, box, over_slack=0.0):
+    """The point of ``curve`` with the best precision among those whose under-refusal is at most
+    ``box``'s and whose over-refusal is at most ``box``'s + ``over_slack``; None when none is."""
+    inside = [p for p in curve if p["under_refusal"] <= box["under_refusal"]
+              and p["over_refusal"] <= box["over_refusal"] + over_slack + 1e-9]
     return max(inside, key=lambda p: (p["precision"], -p["threshold"])) if inside else None
 
 
 def render(results):
-    lines = ["| held-out set | system | naive's point (precision / under / over) | best precision inside naive's box "
-             "(threshold) | the bar (naive + 0.08) |", "|---|---|---|---|---|"]
+    lines = ["| held-out set | system | naive's point (precision / under / over) | issue 17: best precision inside "
+             "naive's box (threshold) | its bar (naive + 0.08) | issue 30: best precision with under <= naive's, "
+             "over <= naive's + 0.05 (threshold) | its bar (naive + 0.05) |", "|---|---|---|---|---|---|---|"]
+
+    def cell(b, system):
+        return "none: no threshold is inside" if b is None else "%.3f (%s %.2f)" % (
+            b["precision"], "cover" if system == "naive" else "t", b["threshold"])
     for label, r in results.items():
         box = r["naive_point"]
         for system in SYSTEMS:
             if system not in r["best"]:
                 continue
-            b = r["best"][system]
-            got = "none: no threshold is inside" if b is None else "%.3f (%s %.2f)" % (
-                b["precision"], "cover" if system == "naive" else "t", b["threshold"])
-            lines.append("| %s | %s | %.3f / %.3f / %.3f | %s | %.3f |" % (
-                label, system, box["precision"], box["under_refusal"], box["over_refusal"], got,
-                box["precision"] + 0.08))
+            best30 = best_in_box(r["curves"][system], box, BARS["issue30"]["over_slack"])
+            lines.append("| %s | %s | %.3f / %.3f / %.3f | %s | %.3f | %s | %.3f |" % (
+                label, system, box["precision"], box["under_refusal"], box["over_refusal"],
+                cell(r["best"][system], system), box["precision"] + BARS["issue17"]["gain"],
+                cell(best30, system), box["precision"] + BARS["issue30"]["gain"]))
     lines.append("")
     lines.append("The curves (threshold: precision / under-refusal / over-refusal):")
     lines.append("")

@@ -39,6 +39,24 @@ class BestInBox(unittest.TestCase):
                 got = frontier_answer.best_in_box(curve, BOX)
                 self.assertEqual(None if got is None else got["threshold"], want)
 
+    # Issue 30's box: over-refusal up to naive's + 0.05 (0.40 here), under-refusal still <= 0.60.
+    SLACK_CASES = [
+        ("over 0.36 is inside with the slack", [pt(0.5, 0.55, 0.30, 0.36)], 0.5),
+        ("over 0.40 is the inclusive edge", [pt(0.5, 0.55, 0.30, 0.40)], 0.5),
+        ("over 0.41 is outside", [pt(0.5, 0.55, 0.30, 0.41)], None),
+        ("the slack does not loosen under-refusal", [pt(0.1, 0.50, 0.61, 0.10)], None),
+        ("the slack admits a better point than the strict box",
+         [pt(0.3, 0.44, 0.50, 0.30), pt(0.4, 0.49, 0.40, 0.39)], 0.4),
+    ]
+
+    def test_issue30_slack(self):
+        slack = frontier_answer.BARS["issue30"]["over_slack"]
+        self.assertEqual(slack, 0.05)
+        for name, curve, want in self.SLACK_CASES:
+            with self.subTest(name):
+                got = frontier_answer.best_in_box(curve, BOX, slack)
+                self.assertEqual(None if got is None else got["threshold"], want)
+
 
 class SetNames(unittest.TestCase):
     def test_perturbed_sets_have_their_own_labels(self):
