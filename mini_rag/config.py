@@ -106,6 +106,8 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         "min_key_coverage": 0.7,         # IDF-weighted share of key terms the evidence chunk must contain
         "min_key_coverage_typed": 0.7,   # ... or this, when one of its sentences states the asked value type and holds this share of K itself
         "min_question_share": 0.3,       # ... and of all the question's terms (unknown ones included)
+        "scope_relative": True,          # a question scoped to one document (doc_scope): its coverage is also judged against the other documents' best (rule 2b)
+        "scope_min_key_coverage": 0.5,   # ... the scoped document must still hold this share of K
         "min_score": 0.3,                # best sentence score below this -> refuse (below_threshold)
         "weight_coverage": 0.55,         # sentence score = weighted sum of these four parts
         "weight_type": 0.2,
@@ -159,7 +161,7 @@ _SHARES = {
     "index": "b",
     "retrieval": "min_similarity mmr_lambda fallback_min_similarity derivation_weight synonym_weight",
     "answer": "min_fact_overlap dedup_jaccard key_idf_ratio min_key_coverage min_key_coverage_typed "
-              "min_question_share weight_coverage weight_type weight_proximity weight_retrieval "
+              "min_question_share scope_min_key_coverage weight_coverage weight_type weight_proximity weight_retrieval "
               "confidence_high confidence_medium confidence_margin",
     "guards": "conflict_min_agreement variant_min_overlap parallel_min_similarity conflict_min_subject",
 }

@@ -236,9 +236,13 @@ class Pipeline:
                             reasons=[] if facts_b else ["no_evidence"])
         else:
             try:
+                context: Dict[str, Any] = {"retrieval": retrieval, "config": cfg, "analysis": qa}
+                if doc_scope and cfg["answer"].get("scope_relative", True) and self.generator.name == "extractive":
+                    # rule 2b of synthesize.py: the question retrieved over the whole corpus, for
+                    # what the other documents hold of it
+                    context["reference"] = self._retrieve(qa, None)[0]
                 answer, validator_errors = generate_answer(
-                    recorder, question, facts_b, {"retrieval": retrieval, "config": cfg, "analysis": qa},
-                    int(cfg["answer"]["max_sentences"]))
+                    recorder, question, facts_b, context, int(cfg["answer"]["max_sentences"]))
             except GeneratorError as exc:
                 failure = exc
                 answer = Answer(sentences=[], confidence="Low", refused=True, reasons=["generator_error"])

@@ -109,7 +109,8 @@ class ExtractiveGenerator(Generator):
         from ..records import Retrieval
         retrieval = context.get("retrieval") or Retrieval(question=question, hits=[])
         config = context.get("config") or self.config
-        return phase_c(question, facts, retrieval, self.index, config, qa=context.get("analysis")).to_json()
+        return phase_c(question, facts, retrieval, self.index, config, qa=context.get("analysis"),
+                       reference=context.get("reference")).to_json()
 
 
 class CommandGenerator(Generator):

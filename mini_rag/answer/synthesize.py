@@ -58,6 +58,19 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
    same as ``min_key_coverage``): at 0.6 it answers 5 more baseline gold items, but on
    SQuAD 2.0 it answers more of the unanswerable near-misses than it recovers (pass
    rate 0.4558 -> 0.4529, precision 0.4194 -> 0.4181).
+   2b. A question scoped to one document (``doc_scope``) with no fact on topic: its facts
+   are also compared with the other documents' best hits for the same question, retrieved
+   over the whole corpus (``phase_c``'s ``reference``).  A fact is on topic when it holds
+   at least ``[answer] scope_min_key_coverage`` (0.5) of ``K`` and at least as much of
+   ``K`` as the best of those hits (with their own question share of at least
+   ``min_question_share``): when no document of the corpus states the question in its
+   words, the asker paraphrased, and the scoped document is as close as the corpus comes
+   ("Can information conveyed verbally ...?" against contracts that say "orally").  When
+   another document holds more of ``K``, the words exist and this document lacks them: the
+   refusal stands.  ``[answer] scope_relative = false`` turns it off; an unscoped question
+   is never read this way.  (Issue 30, measured on ContractNLI's fit half, the only external
+   set with scoped questions: over-refusal 0.654 -> 0.562, precision 0.576 -> 0.583,
+   under-refusal 0.152 -> 0.157; see docs/answering.md.)
    No fact on topic -> refuse ``key_terms_not_covered`` (the near-miss rule: the corpus
    talks about the subject but not about the thing the question names; and a question
    mostly made of words the corpus never uses is not about the corpus).
@@ -148,6 +161,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..records import Fact, Retrieval
+from .facts import phase_a
 from ..text.memo import text_memo
 from .relevance import (_AUX, Bridges, _hit_map, _scaffold, analyzer_of, chunk_context, covered,
                         expansion_bridges, question_terms, split_question, term_weights, weighted_share)
@@ -1052,9 +1066,12 @@ def _asked_pick(pool: List[tuple], kind: str, key: Sequence[str], analyzer: Any,
 
 
 def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: Any,
-                 bridges: Bridges, cfg: Dict[str, Any], analyzed: Any = None) -> Dict[str, Any]:
+                 bridges: Bridges, cfg: Dict[str, Any], analyzed: Any = None,
+                 others: Sequence[frozenset] = ()) -> Dict[str, Any]:
     """Rules 1-7 for one question part: a dict with outcome, chosen units and numbers.
-    ``analyzed``: the part's ``question.QuestionPart`` (its type and echo words)."""
+    ``analyzed``: the part's ``question.QuestionPart`` (its type and echo words);
+    ``others``: the chunk terms of the other documents' best hits, for a question scoped to
+    one document (rule 2b)."""
     kind = question_type(part) if analyzed is None else analyzed.question_type
     out: Dict[str, Any] = {"part": part, "terms": list(q_terms), "question_type": kind}
     if not q_terms:
@@ -1109,6 +1126,14 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
     relax = kind in VALUE_TYPES and typed_min < min_cov
     on_topic = [i for i, c in enumerate(coverage)
                 if c >= min_cov or (relax and c >= typed_min and typed_on_topic(infos[i]))]
+    if not on_topic and others and top > 0:
+        # 2b. a scoped question: as much of K as any other document holds is as close as the
+        # corpus's words come to the question's
+        best_other = max([weighted_share(key, weights, terms, bridges) for terms in others
+                          if weighted_share(q_terms, weights, terms, bridges) >= min_share] or [0.0])
+        out["other_key_coverage"] = _r(best_other)
+        scope_min = float(cfg["scope_min_key_coverage"])
+        on_topic = [i for i, c in enumerate(coverage) if c >= scope_min and c >= best_other]
     if not on_topic:
         out["outcome"] = "key_terms_not_covered"
         return out
@@ -1217,9 +1242,11 @@ def _cfg(config: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def phase_c(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
-            config: Dict[str, Any], qa: Any = None) -> Answer:
+            config: Dict[str, Any], qa: Any = None, reference: Optional[Retrieval] = None) -> Answer:
     """The extractive answer to ``question`` from the phase B ``facts`` (rules 1-7 above);
-    ``qa`` (``question.analyze_question`` of ``question``) gives its bridges and parts."""
+    ``qa`` (``question.analyze_question`` of ``question``) gives its bridges and parts;
+    ``reference``: for a question scoped to one document, the same question retrieved over
+    the whole corpus (rule 2b reads its hits of the other documents)."""
     cfg = _cfg(config)
     if (is_task_request(question) if qa is None else qa.task_request):
         return Answer(sentences=[], confidence="Low", refused=True, reasons=["task_request"],
@@ -1238,13 +1265,18 @@ def phase_c(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
         for term, alts in ranges.items():
             bridges.setdefault(term, []).extend(alts)
     infos = _prepare(facts, retrieval, index, analyzer)
+    others: List[frozenset] = []
+    if reference is not None and cfg.get("scope_relative", True):
+        scoped = {f.pdf for f in facts}
+        other_facts = [f for f in phase_a(reference) if f.pdf not in scoped]
+        others = [info.chunk_terms for info in _prepare(other_facts, reference, index, analyzer)]
     parts = []
     if qa is not None:
         for qp in qa.parts:
-            parts.append(_answer_part(qp.text, list(qp.terms), infos, index, bridges, cfg, qp))
+            parts.append(_answer_part(qp.text, list(qp.terms), infos, index, bridges, cfg, qp, others))
     for part in (split_question(cue_spelling(question, retrieval, analyzer)) if qa is None else ()):
         q_terms = question_terms(part, retrieval, analyzer)
-        parts.append(_answer_part(part, q_terms, infos, index, bridges, cfg))
+        parts.append(_answer_part(part, q_terms, infos, index, bridges, cfg, others=others))
 
     answered = [p for p in parts if p["outcome"] == "answered"]
     if not answered:
