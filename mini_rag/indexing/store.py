@@ -202,7 +202,7 @@ class _Flusher:
     ``fdatasync`` is left for it to report.  Not a regular file (stdout, a device): plain
     writes."""
 
-    FLUSH = 1 << 25
+    FLUSH = 1 << 23
 
     def __init__(self, out) -> None:
         import stat
