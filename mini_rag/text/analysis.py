@@ -83,9 +83,8 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections import _count_elements
-from itertools import chain, compress, repeat
-from operator import is_
+from collections import Counter
+from itertools import chain
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import MiniRagError
@@ -462,24 +461,18 @@ class Analyzer:
 
     def _fill(self, pieces: List[str]) -> List[str]:
         """Terms of ``pieces``, computing and caching the pieces not seen before."""
-        return list(chain.from_iterable(self._piece_tuples(pieces)))
-
-    def _piece_tuples(self, pieces: List[str]) -> List[Tuple[str, ...]]:
-        """The terms of each piece: the cached ones looked up by one C-level map, the
-        pieces not seen before computed (and cached) one by one."""
         cache = self._cache
-        found = list(map(cache.get, pieces))
-        if None in found:
-            piece_terms = self._piece_terms
-            for i in compress(range(len(found)), map(is_, found, repeat(None))):
-                piece = pieces[i]
-                terms = cache.get(piece)            # an earlier miss of the same piece
-                if terms is None:
-                    if len(cache) >= self.CACHE_SIZE:
-                        cache.clear()  # clear-when-full: cheaper than eviction; results unchanged
-                    terms = cache[piece] = piece_terms(piece)
-                found[i] = terms
-        return found
+        get = cache.get
+        piece_terms = self._piece_terms
+        out: List[str] = []
+        for piece in pieces:
+            terms = get(piece)
+            if terms is None:
+                if len(cache) >= self.CACHE_SIZE:
+                    cache.clear()  # clear-when-full: cheaper than eviction; results unchanged
+                terms = cache[piece] = piece_terms(piece)
+            out += terms
+        return out
 
     __call__ = analyze
 
@@ -489,11 +482,10 @@ class Analyzer:
         if not isinstance(text, str):
             raise MiniRagError(f"analyze: text must be a str, got {type(text).__name__}")
         pieces = _normalize(text, self.lowercase).split()
-        counts: Dict[str, int] = {}
-        # Counter's own counting loop (C), into a plain dict: Counter(...) in the same
-        # first-occurrence order, without Counter's Python-level __init__ and the copy
-        _count_elements(counts, chain.from_iterable(self._piece_tuples(pieces)))
-        return counts
+        try:
+            return dict(Counter(chain.from_iterable(map(self._cache.__getitem__, pieces))))
+        except KeyError:
+            return dict(Counter(self._fill(pieces)))
 
 
 def content_terms(text: str, analyzer: Optional[Analyzer] = None) -> List[str]:
