@@ -440,8 +440,7 @@ class Index:
             ws = list(itemgetter(*itemgetter(*pos_list)(self._dl_class))(table))
         else:
             c = idf * (1 * k1p1)
-            # c / (1 + norm[p]) for every posting, by C-level maps (the same operations)
-            ws = list(map(operator.truediv, repeat(c), map(operator.add, repeat(1), map(norm.__getitem__, pos_list))))
+            ws = [c / (1 + norm[p]) for p in pos_list]
         if tfs.count(1) != n:
             try:
                 others = bytes(tfs).translate(_NOT_ONE)     # 1 where tf != 1, found by memchr
