@@ -17,9 +17,10 @@ Each figure comes from its own subprocess, so that memory is the system's own:
 
 * *build*: from the texts in memory to an index ready to query (mini_rag: ``build_index``
   and the BM25 weights; bm25s: ``tokenize`` with PyStemmer and ``index``);
-* *save*: writing the index to disk (mini_rag: ``save_index`` to a plain file, format 3,
-  its sections as built, fsync'd by the shared output policy, whose module is loaded before
-  the build as ``mini_rag index`` does; bm25s: ``BM25.save``); *peak RSS* after build and
+* *save*: writing the index to disk (mini_rag: ``save_index`` to a plain file, format 5,
+  its sections as built, sent to disk while written and fsync'd by the shared output
+  policy, whose module is loaded before the build as ``mini_rag index`` does; bm25s:
+  ``BM25.save``); *peak RSS* after build and
   after save (``ru_maxrss``); *size*: the index on disk (mini_rag's holds the chunk
   records, text included; bm25s's not);
 * *load* (a new process): reading the index back (mini_rag: ``load_index``; bm25s:

@@ -146,7 +146,7 @@ class Persistence(unittest.TestCase):
         b = [(h.chunk_id, h.score) for h in Retriever(loaded, self.cfg).search(q, 5)]
         self.assertEqual(a, b)                               # bit-identical scores
         m = read_manifest(path)
-        self.assertEqual((m["format_version"], m["stats"]["documents"], m["stats"]["chunks"]), (4, 3, 14))
+        self.assertEqual((m["format_version"], m["stats"]["documents"], m["stats"]["chunks"]), (5, 3, 14))
         self.assertEqual(m["scoring"]["k1"], 1.5)                # configs/default.toml
         self.assertEqual(m["scoring"]["idf"], "ln(1 + (N - df + 0.5) / (df + 0.5))")
         self.assertEqual(sorted(m["documents"]), ["alpha-guide", "beta", "gamma-note"])
@@ -204,11 +204,11 @@ class Persistence(unittest.TestCase):
         at = data.index(b"\n") + 1 + sec["offset"] + sec["length"] // 2
         edited = data[:at] + bytes([data[at] ^ 0x20]) + data[at + 1:]
         table = [
-            ("edited body", edited, "plain.json: section 'chunks' does not match its sha256"),
+            ("edited body", edited, "plain.json: section 'chunks' does not match its crc32 (page 0,"),
             ("not an index", b'{"a": 1}\n', "plain.json:1: not a mini_rag index, got format None"),
             ("not json", b"hello\n", "plain.json:1: not a mini_rag index (the first line is not a JSON manifest)"),
-            ("old version", data.replace(b'"format_version":4', b'"format_version":0', 1),
-             "plain.json:1: index format version must be 1, 3 or 4, got 0"),
+            ("old version", data.replace(b'"format_version":5', b'"format_version":0', 1),
+             "plain.json:1: index format version must be 1, 3, 4 or 5, got 0"),
         ]
         for label, data, message in table:
             with self.subTest(case=label):
@@ -250,8 +250,8 @@ class Persistence(unittest.TestCase):
             fh.write(old_bytes)
         self.assertEqual(read_manifest(path)["format_version"], 1)
         again, log = self.build()
-        self.assertIn("has format version 1; saving it as version 4", log)
-        self.assertEqual(read_manifest(path)["format_version"], 4)
+        self.assertIn("has format version 1; saving it as version 5", log)
+        self.assertEqual(read_manifest(path)["format_version"], 5)
         q = "refund within 30 days"
         self.assertEqual([(h.chunk_id, h.score) for h in Retriever(again, self.cfg).search(q, 5)],
                          [(h.chunk_id, h.score) for h in Retriever(index, self.cfg).search(q, 5)])

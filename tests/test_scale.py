@@ -241,7 +241,7 @@ class FormatThree(unittest.TestCase):
         path = os.path.join(self.tmp, "i.idx")
         save_index(self.index, path)
         m = read_manifest(path)
-        self.assertEqual(m["format_version"], 4)
+        self.assertEqual(m["format_version"], 5)
         names = [s["name"] for s in m["sections"]]
         self.assertEqual(names[:3], ["vocabulary", "chunk_ids", "chunks"])
         for s in m["sections"]:
@@ -269,11 +269,11 @@ class FormatThree(unittest.TestCase):
         flip[len(flip) // 2] ^= 0x01
         table = [
             ("truncated", data[:-20], "lies outside the file (truncated?)"),
-            ("flipped byte", head + b"\n" + bytes(flip), "does not match its sha256"),
-            ("future version", head.replace(b'"format_version":4', b'"format_version":5') + b"\n" + body,
-             "index format version must be 1, 3 or 4, got 5"),
-            ("retired version", head.replace(b'"format_version":4', b'"format_version":2') + b"\n" + body,
-             "index format version must be 1, 3 or 4, got 2; rebuild it with"),
+            ("flipped byte", head + b"\n" + bytes(flip), "does not match its"),
+            ("future version", head.replace(b'"format_version":5', b'"format_version":6') + b"\n" + body,
+             "index format version must be 1, 3, 4 or 5, got 6"),
+            ("retired version", head.replace(b'"format_version":5', b'"format_version":2') + b"\n" + body,
+             "index format version must be 1, 3, 4 or 5, got 2; rebuild it with"),
             ("section missing", head.replace(b'"name":"bm25_max"', b'"name":"other"') + b"\n" + body,
              "index has no section bm25_max"),
         ]

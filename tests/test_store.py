@@ -1,12 +1,14 @@
-"""Index format 4's lazy verification (mini_rag/indexing/store.py, index.py): the large
+"""Index formats 4 and 5's lazy verification (mini_rag/indexing/store.py, index.py): the large
 sections are hashed page by page and each page is checked when first read, chunk_ids when
 first read, the others when the file is opened.  A damaged byte anywhere is an error naming
 the file and the section (and the page) when the bytes it lies in are read, never data;
 lazy and eager checking (a gzip'd file, or an index small enough to be checked whole when
-loaded) refuse the same files; format 3 files are still read."""
+loaded) refuse the same files; format 3 and 4 files are still read.  Format 5 hashes a page by
+its CRC-32 (4 bytes), format 4 by its sha256 (32 bytes)."""
 import io
 import json
 import os
+import re
 import shutil
 import tempfile
 import unittest
@@ -29,12 +31,24 @@ def lazy():
 class PageDigests(unittest.TestCase):
     def test_pages(self):
         import hashlib
+        import struct
+        import zlib
         data = bytes(range(256)) * 40                     # 10,240 bytes: pages of 4096, 4096, 2048
-        got = store.page_digests(data)
-        self.assertEqual(got, b"".join(hashlib.sha256(data[a:a + 4096]).digest() for a in (0, 4096, 8192)))
+        self.assertEqual(store.page_digests(data, kind="sha256"),
+                         b"".join(hashlib.sha256(data[a:a + 4096]).digest() for a in (0, 4096, 8192)))
+        self.assertEqual(store.page_digests(b"", kind="sha256"), b"")
+        self.assertEqual(store.page_digests(data, 8, "sha256"), b"".join(hashlib.sha256(data[a:a + 8]).digest()
+                                                                      for a in range(0, len(data), 8)))
+        # format 5's: the CRC-32 of each page, 4 bytes little-endian
+        self.assertEqual(store.page_digests(data), b"".join(struct.pack("<I", zlib.crc32(data[a:a + 4096]))
+                                                            for a in (0, 4096, 8192)))
         self.assertEqual(store.page_digests(b""), b"")
-        self.assertEqual(store.page_digests(data, 8), b"".join(hashlib.sha256(data[a:a + 8]).digest()
+        self.assertEqual(store.page_digests(data, 8), b"".join(struct.pack("<I", zlib.crc32(data[a:a + 8]))
                                                             for a in range(0, len(data), 8)))
+        # a known value: CRC-32 of "123456789" is 0xCBF43926 (the check value of the standard)
+        self.assertEqual(store.page_digests(b"123456789"), bytes([0x26, 0x39, 0xF4, 0xCB]))
+        with self.assertRaises(ValueError):
+            store.page_digests(data, kind="md5")
 
 
 class LazyVerification(unittest.TestCase):
@@ -76,16 +90,16 @@ class LazyVerification(unittest.TestCase):
         return [c.chunk_id for c in index.chunks]
 
     def test_manifest(self):
-        self.assertEqual(read_manifest(self.path)["format_version"], 4)
+        self.assertEqual(read_manifest(self.path)["format_version"], 5)
         names = list(self.secs)
-        self.assertEqual(names, index_mod.section_names(4))
+        self.assertEqual(names, index_mod.section_names(5))
         digests = self.data[self.head + self.secs["pages"]["offset"]:][:self.secs["pages"]["length"]]
         at = 0
         for name in index_mod.PAGED:
             sec = self.secs[name]
             body = self.data[self.head + sec["offset"]:self.head + sec["offset"] + sec["length"]]
-            n = -(-sec["length"] // store.PAGE) * 32
-            self.assertEqual(sec["pages"], {"size": store.PAGE, "at": at})
+            n = -(-sec["length"] // store.PAGE) * 4
+            self.assertEqual(sec["pages"], {"size": store.PAGE, "at": at, "hash": "crc32"})
             self.assertEqual(digests[at:at + n], store.page_digests(body))
             at += n
         self.assertEqual(at, len(digests))
@@ -106,7 +120,7 @@ class LazyVerification(unittest.TestCase):
                 with self.assertRaises(MiniRagError) as cm:
                     self.read_all(loaded)
                 msg = str(cm.exception)
-                self.assertIn("%s: section %r does not match its sha256 (page %d, bytes %d..%d of the section)"
+                self.assertIn("%s: section %r does not match its crc32 (page %d, bytes %d..%d of the section)"
                               % (path, name, page, page * store.PAGE, (page + 1) * store.PAGE - 1), msg)
                 self.assertIn("index --force", msg)
                 with self.assertRaises(MiniRagError):        # and again: never served later
@@ -143,7 +157,8 @@ class LazyVerification(unittest.TestCase):
                         msg = str(exc)
                         self.assertIn(os.path.basename(path), msg)
                         self.assertIn("index --force", msg)
-                        outcomes.append(("refused", "section %r does not match its sha256" % name in msg
+                        outcomes.append(("refused", re.search(r"section %r does not match its (sha256|crc32)"
+                                                              % name, msg) is not None
                                          or name == "pages" and "does not match its sha256" in msg))
                 if name is None:
                     self.assertEqual(outcomes, [("ok", True, True)] * 3)
@@ -177,11 +192,11 @@ class LazyVerification(unittest.TestCase):
             loaded = load_index(path)
         with self.assertRaises(MiniRagError) as cm:
             save_index(loaded, again)
-        self.assertIn("section 'postings' does not match its sha256 (page 0,", str(cm.exception))
+        self.assertIn("section 'postings' does not match its crc32 (page 0,", str(cm.exception))
 
     def test_format_3_still_read_and_upgraded(self):
         """A format 3 file (every section hashed whole, checked when loaded) is read, ranks
-        the same, and build_or_load saves it again as format 4."""
+        the same, and build_or_load saves it again as format 5."""
         manifest = json.loads(self.data[:self.head])
         manifest["format_version"] = 3
         manifest.pop("sections")
@@ -207,11 +222,123 @@ class LazyVerification(unittest.TestCase):
         with lazy(), self.assertRaises(MiniRagError) as cm:
             load_index(bad)
         self.assertIn("section 'postings' does not match its sha256 (truncated", str(cm.exception))
-        # saved again as format 4: the same bytes as a built index's
-        again = os.path.join(self.tmp, "v4.idx")
+        # saved again as format 5: the same bytes as a built index's
+        again = os.path.join(self.tmp, "v5-from-3.idx")
         save_index(loaded, again)
         with open(again, "rb") as fh:
             self.assertEqual(fh.read(), self.data)
+
+    def format_4(self, name="v4.idx"):
+        """This index as format 4 wrote it: the same sections, their pages hashed by sha256."""
+        manifest = json.loads(self.data[:self.head])
+        manifest["format_version"] = 4
+        manifest.pop("sections")
+        sections = [(n, kind, v, None) for n, kind, v, _ in index_mod._section_bytes(self.index)]
+        path = os.path.join(self.tmp, name)
+        store.write_sections(path, manifest, sections, False, index_mod.PAGED, "sha256")
+        return path
+
+    def test_format_4_still_read_and_upgraded(self):
+        """A format 4 file (pages hashed by sha256) is read, ranks the same, refuses a
+        damaged page naming it, and is saved again as format 5 (the built index's bytes)."""
+        import hashlib
+        old = self.format_4()
+        m = read_manifest(old)
+        secs = {s["name"]: s for s in m["sections"]}
+        self.assertEqual((m["format_version"], list(secs)), (4, index_mod.section_names(4)))
+        with open(old, "rb") as fh:
+            data = fh.read()
+        head = data.index(b"\n") + 1
+        pages = data[head + secs["pages"]["offset"]:][:secs["pages"]["length"]]
+        at = 0
+        for name in index_mod.PAGED:
+            sec = secs[name]
+            self.assertEqual(sec["pages"], {"size": 4096, "at": at})     # no "hash": sha256
+            body = data[head + sec["offset"]:head + sec["offset"] + sec["length"]]
+            want = b"".join(hashlib.sha256(body[a:a + 4096]).digest() for a in range(0, len(body), 4096))
+            self.assertEqual(pages[at:at + len(want)], want)
+            self.assertEqual(sec["sha256"], hashlib.sha256(want).hexdigest())
+            at += len(want)
+        q = self.index.analyzer.analyze(" ".join(self.words[5:9] + self.words[200:202]))
+        with lazy():
+            loaded = load_index(old)
+        self.assertEqual(Retriever(loaded, cfg()).rank_terms(q, 10), Retriever(self.index, cfg()).rank_terms(q, 10))
+        self.assertEqual(self.read_all(loaded), [c.chunk_id for c in self.chunks])
+        again = os.path.join(self.tmp, "v5-from-4.idx")
+        save_index(loaded, again)
+        with open(again, "rb") as fh:
+            self.assertEqual(fh.read(), self.data)
+        # a damaged page of a format 4 file: an error naming the section, the page and sha256
+        bad = bytearray(data)
+        sec = secs["postings"]
+        bad[head + sec["offset"] + 4096 + 17] ^= 0x01
+        path = os.path.join(self.tmp, "v4-bad.idx")
+        with open(path, "wb") as fh:
+            fh.write(bytes(bad))
+        with lazy():
+            loaded = load_index(path)
+        with self.assertRaises(MiniRagError) as cm:
+            self.read_all(loaded)
+        self.assertIn("%s: section 'postings' does not match its sha256 (page 1, bytes 4096..8191 of the section)"
+                      % path, str(cm.exception))
+
+    def test_page_hash_must_be_the_formats(self):
+        """Format 4 pages are hashed by sha256, format 5's by crc32: a manifest claiming the
+        other (its digests matching) is refused when loaded, naming the file."""
+        sections = [(n, kind, v, None) for n, kind, v, _ in index_mod._section_bytes(self.index)]
+        for version, page_hash in ((4, "crc32"), (5, "sha256")):
+            with self.subTest(version=version):
+                manifest = json.loads(self.data[:self.head])
+                manifest["format_version"] = version
+                manifest.pop("sections")
+                path = os.path.join(self.tmp, "mixed-%d.idx" % version)
+                store.write_sections(path, manifest, sections, False, index_mod.PAGED, page_hash)
+                with lazy(), self.assertRaises(MiniRagError) as cm:
+                    load_index(path)
+                self.assertIn("%s: not a valid index (format %d pages sections chunks, postings by %s"
+                              % (path, version, index_mod.PAGE_HASH_OF[version]), str(cm.exception))
+        # an unknown page hash: a malformed entry, refused when opened
+        manifest = json.loads(self.data[:self.head])
+        manifest["sections"][index_mod.section_names(5).index("postings")]["pages"]["hash"] = "md5"
+        line = json.dumps(manifest, separators=(",", ":")).encode("utf-8")
+        line += b" " * (-(len(line) + 1) % 8) + b"\n"
+        path = os.path.join(self.tmp, "md5.idx")
+        with open(path, "wb") as fh:
+            fh.write(line + self.data[self.head:])
+        with self.assertRaises(MiniRagError) as cm:
+            load_index(path)
+        self.assertIn("%s:1: malformed section entry" % path, str(cm.exception))
+
+
+class SaveFlushing(unittest.TestCase):
+    """write_sections sends a large file to the disk while writing it (store._Flusher): the
+    same bytes as plain writes, fdatasync called on the file meanwhile, and the atomic
+    write's own fsync still made before the rename."""
+
+    def test_same_bytes_and_early_flushes(self):
+        tmp = tempfile.mkdtemp()
+        try:
+            parts = [("a", "bytes", os.urandom(10000), None), ("b", "u32", bytes(4 * 3001), None),
+                     ("c", "bytes", os.urandom(70001), None)]
+            calls = []
+            real = os.fdatasync
+            with mock.patch.object(store._Flusher, "FLUSH", 4096), \
+                    mock.patch.object(os, "fdatasync", lambda fd: (calls.append(fd), real(fd))[1]):
+                size, table = store.write_sections(os.path.join(tmp, "f.idx"), {"x": 1}, parts, False, ("c",))
+            self.assertGreater(len(calls), 0)
+            size2, table2 = store.write_sections(os.path.join(tmp, "g.idx"), {"x": 1}, parts, False, ("c",))
+            with open(os.path.join(tmp, "f.idx"), "rb") as f, open(os.path.join(tmp, "g.idx"), "rb") as g:
+                self.assertEqual(f.read(), g.read())
+            self.assertEqual((size, table), (size2, table2))
+            # not a regular file (a pipe, a BytesIO): plain writes, no thread
+            buf = io.BytesIO()
+            flusher = store._Flusher(buf)
+            self.assertIsNone(flusher._thread)
+            with flusher:
+                flusher.write(b"abc")
+            self.assertEqual(buf.getvalue(), b"abc")
+        finally:
+            shutil.rmtree(tmp)
 
 
 class LazyStructure(unittest.TestCase):
@@ -294,7 +421,7 @@ class LazyStructure(unittest.TestCase):
 
 
 class Upgrade(unittest.TestCase):
-    def test_build_or_load_saves_format_3_as_4(self):
+    def test_build_or_load_saves_formats_3_and_4_as_5(self):
         import copy
         from mini_rag.config import DEFAULTS
         from mini_rag.indexing.index import build_or_load
@@ -307,18 +434,20 @@ class Upgrade(unittest.TestCase):
             index = build_or_load(c, log=io.StringIO())
             with open(path, "rb") as fh:
                 data = fh.read()
-            manifest = read_manifest(path)
-            manifest["format_version"] = 3
-            manifest.pop("sections")
-            sections = [(n, kind, v, None) for n, kind, v, _ in index_mod._section_bytes(index)]
-            store.write_sections(path, manifest, sections, False)
-            log = io.StringIO()
-            again = build_or_load(c, log=log)
-            self.assertIn("has format version 3; saving it as version 4", log.getvalue())
-            with open(path, "rb") as fh:
-                self.assertEqual(fh.read(), data)
-            self.assertEqual([h.chunk_id for h in Retriever(again, c).search("refund within 30 days", 5)],
-                             [h.chunk_id for h in Retriever(index, c).search("refund within 30 days", 5)])
+            for version, paged, page_hash in ((3, (), "sha256"), (4, index_mod.PAGED, "sha256")):
+                manifest = read_manifest(path)
+                manifest["format_version"] = version
+                manifest.pop("sections")
+                sections = [(n, kind, v, None) for n, kind, v, _ in index_mod._section_bytes(index)]
+                store.write_sections(path, manifest, sections, False, paged, page_hash)
+                self.assertEqual(read_manifest(path)["format_version"], version)
+                log = io.StringIO()
+                again = build_or_load(c, log=log)
+                self.assertIn("has format version %d; saving it as version 5" % version, log.getvalue())
+                with open(path, "rb") as fh:
+                    self.assertEqual(fh.read(), data)
+                self.assertEqual([h.chunk_id for h in Retriever(again, c).search("refund within 30 days", 5)],
+                                 [h.chunk_id for h in Retriever(index, c).search("refund within 30 days", 5)])
         finally:
             shutil.rmtree(tmp)
 

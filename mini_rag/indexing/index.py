@@ -67,10 +67,10 @@ negative (no epsilon floor as in rank_bm25) and is defined for df = 0.
 
 Persistence
 -----------
-Format 4 (``save_index``): one line of compact JSON, the manifest, then binary sections
+Format 5 (``save_index``): one line of compact JSON, the manifest, then binary sections
 (``store.py``: each with its type, offset, length and sha256 in the manifest; the chunk
-records and postings, ``PAGED``, hashed in 4 KiB pages whose digests are a last section,
-``pages``); the whole
+records and postings, ``PAGED``, hashed in 4 KiB pages, a CRC-32 each, whose digests are a
+last section, ``pages``); the whole
 file gzip'd when the path ends in ``.gz`` (deterministic: fixed header, mtime 0).  The
 manifest records the format version, the corpus path and the sha256 of every corpus
 file, the chunking, analysis and scoring settings, a content hash per document and
@@ -92,9 +92,10 @@ term's postings are decoded (and checked) when a query asks for them, its BM25 w
 computed from the stored tf with the build's formula (the same floats; a bounded cache
 keeps recent ones); chunks are decoded when first asked for; a chunk's bag of terms is
 analyzed again from its text when needed (the same bag: same text, same analyzer).
-Format 1 (two JSON lines; per-chunk term bags, postings rebuilt on load) and format 3
-(the same sections, each checked against its sha256 when loaded) are still read, and
-:func:`build_or_load` saves them again as format 4; format 2 (uncompressed arrays) is
+Format 1 (two JSON lines; per-chunk term bags, postings rebuilt on load), format 3
+(the same sections, each checked against its sha256 when loaded) and format 4 (as 5, the
+pages hashed by sha256) are still read, and :func:`build_or_load` saves them again as
+format 5; format 2 (uncompressed arrays) is
 not: :func:`build_or_load` rebuilds such an index, :func:`load_index` refuses it naming
 the file.
 
@@ -134,14 +135,17 @@ from ..text.corpus import VERSION_RULE, chunk_document, corpus_files, load_corpu
 from ..errors import MiniRagError
 from ..records import Chunk
 from .postings import BLOCK, CHUNK_BLOCK, ChunkBlocks, Postings, PostingsWriter, encode_chunk_blocks
-from .store import PAGES, TYPECODES, LazyArray, SectionFile, page_digests, write_sections
+from .store import PAGE_HASH, PAGES, TYPECODES, LazyArray, SectionFile, page_digests, write_sections
 
 FORMAT = "mini_rag-index"
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 #: Versions load_index reads: 1 (per-chunk term bags, rebuilt on load), 3 (sections, each
-#: checked against its sha256 when loaded) and 4 (the same sections, the large ones hashed
-#: page by page and each page checked when first read; ``store.py``).
-READABLE_VERSIONS = (1, 3, 4)
+#: checked against its sha256 when loaded), 4 (the same sections, the large ones hashed
+#: page by page, sha256, and each page checked when first read; ``store.py``) and 5 (as 4,
+#: the pages hashed by CRC-32).
+READABLE_VERSIONS = (1, 3, 4, 5)
+#: The page hash of each paged format (``store.PAGE_HASHES``).
+PAGE_HASH_OF = {4: "sha256", 5: "crc32"}
 #: Versions no longer read: ``build_or_load`` rebuilds such an index, ``load_index`` refuses it.
 RETIRED_VERSIONS = (2,)
 SCORINGS = ("bm25", "tfidf")
@@ -179,6 +183,9 @@ def _gc_paused(func):
             if was_enabled:
                 gc.enable()
     return wrapper
+
+
+_CHUNK_ID = operator.attrgetter("chunk_id")
 
 
 def indexed_text(chunk: Chunk) -> str:
@@ -224,7 +231,8 @@ class Index:
         self.manifest: Dict[str, Any] = manifest or {}
         self._terms = chunk_terms
         self.num_chunks = len(chunks)
-        self._by_id = {c.chunk_id: i for i, c in enumerate(chunks)}
+        ids = list(map(_CHUNK_ID, chunks))
+        self._by_id = dict(zip(ids, range(len(ids))))
         if len(self._by_id) != len(chunks):
             dup = [c.chunk_id for c in chunks if self._by_id.get(c.chunk_id) is None]
             raise MiniRagError("duplicate chunk ids in the index, got %r" % dup[:3])
@@ -257,10 +265,9 @@ class Index:
         self._dls: List[int] = []
         # Tie-break rank: chunks ordered by chunk_id (code point order).  Rankings sort
         # on (score descending, chunk_id ascending); comparing these ints is the same.
-        order = sorted(range(len(chunks)), key=lambda i: chunks[i].chunk_id)
+        order = sorted(range(len(chunks)), key=ids.__getitem__)
         tie = [0] * len(chunks)
-        for r, i in enumerate(order):
-            tie[i] = r
+        collections.deque(map(tie.__setitem__, order, range(len(order))), 0)
         self.tie_rank = tie
         # The stored form (postings.py), made once here: saving writes it as it is.
         vocab = sorted(positions)
@@ -277,7 +284,7 @@ class Index:
         # The large sections are sealed as they are made: their bytes never change, so
         # their digests (page by page for the paged ones) are computed once, here, not by
         # every save.
-        self._ids_json = _dumps([c.chunk_id for c in chunks]).encode("utf-8")
+        self._ids_json = _dumps(ids).encode("utf-8")
         self._digests = {"chunk_ids": hashlib.sha256(self._ids_json).hexdigest(),
                          "chunks": page_digests(self._chunk_data), "postings": page_digests(store.data)}
 
@@ -809,7 +816,7 @@ SECTIONS = (("vocabulary", "json"), ("chunk_ids", "json"), ("chunks", "bytes"),
             ("chunk_blocks", "u64"), ("lengths", "u32"), ("tie_rank", "u32"),
             ("df", "u32"), ("term_blocks", "u64"), ("block_last", "u32"), ("block_start", "u64"),
             ("block_format", "u8"), ("block_max", "f64"), ("bm25_max", "f64"), ("postings", "bytes"))
-#: Sections hashed page by page (format 4: each page checked when first read), their page
+#: Sections hashed page by page (formats 4 and 5: each page checked when first read), their page
 #: digests in a last section, ``pages`` (``store.py``); sections read only when needed
 #: (``chunk_ids``: ``Index.chunk`` and ``position``; ``tie_rank``: the first tie), checked
 #: against their sha256 then.
@@ -818,7 +825,7 @@ DEFERRED = ("chunk_ids", "tie_rank")
 
 
 def section_names(version: int) -> List[str]:
-    """The sections of a format 3 or 4 index, in file order."""
+    """The sections of a format 3, 4 or 5 index, in file order."""
     return [name for name, _ in SECTIONS] + ([PAGES] if version >= 4 else [])
 
 
@@ -889,7 +896,7 @@ def _section_bytes(index: Index):
 
 @_gc_paused
 def save_index(index: Index, path: str) -> int:
-    """Write the index atomically (format 3, gzip'd when the path ends in ``.gz``): its
+    """Write the index atomically (format 5, gzip'd when the path ends in ``.gz``): its
     sections as the index holds them, nothing encoded again; returns the bytes written."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
@@ -991,7 +998,7 @@ def load_index(path: str) -> Index:
 
     Formats 3 and 4 are ready when read: the small sections are read, postings and weights are
     read term by term when a query asks for them, chunks are decoded when first asked for.  Format 1 is rebuilt
-    from its term bags (the older, slower way; saving it again writes format 4).
+    from its term bags (the older, slower way; saving it again writes format 5).
     """
     fh = _open(path)
     try:
@@ -1179,7 +1186,7 @@ def _permutation(arr, n: int) -> bool:
 
 
 def validate_sections(path: str, manifest: Dict[str, Any], sf: SectionFile, vocab, parts: Dict[str, Any]) -> None:
-    """The structure of a format 3 or 4 index, beyond its hashes (issue 33: sections whose
+    """The structure of a format 3, 4 or 5 index, beyond its hashes (issue 33: sections whose
     hashes match can still be swapped, hand-made or from a buggy writer), with no pass over
     every chunk or block: sections in the format's order without overlap; the vocabulary
     distinct sorted strings; sizes that agree; term and chunk block offsets rising from 0
@@ -1206,6 +1213,13 @@ def validate_sections(path: str, manifest: Dict[str, Any], sf: SectionFile, voca
         end = int(sec["offset"]) + int(sec["length"])
     if len(secs) > len(SECTIONS) and (secs[-1].get("type") != "bytes" or int(secs[-1]["offset"]) < end):
         raise bad("section %s must be of type bytes, after the others" % PAGES)
+    hashes = [(sec.get("pages") or {}).get("hash", "sha256") for sec in secs if "pages" in sec]
+    want_hash = PAGE_HASH_OF.get(manifest.get("format_version"))
+    if [sec.get("name") for sec in secs if "pages" in sec] != (list(PAGED) if want_hash else []) \
+            or set(hashes) - {want_hash}:
+        raise bad("format %s pages sections %s by %s, got %s by %s" % (
+            manifest.get("format_version"), ", ".join(PAGED) if want_hash else "none", want_hash,
+            [sec.get("name") for sec in secs if "pages" in sec], sorted(set(hashes))))
     if manifest.get("blocks") != {"postings": BLOCK, "chunks": CHUNK_BLOCK}:
         raise bad("blocks must be %r, got %r" % ({"postings": BLOCK, "chunks": CHUNK_BLOCK}, manifest.get("blocks")))
     if not isinstance(vocab, list) or not set(map(type, vocab)) <= {str} or not all(
@@ -1281,7 +1295,7 @@ def _load_v3(path: str, sf: SectionFile, manifest: Dict[str, Any]) -> Index:
     index._mapped = sf
     # the sections' digests as checked (the paged ones page by page, each page checked when
     # read, by the save too): saving it again reuses them
-    index._digests = {name: sf.page_digests(name) if name in PAGED else sec["sha256"]
+    index._digests = {name: sf.page_digests(name, PAGE_HASH) if name in PAGED else sec["sha256"]
                       for name, sec in sf.sections.items()}
     if sum(parts["df"]) <= FULL_CHECK_POSTINGS:
         index.check_all()
@@ -1349,7 +1363,7 @@ def build_or_load(config: Dict[str, Any], corpus_path: Optional[str] = None, for
         manifest = {} if retired else _damaged_hint(read_manifest, path)
         reasons = (["it has format version %d, this version writes %d" % (retired, FORMAT_VERSION)]
                    if retired else stale_reasons(manifest, expected))
-        if (not retired and manifest.get("format_version") in (3, FORMAT_VERSION)
+        if (not retired and manifest.get("format_version") in (3, 4, FORMAT_VERSION)
                 and manifest.get("blocks") != {"postings": BLOCK, "chunks": CHUNK_BLOCK}):
             reasons.append("its block sizes %r differ from this version's" % (manifest.get("blocks"),))
             retired = FORMAT_VERSION          # not read: rebuilt from the corpus

@@ -7,9 +7,15 @@ multiple of 8 bytes of the body.  The manifest lists every section as
 
 A *paged* section (the large ones: ``write_sections(..., paged=...)``) is hashed in pages
 of ``PAGE`` bytes, as dm-verity hashes a block device in 4 KiB blocks: its entry adds
-``"pages": {"size": PAGE, "at": A}``, the sha256 digests (32 bytes each) of its pages are
-bytes ``A..`` of the ``pages`` section (the last section, itself hashed as a whole), and
-its ``sha256`` is the sha256 of those digests.
+``"pages": {"size": PAGE, "at": A, "hash": "crc32"}``, the digests of its pages are bytes
+``A..`` of the ``pages`` section (the last section, itself hashed as a whole), and its
+``sha256`` is the sha256 of those digests.  A page's digest is its CRC-32 (4 bytes
+little-endian; format 5), or, in a file whose entry has no ``hash`` (format 4), its sha256
+(32 bytes): a page is checked against damage (truncation, torn or misplaced writes, flipped
+bits: every error burst of up to 32 bits is caught, any other damage but once in 2**32),
+as btrfs and ext4 check their blocks with CRC-32C; the table of those digests is itself
+checked by sha256 (the manifest's).  A hash, whatever its strength, is no defence against
+someone who can rewrite the file: they can rewrite the manifest's digests too.
 Section types: ``json`` (UTF-8 JSON), ``jsonl`` (UTF-8 lines), ``bytes`` (opaque to this
 module: compressed blocks, ``postings.py``), or a packed little-endian array: ``u8``,
 ``i32``, ``u16``, ``u32``, ``u64``, ``f64``.  The whole file may be gzip'd.
@@ -53,22 +59,30 @@ for _t, _c in TYPECODES.items():
 _LITTLE = sys.byteorder == "little"
 ALIGN = 8
 _BLOCK = 1 << 22
-#: Bytes a page of a paged section (one sha256 digest each); the name of their section.
+#: Bytes a page of a paged section (one digest each); the name of their section.
 PAGE = 1 << 12
 PAGES = "pages"
-_DIGEST = 32
+#: Page hashes: name -> bytes a digest.  ``crc32`` (format 5, what :func:`write_sections`
+#: writes): zlib's CRC-32 of the page, 4 bytes little-endian; ``sha256`` (format 4; a
+#: ``pages`` entry without ``hash``): 32 bytes.
+PAGE_HASHES = {"crc32": 4, "sha256": 32}
+PAGE_HASH = "crc32"
 _digest_of = operator.methodcaller("digest")
 
 
-def page_digests(data, size: int = PAGE) -> bytes:
-    """The sha256 digests of ``data``'s pages of ``size`` bytes (the last one may be
-    shorter), concatenated: C-level calls, no Python code per page."""
+def page_digests(data, size: int = PAGE, kind: str = PAGE_HASH) -> bytes:
+    """The digests (``kind``: ``PAGE_HASHES``) of ``data``'s pages of ``size`` bytes (the
+    last one may be shorter), concatenated: C-level calls, no Python code per page."""
     view = memoryview(data)
     if view.format != "B" or view.itemsize != 1:
         view = view.cast("B")
     n = len(view)
-    return b"".join(map(_digest_of, map(hashlib.sha256, map(view.__getitem__, map(
-        slice, range(0, n, size), range(size, n + size, size))))))
+    pages = map(view.__getitem__, map(slice, range(0, n, size), range(size, n + size, size)))
+    if kind == "crc32":
+        return to_le_bytes(array.array("I", map(zlib.crc32, pages)))
+    if kind == "sha256":
+        return b"".join(map(_digest_of, map(hashlib.sha256, pages)))
+    raise ValueError("unknown page hash %r" % (kind,))
 
 
 def _dumps(obj: Any) -> bytes:
@@ -113,14 +127,16 @@ def sweep_section_temps(folder: str) -> int:
     return removed
 
 
-def write_sections(path: str, manifest: Dict[str, Any], sections, compress: bool, paged=()):
+def write_sections(path: str, manifest: Dict[str, Any], sections, compress: bool, paged=(),
+                   page_hash: str = PAGE_HASH):
     """Write ``sections`` (``(name, type, bytes-like or array, digest or None)``, in file
     order, all in memory) behind ``manifest`` to ``path`` atomically, in one pass: the
     digest (unless given: a section sealed when it was made) and offset of every section
     first, then the manifest line and the sections.  A section named in ``paged`` is hashed
-    page by page (its digest, when given, is :func:`page_digests` of its bytes), and their
-    digests are written as the last section, ``pages``; any other's digest is its sha256's
-    hex string.  Returns the number of bytes written and the section table."""
+    page by page with ``page_hash`` (its digest, when given, is :func:`page_digests` of its
+    bytes by that hash), and their digests are written as the last section, ``pages``; any other's
+    digest is its sha256's hex string.  Returns the number of bytes written and the
+    section table."""
     if path != "-":
         sweep_section_temps(os.path.dirname(os.path.abspath(path)))   # bodies of killed older writes
     table: List[Dict[str, Any]] = []
@@ -145,10 +161,12 @@ def write_sections(path: str, manifest: Dict[str, Any], sections, compress: bool
         length = len(value)
         entry = {"name": name, "type": kind, "offset": offset, "length": length}
         if name in paged:
-            digests = digest or page_digests(value)
+            digests = digest or page_digests(value, PAGE, page_hash)
             pages.append(digests)
             entry["sha256"] = hashlib.sha256(digests).hexdigest()
             entry["pages"] = {"size": PAGE, "at": at}
+            if page_hash != "sha256":                   # format 4's entries name none
+                entry["pages"]["hash"] = page_hash
             at += len(digests)
         else:
             entry["sha256"] = digest or hashlib.sha256(value).hexdigest()
@@ -165,12 +183,85 @@ def write_sections(path: str, manifest: Dict[str, Any], sections, compress: bool
         if compress:
             _gzip_parts([line] + parts, out)
         else:
-            out.write(line)
-            for part in parts:
-                out.write(part)
+            with _Flusher(out) as flusher:
+                out.write(line)
+                for part in parts:
+                    flusher.write(part)
         written.append(out.tell())
     atomic_write_with(path, write)
     return written[0], table
+
+
+class _Flusher:
+    """Writes into a regular file with its written bytes sent to the disk meanwhile: every
+    ``FLUSH`` bytes, a thread is asked to ``os.fdatasync`` the file (the system call waits
+    for the disk with the GIL released, while this thread goes on writing), so the fsync
+    that the atomic-write policy makes before its rename (``fileio.atomic_write_with``) has
+    only the tail left to wait for.  What reaches the disk and when it is durable is
+    unchanged: that fsync still comes before the rename, and an error of an early
+    ``fdatasync`` is left for it to report.  Not a regular file (stdout, a device): plain
+    writes."""
+
+    FLUSH = 1 << 23
+
+    def __init__(self, out) -> None:
+        import stat
+        import threading
+        self.out = out
+        self._fd = -1
+        try:
+            fd = out.fileno()
+            if stat.S_ISREG(os.fstat(fd).st_mode) and hasattr(os, "fdatasync"):
+                self._fd = fd
+        except (AttributeError, OSError, ValueError):
+            pass
+        self._wake = threading.Event()
+        self._stop = False
+        self._pending = 0
+        self._thread = threading.Thread(target=self._run, name="mini_rag-flush", daemon=True) \
+            if self._fd >= 0 else None
+
+    def __enter__(self) -> "_Flusher":
+        if self._thread is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._thread is not None:
+            self._stop = True
+            self._wake.set()
+            self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            if self._stop:
+                return
+            try:
+                os.fdatasync(self._fd)
+            except OSError:         # the policy's own fsync reports a failing disk
+                return
+
+    def write(self, part) -> None:
+        """``out.write(part)``, a slab of ``FLUSH`` bytes at a time, the thread woken after each."""
+        out = self.out
+        if self._thread is None:
+            out.write(part)
+            return
+        view = memoryview(part)
+        if view.format != "B" or view.itemsize != 1:
+            view = view.cast("B")
+        a, n = 0, len(view)
+        while a < n:
+            b = min(n, a + self.FLUSH - self._pending)
+            out.write(view[a:b])
+            self._pending += b - a
+            a = b
+            if self._pending >= self.FLUSH:
+                out.flush()
+                self._pending = 0
+                self._wake.set()
 
 
 def _gzip_parts(parts, out) -> None:
@@ -258,8 +349,9 @@ class SectionFile:
     def _mismatch(self, name: str, page: Optional[int] = None) -> MiniRagError:
         where = "" if page is None else " (page %d, bytes %d..%d of the section)" % (
             page, page * self._paged[name].size, (page + 1) * self._paged[name].size - 1)
-        return MiniRagError("%s: section %r does not match its sha256%s (truncated or edited); "
-                            "rebuild it with 'python -m mini_rag index --force'" % (self.path, name, where))
+        kind = "sha256" if page is None else self._paged[name].kind
+        return MiniRagError("%s: section %r does not match its %s%s (truncated or edited); "
+                            "rebuild it with 'python -m mini_rag index --force'" % (self.path, name, kind, where))
 
     def _pages_of(self, sec: Dict[str, Any]) -> "_Pages":
         """A paged section's page digests, checked against its sha256 (and, in memory, its
@@ -269,22 +361,24 @@ class SectionFile:
         whole = self.sections.get(PAGES)
         try:
             size, at = int(info["size"]), int(info["at"])
-        except (KeyError, TypeError, ValueError):
+            kind = info.get("hash", "sha256")
+            width = PAGE_HASHES[kind]
+        except (KeyError, TypeError, ValueError, AttributeError):
             raise MiniRagError("%s:1: malformed section entry, got %r" % (self.path, sec)) from None
         count = -(-length // size) if size > 0 else -1
-        if whole is None or "pages" in whole or size <= 0 or size % ALIGN or at < 0 or at % _DIGEST \
-                or at + count * _DIGEST > int(whole["length"]):
+        if whole is None or "pages" in whole or size <= 0 or size % ALIGN or at < 0 or at % width \
+                or at + count * width > int(whole["length"]):
             raise MiniRagError("%s:1: section %r has no page digests (a %r section) where its entry says"
                                % (self.path, name, PAGES))
         if self._all_pages is None:
             self._all_pages = bytes(self.raw(PAGES))
-        digests = self._all_pages[at:at + count * _DIGEST]
+        digests = self._all_pages[at:at + count * width]
         if hashlib.sha256(digests).hexdigest() != sec.get("sha256"):
             raise self._mismatch(name)
-        pages = _Pages(self, name, self.base + int(sec["offset"]), length, size, digests)
+        pages = _Pages(self, name, self.base + int(sec["offset"]), length, size, digests, kind)
         if self._buf is not None:
             start = pages.start
-            if page_digests(self._buf[start:start + length], size) != digests:
+            if page_digests(self._buf[start:start + length], size, kind) != digests:
                 raise self._mismatch(name)
         return pages
 
@@ -327,10 +421,11 @@ class SectionFile:
             self._pending.discard(name)
         return memoryview(data)
 
-    def page_digests(self, name: str) -> Optional[bytes]:
-        """A paged section's page digests (checked against its sha256), None for another."""
+    def page_digests(self, name: str, kind: str = PAGE_HASH) -> Optional[bytes]:
+        """A paged section's page digests (checked against its sha256) when they are of
+        the hash ``kind``, None for another section or another hash."""
         pages = self._paged.get(name)
-        return pages.digests if pages is not None else None
+        return pages.digests if pages is not None and pages.kind == kind else None
 
     def array(self, name: str):
         """A whole section as a read-only sequence of numbers (a cast memoryview, or an
@@ -402,12 +497,13 @@ class _Pages:
     lie in checked against its digest on its first read (``done`` marks the checked ones);
     a page that does not match is an error naming the file, the section and the page."""
 
-    __slots__ = ("file", "name", "start", "length", "size", "digests", "done")
+    __slots__ = ("file", "name", "start", "length", "size", "digests", "done", "kind", "width")
 
-    def __init__(self, file: SectionFile, name: str, start: int, length: int, size: int, digests: bytes) -> None:
+    def __init__(self, file: SectionFile, name: str, start: int, length: int, size: int, digests: bytes,
+                 kind: str = PAGE_HASH) -> None:
         self.file, self.name, self.start, self.length, self.size = file, name, start, length, size
-        self.digests = digests
-        self.done = bytearray(len(digests) // _DIGEST)
+        self.digests, self.kind, self.width = digests, kind, PAGE_HASHES[kind]
+        self.done = bytearray(len(digests) // self.width)
 
     def read(self, off: int, size: int):
         if size <= 0:
@@ -420,10 +516,11 @@ class _Pages:
         data = self.file._read(self.start + lo, hi - lo)
         if len(data) != hi - lo:
             raise MiniRagError("%s: the index file changed or shrank while in use" % self.file.path)
-        got = page_digests(data, p)
-        want = self.digests[a * _DIGEST:b * _DIGEST]
+        w = self.width
+        got = page_digests(data, p, self.kind)
+        want = self.digests[a * w:b * w]
         if got != want:
-            bad = next(k for k in range(b - a) if got[k * _DIGEST:(k + 1) * _DIGEST] != want[k * _DIGEST:(k + 1) * _DIGEST])
+            bad = next(k for k in range(b - a) if got[k * w:(k + 1) * w] != want[k * w:(k + 1) * w])
             raise self.file._mismatch(self.name, a + bad)
         self.done[a:b] = b"\x01" * (b - a)
         return memoryview(data)[off - lo:off - lo + size] if (off - lo or hi - lo != size) else data
@@ -455,5 +552,5 @@ class LazyArray:
         return _cast(view, self._code, self._file.path, "?")
 
 
-__all__ = ["SectionFile", "LazyArray", "TYPECODES", "PAGE", "PAGES", "page_digests", "to_le_bytes",
+__all__ = ["SectionFile", "LazyArray", "TYPECODES", "PAGE", "PAGES", "page_digests", "PAGE_HASH", "to_le_bytes",
            "write_sections"]
