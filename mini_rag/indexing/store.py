@@ -218,6 +218,8 @@ class _Flusher:
         self._wake = threading.Event()
         self._stop = False
         self._pending = 0
+        self._asked = 0         # flushes asked for (slabs written) and made: a flush asked
+        self._made = 0          # for before the exit is made before the thread ends
         self._thread = threading.Thread(target=self._run, name="mini_rag-flush", daemon=True) \
             if self._fd >= 0 else None
 
@@ -236,11 +238,14 @@ class _Flusher:
         while True:
             self._wake.wait()
             self._wake.clear()
+            asked = self._asked
+            if asked != self._made:
+                self._made = asked
+                try:
+                    os.fdatasync(self._fd)
+                except OSError:     # the policy's own fsync reports a failing disk
+                    return
             if self._stop:
-                return
-            try:
-                os.fdatasync(self._fd)
-            except OSError:         # the policy's own fsync reports a failing disk
                 return
 
     def write(self, part) -> None:
@@ -261,6 +266,7 @@ class _Flusher:
             if self._pending >= self.FLUSH:
                 out.flush()
                 self._pending = 0
+                self._asked += 1
                 self._wake.set()
 
 
