@@ -1591,7 +1591,8 @@ def json_row(text: str):
                 obj = _NO_VALUE         # extra data: decode()'s message
     if obj is _NO_VALUE:
         obj = _JSON_DECODE(text) if text[:1] != "\ufeff" else json.loads(text)   # json.loads's BOM message
-    if "\\u" in text and _SURROGATE_ESCAPE.search(text):
+    # "\\" first: one memchr over the row, where "\\u" is a slower two-character search (most rows hold no escape)
+    if "\\" in text and "\\u" in text and _SURROGATE_ESCAPE.search(text):
         try:
             json.dumps(obj, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError:
@@ -2875,6 +2876,25 @@ def _decline_rxs(low: str) -> tuple:
     return groups, not _DISCLAIMER_TRIGGERS.isdisjoint(words)
 
 
+# _SPLIT_BYTES with the ASCII separators str.split() splits at and bytes.split() does not
+# (\x1c-\x1f): the bytes words of an ASCII text are then its str words (plain_answer)
+_SPLIT_WS_BYTES = bytes(32 if 0x1c <= c <= 0x1f else b for c, b in enumerate(_SPLIT_BYTES))
+_ANY_TRIGGER_BYTES = frozenset(w.encode() for w in _ANY_TRIGGER if w.isascii())
+
+
+def plain_answer(text: str, low: str, token: str, first: str) -> bool:
+    """Whether ``read_refusal(text, token)`` is surely ``(answer, "", 0)``, found without the
+    reader: ``text`` (stripped; ``low``: its lower-cased form) is ASCII, at most REFUSAL_WINDOW
+    characters, holds no trigger word of any decline cue (_decline_rxs: its words, no "n't"),
+    and cannot be the token (refusal_layout's "token" case needs ``first``, the token's first
+    word, in a text at most 60 characters longer than the token).  False proves nothing."""
+    if len(text) > REFUSAL_WINDOW or not low.isascii() or "n't" in low or low == token:
+        return False
+    if len(text) <= len(token) + 60 and (not token or first in low):
+        return False
+    return _ANY_TRIGGER_BYTES.isdisjoint(low.encode().translate(_SPLIT_WS_BYTES).split())
+
+
 def token_form(text: str) -> str:
     """The claim with Markdown, quotes, a leading label and closing punctuation taken off, lower-cased."""
     t = text.strip()
@@ -3864,12 +3884,13 @@ WORD_SET_CHARS = 2000     # unsupported_tokens: ASCII texts up to this size have
 
 
 def unsupported_tokens(claim: str, texts: List[str], cache: Optional[dict] = None,
-                       claim_tokens: Optional[set] = None) -> List[str]:
+                       claim_tokens: Optional[set] = None, copy_checked: bool = False) -> List[str]:
     """Numbers and content words of ``claim`` that occur in none of ``texts`` (sorted);
-    ``claim_tokens``: tokens(claim) when the caller has them.  Without a ``cache`` an ASCII
+    ``claim_tokens``: tokens(claim) when the caller has them; ``copy_checked``: the caller
+    found that ``copied_from`` is False.  Without a ``cache`` an ASCII
     text is not tokenized: each wanted number is looked up in it (``_token_in``), and each wanted
     word too unless the texts are short (WORD_SET_CHARS): then in the set of their words."""
-    if claim.isascii() and any(_copied(claim, t) for t in texts):
+    if not copy_checked and copied_from(claim, texts):
         return []
     if claim_tokens is None:
         claim_tokens = tokens(claim)
@@ -3915,6 +3936,12 @@ def unsupported_tokens(claim: str, texts: List[str], cache: Optional[dict] = Non
 _NOT_ALNUM = "".join(chr(c) for c in range(128) if not chr(c).isalnum())
 _WORD_GOES_ON = frozenset("abcdefghijklmnopqrstuvwxyz")      # a word token goes on across these
 _NUMBER_GOES_ON = frozenset("0123456789.,")                  # a number may (_TOKEN_RX)
+
+
+def copied_from(claim: str, texts: List[str]) -> bool:
+    """Whether ``_copied`` shows that an ASCII ``claim`` is copied from one of ``texts`` (then
+    none of its tokens is unsupported: nothing to tokenize).  False proves nothing."""
+    return claim.isascii() and any(_copied(claim, t) for t in texts)
 
 
 def _copied(claim: str, text: str) -> bool:
@@ -3978,6 +4005,7 @@ class Scorer:
                  rules: Optional[Rules] = None, chunk_policies: Optional[Dict[str, str]] = None):
         n = len(gold)
         self.gold, self.ks, self.refusal = gold, ks, refusal.strip().lower()
+        self.refusal_first = self.refusal.split(None, 1)[0] if self.refusal else ""   # plain_answer's
         self.chunks = chunks
         self.chunk_tokens: dict = {}
         self.k0 = ks[0]
@@ -4062,10 +4090,13 @@ class Scorer:
                         texts.append(t)
                     else:
                         f |= F_HMEAS
-                        bad = unsupported_tokens(claim, texts, cache, self._claim_tokens(claim))
-                        if bad:
-                            f |= F_HALL
-                            self.unsupported[i] = bad
+                        # a claim copied from a cited text is not tokenized (judge_extra then
+                        # looks its question's terms up in it: terms_in_text)
+                        if not copied_from(claim, texts):
+                            bad = unsupported_tokens(claim, texts, cache, self._claim_tokens(claim), True)
+                            if bad:
+                                f |= F_HALL
+                                self.unsupported[i] = bad
                 if f & F_ANS and cont and hit:
                     f |= F_PASS
             elif not f & F_ANS:
@@ -4181,16 +4212,20 @@ class Scorer:
             ranked = ret
         if not distinct:                           # ranked: ret, perhaps reordered
             ranked = list(dict.fromkeys(ranked))   # a repeated id counts once, at its best rank
-        positions, gains = relevant_positions(ranked, rel)
         if type(rel) is dict:
+            positions, gains = relevant_positions(ranked, rel)
             rr, per_k = self._measures(positions, gains, len(rel), ideal_gains(rel.values()))
         else:       # gain 1 each: the measures depend on (positions, number of gold ids) only
-            key = (tuple(positions), len(rel))
+            if len(rel) == 1:       # one gold id (most items): its rank, if retrieved
+                key = ((ranked.index(rel[0]),) if rel[0] in ranked else (), 1)
+            else:
+                key = (tuple(relevant_positions(ranked, rel)[0]), len(rel))
             found = self.measure_memo.get(key)
             if found is None:
                 if len(self.measure_memo) >= MEASURE_MEMO_LIMIT:   # bounded: long rankings must not grow it
                     self.measure_memo.clear()
-                found = self.measure_memo[key] = self._measures(positions, gains, len(rel), None)
+                positions = list(key[0])
+                found = self.measure_memo[key] = self._measures(positions, [1] * len(positions), key[1], None)
             rr, per_k = found
         self.rr[i] = rr
         for (hits_k, rec_k, ndcg_k, rrk_k), (_, hits, rec, ndcg, rrk) in zip(self.k_arrays, per_k):
@@ -4227,7 +4262,8 @@ class Scorer:
             return bits | F_REFUSED if bits else 0
         if not present:
             return 0
-        if claim.lower() == self.refusal:       # fast path: exactly the token (read_refusal's first case)
+        low = claim.lower()
+        if low == self.refusal:       # fast path: exactly the token (read_refusal's first case)
             self.refusal_reason[i] = "the refusal token"
             return F_REFUSED
         extra = self.extra_declines
@@ -4235,6 +4271,8 @@ class Scorer:
         # reader reads whole) are left out of the reading: they would mark nothing
         if extra and len(claim) <= REFUSAL_WINDOW and _literals_absent(extra, claim):
             extra = ()
+        if not extra and plain_answer(claim, low, self.refusal, self.refusal_first):
+            return 0                  # fast path: no decline cue can apply (read_refusal's "none" case)
         kind, reason, pat = read_refusal(claim, self.refusal, extra)
         if reason:
             self.refusal_reason[i] = reason if pat == 0 else "%s [pattern %d]" % (reason, pat)
@@ -4347,10 +4385,19 @@ class Scorer:
             f |= F_OKDOCS
         # reference-free relevance (lexical)
         self.context_lack[i] = 0
-        if q and "relevance" in self.needs:
+        if not q or "relevance" not in self.needs:
+            pass
+        elif not f & F_SHIP and not (ret and (self.chunks is not None or (cited and len(cited) >= len(ret)))):
+            # no answer relevance and no context relevance to measure: whether q has a term
+            # decides context_lack alone (has_content_terms: cheaper than the terms)
+            if ret and has_content_terms(q):
+                self.context_lack[i] = 1
+        else:
             qt = content_terms(q)
             if qt and f & F_SHIP:
-                self.answer_rel[i] = terms_in(qt, self._claim_tokens(claim)) / len(qt)
+                last = self._last_tokens      # the claim's tokens when judge needed them, else a lookup
+                found_terms = terms_in(qt, last[1]) if last[0] == claim else terms_in_text(qt, claim)
+                self.answer_rel[i] = found_terms / len(qt)
             # context relevance needs every retrieved chunk's text: --chunks, or all of them cited
             if qt and ret and (self.chunks is not None or (cited and len(cited) >= len(ret))):
                 texts = self._texts(cited, ret, ())
@@ -4428,8 +4475,31 @@ def content_term(tok: str) -> Optional[str]:
 
 def content_terms(text: str) -> frozenset:
     """Numbers and content words (>= 3 letters, not stopwords) of ``text``, a final "s" folded."""
+    low = text.lower()
+    if low.isascii() and "," not in low:     # tokens()' byte translations, each word folded as read
+        raw = low.encode()
+        terms = {w[:-1] if len(w) > 3 and w[-1] == "s" and w[-2] != "s" else w
+                 for w in ascii_words(raw) if len(w) >= 3 and w not in STOPWORDS}
+        for part in raw.translate(_NUMBER_BYTES).split():
+            if part.isdigit():
+                terms.add(part.decode())
+            elif part.strip(b"."):
+                terms.update(_NUMBER_RX.findall(part.decode()))
+        return frozenset(terms)
     out = frozenset(map(content_term, tokens(text) - STOPWORDS))
     return out - {None} if None in out else out
+
+
+def has_content_terms(text: str) -> bool:
+    """bool(content_terms(text)) without building them: an ASCII text has one when it holds a
+    word of >= 3 letters that is not a stopword, or a digit (every number is a term)."""
+    low = text.lower()
+    if not low.isascii():
+        return bool(content_terms(text))
+    raw = low.encode()
+    if any(len(w) >= 3 and w not in STOPWORDS for w in ascii_words(raw)):
+        return True
+    return bool(raw.translate(_NUMBER_BYTES).strip(b" .,"))
 
 
 def terms_in(terms: frozenset, toks: set) -> int:
@@ -4439,6 +4509,30 @@ def terms_in(terms: frozenset, toks: set) -> int:
     for t in terms:
         for tok in (t, t + "s"):
             if tok in toks and tok not in STOPWORDS and content_term(tok) == t:
+                n += 1
+                break
+    return n
+
+
+def terms_in_text(terms: frozenset, text: str) -> int:
+    """terms_in(terms, tokens(text)) without tokenizing an ASCII text: each term, and the term
+    + "s" when that folds to it, looked up with ``_token_in`` (tokens() decides a number in a
+    text with a comma)."""
+    low = text.lower()
+    if not low.isascii():
+        return terms_in(terms, tokens(text))
+    n = 0
+    comma = "," in low
+    for t in terms:
+        if t not in low and not (comma and t[0].isdigit()):
+            continue        # neither t nor t + "s" is in the text (a comma may hide a number: "1,000")
+        for tok in (t, t + "s"):
+            if tok in STOPWORDS or content_term(tok) != t:
+                continue
+            found = _token_in(low, tok)
+            if found is None:
+                return terms_in(terms, tokens(text))
+            if found:
                 n += 1
                 break
     return n

@@ -21,6 +21,12 @@
    are distinct (judge knows it from its set of retrieved ids) against finding it out;
    ``gc_paused`` restores the collector's state (also after an error), and a scored run leaves
    next to no cyclic garbage for it.
+6. Issue 32's fifth round: ``json_row``'s surrogate check only for rows with a backslash;
+   ``plain_answer`` (an answer the refusal reader would read as one, found without it) against
+   ``read_refusal``; ``copied_from`` before tokenizing the claim; ``terms_in_text`` against
+   ``terms_in`` over tokens(); ``content_terms``' ASCII path and ``has_content_terms`` against
+   the definition; ``_retrieval``'s one-gold-id rank against relevant_positions; judge_extra's
+   relevance for a refused row (only whether q has a term) against the full reading.
 """
 import json
 import math
@@ -471,6 +477,203 @@ class FourthRound(unittest.TestCase):
                              "--gates-file", str(ROOT / "gates.toml"), "--dataset", "seed"])
         self.assertTrue(gc.isenabled())
         self.assertLess(gc.collect(), 500)      # the argparse parser and the like, not per-row garbage
+
+
+def _slow_terms(text):
+    """content_terms by its definition: content_term of every token that is not a stopword."""
+    return frozenset(t for t in map(score_eval.content_term, _regex_tokens(text) - score_eval.STOPWORDS) if t)
+
+
+def _judged_gold(n):
+    """_gold_of(n) with what judge reads of each item: no gold citations, substrings or expected decision."""
+    gold = _gold_of(n)
+    for _ in range(n):
+        gold.rel.append(())
+        gold.subs.append(None)
+        gold.expected.append(0)
+        gold.cat.append(0)
+    gold.categories.append(score_eval.NO_CATEGORY)
+    return gold
+
+
+def _refused_row(sc, i, q, ret):
+    """judge + judge_extra of a row that refuses with the token (no answer relevance)."""
+    sc.judge(i, "not in context", [], ret, None, {}, None, None, True)
+    sc.judge_extra(i, "not in context", [], ret, {}, None, None, (q, None, None, None))
+
+
+PLAIN = [
+    # (text, expected plain_answer with the token "not in context"): True only for an ASCII
+    # answer with no decline trigger word that cannot be the token
+    ("The refund is paid within 48 hours.", True),
+    ("Key notice account invoice vendor contract 813 account policy.", False),   # "not" in "notice", short
+    ("Key notice account invoice vendor contract 813 account policy, renewal period of ninety days.", True),
+    ("I cannot say.", False),                      # decline words
+    ("It is not stated.", False),
+    ("It isn't stated in the records at all, as far as the text shows.", False),   # "n't"
+    ("n/a", False),                                # a trigger with "/"
+    ("Refunds take i\x1cdays.", False),             # \x1c splits words for str.split(): "i" is a trigger
+    ("Caf\u00e9 hours are 9 to 5.", False),         # not ASCII: the reader decides
+    ("not in context", False),                     # the token
+    ("**Not in context.**", False),
+    ("x" * (score_eval.REFUSAL_WINDOW + 1), False),  # past the reader's window
+    ("", True),                                    # empty: read_refusal's "empty" case, an answer
+]
+
+
+class FifthRound(unittest.TestCase):
+    def test_json_row_surrogates(self):
+        # a lone surrogate escape cannot be written out: _JsonLimit; a pair, other escapes and
+        # rows without a backslash are read as json.loads reads them
+        for text, lone in (('{"a": "x"}', False), ('{"a": "\\n\\"q\\""}', False), ('{"a": "\\u00e9"}', False),
+                           ('{"a": "\\ud83d\\ude00"}', False), ('{"a": "\\ud800"}', True),
+                           ('{"a": "x\\\\ud800"}', False), ('{"a": ["\\udfff", 1]}', True)):
+            with self.subTest(text=text):
+                if lone:
+                    with self.assertRaises(score_eval._JsonLimit):
+                        score_eval.json_row(text)
+                else:
+                    self.assertEqual(score_eval.json_row(text), json.loads(text))
+
+    def test_plain_answer_table(self):
+        tok = "not in context"
+        for text, want in PLAIN:
+            with self.subTest(text=text):
+                self.assertIs(score_eval.plain_answer(text, text.lower(), tok, "not"), want)
+                if want:
+                    self.assertEqual(score_eval.read_refusal(text, tok), (score_eval.KIND_ANSWER, "", 0))
+
+    def test_plain_answer_random(self):
+        rng = random.Random(3205)
+        words = ["refund", "paid", "not", "no", "i", "cannot", "don't", "n/a", "unknown", "in", "context",
+                 "unanswerable", "48", "hours", "only", "sorry", "policy", "**", "Answer:", "\x1c", "\u2019t"]
+        for _ in range(6000):
+            tok = rng.choice(["not in context", "unanswerable", "no answer here"])
+            text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 14))).strip()
+            if not text:
+                continue
+            first = tok.split()[0]
+            if score_eval.plain_answer(text, text.lower(), tok, first):
+                self.assertEqual(score_eval.read_refusal(text, tok), (score_eval.KIND_ANSWER, "", 0), (text, tok))
+
+    def test_read_claim_custom_token(self):
+        # a token without a trigger word: only the token (in any dress) refuses
+        for claim, refused in (("Unanswerable", True), ("**Unanswerable.**", True), ("Answer: unanswerable", True),
+                               ("The question is unanswerable from the text we have here today.", False),
+                               ("The refund is paid within 48 hours.", False)):
+            with self.subTest(claim=claim):
+                sc = score_eval.Scorer(_gold_of(1), [5], "unanswerable", None)
+                bits = sc.read_claim(0, claim, True)
+                kind, _, _ = score_eval.read_refusal(claim, "unanswerable")
+                self.assertEqual(kind == score_eval.KIND_REFUSAL, refused)
+                self.assertEqual(bool(bits & score_eval.F_REFUSED), refused)
+
+    def test_copied_from(self):
+        for claim, texts, want in (("Refunds are paid within 48 hours.", ["x", "Refunds are paid within 48 hours. More."], True),
+                                   ("Refunds are paid within 48 hours.", ["Refunds are paid within 48.5 hours."], False),
+                                   ("caf\u00e9", ["caf\u00e9"], False), ("ok", [], False)):
+            with self.subTest(claim=claim):
+                self.assertIs(score_eval.copied_from(claim, texts), want)
+                if want:
+                    self.assertEqual(_set_unsupported(claim, texts), [])
+        rng = random.Random(3206)
+        words = ["1,000", "1000", "48", "hours", "policy", "refund", "the", "x.5", "caf\u00e9"]
+        for _ in range(3000):
+            text = " ".join(rng.choice(words) for _ in range(rng.randint(0, 8)))
+            a = rng.randint(0, len(text))
+            claim = text[a:rng.randint(a, len(text))] + rng.choice(["", ".", " 7"])
+            texts = [text, "Other text 1,000."] if rng.random() < 0.3 else [text]
+            copied = score_eval.copied_from(claim, texts)
+            got = [] if copied else score_eval.unsupported_tokens(claim, texts, None, score_eval.tokens(claim), True)
+            self.assertEqual(got, _set_unsupported(claim, texts), (claim, texts))
+
+    def test_terms_in_text(self):
+        terms = frozenset({"refund", "policy", "2024", "classe", "1000", "48"})
+        for text, want in (("Refunds follow the policy; classes of 2024.", 4), ("A 1,000 dollar refund.", 2),
+                           ("Within 48 hours", 1), ("Within 148 hours", 0), ("Caf\u00e9 refund policy", 2),
+                           ("policies", 0), ("", 0)):
+            with self.subTest(text=text):
+                self.assertEqual(score_eval.terms_in_text(terms, text), want)
+                self.assertEqual(len(terms & _slow_terms(text)), want)
+        rng = random.Random(3207)
+        words = ["1,000", "1000", "1.5", "48", "hours", "hour", "policy", "policies", "class", "classes", "bus",
+                 "the", "its", "x.5", "caf\u00e9", "refund", "refunds"]
+        for _ in range(6000):
+            q = " ".join(rng.choice(words) for _ in range(rng.randint(0, 5)))
+            text = " ".join(rng.choice(words) + rng.choice(["", ",", ".", " "]) for _ in range(rng.randint(0, 8)))
+            terms = score_eval.content_terms(q)
+            self.assertEqual(score_eval.terms_in_text(terms, text), len(terms & _slow_terms(text)), (q, text))
+
+    def test_content_terms_and_has(self):
+        for text, want in (("question 12", {"question", "12"}), ("What is the refund policy for 2024 classes?",
+                                                                 {"refund", "policy", "2024", "classe"}),
+                           ("Is it so?", set()), ("v1.2.3 and .5", {"1.2.3", "5"}), ("1,000 buses", {"1000", "buse"}),
+                           ("glass bus its", {"glass", "bus"}), ("Caf\u00e9s open", {"caf\u00e9", "open"}), ("", set())):
+            with self.subTest(text=text):
+                self.assertEqual(score_eval.content_terms(text), frozenset(want))
+                self.assertEqual(_slow_terms(text), frozenset(want))
+                self.assertIs(score_eval.has_content_terms(text), bool(want))
+        rng = random.Random(3208)
+        alphabet = "aZ9.,_ -s'\t\n\x1c!;0123456789" + "\u212a\u00e9"
+        words = ["class", "classes", "bus", "its", "the", "policy", "1.5", "48.", "x.5", "1..5", "ss", "sss", "asks", "on"]
+        for _ in range(20000):
+            if rng.random() < 0.5:
+                text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
+            else:
+                text = " ".join(rng.choice(words) + rng.choice(["", ".", " ", "-"]) for _ in range(rng.randint(0, 5)))
+            want = _slow_terms(text)
+            self.assertEqual(score_eval.content_terms(text), want, repr(text))
+            self.assertIs(score_eval.has_content_terms(text), bool(want), repr(text))
+
+    def test_retrieval_one_gold_id(self):
+        cases = [  # (gold ids, retrieved, scores): the rank of the one gold id, as relevant_positions finds it
+            (("b",), ["a", "b", "c"], None), (("z",), ["a", "b", "c"], None), (("a",), ["a", "b", "c"], [0.1, 0.5, 0.9]),
+            (("c",), ["c", "a", "c"], None), (("a",), [], None),
+        ]
+        for rel, ret, scores in cases:
+            with self.subTest(rel=rel, ret=ret):
+                sc = score_eval.Scorer(_gold_of(1), [1, 3], "not in context", None)
+                sc._retrieval(0, rel, ret, scores, len(set(ret)) == len(ret))
+                ranked = [d for _, d in sorted(zip(scores, ret), reverse=True)] if scores else list(dict.fromkeys(ret))
+                positions, gains = score_eval.relevant_positions(ranked, rel)
+                self.assertEqual(sc.rr[0], score_eval.measure_rr(positions))
+                for k in (1, 3):
+                    self.assertEqual(sc.hits[k][0], score_eval.hits_at(positions, k))
+                    self.assertEqual(sc.rec[k][0], score_eval.measure_r(score_eval.hits_at(positions, k), 1))
+                    self.assertEqual(sc.ndcg[k][0], score_eval.measure_ndcg(positions, gains, k, 1.0))
+        # the one-id rank is the fast path (relevant_positions is not called), and its memo entry
+        # is apart from a two-id ranking's with the same position: R@3 1 and 1/2
+        sc = score_eval.Scorer(_gold_of(2), [3], "not in context", None)
+        real = score_eval.relevant_positions
+        try:
+            def refuse(*a):
+                raise AssertionError("relevant_positions called for one gold id")
+            score_eval.relevant_positions = refuse
+            sc._retrieval(0, ("a",), ["a", "b"], None, True)
+        finally:
+            score_eval.relevant_positions = real
+        sc._retrieval(1, ("a", "z"), ["a", "b"], None, True)
+        self.assertEqual((sc.rec[3][0], sc.rec[3][1]), (1.0, 0.5))
+        sc._retrieval(0, ("a",), ["a", "b"], None, True)
+        self.assertEqual(sc.rec[3][0], 1.0)
+
+    def test_refused_row_relevance(self):
+        # a refused row measures no answer relevance and, without the retrieved texts, no context
+        # relevance: its context_lack is whether q has a content term and something was retrieved
+        for q, ret, lack in (("question 12", ["a"], 1), ("What is it?", ["a"], 0), ("refund policy", [], 0),
+                             ("Caf\u00e9?", ["a"], 1), ("", ["a"], 0), ("it 7", ["a"], 1)):
+            with self.subTest(q=q, ret=ret):
+                sc = score_eval.Scorer(_judged_gold(1), [5], "not in context", None)
+                _refused_row(sc, 0, q, ret)
+                self.assertEqual(sc.context_lack[0], lack)
+                self.assertEqual(lack, int(bool(ret) and bool(_slow_terms(q))))
+                self.assertTrue(math.isnan(sc.answer_rel[0]))
+        # a shipped claim copied from its chunk: answer relevance from the lookups, as from its tokens
+        sc = score_eval.Scorer(_judged_gold(1), [5], "not in context", None)
+        claim = "Refunds are paid within 48 hours."
+        sc.judge(0, claim, ["a"], ["a"], None, {"a": claim + " More."}, None, None, True)
+        sc.judge_extra(0, claim, ["a"], ["a"], {"a": claim + " More."}, None, None, ("refund within 48 days", None, None, None))
+        self.assertEqual(sc.answer_rel[0], 2 / 3)       # refund, 48 of refund, 48, day ("within" is a stopword)
 
 
 if __name__ == "__main__":
