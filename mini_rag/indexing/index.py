@@ -996,7 +996,7 @@ def _parse_manifest(line: bytes, path: str) -> Dict[str, Any]:
 def load_index(path: str) -> Index:
     """Read an index file; its manifest, section (or body) hashes and settings are checked.
 
-    Formats 3 and 4 are ready when read: the small sections are read, postings and weights are
+    Formats 3, 4 and 5 are ready when read: the small sections are read, postings and weights are
     read term by term when a query asks for them, chunks are decoded when first asked for.  Format 1 is rebuilt
     from its term bags (the older, slower way; saving it again writes format 5).
     """
