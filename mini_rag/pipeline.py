@@ -239,8 +239,8 @@ class Pipeline:
                 context: Dict[str, Any] = {"retrieval": retrieval, "config": cfg, "analysis": qa}
                 if doc_scope and cfg["answer"].get("scope_relative", True) and self.generator.name == "extractive":
                     # rule 2b of synthesize.py: the question retrieved over the whole corpus, for
-                    # what the other documents hold of it
-                    context["reference"] = self._retrieve(qa, None)[0]
+                    # what the other documents hold of it (retrieved only if rule 2 asks)
+                    context["reference"] = lambda: self._retrieve(qa, None)[0]
                 answer, validator_errors = generate_answer(
                     recorder, question, facts_b, context, int(cfg["answer"]["max_sentences"]))
             except GeneratorError as exc:

@@ -158,7 +158,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..records import Fact, Retrieval
 from .facts import phase_a
@@ -1067,11 +1067,11 @@ def _asked_pick(pool: List[tuple], kind: str, key: Sequence[str], analyzer: Any,
 
 def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: Any,
                  bridges: Bridges, cfg: Dict[str, Any], analyzed: Any = None,
-                 others: Sequence[frozenset] = ()) -> Dict[str, Any]:
+                 others: Optional[Callable[[], Sequence[frozenset]]] = None) -> Dict[str, Any]:
     """Rules 1-7 for one question part: a dict with outcome, chosen units and numbers.
     ``analyzed``: the part's ``question.QuestionPart`` (its type and echo words);
-    ``others``: the chunk terms of the other documents' best hits, for a question scoped to
-    one document (rule 2b)."""
+    ``others``: for a question scoped to one document (rule 2b), a function giving the chunk
+    terms of the other documents' best hits (called only when rule 2 finds nothing on topic)."""
     kind = question_type(part) if analyzed is None else analyzed.question_type
     out: Dict[str, Any] = {"part": part, "terms": list(q_terms), "question_type": kind}
     if not q_terms:
@@ -1126,10 +1126,11 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
     relax = kind in VALUE_TYPES and typed_min < min_cov
     on_topic = [i for i, c in enumerate(coverage)
                 if c >= min_cov or (relax and c >= typed_min and typed_on_topic(infos[i]))]
-    if not on_topic and others and top > 0:
+    other_terms = others() if not on_topic and others is not None and top > 0 else ()
+    if other_terms:
         # 2b. a scoped question: as much of K as any other document holds is as close as the
         # corpus's words come to the question's
-        best_other = max([weighted_share(key, weights, terms, bridges) for terms in others
+        best_other = max([weighted_share(key, weights, terms, bridges) for terms in other_terms
                           if weighted_share(q_terms, weights, terms, bridges) >= min_share] or [0.0])
         out["other_key_coverage"] = _r(best_other)
         scope_min = float(cfg["scope_min_key_coverage"])
@@ -1242,11 +1243,13 @@ def _cfg(config: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def phase_c(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
-            config: Dict[str, Any], qa: Any = None, reference: Optional[Retrieval] = None) -> Answer:
+            config: Dict[str, Any], qa: Any = None,
+            reference: Optional[Callable[[], Retrieval]] = None) -> Answer:
     """The extractive answer to ``question`` from the phase B ``facts`` (rules 1-7 above);
     ``qa`` (``question.analyze_question`` of ``question``) gives its bridges and parts;
-    ``reference``: for a question scoped to one document, the same question retrieved over
-    the whole corpus (rule 2b reads its hits of the other documents)."""
+    ``reference``: for a question scoped to one document, a function giving the same question
+    retrieved over the whole corpus (rule 2b reads its hits of the other documents; it is
+    called at most once, and only when rule 2 finds nothing on topic)."""
     cfg = _cfg(config)
     if (is_task_request(question) if qa is None else qa.task_request):
         return Answer(sentences=[], confidence="Low", refused=True, reasons=["task_request"],
@@ -1265,11 +1268,18 @@ def phase_c(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
         for term, alts in ranges.items():
             bridges.setdefault(term, []).extend(alts)
     infos = _prepare(facts, retrieval, index, analyzer)
-    others: List[frozenset] = []
+    others = None
     if reference is not None and cfg.get("scope_relative", True):
-        scoped = {f.pdf for f in facts}
-        other_facts = [f for f in phase_a(reference) if f.pdf not in scoped]
-        others = [info.chunk_terms for info in _prepare(other_facts, reference, index, analyzer)]
+        found: List[List[frozenset]] = []
+
+        def others() -> List[frozenset]:
+            # rule 2b's other documents, retrieved and prepared once, when first needed
+            if not found:
+                ref = reference()
+                scoped = {f.pdf for f in facts}
+                other_facts = [f for f in phase_a(ref) if f.pdf not in scoped]
+                found.append([info.chunk_terms for info in _prepare(other_facts, ref, index, analyzer)])
+            return found[0]
     parts = []
     if qa is not None:
         for qp in qa.parts:
