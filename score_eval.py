@@ -78,10 +78,40 @@ from itertools import compress, count, filterfalse
 from operator import gt, mul
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
-try:  # Python 3.11+; older versions use only the subset reader below.
-    import tomllib as _tomllib
-except ImportError:  # pragma: no cover - depends on the interpreter
-    _tomllib = None
+# Contents: generated from referee/ by tools/build_single_file.py (make single-file); edit
+# the modules there, never this file.  Each module starts at the line given:
+#
+#     75  referee/base.py
+#    141  referee/registry.py
+#    451  referee/fmt.py
+#    484  referee/stats.py
+#    531  referee/retrieval.py
+#    631  referee/tomlsub.py
+#    911  referee/inputs.py
+#   1318  referee/text.py
+#   1360  referee/citations.py
+#   1634  referee/refusals.py
+#   2146  referee/answers.py
+#   2417  referee/grounding.py
+#   2907  referee/trec.py
+#   3338  referee/names.py
+#   3400  referee/aggregate.py
+#   3695  referee/config.py
+#   4364  referee/contracts.py
+#   4745  referee/judge.py
+#   5697  referee/gates.py
+#   5893  referee/scorecard.py
+#   6152  referee/outputs.py
+#   6556  referee/reports.py
+#   7160  referee/calibration.py
+#   7389  referee/shards.py
+#   7711  referee/run.py
+#   8197  referee/cli.py
+
+
+
+# =========================================================================== referee/base.py
+# Constants of the contracts (seed 002's refusal token, exit codes, input limits) and the error class.
 
 # --------------------------------------------------------------------------- constants
 
@@ -94,6 +124,7 @@ DECISIONS = ("ANSWER", "ABSTAIN", "CLARIFY", "BLOCK")
 Z95 = 1.959963984540054               # two-sided 95% normal quantile
 NO_CATEGORY = "(none)"
 SCHEMA = "score_eval/1"
+DESCRIPTION = "score_eval.py: score a RAG system's traces against a gold set and enforce committed gates."
 __version__ = "0.1.0"                 # also in every JSON report ("version"); pyproject.toml has the same
 # Gate tiers (seed 004's layered gates): only "block" gates set the exit status; "warn" gates
 # are listed first in every output (they are the failures a passing run would hide);
@@ -144,6 +175,10 @@ _NUMBER_RX = re.compile(r"\d+(?:[.,]\d+)*")
 class ScoreError(ValueError):
     """Bad input; ``str(err)`` is the whole message (one or more ``path:line: ...`` lines)."""
 
+
+# =========================================================================== referee/registry.py
+# The metric registry: one entry per measure (name, kind, direction, definition, fields read),
+# the per-item verdict flags and the per-item predicates that pair two runs' items.
 
 # --------------------------------------------------------------------------- metric registry
 
@@ -410,6 +445,130 @@ SEED_ONLY = ("precision", "chr", "under_refusal", "over_refusal", "pass_rate", "
              "false_refuse_rate", "decision_accuracy", "fallback_used_count", "fallback_used_rate",
              "fallback_used_rate_answerable")
 
+# --------------------------------------------------------------------------- aggregation
+
+
+def _has(bits: int):
+    return lambda f: f & bits == bits
+
+
+# name -> (denominator predicate, numerator predicate) on an item's flags
+_PAIRED = {
+    "precision": (_has(F_SHIP), _has(F_ANS | F_CONT | F_HIT)),
+    "chr": (_has(F_SHIP), _has(F_ANS | F_HIT)),
+    "under_refusal": (lambda f: not f & F_ANS, _has(F_SHIP)),
+    "over_refusal": (_has(F_ANS), lambda f: not f & F_SHIP),
+    "pass_rate": (lambda f: True, _has(F_PASS)),
+    "correct_refusal": (lambda f: not f & F_SHIP, lambda f: not f & F_ANS),
+    "incorrect_refusal": (lambda f: not f & F_SHIP, _has(F_ANS)),
+    "hallucination": (_has(F_SHIP), _has(F_HALL)),
+    "citation_validity": (_has(F_SHIP), _has(F_VALID)),
+    "false_accept_rate": (_has(F_EXPREF), _has(F_SHIP)),
+    "false_refuse_rate": (lambda f: not f & F_EXPREF, lambda f: not f & F_SHIP),
+    "decision_accuracy": (_has(F_DEC), _has(F_DECOK)),
+    "fallback_used_rate": (_has(F_FB), _has(F_FBUSED)),
+    "fallback_used_rate_answerable": (_has(F_FB | F_ANS), _has(F_FBUSED)),
+    "recall@K": (_has(F_ANS), _has(F_REC)),      # paired only at the first k
+}
+
+# name -> (denominator predicate, numerator predicate), like _PAIRED
+_EXTRA_RATES = {
+    "refusal_rate": (lambda f: True, lambda f: not f & F_SHIP),
+    "partial_refusal_rate": (lambda f: True, _has(F_PARTIAL)),
+    "rejection_calibration": (lambda f: not f & F_NOLAB, lambda f: bool(f & F_SHIP) != bool(f & F_EXPREF)),
+    "policy_compliance": (lambda f: f & (F_SHIP | F_POLREJ), lambda f: not f & F_POLV),
+    "source_policy_compliance": (_has(F_SHIP), lambda f: not f & F_SRCV),
+    "citation_coverage": (_has(F_REQDOCS), _has(F_OKDOCS)),
+    "conflict_correct_rate": (_has(F_REQCONF), _has(F_OKCONF)),
+    "staleness_correct_rate": (_has(F_REQSTALE), _has(F_OKSTALE)),
+    "clarify_correct_rate": (_has(F_REQCLAR), _has(F_OKCLAR)),
+    "unsupported_answer_rate": (_has(F_GMEAS), _has(F_UNSUP)),
+}
+
+
+# =========================================================================== referee/fmt.py
+# Number formatting shared by every output (rounding, the gate-value form, metric ordering).
+
+# --------------------------------------------------------------------------- output
+
+
+def _r(v):
+    """Round a reported float to 4 decimals as the seed does (gates use unrounded values)."""
+    if isinstance(v, float):
+        return round(v, 4)
+    return v
+
+
+def _fmt_num(v) -> str:
+    return ("%.4f" % v).rstrip("0").rstrip(".") if isinstance(v, float) else str(v)
+
+
+def _rounded(entry: dict) -> dict:
+    out = dict(entry)
+    out["value"] = _r(entry["value"])
+    if entry["ci"] is not None:
+        out["ci"] = [round(x, 4) for x in entry["ci"]]
+    return out
+
+
+def _metric_sort_key(name: str):
+    base, _, k = name.partition("@")
+    for pos, m in enumerate(REGISTRY):
+        if m.name == name or m.name.split("@")[0] == base and ("@K" in m.name) == bool(k):
+            return (pos, int(k) if k.isdigit() else 0)
+    return (len(REGISTRY), 0)
+
+
+# =========================================================================== referee/stats.py
+# Intervals: Wilson for rates, normal intervals for means, and the per-metric entry of a report.
+
+# --------------------------------------------------------------------------- aggregation
+
+
+def wilson(count: int, n: int) -> Optional[List[float]]:
+    """Wilson score 95% interval for count/n (None when n == 0)."""
+    if n == 0:
+        return None
+    p = count / n
+    z2 = Z95 * Z95
+    den = 1 + z2 / n
+    center = (p + z2 / (2 * n)) / den
+    half = Z95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / den
+    return [max(0.0, center - half), min(1.0, center + half)]
+
+
+def _sample_ci(vals: List[float], total: float) -> Optional[List[float]]:
+    """_normal_ci of the values ``vals`` (``total``: math.fsum of them)."""
+    return _normal_ci(total, math.fsum(map(mul, vals, vals)), len(vals))
+
+
+def _normal_ci(values_sum: float, sq_sum: float, n: int) -> Optional[List[float]]:
+    if n == 0:
+        return None
+    mean = values_sum / n
+    var = max(0.0, sq_sum / n - mean * mean) * n / (n - 1) if n > 1 else 0.0
+    half = Z95 * math.sqrt(var / n)
+    return [max(0.0, mean - half), min(1.0, mean + half)]
+
+
+def _counted_sums(counts: Dict[float, int]) -> Tuple[float, float]:
+    """(math.fsum of the values, math.fsum of their squares) of a multiset given as value ->
+    count (few distinct values in [0, 1]: a rank measure over many items), without listing it: both sums
+    are exact (Fraction) and rounded once, as math.fsum rounds, so the floats are the same."""
+    total = sq = Fraction(0)
+    for v, c in counts.items():
+        total += Fraction(v) * c
+        sq += Fraction(v * v) * c
+    return float(total), float(sq)
+
+
+def _entry(value, count, n, ci, reason=None) -> dict:
+    return {"value": value, "count": count, "n": n, "ci": ci, "reason": reason}
+
+
+# =========================================================================== referee/retrieval.py
+# Retrieval measures (P@K, R@K, Success@K, RR, nDCG@K) on a ranking reduced to the positions
+# of its relevant documents; QA mode and TREC mode share them.
 
 # --------------------------------------------------------------------------- retrieval measures
 #
@@ -507,54 +666,13 @@ class MetricRef(NamedTuple):
         return self.metric.name.replace("@K", "@%d" % (self.k if self.k is not None else k0))
 
 
-def parse_metric(name: str) -> MetricRef:
-    """Resolve a metric name (or seed alias) to the registry; suggest the closest on failure."""
-    spelled = name
-    name = ALIASES.get(name, name)
-    if name in _BY_NAME and "@K" not in name:
-        return MetricRef(spelled, _BY_NAME[name], None)
-    if name == "recall@k":
-        return MetricRef(spelled, _BY_NAME["recall@K"], None)
-    m = _PARAM_RX.fullmatch(name)
-    if m:
-        return MetricRef(spelled, _BY_NAME[m.group(1) + "@K"], int(m.group(2)))
-    ref = trec_ref(spelled)     # trec_eval's names (map, ndcg_cut.10): IR mode only
-    if ref is not None:
-        return ref
-    raise ScoreError("unknown metric %r%s" % (spelled, _suggest(spelled)))
+# =========================================================================== referee/tomlsub.py
+# The TOML subset gates files are written in (tomllib when the interpreter has it, else this reader).
 
-
-def _suggest(name: str) -> str:
-    digits = re.search(r"@(\d+)", name)
-    k = digits.group(1) if digits else "5"
-    names = [m.name.replace("@K", "@" + k) for m in REGISTRY] + list(ALIASES) + ["recall@k"]
-    close = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
-    if not close:
-        lowered = {n.lower(): n for n in names}
-        close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.5)
-        close = [lowered[c] for c in close]
-    return "; did you mean %r?" % close[0] if close else ""
-
-
-def metric_table_markdown() -> str:
-    """The README metric table, generated from the registry (tests keep the README in sync)."""
-    rows = ["| metric | kind | better | needs gold | definition | fields read | when undefined |",
-            "|---|---|---|---|---|---|---|"]
-    for m in REGISTRY:
-        rows.append("| `%s` | %s | %s | %s | %s | %s | %s |" % (
-            m.name, m.kind, m.better, "yes" if m.gold else "no", m.definition.replace("|", "\\|"), m.fields,
-            m.undefined))
-    return "\n".join(rows) + "\n"
-
-
-def _metric_help() -> str:
-    lines = ["metrics (K = any cutoff, e.g. P@5; seed aliases: under, over, recall@k):"]
-    for m in REGISTRY:
-        lines.append("  %-30s %s" % (m.name, m.definition))
-    lines.append("")
-    lines.append("exit status: 0 all gates pass, 1 a gate failed, 2 usage or input error")
-    return "\n".join(lines)
-
+try:  # Python 3.11+; older versions use only the subset reader below.
+    import tomllib as _tomllib
+except ImportError:  # pragma: no cover - depends on the interpreter
+    _tomllib = None
 
 # --------------------------------------------------------------------------- TOML subset
 
@@ -827,6 +945,2794 @@ def _parse_toml_lines(text: str, path: str) -> Tuple[dict, Dict[Tuple[str, ...],
         m = re.search(r"line (\d+)", msg)
         raise ScoreError("%s:%s: invalid TOML: %s" % (path, m.group(1) if m else "1", msg)) from None
 
+
+# =========================================================================== referee/inputs.py
+# Reading input files: size and line limits, JSON rows with depth and number caps, line batches,
+# RAGAS-style rows, and the error collector that names ``path:line``.
+
+# --------------------------------------------------------------------------- readers
+
+
+def _show(value, limit: int = 80) -> str:
+    """An input value as it would look in JSON, shortened for messages."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+class _Errors:
+    """Collects ``path:line: ...`` messages; keeps MAX_ERRORS, counts the rest."""
+
+    def __init__(self, limit: int):
+        self.limit, self.lines, self.count = limit, [], 0
+
+    def add(self, msg: str) -> None:
+        self.count += 1
+        if len(self.lines) < self.limit:
+            self.lines.append(msg)
+        if self.count >= MAX_BAD_LINES:      # a stream of garbage: stop reading it
+            raise ScoreError(self.text() + "\n%s stopped reading after %d bad lines" % (msg.split(":")[0], self.count))
+
+    def text(self) -> str:
+        out = list(self.lines)
+        if self.count > len(self.lines):
+            out.append("... and %d more errors" % (self.count - len(self.lines)))
+        return "\n".join(out)
+
+
+class JsonLimit(ValueError):
+    """A JSON row that parses but breaks a limit (depth, digits, lone surrogate)."""
+
+
+_JSON_SPECIAL = re.compile(r'[\[\]{}"\\]')
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _json_depth(text: str) -> int:
+    """Deepest nesting of arrays/objects in a JSON text, brackets inside strings ignored.
+
+    Linear: one pass over the brackets, quotes and backslashes only."""
+    depth = deepest = 0
+    in_string = escaped = False
+    last = -2
+    for m in _JSON_SPECIAL.finditer(text):
+        c, pos = m.group(), m.start()
+        if in_string:
+            if escaped and pos == last + 1:
+                escaped = False
+            elif c == "\\":
+                escaped, last = True, pos
+            elif c == '"':
+                in_string = False
+            continue
+        if c == '"':
+            in_string, escaped = True, False
+        elif c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth -= 1
+    return deepest
+
+
+_NO_VALUE = object()
+
+
+def _parse_int(text: str) -> int:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise JsonLimit("an integer longer than %d digits, got %s..." % (MAX_NUMBER_CHARS, text[:20]))
+    return int(text)
+
+
+_JSON_DECODER = json.JSONDecoder(parse_int=_parse_int)   # built once: json.loads(..., parse_int=) builds one per call
+_JSON_DECODE = _JSON_DECODER.decode
+_JSON_SCAN = json.scanner.make_scanner(_JSON_DECODER)     # what decode() runs, without its two Python frames
+
+
+def json_row(text: str):
+    """``json.loads`` with limits: nesting <= MAX_JSON_DEPTH (checked before parsing, so no
+    RecursionError), integers <= MAX_NUMBER_CHARS digits, no lone surrogate (\\ud800) in a
+    string (it could not be written out).  Raises ValueError (``JsonLimit`` for a limit)."""
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _json_depth(text) > MAX_JSON_DEPTH:
+        raise JsonLimit("JSON nested deeper than %d levels" % MAX_JSON_DEPTH)
+    obj = _NO_VALUE
+    if text[:1] == "{":        # an object row, as JSONL rows are: decode()'s scan, called directly
+        try:
+            obj, end = _JSON_SCAN(text, 0)
+        except (StopIteration, ValueError):
+            obj = _NO_VALUE             # decode() below raises the same error with its message
+        else:
+            if end != len(text) and text[end:].strip(" \t\n\r"):
+                obj = _NO_VALUE         # extra data: decode()'s message
+    if obj is _NO_VALUE:
+        obj = _JSON_DECODE(text) if text[:1] != "\ufeff" else json.loads(text)   # json.loads's BOM message
+    # "\\" first: one memchr over the row, where "\\u" is a slower two-character search (most rows hold no escape)
+    if "\\" in text and "\\u" in text and _SURROGATE_ESCAPE.search(text):
+        try:
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise JsonLimit("a lone surrogate escape (\\ud800-\\udfff) in a string") from None
+    return obj
+
+
+def _jsonl(path: str, errors: _Errors, notes: List[str]):
+    """Yield (lineno, object) for each non-blank line; bad lines go to ``errors``.
+
+    Reads bytes so that a non-UTF-8 line is reported with its line number; a UTF-8
+    byte-order mark on the first line and CRLF line ends are accepted.  A block of lines
+    (iter_line_batches) is decoded in one call when it is all UTF-8 and holds no over-long
+    line; otherwise line by line, as _decoded_lines does."""
+    for first, lines, ended in iter_line_batches(path):
+        texts = None
+        if None not in lines:
+            try:
+                texts = b"\n".join(lines).decode("utf-8").split("\n")    # no line holds a "\n"
+            except UnicodeDecodeError:
+                pass
+        numbered = zip(count(first), texts) if texts is not None else _batch_lines(path, errors, first, lines, ended)
+        for lineno, line in numbered:
+            if lineno == 1 and line.startswith("\ufeff"):
+                line = line[1:]
+                notes.append("%s:1: UTF-8 byte-order mark ignored" % path)
+            if not line or line.isspace():
+                continue
+            try:
+                obj = json_row(line)
+            except ValueError as exc:
+                if texts is not None and ended:     # the message of the line as read, line end included
+                    line += "\n"
+                    try:
+                        json_row(line)
+                    except ValueError as again:
+                        exc = again
+                if isinstance(exc, JsonLimit):
+                    errors.add("%s:%d: %s" % (path, lineno, exc))
+                else:
+                    errors.add("%s:%d: invalid JSON (%s), got %s" % (path, lineno, str(exc).split(":")[0],
+                                                                   _show(line.strip(), 60)))
+                continue
+            if type(obj) is not dict:
+                errors.add("%s:%d: expected a JSON object, got %s" % (path, lineno, _show(obj, 60)))
+                continue
+            if path in _RAGAS_PATHS:      # issue 28: a RAGAS-style row, read as gold + trace row
+                obj = ragas_row(obj, path, lineno, errors)
+                if obj is None:
+                    continue
+            yield lineno, obj
+
+
+def _batch_lines(path: str, errors: "_Errors", first: int, lines: list, ended: bool):
+    """(lineno, text) of a batch's lines that are UTF-8, line end included (iter_lines'
+    lines); an over-long or non-UTF-8 line goes to ``errors`` when it is reached."""
+    for lineno, raw in enumerate(lines, first):
+        if raw is None:
+            errors.add("%s:%d: line longer than %d bytes (--max-line-bytes)" % (path, lineno, _LIMITS["line_bytes"]))
+            continue
+        if ended:
+            raw += b"\n"
+        try:
+            yield lineno, raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            errors.add("%s:%d: not UTF-8 (byte 0x%02x at column %d), got %r"
+                       % (path, lineno, raw[exc.start], exc.start + 1, raw[:60]))
+
+
+# Issue 28: RAGAS-style rows ({user_input | question, response | answer, retrieved_contexts |
+# contexts, reference | ground_truth}, no qid), read with --format ragas or detected.  Each row
+# becomes one row that is both its gold row and its trace row: qid "row-<line>", contexts
+# "ctx-1".."ctx-N" in rank order (retrieved_ids; their texts in cited_chunks, so that a citation
+# by rank "[1]" names ctx-1 and grounding has the text), the reference as gold_answers.  A row
+# says whether it is answerable only with an "answerable" field; without one, the gold is
+# unlabelled (the seed's label-based metrics are skipped) and the answer metrics are measured.
+_RAGAS_PATHS: set = set()
+_RAGAS_FIELDS = (("user_input", "question"), ("response", "answer"), ("retrieved_contexts", "contexts"),
+                 ("reference", "ground_truth"))
+
+
+def _first_field(row: dict, names) -> Tuple[Optional[str], object]:
+    for name in names:
+        if name in row:
+            return name, row[name]
+    return None, None
+
+
+def looks_ragas(row: dict) -> bool:
+    """A row with no qid and a question field plus a response or contexts field of RAGAS."""
+    if "qid" in row or "q_id" in row:
+        return False
+    return _first_field(row, _RAGAS_FIELDS[0])[0] is not None and (
+        _first_field(row, _RAGAS_FIELDS[1])[0] is not None or _first_field(row, _RAGAS_FIELDS[2])[0] is not None)
+
+
+def ragas_row(row: dict, path: str, lineno: int, errors: _Errors) -> Optional[dict]:
+    """The gold + trace row of one RAGAS-style row; None (error recorded) when a field is bad."""
+    out = {"qid": "row-%d" % lineno}
+    name, q = _first_field(row, _RAGAS_FIELDS[0])
+    if q is not None and type(q) is not str:
+        errors.add("%s:%d: \"%s\" must be a string, got %s" % (path, lineno, name, _show(q)))
+        return None
+    name, resp = _first_field(row, _RAGAS_FIELDS[1])
+    if resp is not None and type(resp) is not str:
+        errors.add("%s:%d: \"%s\" must be a string, got %s" % (path, lineno, name, _show(resp)))
+        return None
+    name, ctx = _first_field(row, _RAGAS_FIELDS[2])
+    if ctx is not None and not _str_list(ctx):
+        errors.add("%s:%d: \"%s\" must be a list of strings, got %s" % (path, lineno, name, _show(ctx)))
+        return None
+    name, ref = _first_field(row, _RAGAS_FIELDS[3] + ("ground_truths",))
+    if type(ref) is str:
+        ref = [ref] if ref.strip() else None
+    elif ref is not None and not (_str_list(ref) and all(r.strip() for r in ref)):
+        errors.add("%s:%d: \"%s\" must be a string or a list of non-empty strings, got %s"
+                   % (path, lineno, name, _show(ref)))
+        return None
+    ids = ["ctx-%d" % (k + 1) for k in range(len(ctx or ()))]
+    if q is not None:
+        out["question"] = out["q"] = q
+    if ref:
+        out["gold_answers"] = list(ref)
+    for key in ("answerable", "category", "citations"):
+        if key in row:
+            out[key] = row[key]
+    aj = {"claim": resp}
+    if "citations" in row:
+        aj["citations"] = row["citations"]
+    out["answer_json"] = aj
+    out["retrieved_ids"] = ids
+    out["cited_chunks"] = dict(zip(ids, ctx or ()))
+    return out
+
+
+def ragas_layout(path: str) -> bool:
+    """True when the first row of ``path`` looks like a RAGAS row (see ``looks_ragas``); stdin
+    ("-") is read once, so it is never sniffed: give --format ragas."""
+    if path == "-" or not os.path.isfile(path):
+        return False
+    try:
+        for _, row in _jsonl(path, _Errors(1), []):
+            return looks_ragas(row)
+    except (OSError, ScoreError):
+        return False
+    return False
+
+
+def open_input(path: str, what: str = ""):
+    """A binary file object for ``path``; ``-`` is stdin.  Anything but a regular file (a FIFO,
+    a device such as /dev/zero, a folder) is refused: it could hang or never end."""
+    what = " " + what if what else ""
+    if path == "-":
+        return os.fdopen(os.dup(sys.stdin.fileno()), "rb")
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise ScoreError("%s: cannot read%s: not a regular file (%s); give a file, or - for stdin"
+                             % (path, what, _file_kind(st.st_mode)))
+        return open(path, "rb")
+    except OSError as exc:
+        raise ScoreError("%s: cannot read%s: %s" % (path, what, exc.strerror or exc)) from None
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
+READ_BLOCK = 1 << 20     # bytes read at a time by iter_line_batches
+
+
+def iter_line_batches(path: str, what: str = "", limit: Optional[int] = None):
+    """Yield (lineno of the first line, lines, ended) for ``path`` (``-``: stdin), a block of
+    READ_BLOCK bytes at a time: ``lines`` are the block's lines as bytes without their line
+    end ("\\r" kept), None for a line longer than ``limit`` bytes (default --max-line-bytes),
+    which is skipped without ever holding more than the limit in memory; ``ended`` is False
+    only for the last batch when the file's last line has no line end.  The input limits
+    (--max-input-bytes / --max-input-lines) stop reading with a ScoreError."""
+    limit = limit or _LIMITS["line_bytes"]
+    max_bytes, max_lines = _LIMITS["input_bytes"], _LIMITS["input_lines" if path != "-" else "stdin_lines"]
+    total = 0
+    lineno = 0                   # lines yielded so far
+    carry = b""                  # the start of a line not yet ended (at most ``limit`` bytes)
+    skipped = 0                  # bytes of an over-long line not yet ended (0: none)
+
+    def too_many(count):
+        return ScoreError("%s: %s more than %s (--max-input-%s); stopped reading"
+                          % (path, "input is" if path != "-" else "stdin gave",
+                             "%d bytes" % max_bytes if count is None else "%d lines" % max_lines,
+                             "bytes" if count is None else "lines"))
+
+    with open_input(path, what) as fh:
+        read = fh.read
+        while True:
+            data = read(READ_BLOCK)
+            if not data:
+                break
+            total += len(data)
+            if total > max_bytes:
+                raise too_many(None)
+            lines: list = []
+            if skipped:
+                nl = data.find(b"\n")
+                if nl < 0:
+                    skipped += len(data)
+                    if skipped > max(4 * limit, 1 << 26):   # no line end coming
+                        raise ScoreError("%s:%d: line longer than %d bytes (--max-line-bytes), and %d bytes "
+                                         "without a line end; stopped reading" % (path, lineno + 1, limit, skipped))
+                    continue
+                lines.append(None)
+                skipped = 0
+                data = data[nl + 1:]
+            parts = (carry + data).split(b"\n") if carry else data.split(b"\n")
+            carry = parts.pop()
+            if len(carry) > limit:
+                skipped, carry = len(carry), b""
+            if parts and max(map(len, parts)) > limit:
+                parts = [None if len(x) > limit else x for x in parts]
+            lines += parts
+            if lineno + len(lines) > max_lines:
+                raise too_many(lineno + len(lines))
+            if lines:
+                yield lineno + 1, lines, True
+                lineno += len(lines)
+        if skipped or carry:
+            if lineno + 1 > max_lines:
+                raise too_many(lineno + 1)
+            yield lineno + 1, [None if skipped else carry], False
+
+
+def iter_lines(path: str, what: str = "", limit: Optional[int] = None):
+    """Yield (lineno, bytes) for each line of ``path`` (``-``: stdin), line end included;
+    a line longer than ``limit`` bytes (default --max-line-bytes) yields (lineno, None),
+    and is skipped without ever holding more than the limit in memory."""
+    for lineno, lines, ended in iter_line_batches(path, what, limit):
+        for raw in lines:
+            yield lineno, (None if raw is None else raw + b"\n" if ended else raw)
+            lineno += 1
+
+
+def _raw_lines(path: str, errors: "_Errors", what: str = ""):
+    """iter_lines with each over-long line reported to ``errors``."""
+    for lineno, raw in iter_lines(path, what):
+        if raw is None:
+            errors.add("%s:%d: line longer than %d bytes (--max-line-bytes)" % (path, lineno, _LIMITS["line_bytes"]))
+        else:
+            yield lineno, raw
+
+
+def _decoded_lines(path: str, errors: "_Errors"):
+    """Yield (lineno, text) for each line of ``path`` that is UTF-8; the others go to ``errors``."""
+    for lineno, raw in _raw_lines(path, errors):
+        try:
+            yield lineno, raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            errors.add("%s:%d: not UTF-8 (byte 0x%02x at column %d), got %r"
+                       % (path, lineno, raw[exc.start], exc.start + 1, raw[:60]))
+
+
+_IS_STR = str.__instancecheck__
+_NUM_TYPES = frozenset((int, float))
+
+
+def _str_list(v) -> bool:
+    return type(v) is list and all(map(_IS_STR, v))
+
+
+def _num_list(v) -> bool:
+    """A list of finite numbers (JSON's NaN/Infinity and booleans rejected)."""
+    return type(v) is list and set(map(type, v)) <= _NUM_TYPES and all(map(math.isfinite, v))
+
+
+def _text_line_batches(path: str, errors: _Errors):
+    """(lineno of the first line, lines as text) a block at a time (iter_line_batches); a
+    line that is over-long or not UTF-8 goes to ``errors`` and is read as a blank line."""
+    for first, lines, _ in iter_line_batches(path):
+        try:
+            if None in lines:
+                raise ValueError
+            texts = b"\n".join(lines).decode("utf-8").split("\n")
+        except ValueError:          # (UnicodeDecodeError too) line by line, naming each bad one
+            texts = []
+            for k, raw in enumerate(lines):
+                lineno = first + k
+                if raw is None:
+                    errors.add("%s:%d: line longer than %d bytes (--max-line-bytes)" % (path, lineno, _LIMITS["line_bytes"]))
+                    texts.append("")
+                    continue
+                try:
+                    texts.append(raw.decode("utf-8"))
+                except UnicodeDecodeError as exc:
+                    errors.add("%s:%d: not UTF-8 (byte 0x%02x at column %d), got %r"
+                               % (path, lineno, raw[exc.start], exc.start + 1, raw[:60]))
+                    texts.append("")
+        if first == 1:
+            texts[0] = texts[0].lstrip("\ufeff")
+        yield first, texts
+
+
+# =========================================================================== referee/text.py
+# Reading what a system wrote, part 0: the sentence splitter shared by the refusal reading and
+# grounding.
+
+# ---- sentences (readings 2 and 4)
+# One splitter for every reading that goes sentence by sentence: the refusal reading (reading 2,
+# ``sentences``: also every line, bullets stripped, contrast clauses apart) and grounding
+# (reading 4, ``answer_sentences``).
+_ABBREV = frozenset("mr mrs ms dr prof st jr sr inc ltd co corp vs etc e.g i.e no nos fig approx u.s "
+                    "u.k jan feb mar apr jun jul aug sep sept oct nov dec gen gov sen rep rev mt ft".split())
+_SPLIT_RX = re.compile(r"[.!?]{1,8}[\"\u201d\u2019')\]]{0,4}\s+|:[ \t\n]{1,8}(?=[A-Z])|\n[ \t]{0,8}\n|"
+                       r"\n(?=[ \t]{0,8}(?:[-*\u2022]|\d{1,2}[.)])\s)")
+_NUMBER_ABBREV = frozenset(("no", "nos"))     # abbreviations only before a number
+
+
+def split_sentences(text: str) -> List[Tuple[int, int]]:
+    """(start, end) offsets of the sentences of ``text``: a break after . ! ? followed by
+    white space (not after a known abbreviation, an initial or a number's decimal point),
+    at a blank line, and before a list item on its own line."""
+    out = []
+    start = 0
+    n = len(text)
+    for m in _SPLIT_RX.finditer(text):
+        end = m.start()
+        word = text[max(start, end - 12):end + 1].split()
+        last = word[-1].lower().rstrip(".") if word else ""
+        if text[end:end + 1] == "." and (last in _ABBREV or (len(last) == 1 and last.isalpha())):
+            if last not in _NUMBER_ABBREV or text[m.end():m.end() + 1].isdigit():
+                continue                               # "No. 5" is a number; "No. Digital ..." an answer
+        if text[end:end + 1] in ".)" and last.isdigit() and len(last) <= 2 and text[start:end].strip() == last:
+            continue                                   # "2. Corrective action ...": a list number
+
+        if m.end() < n and text[m.end()].islower() and text[end:end + 1] == ".":
+            continue
+        if text[start:m.end()].strip():
+            out.append((start, m.end()))
+        start = m.end()
+    if text[start:].strip():
+        out.append((start, n))
+    return out
+
+
+# =========================================================================== referee/citations.py
+# Reading 1: citation markers and sources lists read out of a claim (the claim without them).
+
+# ---- reading 1: citations in the text
+#
+# An LLM names its sources in its prose: inline markers ("[1]", "[1, 3]", "[doc#p3]",
+# "(Source: X)", "【1†source】", "<sup>1</sup>", ...) and a trailing "Sources:" list.
+# read_citations() finds them with the citation patterns (CITATION_PATTERNS, or the gates
+# file's [scorer] citation_patterns, which replace them; [] reads none), resolves each
+# reference to chunk ids and returns the claim without the markers and the list.  Every
+# verdict reads that claim.  A pattern says what its match holds by its named group:
+#   ref      a reference list ("1", "1, 3", "1-3", "doc#p3", "Source 2"); the match is a
+#            marker only when every reference in it has the shape of one (ordinary bracketed
+#            text such as "[sic]" or "[2019]" is left alone);
+#   ids      the same, chunk or document ids only (no bare numbers: "(1)" is list numbering);
+#   cite     an explicit citation ("(Source: X)"): always a marker, X must resolve;
+#   doc, page  "(X, p. 3)": chunk X#p3 (or X#3), else the retrieved chunks of document X;
+#            unresolved, a marker only when the group abbr matched ("p.", not "page");
+#   sources  the header of a sources list: the rest of the text is the list, one reference
+#            a line (or comma-separated on one line); it counts only when one of its items
+#            has the shape of a reference.
+# A pattern without these groups is explicit: its first group (else the whole match) is
+# the reference.  A reference resolves to: a retrieved id or a known chunk id (cited_chunks,
+# --chunks) as written; a number N (1 to 3 digits, "Doc N", "Source N", a range "N-M" of at
+# most 20) to the N-th of retrieved_ids; a document id (the chunk id before "#") to its
+# retrieved chunks.  Anything else that is a marker (an id-like "x#y" that names no chunk,
+# "[7]" with five retrieved) resolves to nothing: a bad marker (F_BADMARK).
+
+CITATION_PATTERNS = (
+    r"\^?\[\^?(?P<ref>[^\[\]\n]{1,200})\]",                     # [1] [1, 3] [1-3] [1][2] [doc#p3] ^[1] [^1]
+    "\u3010(?P<cite>[^\u3010\u3011\\n]{1,200})\u3011",           # 【1†source】
+    r"<sup>(?P<ref>[^<>\n]{1,100})</sup>",                        # <sup>1</sup> <sup>[1]</sup>
+    r"\((?:sources?|references?|refs?|citations?|cited)[ \t]*:[ \t]*(?P<cite>[^()\n]{1,200})\)",   # (Source: X)
+    r"\((?P<ref>(?:sources?|docs?|documents?|passages?|chunks?|contexts?)[ \t]{0,8}(?:#[ \t]{0,8})?\d[^()\n]{0,100})\)",  # (Source 2)
+    r"\((?P<doc>[^()\n,]{1,120}),[ \t]*(?:(?P<abbr>pp?\.?|pg\.?)|pages?)[ \t]*(?P<page>\d{1,5})(?:[ \t]*[-\u2013][ \t]*\d{1,5})?\)",  # (X, p. 3)
+    r"\((?P<ids>[^()\n]{1,200})\)",                              # (doc#p3) (doc#p3, doc#p5)
+    r"(?m)(?:^|(?<=[.!?])[ \t]+)[ \t>*_#]{0,8}(?P<sources>sources?|references?|citations?|works cited)"
+    r"(?:[ \t]+used)?[ \t*_]{0,4}(?::|$)",                       # Sources: / References: list
+)
+_CITE_TRIGGER = re.compile("[\\[(\u3010<:\\n]")    # no such character: the built-in patterns find nothing
+_CITE_TRIGGER_CHARS = "[(\u3010<:\n"      # the same characters, looked for without the regex engine (Scorer.read)
+_CITE_NEEDS = ("[", "\u3010", "<", "(", "(", "(", "(", ":\n")   # per built-in pattern: one of these characters
+_CITE_GROUPS = ("ref", "ids", "cite", "doc", "page", "abbr", "sources")
+_CITE_SPLIT = re.compile(r"[,;&]|\band\b")
+_CITE_NUM = re.compile(r"(?:(?:sources?|docs?|documents?|passages?|chunks?|contexts?|refs?|references?|citations?)"
+                       r"[ \t]*#?[ \t]*)?([1-9]\d{0,2})(?:[ \t]*[-\u2013\u2014][ \t]*([1-9]\d{0,2}))?", re.I)
+_CITE_ITEM_NUM = re.compile(r"([1-9]\d{0,2})[.)](?:\s|$)")       # "1. Title", "2) Title"
+_CITE_BRACKET_NUM = re.compile(r"\[\^?([1-9]\d{0,2})\]")
+MAX_CITE_RANGE = 20          # "[1-20]" is read; a wider range is a bad marker
+
+
+class Reading(NamedTuple):
+    """A response read by read_citations."""
+    claim: str               # the text without markers and sources list (unchanged when none)
+    citations: List[str]     # chunk ids read, in order of first mention, each once
+    bad: List[str]           # markers (or list items) that resolve to nothing, as written
+
+
+_CITATION_RX = tuple((src, re.compile(src, re.IGNORECASE)) for src in CITATION_PATTERNS)
+
+
+def citation_patterns() -> tuple:
+    """The built-in CITATION_PATTERNS as (source, regex) pairs, compiled as the gates file's are."""
+    return _CITATION_RX
+
+
+def citation_pattern_problem(src: str, rx) -> Optional[str]:
+    """Why a [scorer] citation_patterns entry cannot be used (beyond regex_problem), or None."""
+    names = set(rx.groupindex)
+    unknown = sorted(names - set(_CITE_GROUPS))
+    if unknown:
+        return "unknown named group %s; known: %s" % (", ".join(unknown), ", ".join(_CITE_GROUPS))
+    if ("doc" in names) != ("page" in names):
+        return "groups doc and page go together"
+    return None
+
+
+def read_citations(text: str, retrieved, known=(), patterns: Optional[tuple] = None) -> Reading:
+    """Citations read from ``text`` (module comment above).  ``retrieved``: the row's
+    retrieved_ids (rank order); ``known``: containers of further chunk ids (``in`` tested);
+    ``patterns``: (source, regex) pairs, None for the built-in ones."""
+    needs: tuple = ()
+    if patterns is None:
+        patterns = citation_patterns()
+        if not _CITE_TRIGGER.search(text):
+            return Reading(text, [], [])
+        needs = _CITE_NEEDS
+    if not patterns or not text:
+        return Reading(text, [], [])
+    res = _Resolver(retrieved, known)
+    cands = []            # (start, -end, order, match, kind)
+    head = None           # (start, end, items) of the sources list
+    for order, (_, rx) in enumerate(patterns):
+        if needs and not any(ch in text for ch in needs[order]):
+            continue
+        names = rx.groupindex
+        if "sources" in names:
+            for m in rx.finditer(text):
+                if head is None or m.start() < head[0]:
+                    items = _source_items(text[m.end():], res)
+                    if items is not None:
+                        head = (m.start(), m.end() + items[1], items[0])
+                        break
+            continue
+        for m in rx.finditer(text):
+            cands.append((m.start(), -m.end(), order, m))
+    cut = head[0] if head is not None else len(text)
+    cands.sort(key=lambda c: c[:3])
+    found: List[Tuple[int, int, list]] = []
+    last = 0
+    for start, neg_end, _, m in cands:
+        end = -neg_end
+        if start < last or end > cut:
+            continue
+        refs = _marker_refs(m, res)
+        if refs is None:
+            continue
+        found.append((start, end, refs))
+        last = end
+    if not found and head is None:
+        return Reading(text, [], [])
+    cits: List[str] = []
+    bad: List[str] = []
+    parts = []
+    pos = 0
+    for start, end, refs in found:
+        s = start
+        while s > pos and text[s - 1] in " \t":
+            s -= 1
+        parts.append(text[pos:s])
+        pos = end
+        _collect(refs, cits, bad)
+    parts.append(text[pos:cut])
+    if head is not None:
+        _collect(head[2], cits, bad)
+    claim = "".join(parts).strip()
+    if head is not None and text[head[1]:].strip():          # prose after the list stays
+        claim = (claim + "\n\n" + text[head[1]:].strip()).strip()
+    return Reading(claim, list(dict.fromkeys(cits)), list(dict.fromkeys(bad)))
+
+
+def _collect(refs, cits: List[str], bad: List[str]) -> None:
+    for ok, v in refs:
+        (cits if ok else bad).append(v)
+
+
+class _Resolver:
+    """References of one response resolved against its retrieved and known chunk ids."""
+
+    def __init__(self, retrieved, known):
+        self.ret = list(retrieved or ())
+        self.retset = set(self.ret)
+        self.known = [k for k in known if k]
+        self.docs: Optional[Dict[str, List[str]]] = None
+
+    def chunk(self, ref: str) -> bool:
+        return ref in self.retset or any(ref in k for k in self.known)
+
+    def doc(self, ref: str) -> List[str]:
+        if self.docs is None:
+            self.docs = {}
+            for c in self.ret:
+                self.docs.setdefault(c.split("#", 1)[0], []).append(c)
+        return self.docs.get(ref, [])
+
+    def rank(self, a: int, b: int, written: str) -> list:
+        if b < a or b - a >= MAX_CITE_RANGE:
+            return [(False, written)]
+        return [(True, self.ret[n - 1]) if n <= len(self.ret) else (False, written) for n in range(a, b + 1)]
+
+    def ref(self, piece: str, numbers: bool = True):
+        """[(resolved?, id or text)] for one reference, None when it has no reference's shape."""
+        p = piece.strip().strip("[]^\"'`*").strip()
+        if "\u2020" in p:                      # 【1†source】
+            p = p.split("\u2020", 1)[0].strip()
+        if not p:
+            return None
+        if self.chunk(p):
+            return [(True, p)]
+        if numbers:
+            m = _CITE_NUM.fullmatch(p)
+            if m:
+                a = int(m.group(1))
+                return self.rank(a, int(m.group(2)) if m.group(2) else a, piece.strip())
+        if "#" not in p:
+            ids = self.doc(p)
+            if ids:
+                return [(True, c) for c in ids]
+        elif not any(ch.isspace() for ch in p) and not p.startswith("#") and not p.endswith("#"):
+            return [(False, piece.strip())]       # names a chunk that was not retrieved
+        return None
+
+    def refs(self, body: str, numbers: bool = True):
+        out = []
+        for piece in _CITE_SPLIT.split(body):
+            if not piece.strip():
+                continue                          # "6, 7, and 9"
+            r = self.ref(piece, numbers)
+            if r is None:
+                return None
+            out.extend(r)
+        return out or None
+
+
+def _marker_refs(m, res: _Resolver):
+    """[(resolved?, id or text)] of one pattern match, or None when it is no marker."""
+    g = m.groupdict()
+    written = m.group(0).strip()
+    if g.get("doc") is not None:
+        d, page = g["doc"].strip(), g["page"]
+        for cid in ("%s#p%s" % (d, page), "%s#%s" % (d, page), "%s#page%s" % (d, page)):
+            if res.chunk(cid):
+                return [(True, cid)]
+        ids = res.doc(d)
+        if ids:
+            return [(True, c) for c in ids]
+        # "(Handbook, p. 3)" names a source that resolves to nothing; "(for example, page 3)" is prose
+        return [(False, written)] if g.get("abbr") is not None else None
+    if g.get("ref") is not None or g.get("ids") is not None:
+        refs = res.refs(g["ref"], True) if g.get("ref") is not None else res.refs(g["ids"], False)
+        return None if refs is None else [r if r[0] else (False, written) for r in refs]
+    body = g.get("cite")
+    if body is None:
+        body = m.group(1) if m.re.groups else m.group(0)
+    out = []
+    for piece in _CITE_SPLIT.split(body):
+        if piece.strip():
+            out.extend(res.ref(piece) or [(False, piece.strip())])
+    return out or [(False, written)]
+
+
+def _source_items(body: str, res: _Resolver):
+    """(references, length of the list) of a sources list (``body``: the text after its
+    header), or None when no item has the shape of a reference (then it is prose, not a
+    list).  The list ends at a line after a blank line that is no reference ("Let me know
+    if ..."): that text stays in the claim."""
+    out: list = []
+    shaped = False
+    pos = 0
+    blank = False
+    end = len(body)
+    for raw in body.split("\n"):
+        start, pos = pos, pos + len(raw) + 1
+        ln = raw.strip()
+        if not ln:
+            blank = True
+            continue
+        after_blank, blank = blank, False
+        whole = res.refs(ln.lstrip("-*\u2022+> \t"))
+        if whole is not None:                 # "[1], [3]", "doc#p3; doc#p5", "1-2"
+            out.extend(whole)
+            shaped = True
+            continue
+        item = ln.lstrip("-*\u2022+> \t")
+        got = []
+        for tok in item.split():
+            r = res.ref(tok.strip("()[]<>{}\"'`*.,;:"), numbers=False)
+            if r is not None:
+                got.extend(r)
+        if not got:
+            nums = _CITE_BRACKET_NUM.findall(item) or [m.group(1) for m in [_CITE_ITEM_NUM.match(item)] if m]
+            for n in nums:
+                got.extend(res.rank(int(n), int(n), "[%s]" % n))
+        if got:
+            shaped = True
+            out.extend(got)
+        elif after_blank and shaped:
+            end = start
+            break
+        else:
+            out.append((False, item[:80]))
+    return (out, end) if shaped else None
+
+
+# =========================================================================== referee/refusals.py
+# Reading 2: refusals decided by the answer's bottom line (refusal, partial refusal, answer).
+
+# ---- reading 2: refusals
+# A response is a refusal when what it asserts is that it cannot answer and it gives no
+# substantive answer; a caveat inside an answer keeps it an answer; a response that answers
+# part and declines part is a partial refusal (an answer for the seed's metrics).  How it is
+# read (docs/refusals.md has the figures on labelled real LLM output):
+#   1. the token: the claim is the refusal token once Markdown, quotes, a label ("Answer:")
+#      and closing punctuation are taken off ("**Not in context.**");
+#   2. fast path: no decline cue in the text -> an answer;
+#   3. sentences: each is a decline (a cue below, or a [scorer] refusal/cutoff pattern), a
+#      pleasantry or pointer elsewhere ("you can check the official website"), or content;
+#      declines and pointers only -> a refusal; no decline -> an answer;
+#   4. both: the bottom line decides (read_refusal): content first is an answer unless a
+#      firm decline concludes it; a decline first is a refusal unless a contrast ("but",
+#      "however") brings content after it; an answer with a firm decline after its content
+#      is a partial refusal;
+#   5. an English response that opens with a decline or a disclaimer and goes on with content
+#      is decided by REFUSAL_MODEL instead (fitted on labelled LLM output; below).
+# Sentences are cut by split_sentences (one splitter with reading 4), then by line.
+# Texts longer than REFUSAL_WINDOW characters are read as their first and last halves of
+# it: a response asserts its bottom line at its start or its end.
+
+REFUSAL_WINDOW = 4000
+KIND_ANSWER, KIND_REFUSAL, KIND_PARTIAL = "answer", "refusal", "partial_refusal"
+READERS = ("builtin", "exact")
+
+_APOS = "['\u2019]"
+# Decline cues: sentences that say the response cannot answer.  English families, and the
+# same families in German, French, Spanish, Portuguese, Italian and Dutch.
+_DECLINE_SOURCES = {
+    "en_first": (
+        # en: first-person inability / lack
+        r"\bi (?:cannot|can ?not|can" + _APOS + r"t|could not|couldn" + _APOS + r"t|was unable to|am unable to|"
+        r"am not able to|was not able to|wasn" + _APOS + r"t able to|(?:would|will) not be able to|won" + _APOS
+        + r"t be able to) (?:answer|provide|find|determine|say|tell|confirm|give|locate|access|know|see|help|"
+        r"assist|comply|share|offer|identify|verify|predict|be certain|be sure|speak|comment|respond|browse|"
+        r"watch|fulfil|fulfill|do that|do this|discuss|support|create|write|generate|accurately)\b",
+        r"\bi" + _APOS + r"m (?:unable|not able) to\b",
+        r"\bunable to (?:answer|determine|provide|find|say|tell|confirm|locate|identify|verify|give|respond|help|assist)\b",
+        r"\bi (?:do not|don" + _APOS + r"t|did not|didn" + _APOS + r"t) (?:know|find|see|have (?:any |enough |sufficient |specific |the |that |this |an |)(?:relevant |specific |precise |exact |reliable |further |more )?(?:information|data|details|knowledge|context|answer|records?)\b)",
+        r"\bi (?:have no|lack|had no) (?:information|knowledge|data|details|access|way|means|context)\b",
+        r"\bi(?: am|" + _APOS + r"m) not (?:sure|certain|aware|able|allowed|permitted|programmed)\b",
+        r"\bi (?:must|have to|will have to) (?:decline|refuse)\b",
+        r"\bi (?:won" + _APOS + r"t|will not|shall not) (?:help|assist|provide|answer|do|comply|create|write|generate|share|give|engage|support)\b",
+        r"\b(?:can" + _APOS + r"t|cannot|can not|unable to) (?:help|assist) (?:you )?with (?:that|this|it|your request|the request)\b",
+        r"\bnot (?:something|a request|a topic) (?:i|that i) can\b",
+        r"\bagainst (?:my|our|the) (?:guidelines|policies|policy|principles|programming|rules)\b",
+        r"^(?:i" + _APOS + r"m|i am) (?:sorry|afraid i|afraid that i|afraid,? but)\b",
+        r"^(?:sorry|apologies|regrettably|i apologi[sz]e)(?:[,.!:]|$| but\b| i\b| we\b| to\b| that\b| for\b)",
+        r"^unfortunately,? (?:i|we|the (?:provided |given )?(?:passages?|context|documents?|text|sources?|information)|there is no|there are no|none of|no )",
+    ),
+    "en": (
+        # en: the sources do not say
+        r"\b(?:passages?|context|documents?|texts?|sources?|excerpts?|articles?|paragraphs?|materials?|search results|"
+        r"information provided|provided information|information given|reference|snippets?|records?|data provided)"
+        r"(?: provided| given| available| available to me| retrieved| supplied| shared)? "
+        r"(?:do|does|did)(?: not|n" + _APOS + r"t) (?:seem to |appear to )?(?:provide|contain|mention|specify|state|include|say|give|"
+        r"answer|address|offer|discuss|describe|indicate|reveal|tell|cover|list|explain|clarify|establish|have|"
+        r"identify|name|confirm|support|show|report|detail|define)\b",
+        r"\bnothing in the (?:provided |given |retrieved |available )?(?:context|documents?|sources?|passages?|texts?|excerpts?) (?:addresses|answers|mentions|covers|says|states|explains)\b",
+        r"\bi can only (?:answer|help|respond)\b",
+        r"\bthere (?:is|are|was|were)n" + _APOS + r"t (?:enough|any|sufficient|much) (?:relevant |specific )?(?:information|context|data|details|mention|evidence)\b",
+        r"\bnone of the (?:provided |given |retrieved |available )?(?:passages?|documents?|sources?|texts?|excerpts?|results?|information)\b",
+        r"\bnot (?:explicitly |specifically |directly |clearly |actually |expressly )?(?:stated|mentioned|specified|provided|given|"
+        r"addressed|listed|included|indicated|described|covered|found|available|present|answered|discussed|defined|named|identified|disclosed|known) "
+        r"(?:in|within|by|from) (?:the|any|these|this|those) (?:provided |given |available |retrieved |above |following )?"
+        r"(?:passages?|context|documents?|texts?|sources?|excerpts?|articles?|paragraphs?|information|materials?|data|search results)\b",
+        r"\b(?:is|are|was|were) not (?:mentioned|specified|stated)\b",
+        r"\b(?:is|are|was|were) not (?:explicitly|specifically|directly|clearly|expressly) (?:stated|mentioned|specified|provided|given|addressed|indicated|described|answered|defined|known)\b",
+        r"\b(?:there is|there" + _APOS + r"s|there are|there was|there were|we have|i have found|i found|i see) (?:no|not (?:enough|any|a|much)|insufficient|little) "
+        r"(?:specific |clear |direct |definitive |explicit |relevant |further |additional |such |precise |exact |conclusive |concrete |definite |single |reliable |mention|information|answer|data|details|indication|record|reference|way|context)",
+        r"\bno (?:specific |relevant |further |additional |clear |definitive |direct |explicit )?(?:information|details|data|mention|answer|record|indication) "
+        r"(?:is |was |were |has been |could be |can be )?(?:available|provided|given|found|mentioned|stated|about|on|regarding|in the|for|to|that|of|was|is|concerning)\b",
+        r"\b(?:not enough|insufficient|inadequate|lack of|limited|no) (?:relevant |specific |sufficient )?(?:information|context|details|data|evidence) (?:to|is|was|in|about|on|for|available|provided|given|regarding)\b",
+        r"\bno (?:clear|direct|conclusive|definitive|explicit) evidence (?:in|from|within) the\b",
+        r"\bwithout (?:more|additional|further|specific|any|the|more specific) (?:information|context|details|data|specifics)\b",
+        r"\b(?:please )?(?:provide|give|share) (?:me )?(?:more|additional|further|some more) (?:information|context|details)\b",
+        r"\b(?:please specify|could you (?:please )?(?:clarify|specify|provide)|can you (?:please )?(?:clarify|specify|provide more))\b",
+        # en: impersonal impossibility
+        r"\b(?:it is|it" + _APOS + r"s|it was|it remains|it would be|this is) (?:not possible|impossible|not clear|unclear|uncertain|unknown|difficult|hard|not feasible|not easy|challenging|tricky) "
+        r"(?:for me )?to (?:determine|say|know|tell|answer|estimate|identify|provide|confirm|conclude|predict|quantify|pinpoint|find|state|ascertain|establish|verify|assess|give|infer|specify|draw)\b",
+        r"\b(?:it is|it" + _APOS + r"s|it was|it remains|remains|is) (?:still |currently |therefore |thus |also )?(?:unclear|not clear|uncertain|unknown|not known|undetermined|unspecified|not specified|not certain|inconclusive) (?:whether|if|what|who|how|when|where|which|why|from|based|given|as to|at this|in the)\b",
+        r"\b(?:cannot|can" + _APOS + r"t|can not|could not|couldn" + _APOS + r"t) (?:be )?(?:definitively |accurately |reliably |conclusively |precisely |clearly |confidently )?(?:be )?(?:determined|answered|confirmed|established|ascertained|known|inferred|concluded|verified|predicted|found)\b",
+        r"\bthe (?:answer|information|question) (?:to (?:this|the|your) question )?(?:is|remains) (?:unknown|unclear|inconclusive|not (?:provided|given|known|available|stated|clear|mentioned|specified|in the|found|included))\b",
+        r"\b(?:is|remains|are|is therefore) (?:inconclusive|undetermined)\b",
+        r"\b(?:is|are|falls?|lies) (?:outside|beyond) (?:the scope|my (?:scope|knowledge|capabilities|abilities|training))\b",
+        r"\bthere is no (?:one|single|simple|definitive|clear|straightforward|exact|specific|universal) answer\b",
+        r"^(?:unknown|unclear|not sure|no answer|n/?a|not available|not known|no information|cannot answer|cannot say|can" + _APOS + r"t say|i don" + _APOS + r"t know|no idea|not specified|not mentioned|not provided|not stated|not found|insufficient information|no data)[.!]?$",
+    ),
+    "de": (
+        # de
+        r"\bich (?:kann|konnte|könnte|vermag)\b[^.!?\n]{0,60}\b(?:nicht|keine[nmrs]?)\b",
+        r"\b(?:kann|konnte|könnte) ich\b[^.!?\n]{0,60}\b(?:nicht|keine[nmrs]?)\b",
+        r"\bich (?:weiß|weiss) (?:es |das |leider )?nicht\b",
+        r"\bich bin (?:mir )?(?:leider )?nicht (?:sicher|in der lage|befugt)\b",
+        r"\bich habe (?:leider )?(?:keine|nicht genug|nicht genügend) (?:informationen|angaben|daten|kenntnis|zugriff|hinweise|antwort)\b",
+        r"\bich (?:fand|finde|habe)\b[^.!?\n]{0,40}\bkeine (?:informationen|angaben|hinweise|daten)\b",
+        r"^(?:es tut mir leid|entschuldigung|leider)\b",
+        r"\b(?:dokumente?n?|unterlagen|quellen?|passagen?|texte?n?|kontext|abschnitte?n?|auszüge?n?|informationen)\b[^.!?\n]{0,40}\b(?:enthalten|nennen|erwähnen|geben|liefern|beantworten|sagen|machen|beinhalten)\b[^.!?\n]{0,40}\b(?:nicht|keine[nmrs]?)\b",
+        r"\b(?:nicht|nirgends) (?:explizit |ausdrücklich |eindeutig |konkret |direkt )?(?:angegeben|erwähnt|genannt|ersichtlich|enthalten|beantwortet|bekannt|spezifiziert|festgelegt|aufgeführt|beschrieben)\b",
+        r"\bkeine (?:konkreten |genauen |näheren |weiteren |relevanten |ausreichenden |spezifischen )?(?:informationen|angaben|hinweise|daten|antwort|erwähnung|aussage)\b",
+        r"\b(?:lässt|liess|ließ) sich\b[^.!?\n]{0,40}\bnicht (?:beantworten|bestimmen|sagen|feststellen|ermitteln|klären)\b",
+        r"\b(?:kann|können) (?:daher |deshalb |leider )?(?:nicht|keine)\b[^.!?\n]{0,40}\b(?:beantwortet|bestimmt|gesagt|festgestellt|ermittelt) werden\b",
+        r"\b(?:ist|bleibt|sind) (?:leider |daher |somit )?(?:unklar|unbekannt|nicht bekannt|nicht klar|nicht möglich)\b",
+        r"\bnicht möglich,? (?:zu|das|dies|diese|die|eine)\b",
+        r"\bdabei kann ich\b[^.!?\n]{0,30}\bnicht helfen\b",
+    ),
+    "fr": (
+        # fr
+        r"\bje ne\b[^.!?\n]{0,50}\b(?:pas|aucune?|point)\b",
+        r"\bje n" + _APOS + r"(?:ai|arrive|étais|avais|trouve)\b[^.!?\n]{0,50}\b(?:pas|aucune?)\b",
+        r"^(?:désolée?|je suis désolée?|malheureusement|hélas|pardon)\b",
+        r"\b(?:documents?|passages?|contexte|sources?|textes?|extraits?|informations)\b[^.!?\n]{0,40}\bne\b[^.!?\n]{0,40}\b(?:pas|aucune?|nulle part)\b",
+        r"\b(?:n" + _APOS + r"(?:est|a)|ne (?:sont|sont|figure|figurent)) (?:pas|nulle part) (?:explicitement |clairement |précisément |directement )?(?:mentionnée?s?|précisée?s?|indiquée?s?|fournie?s?|spécifiée?s?|donnée?s?|connue?s?|claire?s?|été (?:mentionnée?s?|précisée?s?|indiquée?s?|trouvée?s?))\b",
+        r"\baucune? (?:information|mention|donnée|réponse|indication|précision|trace)\b",
+        r"\b(?:il n" + _APOS + r"est pas possible|il est impossible|il est difficile|c" + _APOS + r"est impossible|impossible) (?:de|d" + _APOS + r")\s?(?:déterminer|dire|répondre|savoir|confirmer|trouver|préciser|établir|affirmer|identifier|indiquer)\b",
+        r"\b(?:on ne (?:peut|sait) pas|ne peut pas être (?:déterminée?|confirmée?|établie?))\b",
+        r"\b(?:pas assez|trop peu) d" + _APOS + r"informations?\b|\binformations? insuffisantes?\b",
+        r"\b(?:reste|est|demeure) (?:inconnue?|incertaine?|floue?|pas claire?)\b",
+        r"\bil n" + _APOS + r"y a (?:pas|aucune?)\b[^.!?\n]{0,30}\b(?:information|mention|réponse|donnée|indication|précision)s?\b",
+    ),
+    "es": (
+        # es
+        r"\bno (?:puedo|pude|podría|sé|tengo|encontré|he encontrado|logré|estoy (?:seguro|segura|en condiciones)|dispongo|me es posible|cuento con)\b",
+        r"^(?:lo siento|lo lamento|disculpa|disculpe|lamentablemente|desafortunadamente|perdón)\b",
+        r"\b(?:documentos?|pasajes?|contexto|fuentes?|textos?|fragmentos?|información proporcionada)\b[^.!?\n]{0,40}\bno (?:mencionan?|contienen?|incluyen?|especifican?|indican?|proporcionan?|dicen?|responden?|dan|da|aportan?|ofrecen?|precisan?)\b",
+        r"\bno (?:se (?:menciona|especifica|indica|proporciona|encuentra|dice|precisa|puede (?:determinar|saber|decir|responder|confirmar|establecer))|está (?:claro|especificado|indicado|mencionado)|es posible (?:determinar|saber|decir|responder|confirmar|establecer|precisar)|consta|hay (?:información|datos|suficiente|ninguna (?:información|mención|respuesta|indicación)|mención|respuesta|indicación|detalles))\b",
+        r"\b(?:es|resulta) (?:imposible|difícil) (?:determinar|saber|decir|responder|confirmar|precisar|establecer)\b",
+        r"\b(?:información|datos) insuficientes?\b|\bsin (?:más |suficiente )?información\b",
+        r"\b(?:sigue siendo|es|resulta) (?:desconocido|desconocida|incierto|incierta|poco claro)\b",
+        r"\bninguna (?:información|mención|respuesta|indicación)\b",
+    ),
+    "pt": (
+        # pt
+        r"\bnão (?:posso|pude|consigo|consegui|sei|tenho|encontrei|estou (?:seguro|segura|certo|certa|em condições)|disponho|me é possível)\b",
+        r"^(?:desculpe|desculpa|lamento|infelizmente|sinto muito|peço desculpa)\b",
+        r"\b(?:documentos?|passagens?|contexto|fontes?|textos?|trechos?|excertos?|informações fornecidas)\b[^.!?\n]{0,40}\bnão (?:mencionam?|contêm|contém|incluem?|especificam?|indicam?|fornecem?|dizem|diz|respondem?|trazem?|informam?|apresentam?)\b",
+        r"\bnão (?:é (?:possível|claro) (?:determinar|saber|dizer|responder|confirmar|precisar|estabelecer|afirmar)?|se pode (?:determinar|saber|dizer|responder|confirmar)|está (?:claro|especificado|indicado|mencionado)|há (?:informação|informações|dados|menção|resposta|indicação|detalhes)|existe(?:m)? (?:informação|informações|dados|menção)|é (?:mencionado|mencionada|especificado|especificada|indicado|indicada|informado|informada))\b",
+        r"\b(?:é|seria) (?:impossível|difícil) (?:determinar|saber|dizer|responder|confirmar|precisar|afirmar)\b",
+        r"\binformações insuficientes\b|\bsem (?:mais )?informações\b",
+        r"\b(?:permanece|é|continua) (?:desconhecido|desconhecida|incerto|incerta)\b",
+        r"\bnenhuma (?:informação|menção|resposta|indicação)\b",
+    ),
+    "it": (
+        # it
+        r"\bnon (?:posso|riesco|sono in grado|sono (?:sicuro|sicura|certo|certa)|so|lo so|ho (?:trovato|informazioni|accesso|dati|elementi|modo)|dispongo)\b",
+        r"^(?:mi dispiace|purtroppo|spiacente|mi scuso|scusa|scusi)\b",
+        r"\b(?:documenti|passaggi|passi|contesto|fonti|testi|estratti|informazioni fornite)\b[^.!?\n]{0,40}\bnon (?:menzionano|contengono|includono|specificano|indicano|forniscono|dicono|rispondono|riportano|citano|precisano)\b",
+        r"\bnon (?:è (?:possibile|chiaro|specificato|indicato|menzionato|noto|dato)|si può (?:determinare|dire|sapere|stabilire|rispondere)|(?:viene|vengono) (?:menzionat[oaie]|specificat[oaie]|indicat[oaie]|riportat[oaie])|c" + _APOS + r"è (?:alcuna|nessuna|traccia|menzione|informazione)|ci sono (?:informazioni|dati|elementi))\b",
+        r"\b(?:è )?(?:impossibile|difficile) (?:determinare|dire|rispondere|sapere|stabilire|confermare|precisare)\b",
+        r"\binformazioni insufficienti\b|\bsenza (?:ulteriori )?informazioni\b",
+        r"\b(?:resta|rimane|è) (?:sconosciut[oa]|incert[oa]|poco chiar[oa]|ignot[oa])\b",
+        r"\bnessuna (?:informazione|menzione|risposta|indicazione)\b",
+    ),
+    "nl": (
+        # nl
+        r"\bik (?:kan|kon|weet|heb|vond|vind|ben)\b[^.!?\n]{0,50}\b(?:niet|geen)\b",
+        r"\b(?:kan|kon|weet|heb|vond|vind|ben) ik\b[^.!?\n]{0,50}\b(?:niet|geen)\b",
+        r"^(?:het spijt me|helaas|sorry|excuses)(?:[,.!:]|$| maar\b| ik\b| we\b)",
+        r"\b(?:documenten|passages|context|bronnen|teksten|tekst|fragmenten|informatie)\b[^.!?\n]{0,40}\b(?:vermelden|bevatten|noemen|geven|zeggen|beantwoorden|specificeren|vermeldt|bevat|noemt|geeft|zegt)\b[^.!?\n]{0,30}\b(?:niet|geen)\b",
+        r"\b(?:wordt|worden|staat|is|zijn) (?:niet|nergens) (?:expliciet |duidelijk |specifiek )?(?:vermeld|genoemd|gespecificeerd|aangegeven|beschreven|bekend|duidelijk|te vinden)\b",
+        r"\bgeen (?:specifieke |concrete |verdere |relevante )?(?:informatie|gegevens|vermelding|antwoord|aanwijzing)\b",
+        r"\b(?:niet mogelijk|onmogelijk) (?:om|te)\b[^.!?\n]{0,30}\b(?:bepalen|zeggen|beantwoorden|vast te stellen|weten)\b",
+        r"\bniet (?:te|met zekerheid te) (?:bepalen|zeggen|beantwoorden|achterhalen)\b",
+        r"\bonvoldoende (?:informatie|gegevens)\b",
+        r"\b(?:blijft|is) (?:onbekend|onduidelijk)\b",
+    ),
+}
+# Disclaimers: what the system says about itself, not about the question ("As an AI language
+# model, I do not have access to real-time information"); alone they decline nothing.
+_DISCLAIMER_SOURCES = (
+    r"\b(?:do not|don" + _APOS + r"t|does not|doesn" + _APOS + r"t) have (?:access to |the ability to access |any )?(?:real-?time|current|up-to-date|live|the latest|recent|latest|browsing|personal|the most recent|future|updated)\b",
+    r"\bas an ai(?: language model| assistant| model)?\b",
+    r"\b(?:my|the) (?:knowledge|training) (?:cut-?off|data|ends|only goes|is limited|extends)\b",
+    r"\bi (?:do not|don" + _APOS + r"t|cannot|can" + _APOS + r"t) (?:have the ability to )?(?:browse|access|search) the (?:internet|web)\b",
+    r"\bals (?:ki|künstliche intelligenz|sprachmodell)\b|\ben tant qu" + _APOS + r"(?:ia|intelligence artificielle|modèle de langage)\b|"
+    r"\bcomo (?:ia|modelo de lenguaje|modelo de linguagem|uma ia|una ia)\b|\bin quanto (?:ia|modello linguistico)\b|\bals (?:ai|taalmodel)\b",
+)
+# Sentences that carry no answer: pointers elsewhere and pleasantries.
+_POINTER_SOURCES = (
+    r"\byou (?:can|could|may|might|should|will need to|would need to|need to) (?:try |also |easily |always )?(?:check|visit|consult|contact|look|search|refer|find out|call|ask|verify)\b",
+    r"\b(?:it is|it" + _APOS + r"s|i would|i" + _APOS + r"d) (?:best|recommended|advisable|a good idea|always a good idea|recommend(?:ed)?|suggest(?:ed)?|important) (?:to )?(?:check|consult|contact|verify|refer|look|visit|keep an eye|search|confirm)",
+    r"^(?:please )?(?:check|consult|contact|refer to|visit|look up|search for)\b",
+    r"\b(?:i hope this helps|let me know if|feel free to|if you have (?:any )?(?:other|more|additional|further) questions|happy to help|i would be happy to)\b",
+    r"^(?:sure|certainly|of course)[!.,]",
+    r"\bfor (?:the most )?(?:accurate|up-to-date|current|latest) (?:and up-to-date )?information\b",
+    r"\b(?:sie können|du kannst|bitte (?:prüfen|wenden|schauen|kontaktieren))\b|\bwenden sie sich an\b",
+    r"\b(?:vous pouvez|je vous (?:recommande|conseille|suggère)|veuillez (?:consulter|vérifier|contacter))\b",
+    r"\b(?:puede|puedes|le recomiendo|te recomiendo|le sugiero|consulte|consulta) (?:consultar|revisar|verificar|contactar|el|la|los|las|con)\b",
+    r"\b(?:você pode|recomendo|sugiro|consulte|verifique) (?:consultar|verificar|contatar|o|a|os|as|com)\b",
+    r"\b(?:puoi|può|le consiglio|ti consiglio|consulti|consulta|verifica) (?:consultare|verificare|contattare|il|la|i|le|con)\b",
+    r"\b(?:u kunt|je kunt|raadpleeg|neem contact op|controleer)\b",
+)
+# Declines that hedge rather than refuse: no single / definitive answer, hard to say, not
+# stated explicitly, unclear whether (with _PRECISION_RX: "the exact number is not given").
+_HEDGE_RX = re.compile(
+    r"\bno (?:one|single|simple|definitive|clear|straightforward|exact|universal|direct|conclusive|explicit|definite) (?:answer|evidence|statement|mention|information)\b|"
+    r"\b(?:difficult|hard|challenging|tricky) to\b|\bnot (?:explicitly|specifically|directly|clearly|expressly)\b|"
+    r"\b(?:unclear|uncertain|not clear|inconclusive|not sure|not certain|mixed)\b|"
+    r"\b(?:schwer|schwierig|nicht eindeutig|difficile|pas clair|difícil|no está claro|difícil|não está claro|difficile|non è chiaro|moeilijk|niet duidelijk)\b", re.I)
+_CONTRAST_RX = re.compile(
+    r"^(?:however|but|though|although|that said|nevertheless|nonetheless|still|yet|even so|instead|on the other hand|"
+    r"aber|jedoch|allerdings|dennoch|trotzdem|mais|cependant|toutefois|néanmoins|pourtant|pero|sin embargo|no obstante|"
+    r"aunque|mas|porém|contudo|no entanto|todavia|embora|ma|tuttavia|però|comunque|eppure|maar|echter|toch|wel)\b", re.I)
+_CONCLUSION_RX = re.compile(
+    r"^(?:therefore|thus|so|hence|overall|in summary|in conclusion|to summarize|in short|ultimately|consequently|as a result|"
+    r"accordingly|based on (?:this|the|these|that)|daher|deshalb|also|somit|insgesamt|folglich|zusammenfassend|donc|par conséquent|"
+    r"en résumé|en conclusion|ainsi|por lo tanto|por tanto|en resumen|en conclusión|así que|portanto|por isso|em resumo|assim|"
+    r"quindi|pertanto|in sintesi|in conclusione|dunque|dus|daarom|kortom|concluderend|samenvattend)\b", re.I)
+_PRECISION_RX = re.compile(
+    r"\b(?:exact|exactly|precise|precisely|definitive|definitively|definite|conclusive|conclusively|"
+    r"certain|certainty|for sure|for certain|100%|"
+    r"genau|genaue[nmrs]?|exakt|exakte[nmrs]?|konkret|konkrete[nmrs]?|sicher|mit sicherheit|précis|précise|précisément|exacte?|exactement|certitude|"
+    r"exacto|exacta|exactamente|preciso|precisa|certeza|específic[oa]|exato|exata|exatamente|precisamente|"
+    r"esatt[oa]|esattamente|precis[oa]|certezza|specific[oa]|precies|precieze|exacte|zekerheid|specifiek)\b", re.I)
+_GENERIC_RX = re.compile(
+    r"\b(?:generally|general|typically|usually|often|vary|varies|varying|depend|depends|depending|various|variety|"
+    r"common|commonly|several|many|some|any time|in most|normally|im allgemeinen|allgemein|normalerweise|hängt|variiert|"
+    r"en général|généralement|dépend|varie|en general|generalmente|depende|varía|em geral|varia|in generale|generalmente|dipende|"
+    r"in het algemeen|meestal|hangt|varieert)\b", re.I)
+_DIGIT_RX = re.compile(r"\d")
+_PROPER_RX = re.compile(r"(?<=[a-z,;:)] )[A-Z][a-z]+")
+_TOKEN_TRIM_RX = re.compile(r"^[\s*_`~>#\"'\u2018\u2019\u201c\u201d\u00ab\u00bb()\[\]-]+|[\s*_`~\"'\u2018\u2019\u201c\u201d\u00ab\u00bb()\[\].!?,;:-]+$")
+_TOKEN_LABEL_RX = re.compile(r"^(?:final answer|answer|response|output|result|reply|claim|antwort|réponse|respuesta|resposta|risposta|antwoord)\s*[:\-\u2013\u2014]\s*", re.I)
+_CLAUSE_RX = re.compile(r"[,;]\s+(?=(?:but|however|though|although|yet|aber|jedoch|mais|cependant|pero|sin embargo|mas|porém|ma|però|tuttavia|maar)\b)", re.I)
+_WORDS_RX = re.compile(r"[^\W\d_]{2,}")
+_BULLET_RX = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
+# Each group of cues runs only on a text holding one of its trigger words (speed: one big
+# alternation costs ~0.3 ms per response; tests check that a trigger never hides a cue).
+_DECLINE_TRIGGERS = {
+    "en_first": "i i'm i\u2019m sorry apologies apologize apologise regrettably unfortunately afraid unable",
+    "en": "nothing only isn't isn\u2019t aren't aren\u2019t wasn't wasn\u2019t not no cannot unable unclear unknown uncertain impossible difficult hard challenging tricky insufficient "
+          "inadequate lack limited without please clarify specify against outside beyond inconclusive undetermined "
+          "none n/a unspecified can't can\u2019t couldn't couldn\u2019t don't don\u2019t doesn't doesn\u2019t didn't "
+          "didn\u2019t unknown",
+    "de": "nicht kein keine keinen keinem keiner keines leid leider entschuldigung unklar unbekannt nirgends",
+    "fr": "ne pas aucun aucune désolé désolée malheureusement hélas pardon impossible difficile insuffisant "
+          "insuffisante insuffisants insuffisantes inconnu inconnue incertain incertaine floue flou",
+    "es": "siento lamento disculpa disculpe lamentablemente desafortunadamente perdón imposible difícil insuficiente "
+          "insuficientes sin desconocido desconocida incierto incierta ninguna puedo pude podría sé tengo encontré "
+          "estoy dispongo cuento se está es consta hay documento documentos pasaje pasajes contexto fuente fuentes "
+          "texto textos fragmento fragmentos",
+    "pt": "não desculpe desculpa lamento infelizmente muito impossível difícil sem desconhecido desconhecida incerto "
+          "incerta nenhuma informações documento documentos passagem passagens contexto fonte fontes texto textos "
+          "trecho trechos excerto excertos",
+    "it": "non dispiace purtroppo spiacente scuso scusa scusi impossibile difficile insufficienti senza sconosciuto "
+          "sconosciuta incerto incerta chiaro chiara ignoto ignota nessuna documenti passaggi passi contesto fonti "
+          "testi estratti",
+    "nl": "niet geen spijt helaas sorry excuses onmogelijk onvoldoende onbekend onduidelijk nergens",
+}
+_DECLINE_GROUPS: tuple = ()      # (trigger words, compiled cues) per group: compiled when first read
+
+
+def _decline_groups() -> tuple:
+    global _DECLINE_GROUPS
+    if not _DECLINE_GROUPS:
+        _DECLINE_GROUPS = tuple((frozenset(_DECLINE_TRIGGERS[g].split()),
+                                 re.compile("|".join("(?:%s)" % s for s in src), re.I | re.M))
+                                for g, src in _DECLINE_SOURCES.items())
+    return _DECLINE_GROUPS
+
+
+_POINTER_RX = re.compile("|".join("(?:%s)" % s for s in _POINTER_SOURCES), re.I | re.M)
+_DISCLAIMER_RX = re.compile("|".join("(?:%s)" % s for s in _DISCLAIMER_SOURCES), re.I | re.M)
+_PASSAGE_RX = re.compile(r"\b(?:passages?|context|documents?|text|sources?|excerpts?|dokumente?n?|quellen?|documents?|fuentes?|fontes?|fonti|documenti|bronnen|documenten)\b", re.I)
+
+# Punctuation to spaces (apostrophes and "/" kept: "can't", "n/a"), to split a text into words.
+_SPLIT_TABLE = str.maketrans({c: " " for c in "!\"#$%&()*+,-.:;<=>?@[\\]^_`{|}~\u201c\u201d\u2018\u00ab\u00bb\u2013\u2014\u2026\u00bf\u00a1"})
+_SPLIT_BYTES = bytes(32 if c in _SPLIT_TABLE and c < 128 else c for c in range(256))    # _SPLIT_TABLE on ASCII
+_DISCLAIMER_TRIGGERS = frozenset("ai ki ia knowledge training sprachmodell taalmodel modelo modello "
+                                 "don't don\u2019t doesn't doesn\u2019t cannot can't can\u2019t not".split())
+
+
+_ANY_TRIGGER = frozenset(" ".join(_DECLINE_TRIGGERS.values()).split()) | _DISCLAIMER_TRIGGERS
+
+
+def _decline_rxs(low: str) -> tuple:
+    """The decline-cue groups whose trigger words the lower-cased text holds, and whether the
+    disclaimer cues may apply."""
+    words = (low.encode().translate(_SPLIT_BYTES).decode() if low.isascii() else low.translate(_SPLIT_TABLE)).split()
+    if "n't" in low or "n\u2019t" in low:
+        words.append("not")
+    elif _ANY_TRIGGER.isdisjoint(words):     # no trigger word at all (most answers): no group
+        return (), False
+    words = set(words)
+    groups = tuple(rx for trig, rx in (_DECLINE_GROUPS or _decline_groups()) if not trig.isdisjoint(words))
+    return groups, not _DISCLAIMER_TRIGGERS.isdisjoint(words)
+
+
+# _SPLIT_BYTES with the ASCII separators str.split() splits at and bytes.split() does not
+# (\x1c-\x1f): the bytes words of an ASCII text are then its str words (plain_answer)
+_SPLIT_WS_BYTES = bytes(32 if 0x1c <= c <= 0x1f else b for c, b in enumerate(_SPLIT_BYTES))
+_ANY_TRIGGER_BYTES = frozenset(w.encode() for w in _ANY_TRIGGER if w.isascii())
+
+
+def plain_answer(text: str, low: str, token: str, first: str) -> bool:
+    """Whether ``read_refusal(text, token)`` is surely ``(answer, "", 0)``, found without the
+    reader: ``text`` (stripped; ``low``: its lower-cased form) is ASCII, at most REFUSAL_WINDOW
+    characters, holds no trigger word of any decline cue (_decline_rxs: its words, no "n't"),
+    and cannot be the token (refusal_layout's "token" case needs ``first``, the token's first
+    word, in a text at most 60 characters longer than the token).  False proves nothing."""
+    if len(text) > REFUSAL_WINDOW or not low.isascii() or "n't" in low or low == token:
+        return False
+    if len(text) <= len(token) + 60 and (not token or first in low):
+        return False
+    return _ANY_TRIGGER_BYTES.isdisjoint(low.encode().translate(_SPLIT_WS_BYTES).split())
+
+
+def token_form(text: str) -> str:
+    """The claim with Markdown, quotes, a leading label and closing punctuation taken off, lower-cased."""
+    t = text.strip()
+    if len(t) > 200:
+        return t.lower()
+    prev = None
+    while prev != t:
+        prev = t
+        t = _TOKEN_TRIM_RX.sub("", t)
+        t = _TOKEN_LABEL_RX.sub("", t)
+    return " ".join(t.lower().split())
+
+
+def sentences(text: str) -> List[str]:
+    """Sentences (``split_sentences``) and lines of ``text``; a contrast clause (", but ...") is a
+    unit of its own; list bullets and Markdown emphasis are taken off."""
+    out = []
+    for start, end in split_sentences(text):
+        for part in text[start:end].split("\n"):
+            part = _BULLET_RX.sub("", part).strip(" \t*_#>")
+            if _WORDS_RX.search(part):
+                out.extend(c for c in _CLAUSE_RX.split(part) if c)
+    return out
+
+
+def refusal_layout(text, token: str = REFUSAL, extra=()) -> Tuple[str, List[str], List[str], int]:
+    """How a response is laid out for the refusal reading: (case, sentences, kinds, pattern).
+
+    case: "empty", "token" (the refusal token in any dress), "none" (no decline cue),
+    "declines" (declines and pointers only) or "mixed" (declines and content); kinds per
+    sentence: D decline, M pointer or pleasantry, C content; pattern: the index + 1 of the
+    first ``extra`` (source, regex) pair that marked a decline (0: none)."""
+    t = (text or "").strip()
+    if not t:
+        return "empty", [], [], 0
+    tok = token.strip().lower()
+    low = t.lower()
+    if low == tok or (len(t) <= len(tok) + 60 and (not tok or tok.split(None, 1)[0] in low)   # (its first word: cheap)
+                      and tok in " ".join(low.split()) and token_form(t) == tok):
+        return "token", [], [], 0
+    if len(t) > REFUSAL_WINDOW:
+        half = REFUSAL_WINDOW // 2
+        t = t[:half] + "\n" + t[-half:]
+    groups, disclaim = _decline_rxs(low if len(t) <= REFUSAL_WINDOW else t.lower())
+    if not groups and not disclaim and not extra:
+        return "none", [], [], 0
+    if (not any(rx.search(t) for rx in groups) and not (disclaim and _DISCLAIMER_RX.search(t))
+            and not any(rx.search(t) for _, rx in extra)):
+        cut = split_sentences(t[:300])
+        first = t[cut[0][0]:cut[0][1]].strip() if len(cut) > 1 else t   # a cue that is a whole sentence: "Unknown. ..."
+        if first == t or not any(rx.search(first) for rx in groups):
+            return "none", [], [], 0
+    sents = sentences(t)
+    kinds = []
+    pat = 0
+    for s in sents:
+        m = next((n for n, (_, rx) in enumerate(extra, 1) if rx.search(s)), 0) if extra else 0
+        if m:
+            kinds.append("D")
+            pat = pat or m
+        elif any(rx.search(s) for rx in groups):
+            kinds.append("D")
+        elif disclaim and _DISCLAIMER_RX.search(s):
+            kinds.append("K")
+        elif _POINTER_RX.search(s):
+            kinds.append("M")
+        else:
+            kinds.append("C")
+    if "D" not in kinds and "K" not in kinds:
+        return "none", sents, kinds, 0
+    return ("mixed" if "C" in kinds else "declines"), sents, kinds, pat
+
+
+# The bottom line of a mixed English response (declines and content) is weighed by a logistic
+# model over refusal_features: where the declines sit, whether the content opens with a
+# contrast, carries a number or a name, hedges, points elsewhere, and the words of the
+# declining and the content sentences.  Fitted on the fit halves of the labelled sets (and the
+# written English rows) by ``make fit-refusal`` (bench/fit_refusal.py writes
+# bench/refusal_fit.json; ``--check`` refits and verifies the numbers below byte for byte).
+# A response that is not English (few English function words) keeps the rules above: the
+# model has no features for it.  Figures: docs/refusals.md.
+# Fitted by `make fit-refusal` (bench/fit_refusal.py; copied from bench/refusal_fit.json).
+REFUSAL_MODEL = {"bias": 1.467212, "english": 0.1, "threshold": 0.42,
+                 "weights": {
+                             "content_commits": -0.180891, "content_concludes": -0.324767,
+                             "content_digit": -0.768654, "content_generic": 0.243396,
+                             "content_name": 0.659084, "content_share": -0.656985,
+                             "content_sources": -0.364365, "content_words": -0.519401, "contrast": -1.861348,
+                             "decline_hedge": -0.216656, "decline_precision": -0.141984,
+                             "first_decline": 0.747063, "first_disclaimer": -0.747063,
+                             "last_decline": 1.350169, "last_firm": 0.254163,
+                             "last_firm_conclusion": 0.090279, "pointer": 0.060465}}
+_EN_FUNCTION = frozenset("the of and to that it this not be for with are were from have has does there what "
+                         "which by or its their would could should about".split())     # none a word of de fr es pt it nl
+_COMMIT_RX = re.compile(r"\b(?:likely|probably|possibly|appears?|seems?|suggests?|suggesting|indicates?|implies|"
+                        r"approximately|roughly|estimated|around|about|may be|might be|could be|would be)\b", re.I)
+_FEATURE_WORD_RX = re.compile(r"[a-z][a-z'’]+")
+
+
+def english_share(words: List[str]) -> float:
+    """Share of ``words`` (lower-cased) that are common English function words."""
+    return sum(1 for w in words if w in _EN_FUNCTION) / len(words) if words else 0.0
+
+
+def refusal_features(sents: List[str], kinds: List[str]) -> Dict[str, float]:
+    """Features of a mixed response (sentences and their kinds, as refusal_layout gives them)
+    for REFUSAL_MODEL: structural ones by name, and "d:WORD" / "c:WORD" for the words of the
+    declining (and disclaimer) sentences and of the content sentences."""
+    core = [(s, k) for s, k in zip(sents, kinds) if k != "M"]
+    dec = [s for s, k in core if k in "DK"]
+    con = [s for s, k in core if k == "C"]
+    f = {}
+    if core:
+        first, last = core[0], core[-1]
+        f["first_decline"] = 1.0 if first[1] == "D" else 0.0
+        f["first_disclaimer"] = 1.0 if first[1] == "K" else 0.0
+        f["last_decline"] = 1.0 if last[1] in "DK" else 0.0
+        firm = last[1] == "D" and not _HEDGE_RX.search(last[0]) and not _PRECISION_RX.search(last[0])
+        f["last_firm"] = 1.0 if firm else 0.0
+        f["last_firm_conclusion"] = 1.0 if firm and _CONCLUSION_RX.match(last[0]) else 0.0
+        i = next((n for n, (_, k) in enumerate(core) if k == "C"), None)
+        f["contrast"] = 1.0 if i is not None and i > 0 and _CONTRAST_RX.match(core[i][0]) else 0.0
+        f["content_share"] = len(con) / len(core)
+    f["content_digit"] = 1.0 if any(_DIGIT_RX.search(s) for s in con) else 0.0
+    f["content_name"] = 1.0 if any(_PROPER_RX.search(s) for s in con) else 0.0
+    f["content_generic"] = 1.0 if any(_GENERIC_RX.search(s) for s in con) else 0.0
+    f["decline_hedge"] = 1.0 if dec and all(_HEDGE_RX.search(s) for s in dec) else 0.0
+    f["decline_precision"] = 1.0 if any(_PRECISION_RX.search(s) for s in dec) else 0.0
+    f["pointer"] = 1.0 if "M" in kinds else 0.0
+    f["content_commits"] = 1.0 if any(_COMMIT_RX.search(s) for s in con) else 0.0
+    f["content_concludes"] = 1.0 if any(_CONCLUSION_RX.match(s) for s in con) else 0.0
+    f["content_sources"] = 1.0 if any(_PASSAGE_RX.search(s) for s in con) else 0.0
+    cw = _FEATURE_WORD_RX.findall(" ".join(con).lower())
+    f["content_words"] = min(len(cw), 100) / 100.0
+    for w in set(_FEATURE_WORD_RX.findall(" ".join(dec).lower())):
+        f["d:" + w] = 1.0
+    for w in set(cw):
+        f["c:" + w] = 1.0
+    return f
+
+
+def weighed_layout(case: str, sents: List[str], kinds: List[str], english: float) -> bool:
+    """Whether REFUSAL_MODEL decides a response of this layout: mixed, opening with a decline or a
+    disclaimer, English."""
+    if case != "mixed" or next(k for k in kinds if k != "M") == "C":
+        return False
+    return english_share(_FEATURE_WORD_RX.findall(" ".join(sents).lower())) >= english
+
+
+def refusal_score(feats: Dict[str, float], model: Optional[dict] = None) -> float:
+    """REFUSAL_MODEL's probability that a response with ``feats`` is a refusal."""
+    model = model or REFUSAL_MODEL
+    w = model["weights"]
+    z = model["bias"] + math.fsum(w[k] * v for k, v in feats.items() if k in w)
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+
+
+def read_refusal(text, token: str = REFUSAL, extra=(), model: Optional[dict] = None) -> Tuple[str, str, int]:
+    """(kind, reason, pattern) for one response: kind is answer / refusal / partial_refusal;
+    reason a short text for the items file ("" for an answer without a caveat); pattern
+    as in ``refusal_layout``.  The bottom line of a response holding both declines and
+    content (sentences without pointers and pleasantries):
+
+    * it leads with content: an answer, unless its last sentence is a firm decline that
+      concludes ("Therefore, the answer cannot be determined ..."): a refusal; an answer
+      whose last sentence is a firm decline is a partial refusal;
+    * it leads with a decline or a disclaimer: a refusal, unless its first content opens
+      with a contrast ("I cannot confirm the exact date, but it was in 1998") and it does
+      not end with a decline (other than one about precision): an answer.
+
+    A firm decline is a decline that neither hedges (_HEDGE_RX: "no definitive answer",
+    "difficult to say", "not explicitly stated") nor doubts only precision (_PRECISION_RX)."""
+    case, sents, kinds, pat = refusal_layout(text, token, extra)
+    if case == "token":
+        return KIND_REFUSAL, "the refusal token", 0
+    if case in ("empty", "none"):
+        return KIND_ANSWER, "", 0
+    quote = next(s for s, k in zip(sents, kinds) if k in "DK")[:60]
+    if case == "declines":
+        return KIND_REFUSAL, "declines, answers nothing: " + quote, pat
+    core = [(s, k) for s, k in zip(sents, kinds) if k != "M"]
+    firm = [k == "D" and not _HEDGE_RX.search(s) and not _PRECISION_RX.search(s) for s, k in core]
+    model = model or REFUSAL_MODEL
+    if model["weights"] and weighed_layout(case, sents, kinds, model["english"]):
+        p = refusal_score(refusal_features(sents, kinds), model)
+        if p >= model["threshold"]:
+            return KIND_REFUSAL, "its bottom line declines (%.2f): %s" % (p, quote), pat
+        return KIND_ANSWER, "declines, then answers: " + quote, 0
+    if core[0][1] == "C":
+        last = core[-1][0]
+        if firm[-1] and _CONCLUSION_RX.match(last):
+            return KIND_REFUSAL, "concludes that it cannot answer: " + last[:60], pat
+        if firm[-1]:
+            return KIND_PARTIAL, "answers, then declines: " + last[:60], pat
+        return KIND_ANSWER, "answer with a caveat: " + quote, 0
+    if core[-1][1] == "D" and not _PRECISION_RX.search(core[-1][0]):
+        return KIND_REFUSAL, "declines first and last: " + quote, pat
+    if _CONTRAST_RX.match(next(s for s, k in core if k == "C")):
+        return KIND_ANSWER, "declines, then answers: " + quote, 0
+    return KIND_REFUSAL, "declines; what follows does not answer: " + quote, pat
+
+
+# =========================================================================== referee/answers.py
+# Reading 3: answer normalisation and matching against short gold answers.
+
+# ---- reading 3: answer normalisation
+# A response is matched against short gold answers (gold ``gold_answers``) after both sides go
+# through one normaliser, ``answer_tokens``: NFKC and accents folded on Latin letters, words
+# glued by a stripped link split ("byCyndi" -> "by Cyndi", "in1996" -> "in 1996"), case,
+# punctuation and articles dropped, number words and digits one form ("twenty-one" -> 21,
+# "3 million" -> 3000000, "first" -> 1, "1,000" -> 1000, "5th" -> 5), units one word ("km" /
+# "kilometres", "%" / "percent", "$" / "dollars"), dates one order ("1998-03-05", "5 March 1998"
+# and "March 5, 1998" give the same words; "Sept." is September) and word forms lightly stemmed
+# (plural and possessive endings).  ``match_answer`` then applies the rule documented in
+# docs/answer_correctness.md.  The rule's numbers below were fitted on the fit half of
+# EVOUNA-NQ (questions with an even number) by ``make bench-answer-correct`` (bench/
+# bench_answer_correct.py --fit); the held-out half's figures are in that document.  Each
+# normalisation has a name in ANSWER_NORMS so that the benchmark can switch it off (ablation).
+ANSWER_NORMS = ("unicode", "glue", "numbers", "ordinals", "thousands", "units", "dates", "stems",
+                "prefix", "alternatives", "question", "years")
+_ALL_NORMS = frozenset(ANSWER_NORMS)
+ANSWER_PREFIX = 4          # fitted: two words of >= 4 letters match when their first 4 letters do
+ANSWER_PART = 0.5          # fitted: a >= ANSWER_PART_MIN-word gold matches with this share of its key words
+ANSWER_PART_MIN = 3        # ... (and its last key word); fewer words must all be present
+MAX_ANSWER_CHARS = 20000   # limit: characters of a response (and of a gold answer) that are matched
+
+_ONES = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen".split())}
+_TENS = {w: 10 * (i + 2) for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 10 ** 6, "billion": 10 ** 9, "trillion": 10 ** 12}
+_ORDINALS = {w: str(i + 1) for i, w in enumerate(
+    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth".split())}
+_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+                "october", "november", "december")
+_MONTHS = dict({m[:3]: m for m in _MONTH_NAMES}, sept="september")
+_MONTH_SET = frozenset(_MONTH_NAMES)
+_UNITS: Dict[str, str] = {}
+for _canon, _spellings in (("km", "km kms kilometre kilometres kilometer kilometers"),
+                       ("m", "metre metres meter meters"), ("cm", "cm centimetre centimetres centimeter centimeters"),
+                       ("mm", "mm millimetre millimetres millimeter millimeters"),
+                       ("kg", "kg kgs kilogram kilograms kilogramme kilogrammes"), ("g", "gram grams gramme grammes"),
+                       ("pound", "lb lbs pound pounds £ gbp"), ("mile", "mi mile miles"), ("ft", "ft foot feet"),
+                       ("percent", "% percent percentage pct"), ("dollar", "$ usd dollar dollars"),
+                       ("euro", "€ eur euro euros"), ("degree", "° degree degrees"), ("celsius", "celsius centigrade"),
+                       ("fahrenheit", "fahrenheit"), ("mph", "mph"), ("kmh", "kmh kph"),
+                       ("hour", "hr hrs hour hours"), ("minute", "min mins minute minutes"), ("year", "yr yrs year years")):
+    for _w in _spellings.split():
+        _UNITS[_w] = _canon
+del _canon, _spellings, _w
+_ARTICLES = frozenset(("a", "an", "the"))
+_GLUE_RX = re.compile(r"(?<=[a-z])(?=[A-Z][a-z])|(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[^\W\d_]{2})")
+_ISO_RX = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
+_POSS_RX = re.compile(r"['\u2019]s\b")
+_ANS_TOKEN_RX = re.compile(r"\d+(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|[^\W\d_]+|[%$€£°]")
+_PAREN_RX = re.compile(r"\([^()]*\)")
+_SUFFIXES = frozenset(("st", "nd", "rd", "th"))
+
+
+def _fold_accents(text: str) -> str:
+    """Accents dropped from Latin letters only (a base letter below U+0250 plus combining marks);
+    other scripts are left alone, where a mark can be a vowel."""
+    out = []
+    for ch in text:
+        if ch < "\x80":
+            out.append(ch)
+            continue
+        d = unicodedata.normalize("NFD", ch)
+        if len(d) > 1 and d[0] < "\u0250" and all(unicodedata.combining(c) for c in d[1:]):
+            out.append(d[0])
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _iso_date(m) -> str:
+    y, mo, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
+    if 1 <= mo <= 12 and 1 <= d <= 31:
+        return "%d %s %d" % (d, _MONTH_NAMES[mo - 1], y)
+    return m.group(0)
+
+
+def _light_stem(w: str) -> str:
+    """Plural endings: "cities" -> "city", "boxes" -> "box", "cells" -> "cell" ("glass", "bus" kept)."""
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 4 and (w.endswith(("sses", "xes", "zes", "ches", "shes"))):
+        return w[:-2]
+    if len(w) > 3 and w[-1] == "s" and not w.endswith(("ss", "us", "is")):
+        return w[:-1]
+    return w
+
+
+def _number_words(raw: List[str], i: int) -> Tuple[str, int]:
+    """The value of the run of number words starting at raw[i] ("twenty one", "one hundred and
+    five", "two million") and the index after it."""
+    total = cur = 0
+    j, n = i, len(raw)
+    while j < n:
+        x = raw[j]
+        if x in _ONES:
+            cur += _ONES[x]
+        elif x in _TENS:
+            cur += _TENS[x]
+        elif x == "hundred" and j > i:
+            cur = max(cur, 1) * 100
+        elif x in _SCALES and j > i:
+            total += max(cur, 1) * _SCALES[x]
+            cur = 0
+        elif x == "and" and j > i and j + 1 < n and (raw[j + 1] in _ONES or raw[j + 1] in _TENS):
+            pass
+        else:
+            break
+        j += 1
+    return str(total + cur), j
+
+
+def answer_tokens(text: str, norms: frozenset = _ALL_NORMS) -> List[str]:
+    """The normalised words of ``text`` for answer matching (see the section's comment)."""
+    text = text[:MAX_ANSWER_CHARS]
+    if "unicode" in norms:
+        text = unicodedata.normalize("NFKC", text)
+    if "glue" in norms:
+        text = _GLUE_RX.sub(" ", text)
+    text = text.casefold()
+    if "unicode" in norms and not text.isascii():
+        text = _fold_accents(text)
+    if "stems" in norms:
+        text = _POSS_RX.sub(" ", text)
+    if "dates" in norms and "-" in text:
+        text = _ISO_RX.sub(_iso_date, text)
+    raw = _ANS_TOKEN_RX.findall(text)
+    out: List[str] = []
+    i, n = 0, len(raw)
+    numbers, units, dates, stems = "numbers" in norms, "units" in norms, "dates" in norms, "stems" in norms
+    while i < n:
+        w = raw[i]
+        if w[0].isdigit():
+            if "," in w and "thousands" in norms:
+                w = w.replace(",", "")
+            if numbers and i + 1 < n and raw[i + 1] in _SCALES and raw[i + 1] != "hundred":
+                v = float(w.replace(",", "")) * _SCALES[raw[i + 1]]
+                w = str(int(v)) if v == int(v) else repr(v)
+                i += 1
+            if numbers and i + 1 < n and raw[i + 1] in _SUFFIXES:
+                i += 1
+            out.append(w)
+            i += 1
+            continue
+        if numbers and (w in _ONES or w in _TENS):
+            w, i = _number_words(raw, i)
+            out.append(w)
+            continue
+        i += 1
+        if w in _ARTICLES:
+            continue
+        if "ordinals" in norms and w in _ORDINALS:
+            out.append(_ORDINALS[w])
+            continue
+        if dates and w in _MONTHS:
+            w = _MONTHS[w]
+        if units and w in _UNITS:
+            w = _UNITS[w]
+        elif stems:
+            w = _light_stem(w)
+        out.append(w)
+    return out
+
+
+def _is_year(t: str) -> bool:
+    return len(t) == 4 and t.isdigit() and "1000" <= t <= "2100"
+
+
+def _dates_in(toks: List[str]) -> List[Tuple[str, Optional[str], str]]:
+    """(month, day or None, year) of each year preceded (within 3 words) by a month name."""
+    out = []
+    for i, t in enumerate(toks):
+        if _is_year(t):
+            win = toks[max(0, i - 3):i]
+            months = [w for w in win if w in _MONTH_SET]
+            if months:
+                days = [w for w in win if w.isdigit() and len(w) <= 2]
+                out.append((months[-1], days[-1] if days else None, t))
+    return out
+
+
+def _contains_run(hay: List[str], needle: List[str]) -> bool:
+    k = len(needle)
+    first = needle[0]
+    for i in range(len(hay) - k + 1):
+        if hay[i] == first and hay[i:i + k] == needle:
+            return True
+    return False
+
+
+def gold_variants(gold: str, norms: frozenset = _ALL_NORMS) -> List[str]:
+    """A gold answer and, with "alternatives", the gold without a parenthesised aside and each
+    side of " or " ("hit points or health points")."""
+    out = [gold]
+    if "alternatives" in norms:
+        bare = " ".join(_PAREN_RX.sub(" ", gold).split())
+        if bare and bare != gold:
+            out.append(bare)
+        for g in list(out):
+            if " or " in g:
+                out.extend(p.strip() for p in g.split(" or ") if p.strip())
+    return out
+
+
+class AnswerMatch(NamedTuple):
+    correct: bool
+    recall: float       # share of the best gold answer's key words found in the response
+    f1: float           # token F1 (SQuAD-style, normalised words) against the best gold answer
+    gold: int           # index of the best gold answer in the list given
+
+
+def match_answer(response: str, golds, question: Optional[str] = None,
+                 norms: frozenset = _ALL_NORMS, partial: bool = True) -> AnswerMatch:
+    """The response against short gold answers (the rule of docs/answer_correctness.md).
+
+    A gold answer (or one of its variants) matches when, no date in the response contradicting
+    a year-rule match:
+      1. its normalised words occur in order, contiguous, in the response; or
+      2. every key word occurs (key words: the gold's words less stopwords and, when the
+         question is known, less the question's words; numbers compared exactly, other words
+         of >= ANSWER_PREFIX letters by their first ANSWER_PREFIX letters); or
+      3. (``partial``) it has >= ANSWER_PART_MIN key words, the last one occurs, and the first
+         one or >= ANSWER_PART of them occur ("Zachary Quinto" for "Zachary John Quinto"); or
+      4. (``partial``) it names a year (not a word of the question) and the response names it
+         and no other month or day of that year ("2005" for "May 3, 2005", not "May 30, 2017" for "January 2017").
+    Rules 2-3 also need every number of the gold in the response.  Best gold: correct first,
+    then recall, then F1."""
+    a = answer_tokens(response, norms)
+    aset = set(a)
+    pre = ANSWER_PREFIX if "prefix" in norms else 0
+    apre = {t[:pre] for t in a if pre and len(t) >= pre and not t[0].isdigit()} if pre else set()
+    q = set(answer_tokens(question, norms)) if question and "question" in norms else set()
+    counts = Counter(a)
+    adates = None
+    best = AnswerMatch(False, 0.0, 0.0, -1)
+    for gi, gold in enumerate(golds):
+        for g in gold_variants(gold, norms):
+            gt = answer_tokens(g, norms)
+            if not gt:
+                continue
+            common = sum((counts & Counter(gt)).values())
+            f1 = 2.0 * common / (len(a) + len(gt)) if common else 0.0
+            key = [t for t in gt if t not in STOPWORDS or (t in _MONTH_SET and "dates" in norms)] or gt
+            key = [t for t in key if t not in q] or key
+            hit = [t in aset or (len(t) >= pre > 0 and not t[0].isdigit() and t[:pre] in apre) for t in key]
+            recall = sum(hit) / len(key)
+            nums = all(t in aset for t in gt if t[0].isdigit())
+            ok = _contains_run(a, gt) or (nums and recall == 1.0)
+            if not ok and partial:
+                if nums and len(key) >= ANSWER_PART_MIN and hit[-1] and (hit[0] or recall >= ANSWER_PART - 1e-9):
+                    ok = True
+                elif "years" in norms:
+                    years = [t for t in gt if _is_year(t) and t not in q]
+                    if years and aset.issuperset(years):
+                        if adates is None:
+                            adates = _dates_in(a)
+                        ok = True
+                        for (m, d, y) in _dates_in(gt):
+                            same = [x for x in adates if x[2] == y]
+                            if same and not any(x[0] == m and (d is None or x[1] is None or x[1] == d)
+                                                for x in same):
+                                ok = False
+            cand = AnswerMatch(ok, recall, f1, gi)
+            if (cand.correct, cand.recall, cand.f1) > (best.correct, best.recall, best.f1):
+                best = cand
+    return best
+
+
+# =========================================================================== referee/grounding.py
+# Reading 4: sentences, meta-language and grounding of each sentence in the chunks.
+
+# ---- reading 4: sentences, meta-language and grounding
+# A generated answer is checked sentence by sentence (issue 29).  Each sentence, without
+# citation markers, list numbers and lead-ins about the sources ("Based on the passages
+# provided, ..."), is set aside when it only talks about the answer or the sources (meta:
+# "The context does not mention X", "I hope this helps"; a clause of it declining to answer,
+# "I could not find X, but ...", is set aside and the rest is checked); every other sentence
+# is matched, order-insensitively, against the texts of the cited chunks (the retrieved ones
+# when none is cited).  Support is lexical and explainable (grounding_features): content
+# words with word forms folded (fold_word), numbers / amounts / dates / units normalised
+# (number_values) and required, capitalised names required, negation and modality compared
+# with the chunk sentence that supports the sentence best.  A number or a name found in no
+# chunk makes the sentence unsupported whatever its score; otherwise the sentence is
+# unsupported when GROUNDING_MODEL's logistic score (probability that people would flag it)
+# reaches its threshold.  The weights and the threshold are fitted on the fit half of
+# FaithBench (people's hallucination spans) by ``make fit-grounding``
+# (bench/fit_grounding.py, which writes bench/grounding_fit.json; ``--check`` refits and
+# verifies the numbers below byte for byte).  Figures: docs/grounding.md.
+
+GROUNDING_MODES = ("strict", "sentences")
+MAX_GROUND_SENTENCES = 200      # sentences checked per answer (the rest are not read)
+MAX_GROUND_CHARS = 100_000      # characters of one answer, and of one chunk, that grounding reads
+
+# Fitted by `make fit-grounding` (bench/fit_grounding.py; copied from bench/grounding_fit.json).
+GROUNDING_MODEL = {"bias": -0.077089, "share_cut": 0.7, "threshold": 0.455,
+                   "weights": [-0.945472, 0.164798, -0.852188, -0.865722, 0.035412, 0.653727, 0.003054]}
+
+# Words about the sources or the answer (not claims about the world): never required.
+META_WORDS = frozenset("""
+passage passages text texts article articles context contexts document documents source sources
+excerpt excerpts snippet snippets summary summarize summarise summarizes summarises summarized summarised
+information info provided provide provides providing given mention mentions mentioned mentioning
+discuss discusses discussed discussing state states stated stating says said say according based
+describe describes described describing detail details detailed highlight highlights highlighted
+note notes noted noting indicate indicates indicated indicating report reports reported reporting
+suggest suggests suggested explain explains explained answer answers question questions therefore
+overall additionally also however furthermore moreover specifically specific regarding available
+retrieved refer refers referenced reference references cite cites cited writes wrote written
+""".split())
+# ... and, in a sentence that ends in a colon (it introduces a list or a summary), these too
+INTRO_WORDS = frozenset("""
+here concise brief short core key main important following below pieces piece points point topics topic
+aspects aspect parts part unrelated separate distinct different two three several overview breakdown
+extract extracted would were
+""".split())
+_LEADIN_RX = re.compile(
+    r"^ ?(?:(?:in summary|to summarize|to summarise|in conclusion|overall|in short|additionally|also|"
+    r"furthermore|moreover|however|therefore|thus|so|yes|no|sure|certainly|of course), )*"
+    r"(?:(?:based (?:on|upon)|according to|as (?:stated|mentioned|described|noted|shown|indicated) in|"
+    r"from|per|in|given) (?:the |these |this |those |my )?(?:provided |given |available |retrieved |above |"
+    r"following |information in the |information (?:provided |given )?(?:in|from) the )?"
+    r"(?:passages?|context|contexts|documents?|sources?|texts?|excerpts?|articles?|information|snippets?|"
+    r"search results?|results?)(?: provided| given| above| available| retrieved)? ?[,:]? ?)?"
+    r"(?:(?:the |this |these )?(?:passages?|context|documents?|sources?|texts?|excerpts?|articles?|summary)"
+    r"(?: provided| given| above)? (?:also )?(?:says?|states?|mentions?|notes?|explains?|indicates?|"
+    r"suggests?|describes?|reports?|shows?|highlights?|discusses?|provides? information (?:about|on)|"
+    r"is about|talks about|tells us)(?: that)? ?[,:]? ?)?", re.IGNORECASE)
+_META_SENT_RX = re.compile(
+    r"\b(?:passages?|context|documents?|sources?|texts?|excerpts?|articles?|information)\b"
+    r"(?: provided| given| available| retrieved| above)? (?:does|do|did) (?:not|n[\x27\u2019]t) "
+    r"(?:mention|say|state|specify|include|contain|provide|discuss|address|cover|give|describe|indicate|"
+    r"explain|answer)|\bno (?:information|mention|details?) (?:is |was |are )?(?:given |provided |available )?"
+    r"(?:about|on|of|regarding|in)\b|\bi hope (?:this|that) helps\b|\blet me know\b|\bfeel free to\b|"
+    r"\bi (?:could not|couldn[\x27\u2019]t|cannot|can[\x27\u2019]t|can not|was unable to|am unable to|"
+    r"do not|don[\x27\u2019]t) (?:find|see|locate|determine|answer|tell|confirm|say|know|provide)\b|"
+    r"\b(?:cannot|can[\x27\u2019]t|can not) be (?:determined|answered|found|confirmed)\b|"
+    r"\b(?:is|are) not (?:mentioned|specified|stated|provided|given|included|discussed) in\b|"
+    r"\bhere(?: is|[\x27\u2019]s| are) (?:a |an |the |my )?(?:[a-z]+ )?(?:[a-z]+ )?(?:summary|summaries|answer|"
+    r"overview|key points?|main points?|breakdown|response)\b", re.IGNORECASE)
+# contrastive connectors: a declining clause before or after one is set aside, the rest checked
+_G_CLAUSE_RX = re.compile(r",? ?\b(?:but|however|although|though|yet|whereas)\b,? ?|; ?", re.IGNORECASE)
+_ENUM_RX = re.compile(r"^\(?\d{1,2}[.)] ")          # a list number that opens a sentence
+_LISTNUM_RX = re.compile(r"(?m)^[ \t]{0,8}(?:[-*\u2022]|\(?\d{1,2}[.)]|\(?[a-z][.)])[ \t]{1,8}")
+
+
+def claim_without_markers(text: str) -> str:
+    """The claim without citation markers and a sources list, for grounding: reading 1's
+    reader (the scorer hands ``ground`` a claim it has already read; this is for direct calls)."""
+    return read_citations(text, ()).claim
+
+
+_NUM_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty".split())}
+_NUM_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+                   "ninety": 90, "hundred": 100, "thousand": 1000, "dozen": 12,
+                   "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
+                   "eighth": 8, "ninth": 9, "tenth": 10, "half": 0.5, "twice": 2, "double": 2})
+_SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9,
+          "b": 1e9, "trillion": 1e12, "tn": 1e12}
+_G_MONTHS = {m: i + 1 for i, m in enumerate("january february march april may june july august september "
+                                             "october november december".split())}
+_G_MONTHS.update({m[:3]: i for m, i in list(_G_MONTHS.items())})
+_G_MONTHS["sept"] = 9
+_G_UNITS = {"$": "usd", "usd": "usd", "dollar": "usd", "dollars": "usd", "\u00a3": "gbp", "gbp": "gbp",
+          "pound": "gbp", "pounds": "gbp", "\u20ac": "eur", "eur": "eur", "euro": "eur", "euros": "eur",
+          "\u00a5": "jpy", "yen": "jpy", "%": "percent", "percent": "percent", "per cent": "percent",
+          "km": "km", "kilometre": "km", "kilometres": "km", "kilometer": "km", "kilometers": "km",
+          "mi": "mile", "mile": "mile", "miles": "mile", "kg": "kg", "kilogram": "kg", "kilograms": "kg",
+          "lb": "lb", "lbs": "lb", "m2": "m2", "ft": "ft", "feet": "ft", "foot": "ft", "cm": "cm", "mm": "mm",
+          "hour": "hour", "hours": "hour", "hr": "hour", "hrs": "hour", "minute": "minute", "minutes": "minute",
+          "min": "minute", "day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month",
+          "months": "month", "year": "year", "years": "year", "yr": "year", "yrs": "year"}
+_NUM_RX = re.compile(
+    r"(?P<cur>[$\u00a3\u20ac\u00a5])?\s?(?P<num>\d{1,3}(?:,\d\d\d)+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    r"(?:\s?(?P<pct>%|percent\b|per cent\b))?(?:\s?(?P<scale>thousand|million|billion|trillion|bn|mn|tn|k|m|b)\b)?",
+    re.IGNORECASE)
+_TIME_RX = re.compile(r"\b(\d{1,2}):(\d{2})\b")
+_CLOCK = frozenset(("am", "pm", "a.m", "p.m", "gmt", "utc", "bst", "est", "pst", "cet"))
+_WORD_RX = re.compile(r"[^\W\d_]+(?:[\x27\u2019-][^\W\d_]+)*")
+_NEG = frozenset("not no never none nothing nobody neither nor without cannot n't isn't aren't wasn't weren't "
+                 "don't doesn't didn't won't wouldn't can't couldn't shouldn't hasn't haven't hadn't".split())
+_MODAL = {"must": "must", "shall": "must", "required": "must", "require": "must", "requires": "must",
+          "requiring": "must", "mandatory": "must", "obliged": "must", "obligatory": "must",
+          "may": "may", "might": "may", "could": "may", "possibly": "may", "possible": "may", "perhaps": "may",
+          "maybe": "may", "potential": "may", "potentially": "may", "likely": "may", "probably": "may",
+          "optional": "may", "should": "should", "recommended": "should"}
+
+
+_FOLDS: Dict[str, str] = {}
+
+
+def fold_word(word: str) -> str:
+    """A word's folded form: lower case, possessive and plural / verb endings removed, a
+    final e dropped ("stays" / "stay", "moved" / "moving" / "move", "studies" / "study")."""
+    got = _FOLDS.get(word)
+    if got is None:
+        if len(_FOLDS) > 200000:          # bounded: a stream of distinct words must not grow it
+            _FOLDS.clear()
+        got = _FOLDS[word] = _fold(word)
+    return got
+
+
+def _fold(w: str) -> str:
+    w = _plain(w)
+    if w.endswith("'s"):
+        w = w[:-2]
+    w = w.rstrip("'")
+    n = len(w)
+    if n > 4 and w.endswith(("ies", "ied")):
+        w = w[:-3] + "y"
+    elif n > 4 and w.endswith("sses"):
+        w = w[:-2]
+    elif n > 4 and w.endswith(("ches", "shes", "xes", "zes")):
+        w = w[:-2]
+    elif n > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    elif n > 5 and w.endswith("ing"):
+        w = w[:-3]
+    elif n > 4 and w.endswith("ed"):
+        w = w[:-2]
+    elif n > 5 and w.endswith("ly"):
+        w = w[:-2]
+    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":
+        w = w[:-1]
+    if len(w) > 3 and w.endswith("e"):
+        w = w[:-1]
+    return w
+
+
+def _sig(num: str) -> int:
+    """Significant digits as written: all digits of a decimal or of an integer below 10000
+    (years, counts); a larger integer's trailing zeros are taken as rounding ("38,900")."""
+    digits = num.replace(",", "").replace(".", "").lstrip("0")
+    if "." not in num and float(num.replace(",", "")) >= 10000:
+        digits = digits.rstrip("0")
+    return max(1, len(digits))
+
+
+def number_values(text: str) -> List[Tuple[str, float, int, str]]:
+    """The numbers of ``text`` as (as written, value, significant digits, unit): thousands
+    separators removed, scale words applied ("$160 million" = 160000000), currency symbols,
+    percent and units named; ISO dates give year, month and day.  Number words are left to
+    content words (they are often not quantities: "one of the ...")."""
+    out = []
+    for m in _ISO_RX.finditer(text):
+        for g, unit in ((1, ""), (2, "month"), (3, "")):
+            out.append((m.group(0), float(m.group(g)), len(m.group(g).lstrip("0")) or 1, unit))
+    text = _ISO_RX.sub(" ", text)
+    for m in _TIME_RX.finditer(text):                  # 2:00 pm is the hour 2 (and 30 minutes)
+        out.append((m.group(0), float(m.group(1)), len(m.group(1)), "time"))
+        if m.group(2) != "00":
+            out.append((m.group(0), float(m.group(2)), 2, "time"))
+    text = _TIME_RX.sub(" ", text)
+    for m in _NUM_RX.finditer(text):
+        num = m.group("num")
+        # a digit run inside a word (COVID-19's 19 is a number; "B2B" is not) and list markers
+        if m.start("num") > 0 and text[m.start("num") - 1].isalpha():
+            continue
+        try:
+            value = float(num.replace(",", ""))
+        except ValueError:      # pragma: no cover - the pattern only matches numbers
+            continue
+        unit = ""
+        if m.group("cur"):
+            unit = _G_UNITS[m.group("cur")]
+        elif m.group("pct"):
+            unit = "percent"
+        scale = (m.group("scale") or "").lower()
+        if scale and not (len(scale) == 1 and not m.group("cur")):   # "5 m" is metres, "$5m" millions
+            value *= _SCALE[scale]
+        elif scale == "m":
+            unit = "m"
+        out.append((m.group(0).strip(), value, _sig(num), unit))
+    return out
+
+
+def _number_supported(value: float, sig: int, support: List[float]) -> bool:
+    """The value, or a chunk value rounded to the sentence's significant digits ("$181.7
+    million" for 181,674,817; "about 200" for 196)."""
+    for w in support:
+        if w == value:
+            return True
+        if w and value:
+            mag = math.floor(math.log10(abs(w)))
+            q = 10.0 ** (mag - sig + 1)
+            if abs(math.floor(w / q + 0.5) * q - value) <= 1e-9 * abs(value):
+                return True
+    return False
+
+
+class _Chunkset:
+    """What the chunks of one answer support: folded words, number values, and each chunk
+    sentence's folded words with its negation and modality (for the best-aligned sentence)."""
+    __slots__ = ("words", "numbers", "sents", "pairs")
+
+    def __init__(self, texts: List[str]):
+        self.words: set = set()
+        self.numbers: List[float] = []
+        self.sents: List[Tuple[frozenset, Dict[str, frozenset], frozenset]] = []
+        for t in texts:
+            t = t[:MAX_GROUND_CHARS]
+            self.numbers.extend(v for _, v, _, _ in number_values(t))
+            for s, e in split_sentences(t):
+                sent = t[s:e]
+                low = _words(sent)
+                folded = frozenset(fold_word(w) for w in low)
+                self.words |= folded
+                self.words.update(w for w in low)
+                self.sents.append((folded, _marks(sent), _neg_zone(low)))
+            for w in _WORD_RX.findall(t):
+                low = _plain(w)
+                if low in _NUM_WORDS:              # "eight silver" supports "8 silver"
+                    self.numbers.append(float(_NUM_WORDS[low]))
+
+        self.numbers = sorted(set(self.numbers))
+        self.words.update(_num_key(v) for v in self.numbers)
+
+
+def _marks(text: str) -> Dict[str, frozenset]:
+    """Negation and modality by the word they bear on: for each negator or modal (written in
+    lower case: "May" is a month or a name), the next content word (folded) within three
+    words gets "not" or the modal's class ("must submit" -> {"submit": {"must"}}, "may not
+    apply" -> {"apply": {"may", "not"}})."""
+    out: Dict[str, set] = {}
+    raw = _WORD_RX.findall(text)
+    words = [_plain(w) for w in raw]
+    for i, w in enumerate(words):
+        mark = "not" if w in _NEG or w.endswith("n't") else (_MODAL.get(w) if raw[i].islower() else None)
+        if mark is None:
+            continue
+        for v in words[i + 1:i + 4]:
+            if v in _NEG or v in _MODAL or v in STOPWORDS or len(v) < 3:
+                continue
+            out.setdefault(fold_word(v), set()).add(mark)
+            break
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def _neg_zone(words: List[str]) -> frozenset:
+    """Folded words at most five words after or two before a negator: a negation in one text
+    agrees with the other when the word it bears on lies in the other's zone."""
+    out = set()
+    for i, w in enumerate(words):
+        if w in _NEG or w.endswith("n't"):
+            out.update(fold_word(v) for v in words[max(0, i - 2):i + 6])
+    return frozenset(out)
+
+
+def _num_key(v: float) -> str:
+    return "#%r" % v
+
+
+def _plain(text: str) -> str:
+    """Lower case without accents ("Café" / "cafe")."""
+    text = text.lower().replace("\u2019", "'")
+    if text.isascii():
+        return text
+    return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
+
+
+def _words(text: str) -> List[str]:
+    return _WORD_RX.findall(_plain(text))
+
+
+_CHUNKSETS: Dict[Tuple[str, ...], _Chunkset] = {}
+
+
+def chunkset(texts: List[str]) -> _Chunkset:
+    """The support of ``texts``, cached (bounded) by the texts themselves."""
+    key = tuple(texts)
+    cs = _CHUNKSETS.get(key)
+    if cs is None:
+        if len(_CHUNKSETS) > 4096:
+            _CHUNKSETS.clear()
+        cs = _CHUNKSETS[key] = _Chunkset(texts)
+    return cs
+
+
+def meta_kind(sentence: str) -> Optional[str]:
+    """Why a sentence is set aside (it talks only about the answer or the sources), or None.
+    A sentence ending in a colon introduces what follows: it is meta when its words are
+    words about the answer (INTRO_WORDS too: "Here is a concise summary of the passage:")."""
+    if _META_SENT_RX.search(sentence):
+        return "meta"
+    rest = _LEADIN_RX.sub("", sentence, count=1)
+    intro = rest.rstrip().endswith(":")
+    words = [w for w in _words(rest) if w not in STOPWORDS and w not in META_WORDS and len(w) > 1
+             and not (intro and w in INTRO_WORDS)]
+    if not words and not _DIGIT_RX.search(rest):
+        return "meta"
+    return None
+
+
+def checked_text(sentence: str) -> Optional[str]:
+    """The part of ``sentence`` that makes a claim: its lead-in about the sources removed and
+    its clauses that decline or talk about the sources set aside; None when nothing is left."""
+    parts = [p for p in _G_CLAUSE_RX.split(sentence) if p and p.strip()]
+    if len(parts) > 1:
+        keep = [p for p in parts if meta_kind(p) is None]
+        if not keep:
+            return None
+        if len(keep) < len(parts):
+            sentence = ", ".join(keep)
+    elif meta_kind(sentence) is not None:
+        return None
+    return _LEADIN_RX.sub("", sentence, count=1).strip() or None
+
+
+ALIGNED_SHARE = 0.6     # share of a sentence's content words in one chunk sentence that makes it "copied"
+# feature order of GROUNDING_MODEL["weights"]
+GROUND_FEATURES = ("unsupported_share", "unsupported_words", "best_sentence_share", "pair_share",
+                   "negation_mismatch", "modality_mismatch", "content_words")
+
+
+def grounding_features(text: str, cs: _Chunkset) -> Tuple[List[float], List[str], List[str], List[str]]:
+    """(features in GROUND_FEATURES order, missing numbers / names as written, unsupported
+    content words, negation / modality differences from the copied chunk sentence) of one
+    checked sentence against the chunks' support."""
+    missing: List[str] = []
+    why: List[str] = []
+    for raw, value, sig, unit in number_values(text):
+        if unit == "month" and any(cs.words.__contains__(m) for m, v in _G_MONTHS.items() if v == value):
+            continue                               # 2021-03-05 and "March 5, 2021"
+        if not _number_supported(value, sig, cs.numbers) and raw not in missing:
+            missing.append(raw)
+    stripped = _NUM_RX.sub(" ", text)
+    toks = _WORD_RX.findall(stripped)
+    content: List[str] = []
+    unsup: List[str] = []
+    first = True
+    caps = sum(1 for t in toks if t[0].isupper())
+    title = caps > 3 and caps * 2 > len(toks)          # a heading in title case: no names read
+    for tok in toks:
+        low = _plain(tok)
+        initial, first = first or title, False
+        if low in _CLOCK:
+            continue
+        if low in STOPWORDS or low in META_WORDS or len(low) < 3 and not tok.isupper():
+            continue
+        f = fold_word(low)
+        if low in _NEG or low in _MODAL:
+            continue
+        ok = f in cs.words or low in cs.words or (low in _NUM_WORDS and _num_key(float(_NUM_WORDS[low])) in cs.words)
+        if not ok and "-" in low:
+            ok = all(fold_word(p) in cs.words or p in cs.words for p in low.split("-") if p)
+        if not ok and f in _G_MONTHS:
+            ok = any(m in cs.words for m, v in _G_MONTHS.items() if v == _G_MONTHS[f])
+        content.append(f)
+        if not ok:
+            unsup.append(tok)
+            if tok[0].isupper() and not initial and low not in _G_MONTHS or (len(tok) > 1 and tok.isupper()):
+                missing.append(tok)
+    n = len(content)
+    fs = frozenset(content)
+    best = 0.0
+    bsent = None
+    pair = 0.0
+    if fs:
+        for words, marks, zone in cs.sents:
+            share = len(fs & words) / len(fs)
+            if share > best:
+                best, bsent = share, (words, marks, zone)
+        pairs = [(a, b) for a, b in zip(content, content[1:]) if a != b]
+        if pairs:
+            together = sum(1 for a, b in pairs if any(a in w and b in w for w, _, _ in cs.sents))
+            pair = together / len(pairs)
+        else:
+            pair = best
+    # negation and modality are compared with the chunk sentence the sentence copies (most of
+    # its content words in one chunk sentence), word by word: "may" for "must", "not" added
+    # or dropped on a word both sentences have
+    neg_mis = mod_mis = 0.0
+    if bsent is not None and best >= ALIGNED_SHARE:
+        words, cmarks, czone = bsent
+        smarks = _marks(text)
+        szone = _neg_zone(_words(text))
+        for head in sorted(set(smarks) | set(cmarks)):      # sorted: the same words in the same order
+            if head not in fs or head not in words:
+                continue
+            a, b = smarks.get(head, frozenset()), cmarks.get(head, frozenset())
+            if ("not" in a and head not in czone) or ("not" in b and head not in szone):
+                neg_mis = 1.0
+                why.append("negation of %r differs from the chunk" % head)
+            # the sentence's own modal must be the chunk's: "must" for "may" or for a plain
+            # statement, "may" for "must"; a hedge ("may", "could") on a fact the chunk
+            # states plainly claims less, not more
+            am, bm = a - {"not"}, b - {"not"}
+            if am and am != bm and not (not bm and am <= {"may"}):
+                mod_mis = 1.0
+                why.append("modality of %r differs from the chunk (%s / %s)" % (
+                    head, "+".join(sorted(a - {"not"})) or "none", "+".join(sorted(b - {"not"})) or "none"))
+    feats = [len(unsup) / n if n else 0.0, float(len(unsup)), best, pair, neg_mis, mod_mis, float(n)]
+    return feats, missing, unsup, why
+
+
+def _model_score(feats: List[float], model: dict) -> float:
+    z = model["bias"] + math.fsum(w * x for w, x in zip(model["weights"], feats))
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+
+
+def _blank(m) -> str:
+    return " " * len(m.group(0))
+
+
+def answer_sentences(claim: str) -> List[Tuple[int, int, str, Optional[str]]]:
+    """(start, end, sentence, checked text or None when set aside) of each sentence of an
+    answer, offsets into the claim as read by reading 1 (markers and a sources list removed; list
+    numbers blanked, not removed; the two are the same text when the claim holds no marker)."""
+    body = claim_without_markers(claim[:MAX_GROUND_CHARS])
+    body = _LISTNUM_RX.sub(_blank, body)
+    out = []
+    for s, e in split_sentences(body)[:MAX_GROUND_SENTENCES]:
+        sent = _ENUM_RX.sub("", " ".join(body[s:e].split()))
+        out.append((s, e, sent, checked_text(sent)))
+    return out
+
+
+class Grounding(NamedTuple):
+    checked: int
+    supported: int
+    unsupported: List[dict]    # {"sentence", "score", "missing", "why"}
+    set_aside: int
+
+
+def ground(claim: str, texts: List[str], model: Optional[dict] = None) -> Grounding:
+    """Check each sentence of ``claim`` against ``texts`` (the evidence chunks)."""
+    model = model or GROUNDING_MODEL
+    cs = chunkset(texts)
+    checked = supported = aside = 0
+    bad: List[dict] = []
+    for _, _, sent, text in answer_sentences(claim):
+        if text is None:
+            aside += 1
+            continue
+        feats, missing, unsup, flips = grounding_features(text, cs)
+        if not feats[6] and not missing and not flips:
+            aside += 1          # no content word, number or name ("No.", "Yes."): nothing to check
+            continue
+        support = 1.0 - _model_score(feats, model)
+        checked += 1
+        mostly = feats[0] > model["share_cut"]
+        if missing or flips or mostly or support <= 1.0 - model["threshold"]:
+            why = []
+            if missing:
+                why.append("%s found in no chunk" % ", ".join(missing[:10]))
+            why.extend(flips[:3])
+            if mostly:
+                why.append("%d of its %d content words found in no chunk" % (round(feats[1]), round(feats[6])))
+            if support <= 1.0 - model["threshold"]:
+                why.append("support %.3f at or below %s" % (support, _fmt_num(round(1.0 - model["threshold"], 4))))
+            bad.append({"sentence": sent[:300], "support": round(support, 4), "missing": missing[:10],
+                        "unsupported_words": unsup[:10], "why": "; ".join(why)})
+        else:
+            supported += 1
+    return Grounding(checked, supported, bad, aside)
+
+
+# =========================================================================== referee/trec.py
+# trec_eval's measures (TREC mode: qrels and a run) and their names.
+
+# --------------------------------------------------------------------------- trec_eval measures
+#
+# With --qrels/--run the scorer also computes trec_eval's own measures under trec_eval's names
+# (``-m map -m ndcg_cut.10``, ``--measures map,P.5``) and can print them as trec_eval does
+# (``--format trec``: ``measure<TAB>qid|all<TAB>value``, ``-q`` adds one block per query).
+# Conventions are trec_eval's: a document is relevant when its level is >= 1, the ranking is
+# score descending then docno descending, every qrels topic counts (a topic the run forgot
+# scores 0, trec_eval -c), "all" is the mean over topics (the sum for the num_* counts).
+
+
+class TrecMeasure(NamedTuple):
+    """One trec_eval measure: its name, default cutoffs (() = none), how "all" is formed
+    ("mean", "sum" or "geomean": trec_eval's geometric mean with each value floored at
+    GM_FLOOR), a one-line description, and whether -q prints it per topic."""
+    name: str
+    cutoffs: Tuple[float, ...]
+    total: str
+    description: str
+    per_topic: bool = True
+
+
+_TREC_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+_RECALL_LEVELS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+GM_FLOOR = 0.00001                      # trec_eval's MIN_GEO_MEAN
+#: The registry of trec_eval measures, in trec_eval's own output order (its measure table):
+#: lines are printed in this order whatever the order of -m.
+TREC_MEASURES: Tuple[TrecMeasure, ...] = (
+    TrecMeasure("num_ret", (), "sum", "documents retrieved"),
+    TrecMeasure("num_rel", (), "sum", "relevant documents in the qrels (level >= 1)"),
+    TrecMeasure("num_rel_ret", (), "sum", "relevant documents retrieved"),
+    TrecMeasure("map", (), "mean", "average precision: the sum of the precision at the rank of each "
+                "relevant retrieved document / num_rel (0 when num_rel is 0)"),
+    TrecMeasure("gm_map", (), "geomean", "geometric mean over topics of average precision, each floored "
+                "at 0.00001 (all only, as trec_eval)", per_topic=False),
+    TrecMeasure("Rprec", (), "mean", "precision after num_rel documents (0 when num_rel is 0)"),
+    TrecMeasure("bpref", (), "mean", "binary preference: mean over the relevant documents of 1 - "
+                "min(judged non-relevant ranked above it, R) / min(R, N); unretrieved ones add 0"),
+    TrecMeasure("recip_rank", (), "mean", "1 / rank of the first relevant document, 0 when none is retrieved"),
+    TrecMeasure("iprec_at_recall", _RECALL_LEVELS, "mean", "interpolated precision at recall level L (0 to 1): "
+                "the highest precision at any rank holding at least floor(L * num_rel + 0.5) relevant "
+                "documents (trec_eval's rounding), 0 when none"),
+    TrecMeasure("P", _TREC_CUTS, "mean", "relevant documents in the top K / K"),
+    TrecMeasure("recall", _TREC_CUTS, "mean", "relevant documents in the top K / num_rel (0 when num_rel is 0)"),
+    TrecMeasure("ndcg", (), "mean", "sum of level / log2(rank + 1) over the whole ranking, divided by the "
+                "same for the ideal ordering of the qrels (0 when nothing is relevant)"),
+    TrecMeasure("ndcg_cut", _TREC_CUTS, "mean", "sum of level / log2(rank + 1) over the top K, divided "
+                "by the same for the ideal ordering of the qrels (0 when nothing is relevant)"),
+    TrecMeasure("success", (1, 5, 10), "mean", "1 when a relevant document is in the top K, else 0"),
+)
+_TREC_BY_NAME = {m.name: m for m in TREC_MEASURES}
+_TREC_ORDER = {m.name: i for i, m in enumerate(TREC_MEASURES)}
+TREC_DEFAULT = ("num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
+                "iprec_at_recall", "P")
+#: -m all_trec: every measure above with its default cutoffs.
+TREC_ALL = tuple(m.name for m in TREC_MEASURES)
+
+
+def _float_param(measure: TrecMeasure) -> bool:
+    return bool(measure.cutoffs) and any(isinstance(c, float) for c in measure.cutoffs)
+
+
+def trec_name(measure: TrecMeasure, cut: Optional[float]) -> str:
+    """The output name: ``P_5``, ``iprec_at_recall_0.10``, ``map``."""
+    if cut is None:
+        return measure.name
+    return "%s_%.2f" % (measure.name, cut) if _float_param(measure) else "%s_%d" % (measure.name, cut)
+
+
+def _trec_family(name: str) -> Tuple[str, Optional[float]]:
+    """``P_5`` -> (P, 5); ``iprec_at_recall_0.10`` -> (iprec_at_recall, 0.1); ``map`` -> (map, None)."""
+    got = _FAMILY_OF.get(name)
+    if got is None:
+        if name in _TREC_BY_NAME:
+            got = (name, None)
+        else:
+            head, _, tail = name.rpartition("_")
+            got = (head, float(tail))
+        if len(_FAMILY_OF) < 4096:         # names come from -m and the registry: few
+            _FAMILY_OF[name] = got
+    return got
+
+
+_FAMILY_OF: Dict[str, Tuple[str, Optional[float]]] = {}
+
+
+def trec_sort_key(name: str) -> Tuple[int, float]:
+    """trec_eval's line order: the measure's place in TREC_MEASURES, then its cutoff."""
+    family, cut = _trec_family(name)
+    return _TREC_ORDER.get(family, len(_TREC_ORDER)), cut if cut is not None else -1.0
+
+
+def _trec_split(spec: str):
+    """``"P.5,10"`` -> (P, [5, 10]); ``"P_5"`` -> (P, [5]); ``"map"`` -> (map, []);
+    ``"iprec_at_recall..10,.5"`` / ``"iprec_at_recall.0.10"`` -> (iprec_at_recall, [0.1, 0.5]); None
+    when ``spec`` names no measure of TREC_MEASURES (an integer cutoff is 1 to 6 ASCII digits, no
+    leading 0; a recall level is a decimal from 0 to 1)."""
+    name, dot, params = spec.strip().partition(".")
+    if not dot and name not in _TREC_BY_NAME:
+        head, _, tail = name.rpartition("_")
+        if head in _TREC_BY_NAME and tail:
+            name, params = head, tail
+    measure = _TREC_BY_NAME.get(name)
+    if measure is None or (dot and not params):
+        return None
+    cuts: List[float] = []
+    for p in params.split(",") if params else []:
+        if measure.cutoffs and _float_param(measure):
+            if not re.fullmatch(r"(?:0|1)?(?:\.[0-9]{1,6})?", p) or p in ("", "."):
+                return None
+            v = float(p)
+            if not 0.0 <= v <= 1.0:
+                return None
+            cuts.append(v)
+            continue
+        if not (p.isascii() and p.isdigit() and p[0] != "0" and len(p) <= 6):
+            return None
+        cuts.append(int(p))
+    if cuts and not measure.cutoffs:
+        return None
+    return measure, cuts
+
+
+def parse_trec_measures(specs: List[str]) -> List[str]:
+    """trec_eval ``-m`` specs (``map``, ``P.5,10``, ``ndcg_cut.10``; ``P`` alone = its default
+    cutoffs; ``all_trec`` = every measure) -> output names, without repeats, in trec_eval's
+    line order (``trec_sort_key``), whatever the order of the specs.
+
+    >>> parse_trec_measures(["ndcg_cut.10", "P.10,5", "map"])
+    ['map', 'P_5', 'P_10', 'ndcg_cut_10']
+    """
+    out: List[str] = []
+    errors: List[str] = []
+    expanded: List[str] = []
+    for spec in specs:
+        expanded.extend(TREC_ALL if spec.strip() == "all_trec" else [spec])
+    for spec in expanded:
+        parsed = _trec_split(spec)
+        if parsed is None:
+            close = difflib.get_close_matches(spec.partition(".")[0], list(_TREC_BY_NAME) + ["all_trec"], n=1)
+            errors.append("-m: unknown trec_eval measure %r%s; known: %s, all_trec" % (
+                spec, "; did you mean %r?" % close[0] if close else "", ", ".join(_TREC_BY_NAME)))
+            continue
+        measure, cuts = parsed
+        cuts = cuts or list(measure.cutoffs)
+        for name in ([trec_name(measure, c) for c in cuts] if measure.cutoffs else [measure.name]):
+            if name not in out:
+                out.append(name)
+    if errors:
+        raise ScoreError("\n".join(errors))
+    return sorted(out, key=trec_sort_key)
+
+
+def _measure_specs(m_flags: Optional[List[str]], measures: Optional[str]) -> List[str]:
+    """``-m`` values, then ``--measures a,b.5,10`` split on commas (a bare number joins the
+    spec before it, so ``P.5,10`` survives the split)."""
+    specs = list(m_flags or [])
+    for part in (measures.split(",") if measures else []):
+        if part.strip().isdigit() and specs and "." in specs[-1]:
+            specs[-1] += "," + part.strip()
+        else:
+            specs.append(part.strip())
+    return specs
+
+
+def trec_ref(name: str) -> Optional["MetricRef"]:
+    """A gate on one trec_eval measure (``map``, ``ndcg_cut.10`` or ``ndcg_cut_10``), or None."""
+    parsed = _trec_split(name)
+    if parsed is None or len(parsed[1]) != (1 if parsed[0].cutoffs else 0):
+        return None
+    measure, cuts = parsed
+    key = trec_name(measure, cuts[0] if cuts else None)
+    return MetricRef(name, Metric(key, "mean", "higher", measure.description, "qrels, run",
+                                  "0 when the topic has no relevant document", None), None)
+
+
+def trec_plan(names: List[str]) -> List[Tuple[str, str, Optional[float], Optional[int]]]:
+    """(name, family, cutoff, integer cutoff) per measure name (cutoffs None for a measure
+    without one): trec_query's work on the names, done once per run by trec_evaluate."""
+    plan = []
+    for name in names:
+        family, level = _trec_family(name)
+        plan.append((name, family, level, None if level is None else int(level)))
+    return plan
+
+
+def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str],
+               plan: Optional[list] = None) -> Dict[str, float]:
+    """Every measure of ``names`` for one topic.  ``ranking``: docnos, best first;
+    ``judged``: qrels level per docno (>= 1 relevant, 0 judged non-relevant, < 0 unjudged).
+
+    >>> v = trec_query(["a", "b", "c"], {"a": 0, "b": 1, "d": 2}, ["map", "P_2", "bpref", "ndcg_cut_3"])
+    >>> v["map"] == (1 / 2) / 2, v["P_2"], v["bpref"] == (1 - 1 / 1) / 2
+    (True, 0.5, True)
+    """
+    rel_total = sum(1 for g in judged.values() if g >= 1)
+    nonrel_total = sum(1 for g in judged.values() if g == 0)
+    depth = len(ranking)
+    positions: List[int] = []    # 0-based ranks of the relevant retrieved documents
+    gains: List[int] = []
+    points: List[Tuple[int, float]] = []     # (relevant so far, precision) at each relevant retrieved document
+    ap = bpref = 0.0
+    found = nonrel = 0
+    for rank in compress(range(1, depth + 1), map(judged.__contains__, ranking)):   # judged documents only
+        level = judged[ranking[rank - 1]]
+        if level >= 1:
+            found += 1
+            ap += found / rank
+            points.append((found, found / rank))
+            bpref += 1.0 - (min(nonrel, rel_total) / min(rel_total, nonrel_total) if nonrel else 0.0)
+            positions.append(rank - 1)
+            gains.append(level)
+        elif level == 0:
+            nonrel += 1
+    ideal = ideal_gains(judged.values()) if any(n.startswith("ndcg") for n in names) else []
+    upto = partial(hits_at, positions)
+
+    out: Dict[str, float] = {}
+    for name, family, level, k in plan or trec_plan(names):
+        if family == "num_ret":
+            v = float(depth)
+        elif family == "num_rel":
+            v = float(rel_total)
+        elif family == "num_rel_ret":
+            v = float(found)
+        elif family in ("map", "gm_map"):
+            v = ap / rel_total if rel_total else 0.0
+        elif family == "iprec_at_recall":     # level L is reached at floor(L * R + 0.5) relevant documents
+            need = math.floor(level * rel_total + 0.5)
+            v = max((p for f, p in points if f >= need), default=0.0) if rel_total else 0.0
+        elif family == "ndcg":              # the whole ranking against the ideal of every relevant document
+            v = measure_ndcg(positions, gains, depth, ideal_dcg(ideal, len(ideal)))
+        elif family == "Rprec":
+            v = upto(rel_total) / rel_total if rel_total else 0.0
+        elif family == "bpref":
+            v = bpref / rel_total if rel_total else 0.0
+        elif family == "recip_rank":
+            v = measure_rr(positions)
+        elif family == "P":
+            v = measure_p(upto(k), k)
+        elif family == "recall":
+            v = measure_r(upto(k), rel_total)
+        elif family == "success":
+            v = measure_success(upto(k))
+        else:   # ndcg_cut
+            v = measure_ndcg(positions, gains, k, ideal_dcg(ideal, k))
+        out[name] = v
+    return out
+
+
+def trec_help() -> str:
+    """The ``--help`` lines of the trec_eval measures, from TREC_MEASURES."""
+    lines = ["trec_eval measures (--qrels/--run; -m NAME or -m NAME.K1,K2; --format trec prints NAME_K):"]
+    for m in TREC_MEASURES:
+        spec = m.name + (".K (default K: %s)" % ",".join(map(str, m.cutoffs)) if m.cutoffs else "")
+        lines.append("  %-30s %s" % (spec, m.description))
+    return "\n".join(lines)
+
+
+def trec_evaluate(gold: "Gold", run: Dict[str, Tuple[List[float], List[str]]],
+                  names: List[str], average: str = "all") -> Tuple[Dict[str, Dict[str, float]], Dict[str, float]]:
+    """(per topic {name: value} in qrels topic order, "all" {name: value}).
+
+    ``average="all"`` (default, trec_eval -c): every qrels topic counts, a topic the run
+    forgot scores 0.  ``"judged"`` (plain trec_eval): only the qrels topics the run has.
+    ``run`` is read_run's: each topic's documents already in trec_eval's order."""
+    per: Dict[str, Dict[str, float]] = {}
+    plan = trec_plan(names)
+    for qid, judged in zip(gold.qids, gold.judgments):
+        if average == "judged" and qid not in run:
+            continue
+        per[qid] = trec_query(run.get(qid, ((), []))[1], judged, names, plan)     # read_run's order is trec_eval's
+    n = len(per)
+    total = {}
+    for name in names:
+        kind = _TREC_BY_NAME[_trec_family(name)[0]].total
+        if kind == "geomean":
+            total[name] = math.exp(math.fsum(math.log(max(v[name], GM_FLOOR)) for v in per.values()) / n) if n else 0.0
+            continue
+        s = math.fsum(v[name] for v in per.values())
+        total[name] = s if kind == "sum" else (s / n if n else 0.0)
+    return per, total
+
+
+def trec_metric_entries(per: Dict[str, Dict[str, float]], total: Dict[str, float]) -> Dict[str, dict]:
+    """Report ``metrics`` entries for the trec measures (mean with a normal 95% interval)."""
+    out = {}
+    n = len(per)
+    for name, value in total.items():
+        values = [v[name] for v in per.values()]
+        ci = None if name.startswith("num_") or name == "gm_map" else _normal_ci(math.fsum(values), math.fsum(x * x for x in values), n)
+        out[name] = _entry(value, None, n, ci)
+    return out
+
+
+def render_trec(per: Dict[str, Dict[str, float]], total: Dict[str, float], per_query: bool,
+                num_q: bool) -> str:
+    """trec_eval's output: ``"%-22s\\t%s\\t%.4f"`` lines (counts as integers), per topic
+    (sorted as trec_eval sorts them) with ``-q``, then ``all``."""
+    lines = []
+
+    def line(name, qid, v):
+        lines.append("%-22s\t%s\t%s" % (name, qid, "%d" % v if name.startswith("num_") else "%.4f" % v))
+
+    if per_query:
+        for qid in sorted(per):
+            for name, v in per[qid].items():
+                if _TREC_BY_NAME[_trec_family(name)[0]].per_topic:
+                    line(name, qid, v)
+    if num_q:
+        line("num_q", "all", len(per))
+    for name, v in total.items():
+        line(name, "all", v)
+    return "\n".join(lines) + "\n"
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularized incomplete beta (Lentz's method)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 301):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def paired_t(diffs: List[float]) -> Tuple[Optional[float], Optional[float]]:
+    """(t, two-sided p) of Student's paired t-test on the differences (scipy's ttest_rel);
+    (None, None) with fewer than 2 pairs; t = 0, p = 1 when every difference is 0."""
+    n = len(diffs)
+    if n < 2:
+        return None, None
+    mean = math.fsum(diffs) / n
+    var = math.fsum((d - mean) ** 2 for d in diffs) / (n - 1)
+    if var == 0.0:
+        return (0.0, 1.0) if mean == 0.0 else (math.copysign(math.inf, mean), 0.0)
+    t = mean / math.sqrt(var / n)
+    df = n - 1
+    return t, min(1.0, _betainc(df / 2.0, 0.5, df / (df + t * t)))
+
+
+RANDOMIZATION_EXACT_MAX = 16          # up to 2**16 sign patterns are enumerated
+RANDOMIZATION_SAMPLES = 10000         # past that: this many random patterns, seeded
+RANDOMIZATION_SEED = 0
+
+
+def randomization_p(diffs: List[float]) -> Optional[float]:
+    """Two-sided p of the paired randomization (sign-flip) test on the mean difference: the
+    share of sign patterns whose |mean| is at least the observed one.  Exact (every pattern)
+    for up to RANDOMIZATION_EXACT_MAX pairs, else RANDOMIZATION_SAMPLES patterns drawn with
+    random.Random(RANDOMIZATION_SEED), the observed one counted (p = (hits + 1) / (samples + 1)):
+    deterministic.  None without pairs."""
+    n = len(diffs)
+    if n == 0:
+        return None
+    observed = abs(math.fsum(diffs)) - 1e-12 * max(1.0, math.fsum(abs(d) for d in diffs))
+    if n <= RANDOMIZATION_EXACT_MAX:
+        hits = 0
+        for mask in range(1 << n):
+            total = math.fsum(-d if mask >> i & 1 else d for i, d in enumerate(diffs))
+            hits += abs(total) >= observed
+        return hits / float(1 << n)
+    rng = random.Random(RANDOMIZATION_SEED)
+    hits = 0
+    for _ in range(RANDOMIZATION_SAMPLES):
+        total = math.fsum(d if rng.random() < 0.5 else -d for d in diffs)
+        hits += abs(total) >= observed
+    return (hits + 1) / (RANDOMIZATION_SAMPLES + 1)
+
+
+def trec_per_topic(per: Dict[str, Dict[str, float]]) -> Dict[str, Dict[str, float]]:
+    """``{measure: {topic: value}}`` for the report (what a later --baseline pairs against);
+    measures that have no per-topic value (gm_map) are left out."""
+    out: Dict[str, Dict[str, float]] = {}
+    for qid, values in per.items():
+        for name, v in values.items():
+            if _TREC_BY_NAME[_trec_family(name)[0]].per_topic and not name.startswith("num_"):
+                out.setdefault(name, {})[qid] = v
+    return out
+
+
+def trec_significance(cur: Dict[str, Dict[str, float]], base: Any) -> Dict[str, dict]:
+    """Per trec measure in both reports' ``trec_per_topic``: the topics paired, the mean
+    difference (this run - baseline), the paired t-test (t, p) and the randomization test's p."""
+    out: Dict[str, dict] = {}
+    if not isinstance(base, dict):
+        return out
+    for name, values in cur.items():
+        old = base.get(name)
+        if not isinstance(old, dict):
+            continue
+        topics = [q for q in values if isinstance(old.get(q), (int, float)) and not isinstance(old.get(q), bool)]
+        diffs = [values[q] - float(old[q]) for q in topics]
+        t, p = paired_t(diffs)
+        out[name] = {"n": len(diffs), "mean_delta": _r(math.fsum(diffs) / len(diffs)) if diffs else None,
+                     "t": None if t is None or math.isinf(t) else _r(t), "p_t_test": None if p is None else _r(p),
+                     "p_randomization": None if not diffs else _r(randomization_p(diffs))}
+    return out
+
+
+# =========================================================================== referee/names.py
+# Metric names: parsing a gate's metric name (registry, parameterised families, trec_eval names),
+# suggestions for a misspelt one and the metric table of the docs.
+
+# --------------------------------------------------------------------------- retrieval measures
+#
+# One implementation per measure of the registry's retrieval families, used by QA mode
+# (Scorer._retrieval: P@K, R@K, Success@K, RR, RR@K, nDCG@K) and by TREC mode (trec_query: P_K,
+# recall_K, success_K, recip_rank, ndcg_cut_K) alike.  Both reduce a ranking to ``positions``:
+# the 0-based ranks of its relevant documents, ascending, with ``gains``, their levels (1 for a
+# plain gold citation; the qrels level >= 1 with --qrels).
+
+
+def parse_metric(name: str) -> MetricRef:
+    """Resolve a metric name (or seed alias) to the registry; suggest the closest on failure."""
+    spelled = name
+    name = ALIASES.get(name, name)
+    if name in _BY_NAME and "@K" not in name:
+        return MetricRef(spelled, _BY_NAME[name], None)
+    if name == "recall@k":
+        return MetricRef(spelled, _BY_NAME["recall@K"], None)
+    m = _PARAM_RX.fullmatch(name)
+    if m:
+        return MetricRef(spelled, _BY_NAME[m.group(1) + "@K"], int(m.group(2)))
+    ref = trec_ref(spelled)     # trec_eval's names (map, ndcg_cut.10): IR mode only
+    if ref is not None:
+        return ref
+    raise ScoreError("unknown metric %r%s" % (spelled, _suggest(spelled)))
+
+
+def _suggest(name: str) -> str:
+    digits = re.search(r"@(\d+)", name)
+    k = digits.group(1) if digits else "5"
+    names = [m.name.replace("@K", "@" + k) for m in REGISTRY] + list(ALIASES) + ["recall@k"]
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
+    if not close:
+        lowered = {n.lower(): n for n in names}
+        close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.5)
+        close = [lowered[c] for c in close]
+    return "; did you mean %r?" % close[0] if close else ""
+
+
+def metric_table_markdown() -> str:
+    """The README metric table, generated from the registry (tests keep the README in sync)."""
+    rows = ["| metric | kind | better | needs gold | definition | fields read | when undefined |",
+            "|---|---|---|---|---|---|---|"]
+    for m in REGISTRY:
+        rows.append("| `%s` | %s | %s | %s | %s | %s | %s |" % (
+            m.name, m.kind, m.better, "yes" if m.gold else "no", m.definition.replace("|", "\\|"), m.fields,
+            m.undefined))
+    return "\n".join(rows) + "\n"
+
+
+def _metric_help() -> str:
+    lines = ["metrics (K = any cutoff, e.g. P@5; seed aliases: under, over, recall@k):"]
+    for m in REGISTRY:
+        lines.append("  %-30s %s" % (m.name, m.definition))
+    lines.append("")
+    lines.append("exit status: 0 all gates pass, 1 a gate failed, 2 usage or input error")
+    return "\n".join(lines)
+
+
+# =========================================================================== referee/aggregate.py
+# Aggregation: per-item verdicts summed into rates and means with intervals, categories and
+# failure modes.
+
+# --------------------------------------------------------------------------- aggregation
+
+
+def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
+    """Every registry metric (families at every k) over the items ``idx``; unrounded."""
+    flags = scorer.flags
+    combos = Counter(map(flags.__getitem__, idx))
+    out: Dict[str, dict] = {}
+
+    def rate(name: str):
+        den, num = _PAIRED[name]
+        n = c = 0
+        for f, cnt in combos.items():
+            if den(f):
+                n += cnt
+                if num(f):
+                    c += cnt
+        return c, n
+
+    gidx = list(compress(idx, map(F_GOLD.__and__, map(flags.__getitem__, idx))))
+    ng = len(gidx)
+    aidx = None   # answerable items, for the seed's recall@K
+    hits_at_k: Dict[int, Counter] = {}     # k -> how many items have each number of hits (P@K, Success@K)
+    for m in REGISTRY:
+        if m.name in EXTRA_METRICS or m.name in ANSWER_METRICS:
+            continue
+        if m.name in SEED_ONLY or m.name == "recall@K":
+            names = [m.name] if m.name != "recall@K" else ["recall@%d" % k for k in scorer.ks]
+            for name in names:
+                if trec:    # --qrels/--run carry no answers: only retrieval metrics exist
+                    continue
+                if name.startswith("recall@"):
+                    if aidx is None:
+                        aidx = list(compress(idx, map(F_ANS.__and__, map(flags.__getitem__, idx))))
+                    c, n = sum(map(scorer.seed_rec[int(name[7:])].__getitem__, aidx)), len(aidx)
+                    out[name] = _entry(c / n if n else m.empty, c, n, wilson(c, n))
+                    continue
+                if name == "fallback_used_count":
+                    with_field = sum(cnt for f, cnt in combos.items() if f & F_FB)
+                    c = sum(cnt for f, cnt in combos.items() if f & F_FBUSED)
+                    out[name] = (_entry(c, c, with_field, None) if with_field else
+                                 _entry(None, None, 0, None, "not measured: no trace row carries fallback_used"))
+                    continue
+                c, n = rate(name)
+                reason = None
+                value = c / n if n else m.empty
+                if name == "hallucination":
+                    unmeasured = sum(cnt for f, cnt in combos.items() if f & F_SHIP and not f & F_HMEAS)
+                    if unmeasured:
+                        first = min((i for i in idx if i in scorer.no_text), default=None)
+                        where = "" if first is None else " (first: qid %s, chunk %s)" % (
+                            scorer.gold.qids[first], scorer.no_text[first])
+                        reason = ("not measured: no chunk text for %d of %d shipped claims%s; give the trace "
+                                  "cited_chunks or --chunks FILE" % (unmeasured, n, where))
+                        value = None
+                elif name.startswith("fallback_used_rate") and n == 0:
+                    reason = ("not measured: no trace row carries fallback_used" if name == "fallback_used_rate"
+                              else "not measured: no answerable item's trace carries fallback_used")
+                elif name == "decision_accuracy" and n == 0:
+                    reason = "not measured: no item has both gold expected_decision and trace decision"
+                elif name == "pass_rate" and n == 0:
+                    reason = "not measured: no items"
+                out[name] = _entry(value if reason is None else None, c, n,
+                                   wilson(c, n) if reason is None else None, reason)
+            continue
+        # retrieval families over items with gold citations
+        base = m.name.split("@")[0]
+        ks = [None] if m.name == "RR" else scorer.ks
+        for k in ks:
+            name = m.name if k is None else "%s@%d" % (base, k)
+            if ng == 0:
+                out[name] = _entry(None, None, 0, None, "not measured: no item has gold citations")
+                continue
+            if base in ("P", "Success"):     # hits per item: a few small integers, counted
+                hits = hits_at_k.get(k)
+                if hits is None:
+                    hits = hits_at_k[k] = Counter(map(scorer.hits[k].__getitem__, gidx))
+                if base == "Success":
+                    c = ng - hits[0]        # measure_success: 1 for hits > 0
+                    out[name] = _entry(c / ng, c, ng, wilson(c, ng))
+                else:
+                    total, sq = _counted_sums({measure_p(h, k): c for h, c in hits.items()})
+                    out[name] = _entry(total / ng, None, ng, _normal_ci(total, sq, ng))
+                continue
+            if base == "R":
+                vals = list(map(scorer.rec[k].__getitem__, gidx))
+            elif base == "nDCG":
+                vals = list(map(scorer.ndcg[k].__getitem__, gidx))
+            else:  # RR
+                vals = list(map((scorer.rr if k is None else scorer.rrk[k]).__getitem__, gidx))
+            total = math.fsum(vals)
+            out[name] = _entry(total / ng, None, ng, _sample_ci(vals, total))
+    if not trec:
+        out.update(_extra_metrics(scorer, idx, combos))
+        out.update(_answer_metrics(scorer, idx))
+        if scorer.gold.unlabelled:
+            _skip_gold_metrics(out)
+    return out
+
+
+ANSWER_METRICS = ("answer_correct_rate", "answer_f1")
+
+
+def _answer_metrics(scorer: Scorer, idx) -> Dict[str, dict]:
+    """Issue 28: answer_correct_rate and answer_f1 over the measured items of ``idx``."""
+    flags, f1s = scorer.flags, scorer.answer_f1
+    measured = list(compress(idx, map(math.isfinite, map(f1s.__getitem__, idx))))   # NaN: not measured
+    n = len(measured)
+    if not n:
+        why = ("not measured: no shipped item has gold_answers" +
+               ("" if scorer.answer_substr else " (gate answer_correct_rate to match gold_claim_substr)"))
+        return {name: _entry(None, None, 0, None, why) for name in ANSWER_METRICS}
+    c = sum(1 for i in measured if flags[i] & F_ANSOK)
+    vals = [f1s[i] for i in measured]
+    total = math.fsum(vals)
+    return {"answer_correct_rate": _entry(c / n, c, n, wilson(c, n)),
+            "answer_f1": _entry(total / n, None, n, _sample_ci(vals, total))}
+
+
+EXTRA_METRICS = ("faithfulness", "unsupported_answer_rate",
+                 "refusal_rate", "partial_refusal_rate", "rejection_calibration", "policy_compliance", "source_policy_compliance",
+                 "answer_relevance", "context_relevance", "citation_coverage", "conflict_correct_rate",
+                 "staleness_correct_rate", "clarify_correct_rate", "latency_p50", "latency_p95", "cost_per_item")
+
+_PAIRED.update(_EXTRA_RATES)     # per-item yes/no verdicts: --baseline pairs them too
+_EMPTY_WHY = {"refusal_rate": "no items", "partial_refusal_rate": "no items", "rejection_calibration": "no item is labelled",
+              "citation_coverage": "no gold item lists required_citation_doc_ids",
+              "conflict_correct_rate": "no gold item has required_behavior must_surface_conflict",
+              "staleness_correct_rate": "no gold item has required_behavior must_detect_staleness",
+              "clarify_correct_rate": "no gold item has required_behavior must_clarify"}
+_SKIPPED = "skipped: needs gold labels (reference-free mode: no --gold, or gold rows without labels)"
+
+
+def nearest_rank(sorted_values: List[float], p: float) -> float:
+    """The ceil(p * n)-th smallest value (1-based; p in (0, 1]); the list must be non-empty."""
+    return sorted_values[max(1, math.ceil(p * len(sorted_values) - 1e-9)) - 1]
+
+
+def _extra_metrics(scorer: Scorer, idx, combos: Counter) -> Dict[str, dict]:
+    """Issue 20's metrics over the items ``idx`` (``combos``: their flags, counted)."""
+    out: Dict[str, dict] = {}
+    for name, (den, num) in _EXTRA_RATES.items():
+        n = c = 0
+        for f, cnt in combos.items():
+            if den(f):
+                n += cnt
+                if num(f):
+                    c += cnt
+        m = _BY_NAME[name]
+        if name == "unsupported_answer_rate":
+            out[name] = _grounding_entry(scorer, idx, c, n)
+        elif name == "policy_compliance" and not scorer.policy_measured:
+            out[name] = _entry(None, c, n, None, "not measured: no [policy.*] patterns in the gates file "
+                                                 "and no gold policy rejection")
+        elif n == 0 and m.empty is None:
+            out[name] = _entry(None, 0, 0, None, "not measured: " + _EMPTY_WHY[name])
+        else:
+            out[name] = _entry(c / n if n else m.empty, c, n, wilson(c, n))
+    for name, arr, what in (("answer_relevance", scorer.answer_rel, "no shipped item has a question (q) with content terms"),
+                            ("context_relevance", scorer.context_rel, "no item has a question, retrieved chunks and all "
+                                                                      "their texts (give --chunks)")):
+        if _BY_NAME[name].needs not in scorer.needs:
+            out[name] = _entry(None, None, 0, None, NOT_COMPUTED % name)
+            continue
+        vals = list(filterfalse(math.isnan, map(arr.__getitem__, idx)))     # NaN: not measured
+        total = math.fsum(vals)
+        out[name] = (_entry(total / len(vals), None, len(vals), _sample_ci(vals, total))
+                     if vals else _entry(None, None, 0, None, "not measured: " + what))
+    vals = list(filterfalse(math.isnan, map(scorer.faith.__getitem__, idx)))
+    total = math.fsum(vals)
+    out["faithfulness"] = _grounding_entry(scorer, idx, None, len(vals), total / len(vals) if vals else None,
+                                           _sample_ci(vals, total))
+    lat = sorted(filterfalse(math.isnan, map(scorer.latency.__getitem__, idx)))
+    for name, p in (("latency_p50", 0.50), ("latency_p95", 0.95)):
+        out[name] = (_entry(nearest_rank(lat, p), None, len(lat), None) if lat else
+                     _entry(None, None, 0, None, "not measured: no trace row carries timings_ms.total"))
+    cost = list(filterfalse(math.isnan, map(scorer.cost.__getitem__, idx)))
+    out["cost_per_item"] = (_entry(math.fsum(cost) / len(cost), None, len(cost), None) if cost else
+                            _entry(None, None, 0, None, "not measured: no trace row carries cost"))
+    return {m.name: out[m.name] for m in REGISTRY if m.name in out}
+
+
+def _grounding_entry(scorer: Scorer, idx, c, n, value=None, ci=None) -> dict:
+    """faithfulness (c None) or unsupported_answer_rate: null when grounding was not computed
+    or some shipped answer's chunk text is unknown (fail closed, like hallucination)."""
+    if not scorer.grounding_on:
+        return _entry(None, c, n, None, 'not computed: set [scorer] grounding = "sentences" in the gates file, '
+                                        'or gate faithfulness / unsupported_answer_rate (tier = "monitor" to report only)')
+    lack = [i for i in idx if i in scorer.ground_no_text]
+    if lack:
+        return _entry(None, c, n, None, "not measured: no chunk text for %d shipped answers (first: qid %s, chunk %s); "
+                      "give the trace cited_chunks or --chunks FILE" % (
+                          len(lack), scorer.gold.qids[lack[0]], scorer.ground_no_text[lack[0]]))
+    if c is None:
+        if not n:
+            return _entry(None, None, 0, None, "not measured: no shipped answer has a checked sentence")
+        return _entry(value, None, n, ci)
+    return _entry(c / n if n else 0.0, c, n, wilson(c, n))
+
+
+def _skip_gold_metrics(out: Dict[str, dict]) -> None:
+    """Reference-free mode: every metric whose registry entry needs gold is skipped, with why
+    (answer metrics stay when rows carry gold_answers but no other label, e.g. RAGAS references)."""
+    for name in out:
+        if name in ANSWER_METRICS and out[name]["n"]:
+            continue
+        if parse_metric(name).metric.gold:
+            out[name] = _entry(None, None, None, None, _SKIPPED)
+
+
+# Severity order: an item's primary failure mode is its first label in this order.
+MODE_ORDER = ("missing_trace", "policy_violation", "source_policy_violation", "training_cutoff_excuse",
+              "under_refusal", "false_acceptance", "citation_not_retrieved", "hallucination", "unsupported_answer",
+              "retrieval_miss",
+              "over_refusal", "false_rejection", "conflict_not_surfaced", "staleness_not_detected",
+              "clarification_missed", "required_citation_missing", "citation_miss", "claim_miss",
+              "decision_mismatch")
+
+
+def all_modes(f: int, trec: bool) -> List[str]:
+    """Every failure label that applies to an item with flags ``f``, most severe first."""
+    out = []
+    if not f & F_TRACE:
+        out.append("missing_trace")
+    if f & F_GOLD and not f & F_GOLDRET and (trec or f & F_ANS):
+        out.append("retrieval_miss")      # no gold citation was retrieved at all
+    if not trec:
+        out += _extra_modes(f)
+        if f & F_SHIP:
+            if not f & (F_ANS | F_NOLAB):
+                out.append("under_refusal")
+            if f & F_NOTRET:
+                out.append("citation_not_retrieved")
+            # issue 29: the label follows [scorer] grounding, like the hallucination gate
+            if f & F_HALL and _GROUNDING["mode"] != "sentences":
+                out.append("hallucination")
+            if f & F_UNSUP:
+                out.append("unsupported_answer")
+            if f & F_ANS and not f & F_HIT:
+                out.append("citation_miss")
+            if f & F_ANS and not f & F_CONT:
+                out.append("claim_miss")
+        elif f & F_ANS:
+            out.append("over_refusal")
+        if f & F_DEC and not f & F_DECOK:
+            out.append("decision_mismatch")
+    return sorted(out, key=MODE_ORDER.index)
+
+
+def _extra_modes(f: int) -> List[str]:
+    """Issue 20's failure labels (seed 004's rejection calibration, policies; seed 000's
+    decisions for the right reason)."""
+    out = []
+    if f & F_POLV:
+        out.append("policy_violation")
+    if f & F_SRCV:
+        out.append("source_policy_violation")
+    if f & F_CUTOFF:
+        out.append("training_cutoff_excuse")
+    if not f & F_NOLAB:
+        if f & F_SHIP and f & F_EXPREF:
+            out.append("false_acceptance")
+        if not f & (F_SHIP | F_EXPREF | F_CUTOFF):
+            out.append("false_rejection")
+    for req, ok, mode in ((F_REQCONF, F_OKCONF, "conflict_not_surfaced"), (F_REQSTALE, F_OKSTALE, "staleness_not_detected"),
+                          (F_REQCLAR, F_OKCLAR, "clarification_missed"), (F_REQDOCS, F_OKDOCS, "required_citation_missing")):
+        if f & req and not f & ok:
+            out.append(mode)
+    return out
+
+
+def failure_mode(f: int, trec: bool) -> Optional[str]:
+    """The item's primary failure mode, or None when nothing is wrong with it."""
+    labels = all_modes(f, trec)
+    return labels[0] if labels else None
+
+
+def flag_string(f: int) -> str:
+    return "".join(ch for bit, ch in enumerate(FLAG_LETTERS) if f >> bit & 1)
+
+
+def flag_int(s: str) -> int:
+    f = 0
+    for ch in s:
+        pos = FLAG_LETTERS.find(ch)
+        if pos < 0:
+            raise ValueError(ch)
+        f |= 1 << pos
+    return f
+
+
+# =========================================================================== referee/config.py
+# The gates file: dataset sections, gate tiers, [scorer] settings (patterns, readers, grounding),
+# [policy.*], [regression] and [weights].
 
 # --------------------------------------------------------------------------- gates config
 
@@ -1493,380 +4399,11 @@ def _tier_prefix(part: str) -> Tuple[str, str]:
     return (m.group(1), part[m.end():]) if m else ("block", part)
 
 
+# =========================================================================== referee/contracts.py
+# The data contracts: gold rows, trace rows, chunks, TREC qrels and runs, each read into records
+# with their line numbers.
+
 # --------------------------------------------------------------------------- readers
-
-
-def _show(value, limit: int = 80) -> str:
-    """An input value as it would look in JSON, shortened for messages."""
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-class _Errors:
-    """Collects ``path:line: ...`` messages; keeps MAX_ERRORS, counts the rest."""
-
-    def __init__(self, limit: int):
-        self.limit, self.lines, self.count = limit, [], 0
-
-    def add(self, msg: str) -> None:
-        self.count += 1
-        if len(self.lines) < self.limit:
-            self.lines.append(msg)
-        if self.count >= MAX_BAD_LINES:      # a stream of garbage: stop reading it
-            raise ScoreError(self.text() + "\n%s stopped reading after %d bad lines" % (msg.split(":")[0], self.count))
-
-    def text(self) -> str:
-        out = list(self.lines)
-        if self.count > len(self.lines):
-            out.append("... and %d more errors" % (self.count - len(self.lines)))
-        return "\n".join(out)
-
-
-class _JsonLimit(ValueError):
-    """A JSON row that parses but breaks a limit (depth, digits, lone surrogate)."""
-
-
-_JSON_SPECIAL = re.compile(r'[\[\]{}"\\]')
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-
-
-def _json_depth(text: str) -> int:
-    """Deepest nesting of arrays/objects in a JSON text, brackets inside strings ignored.
-
-    Linear: one pass over the brackets, quotes and backslashes only."""
-    depth = deepest = 0
-    in_string = escaped = False
-    last = -2
-    for m in _JSON_SPECIAL.finditer(text):
-        c, pos = m.group(), m.start()
-        if in_string:
-            if escaped and pos == last + 1:
-                escaped = False
-            elif c == "\\":
-                escaped, last = True, pos
-            elif c == '"':
-                in_string = False
-            continue
-        if c == '"':
-            in_string, escaped = True, False
-        elif c in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif c in "]}":
-            depth -= 1
-    return deepest
-
-
-_NO_VALUE = object()
-
-
-def _parse_int(text: str) -> int:
-    if len(text) > MAX_NUMBER_CHARS:
-        raise _JsonLimit("an integer longer than %d digits, got %s..." % (MAX_NUMBER_CHARS, text[:20]))
-    return int(text)
-
-
-_JSON_DECODER = json.JSONDecoder(parse_int=_parse_int)   # built once: json.loads(..., parse_int=) builds one per call
-_JSON_DECODE = _JSON_DECODER.decode
-_JSON_SCAN = json.scanner.make_scanner(_JSON_DECODER)     # what decode() runs, without its two Python frames
-
-
-def json_row(text: str):
-    """``json.loads`` with limits: nesting <= MAX_JSON_DEPTH (checked before parsing, so no
-    RecursionError), integers <= MAX_NUMBER_CHARS digits, no lone surrogate (\\ud800) in a
-    string (it could not be written out).  Raises ValueError (``_JsonLimit`` for a limit)."""
-    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _json_depth(text) > MAX_JSON_DEPTH:
-        raise _JsonLimit("JSON nested deeper than %d levels" % MAX_JSON_DEPTH)
-    obj = _NO_VALUE
-    if text[:1] == "{":        # an object row, as JSONL rows are: decode()'s scan, called directly
-        try:
-            obj, end = _JSON_SCAN(text, 0)
-        except (StopIteration, ValueError):
-            obj = _NO_VALUE             # decode() below raises the same error with its message
-        else:
-            if end != len(text) and text[end:].strip(" \t\n\r"):
-                obj = _NO_VALUE         # extra data: decode()'s message
-    if obj is _NO_VALUE:
-        obj = _JSON_DECODE(text) if text[:1] != "\ufeff" else json.loads(text)   # json.loads's BOM message
-    # "\\" first: one memchr over the row, where "\\u" is a slower two-character search (most rows hold no escape)
-    if "\\" in text and "\\u" in text and _SURROGATE_ESCAPE.search(text):
-        try:
-            json.dumps(obj, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError:
-            raise _JsonLimit("a lone surrogate escape (\\ud800-\\udfff) in a string") from None
-    return obj
-
-
-def _jsonl(path: str, errors: _Errors, notes: List[str]):
-    """Yield (lineno, object) for each non-blank line; bad lines go to ``errors``.
-
-    Reads bytes so that a non-UTF-8 line is reported with its line number; a UTF-8
-    byte-order mark on the first line and CRLF line ends are accepted.  A block of lines
-    (iter_line_batches) is decoded in one call when it is all UTF-8 and holds no over-long
-    line; otherwise line by line, as _decoded_lines does."""
-    for first, lines, ended in iter_line_batches(path):
-        texts = None
-        if None not in lines:
-            try:
-                texts = b"\n".join(lines).decode("utf-8").split("\n")    # no line holds a "\n"
-            except UnicodeDecodeError:
-                pass
-        numbered = zip(count(first), texts) if texts is not None else _batch_lines(path, errors, first, lines, ended)
-        for lineno, line in numbered:
-            if lineno == 1 and line.startswith("\ufeff"):
-                line = line[1:]
-                notes.append("%s:1: UTF-8 byte-order mark ignored" % path)
-            if not line or line.isspace():
-                continue
-            try:
-                obj = json_row(line)
-            except ValueError as exc:
-                if texts is not None and ended:     # the message of the line as read, line end included
-                    line += "\n"
-                    try:
-                        json_row(line)
-                    except ValueError as again:
-                        exc = again
-                if isinstance(exc, _JsonLimit):
-                    errors.add("%s:%d: %s" % (path, lineno, exc))
-                else:
-                    errors.add("%s:%d: invalid JSON (%s), got %s" % (path, lineno, str(exc).split(":")[0],
-                                                                   _show(line.strip(), 60)))
-                continue
-            if type(obj) is not dict:
-                errors.add("%s:%d: expected a JSON object, got %s" % (path, lineno, _show(obj, 60)))
-                continue
-            if path in _RAGAS_PATHS:      # issue 28: a RAGAS-style row, read as gold + trace row
-                obj = ragas_row(obj, path, lineno, errors)
-                if obj is None:
-                    continue
-            yield lineno, obj
-
-
-def _batch_lines(path: str, errors: "_Errors", first: int, lines: list, ended: bool):
-    """(lineno, text) of a batch's lines that are UTF-8, line end included (iter_lines'
-    lines); an over-long or non-UTF-8 line goes to ``errors`` when it is reached."""
-    for lineno, raw in enumerate(lines, first):
-        if raw is None:
-            errors.add("%s:%d: line longer than %d bytes (--max-line-bytes)" % (path, lineno, _LIMITS["line_bytes"]))
-            continue
-        if ended:
-            raw += b"\n"
-        try:
-            yield lineno, raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            errors.add("%s:%d: not UTF-8 (byte 0x%02x at column %d), got %r"
-                       % (path, lineno, raw[exc.start], exc.start + 1, raw[:60]))
-
-
-# Issue 28: RAGAS-style rows ({user_input | question, response | answer, retrieved_contexts |
-# contexts, reference | ground_truth}, no qid), read with --format ragas or detected.  Each row
-# becomes one row that is both its gold row and its trace row: qid "row-<line>", contexts
-# "ctx-1".."ctx-N" in rank order (retrieved_ids; their texts in cited_chunks, so that a citation
-# by rank "[1]" names ctx-1 and grounding has the text), the reference as gold_answers.  A row
-# says whether it is answerable only with an "answerable" field; without one, the gold is
-# unlabelled (the seed's label-based metrics are skipped) and the answer metrics are measured.
-_RAGAS_PATHS: set = set()
-_RAGAS_FIELDS = (("user_input", "question"), ("response", "answer"), ("retrieved_contexts", "contexts"),
-                 ("reference", "ground_truth"))
-
-
-def _first_field(row: dict, names) -> Tuple[Optional[str], object]:
-    for name in names:
-        if name in row:
-            return name, row[name]
-    return None, None
-
-
-def looks_ragas(row: dict) -> bool:
-    """A row with no qid and a question field plus a response or contexts field of RAGAS."""
-    if "qid" in row or "q_id" in row:
-        return False
-    return _first_field(row, _RAGAS_FIELDS[0])[0] is not None and (
-        _first_field(row, _RAGAS_FIELDS[1])[0] is not None or _first_field(row, _RAGAS_FIELDS[2])[0] is not None)
-
-
-def ragas_row(row: dict, path: str, lineno: int, errors: _Errors) -> Optional[dict]:
-    """The gold + trace row of one RAGAS-style row; None (error recorded) when a field is bad."""
-    out = {"qid": "row-%d" % lineno}
-    name, q = _first_field(row, _RAGAS_FIELDS[0])
-    if q is not None and type(q) is not str:
-        errors.add("%s:%d: \"%s\" must be a string, got %s" % (path, lineno, name, _show(q)))
-        return None
-    name, resp = _first_field(row, _RAGAS_FIELDS[1])
-    if resp is not None and type(resp) is not str:
-        errors.add("%s:%d: \"%s\" must be a string, got %s" % (path, lineno, name, _show(resp)))
-        return None
-    name, ctx = _first_field(row, _RAGAS_FIELDS[2])
-    if ctx is not None and not _str_list(ctx):
-        errors.add("%s:%d: \"%s\" must be a list of strings, got %s" % (path, lineno, name, _show(ctx)))
-        return None
-    name, ref = _first_field(row, _RAGAS_FIELDS[3] + ("ground_truths",))
-    if type(ref) is str:
-        ref = [ref] if ref.strip() else None
-    elif ref is not None and not (_str_list(ref) and all(r.strip() for r in ref)):
-        errors.add("%s:%d: \"%s\" must be a string or a list of non-empty strings, got %s"
-                   % (path, lineno, name, _show(ref)))
-        return None
-    ids = ["ctx-%d" % (k + 1) for k in range(len(ctx or ()))]
-    if q is not None:
-        out["question"] = out["q"] = q
-    if ref:
-        out["gold_answers"] = list(ref)
-    for key in ("answerable", "category", "citations"):
-        if key in row:
-            out[key] = row[key]
-    aj = {"claim": resp}
-    if "citations" in row:
-        aj["citations"] = row["citations"]
-    out["answer_json"] = aj
-    out["retrieved_ids"] = ids
-    out["cited_chunks"] = dict(zip(ids, ctx or ()))
-    return out
-
-
-def ragas_layout(path: str) -> bool:
-    """True when the first row of ``path`` looks like a RAGAS row (see ``looks_ragas``); stdin
-    ("-") is read once, so it is never sniffed: give --format ragas."""
-    if path == "-" or not os.path.isfile(path):
-        return False
-    try:
-        for _, row in _jsonl(path, _Errors(1), []):
-            return looks_ragas(row)
-    except (OSError, ScoreError):
-        return False
-    return False
-
-
-def open_input(path: str, what: str = ""):
-    """A binary file object for ``path``; ``-`` is stdin.  Anything but a regular file (a FIFO,
-    a device such as /dev/zero, a folder) is refused: it could hang or never end."""
-    what = " " + what if what else ""
-    if path == "-":
-        return os.fdopen(os.dup(sys.stdin.fileno()), "rb")
-    try:
-        st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode):
-            raise ScoreError("%s: cannot read%s: not a regular file (%s); give a file, or - for stdin"
-                             % (path, what, _file_kind(st.st_mode)))
-        return open(path, "rb")
-    except OSError as exc:
-        raise ScoreError("%s: cannot read%s: %s" % (path, what, exc.strerror or exc)) from None
-
-
-def _file_kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "a special file"
-
-
-READ_BLOCK = 1 << 20     # bytes read at a time by iter_line_batches
-
-
-def iter_line_batches(path: str, what: str = "", limit: Optional[int] = None):
-    """Yield (lineno of the first line, lines, ended) for ``path`` (``-``: stdin), a block of
-    READ_BLOCK bytes at a time: ``lines`` are the block's lines as bytes without their line
-    end ("\\r" kept), None for a line longer than ``limit`` bytes (default --max-line-bytes),
-    which is skipped without ever holding more than the limit in memory; ``ended`` is False
-    only for the last batch when the file's last line has no line end.  The input limits
-    (--max-input-bytes / --max-input-lines) stop reading with a ScoreError."""
-    limit = limit or _LIMITS["line_bytes"]
-    max_bytes, max_lines = _LIMITS["input_bytes"], _LIMITS["input_lines" if path != "-" else "stdin_lines"]
-    total = 0
-    lineno = 0                   # lines yielded so far
-    carry = b""                  # the start of a line not yet ended (at most ``limit`` bytes)
-    skipped = 0                  # bytes of an over-long line not yet ended (0: none)
-
-    def too_many(count):
-        return ScoreError("%s: %s more than %s (--max-input-%s); stopped reading"
-                          % (path, "input is" if path != "-" else "stdin gave",
-                             "%d bytes" % max_bytes if count is None else "%d lines" % max_lines,
-                             "bytes" if count is None else "lines"))
-
-    with open_input(path, what) as fh:
-        read = fh.read
-        while True:
-            data = read(READ_BLOCK)
-            if not data:
-                break
-            total += len(data)
-            if total > max_bytes:
-                raise too_many(None)
-            lines: list = []
-            if skipped:
-                nl = data.find(b"\n")
-                if nl < 0:
-                    skipped += len(data)
-                    if skipped > max(4 * limit, 1 << 26):   # no line end coming
-                        raise ScoreError("%s:%d: line longer than %d bytes (--max-line-bytes), and %d bytes "
-                                         "without a line end; stopped reading" % (path, lineno + 1, limit, skipped))
-                    continue
-                lines.append(None)
-                skipped = 0
-                data = data[nl + 1:]
-            parts = (carry + data).split(b"\n") if carry else data.split(b"\n")
-            carry = parts.pop()
-            if len(carry) > limit:
-                skipped, carry = len(carry), b""
-            if parts and max(map(len, parts)) > limit:
-                parts = [None if len(x) > limit else x for x in parts]
-            lines += parts
-            if lineno + len(lines) > max_lines:
-                raise too_many(lineno + len(lines))
-            if lines:
-                yield lineno + 1, lines, True
-                lineno += len(lines)
-        if skipped or carry:
-            if lineno + 1 > max_lines:
-                raise too_many(lineno + 1)
-            yield lineno + 1, [None if skipped else carry], False
-
-
-def iter_lines(path: str, what: str = "", limit: Optional[int] = None):
-    """Yield (lineno, bytes) for each line of ``path`` (``-``: stdin), line end included;
-    a line longer than ``limit`` bytes (default --max-line-bytes) yields (lineno, None),
-    and is skipped without ever holding more than the limit in memory."""
-    for lineno, lines, ended in iter_line_batches(path, what, limit):
-        for raw in lines:
-            yield lineno, (None if raw is None else raw + b"\n" if ended else raw)
-            lineno += 1
-
-
-def _raw_lines(path: str, errors: "_Errors", what: str = ""):
-    """iter_lines with each over-long line reported to ``errors``."""
-    for lineno, raw in iter_lines(path, what):
-        if raw is None:
-            errors.add("%s:%d: line longer than %d bytes (--max-line-bytes)" % (path, lineno, _LIMITS["line_bytes"]))
-        else:
-            yield lineno, raw
-
-
-def _decoded_lines(path: str, errors: "_Errors"):
-    """Yield (lineno, text) for each line of ``path`` that is UTF-8; the others go to ``errors``."""
-    for lineno, raw in _raw_lines(path, errors):
-        try:
-            yield lineno, raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            errors.add("%s:%d: not UTF-8 (byte 0x%02x at column %d), got %r"
-                       % (path, lineno, raw[exc.start], exc.start + 1, raw[:60]))
-
-
-_IS_STR = str.__instancecheck__
-_NUM_TYPES = frozenset((int, float))
-
-
-def _str_list(v) -> bool:
-    return type(v) is list and all(map(_IS_STR, v))
-
-
-def _num_list(v) -> bool:
-    """A list of finite numbers (JSON's NaN/Infinity and booleans rejected)."""
-    return type(v) is list and set(map(type, v)) <= _NUM_TYPES and all(map(math.isfinite, v))
 
 
 class Gold:
@@ -2243,1616 +4780,8 @@ def read_run(path: str, errors: _Errors) -> Dict[str, Tuple[List[float], List[st
     return run
 
 
-def _text_line_batches(path: str, errors: _Errors):
-    """(lineno of the first line, lines as text) a block at a time (iter_line_batches); a
-    line that is over-long or not UTF-8 goes to ``errors`` and is read as a blank line."""
-    for first, lines, _ in iter_line_batches(path):
-        try:
-            if None in lines:
-                raise ValueError
-            texts = b"\n".join(lines).decode("utf-8").split("\n")
-        except ValueError:          # (UnicodeDecodeError too) line by line, naming each bad one
-            texts = []
-            for k, raw in enumerate(lines):
-                lineno = first + k
-                if raw is None:
-                    errors.add("%s:%d: line longer than %d bytes (--max-line-bytes)" % (path, lineno, _LIMITS["line_bytes"]))
-                    texts.append("")
-                    continue
-                try:
-                    texts.append(raw.decode("utf-8"))
-                except UnicodeDecodeError as exc:
-                    errors.add("%s:%d: not UTF-8 (byte 0x%02x at column %d), got %r"
-                               % (path, lineno, raw[exc.start], exc.start + 1, raw[:60]))
-                    texts.append("")
-        if first == 1:
-            texts[0] = texts[0].lstrip("\ufeff")
-        yield first, texts
-
-
-# --------------------------------------------------------------------------- reading what a system wrote
-# One reading of a response, used by every verdict (refusal, containment, answer correctness,
-# citations, grounding, relevance).  Sub-sections, in the order a response is read:
-#   1. citation markers and sources lists read out of the text (the claim without them);
-#   2. refusals decided by the answer's bottom line (refusal / partial refusal / answer);
-#   3. answer normalisation and matching against short gold answers;
-#   4. sentences and meta-language (sentences that only talk about the answer or the sources).
-
-
-# ---- sentences (readings 2 and 4)
-# One splitter for every reading that goes sentence by sentence: the refusal reading (reading 2,
-# ``sentences``: also every line, bullets stripped, contrast clauses apart) and grounding
-# (reading 4, ``answer_sentences``).
-_ABBREV = frozenset("mr mrs ms dr prof st jr sr inc ltd co corp vs etc e.g i.e no nos fig approx u.s "
-                    "u.k jan feb mar apr jun jul aug sep sept oct nov dec gen gov sen rep rev mt ft".split())
-_SPLIT_RX = re.compile(r"[.!?]{1,8}[\"\u201d\u2019')\]]{0,4}\s+|:[ \t\n]{1,8}(?=[A-Z])|\n[ \t]{0,8}\n|"
-                       r"\n(?=[ \t]{0,8}(?:[-*\u2022]|\d{1,2}[.)])\s)")
-_NUMBER_ABBREV = frozenset(("no", "nos"))     # abbreviations only before a number
-
-
-def split_sentences(text: str) -> List[Tuple[int, int]]:
-    """(start, end) offsets of the sentences of ``text``: a break after . ! ? followed by
-    white space (not after a known abbreviation, an initial or a number's decimal point),
-    at a blank line, and before a list item on its own line."""
-    out = []
-    start = 0
-    n = len(text)
-    for m in _SPLIT_RX.finditer(text):
-        end = m.start()
-        word = text[max(start, end - 12):end + 1].split()
-        last = word[-1].lower().rstrip(".") if word else ""
-        if text[end:end + 1] == "." and (last in _ABBREV or (len(last) == 1 and last.isalpha())):
-            if last not in _NUMBER_ABBREV or text[m.end():m.end() + 1].isdigit():
-                continue                               # "No. 5" is a number; "No. Digital ..." an answer
-        if text[end:end + 1] in ".)" and last.isdigit() and len(last) <= 2 and text[start:end].strip() == last:
-            continue                                   # "2. Corrective action ...": a list number
-
-        if m.end() < n and text[m.end()].islower() and text[end:end + 1] == ".":
-            continue
-        if text[start:m.end()].strip():
-            out.append((start, m.end()))
-        start = m.end()
-    if text[start:].strip():
-        out.append((start, n))
-    return out
-
-
-# ---- reading 1: citations in the text
-#
-# An LLM names its sources in its prose: inline markers ("[1]", "[1, 3]", "[doc#p3]",
-# "(Source: X)", "【1†source】", "<sup>1</sup>", ...) and a trailing "Sources:" list.
-# read_citations() finds them with the citation patterns (CITATION_PATTERNS, or the gates
-# file's [scorer] citation_patterns, which replace them; [] reads none), resolves each
-# reference to chunk ids and returns the claim without the markers and the list.  Every
-# verdict reads that claim.  A pattern says what its match holds by its named group:
-#   ref      a reference list ("1", "1, 3", "1-3", "doc#p3", "Source 2"); the match is a
-#            marker only when every reference in it has the shape of one (ordinary bracketed
-#            text such as "[sic]" or "[2019]" is left alone);
-#   ids      the same, chunk or document ids only (no bare numbers: "(1)" is list numbering);
-#   cite     an explicit citation ("(Source: X)"): always a marker, X must resolve;
-#   doc, page  "(X, p. 3)": chunk X#p3 (or X#3), else the retrieved chunks of document X;
-#            unresolved, a marker only when the group abbr matched ("p.", not "page");
-#   sources  the header of a sources list: the rest of the text is the list, one reference
-#            a line (or comma-separated on one line); it counts only when one of its items
-#            has the shape of a reference.
-# A pattern without these groups is explicit: its first group (else the whole match) is
-# the reference.  A reference resolves to: a retrieved id or a known chunk id (cited_chunks,
-# --chunks) as written; a number N (1 to 3 digits, "Doc N", "Source N", a range "N-M" of at
-# most 20) to the N-th of retrieved_ids; a document id (the chunk id before "#") to its
-# retrieved chunks.  Anything else that is a marker (an id-like "x#y" that names no chunk,
-# "[7]" with five retrieved) resolves to nothing: a bad marker (F_BADMARK).
-
-CITATION_PATTERNS = (
-    r"\^?\[\^?(?P<ref>[^\[\]\n]{1,200})\]",                     # [1] [1, 3] [1-3] [1][2] [doc#p3] ^[1] [^1]
-    "\u3010(?P<cite>[^\u3010\u3011\\n]{1,200})\u3011",           # 【1†source】
-    r"<sup>(?P<ref>[^<>\n]{1,100})</sup>",                        # <sup>1</sup> <sup>[1]</sup>
-    r"\((?:sources?|references?|refs?|citations?|cited)[ \t]*:[ \t]*(?P<cite>[^()\n]{1,200})\)",   # (Source: X)
-    r"\((?P<ref>(?:sources?|docs?|documents?|passages?|chunks?|contexts?)[ \t]{0,8}(?:#[ \t]{0,8})?\d[^()\n]{0,100})\)",  # (Source 2)
-    r"\((?P<doc>[^()\n,]{1,120}),[ \t]*(?:(?P<abbr>pp?\.?|pg\.?)|pages?)[ \t]*(?P<page>\d{1,5})(?:[ \t]*[-\u2013][ \t]*\d{1,5})?\)",  # (X, p. 3)
-    r"\((?P<ids>[^()\n]{1,200})\)",                              # (doc#p3) (doc#p3, doc#p5)
-    r"(?m)(?:^|(?<=[.!?])[ \t]+)[ \t>*_#]{0,8}(?P<sources>sources?|references?|citations?|works cited)"
-    r"(?:[ \t]+used)?[ \t*_]{0,4}(?::|$)",                       # Sources: / References: list
-)
-_CITE_TRIGGER = re.compile("[\\[(\u3010<:\\n]")    # no such character: the built-in patterns find nothing
-_CITE_TRIGGER_CHARS = "[(\u3010<:\n"      # the same characters, looked for without the regex engine (Scorer.read)
-_CITE_NEEDS = ("[", "\u3010", "<", "(", "(", "(", "(", ":\n")   # per built-in pattern: one of these characters
-_CITE_GROUPS = ("ref", "ids", "cite", "doc", "page", "abbr", "sources")
-_CITE_SPLIT = re.compile(r"[,;&]|\band\b")
-_CITE_NUM = re.compile(r"(?:(?:sources?|docs?|documents?|passages?|chunks?|contexts?|refs?|references?|citations?)"
-                       r"[ \t]*#?[ \t]*)?([1-9]\d{0,2})(?:[ \t]*[-\u2013\u2014][ \t]*([1-9]\d{0,2}))?", re.I)
-_CITE_ITEM_NUM = re.compile(r"([1-9]\d{0,2})[.)](?:\s|$)")       # "1. Title", "2) Title"
-_CITE_BRACKET_NUM = re.compile(r"\[\^?([1-9]\d{0,2})\]")
-MAX_CITE_RANGE = 20          # "[1-20]" is read; a wider range is a bad marker
-
-
-class Reading(NamedTuple):
-    """A response read by read_citations."""
-    claim: str               # the text without markers and sources list (unchanged when none)
-    citations: List[str]     # chunk ids read, in order of first mention, each once
-    bad: List[str]           # markers (or list items) that resolve to nothing, as written
-
-
-_CITATION_RX = tuple((src, re.compile(src, re.IGNORECASE)) for src in CITATION_PATTERNS)
-
-
-def citation_patterns() -> tuple:
-    """The built-in CITATION_PATTERNS as (source, regex) pairs, compiled as the gates file's are."""
-    return _CITATION_RX
-
-
-def citation_pattern_problem(src: str, rx) -> Optional[str]:
-    """Why a [scorer] citation_patterns entry cannot be used (beyond regex_problem), or None."""
-    names = set(rx.groupindex)
-    unknown = sorted(names - set(_CITE_GROUPS))
-    if unknown:
-        return "unknown named group %s; known: %s" % (", ".join(unknown), ", ".join(_CITE_GROUPS))
-    if ("doc" in names) != ("page" in names):
-        return "groups doc and page go together"
-    return None
-
-
-def read_citations(text: str, retrieved, known=(), patterns: Optional[tuple] = None) -> Reading:
-    """Citations read from ``text`` (module comment above).  ``retrieved``: the row's
-    retrieved_ids (rank order); ``known``: containers of further chunk ids (``in`` tested);
-    ``patterns``: (source, regex) pairs, None for the built-in ones."""
-    needs: tuple = ()
-    if patterns is None:
-        patterns = citation_patterns()
-        if not _CITE_TRIGGER.search(text):
-            return Reading(text, [], [])
-        needs = _CITE_NEEDS
-    if not patterns or not text:
-        return Reading(text, [], [])
-    res = _Resolver(retrieved, known)
-    cands = []            # (start, -end, order, match, kind)
-    head = None           # (start, end, items) of the sources list
-    for order, (_, rx) in enumerate(patterns):
-        if needs and not any(ch in text for ch in needs[order]):
-            continue
-        names = rx.groupindex
-        if "sources" in names:
-            for m in rx.finditer(text):
-                if head is None or m.start() < head[0]:
-                    items = _source_items(text[m.end():], res)
-                    if items is not None:
-                        head = (m.start(), m.end() + items[1], items[0])
-                        break
-            continue
-        for m in rx.finditer(text):
-            cands.append((m.start(), -m.end(), order, m))
-    cut = head[0] if head is not None else len(text)
-    cands.sort(key=lambda c: c[:3])
-    found: List[Tuple[int, int, list]] = []
-    last = 0
-    for start, neg_end, _, m in cands:
-        end = -neg_end
-        if start < last or end > cut:
-            continue
-        refs = _marker_refs(m, res)
-        if refs is None:
-            continue
-        found.append((start, end, refs))
-        last = end
-    if not found and head is None:
-        return Reading(text, [], [])
-    cits: List[str] = []
-    bad: List[str] = []
-    parts = []
-    pos = 0
-    for start, end, refs in found:
-        s = start
-        while s > pos and text[s - 1] in " \t":
-            s -= 1
-        parts.append(text[pos:s])
-        pos = end
-        _collect(refs, cits, bad)
-    parts.append(text[pos:cut])
-    if head is not None:
-        _collect(head[2], cits, bad)
-    claim = "".join(parts).strip()
-    if head is not None and text[head[1]:].strip():          # prose after the list stays
-        claim = (claim + "\n\n" + text[head[1]:].strip()).strip()
-    return Reading(claim, list(dict.fromkeys(cits)), list(dict.fromkeys(bad)))
-
-
-def _collect(refs, cits: List[str], bad: List[str]) -> None:
-    for ok, v in refs:
-        (cits if ok else bad).append(v)
-
-
-class _Resolver:
-    """References of one response resolved against its retrieved and known chunk ids."""
-
-    def __init__(self, retrieved, known):
-        self.ret = list(retrieved or ())
-        self.retset = set(self.ret)
-        self.known = [k for k in known if k]
-        self.docs: Optional[Dict[str, List[str]]] = None
-
-    def chunk(self, ref: str) -> bool:
-        return ref in self.retset or any(ref in k for k in self.known)
-
-    def doc(self, ref: str) -> List[str]:
-        if self.docs is None:
-            self.docs = {}
-            for c in self.ret:
-                self.docs.setdefault(c.split("#", 1)[0], []).append(c)
-        return self.docs.get(ref, [])
-
-    def rank(self, a: int, b: int, written: str) -> list:
-        if b < a or b - a >= MAX_CITE_RANGE:
-            return [(False, written)]
-        return [(True, self.ret[n - 1]) if n <= len(self.ret) else (False, written) for n in range(a, b + 1)]
-
-    def ref(self, piece: str, numbers: bool = True):
-        """[(resolved?, id or text)] for one reference, None when it has no reference's shape."""
-        p = piece.strip().strip("[]^\"'`*").strip()
-        if "\u2020" in p:                      # 【1†source】
-            p = p.split("\u2020", 1)[0].strip()
-        if not p:
-            return None
-        if self.chunk(p):
-            return [(True, p)]
-        if numbers:
-            m = _CITE_NUM.fullmatch(p)
-            if m:
-                a = int(m.group(1))
-                return self.rank(a, int(m.group(2)) if m.group(2) else a, piece.strip())
-        if "#" not in p:
-            ids = self.doc(p)
-            if ids:
-                return [(True, c) for c in ids]
-        elif not any(ch.isspace() for ch in p) and not p.startswith("#") and not p.endswith("#"):
-            return [(False, piece.strip())]       # names a chunk that was not retrieved
-        return None
-
-    def refs(self, body: str, numbers: bool = True):
-        out = []
-        for piece in _CITE_SPLIT.split(body):
-            if not piece.strip():
-                continue                          # "6, 7, and 9"
-            r = self.ref(piece, numbers)
-            if r is None:
-                return None
-            out.extend(r)
-        return out or None
-
-
-def _marker_refs(m, res: _Resolver):
-    """[(resolved?, id or text)] of one pattern match, or None when it is no marker."""
-    g = m.groupdict()
-    written = m.group(0).strip()
-    if g.get("doc") is not None:
-        d, page = g["doc"].strip(), g["page"]
-        for cid in ("%s#p%s" % (d, page), "%s#%s" % (d, page), "%s#page%s" % (d, page)):
-            if res.chunk(cid):
-                return [(True, cid)]
-        ids = res.doc(d)
-        if ids:
-            return [(True, c) for c in ids]
-        # "(Handbook, p. 3)" names a source that resolves to nothing; "(for example, page 3)" is prose
-        return [(False, written)] if g.get("abbr") is not None else None
-    if g.get("ref") is not None or g.get("ids") is not None:
-        refs = res.refs(g["ref"], True) if g.get("ref") is not None else res.refs(g["ids"], False)
-        return None if refs is None else [r if r[0] else (False, written) for r in refs]
-    body = g.get("cite")
-    if body is None:
-        body = m.group(1) if m.re.groups else m.group(0)
-    out = []
-    for piece in _CITE_SPLIT.split(body):
-        if piece.strip():
-            out.extend(res.ref(piece) or [(False, piece.strip())])
-    return out or [(False, written)]
-
-
-def _source_items(body: str, res: _Resolver):
-    """(references, length of the list) of a sources list (``body``: the text after its
-    header), or None when no item has the shape of a reference (then it is prose, not a
-    list).  The list ends at a line after a blank line that is no reference ("Let me know
-    if ..."): that text stays in the claim."""
-    out: list = []
-    shaped = False
-    pos = 0
-    blank = False
-    end = len(body)
-    for raw in body.split("\n"):
-        start, pos = pos, pos + len(raw) + 1
-        ln = raw.strip()
-        if not ln:
-            blank = True
-            continue
-        after_blank, blank = blank, False
-        whole = res.refs(ln.lstrip("-*\u2022+> \t"))
-        if whole is not None:                 # "[1], [3]", "doc#p3; doc#p5", "1-2"
-            out.extend(whole)
-            shaped = True
-            continue
-        item = ln.lstrip("-*\u2022+> \t")
-        got = []
-        for tok in item.split():
-            r = res.ref(tok.strip("()[]<>{}\"'`*.,;:"), numbers=False)
-            if r is not None:
-                got.extend(r)
-        if not got:
-            nums = _CITE_BRACKET_NUM.findall(item) or [m.group(1) for m in [_CITE_ITEM_NUM.match(item)] if m]
-            for n in nums:
-                got.extend(res.rank(int(n), int(n), "[%s]" % n))
-        if got:
-            shaped = True
-            out.extend(got)
-        elif after_blank and shaped:
-            end = start
-            break
-        else:
-            out.append((False, item[:80]))
-    return (out, end) if shaped else None
-
-
-# ---- reading 2: refusals
-# A response is a refusal when what it asserts is that it cannot answer and it gives no
-# substantive answer; a caveat inside an answer keeps it an answer; a response that answers
-# part and declines part is a partial refusal (an answer for the seed's metrics).  How it is
-# read (docs/refusals.md has the figures on labelled real LLM output):
-#   1. the token: the claim is the refusal token once Markdown, quotes, a label ("Answer:")
-#      and closing punctuation are taken off ("**Not in context.**");
-#   2. fast path: no decline cue in the text -> an answer;
-#   3. sentences: each is a decline (a cue below, or a [scorer] refusal/cutoff pattern), a
-#      pleasantry or pointer elsewhere ("you can check the official website"), or content;
-#      declines and pointers only -> a refusal; no decline -> an answer;
-#   4. both: the bottom line decides (read_refusal): content first is an answer unless a
-#      firm decline concludes it; a decline first is a refusal unless a contrast ("but",
-#      "however") brings content after it; an answer with a firm decline after its content
-#      is a partial refusal;
-#   5. an English response that opens with a decline or a disclaimer and goes on with content
-#      is decided by REFUSAL_MODEL instead (fitted on labelled LLM output; below).
-# Sentences are cut by split_sentences (one splitter with reading 4), then by line.
-# Texts longer than REFUSAL_WINDOW characters are read as their first and last halves of
-# it: a response asserts its bottom line at its start or its end.
-
-REFUSAL_WINDOW = 4000
-KIND_ANSWER, KIND_REFUSAL, KIND_PARTIAL = "answer", "refusal", "partial_refusal"
-READERS = ("builtin", "exact")
-
-_APOS = "['\u2019]"
-# Decline cues: sentences that say the response cannot answer.  English families, and the
-# same families in German, French, Spanish, Portuguese, Italian and Dutch.
-_DECLINE_SOURCES = {
-    "en_first": (
-        # en: first-person inability / lack
-        r"\bi (?:cannot|can ?not|can" + _APOS + r"t|could not|couldn" + _APOS + r"t|was unable to|am unable to|"
-        r"am not able to|was not able to|wasn" + _APOS + r"t able to|(?:would|will) not be able to|won" + _APOS
-        + r"t be able to) (?:answer|provide|find|determine|say|tell|confirm|give|locate|access|know|see|help|"
-        r"assist|comply|share|offer|identify|verify|predict|be certain|be sure|speak|comment|respond|browse|"
-        r"watch|fulfil|fulfill|do that|do this|discuss|support|create|write|generate|accurately)\b",
-        r"\bi" + _APOS + r"m (?:unable|not able) to\b",
-        r"\bunable to (?:answer|determine|provide|find|say|tell|confirm|locate|identify|verify|give|respond|help|assist)\b",
-        r"\bi (?:do not|don" + _APOS + r"t|did not|didn" + _APOS + r"t) (?:know|find|see|have (?:any |enough |sufficient |specific |the |that |this |an |)(?:relevant |specific |precise |exact |reliable |further |more )?(?:information|data|details|knowledge|context|answer|records?)\b)",
-        r"\bi (?:have no|lack|had no) (?:information|knowledge|data|details|access|way|means|context)\b",
-        r"\bi(?: am|" + _APOS + r"m) not (?:sure|certain|aware|able|allowed|permitted|programmed)\b",
-        r"\bi (?:must|have to|will have to) (?:decline|refuse)\b",
-        r"\bi (?:won" + _APOS + r"t|will not|shall not) (?:help|assist|provide|answer|do|comply|create|write|generate|share|give|engage|support)\b",
-        r"\b(?:can" + _APOS + r"t|cannot|can not|unable to) (?:help|assist) (?:you )?with (?:that|this|it|your request|the request)\b",
-        r"\bnot (?:something|a request|a topic) (?:i|that i) can\b",
-        r"\bagainst (?:my|our|the) (?:guidelines|policies|policy|principles|programming|rules)\b",
-        r"^(?:i" + _APOS + r"m|i am) (?:sorry|afraid i|afraid that i|afraid,? but)\b",
-        r"^(?:sorry|apologies|regrettably|i apologi[sz]e)(?:[,.!:]|$| but\b| i\b| we\b| to\b| that\b| for\b)",
-        r"^unfortunately,? (?:i|we|the (?:provided |given )?(?:passages?|context|documents?|text|sources?|information)|there is no|there are no|none of|no )",
-    ),
-    "en": (
-        # en: the sources do not say
-        r"\b(?:passages?|context|documents?|texts?|sources?|excerpts?|articles?|paragraphs?|materials?|search results|"
-        r"information provided|provided information|information given|reference|snippets?|records?|data provided)"
-        r"(?: provided| given| available| available to me| retrieved| supplied| shared)? "
-        r"(?:do|does|did)(?: not|n" + _APOS + r"t) (?:seem to |appear to )?(?:provide|contain|mention|specify|state|include|say|give|"
-        r"answer|address|offer|discuss|describe|indicate|reveal|tell|cover|list|explain|clarify|establish|have|"
-        r"identify|name|confirm|support|show|report|detail|define)\b",
-        r"\bnothing in the (?:provided |given |retrieved |available )?(?:context|documents?|sources?|passages?|texts?|excerpts?) (?:addresses|answers|mentions|covers|says|states|explains)\b",
-        r"\bi can only (?:answer|help|respond)\b",
-        r"\bthere (?:is|are|was|were)n" + _APOS + r"t (?:enough|any|sufficient|much) (?:relevant |specific )?(?:information|context|data|details|mention|evidence)\b",
-        r"\bnone of the (?:provided |given |retrieved |available )?(?:passages?|documents?|sources?|texts?|excerpts?|results?|information)\b",
-        r"\bnot (?:explicitly |specifically |directly |clearly |actually |expressly )?(?:stated|mentioned|specified|provided|given|"
-        r"addressed|listed|included|indicated|described|covered|found|available|present|answered|discussed|defined|named|identified|disclosed|known) "
-        r"(?:in|within|by|from) (?:the|any|these|this|those) (?:provided |given |available |retrieved |above |following )?"
-        r"(?:passages?|context|documents?|texts?|sources?|excerpts?|articles?|paragraphs?|information|materials?|data|search results)\b",
-        r"\b(?:is|are|was|were) not (?:mentioned|specified|stated)\b",
-        r"\b(?:is|are|was|were) not (?:explicitly|specifically|directly|clearly|expressly) (?:stated|mentioned|specified|provided|given|addressed|indicated|described|answered|defined|known)\b",
-        r"\b(?:there is|there" + _APOS + r"s|there are|there was|there were|we have|i have found|i found|i see) (?:no|not (?:enough|any|a|much)|insufficient|little) "
-        r"(?:specific |clear |direct |definitive |explicit |relevant |further |additional |such |precise |exact |conclusive |concrete |definite |single |reliable |mention|information|answer|data|details|indication|record|reference|way|context)",
-        r"\bno (?:specific |relevant |further |additional |clear |definitive |direct |explicit )?(?:information|details|data|mention|answer|record|indication) "
-        r"(?:is |was |were |has been |could be |can be )?(?:available|provided|given|found|mentioned|stated|about|on|regarding|in the|for|to|that|of|was|is|concerning)\b",
-        r"\b(?:not enough|insufficient|inadequate|lack of|limited|no) (?:relevant |specific |sufficient )?(?:information|context|details|data|evidence) (?:to|is|was|in|about|on|for|available|provided|given|regarding)\b",
-        r"\bno (?:clear|direct|conclusive|definitive|explicit) evidence (?:in|from|within) the\b",
-        r"\bwithout (?:more|additional|further|specific|any|the|more specific) (?:information|context|details|data|specifics)\b",
-        r"\b(?:please )?(?:provide|give|share) (?:me )?(?:more|additional|further|some more) (?:information|context|details)\b",
-        r"\b(?:please specify|could you (?:please )?(?:clarify|specify|provide)|can you (?:please )?(?:clarify|specify|provide more))\b",
-        # en: impersonal impossibility
-        r"\b(?:it is|it" + _APOS + r"s|it was|it remains|it would be|this is) (?:not possible|impossible|not clear|unclear|uncertain|unknown|difficult|hard|not feasible|not easy|challenging|tricky) "
-        r"(?:for me )?to (?:determine|say|know|tell|answer|estimate|identify|provide|confirm|conclude|predict|quantify|pinpoint|find|state|ascertain|establish|verify|assess|give|infer|specify|draw)\b",
-        r"\b(?:it is|it" + _APOS + r"s|it was|it remains|remains|is) (?:still |currently |therefore |thus |also )?(?:unclear|not clear|uncertain|unknown|not known|undetermined|unspecified|not specified|not certain|inconclusive) (?:whether|if|what|who|how|when|where|which|why|from|based|given|as to|at this|in the)\b",
-        r"\b(?:cannot|can" + _APOS + r"t|can not|could not|couldn" + _APOS + r"t) (?:be )?(?:definitively |accurately |reliably |conclusively |precisely |clearly |confidently )?(?:be )?(?:determined|answered|confirmed|established|ascertained|known|inferred|concluded|verified|predicted|found)\b",
-        r"\bthe (?:answer|information|question) (?:to (?:this|the|your) question )?(?:is|remains) (?:unknown|unclear|inconclusive|not (?:provided|given|known|available|stated|clear|mentioned|specified|in the|found|included))\b",
-        r"\b(?:is|remains|are|is therefore) (?:inconclusive|undetermined)\b",
-        r"\b(?:is|are|falls?|lies) (?:outside|beyond) (?:the scope|my (?:scope|knowledge|capabilities|abilities|training))\b",
-        r"\bthere is no (?:one|single|simple|definitive|clear|straightforward|exact|specific|universal) answer\b",
-        r"^(?:unknown|unclear|not sure|no answer|n/?a|not available|not known|no information|cannot answer|cannot say|can" + _APOS + r"t say|i don" + _APOS + r"t know|no idea|not specified|not mentioned|not provided|not stated|not found|insufficient information|no data)[.!]?$",
-    ),
-    "de": (
-        # de
-        r"\bich (?:kann|konnte|könnte|vermag)\b[^.!?\n]{0,60}\b(?:nicht|keine[nmrs]?)\b",
-        r"\b(?:kann|konnte|könnte) ich\b[^.!?\n]{0,60}\b(?:nicht|keine[nmrs]?)\b",
-        r"\bich (?:weiß|weiss) (?:es |das |leider )?nicht\b",
-        r"\bich bin (?:mir )?(?:leider )?nicht (?:sicher|in der lage|befugt)\b",
-        r"\bich habe (?:leider )?(?:keine|nicht genug|nicht genügend) (?:informationen|angaben|daten|kenntnis|zugriff|hinweise|antwort)\b",
-        r"\bich (?:fand|finde|habe)\b[^.!?\n]{0,40}\bkeine (?:informationen|angaben|hinweise|daten)\b",
-        r"^(?:es tut mir leid|entschuldigung|leider)\b",
-        r"\b(?:dokumente?n?|unterlagen|quellen?|passagen?|texte?n?|kontext|abschnitte?n?|auszüge?n?|informationen)\b[^.!?\n]{0,40}\b(?:enthalten|nennen|erwähnen|geben|liefern|beantworten|sagen|machen|beinhalten)\b[^.!?\n]{0,40}\b(?:nicht|keine[nmrs]?)\b",
-        r"\b(?:nicht|nirgends) (?:explizit |ausdrücklich |eindeutig |konkret |direkt )?(?:angegeben|erwähnt|genannt|ersichtlich|enthalten|beantwortet|bekannt|spezifiziert|festgelegt|aufgeführt|beschrieben)\b",
-        r"\bkeine (?:konkreten |genauen |näheren |weiteren |relevanten |ausreichenden |spezifischen )?(?:informationen|angaben|hinweise|daten|antwort|erwähnung|aussage)\b",
-        r"\b(?:lässt|liess|ließ) sich\b[^.!?\n]{0,40}\bnicht (?:beantworten|bestimmen|sagen|feststellen|ermitteln|klären)\b",
-        r"\b(?:kann|können) (?:daher |deshalb |leider )?(?:nicht|keine)\b[^.!?\n]{0,40}\b(?:beantwortet|bestimmt|gesagt|festgestellt|ermittelt) werden\b",
-        r"\b(?:ist|bleibt|sind) (?:leider |daher |somit )?(?:unklar|unbekannt|nicht bekannt|nicht klar|nicht möglich)\b",
-        r"\bnicht möglich,? (?:zu|das|dies|diese|die|eine)\b",
-        r"\bdabei kann ich\b[^.!?\n]{0,30}\bnicht helfen\b",
-    ),
-    "fr": (
-        # fr
-        r"\bje ne\b[^.!?\n]{0,50}\b(?:pas|aucune?|point)\b",
-        r"\bje n" + _APOS + r"(?:ai|arrive|étais|avais|trouve)\b[^.!?\n]{0,50}\b(?:pas|aucune?)\b",
-        r"^(?:désolée?|je suis désolée?|malheureusement|hélas|pardon)\b",
-        r"\b(?:documents?|passages?|contexte|sources?|textes?|extraits?|informations)\b[^.!?\n]{0,40}\bne\b[^.!?\n]{0,40}\b(?:pas|aucune?|nulle part)\b",
-        r"\b(?:n" + _APOS + r"(?:est|a)|ne (?:sont|sont|figure|figurent)) (?:pas|nulle part) (?:explicitement |clairement |précisément |directement )?(?:mentionnée?s?|précisée?s?|indiquée?s?|fournie?s?|spécifiée?s?|donnée?s?|connue?s?|claire?s?|été (?:mentionnée?s?|précisée?s?|indiquée?s?|trouvée?s?))\b",
-        r"\baucune? (?:information|mention|donnée|réponse|indication|précision|trace)\b",
-        r"\b(?:il n" + _APOS + r"est pas possible|il est impossible|il est difficile|c" + _APOS + r"est impossible|impossible) (?:de|d" + _APOS + r")\s?(?:déterminer|dire|répondre|savoir|confirmer|trouver|préciser|établir|affirmer|identifier|indiquer)\b",
-        r"\b(?:on ne (?:peut|sait) pas|ne peut pas être (?:déterminée?|confirmée?|établie?))\b",
-        r"\b(?:pas assez|trop peu) d" + _APOS + r"informations?\b|\binformations? insuffisantes?\b",
-        r"\b(?:reste|est|demeure) (?:inconnue?|incertaine?|floue?|pas claire?)\b",
-        r"\bil n" + _APOS + r"y a (?:pas|aucune?)\b[^.!?\n]{0,30}\b(?:information|mention|réponse|donnée|indication|précision)s?\b",
-    ),
-    "es": (
-        # es
-        r"\bno (?:puedo|pude|podría|sé|tengo|encontré|he encontrado|logré|estoy (?:seguro|segura|en condiciones)|dispongo|me es posible|cuento con)\b",
-        r"^(?:lo siento|lo lamento|disculpa|disculpe|lamentablemente|desafortunadamente|perdón)\b",
-        r"\b(?:documentos?|pasajes?|contexto|fuentes?|textos?|fragmentos?|información proporcionada)\b[^.!?\n]{0,40}\bno (?:mencionan?|contienen?|incluyen?|especifican?|indican?|proporcionan?|dicen?|responden?|dan|da|aportan?|ofrecen?|precisan?)\b",
-        r"\bno (?:se (?:menciona|especifica|indica|proporciona|encuentra|dice|precisa|puede (?:determinar|saber|decir|responder|confirmar|establecer))|está (?:claro|especificado|indicado|mencionado)|es posible (?:determinar|saber|decir|responder|confirmar|establecer|precisar)|consta|hay (?:información|datos|suficiente|ninguna (?:información|mención|respuesta|indicación)|mención|respuesta|indicación|detalles))\b",
-        r"\b(?:es|resulta) (?:imposible|difícil) (?:determinar|saber|decir|responder|confirmar|precisar|establecer)\b",
-        r"\b(?:información|datos) insuficientes?\b|\bsin (?:más |suficiente )?información\b",
-        r"\b(?:sigue siendo|es|resulta) (?:desconocido|desconocida|incierto|incierta|poco claro)\b",
-        r"\bninguna (?:información|mención|respuesta|indicación)\b",
-    ),
-    "pt": (
-        # pt
-        r"\bnão (?:posso|pude|consigo|consegui|sei|tenho|encontrei|estou (?:seguro|segura|certo|certa|em condições)|disponho|me é possível)\b",
-        r"^(?:desculpe|desculpa|lamento|infelizmente|sinto muito|peço desculpa)\b",
-        r"\b(?:documentos?|passagens?|contexto|fontes?|textos?|trechos?|excertos?|informações fornecidas)\b[^.!?\n]{0,40}\bnão (?:mencionam?|contêm|contém|incluem?|especificam?|indicam?|fornecem?|dizem|diz|respondem?|trazem?|informam?|apresentam?)\b",
-        r"\bnão (?:é (?:possível|claro) (?:determinar|saber|dizer|responder|confirmar|precisar|estabelecer|afirmar)?|se pode (?:determinar|saber|dizer|responder|confirmar)|está (?:claro|especificado|indicado|mencionado)|há (?:informação|informações|dados|menção|resposta|indicação|detalhes)|existe(?:m)? (?:informação|informações|dados|menção)|é (?:mencionado|mencionada|especificado|especificada|indicado|indicada|informado|informada))\b",
-        r"\b(?:é|seria) (?:impossível|difícil) (?:determinar|saber|dizer|responder|confirmar|precisar|afirmar)\b",
-        r"\binformações insuficientes\b|\bsem (?:mais )?informações\b",
-        r"\b(?:permanece|é|continua) (?:desconhecido|desconhecida|incerto|incerta)\b",
-        r"\bnenhuma (?:informação|menção|resposta|indicação)\b",
-    ),
-    "it": (
-        # it
-        r"\bnon (?:posso|riesco|sono in grado|sono (?:sicuro|sicura|certo|certa)|so|lo so|ho (?:trovato|informazioni|accesso|dati|elementi|modo)|dispongo)\b",
-        r"^(?:mi dispiace|purtroppo|spiacente|mi scuso|scusa|scusi)\b",
-        r"\b(?:documenti|passaggi|passi|contesto|fonti|testi|estratti|informazioni fornite)\b[^.!?\n]{0,40}\bnon (?:menzionano|contengono|includono|specificano|indicano|forniscono|dicono|rispondono|riportano|citano|precisano)\b",
-        r"\bnon (?:è (?:possibile|chiaro|specificato|indicato|menzionato|noto|dato)|si può (?:determinare|dire|sapere|stabilire|rispondere)|(?:viene|vengono) (?:menzionat[oaie]|specificat[oaie]|indicat[oaie]|riportat[oaie])|c" + _APOS + r"è (?:alcuna|nessuna|traccia|menzione|informazione)|ci sono (?:informazioni|dati|elementi))\b",
-        r"\b(?:è )?(?:impossibile|difficile) (?:determinare|dire|rispondere|sapere|stabilire|confermare|precisare)\b",
-        r"\binformazioni insufficienti\b|\bsenza (?:ulteriori )?informazioni\b",
-        r"\b(?:resta|rimane|è) (?:sconosciut[oa]|incert[oa]|poco chiar[oa]|ignot[oa])\b",
-        r"\bnessuna (?:informazione|menzione|risposta|indicazione)\b",
-    ),
-    "nl": (
-        # nl
-        r"\bik (?:kan|kon|weet|heb|vond|vind|ben)\b[^.!?\n]{0,50}\b(?:niet|geen)\b",
-        r"\b(?:kan|kon|weet|heb|vond|vind|ben) ik\b[^.!?\n]{0,50}\b(?:niet|geen)\b",
-        r"^(?:het spijt me|helaas|sorry|excuses)(?:[,.!:]|$| maar\b| ik\b| we\b)",
-        r"\b(?:documenten|passages|context|bronnen|teksten|tekst|fragmenten|informatie)\b[^.!?\n]{0,40}\b(?:vermelden|bevatten|noemen|geven|zeggen|beantwoorden|specificeren|vermeldt|bevat|noemt|geeft|zegt)\b[^.!?\n]{0,30}\b(?:niet|geen)\b",
-        r"\b(?:wordt|worden|staat|is|zijn) (?:niet|nergens) (?:expliciet |duidelijk |specifiek )?(?:vermeld|genoemd|gespecificeerd|aangegeven|beschreven|bekend|duidelijk|te vinden)\b",
-        r"\bgeen (?:specifieke |concrete |verdere |relevante )?(?:informatie|gegevens|vermelding|antwoord|aanwijzing)\b",
-        r"\b(?:niet mogelijk|onmogelijk) (?:om|te)\b[^.!?\n]{0,30}\b(?:bepalen|zeggen|beantwoorden|vast te stellen|weten)\b",
-        r"\bniet (?:te|met zekerheid te) (?:bepalen|zeggen|beantwoorden|achterhalen)\b",
-        r"\bonvoldoende (?:informatie|gegevens)\b",
-        r"\b(?:blijft|is) (?:onbekend|onduidelijk)\b",
-    ),
-}
-# Disclaimers: what the system says about itself, not about the question ("As an AI language
-# model, I do not have access to real-time information"); alone they decline nothing.
-_DISCLAIMER_SOURCES = (
-    r"\b(?:do not|don" + _APOS + r"t|does not|doesn" + _APOS + r"t) have (?:access to |the ability to access |any )?(?:real-?time|current|up-to-date|live|the latest|recent|latest|browsing|personal|the most recent|future|updated)\b",
-    r"\bas an ai(?: language model| assistant| model)?\b",
-    r"\b(?:my|the) (?:knowledge|training) (?:cut-?off|data|ends|only goes|is limited|extends)\b",
-    r"\bi (?:do not|don" + _APOS + r"t|cannot|can" + _APOS + r"t) (?:have the ability to )?(?:browse|access|search) the (?:internet|web)\b",
-    r"\bals (?:ki|künstliche intelligenz|sprachmodell)\b|\ben tant qu" + _APOS + r"(?:ia|intelligence artificielle|modèle de langage)\b|"
-    r"\bcomo (?:ia|modelo de lenguaje|modelo de linguagem|uma ia|una ia)\b|\bin quanto (?:ia|modello linguistico)\b|\bals (?:ai|taalmodel)\b",
-)
-# Sentences that carry no answer: pointers elsewhere and pleasantries.
-_POINTER_SOURCES = (
-    r"\byou (?:can|could|may|might|should|will need to|would need to|need to) (?:try |also |easily |always )?(?:check|visit|consult|contact|look|search|refer|find out|call|ask|verify)\b",
-    r"\b(?:it is|it" + _APOS + r"s|i would|i" + _APOS + r"d) (?:best|recommended|advisable|a good idea|always a good idea|recommend(?:ed)?|suggest(?:ed)?|important) (?:to )?(?:check|consult|contact|verify|refer|look|visit|keep an eye|search|confirm)",
-    r"^(?:please )?(?:check|consult|contact|refer to|visit|look up|search for)\b",
-    r"\b(?:i hope this helps|let me know if|feel free to|if you have (?:any )?(?:other|more|additional|further) questions|happy to help|i would be happy to)\b",
-    r"^(?:sure|certainly|of course)[!.,]",
-    r"\bfor (?:the most )?(?:accurate|up-to-date|current|latest) (?:and up-to-date )?information\b",
-    r"\b(?:sie können|du kannst|bitte (?:prüfen|wenden|schauen|kontaktieren))\b|\bwenden sie sich an\b",
-    r"\b(?:vous pouvez|je vous (?:recommande|conseille|suggère)|veuillez (?:consulter|vérifier|contacter))\b",
-    r"\b(?:puede|puedes|le recomiendo|te recomiendo|le sugiero|consulte|consulta) (?:consultar|revisar|verificar|contactar|el|la|los|las|con)\b",
-    r"\b(?:você pode|recomendo|sugiro|consulte|verifique) (?:consultar|verificar|contatar|o|a|os|as|com)\b",
-    r"\b(?:puoi|può|le consiglio|ti consiglio|consulti|consulta|verifica) (?:consultare|verificare|contattare|il|la|i|le|con)\b",
-    r"\b(?:u kunt|je kunt|raadpleeg|neem contact op|controleer)\b",
-)
-# Declines that hedge rather than refuse: no single / definitive answer, hard to say, not
-# stated explicitly, unclear whether (with _PRECISION_RX: "the exact number is not given").
-_HEDGE_RX = re.compile(
-    r"\bno (?:one|single|simple|definitive|clear|straightforward|exact|universal|direct|conclusive|explicit|definite) (?:answer|evidence|statement|mention|information)\b|"
-    r"\b(?:difficult|hard|challenging|tricky) to\b|\bnot (?:explicitly|specifically|directly|clearly|expressly)\b|"
-    r"\b(?:unclear|uncertain|not clear|inconclusive|not sure|not certain|mixed)\b|"
-    r"\b(?:schwer|schwierig|nicht eindeutig|difficile|pas clair|difícil|no está claro|difícil|não está claro|difficile|non è chiaro|moeilijk|niet duidelijk)\b", re.I)
-_CONTRAST_RX = re.compile(
-    r"^(?:however|but|though|although|that said|nevertheless|nonetheless|still|yet|even so|instead|on the other hand|"
-    r"aber|jedoch|allerdings|dennoch|trotzdem|mais|cependant|toutefois|néanmoins|pourtant|pero|sin embargo|no obstante|"
-    r"aunque|mas|porém|contudo|no entanto|todavia|embora|ma|tuttavia|però|comunque|eppure|maar|echter|toch|wel)\b", re.I)
-_CONCLUSION_RX = re.compile(
-    r"^(?:therefore|thus|so|hence|overall|in summary|in conclusion|to summarize|in short|ultimately|consequently|as a result|"
-    r"accordingly|based on (?:this|the|these|that)|daher|deshalb|also|somit|insgesamt|folglich|zusammenfassend|donc|par conséquent|"
-    r"en résumé|en conclusion|ainsi|por lo tanto|por tanto|en resumen|en conclusión|así que|portanto|por isso|em resumo|assim|"
-    r"quindi|pertanto|in sintesi|in conclusione|dunque|dus|daarom|kortom|concluderend|samenvattend)\b", re.I)
-_PRECISION_RX = re.compile(
-    r"\b(?:exact|exactly|precise|precisely|definitive|definitively|definite|conclusive|conclusively|"
-    r"certain|certainty|for sure|for certain|100%|"
-    r"genau|genaue[nmrs]?|exakt|exakte[nmrs]?|konkret|konkrete[nmrs]?|sicher|mit sicherheit|précis|précise|précisément|exacte?|exactement|certitude|"
-    r"exacto|exacta|exactamente|preciso|precisa|certeza|específic[oa]|exato|exata|exatamente|precisamente|"
-    r"esatt[oa]|esattamente|precis[oa]|certezza|specific[oa]|precies|precieze|exacte|zekerheid|specifiek)\b", re.I)
-_GENERIC_RX = re.compile(
-    r"\b(?:generally|general|typically|usually|often|vary|varies|varying|depend|depends|depending|various|variety|"
-    r"common|commonly|several|many|some|any time|in most|normally|im allgemeinen|allgemein|normalerweise|hängt|variiert|"
-    r"en général|généralement|dépend|varie|en general|generalmente|depende|varía|em geral|varia|in generale|generalmente|dipende|"
-    r"in het algemeen|meestal|hangt|varieert)\b", re.I)
-_DIGIT_RX = re.compile(r"\d")
-_PROPER_RX = re.compile(r"(?<=[a-z,;:)] )[A-Z][a-z]+")
-_TOKEN_TRIM_RX = re.compile(r"^[\s*_`~>#\"'\u2018\u2019\u201c\u201d\u00ab\u00bb()\[\]-]+|[\s*_`~\"'\u2018\u2019\u201c\u201d\u00ab\u00bb()\[\].!?,;:-]+$")
-_TOKEN_LABEL_RX = re.compile(r"^(?:final answer|answer|response|output|result|reply|claim|antwort|réponse|respuesta|resposta|risposta|antwoord)\s*[:\-\u2013\u2014]\s*", re.I)
-_CLAUSE_RX = re.compile(r"[,;]\s+(?=(?:but|however|though|although|yet|aber|jedoch|mais|cependant|pero|sin embargo|mas|porém|ma|però|tuttavia|maar)\b)", re.I)
-_WORDS_RX = re.compile(r"[^\W\d_]{2,}")
-_BULLET_RX = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
-# Each group of cues runs only on a text holding one of its trigger words (speed: one big
-# alternation costs ~0.3 ms per response; tests check that a trigger never hides a cue).
-_DECLINE_TRIGGERS = {
-    "en_first": "i i'm i\u2019m sorry apologies apologize apologise regrettably unfortunately afraid unable",
-    "en": "nothing only isn't isn\u2019t aren't aren\u2019t wasn't wasn\u2019t not no cannot unable unclear unknown uncertain impossible difficult hard challenging tricky insufficient "
-          "inadequate lack limited without please clarify specify against outside beyond inconclusive undetermined "
-          "none n/a unspecified can't can\u2019t couldn't couldn\u2019t don't don\u2019t doesn't doesn\u2019t didn't "
-          "didn\u2019t unknown",
-    "de": "nicht kein keine keinen keinem keiner keines leid leider entschuldigung unklar unbekannt nirgends",
-    "fr": "ne pas aucun aucune désolé désolée malheureusement hélas pardon impossible difficile insuffisant "
-          "insuffisante insuffisants insuffisantes inconnu inconnue incertain incertaine floue flou",
-    "es": "siento lamento disculpa disculpe lamentablemente desafortunadamente perdón imposible difícil insuficiente "
-          "insuficientes sin desconocido desconocida incierto incierta ninguna puedo pude podría sé tengo encontré "
-          "estoy dispongo cuento se está es consta hay documento documentos pasaje pasajes contexto fuente fuentes "
-          "texto textos fragmento fragmentos",
-    "pt": "não desculpe desculpa lamento infelizmente muito impossível difícil sem desconhecido desconhecida incerto "
-          "incerta nenhuma informações documento documentos passagem passagens contexto fonte fontes texto textos "
-          "trecho trechos excerto excertos",
-    "it": "non dispiace purtroppo spiacente scuso scusa scusi impossibile difficile insufficienti senza sconosciuto "
-          "sconosciuta incerto incerta chiaro chiara ignoto ignota nessuna documenti passaggi passi contesto fonti "
-          "testi estratti",
-    "nl": "niet geen spijt helaas sorry excuses onmogelijk onvoldoende onbekend onduidelijk nergens",
-}
-_DECLINE_GROUPS: tuple = ()      # (trigger words, compiled cues) per group: compiled when first read
-
-
-def _decline_groups() -> tuple:
-    global _DECLINE_GROUPS
-    if not _DECLINE_GROUPS:
-        _DECLINE_GROUPS = tuple((frozenset(_DECLINE_TRIGGERS[g].split()),
-                                 re.compile("|".join("(?:%s)" % s for s in src), re.I | re.M))
-                                for g, src in _DECLINE_SOURCES.items())
-    return _DECLINE_GROUPS
-
-
-_POINTER_RX = re.compile("|".join("(?:%s)" % s for s in _POINTER_SOURCES), re.I | re.M)
-_DISCLAIMER_RX = re.compile("|".join("(?:%s)" % s for s in _DISCLAIMER_SOURCES), re.I | re.M)
-_PASSAGE_RX = re.compile(r"\b(?:passages?|context|documents?|text|sources?|excerpts?|dokumente?n?|quellen?|documents?|fuentes?|fontes?|fonti|documenti|bronnen|documenten)\b", re.I)
-
-# Punctuation to spaces (apostrophes and "/" kept: "can't", "n/a"), to split a text into words.
-_SPLIT_TABLE = str.maketrans({c: " " for c in "!\"#$%&()*+,-.:;<=>?@[\\]^_`{|}~\u201c\u201d\u2018\u00ab\u00bb\u2013\u2014\u2026\u00bf\u00a1"})
-_SPLIT_BYTES = bytes(32 if c in _SPLIT_TABLE and c < 128 else c for c in range(256))    # _SPLIT_TABLE on ASCII
-_DISCLAIMER_TRIGGERS = frozenset("ai ki ia knowledge training sprachmodell taalmodel modelo modello "
-                                 "don't don\u2019t doesn't doesn\u2019t cannot can't can\u2019t not".split())
-
-
-_ANY_TRIGGER = frozenset(" ".join(_DECLINE_TRIGGERS.values()).split()) | _DISCLAIMER_TRIGGERS
-
-
-def _decline_rxs(low: str) -> tuple:
-    """The decline-cue groups whose trigger words the lower-cased text holds, and whether the
-    disclaimer cues may apply."""
-    words = (low.encode().translate(_SPLIT_BYTES).decode() if low.isascii() else low.translate(_SPLIT_TABLE)).split()
-    if "n't" in low or "n\u2019t" in low:
-        words.append("not")
-    elif _ANY_TRIGGER.isdisjoint(words):     # no trigger word at all (most answers): no group
-        return (), False
-    words = set(words)
-    groups = tuple(rx for trig, rx in (_DECLINE_GROUPS or _decline_groups()) if not trig.isdisjoint(words))
-    return groups, not _DISCLAIMER_TRIGGERS.isdisjoint(words)
-
-
-# _SPLIT_BYTES with the ASCII separators str.split() splits at and bytes.split() does not
-# (\x1c-\x1f): the bytes words of an ASCII text are then its str words (plain_answer)
-_SPLIT_WS_BYTES = bytes(32 if 0x1c <= c <= 0x1f else b for c, b in enumerate(_SPLIT_BYTES))
-_ANY_TRIGGER_BYTES = frozenset(w.encode() for w in _ANY_TRIGGER if w.isascii())
-
-
-def plain_answer(text: str, low: str, token: str, first: str) -> bool:
-    """Whether ``read_refusal(text, token)`` is surely ``(answer, "", 0)``, found without the
-    reader: ``text`` (stripped; ``low``: its lower-cased form) is ASCII, at most REFUSAL_WINDOW
-    characters, holds no trigger word of any decline cue (_decline_rxs: its words, no "n't"),
-    and cannot be the token (refusal_layout's "token" case needs ``first``, the token's first
-    word, in a text at most 60 characters longer than the token).  False proves nothing."""
-    if len(text) > REFUSAL_WINDOW or not low.isascii() or "n't" in low or low == token:
-        return False
-    if len(text) <= len(token) + 60 and (not token or first in low):
-        return False
-    return _ANY_TRIGGER_BYTES.isdisjoint(low.encode().translate(_SPLIT_WS_BYTES).split())
-
-
-def token_form(text: str) -> str:
-    """The claim with Markdown, quotes, a leading label and closing punctuation taken off, lower-cased."""
-    t = text.strip()
-    if len(t) > 200:
-        return t.lower()
-    prev = None
-    while prev != t:
-        prev = t
-        t = _TOKEN_TRIM_RX.sub("", t)
-        t = _TOKEN_LABEL_RX.sub("", t)
-    return " ".join(t.lower().split())
-
-
-def sentences(text: str) -> List[str]:
-    """Sentences (``split_sentences``) and lines of ``text``; a contrast clause (", but ...") is a
-    unit of its own; list bullets and Markdown emphasis are taken off."""
-    out = []
-    for start, end in split_sentences(text):
-        for part in text[start:end].split("\n"):
-            part = _BULLET_RX.sub("", part).strip(" \t*_#>")
-            if _WORDS_RX.search(part):
-                out.extend(c for c in _CLAUSE_RX.split(part) if c)
-    return out
-
-
-def refusal_layout(text, token: str = REFUSAL, extra=()) -> Tuple[str, List[str], List[str], int]:
-    """How a response is laid out for the refusal reading: (case, sentences, kinds, pattern).
-
-    case: "empty", "token" (the refusal token in any dress), "none" (no decline cue),
-    "declines" (declines and pointers only) or "mixed" (declines and content); kinds per
-    sentence: D decline, M pointer or pleasantry, C content; pattern: the index + 1 of the
-    first ``extra`` (source, regex) pair that marked a decline (0: none)."""
-    t = (text or "").strip()
-    if not t:
-        return "empty", [], [], 0
-    tok = token.strip().lower()
-    low = t.lower()
-    if low == tok or (len(t) <= len(tok) + 60 and (not tok or tok.split(None, 1)[0] in low)   # (its first word: cheap)
-                      and tok in " ".join(low.split()) and token_form(t) == tok):
-        return "token", [], [], 0
-    if len(t) > REFUSAL_WINDOW:
-        half = REFUSAL_WINDOW // 2
-        t = t[:half] + "\n" + t[-half:]
-    groups, disclaim = _decline_rxs(low if len(t) <= REFUSAL_WINDOW else t.lower())
-    if not groups and not disclaim and not extra:
-        return "none", [], [], 0
-    if (not any(rx.search(t) for rx in groups) and not (disclaim and _DISCLAIMER_RX.search(t))
-            and not any(rx.search(t) for _, rx in extra)):
-        cut = split_sentences(t[:300])
-        first = t[cut[0][0]:cut[0][1]].strip() if len(cut) > 1 else t   # a cue that is a whole sentence: "Unknown. ..."
-        if first == t or not any(rx.search(first) for rx in groups):
-            return "none", [], [], 0
-    sents = sentences(t)
-    kinds = []
-    pat = 0
-    for s in sents:
-        m = next((n for n, (_, rx) in enumerate(extra, 1) if rx.search(s)), 0) if extra else 0
-        if m:
-            kinds.append("D")
-            pat = pat or m
-        elif any(rx.search(s) for rx in groups):
-            kinds.append("D")
-        elif disclaim and _DISCLAIMER_RX.search(s):
-            kinds.append("K")
-        elif _POINTER_RX.search(s):
-            kinds.append("M")
-        else:
-            kinds.append("C")
-    if "D" not in kinds and "K" not in kinds:
-        return "none", sents, kinds, 0
-    return ("mixed" if "C" in kinds else "declines"), sents, kinds, pat
-
-
-# The bottom line of a mixed English response (declines and content) is weighed by a logistic
-# model over refusal_features: where the declines sit, whether the content opens with a
-# contrast, carries a number or a name, hedges, points elsewhere, and the words of the
-# declining and the content sentences.  Fitted on the fit halves of the labelled sets (and the
-# written English rows) by ``make fit-refusal`` (bench/fit_refusal.py writes
-# bench/refusal_fit.json; ``--check`` refits and verifies the numbers below byte for byte).
-# A response that is not English (few English function words) keeps the rules above: the
-# model has no features for it.  Figures: docs/refusals.md.
-# Fitted by `make fit-refusal` (bench/fit_refusal.py; copied from bench/refusal_fit.json).
-REFUSAL_MODEL = {"bias": 1.467212, "english": 0.1, "threshold": 0.42,
-                 "weights": {
-                             "content_commits": -0.180891, "content_concludes": -0.324767,
-                             "content_digit": -0.768654, "content_generic": 0.243396,
-                             "content_name": 0.659084, "content_share": -0.656985,
-                             "content_sources": -0.364365, "content_words": -0.519401, "contrast": -1.861348,
-                             "decline_hedge": -0.216656, "decline_precision": -0.141984,
-                             "first_decline": 0.747063, "first_disclaimer": -0.747063,
-                             "last_decline": 1.350169, "last_firm": 0.254163,
-                             "last_firm_conclusion": 0.090279, "pointer": 0.060465}}
-_EN_FUNCTION = frozenset("the of and to that it this not be for with are were from have has does there what "
-                         "which by or its their would could should about".split())     # none a word of de fr es pt it nl
-_COMMIT_RX = re.compile(r"\b(?:likely|probably|possibly|appears?|seems?|suggests?|suggesting|indicates?|implies|"
-                        r"approximately|roughly|estimated|around|about|may be|might be|could be|would be)\b", re.I)
-_FEATURE_WORD_RX = re.compile(r"[a-z][a-z'’]+")
-
-
-def english_share(words: List[str]) -> float:
-    """Share of ``words`` (lower-cased) that are common English function words."""
-    return sum(1 for w in words if w in _EN_FUNCTION) / len(words) if words else 0.0
-
-
-def refusal_features(sents: List[str], kinds: List[str]) -> Dict[str, float]:
-    """Features of a mixed response (sentences and their kinds, as refusal_layout gives them)
-    for REFUSAL_MODEL: structural ones by name, and "d:WORD" / "c:WORD" for the words of the
-    declining (and disclaimer) sentences and of the content sentences."""
-    core = [(s, k) for s, k in zip(sents, kinds) if k != "M"]
-    dec = [s for s, k in core if k in "DK"]
-    con = [s for s, k in core if k == "C"]
-    f = {}
-    if core:
-        first, last = core[0], core[-1]
-        f["first_decline"] = 1.0 if first[1] == "D" else 0.0
-        f["first_disclaimer"] = 1.0 if first[1] == "K" else 0.0
-        f["last_decline"] = 1.0 if last[1] in "DK" else 0.0
-        firm = last[1] == "D" and not _HEDGE_RX.search(last[0]) and not _PRECISION_RX.search(last[0])
-        f["last_firm"] = 1.0 if firm else 0.0
-        f["last_firm_conclusion"] = 1.0 if firm and _CONCLUSION_RX.match(last[0]) else 0.0
-        i = next((n for n, (_, k) in enumerate(core) if k == "C"), None)
-        f["contrast"] = 1.0 if i is not None and i > 0 and _CONTRAST_RX.match(core[i][0]) else 0.0
-        f["content_share"] = len(con) / len(core)
-    f["content_digit"] = 1.0 if any(_DIGIT_RX.search(s) for s in con) else 0.0
-    f["content_name"] = 1.0 if any(_PROPER_RX.search(s) for s in con) else 0.0
-    f["content_generic"] = 1.0 if any(_GENERIC_RX.search(s) for s in con) else 0.0
-    f["decline_hedge"] = 1.0 if dec and all(_HEDGE_RX.search(s) for s in dec) else 0.0
-    f["decline_precision"] = 1.0 if any(_PRECISION_RX.search(s) for s in dec) else 0.0
-    f["pointer"] = 1.0 if "M" in kinds else 0.0
-    f["content_commits"] = 1.0 if any(_COMMIT_RX.search(s) for s in con) else 0.0
-    f["content_concludes"] = 1.0 if any(_CONCLUSION_RX.match(s) for s in con) else 0.0
-    f["content_sources"] = 1.0 if any(_PASSAGE_RX.search(s) for s in con) else 0.0
-    cw = _FEATURE_WORD_RX.findall(" ".join(con).lower())
-    f["content_words"] = min(len(cw), 100) / 100.0
-    for w in set(_FEATURE_WORD_RX.findall(" ".join(dec).lower())):
-        f["d:" + w] = 1.0
-    for w in set(cw):
-        f["c:" + w] = 1.0
-    return f
-
-
-def weighed_layout(case: str, sents: List[str], kinds: List[str], english: float) -> bool:
-    """Whether REFUSAL_MODEL decides a response of this layout: mixed, opening with a decline or a
-    disclaimer, English."""
-    if case != "mixed" or next(k for k in kinds if k != "M") == "C":
-        return False
-    return english_share(_FEATURE_WORD_RX.findall(" ".join(sents).lower())) >= english
-
-
-def refusal_score(feats: Dict[str, float], model: Optional[dict] = None) -> float:
-    """REFUSAL_MODEL's probability that a response with ``feats`` is a refusal."""
-    model = model or REFUSAL_MODEL
-    w = model["weights"]
-    z = model["bias"] + math.fsum(w[k] * v for k, v in feats.items() if k in w)
-    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
-
-
-def read_refusal(text, token: str = REFUSAL, extra=(), model: Optional[dict] = None) -> Tuple[str, str, int]:
-    """(kind, reason, pattern) for one response: kind is answer / refusal / partial_refusal;
-    reason a short text for the items file ("" for an answer without a caveat); pattern
-    as in ``refusal_layout``.  The bottom line of a response holding both declines and
-    content (sentences without pointers and pleasantries):
-
-    * it leads with content: an answer, unless its last sentence is a firm decline that
-      concludes ("Therefore, the answer cannot be determined ..."): a refusal; an answer
-      whose last sentence is a firm decline is a partial refusal;
-    * it leads with a decline or a disclaimer: a refusal, unless its first content opens
-      with a contrast ("I cannot confirm the exact date, but it was in 1998") and it does
-      not end with a decline (other than one about precision): an answer.
-
-    A firm decline is a decline that neither hedges (_HEDGE_RX: "no definitive answer",
-    "difficult to say", "not explicitly stated") nor doubts only precision (_PRECISION_RX)."""
-    case, sents, kinds, pat = refusal_layout(text, token, extra)
-    if case == "token":
-        return KIND_REFUSAL, "the refusal token", 0
-    if case in ("empty", "none"):
-        return KIND_ANSWER, "", 0
-    quote = next(s for s, k in zip(sents, kinds) if k in "DK")[:60]
-    if case == "declines":
-        return KIND_REFUSAL, "declines, answers nothing: " + quote, pat
-    core = [(s, k) for s, k in zip(sents, kinds) if k != "M"]
-    firm = [k == "D" and not _HEDGE_RX.search(s) and not _PRECISION_RX.search(s) for s, k in core]
-    model = model or REFUSAL_MODEL
-    if model["weights"] and weighed_layout(case, sents, kinds, model["english"]):
-        p = refusal_score(refusal_features(sents, kinds), model)
-        if p >= model["threshold"]:
-            return KIND_REFUSAL, "its bottom line declines (%.2f): %s" % (p, quote), pat
-        return KIND_ANSWER, "declines, then answers: " + quote, 0
-    if core[0][1] == "C":
-        last = core[-1][0]
-        if firm[-1] and _CONCLUSION_RX.match(last):
-            return KIND_REFUSAL, "concludes that it cannot answer: " + last[:60], pat
-        if firm[-1]:
-            return KIND_PARTIAL, "answers, then declines: " + last[:60], pat
-        return KIND_ANSWER, "answer with a caveat: " + quote, 0
-    if core[-1][1] == "D" and not _PRECISION_RX.search(core[-1][0]):
-        return KIND_REFUSAL, "declines first and last: " + quote, pat
-    if _CONTRAST_RX.match(next(s for s, k in core if k == "C")):
-        return KIND_ANSWER, "declines, then answers: " + quote, 0
-    return KIND_REFUSAL, "declines; what follows does not answer: " + quote, pat
-
-
-
-
-# ---- reading 3: answer normalisation
-# A response is matched against short gold answers (gold ``gold_answers``) after both sides go
-# through one normaliser, ``answer_tokens``: NFKC and accents folded on Latin letters, words
-# glued by a stripped link split ("byCyndi" -> "by Cyndi", "in1996" -> "in 1996"), case,
-# punctuation and articles dropped, number words and digits one form ("twenty-one" -> 21,
-# "3 million" -> 3000000, "first" -> 1, "1,000" -> 1000, "5th" -> 5), units one word ("km" /
-# "kilometres", "%" / "percent", "$" / "dollars"), dates one order ("1998-03-05", "5 March 1998"
-# and "March 5, 1998" give the same words; "Sept." is September) and word forms lightly stemmed
-# (plural and possessive endings).  ``match_answer`` then applies the rule documented in
-# docs/answer_correctness.md.  The rule's numbers below were fitted on the fit half of
-# EVOUNA-NQ (questions with an even number) by ``make bench-answer-correct`` (bench/
-# bench_answer_correct.py --fit); the held-out half's figures are in that document.  Each
-# normalisation has a name in ANSWER_NORMS so that the benchmark can switch it off (ablation).
-ANSWER_NORMS = ("unicode", "glue", "numbers", "ordinals", "thousands", "units", "dates", "stems",
-                "prefix", "alternatives", "question", "years")
-_ALL_NORMS = frozenset(ANSWER_NORMS)
-ANSWER_PREFIX = 4          # fitted: two words of >= 4 letters match when their first 4 letters do
-ANSWER_PART = 0.5          # fitted: a >= ANSWER_PART_MIN-word gold matches with this share of its key words
-ANSWER_PART_MIN = 3        # ... (and its last key word); fewer words must all be present
-MAX_ANSWER_CHARS = 20000   # limit: characters of a response (and of a gold answer) that are matched
-
-_ONES = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen".split())}
-_TENS = {w: 10 * (i + 2) for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())}
-_SCALES = {"hundred": 100, "thousand": 1000, "million": 10 ** 6, "billion": 10 ** 9, "trillion": 10 ** 12}
-_ORDINALS = {w: str(i + 1) for i, w in enumerate(
-    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth".split())}
-_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
-                "october", "november", "december")
-_MONTHS = dict({m[:3]: m for m in _MONTH_NAMES}, sept="september")
-_MONTH_SET = frozenset(_MONTH_NAMES)
-_UNITS: Dict[str, str] = {}
-for _canon, _words in (("km", "km kms kilometre kilometres kilometer kilometers"),
-                       ("m", "metre metres meter meters"), ("cm", "cm centimetre centimetres centimeter centimeters"),
-                       ("mm", "mm millimetre millimetres millimeter millimeters"),
-                       ("kg", "kg kgs kilogram kilograms kilogramme kilogrammes"), ("g", "gram grams gramme grammes"),
-                       ("pound", "lb lbs pound pounds £ gbp"), ("mile", "mi mile miles"), ("ft", "ft foot feet"),
-                       ("percent", "% percent percentage pct"), ("dollar", "$ usd dollar dollars"),
-                       ("euro", "€ eur euro euros"), ("degree", "° degree degrees"), ("celsius", "celsius centigrade"),
-                       ("fahrenheit", "fahrenheit"), ("mph", "mph"), ("kmh", "kmh kph"),
-                       ("hour", "hr hrs hour hours"), ("minute", "min mins minute minutes"), ("year", "yr yrs year years")):
-    for _w in _words.split():
-        _UNITS[_w] = _canon
-del _canon, _words, _w
-_ARTICLES = frozenset(("a", "an", "the"))
-_GLUE_RX = re.compile(r"(?<=[a-z])(?=[A-Z][a-z])|(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[^\W\d_]{2})")
-_ISO_RX = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
-_POSS_RX = re.compile(r"['\u2019]s\b")
-_ANS_TOKEN_RX = re.compile(r"\d+(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|[^\W\d_]+|[%$€£°]")
-_PAREN_RX = re.compile(r"\([^()]*\)")
-_SUFFIXES = frozenset(("st", "nd", "rd", "th"))
-
-
-def _fold_accents(text: str) -> str:
-    """Accents dropped from Latin letters only (a base letter below U+0250 plus combining marks);
-    other scripts are left alone, where a mark can be a vowel."""
-    out = []
-    for ch in text:
-        if ch < "\x80":
-            out.append(ch)
-            continue
-        d = unicodedata.normalize("NFD", ch)
-        if len(d) > 1 and d[0] < "\u0250" and all(unicodedata.combining(c) for c in d[1:]):
-            out.append(d[0])
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def _iso_date(m) -> str:
-    y, mo, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
-    if 1 <= mo <= 12 and 1 <= d <= 31:
-        return "%d %s %d" % (d, _MONTH_NAMES[mo - 1], y)
-    return m.group(0)
-
-
-def _light_stem(w: str) -> str:
-    """Plural endings: "cities" -> "city", "boxes" -> "box", "cells" -> "cell" ("glass", "bus" kept)."""
-    if len(w) > 4 and w.endswith("ies"):
-        return w[:-3] + "y"
-    if len(w) > 4 and (w.endswith(("sses", "xes", "zes", "ches", "shes"))):
-        return w[:-2]
-    if len(w) > 3 and w[-1] == "s" and not w.endswith(("ss", "us", "is")):
-        return w[:-1]
-    return w
-
-
-def _number_words(raw: List[str], i: int) -> Tuple[str, int]:
-    """The value of the run of number words starting at raw[i] ("twenty one", "one hundred and
-    five", "two million") and the index after it."""
-    total = cur = 0
-    j, n = i, len(raw)
-    while j < n:
-        x = raw[j]
-        if x in _ONES:
-            cur += _ONES[x]
-        elif x in _TENS:
-            cur += _TENS[x]
-        elif x == "hundred" and j > i:
-            cur = max(cur, 1) * 100
-        elif x in _SCALES and j > i:
-            total += max(cur, 1) * _SCALES[x]
-            cur = 0
-        elif x == "and" and j > i and j + 1 < n and (raw[j + 1] in _ONES or raw[j + 1] in _TENS):
-            pass
-        else:
-            break
-        j += 1
-    return str(total + cur), j
-
-
-def answer_tokens(text: str, norms: frozenset = _ALL_NORMS) -> List[str]:
-    """The normalised words of ``text`` for answer matching (see the section's comment)."""
-    text = text[:MAX_ANSWER_CHARS]
-    if "unicode" in norms:
-        text = unicodedata.normalize("NFKC", text)
-    if "glue" in norms:
-        text = _GLUE_RX.sub(" ", text)
-    text = text.casefold()
-    if "unicode" in norms and not text.isascii():
-        text = _fold_accents(text)
-    if "stems" in norms:
-        text = _POSS_RX.sub(" ", text)
-    if "dates" in norms and "-" in text:
-        text = _ISO_RX.sub(_iso_date, text)
-    raw = _ANS_TOKEN_RX.findall(text)
-    out: List[str] = []
-    i, n = 0, len(raw)
-    numbers, units, dates, stems = "numbers" in norms, "units" in norms, "dates" in norms, "stems" in norms
-    while i < n:
-        w = raw[i]
-        if w[0].isdigit():
-            if "," in w and "thousands" in norms:
-                w = w.replace(",", "")
-            if numbers and i + 1 < n and raw[i + 1] in _SCALES and raw[i + 1] != "hundred":
-                v = float(w.replace(",", "")) * _SCALES[raw[i + 1]]
-                w = str(int(v)) if v == int(v) else repr(v)
-                i += 1
-            if numbers and i + 1 < n and raw[i + 1] in _SUFFIXES:
-                i += 1
-            out.append(w)
-            i += 1
-            continue
-        if numbers and (w in _ONES or w in _TENS):
-            w, i = _number_words(raw, i)
-            out.append(w)
-            continue
-        i += 1
-        if w in _ARTICLES:
-            continue
-        if "ordinals" in norms and w in _ORDINALS:
-            out.append(_ORDINALS[w])
-            continue
-        if dates and w in _MONTHS:
-            w = _MONTHS[w]
-        if units and w in _UNITS:
-            w = _UNITS[w]
-        elif stems:
-            w = _light_stem(w)
-        out.append(w)
-    return out
-
-
-def _is_year(t: str) -> bool:
-    return len(t) == 4 and t.isdigit() and "1000" <= t <= "2100"
-
-
-def _dates_in(toks: List[str]) -> List[Tuple[str, Optional[str], str]]:
-    """(month, day or None, year) of each year preceded (within 3 words) by a month name."""
-    out = []
-    for i, t in enumerate(toks):
-        if _is_year(t):
-            win = toks[max(0, i - 3):i]
-            months = [w for w in win if w in _MONTH_SET]
-            if months:
-                days = [w for w in win if w.isdigit() and len(w) <= 2]
-                out.append((months[-1], days[-1] if days else None, t))
-    return out
-
-
-def _contains_run(hay: List[str], needle: List[str]) -> bool:
-    k = len(needle)
-    first = needle[0]
-    for i in range(len(hay) - k + 1):
-        if hay[i] == first and hay[i:i + k] == needle:
-            return True
-    return False
-
-
-def gold_variants(gold: str, norms: frozenset = _ALL_NORMS) -> List[str]:
-    """A gold answer and, with "alternatives", the gold without a parenthesised aside and each
-    side of " or " ("hit points or health points")."""
-    out = [gold]
-    if "alternatives" in norms:
-        bare = " ".join(_PAREN_RX.sub(" ", gold).split())
-        if bare and bare != gold:
-            out.append(bare)
-        for g in list(out):
-            if " or " in g:
-                out.extend(p.strip() for p in g.split(" or ") if p.strip())
-    return out
-
-
-class AnswerMatch(NamedTuple):
-    correct: bool
-    recall: float       # share of the best gold answer's key words found in the response
-    f1: float           # token F1 (SQuAD-style, normalised words) against the best gold answer
-    gold: int           # index of the best gold answer in the list given
-
-
-def match_answer(response: str, golds, question: Optional[str] = None,
-                 norms: frozenset = _ALL_NORMS, partial: bool = True) -> AnswerMatch:
-    """The response against short gold answers (the rule of docs/answer_correctness.md).
-
-    A gold answer (or one of its variants) matches when, no date in the response contradicting
-    a year-rule match:
-      1. its normalised words occur in order, contiguous, in the response; or
-      2. every key word occurs (key words: the gold's words less stopwords and, when the
-         question is known, less the question's words; numbers compared exactly, other words
-         of >= ANSWER_PREFIX letters by their first ANSWER_PREFIX letters); or
-      3. (``partial``) it has >= ANSWER_PART_MIN key words, the last one occurs, and the first
-         one or >= ANSWER_PART of them occur ("Zachary Quinto" for "Zachary John Quinto"); or
-      4. (``partial``) it names a year (not a word of the question) and the response names it
-         and no other month or day of that year ("2005" for "May 3, 2005", not "May 30, 2017" for "January 2017").
-    Rules 2-3 also need every number of the gold in the response.  Best gold: correct first,
-    then recall, then F1."""
-    a = answer_tokens(response, norms)
-    aset = set(a)
-    pre = ANSWER_PREFIX if "prefix" in norms else 0
-    apre = {t[:pre] for t in a if pre and len(t) >= pre and not t[0].isdigit()} if pre else set()
-    q = set(answer_tokens(question, norms)) if question and "question" in norms else set()
-    counts = Counter(a)
-    adates = None
-    best = AnswerMatch(False, 0.0, 0.0, -1)
-    for gi, gold in enumerate(golds):
-        for g in gold_variants(gold, norms):
-            gt = answer_tokens(g, norms)
-            if not gt:
-                continue
-            common = sum((counts & Counter(gt)).values())
-            f1 = 2.0 * common / (len(a) + len(gt)) if common else 0.0
-            key = [t for t in gt if t not in STOPWORDS or (t in _MONTH_SET and "dates" in norms)] or gt
-            key = [t for t in key if t not in q] or key
-            hit = [t in aset or (len(t) >= pre > 0 and not t[0].isdigit() and t[:pre] in apre) for t in key]
-            recall = sum(hit) / len(key)
-            nums = all(t in aset for t in gt if t[0].isdigit())
-            ok = _contains_run(a, gt) or (nums and recall == 1.0)
-            if not ok and partial:
-                if nums and len(key) >= ANSWER_PART_MIN and hit[-1] and (hit[0] or recall >= ANSWER_PART - 1e-9):
-                    ok = True
-                elif "years" in norms:
-                    years = [t for t in gt if _is_year(t) and t not in q]
-                    if years and aset.issuperset(years):
-                        if adates is None:
-                            adates = _dates_in(a)
-                        ok = True
-                        for (m, d, y) in _dates_in(gt):
-                            same = [x for x in adates if x[2] == y]
-                            if same and not any(x[0] == m and (d is None or x[1] is None or x[1] == d)
-                                                for x in same):
-                                ok = False
-            cand = AnswerMatch(ok, recall, f1, gi)
-            if (cand.correct, cand.recall, cand.f1) > (best.correct, best.recall, best.f1):
-                best = cand
-    return best
-
-
-# ---- reading 4: sentences, meta-language and grounding
-# A generated answer is checked sentence by sentence (issue 29).  Each sentence, without
-# citation markers, list numbers and lead-ins about the sources ("Based on the passages
-# provided, ..."), is set aside when it only talks about the answer or the sources (meta:
-# "The context does not mention X", "I hope this helps"; a clause of it declining to answer,
-# "I could not find X, but ...", is set aside and the rest is checked); every other sentence
-# is matched, order-insensitively, against the texts of the cited chunks (the retrieved ones
-# when none is cited).  Support is lexical and explainable (grounding_features): content
-# words with word forms folded (fold_word), numbers / amounts / dates / units normalised
-# (number_values) and required, capitalised names required, negation and modality compared
-# with the chunk sentence that supports the sentence best.  A number or a name found in no
-# chunk makes the sentence unsupported whatever its score; otherwise the sentence is
-# unsupported when GROUNDING_MODEL's logistic score (probability that people would flag it)
-# reaches its threshold.  The weights and the threshold are fitted on the fit half of
-# FaithBench (people's hallucination spans) by ``make fit-grounding``
-# (bench/fit_grounding.py, which writes bench/grounding_fit.json; ``--check`` refits and
-# verifies the numbers below byte for byte).  Figures: docs/grounding.md.
-
-GROUNDING_MODES = ("strict", "sentences")
-MAX_GROUND_SENTENCES = 200      # sentences checked per answer (the rest are not read)
-MAX_GROUND_CHARS = 100_000      # characters of one answer, and of one chunk, that grounding reads
-
-# Fitted by `make fit-grounding` (bench/fit_grounding.py; copied from bench/grounding_fit.json).
-GROUNDING_MODEL = {"bias": -0.077089, "share_cut": 0.7, "threshold": 0.455,
-                   "weights": [-0.945472, 0.164798, -0.852188, -0.865722, 0.035412, 0.653727, 0.003054]}
-
-# Words about the sources or the answer (not claims about the world): never required.
-META_WORDS = frozenset("""
-passage passages text texts article articles context contexts document documents source sources
-excerpt excerpts snippet snippets summary summarize summarise summarizes summarises summarized summarised
-information info provided provide provides providing given mention mentions mentioned mentioning
-discuss discusses discussed discussing state states stated stating says said say according based
-describe describes described describing detail details detailed highlight highlights highlighted
-note notes noted noting indicate indicates indicated indicating report reports reported reporting
-suggest suggests suggested explain explains explained answer answers question questions therefore
-overall additionally also however furthermore moreover specifically specific regarding available
-retrieved refer refers referenced reference references cite cites cited writes wrote written
-""".split())
-# ... and, in a sentence that ends in a colon (it introduces a list or a summary), these too
-INTRO_WORDS = frozenset("""
-here concise brief short core key main important following below pieces piece points point topics topic
-aspects aspect parts part unrelated separate distinct different two three several overview breakdown
-extract extracted would were
-""".split())
-_LEADIN_RX = re.compile(
-    r"^ ?(?:(?:in summary|to summarize|to summarise|in conclusion|overall|in short|additionally|also|"
-    r"furthermore|moreover|however|therefore|thus|so|yes|no|sure|certainly|of course), )*"
-    r"(?:(?:based (?:on|upon)|according to|as (?:stated|mentioned|described|noted|shown|indicated) in|"
-    r"from|per|in|given) (?:the |these |this |those |my )?(?:provided |given |available |retrieved |above |"
-    r"following |information in the |information (?:provided |given )?(?:in|from) the )?"
-    r"(?:passages?|context|contexts|documents?|sources?|texts?|excerpts?|articles?|information|snippets?|"
-    r"search results?|results?)(?: provided| given| above| available| retrieved)? ?[,:]? ?)?"
-    r"(?:(?:the |this |these )?(?:passages?|context|documents?|sources?|texts?|excerpts?|articles?|summary)"
-    r"(?: provided| given| above)? (?:also )?(?:says?|states?|mentions?|notes?|explains?|indicates?|"
-    r"suggests?|describes?|reports?|shows?|highlights?|discusses?|provides? information (?:about|on)|"
-    r"is about|talks about|tells us)(?: that)? ?[,:]? ?)?", re.IGNORECASE)
-_META_SENT_RX = re.compile(
-    r"\b(?:passages?|context|documents?|sources?|texts?|excerpts?|articles?|information)\b"
-    r"(?: provided| given| available| retrieved| above)? (?:does|do|did) (?:not|n[\x27\u2019]t) "
-    r"(?:mention|say|state|specify|include|contain|provide|discuss|address|cover|give|describe|indicate|"
-    r"explain|answer)|\bno (?:information|mention|details?) (?:is |was |are )?(?:given |provided |available )?"
-    r"(?:about|on|of|regarding|in)\b|\bi hope (?:this|that) helps\b|\blet me know\b|\bfeel free to\b|"
-    r"\bi (?:could not|couldn[\x27\u2019]t|cannot|can[\x27\u2019]t|can not|was unable to|am unable to|"
-    r"do not|don[\x27\u2019]t) (?:find|see|locate|determine|answer|tell|confirm|say|know|provide)\b|"
-    r"\b(?:cannot|can[\x27\u2019]t|can not) be (?:determined|answered|found|confirmed)\b|"
-    r"\b(?:is|are) not (?:mentioned|specified|stated|provided|given|included|discussed) in\b|"
-    r"\bhere(?: is|[\x27\u2019]s| are) (?:a |an |the |my )?(?:[a-z]+ )?(?:[a-z]+ )?(?:summary|summaries|answer|"
-    r"overview|key points?|main points?|breakdown|response)\b", re.IGNORECASE)
-# contrastive connectors: a declining clause before or after one is set aside, the rest checked
-_G_CLAUSE_RX = re.compile(r",? ?\b(?:but|however|although|though|yet|whereas)\b,? ?|; ?", re.IGNORECASE)
-_ENUM_RX = re.compile(r"^\(?\d{1,2}[.)] ")          # a list number that opens a sentence
-_LISTNUM_RX = re.compile(r"(?m)^[ \t]{0,8}(?:[-*\u2022]|\(?\d{1,2}[.)]|\(?[a-z][.)])[ \t]{1,8}")
-
-
-def claim_without_markers(text: str) -> str:
-    """The claim without citation markers and a sources list, for grounding: reading 1's
-    reader (the scorer hands ``ground`` a claim it has already read; this is for direct calls)."""
-    return read_citations(text, ()).claim
-
-
-_NUM_WORDS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen twenty".split())}
-_NUM_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
-                   "ninety": 90, "hundred": 100, "thousand": 1000, "dozen": 12,
-                   "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
-                   "eighth": 8, "ninth": 9, "tenth": 10, "half": 0.5, "twice": 2, "double": 2})
-_SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9,
-          "b": 1e9, "trillion": 1e12, "tn": 1e12}
-_G_MONTHS = {m: i + 1 for i, m in enumerate("january february march april may june july august september "
-                                             "october november december".split())}
-_G_MONTHS.update({m[:3]: i for m, i in list(_G_MONTHS.items())})
-_G_MONTHS["sept"] = 9
-_G_UNITS = {"$": "usd", "usd": "usd", "dollar": "usd", "dollars": "usd", "\u00a3": "gbp", "gbp": "gbp",
-          "pound": "gbp", "pounds": "gbp", "\u20ac": "eur", "eur": "eur", "euro": "eur", "euros": "eur",
-          "\u00a5": "jpy", "yen": "jpy", "%": "percent", "percent": "percent", "per cent": "percent",
-          "km": "km", "kilometre": "km", "kilometres": "km", "kilometer": "km", "kilometers": "km",
-          "mi": "mile", "mile": "mile", "miles": "mile", "kg": "kg", "kilogram": "kg", "kilograms": "kg",
-          "lb": "lb", "lbs": "lb", "m2": "m2", "ft": "ft", "feet": "ft", "foot": "ft", "cm": "cm", "mm": "mm",
-          "hour": "hour", "hours": "hour", "hr": "hour", "hrs": "hour", "minute": "minute", "minutes": "minute",
-          "min": "minute", "day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month",
-          "months": "month", "year": "year", "years": "year", "yr": "year", "yrs": "year"}
-_NUM_RX = re.compile(
-    r"(?P<cur>[$\u00a3\u20ac\u00a5])?\s?(?P<num>\d{1,3}(?:,\d\d\d)+(?:\.\d+)?|\d+(?:\.\d+)?)"
-    r"(?:\s?(?P<pct>%|percent\b|per cent\b))?(?:\s?(?P<scale>thousand|million|billion|trillion|bn|mn|tn|k|m|b)\b)?",
-    re.IGNORECASE)
-_TIME_RX = re.compile(r"\b(\d{1,2}):(\d{2})\b")
-_CLOCK = frozenset(("am", "pm", "a.m", "p.m", "gmt", "utc", "bst", "est", "pst", "cet"))
-_WORD_RX = re.compile(r"[^\W\d_]+(?:[\x27\u2019-][^\W\d_]+)*")
-_NEG = frozenset("not no never none nothing nobody neither nor without cannot n't isn't aren't wasn't weren't "
-                 "don't doesn't didn't won't wouldn't can't couldn't shouldn't hasn't haven't hadn't".split())
-_MODAL = {"must": "must", "shall": "must", "required": "must", "require": "must", "requires": "must",
-          "requiring": "must", "mandatory": "must", "obliged": "must", "obligatory": "must",
-          "may": "may", "might": "may", "could": "may", "possibly": "may", "possible": "may", "perhaps": "may",
-          "maybe": "may", "potential": "may", "potentially": "may", "likely": "may", "probably": "may",
-          "optional": "may", "should": "should", "recommended": "should"}
-
-
-_FOLDS: Dict[str, str] = {}
-
-
-def fold_word(word: str) -> str:
-    """A word's folded form: lower case, possessive and plural / verb endings removed, a
-    final e dropped ("stays" / "stay", "moved" / "moving" / "move", "studies" / "study")."""
-    got = _FOLDS.get(word)
-    if got is None:
-        if len(_FOLDS) > 200000:          # bounded: a stream of distinct words must not grow it
-            _FOLDS.clear()
-        got = _FOLDS[word] = _fold(word)
-    return got
-
-
-def _fold(w: str) -> str:
-    w = _plain(w)
-    if w.endswith("'s"):
-        w = w[:-2]
-    w = w.rstrip("'")
-    n = len(w)
-    if n > 4 and w.endswith(("ies", "ied")):
-        w = w[:-3] + "y"
-    elif n > 4 and w.endswith("sses"):
-        w = w[:-2]
-    elif n > 4 and w.endswith(("ches", "shes", "xes", "zes")):
-        w = w[:-2]
-    elif n > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        w = w[:-1]
-    elif n > 5 and w.endswith("ing"):
-        w = w[:-3]
-    elif n > 4 and w.endswith("ed"):
-        w = w[:-2]
-    elif n > 5 and w.endswith("ly"):
-        w = w[:-2]
-    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":
-        w = w[:-1]
-    if len(w) > 3 and w.endswith("e"):
-        w = w[:-1]
-    return w
-
-
-def _sig(num: str) -> int:
-    """Significant digits as written: all digits of a decimal or of an integer below 10000
-    (years, counts); a larger integer's trailing zeros are taken as rounding ("38,900")."""
-    digits = num.replace(",", "").replace(".", "").lstrip("0")
-    if "." not in num and float(num.replace(",", "")) >= 10000:
-        digits = digits.rstrip("0")
-    return max(1, len(digits))
-
-
-def number_values(text: str) -> List[Tuple[str, float, int, str]]:
-    """The numbers of ``text`` as (as written, value, significant digits, unit): thousands
-    separators removed, scale words applied ("$160 million" = 160000000), currency symbols,
-    percent and units named; ISO dates give year, month and day.  Number words are left to
-    content words (they are often not quantities: "one of the ...")."""
-    out = []
-    for m in _ISO_RX.finditer(text):
-        for g, unit in ((1, ""), (2, "month"), (3, "")):
-            out.append((m.group(0), float(m.group(g)), len(m.group(g).lstrip("0")) or 1, unit))
-    text = _ISO_RX.sub(" ", text)
-    for m in _TIME_RX.finditer(text):                  # 2:00 pm is the hour 2 (and 30 minutes)
-        out.append((m.group(0), float(m.group(1)), len(m.group(1)), "time"))
-        if m.group(2) != "00":
-            out.append((m.group(0), float(m.group(2)), 2, "time"))
-    text = _TIME_RX.sub(" ", text)
-    for m in _NUM_RX.finditer(text):
-        num = m.group("num")
-        # a digit run inside a word (COVID-19's 19 is a number; "B2B" is not) and list markers
-        if m.start("num") > 0 and text[m.start("num") - 1].isalpha():
-            continue
-        try:
-            value = float(num.replace(",", ""))
-        except ValueError:      # pragma: no cover - the pattern only matches numbers
-            continue
-        unit = ""
-        if m.group("cur"):
-            unit = _G_UNITS[m.group("cur")]
-        elif m.group("pct"):
-            unit = "percent"
-        scale = (m.group("scale") or "").lower()
-        if scale and not (len(scale) == 1 and not m.group("cur")):   # "5 m" is metres, "$5m" millions
-            value *= _SCALE[scale]
-        elif scale == "m":
-            unit = "m"
-        out.append((m.group(0).strip(), value, _sig(num), unit))
-    return out
-
-
-def _number_supported(value: float, sig: int, support: List[float]) -> bool:
-    """The value, or a chunk value rounded to the sentence's significant digits ("$181.7
-    million" for 181,674,817; "about 200" for 196)."""
-    for w in support:
-        if w == value:
-            return True
-        if w and value:
-            mag = math.floor(math.log10(abs(w)))
-            q = 10.0 ** (mag - sig + 1)
-            if abs(math.floor(w / q + 0.5) * q - value) <= 1e-9 * abs(value):
-                return True
-    return False
-
-
-class _Chunkset:
-    """What the chunks of one answer support: folded words, number values, and each chunk
-    sentence's folded words with its negation and modality (for the best-aligned sentence)."""
-    __slots__ = ("words", "numbers", "sents", "pairs")
-
-    def __init__(self, texts: List[str]):
-        self.words: set = set()
-        self.numbers: List[float] = []
-        self.sents: List[Tuple[frozenset, Dict[str, frozenset], frozenset]] = []
-        for t in texts:
-            t = t[:MAX_GROUND_CHARS]
-            self.numbers.extend(v for _, v, _, _ in number_values(t))
-            for s, e in split_sentences(t):
-                sent = t[s:e]
-                low = _words(sent)
-                folded = frozenset(fold_word(w) for w in low)
-                self.words |= folded
-                self.words.update(w for w in low)
-                self.sents.append((folded, _marks(sent), _neg_zone(low)))
-            for w in _WORD_RX.findall(t):
-                low = _plain(w)
-                if low in _NUM_WORDS:              # "eight silver" supports "8 silver"
-                    self.numbers.append(float(_NUM_WORDS[low]))
-
-        self.numbers = sorted(set(self.numbers))
-        self.words.update(_num_key(v) for v in self.numbers)
-
-
-def _marks(text: str) -> Dict[str, frozenset]:
-    """Negation and modality by the word they bear on: for each negator or modal (written in
-    lower case: "May" is a month or a name), the next content word (folded) within three
-    words gets "not" or the modal's class ("must submit" -> {"submit": {"must"}}, "may not
-    apply" -> {"apply": {"may", "not"}})."""
-    out: Dict[str, set] = {}
-    raw = _WORD_RX.findall(text)
-    words = [_plain(w) for w in raw]
-    for i, w in enumerate(words):
-        mark = "not" if w in _NEG or w.endswith("n't") else (_MODAL.get(w) if raw[i].islower() else None)
-        if mark is None:
-            continue
-        for v in words[i + 1:i + 4]:
-            if v in _NEG or v in _MODAL or v in STOPWORDS or len(v) < 3:
-                continue
-            out.setdefault(fold_word(v), set()).add(mark)
-            break
-    return {k: frozenset(v) for k, v in out.items()}
-
-
-def _neg_zone(words: List[str]) -> frozenset:
-    """Folded words at most five words after or two before a negator: a negation in one text
-    agrees with the other when the word it bears on lies in the other's zone."""
-    out = set()
-    for i, w in enumerate(words):
-        if w in _NEG or w.endswith("n't"):
-            out.update(fold_word(v) for v in words[max(0, i - 2):i + 6])
-    return frozenset(out)
-
-
-def _num_key(v: float) -> str:
-    return "#%r" % v
-
-
-def _plain(text: str) -> str:
-    """Lower case without accents ("Café" / "cafe")."""
-    text = text.lower().replace("\u2019", "'")
-    if text.isascii():
-        return text
-    return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
-
-
-def _words(text: str) -> List[str]:
-    return _WORD_RX.findall(_plain(text))
-
-
-_CHUNKSETS: Dict[Tuple[str, ...], _Chunkset] = {}
-
-
-def chunkset(texts: List[str]) -> _Chunkset:
-    """The support of ``texts``, cached (bounded) by the texts themselves."""
-    key = tuple(texts)
-    cs = _CHUNKSETS.get(key)
-    if cs is None:
-        if len(_CHUNKSETS) > 4096:
-            _CHUNKSETS.clear()
-        cs = _CHUNKSETS[key] = _Chunkset(texts)
-    return cs
-
-
-def meta_kind(sentence: str) -> Optional[str]:
-    """Why a sentence is set aside (it talks only about the answer or the sources), or None.
-    A sentence ending in a colon introduces what follows: it is meta when its words are
-    words about the answer (INTRO_WORDS too: "Here is a concise summary of the passage:")."""
-    if _META_SENT_RX.search(sentence):
-        return "meta"
-    rest = _LEADIN_RX.sub("", sentence, count=1)
-    intro = rest.rstrip().endswith(":")
-    words = [w for w in _words(rest) if w not in STOPWORDS and w not in META_WORDS and len(w) > 1
-             and not (intro and w in INTRO_WORDS)]
-    if not words and not _DIGIT_RX.search(rest):
-        return "meta"
-    return None
-
-
-def checked_text(sentence: str) -> Optional[str]:
-    """The part of ``sentence`` that makes a claim: its lead-in about the sources removed and
-    its clauses that decline or talk about the sources set aside; None when nothing is left."""
-    parts = [p for p in _G_CLAUSE_RX.split(sentence) if p and p.strip()]
-    if len(parts) > 1:
-        keep = [p for p in parts if meta_kind(p) is None]
-        if not keep:
-            return None
-        if len(keep) < len(parts):
-            sentence = ", ".join(keep)
-    elif meta_kind(sentence) is not None:
-        return None
-    return _LEADIN_RX.sub("", sentence, count=1).strip() or None
-
-
-ALIGNED_SHARE = 0.6     # share of a sentence's content words in one chunk sentence that makes it "copied"
-# feature order of GROUNDING_MODEL["weights"]
-GROUND_FEATURES = ("unsupported_share", "unsupported_words", "best_sentence_share", "pair_share",
-                   "negation_mismatch", "modality_mismatch", "content_words")
-
-
-def grounding_features(text: str, cs: _Chunkset) -> Tuple[List[float], List[str], List[str], List[str]]:
-    """(features in GROUND_FEATURES order, missing numbers / names as written, unsupported
-    content words, negation / modality differences from the copied chunk sentence) of one
-    checked sentence against the chunks' support."""
-    missing: List[str] = []
-    why: List[str] = []
-    for raw, value, sig, unit in number_values(text):
-        if unit == "month" and any(cs.words.__contains__(m) for m, v in _G_MONTHS.items() if v == value):
-            continue                               # 2021-03-05 and "March 5, 2021"
-        if not _number_supported(value, sig, cs.numbers) and raw not in missing:
-            missing.append(raw)
-    stripped = _NUM_RX.sub(" ", text)
-    toks = _WORD_RX.findall(stripped)
-    content: List[str] = []
-    unsup: List[str] = []
-    first = True
-    caps = sum(1 for t in toks if t[0].isupper())
-    title = caps > 3 and caps * 2 > len(toks)          # a heading in title case: no names read
-    for tok in toks:
-        low = _plain(tok)
-        initial, first = first or title, False
-        if low in _CLOCK:
-            continue
-        if low in STOPWORDS or low in META_WORDS or len(low) < 3 and not tok.isupper():
-            continue
-        f = fold_word(low)
-        if low in _NEG or low in _MODAL:
-            continue
-        ok = f in cs.words or low in cs.words or (low in _NUM_WORDS and _num_key(float(_NUM_WORDS[low])) in cs.words)
-        if not ok and "-" in low:
-            ok = all(fold_word(p) in cs.words or p in cs.words for p in low.split("-") if p)
-        if not ok and f in _G_MONTHS:
-            ok = any(m in cs.words for m, v in _G_MONTHS.items() if v == _G_MONTHS[f])
-        content.append(f)
-        if not ok:
-            unsup.append(tok)
-            if tok[0].isupper() and not initial and low not in _G_MONTHS or (len(tok) > 1 and tok.isupper()):
-                missing.append(tok)
-    n = len(content)
-    fs = frozenset(content)
-    best = 0.0
-    bsent = None
-    pair = 0.0
-    if fs:
-        for words, marks, zone in cs.sents:
-            share = len(fs & words) / len(fs)
-            if share > best:
-                best, bsent = share, (words, marks, zone)
-        pairs = [(a, b) for a, b in zip(content, content[1:]) if a != b]
-        if pairs:
-            together = sum(1 for a, b in pairs if any(a in w and b in w for w, _, _ in cs.sents))
-            pair = together / len(pairs)
-        else:
-            pair = best
-    # negation and modality are compared with the chunk sentence the sentence copies (most of
-    # its content words in one chunk sentence), word by word: "may" for "must", "not" added
-    # or dropped on a word both sentences have
-    neg_mis = mod_mis = 0.0
-    if bsent is not None and best >= ALIGNED_SHARE:
-        words, cmarks, czone = bsent
-        smarks = _marks(text)
-        szone = _neg_zone(_words(text))
-        for head in sorted(set(smarks) | set(cmarks)):      # sorted: the same words in the same order
-            if head not in fs or head not in words:
-                continue
-            a, b = smarks.get(head, frozenset()), cmarks.get(head, frozenset())
-            if ("not" in a and head not in czone) or ("not" in b and head not in szone):
-                neg_mis = 1.0
-                why.append("negation of %r differs from the chunk" % head)
-            # the sentence's own modal must be the chunk's: "must" for "may" or for a plain
-            # statement, "may" for "must"; a hedge ("may", "could") on a fact the chunk
-            # states plainly claims less, not more
-            am, bm = a - {"not"}, b - {"not"}
-            if am and am != bm and not (not bm and am <= {"may"}):
-                mod_mis = 1.0
-                why.append("modality of %r differs from the chunk (%s / %s)" % (
-                    head, "+".join(sorted(a - {"not"})) or "none", "+".join(sorted(b - {"not"})) or "none"))
-    feats = [len(unsup) / n if n else 0.0, float(len(unsup)), best, pair, neg_mis, mod_mis, float(n)]
-    return feats, missing, unsup, why
-
-
-def _model_score(feats: List[float], model: dict) -> float:
-    z = model["bias"] + math.fsum(w * x for w, x in zip(model["weights"], feats))
-    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
-
-
-def _blank(m) -> str:
-    return " " * len(m.group(0))
-
-
-def answer_sentences(claim: str) -> List[Tuple[int, int, str, Optional[str]]]:
-    """(start, end, sentence, checked text or None when set aside) of each sentence of an
-    answer, offsets into the claim as read by reading 1 (markers and a sources list removed; list
-    numbers blanked, not removed; the two are the same text when the claim holds no marker)."""
-    body = claim_without_markers(claim[:MAX_GROUND_CHARS])
-    body = _LISTNUM_RX.sub(_blank, body)
-    out = []
-    for s, e in split_sentences(body)[:MAX_GROUND_SENTENCES]:
-        sent = _ENUM_RX.sub("", " ".join(body[s:e].split()))
-        out.append((s, e, sent, checked_text(sent)))
-    return out
-
-
-class Grounding(NamedTuple):
-    checked: int
-    supported: int
-    unsupported: List[dict]    # {"sentence", "score", "missing", "why"}
-    set_aside: int
-
-
-def ground(claim: str, texts: List[str], model: Optional[dict] = None) -> Grounding:
-    """Check each sentence of ``claim`` against ``texts`` (the evidence chunks)."""
-    model = model or GROUNDING_MODEL
-    cs = chunkset(texts)
-    checked = supported = aside = 0
-    bad: List[dict] = []
-    for _, _, sent, text in answer_sentences(claim):
-        if text is None:
-            aside += 1
-            continue
-        feats, missing, unsup, flips = grounding_features(text, cs)
-        if not feats[6] and not missing and not flips:
-            aside += 1          # no content word, number or name ("No.", "Yes."): nothing to check
-            continue
-        support = 1.0 - _model_score(feats, model)
-        checked += 1
-        mostly = feats[0] > model["share_cut"]
-        if missing or flips or mostly or support <= 1.0 - model["threshold"]:
-            why = []
-            if missing:
-                why.append("%s found in no chunk" % ", ".join(missing[:10]))
-            why.extend(flips[:3])
-            if mostly:
-                why.append("%d of its %d content words found in no chunk" % (round(feats[1]), round(feats[6])))
-            if support <= 1.0 - model["threshold"]:
-                why.append("support %.3f at or below %s" % (support, _fmt_num(round(1.0 - model["threshold"], 4))))
-            bad.append({"sentence": sent[:300], "support": round(support, 4), "missing": missing[:10],
-                        "unsupported_words": unsup[:10], "why": "; ".join(why)})
-        else:
-            supported += 1
-    return Grounding(checked, supported, bad, aside)
-
+# =========================================================================== referee/judge.py
+# Judging: per-item verdicts (flags) from one gold row and one trace row; no I/O.
 
 # --------------------------------------------------------------------------- judging
 
@@ -3987,7 +4916,6 @@ def _token_in(low: str, tok: str) -> Optional[bool]:
             return True
         p = low.find(tok, p + 1)
     return False
-
 
 
 #: The most rankings ``Scorer._retrieval`` keeps measures of (cleared when full).
@@ -4804,801 +5732,9 @@ def score_run(run: Dict[str, Tuple[List[float], List[str]]], scorer: Scorer) -> 
             "duplicates": 0, "duplicate_ex": [], "missing": missing}
 
 
-# --------------------------------------------------------------------------- trec_eval measures
-#
-# With --qrels/--run the scorer also computes trec_eval's own measures under trec_eval's names
-# (``-m map -m ndcg_cut.10``, ``--measures map,P.5``) and can print them as trec_eval does
-# (``--format trec``: ``measure<TAB>qid|all<TAB>value``, ``-q`` adds one block per query).
-# Conventions are trec_eval's: a document is relevant when its level is >= 1, the ranking is
-# score descending then docno descending, every qrels topic counts (a topic the run forgot
-# scores 0, trec_eval -c), "all" is the mean over topics (the sum for the num_* counts).
-
-
-class TrecMeasure(NamedTuple):
-    """One trec_eval measure: its name, default cutoffs (() = none), how "all" is formed
-    ("mean", "sum" or "geomean": trec_eval's geometric mean with each value floored at
-    GM_FLOOR), a one-line description, and whether -q prints it per topic."""
-    name: str
-    cutoffs: Tuple[float, ...]
-    total: str
-    description: str
-    per_topic: bool = True
-
-
-_TREC_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
-_RECALL_LEVELS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
-GM_FLOOR = 0.00001                      # trec_eval's MIN_GEO_MEAN
-#: The registry of trec_eval measures, in trec_eval's own output order (its measure table):
-#: lines are printed in this order whatever the order of -m.
-TREC_MEASURES: Tuple[TrecMeasure, ...] = (
-    TrecMeasure("num_ret", (), "sum", "documents retrieved"),
-    TrecMeasure("num_rel", (), "sum", "relevant documents in the qrels (level >= 1)"),
-    TrecMeasure("num_rel_ret", (), "sum", "relevant documents retrieved"),
-    TrecMeasure("map", (), "mean", "average precision: the sum of the precision at the rank of each "
-                "relevant retrieved document / num_rel (0 when num_rel is 0)"),
-    TrecMeasure("gm_map", (), "geomean", "geometric mean over topics of average precision, each floored "
-                "at 0.00001 (all only, as trec_eval)", per_topic=False),
-    TrecMeasure("Rprec", (), "mean", "precision after num_rel documents (0 when num_rel is 0)"),
-    TrecMeasure("bpref", (), "mean", "binary preference: mean over the relevant documents of 1 - "
-                "min(judged non-relevant ranked above it, R) / min(R, N); unretrieved ones add 0"),
-    TrecMeasure("recip_rank", (), "mean", "1 / rank of the first relevant document, 0 when none is retrieved"),
-    TrecMeasure("iprec_at_recall", _RECALL_LEVELS, "mean", "interpolated precision at recall level L (0 to 1): "
-                "the highest precision at any rank holding at least floor(L * num_rel + 0.5) relevant "
-                "documents (trec_eval's rounding), 0 when none"),
-    TrecMeasure("P", _TREC_CUTS, "mean", "relevant documents in the top K / K"),
-    TrecMeasure("recall", _TREC_CUTS, "mean", "relevant documents in the top K / num_rel (0 when num_rel is 0)"),
-    TrecMeasure("ndcg", (), "mean", "sum of level / log2(rank + 1) over the whole ranking, divided by the "
-                "same for the ideal ordering of the qrels (0 when nothing is relevant)"),
-    TrecMeasure("ndcg_cut", _TREC_CUTS, "mean", "sum of level / log2(rank + 1) over the top K, divided "
-                "by the same for the ideal ordering of the qrels (0 when nothing is relevant)"),
-    TrecMeasure("success", (1, 5, 10), "mean", "1 when a relevant document is in the top K, else 0"),
-)
-_TREC_BY_NAME = {m.name: m for m in TREC_MEASURES}
-_TREC_ORDER = {m.name: i for i, m in enumerate(TREC_MEASURES)}
-TREC_DEFAULT = ("num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
-                "iprec_at_recall", "P")
-#: -m all_trec: every measure above with its default cutoffs.
-TREC_ALL = tuple(m.name for m in TREC_MEASURES)
-
-
-def _float_param(measure: TrecMeasure) -> bool:
-    return bool(measure.cutoffs) and any(isinstance(c, float) for c in measure.cutoffs)
-
-
-def trec_name(measure: TrecMeasure, cut: Optional[float]) -> str:
-    """The output name: ``P_5``, ``iprec_at_recall_0.10``, ``map``."""
-    if cut is None:
-        return measure.name
-    return "%s_%.2f" % (measure.name, cut) if _float_param(measure) else "%s_%d" % (measure.name, cut)
-
-
-def _trec_family(name: str) -> Tuple[str, Optional[float]]:
-    """``P_5`` -> (P, 5); ``iprec_at_recall_0.10`` -> (iprec_at_recall, 0.1); ``map`` -> (map, None)."""
-    got = _FAMILY_OF.get(name)
-    if got is None:
-        if name in _TREC_BY_NAME:
-            got = (name, None)
-        else:
-            head, _, tail = name.rpartition("_")
-            got = (head, float(tail))
-        if len(_FAMILY_OF) < 4096:         # names come from -m and the registry: few
-            _FAMILY_OF[name] = got
-    return got
-
-
-_FAMILY_OF: Dict[str, Tuple[str, Optional[float]]] = {}
-
-
-def trec_sort_key(name: str) -> Tuple[int, float]:
-    """trec_eval's line order: the measure's place in TREC_MEASURES, then its cutoff."""
-    family, cut = _trec_family(name)
-    return _TREC_ORDER.get(family, len(_TREC_ORDER)), cut if cut is not None else -1.0
-
-
-def _trec_split(spec: str):
-    """``"P.5,10"`` -> (P, [5, 10]); ``"P_5"`` -> (P, [5]); ``"map"`` -> (map, []);
-    ``"iprec_at_recall..10,.5"`` / ``"iprec_at_recall.0.10"`` -> (iprec_at_recall, [0.1, 0.5]); None
-    when ``spec`` names no measure of TREC_MEASURES (an integer cutoff is 1 to 6 ASCII digits, no
-    leading 0; a recall level is a decimal from 0 to 1)."""
-    name, dot, params = spec.strip().partition(".")
-    if not dot and name not in _TREC_BY_NAME:
-        head, _, tail = name.rpartition("_")
-        if head in _TREC_BY_NAME and tail:
-            name, params = head, tail
-    measure = _TREC_BY_NAME.get(name)
-    if measure is None or (dot and not params):
-        return None
-    cuts: List[float] = []
-    for p in params.split(",") if params else []:
-        if measure.cutoffs and _float_param(measure):
-            if not re.fullmatch(r"(?:0|1)?(?:\.[0-9]{1,6})?", p) or p in ("", "."):
-                return None
-            v = float(p)
-            if not 0.0 <= v <= 1.0:
-                return None
-            cuts.append(v)
-            continue
-        if not (p.isascii() and p.isdigit() and p[0] != "0" and len(p) <= 6):
-            return None
-        cuts.append(int(p))
-    if cuts and not measure.cutoffs:
-        return None
-    return measure, cuts
-
-
-def parse_trec_measures(specs: List[str]) -> List[str]:
-    """trec_eval ``-m`` specs (``map``, ``P.5,10``, ``ndcg_cut.10``; ``P`` alone = its default
-    cutoffs; ``all_trec`` = every measure) -> output names, without repeats, in trec_eval's
-    line order (``trec_sort_key``), whatever the order of the specs.
-
-    >>> parse_trec_measures(["ndcg_cut.10", "P.10,5", "map"])
-    ['map', 'P_5', 'P_10', 'ndcg_cut_10']
-    """
-    out: List[str] = []
-    errors: List[str] = []
-    expanded: List[str] = []
-    for spec in specs:
-        expanded.extend(TREC_ALL if spec.strip() == "all_trec" else [spec])
-    for spec in expanded:
-        parsed = _trec_split(spec)
-        if parsed is None:
-            close = difflib.get_close_matches(spec.partition(".")[0], list(_TREC_BY_NAME) + ["all_trec"], n=1)
-            errors.append("-m: unknown trec_eval measure %r%s; known: %s, all_trec" % (
-                spec, "; did you mean %r?" % close[0] if close else "", ", ".join(_TREC_BY_NAME)))
-            continue
-        measure, cuts = parsed
-        cuts = cuts or list(measure.cutoffs)
-        for name in ([trec_name(measure, c) for c in cuts] if measure.cutoffs else [measure.name]):
-            if name not in out:
-                out.append(name)
-    if errors:
-        raise ScoreError("\n".join(errors))
-    return sorted(out, key=trec_sort_key)
-
-
-def _measure_specs(m_flags: Optional[List[str]], measures: Optional[str]) -> List[str]:
-    """``-m`` values, then ``--measures a,b.5,10`` split on commas (a bare number joins the
-    spec before it, so ``P.5,10`` survives the split)."""
-    specs = list(m_flags or [])
-    for part in (measures.split(",") if measures else []):
-        if part.strip().isdigit() and specs and "." in specs[-1]:
-            specs[-1] += "," + part.strip()
-        else:
-            specs.append(part.strip())
-    return specs
-
-
-def trec_ref(name: str) -> Optional["MetricRef"]:
-    """A gate on one trec_eval measure (``map``, ``ndcg_cut.10`` or ``ndcg_cut_10``), or None."""
-    parsed = _trec_split(name)
-    if parsed is None or len(parsed[1]) != (1 if parsed[0].cutoffs else 0):
-        return None
-    measure, cuts = parsed
-    key = trec_name(measure, cuts[0] if cuts else None)
-    return MetricRef(name, Metric(key, "mean", "higher", measure.description, "qrels, run",
-                                  "0 when the topic has no relevant document", None), None)
-
-
-def trec_plan(names: List[str]) -> List[Tuple[str, str, Optional[float], Optional[int]]]:
-    """(name, family, cutoff, integer cutoff) per measure name (cutoffs None for a measure
-    without one): trec_query's work on the names, done once per run by trec_evaluate."""
-    plan = []
-    for name in names:
-        family, level = _trec_family(name)
-        plan.append((name, family, level, None if level is None else int(level)))
-    return plan
-
-
-def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str],
-               plan: Optional[list] = None) -> Dict[str, float]:
-    """Every measure of ``names`` for one topic.  ``ranking``: docnos, best first;
-    ``judged``: qrels level per docno (>= 1 relevant, 0 judged non-relevant, < 0 unjudged).
-
-    >>> v = trec_query(["a", "b", "c"], {"a": 0, "b": 1, "d": 2}, ["map", "P_2", "bpref", "ndcg_cut_3"])
-    >>> v["map"] == (1 / 2) / 2, v["P_2"], v["bpref"] == (1 - 1 / 1) / 2
-    (True, 0.5, True)
-    """
-    rel_total = sum(1 for g in judged.values() if g >= 1)
-    nonrel_total = sum(1 for g in judged.values() if g == 0)
-    depth = len(ranking)
-    positions: List[int] = []    # 0-based ranks of the relevant retrieved documents
-    gains: List[int] = []
-    points: List[Tuple[int, float]] = []     # (relevant so far, precision) at each relevant retrieved document
-    ap = bpref = 0.0
-    found = nonrel = 0
-    for rank in compress(range(1, depth + 1), map(judged.__contains__, ranking)):   # judged documents only
-        level = judged[ranking[rank - 1]]
-        if level >= 1:
-            found += 1
-            ap += found / rank
-            points.append((found, found / rank))
-            bpref += 1.0 - (min(nonrel, rel_total) / min(rel_total, nonrel_total) if nonrel else 0.0)
-            positions.append(rank - 1)
-            gains.append(level)
-        elif level == 0:
-            nonrel += 1
-    ideal = ideal_gains(judged.values()) if any(n.startswith("ndcg") for n in names) else []
-    upto = partial(hits_at, positions)
-
-    out: Dict[str, float] = {}
-    for name, family, level, k in plan or trec_plan(names):
-        if family == "num_ret":
-            v = float(depth)
-        elif family == "num_rel":
-            v = float(rel_total)
-        elif family == "num_rel_ret":
-            v = float(found)
-        elif family in ("map", "gm_map"):
-            v = ap / rel_total if rel_total else 0.0
-        elif family == "iprec_at_recall":     # level L is reached at floor(L * R + 0.5) relevant documents
-            need = math.floor(level * rel_total + 0.5)
-            v = max((p for f, p in points if f >= need), default=0.0) if rel_total else 0.0
-        elif family == "ndcg":              # the whole ranking against the ideal of every relevant document
-            v = measure_ndcg(positions, gains, depth, ideal_dcg(ideal, len(ideal)))
-        elif family == "Rprec":
-            v = upto(rel_total) / rel_total if rel_total else 0.0
-        elif family == "bpref":
-            v = bpref / rel_total if rel_total else 0.0
-        elif family == "recip_rank":
-            v = measure_rr(positions)
-        elif family == "P":
-            v = measure_p(upto(k), k)
-        elif family == "recall":
-            v = measure_r(upto(k), rel_total)
-        elif family == "success":
-            v = measure_success(upto(k))
-        else:   # ndcg_cut
-            v = measure_ndcg(positions, gains, k, ideal_dcg(ideal, k))
-        out[name] = v
-    return out
-
-
-def trec_help() -> str:
-    """The ``--help`` lines of the trec_eval measures, from TREC_MEASURES."""
-    lines = ["trec_eval measures (--qrels/--run; -m NAME or -m NAME.K1,K2; --format trec prints NAME_K):"]
-    for m in TREC_MEASURES:
-        spec = m.name + (".K (default K: %s)" % ",".join(map(str, m.cutoffs)) if m.cutoffs else "")
-        lines.append("  %-30s %s" % (spec, m.description))
-    return "\n".join(lines)
-
-
-def trec_evaluate(gold: "Gold", run: Dict[str, Tuple[List[float], List[str]]],
-                  names: List[str], average: str = "all") -> Tuple[Dict[str, Dict[str, float]], Dict[str, float]]:
-    """(per topic {name: value} in qrels topic order, "all" {name: value}).
-
-    ``average="all"`` (default, trec_eval -c): every qrels topic counts, a topic the run
-    forgot scores 0.  ``"judged"`` (plain trec_eval): only the qrels topics the run has.
-    ``run`` is read_run's: each topic's documents already in trec_eval's order."""
-    per: Dict[str, Dict[str, float]] = {}
-    plan = trec_plan(names)
-    for qid, judged in zip(gold.qids, gold.judgments):
-        if average == "judged" and qid not in run:
-            continue
-        per[qid] = trec_query(run.get(qid, ((), []))[1], judged, names, plan)     # read_run's order is trec_eval's
-    n = len(per)
-    total = {}
-    for name in names:
-        kind = _TREC_BY_NAME[_trec_family(name)[0]].total
-        if kind == "geomean":
-            total[name] = math.exp(math.fsum(math.log(max(v[name], GM_FLOOR)) for v in per.values()) / n) if n else 0.0
-            continue
-        s = math.fsum(v[name] for v in per.values())
-        total[name] = s if kind == "sum" else (s / n if n else 0.0)
-    return per, total
-
-
-def trec_metric_entries(per: Dict[str, Dict[str, float]], total: Dict[str, float]) -> Dict[str, dict]:
-    """Report ``metrics`` entries for the trec measures (mean with a normal 95% interval)."""
-    out = {}
-    n = len(per)
-    for name, value in total.items():
-        values = [v[name] for v in per.values()]
-        ci = None if name.startswith("num_") or name == "gm_map" else _normal_ci(math.fsum(values), math.fsum(x * x for x in values), n)
-        out[name] = _entry(value, None, n, ci)
-    return out
-
-
-def render_trec(per: Dict[str, Dict[str, float]], total: Dict[str, float], per_query: bool,
-                num_q: bool) -> str:
-    """trec_eval's output: ``"%-22s\\t%s\\t%.4f"`` lines (counts as integers), per topic
-    (sorted as trec_eval sorts them) with ``-q``, then ``all``."""
-    lines = []
-
-    def line(name, qid, v):
-        lines.append("%-22s\t%s\t%s" % (name, qid, "%d" % v if name.startswith("num_") else "%.4f" % v))
-
-    if per_query:
-        for qid in sorted(per):
-            for name, v in per[qid].items():
-                if _TREC_BY_NAME[_trec_family(name)[0]].per_topic:
-                    line(name, qid, v)
-    if num_q:
-        line("num_q", "all", len(per))
-    for name, v in total.items():
-        line(name, "all", v)
-    return "\n".join(lines) + "\n"
-
-
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the regularized incomplete beta (Lentz's method)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 301):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-15:
-            break
-    return h
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    """The regularized incomplete beta I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
-
-
-def paired_t(diffs: List[float]) -> Tuple[Optional[float], Optional[float]]:
-    """(t, two-sided p) of Student's paired t-test on the differences (scipy's ttest_rel);
-    (None, None) with fewer than 2 pairs; t = 0, p = 1 when every difference is 0."""
-    n = len(diffs)
-    if n < 2:
-        return None, None
-    mean = math.fsum(diffs) / n
-    var = math.fsum((d - mean) ** 2 for d in diffs) / (n - 1)
-    if var == 0.0:
-        return (0.0, 1.0) if mean == 0.0 else (math.copysign(math.inf, mean), 0.0)
-    t = mean / math.sqrt(var / n)
-    df = n - 1
-    return t, min(1.0, _betainc(df / 2.0, 0.5, df / (df + t * t)))
-
-
-RANDOMIZATION_EXACT_MAX = 16          # up to 2**16 sign patterns are enumerated
-RANDOMIZATION_SAMPLES = 10000         # past that: this many random patterns, seeded
-RANDOMIZATION_SEED = 0
-
-
-def randomization_p(diffs: List[float]) -> Optional[float]:
-    """Two-sided p of the paired randomization (sign-flip) test on the mean difference: the
-    share of sign patterns whose |mean| is at least the observed one.  Exact (every pattern)
-    for up to RANDOMIZATION_EXACT_MAX pairs, else RANDOMIZATION_SAMPLES patterns drawn with
-    random.Random(RANDOMIZATION_SEED), the observed one counted (p = (hits + 1) / (samples + 1)):
-    deterministic.  None without pairs."""
-    n = len(diffs)
-    if n == 0:
-        return None
-    observed = abs(math.fsum(diffs)) - 1e-12 * max(1.0, math.fsum(abs(d) for d in diffs))
-    if n <= RANDOMIZATION_EXACT_MAX:
-        hits = 0
-        for mask in range(1 << n):
-            total = math.fsum(-d if mask >> i & 1 else d for i, d in enumerate(diffs))
-            hits += abs(total) >= observed
-        return hits / float(1 << n)
-    rng = random.Random(RANDOMIZATION_SEED)
-    hits = 0
-    for _ in range(RANDOMIZATION_SAMPLES):
-        total = math.fsum(d if rng.random() < 0.5 else -d for d in diffs)
-        hits += abs(total) >= observed
-    return (hits + 1) / (RANDOMIZATION_SAMPLES + 1)
-
-
-def trec_per_topic(per: Dict[str, Dict[str, float]]) -> Dict[str, Dict[str, float]]:
-    """``{measure: {topic: value}}`` for the report (what a later --baseline pairs against);
-    measures that have no per-topic value (gm_map) are left out."""
-    out: Dict[str, Dict[str, float]] = {}
-    for qid, values in per.items():
-        for name, v in values.items():
-            if _TREC_BY_NAME[_trec_family(name)[0]].per_topic and not name.startswith("num_"):
-                out.setdefault(name, {})[qid] = v
-    return out
-
-
-def trec_significance(cur: Dict[str, Dict[str, float]], base: Any) -> Dict[str, dict]:
-    """Per trec measure in both reports' ``trec_per_topic``: the topics paired, the mean
-    difference (this run - baseline), the paired t-test (t, p) and the randomization test's p."""
-    out: Dict[str, dict] = {}
-    if not isinstance(base, dict):
-        return out
-    for name, values in cur.items():
-        old = base.get(name)
-        if not isinstance(old, dict):
-            continue
-        topics = [q for q in values if isinstance(old.get(q), (int, float)) and not isinstance(old.get(q), bool)]
-        diffs = [values[q] - float(old[q]) for q in topics]
-        t, p = paired_t(diffs)
-        out[name] = {"n": len(diffs), "mean_delta": _r(math.fsum(diffs) / len(diffs)) if diffs else None,
-                     "t": None if t is None or math.isinf(t) else _r(t), "p_t_test": None if p is None else _r(p),
-                     "p_randomization": None if not diffs else _r(randomization_p(diffs))}
-    return out
-
-
-# --------------------------------------------------------------------------- aggregation
-
-
-def wilson(count: int, n: int) -> Optional[List[float]]:
-    """Wilson score 95% interval for count/n (None when n == 0)."""
-    if n == 0:
-        return None
-    p = count / n
-    z2 = Z95 * Z95
-    den = 1 + z2 / n
-    center = (p + z2 / (2 * n)) / den
-    half = Z95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / den
-    return [max(0.0, center - half), min(1.0, center + half)]
-
-
-def _sample_ci(vals: List[float], total: float) -> Optional[List[float]]:
-    """_normal_ci of the values ``vals`` (``total``: math.fsum of them)."""
-    return _normal_ci(total, math.fsum(map(mul, vals, vals)), len(vals))
-
-
-def _normal_ci(values_sum: float, sq_sum: float, n: int) -> Optional[List[float]]:
-    if n == 0:
-        return None
-    mean = values_sum / n
-    var = max(0.0, sq_sum / n - mean * mean) * n / (n - 1) if n > 1 else 0.0
-    half = Z95 * math.sqrt(var / n)
-    return [max(0.0, mean - half), min(1.0, mean + half)]
-
-
-def _counted_sums(counts: Dict[float, int]) -> Tuple[float, float]:
-    """(math.fsum of the values, math.fsum of their squares) of a multiset given as value ->
-    count (few distinct values in [0, 1]: a rank measure over many items), without listing it: both sums
-    are exact (Fraction) and rounded once, as math.fsum rounds, so the floats are the same."""
-    total = sq = Fraction(0)
-    for v, c in counts.items():
-        total += Fraction(v) * c
-        sq += Fraction(v * v) * c
-    return float(total), float(sq)
-
-
-def _has(bits: int):
-    return lambda f: f & bits == bits
-
-
-# name -> (denominator predicate, numerator predicate) on an item's flags
-_PAIRED = {
-    "precision": (_has(F_SHIP), _has(F_ANS | F_CONT | F_HIT)),
-    "chr": (_has(F_SHIP), _has(F_ANS | F_HIT)),
-    "under_refusal": (lambda f: not f & F_ANS, _has(F_SHIP)),
-    "over_refusal": (_has(F_ANS), lambda f: not f & F_SHIP),
-    "pass_rate": (lambda f: True, _has(F_PASS)),
-    "correct_refusal": (lambda f: not f & F_SHIP, lambda f: not f & F_ANS),
-    "incorrect_refusal": (lambda f: not f & F_SHIP, _has(F_ANS)),
-    "hallucination": (_has(F_SHIP), _has(F_HALL)),
-    "citation_validity": (_has(F_SHIP), _has(F_VALID)),
-    "false_accept_rate": (_has(F_EXPREF), _has(F_SHIP)),
-    "false_refuse_rate": (lambda f: not f & F_EXPREF, lambda f: not f & F_SHIP),
-    "decision_accuracy": (_has(F_DEC), _has(F_DECOK)),
-    "fallback_used_rate": (_has(F_FB), _has(F_FBUSED)),
-    "fallback_used_rate_answerable": (_has(F_FB | F_ANS), _has(F_FBUSED)),
-    "recall@K": (_has(F_ANS), _has(F_REC)),      # paired only at the first k
-}
-
-
-def _entry(value, count, n, ci, reason=None) -> dict:
-    return {"value": value, "count": count, "n": n, "ci": ci, "reason": reason}
-
-
-def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
-    """Every registry metric (families at every k) over the items ``idx``; unrounded."""
-    flags = scorer.flags
-    combos = Counter(map(flags.__getitem__, idx))
-    out: Dict[str, dict] = {}
-
-    def rate(name: str):
-        den, num = _PAIRED[name]
-        n = c = 0
-        for f, cnt in combos.items():
-            if den(f):
-                n += cnt
-                if num(f):
-                    c += cnt
-        return c, n
-
-    gidx = list(compress(idx, map(F_GOLD.__and__, map(flags.__getitem__, idx))))
-    ng = len(gidx)
-    aidx = None   # answerable items, for the seed's recall@K
-    hits_at_k: Dict[int, Counter] = {}     # k -> how many items have each number of hits (P@K, Success@K)
-    for m in REGISTRY:
-        if m.name in EXTRA_METRICS or m.name in ANSWER_METRICS:
-            continue
-        if m.name in SEED_ONLY or m.name == "recall@K":
-            names = [m.name] if m.name != "recall@K" else ["recall@%d" % k for k in scorer.ks]
-            for name in names:
-                if trec:    # --qrels/--run carry no answers: only retrieval metrics exist
-                    continue
-                if name.startswith("recall@"):
-                    if aidx is None:
-                        aidx = list(compress(idx, map(F_ANS.__and__, map(flags.__getitem__, idx))))
-                    c, n = sum(map(scorer.seed_rec[int(name[7:])].__getitem__, aidx)), len(aidx)
-                    out[name] = _entry(c / n if n else m.empty, c, n, wilson(c, n))
-                    continue
-                if name == "fallback_used_count":
-                    with_field = sum(cnt for f, cnt in combos.items() if f & F_FB)
-                    c = sum(cnt for f, cnt in combos.items() if f & F_FBUSED)
-                    out[name] = (_entry(c, c, with_field, None) if with_field else
-                                 _entry(None, None, 0, None, "not measured: no trace row carries fallback_used"))
-                    continue
-                c, n = rate(name)
-                reason = None
-                value = c / n if n else m.empty
-                if name == "hallucination":
-                    unmeasured = sum(cnt for f, cnt in combos.items() if f & F_SHIP and not f & F_HMEAS)
-                    if unmeasured:
-                        first = min((i for i in idx if i in scorer.no_text), default=None)
-                        where = "" if first is None else " (first: qid %s, chunk %s)" % (
-                            scorer.gold.qids[first], scorer.no_text[first])
-                        reason = ("not measured: no chunk text for %d of %d shipped claims%s; give the trace "
-                                  "cited_chunks or --chunks FILE" % (unmeasured, n, where))
-                        value = None
-                elif name.startswith("fallback_used_rate") and n == 0:
-                    reason = ("not measured: no trace row carries fallback_used" if name == "fallback_used_rate"
-                              else "not measured: no answerable item's trace carries fallback_used")
-                elif name == "decision_accuracy" and n == 0:
-                    reason = "not measured: no item has both gold expected_decision and trace decision"
-                elif name == "pass_rate" and n == 0:
-                    reason = "not measured: no items"
-                out[name] = _entry(value if reason is None else None, c, n,
-                                   wilson(c, n) if reason is None else None, reason)
-            continue
-        # retrieval families over items with gold citations
-        base = m.name.split("@")[0]
-        ks = [None] if m.name == "RR" else scorer.ks
-        for k in ks:
-            name = m.name if k is None else "%s@%d" % (base, k)
-            if ng == 0:
-                out[name] = _entry(None, None, 0, None, "not measured: no item has gold citations")
-                continue
-            if base in ("P", "Success"):     # hits per item: a few small integers, counted
-                hits = hits_at_k.get(k)
-                if hits is None:
-                    hits = hits_at_k[k] = Counter(map(scorer.hits[k].__getitem__, gidx))
-                if base == "Success":
-                    c = ng - hits[0]        # measure_success: 1 for hits > 0
-                    out[name] = _entry(c / ng, c, ng, wilson(c, ng))
-                else:
-                    total, sq = _counted_sums({measure_p(h, k): c for h, c in hits.items()})
-                    out[name] = _entry(total / ng, None, ng, _normal_ci(total, sq, ng))
-                continue
-            if base == "R":
-                vals = list(map(scorer.rec[k].__getitem__, gidx))
-            elif base == "nDCG":
-                vals = list(map(scorer.ndcg[k].__getitem__, gidx))
-            else:  # RR
-                vals = list(map((scorer.rr if k is None else scorer.rrk[k]).__getitem__, gidx))
-            total = math.fsum(vals)
-            out[name] = _entry(total / ng, None, ng, _sample_ci(vals, total))
-    if not trec:
-        out.update(_extra_metrics(scorer, idx, combos))
-        out.update(_answer_metrics(scorer, idx))
-        if scorer.gold.unlabelled:
-            _skip_gold_metrics(out)
-    return out
-
-
-ANSWER_METRICS = ("answer_correct_rate", "answer_f1")
-
-
-def _answer_metrics(scorer: Scorer, idx) -> Dict[str, dict]:
-    """Issue 28: answer_correct_rate and answer_f1 over the measured items of ``idx``."""
-    flags, f1s = scorer.flags, scorer.answer_f1
-    measured = list(compress(idx, map(math.isfinite, map(f1s.__getitem__, idx))))   # NaN: not measured
-    n = len(measured)
-    if not n:
-        why = ("not measured: no shipped item has gold_answers" +
-               ("" if scorer.answer_substr else " (gate answer_correct_rate to match gold_claim_substr)"))
-        return {name: _entry(None, None, 0, None, why) for name in ANSWER_METRICS}
-    c = sum(1 for i in measured if flags[i] & F_ANSOK)
-    vals = [f1s[i] for i in measured]
-    total = math.fsum(vals)
-    return {"answer_correct_rate": _entry(c / n, c, n, wilson(c, n)),
-            "answer_f1": _entry(total / n, None, n, _sample_ci(vals, total))}
-
-
-EXTRA_METRICS = ("faithfulness", "unsupported_answer_rate",
-                 "refusal_rate", "partial_refusal_rate", "rejection_calibration", "policy_compliance", "source_policy_compliance",
-                 "answer_relevance", "context_relevance", "citation_coverage", "conflict_correct_rate",
-                 "staleness_correct_rate", "clarify_correct_rate", "latency_p50", "latency_p95", "cost_per_item")
-# name -> (denominator predicate, numerator predicate), like _PAIRED
-_EXTRA_RATES = {
-    "refusal_rate": (lambda f: True, lambda f: not f & F_SHIP),
-    "partial_refusal_rate": (lambda f: True, _has(F_PARTIAL)),
-    "rejection_calibration": (lambda f: not f & F_NOLAB, lambda f: bool(f & F_SHIP) != bool(f & F_EXPREF)),
-    "policy_compliance": (lambda f: f & (F_SHIP | F_POLREJ), lambda f: not f & F_POLV),
-    "source_policy_compliance": (_has(F_SHIP), lambda f: not f & F_SRCV),
-    "citation_coverage": (_has(F_REQDOCS), _has(F_OKDOCS)),
-    "conflict_correct_rate": (_has(F_REQCONF), _has(F_OKCONF)),
-    "staleness_correct_rate": (_has(F_REQSTALE), _has(F_OKSTALE)),
-    "clarify_correct_rate": (_has(F_REQCLAR), _has(F_OKCLAR)),
-    "unsupported_answer_rate": (_has(F_GMEAS), _has(F_UNSUP)),
-}
-_PAIRED.update(_EXTRA_RATES)     # per-item yes/no verdicts: --baseline pairs them too
-_EMPTY_WHY = {"refusal_rate": "no items", "partial_refusal_rate": "no items", "rejection_calibration": "no item is labelled",
-              "citation_coverage": "no gold item lists required_citation_doc_ids",
-              "conflict_correct_rate": "no gold item has required_behavior must_surface_conflict",
-              "staleness_correct_rate": "no gold item has required_behavior must_detect_staleness",
-              "clarify_correct_rate": "no gold item has required_behavior must_clarify"}
-_SKIPPED = "skipped: needs gold labels (reference-free mode: no --gold, or gold rows without labels)"
-
-
-def nearest_rank(sorted_values: List[float], p: float) -> float:
-    """The ceil(p * n)-th smallest value (1-based; p in (0, 1]); the list must be non-empty."""
-    return sorted_values[max(1, math.ceil(p * len(sorted_values) - 1e-9)) - 1]
-
-
-def _extra_metrics(scorer: Scorer, idx, combos: Counter) -> Dict[str, dict]:
-    """Issue 20's metrics over the items ``idx`` (``combos``: their flags, counted)."""
-    out: Dict[str, dict] = {}
-    for name, (den, num) in _EXTRA_RATES.items():
-        n = c = 0
-        for f, cnt in combos.items():
-            if den(f):
-                n += cnt
-                if num(f):
-                    c += cnt
-        m = _BY_NAME[name]
-        if name == "unsupported_answer_rate":
-            out[name] = _grounding_entry(scorer, idx, c, n)
-        elif name == "policy_compliance" and not scorer.policy_measured:
-            out[name] = _entry(None, c, n, None, "not measured: no [policy.*] patterns in the gates file "
-                                                 "and no gold policy rejection")
-        elif n == 0 and m.empty is None:
-            out[name] = _entry(None, 0, 0, None, "not measured: " + _EMPTY_WHY[name])
-        else:
-            out[name] = _entry(c / n if n else m.empty, c, n, wilson(c, n))
-    for name, arr, what in (("answer_relevance", scorer.answer_rel, "no shipped item has a question (q) with content terms"),
-                            ("context_relevance", scorer.context_rel, "no item has a question, retrieved chunks and all "
-                                                                      "their texts (give --chunks)")):
-        if _BY_NAME[name].needs not in scorer.needs:
-            out[name] = _entry(None, None, 0, None, NOT_COMPUTED % name)
-            continue
-        vals = list(filterfalse(math.isnan, map(arr.__getitem__, idx)))     # NaN: not measured
-        total = math.fsum(vals)
-        out[name] = (_entry(total / len(vals), None, len(vals), _sample_ci(vals, total))
-                     if vals else _entry(None, None, 0, None, "not measured: " + what))
-    vals = list(filterfalse(math.isnan, map(scorer.faith.__getitem__, idx)))
-    total = math.fsum(vals)
-    out["faithfulness"] = _grounding_entry(scorer, idx, None, len(vals), total / len(vals) if vals else None,
-                                           _sample_ci(vals, total))
-    lat = sorted(filterfalse(math.isnan, map(scorer.latency.__getitem__, idx)))
-    for name, p in (("latency_p50", 0.50), ("latency_p95", 0.95)):
-        out[name] = (_entry(nearest_rank(lat, p), None, len(lat), None) if lat else
-                     _entry(None, None, 0, None, "not measured: no trace row carries timings_ms.total"))
-    cost = list(filterfalse(math.isnan, map(scorer.cost.__getitem__, idx)))
-    out["cost_per_item"] = (_entry(math.fsum(cost) / len(cost), None, len(cost), None) if cost else
-                            _entry(None, None, 0, None, "not measured: no trace row carries cost"))
-    return {m.name: out[m.name] for m in REGISTRY if m.name in out}
-
-
-def _grounding_entry(scorer: Scorer, idx, c, n, value=None, ci=None) -> dict:
-    """faithfulness (c None) or unsupported_answer_rate: null when grounding was not computed
-    or some shipped answer's chunk text is unknown (fail closed, like hallucination)."""
-    if not scorer.grounding_on:
-        return _entry(None, c, n, None, 'not computed: set [scorer] grounding = "sentences" in the gates file, '
-                                        'or gate faithfulness / unsupported_answer_rate (tier = "monitor" to report only)')
-    lack = [i for i in idx if i in scorer.ground_no_text]
-    if lack:
-        return _entry(None, c, n, None, "not measured: no chunk text for %d shipped answers (first: qid %s, chunk %s); "
-                      "give the trace cited_chunks or --chunks FILE" % (
-                          len(lack), scorer.gold.qids[lack[0]], scorer.ground_no_text[lack[0]]))
-    if c is None:
-        if not n:
-            return _entry(None, None, 0, None, "not measured: no shipped answer has a checked sentence")
-        return _entry(value, None, n, ci)
-    return _entry(c / n if n else 0.0, c, n, wilson(c, n))
-
-
-def _skip_gold_metrics(out: Dict[str, dict]) -> None:
-    """Reference-free mode: every metric whose registry entry needs gold is skipped, with why
-    (answer metrics stay when rows carry gold_answers but no other label, e.g. RAGAS references)."""
-    for name in out:
-        if name in ANSWER_METRICS and out[name]["n"]:
-            continue
-        if parse_metric(name).metric.gold:
-            out[name] = _entry(None, None, None, None, _SKIPPED)
-
-
-# Severity order: an item's primary failure mode is its first label in this order.
-MODE_ORDER = ("missing_trace", "policy_violation", "source_policy_violation", "training_cutoff_excuse",
-              "under_refusal", "false_acceptance", "citation_not_retrieved", "hallucination", "unsupported_answer",
-              "retrieval_miss",
-              "over_refusal", "false_rejection", "conflict_not_surfaced", "staleness_not_detected",
-              "clarification_missed", "required_citation_missing", "citation_miss", "claim_miss",
-              "decision_mismatch")
-
-
-def all_modes(f: int, trec: bool) -> List[str]:
-    """Every failure label that applies to an item with flags ``f``, most severe first."""
-    out = []
-    if not f & F_TRACE:
-        out.append("missing_trace")
-    if f & F_GOLD and not f & F_GOLDRET and (trec or f & F_ANS):
-        out.append("retrieval_miss")      # no gold citation was retrieved at all
-    if not trec:
-        out += _extra_modes(f)
-        if f & F_SHIP:
-            if not f & (F_ANS | F_NOLAB):
-                out.append("under_refusal")
-            if f & F_NOTRET:
-                out.append("citation_not_retrieved")
-            # issue 29: the label follows [scorer] grounding, like the hallucination gate
-            if f & F_HALL and _GROUNDING["mode"] != "sentences":
-                out.append("hallucination")
-            if f & F_UNSUP:
-                out.append("unsupported_answer")
-            if f & F_ANS and not f & F_HIT:
-                out.append("citation_miss")
-            if f & F_ANS and not f & F_CONT:
-                out.append("claim_miss")
-        elif f & F_ANS:
-            out.append("over_refusal")
-        if f & F_DEC and not f & F_DECOK:
-            out.append("decision_mismatch")
-    return sorted(out, key=MODE_ORDER.index)
-
-
-def _extra_modes(f: int) -> List[str]:
-    """Issue 20's failure labels (seed 004's rejection calibration, policies; seed 000's
-    decisions for the right reason)."""
-    out = []
-    if f & F_POLV:
-        out.append("policy_violation")
-    if f & F_SRCV:
-        out.append("source_policy_violation")
-    if f & F_CUTOFF:
-        out.append("training_cutoff_excuse")
-    if not f & F_NOLAB:
-        if f & F_SHIP and f & F_EXPREF:
-            out.append("false_acceptance")
-        if not f & (F_SHIP | F_EXPREF | F_CUTOFF):
-            out.append("false_rejection")
-    for req, ok, mode in ((F_REQCONF, F_OKCONF, "conflict_not_surfaced"), (F_REQSTALE, F_OKSTALE, "staleness_not_detected"),
-                          (F_REQCLAR, F_OKCLAR, "clarification_missed"), (F_REQDOCS, F_OKDOCS, "required_citation_missing")):
-        if f & req and not f & ok:
-            out.append(mode)
-    return out
-
-
-def failure_mode(f: int, trec: bool) -> Optional[str]:
-    """The item's primary failure mode, or None when nothing is wrong with it."""
-    labels = all_modes(f, trec)
-    return labels[0] if labels else None
-
-
-def flag_string(f: int) -> str:
-    return "".join(ch for bit, ch in enumerate(FLAG_LETTERS) if f >> bit & 1)
-
-
-def flag_int(s: str) -> int:
-    f = 0
-    for ch in s:
-        pos = FLAG_LETTERS.find(ch)
-        if pos < 0:
-            raise ValueError(ch)
-        f |= 1 << pos
-    return f
-
+# =========================================================================== referee/gates.py
+# Gates and regressions: each gate checked against the report, deltas and paired tests against
+# a baseline report.
 
 # --------------------------------------------------------------------------- gates, regression
 
@@ -5684,7 +5820,7 @@ def load_baseline(path: str) -> dict:
         raise ScoreError(errors.text())
     try:
         data = json_row(raw.decode("utf-8-sig"))
-    except _JsonLimit as exc:
+    except JsonLimit as exc:
         raise ScoreError("%s: %s" % (path, exc)) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ScoreError("%s: baseline report is not JSON (%s), got a file of another kind" % (path, str(exc).split(":")[0])) from None
@@ -5791,6 +5927,9 @@ def compare(base: dict, path: str, metrics: Dict[str, dict], categories: Dict[st
                "metrics": out_metrics, "categories": out_cats}
     return summary, gate_results
 
+
+# =========================================================================== referee/scorecard.py
+# The weighted scorecard over seed 004's stages: an overall score per run and per item.
 
 # --------------------------------------------------------------------------- weighted scorecard
 
@@ -6048,36 +6187,9 @@ class ItemStages:
         return {"stages": {k: _r(v) for k, v in scores.items()}, "overall": _r(overall)}
 
 
-
-# --------------------------------------------------------------------------- output
-
-
-def _r(v):
-    """Round a reported float to 4 decimals as the seed does (gates use unrounded values)."""
-    if isinstance(v, float):
-        return round(v, 4)
-    return v
-
-
-def _fmt_num(v) -> str:
-    return ("%.4f" % v).rstrip("0").rstrip(".") if isinstance(v, float) else str(v)
-
-
-def _rounded(entry: dict) -> dict:
-    out = dict(entry)
-    out["value"] = _r(entry["value"])
-    if entry["ci"] is not None:
-        out["ci"] = [round(x, 4) for x in entry["ci"]]
-    return out
-
-
-def _metric_sort_key(name: str):
-    base, _, k = name.partition("@")
-    for pos, m in enumerate(REGISTRY):
-        if m.name == name or m.name.split("@")[0] == base and ("@K" in m.name) == bool(k):
-            return (pos, int(k) if k.isdigit() else 0)
-    return (len(REGISTRY), 0)
-
+# =========================================================================== referee/outputs.py
+# The output policy: what may be written where (never a device, FIFO, symlink, input or another
+# command's output), atomic writes, JSON and Markdown rendering.
 
 # --------------------------------------------------------------------------- the output policy
 # One rule for every command of both tools (issue 33): before anything is written, each output
@@ -6331,7 +6443,7 @@ def sweep_temp_files(folder: str) -> int:
         pid = int(parts[-3]) if len(parts) >= 4 and parts[-3].isdigit() else 0
         full = os.path.join(folder, name)
         try:
-            if pid == os.getpid() or os.lstat(full).st_mtime >= _STARTED or _alive(pid):
+            if pid == os.getpid() or os.lstat(full).st_mtime >= _STARTED or pid_alive(pid):
                 continue
             os.unlink(full)
             removed += 1
@@ -6340,7 +6452,7 @@ def sweep_temp_files(folder: str) -> int:
     return removed
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     if pid <= 0:
         return False
     try:
@@ -6445,6 +6557,42 @@ def _cell(v) -> str:
         return "%.4f" % v
     return str(v)
 
+# --------------------------------------------------------------------------- shards: --partial and merge
+#
+# A shard run (``--partial OUT.json``) judges its slice of the trace rows and writes, instead
+# of a report, the verdicts it made: for every gold item it saw, the item's slots of every
+# per-item container of the Scorer (arrays, per-cutoff arrays, sparse maps), found
+# generically so a metric added to the Scorer merges with no code here; the order in which
+# its rows named items (to count duplicates across shards exactly); its row counts and
+# notes.  ``merge P1 ... Pn`` reads the gold set again (its sha256 must match), takes each
+# item's verdict from the last shard that saw it (last row wins, as in one run when the
+# shards are consecutive pieces of the trace), judges the items no shard saw as missing,
+# and then aggregates, gates, compares and prints through the very code of a single run:
+# the output is byte-identical to one run over all the rows.  TREC runs shard by topic.
+
+PARTIAL_FORMAT = "score_eval-partial"
+
+
+def has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """Control characters (ESC and the rest of C0/C1, DEL; not tab or newline) shown as
+    ``\\xNN`` so input text cannot move the cursor or recolor a terminal; lone surrogates too."""
+    text = _CONTROL.sub(lambda m: "\\x%02x" % ord(m.group()), text)
+    return text.encode("utf-8", "backslashreplace").decode("utf-8") if has_surrogate(text) else text
+
+
+# =========================================================================== referee/reports.py
+# Reports: HTML, JUnit and CSV, and the per-item records they share.
 
 # --------------------------------------------------------------------------- reports: HTML, JUnit, CSV
 
@@ -6953,6 +7101,103 @@ def write_reports(args, report: dict, scorer: Scorer, trec: bool, stages: ItemSt
         if problem:
             sys.stderr.write("score_eval: warning: %s\n" % problem)
 
+# --------------------------------------------------------------------------- main
+
+
+def _item_record(scorer: Scorer, i: int, trec: bool) -> dict:
+    gold, f = scorer.gold, scorer.flags[i]
+    rec = {"qid": gold.qids[i], "category": gold.categories[gold.cat[i]], "line": gold.lines[i],
+           "failure_mode": failure_mode(f, trec), "labels": all_modes(f, trec), "flags": flag_string(f),
+           "trace": bool(f & F_TRACE)}
+    if not trec:
+        rec.update({"answerable": bool(f & F_ANS), "shipped": bool(f & F_SHIP), "containment": bool(f & F_CONT),
+                    "citation_hit": bool(f & F_HIT), "pass": bool(f & F_PASS),
+                    "citation_valid": bool(f & F_VALID) if f & F_SHIP else None,
+                    "hallucination": bool(f & F_HALL) if f & F_SHIP and f & F_HMEAS else None,
+                    "unsupported": scorer.unsupported.get(i, []) if f & F_HALL else [],
+                    "recall@k": bool(f & F_REC)})
+        rec.update(_extra_item(scorer, i, f))
+        rec.update(_ground_item(scorer, i, f))
+        rec.update(_reading_item(scorer, i, f))
+    if f & F_GOLD:
+        ret = {"RR": round(scorer.rr[i], 4)}
+        for k in scorer.ks:
+            ret["P@%d" % k] = round(measure_p(scorer.hits[k][i], k), 4)
+            ret["R@%d" % k] = round(scorer.rec[k][i], 4)
+            ret["nDCG@%d" % k] = round(scorer.ndcg[k][i], 4)
+            ret["RR@%d" % k] = round(scorer.rrk[k][i], 4)
+            ret["Success@%d" % k] = int(measure_success(scorer.hits[k][i]))
+        rec["retrieval"] = ret
+    else:
+        rec["retrieval"] = None
+    return rec
+
+
+def _extra_item(scorer: Scorer, i: int, f: int) -> dict:
+    """Issue 20's per-item fields of the --items file."""
+    def num(arr):
+        v = arr[i]
+        return round(v, 4) if v == v else None
+    reason = scorer.refusal_reason.get(i)
+    if f & F_SHIP:
+        by = None
+    elif not f & F_PROSE:
+        by = "token"
+    elif scorer.rules.reader == "exact" or (reason and reason.endswith("]")):
+        by = "pattern"
+    else:
+        by = "reader"
+    kind = None
+    if f & F_TRACE:
+        kind = KIND_PARTIAL if f & F_PARTIAL else (KIND_ANSWER if f & F_SHIP else KIND_REFUSAL)
+    return {"refused_by": by, "refusal_kind": kind, "refusal_reason": reason,
+            "evidence": scorer.evidence.get(i, []), "answer_relevance": num(scorer.answer_rel),
+            "context_relevance": num(scorer.context_rel), "latency_ms": num(scorer.latency),
+            "cost": num(scorer.cost),
+            "answer_correct": bool(f & F_ANSOK) if scorer.answer_f1[i] == scorer.answer_f1[i] else None,
+            "answer_f1": num(scorer.answer_f1), "answer_recall": num(scorer.answer_recall)}
+
+
+def _ground_item(scorer: Scorer, i: int, f: int) -> dict:
+    """Issue 29's per-item fields: null when the answer was not checked."""
+    v = scorer.faith[i]
+    return {"unsupported_answer": bool(f & F_UNSUP) if f & F_GMEAS else None,
+            "unsupported_sentences": scorer.unsup_sents.get(i, []) if f & F_UNSUP else [],
+            "faithfulness": round(v, 4) if v == v else None}
+
+
+def _reading_item(scorer: Scorer, i: int, f: int) -> dict:
+    """Reading 1's per-item fields of the --items file."""
+    return {"citations_from": ("text" if f & F_CITTEXT else "trace") if f & F_TRACE else None,
+            "citations_read": scorer.text_cits.get(i, []), "bad_markers": scorer.bad_marks.get(i, [])}
+
+
+def _item_lines(scorer: Scorer, trec: bool, stages: Optional[ItemStages] = None):
+    for i in range(len(scorer.gold)):
+        rec = _item_record(scorer, i, trec)
+        if stages is not None:
+            rec["scorecard"] = stages(i)
+        yield json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def _worst(scorer: Scorer, trec: bool, limit: int = 20) -> List[dict]:
+    """Failing items, most severe mode first (MODE_ORDER), then gold file order."""
+    failing = []
+    rank: Dict[int, int] = {}
+    for i, f in enumerate(scorer.flags):
+        r = rank.get(f)
+        if r is None:
+            mode = failure_mode(f, trec)
+            r = rank[f] = -1 if mode is None else MODE_ORDER.index(mode)
+        if r >= 0:
+            failing.append((r, i))
+    failing.sort()
+    return [_item_record(scorer, i, trec) for _, i in failing[:limit]]
+
+
+# =========================================================================== referee/calibration.py
+# Judge calibration: agreement of an automatic judge with people's labels (the ``calibrate``
+# and ``merge-html`` subcommands).
 
 # --------------------------------------------------------------------------- judge calibration
 
@@ -7179,6 +7424,331 @@ def merge_html_main(argv: List[str]) -> int:
 SUBCOMMANDS = {"calibrate": calibrate, "merge-html": merge_html_main}
 
 
+# =========================================================================== referee/shards.py
+# Shards: ``--partial`` writes one shard's items, ``merge`` combines shards into the one report.
+
+# --------------------------------------------------------------------------- shards: --partial and merge
+#
+# A shard run (``--partial OUT.json``) judges its slice of the trace rows and writes, instead
+# of a report, the verdicts it made: for every gold item it saw, the item's slots of every
+# per-item container of the Scorer (arrays, per-cutoff arrays, sparse maps), found
+# generically so a metric added to the Scorer merges with no code here; the order in which
+# its rows named items (to count duplicates across shards exactly); its row counts and
+# notes.  ``merge P1 ... Pn`` reads the gold set again (its sha256 must match), takes each
+# item's verdict from the last shard that saw it (last row wins, as in one run when the
+# shards are consecutive pieces of the trace), judges the items no shard saw as missing,
+# and then aggregates, gates, compares and prints through the very code of a single run:
+# the output is byte-identical to one run over all the rows.  TREC runs shard by topic.
+
+PARTIAL_VERSION = 1
+_PARTIAL_ARGS = ("gold", "trace", "qrels", "run", "k", "by", "refusal", "chunks", "dataset")
+
+
+class _RecordingScorer(Scorer):
+    """A Scorer that also records which items the rows named, in row order."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.calls = array("I")
+
+    def judge(self, i, *rest):
+        if rest[-1]:                               # present: a row named the item
+            self.calls.append(i)
+        super().judge(i, *rest)
+
+
+def _per_item(scorer: Scorer):
+    """``(name, key, container, kind)`` of every per-item container of a Scorer: ``kind``
+    is "array" (one slot per item; ``key`` a cutoff or None) or "sparse" (a dict keyed by
+    item position)."""
+    n = len(scorer.gold)
+    for name, v in sorted(vars(scorer).items()):
+        if name == "calls" or name == "gold":
+            continue
+        if isinstance(v, (array, bytearray)) and len(v) == n:
+            yield name, None, v, "array"
+        elif isinstance(v, dict):
+            vals = list(v.values())
+            if vals and all(isinstance(x, (array, bytearray)) and len(x) == n for x in vals):
+                for key in sorted(v):
+                    yield name, key, v[key], "array"
+            elif all(type(key) is int for key in v) and not any(isinstance(x, (array, bytearray)) for x in vals):
+                yield name, None, v, "sparse"
+
+
+def _pack(arr) -> dict:
+    import base64
+    if isinstance(arr, bytearray):
+        return {"type": "bytes", "data": base64.b64encode(bytes(arr)).decode("ascii")}
+    if sys.byteorder != "little":                  # pragma: no cover - big-endian hosts
+        arr = array(arr.typecode, arr)
+        arr.byteswap()
+    return {"type": arr.typecode, "data": base64.b64encode(arr.tobytes()).decode("ascii")}
+
+
+def _unpack(d: dict, path: str):
+    import base64
+    try:
+        raw = base64.b64decode(d["data"].encode("ascii"), validate=True)
+        if d["type"] == "bytes":
+            return bytearray(raw)
+        out = array(d["type"])
+        out.frombytes(raw)
+    except (KeyError, TypeError, ValueError, AttributeError):   # binascii.Error is a ValueError
+        raise ScoreError("%s: malformed packed array in a partial, got %s" % (path, _show(d, 60))) from None
+    if sys.byteorder != "little":                  # pragma: no cover - big-endian hosts
+        out.byteswap()
+    return out
+
+
+def _sha256_file(path: str) -> str:
+    import hashlib
+    h = hashlib.sha256()
+    try:
+        with open_input(path, "file") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    except OSError as exc:
+        raise ScoreError("%s: cannot read: %s" % (path, exc.strerror)) from None
+    return h.hexdigest()
+
+
+def write_partial(args, gold: "Gold", scorer: Scorer, stats: dict, notes: List[str]) -> int:
+    """The ``--partial`` output of a shard run (see the section comment); exit status 0."""
+    calls = getattr(scorer, "calls", None)
+    if calls is None:                              # pragma: no cover - run() always records
+        raise ScoreError("--partial: internal error, the shard's rows were not recorded")
+    seen = sorted(set(calls))
+    idx = array("I", seen)
+    fields = []
+    for name, key, cont, kind in _per_item(scorer):
+        if kind == "array":
+            sub = bytearray(cont[i] for i in seen) if isinstance(cont, bytearray) \
+                else array(cont.typecode, [cont[i] for i in seen])
+            fields.append({"name": name, "key": key, "kind": kind, "values": _pack(sub)})
+        else:
+            fields.append({"name": name, "key": None, "kind": kind,
+                           "values": [[i, cont[i]] for i in seen if i in cont]})
+    source = args.gold or args.qrels
+    doc = {"format": PARTIAL_FORMAT, "version": PARTIAL_VERSION, "schema": SCHEMA,
+           "args": {a: getattr(args, a) for a in _PARTIAL_ARGS},
+           "gold_sha256": _sha256_file(source), "gold_items": len(gold), "ks": scorer.ks,
+           "stats": stats, "notes": notes, "items": _pack(idx), "calls": _pack(calls), "fields": fields}
+    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n"
+    if args.partial == "-":
+        sys.stdout.write(text)
+    else:
+        atomic_write(args.partial, text)
+    return 0
+
+
+MAX_PARTIAL_BYTES = 1 << 30       # one --partial file
+
+
+def _read_partial(path: str) -> dict:
+    """A partial, validated as data before anything uses it: a regular file (never a FIFO or
+    a device) of at most MAX_PARTIAL_BYTES, the shape written by write_partial, and the
+    files it names regular files."""
+    try:
+        with open_input(path, "partial") as fh:
+            data = fh.read(MAX_PARTIAL_BYTES + 1)
+    except OSError as exc:
+        raise ScoreError("%s: cannot read: %s" % (path, exc.strerror)) from None
+    if path == "-":
+        raise ScoreError("-: a partial must be a file, not stdin")
+    if len(data) > MAX_PARTIAL_BYTES:
+        raise ScoreError("%s: partial larger than %d bytes (MAX_PARTIAL_BYTES)" % (path, MAX_PARTIAL_BYTES))
+    try:
+        doc = json_row(data.decode("utf-8"))
+    except JsonLimit as exc:
+        raise ScoreError("%s:1: not a partial (%s)" % (path, exc)) from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ScoreError("%s:1: not a partial (invalid JSON: %s)" % (path, str(exc).split(":")[0])) from None
+    if type(doc) is not dict or doc.get("format") != PARTIAL_FORMAT:
+        raise ScoreError("%s:1: not a score_eval partial, got format %s"
+                         % (path, _show(doc.get("format") if type(doc) is dict else doc)))
+    if doc.get("version") != PARTIAL_VERSION or doc.get("schema") != SCHEMA:
+        raise ScoreError("%s:1: partial version must be %d (%s), got %s"
+                         % (path, PARTIAL_VERSION, SCHEMA, _show([doc.get("version"), doc.get("schema")])))
+    for key in ("args", "gold_sha256", "gold_items", "ks", "stats", "notes", "items", "calls", "fields"):
+        if key not in doc:
+            raise ScoreError("%s:1: partial has no %r" % (path, key))
+    problem = _partial_shape(doc)
+    if problem:
+        raise ScoreError("%s:1: malformed partial: %s" % (path, problem))
+    for a in ("gold", "qrels", "trace", "run", "chunks"):
+        named = doc["args"].get(a)
+        if a in ("gold", "qrels", "run") and isinstance(named, str) and named not in ("", "-"):
+            try:
+                st = os.stat(named)
+            except OSError as exc:
+                raise ScoreError("%s: the partial names --%s %s, which cannot be read: %s"
+                                 % (path, a, named, exc.strerror)) from None
+            if not stat.S_ISREG(st.st_mode):
+                raise ScoreError("%s: the partial names --%s %s, which is %s, not a regular file"
+                                 % (path, a, named, _file_kind(st.st_mode)))
+    return doc
+
+
+def _partial_shape(doc: dict) -> Optional[str]:
+    """What is wrong with the shape of a partial's fields, or None."""
+    args = doc["args"]
+    if type(args) is not dict:
+        return "args must be an object, got %s" % _show(args)
+    for a in _PARTIAL_ARGS:
+        v = args.get(a)
+        if v is not None and not isinstance(v, str) and a != "k":
+            return "args.%s must be a string or null, got %s" % (a, _show(v))
+        if isinstance(v, str) and "\x00" in v:
+            return "args.%s holds a NUL character" % a
+    if not (args.get("gold") or args.get("qrels")):
+        return "args names neither a gold nor a qrels file"
+    if not (isinstance(doc["gold_sha256"], str) and re.fullmatch(r"[0-9a-f]{64}", doc["gold_sha256"])):
+        return "gold_sha256 must be 64 hex digits, got %s" % _show(doc["gold_sha256"])
+    if type(doc["gold_items"]) is not int or doc["gold_items"] < 0:
+        return "gold_items must be an integer >= 0, got %s" % _show(doc["gold_items"])
+    if type(doc["ks"]) is not list or not doc["ks"] or not all(type(k) is int and 1 <= k <= MAX_K for k in doc["ks"]):
+        return "ks must be a list of cutoffs 1..%d, got %s" % (MAX_K, _show(doc["ks"]))
+    st = doc["stats"]
+    if type(st) is not dict or not all(type(st.get(k)) is int and st.get(k) >= 0
+                                       for k in ("rows", "unknown", "duplicates", "missing")) \
+            or not all(_str_list(st.get(k)) for k in ("unknown_ex", "duplicate_ex")):
+        return "stats must hold counts rows, unknown, duplicates, missing and lists unknown_ex, duplicate_ex"
+    if not _str_list(doc["notes"]):
+        return "notes must be a list of strings"
+    for key in ("items", "calls"):
+        v = doc[key]
+        if type(v) is not dict or v.get("type") != "I" or not isinstance(v.get("data"), str):
+            return "%s must be a packed array of type I, got %s" % (key, _show(v, 60))
+    if type(doc["fields"]) is not list:
+        return "fields must be a list, got %s" % _show(doc["fields"], 60)
+    for f in doc["fields"]:
+        if type(f) is not dict or not isinstance(f.get("name"), str) or f.get("kind") not in ("array", "sparse") \
+                or not (f.get("key") is None or type(f.get("key")) in (int, str)):
+            return "each field must be an object with a name and kind array or sparse, got %s" % _show(f, 60)
+        if f["kind"] == "array" and (type(f.get("values")) is not dict or not isinstance(f["values"].get("type"), str)
+                                     or not isinstance(f["values"].get("data"), str)):
+            return "field %s: values must be a packed array, got %s" % (f["name"], _show(f.get("values"), 60))
+        if f["kind"] == "sparse" and (type(f.get("values")) is not list
+                                      or not all(type(p) is list and len(p) == 2 and type(p[0]) is int
+                                                 for p in f["values"])):
+            return "field %s: values must be a list of [item, value] pairs" % f["name"]
+    return None
+
+
+def merged_runs(paths: List[str], errors: "_Errors") -> dict:
+    """The rankings of TREC shards (split by topic), read again from the run files their
+    partials name, for trec_eval's measures (which the partials do not carry)."""
+    runs: dict = {}
+    for p in paths:
+        run_path = _read_partial(p)["args"].get("run")
+        if not isinstance(run_path, str) or not run_path:
+            raise ScoreError("%s: the partial names no run file" % p)
+        runs.update(read_run(run_path, errors))
+    if errors.count:
+        raise ScoreError(errors.text())
+    return runs
+
+
+def merge_partials(paths: List[str], args, ks: List[int], refusal: str, errors: "_Errors",
+                   notes: List[str], rules: Optional["Rules"] = None):
+    """``(gold, scorer, stats)`` of the union of the shards' rows (see the section comment)."""
+    docs = [_read_partial(p) for p in paths]
+    trec = bool(args.qrels)
+    source = args.gold or args.qrels
+    first = docs[0]
+    for p, d in zip(paths, docs):
+        same = {a: d["args"].get(a) for a in _PARTIAL_ARGS if a not in ("trace", "run")}
+        want = {a: first["args"].get(a) for a in same}
+        if same != want or d["gold_sha256"] != first["gold_sha256"]:
+            diff = sorted(a for a in same if same[a] != want[a]) or ["gold file content"]
+            raise ScoreError("%s: shard differs from %s in %s; every shard must score the same gold "
+                             "set with the same options" % (p, paths[0], ", ".join(diff)))
+    if _sha256_file(source) != first["gold_sha256"]:
+        raise ScoreError("%s: the gold file changed since the partials were written (sha256 differs)" % source)
+    gold = read_qrels(source, errors) if trec else read_gold(source, args.by, errors, [])
+    if errors.count:
+        raise ScoreError(errors.text())
+    if first["ks"] != ks:
+        raise ScoreError("%s: merge: the shards computed cutoffs %s, the gates need %s; run the shards with "
+                         "--k %s" % (paths[0], first["ks"], ks, ",".join(map(str, ks))))
+    scorer = Scorer(gold, ks, refusal, None, rules)
+    slots = {(name, key): (cont, kind) for name, key, cont, kind in _per_item(scorer)}
+    n = len(gold)
+    seen = bytearray(n)
+    rows = unknown = dup = 0
+    unknown_ex: List[str] = []
+    unknown_topics: set = set()
+    dup_ex: List[str] = []
+    # Notes made before the trace (chunks, gold) are the same in every shard: kept once.
+    prefix = docs[0]["notes"]
+    for d in docs[1:]:
+        common = 0
+        while common < min(len(prefix), len(d["notes"])) and prefix[common] == d["notes"][common]:
+            common += 1
+        prefix = prefix[:common]
+    notes.extend(prefix)
+    for d in docs:
+        notes.extend(d["notes"][len(prefix):])
+    for p, d in zip(paths, docs):
+        s = d["stats"]
+        rows += s["rows"]
+        unknown += s["unknown"]
+        if trec:
+            unknown_topics.update(s["unknown_ex"])
+        else:
+            unknown_ex.extend(s["unknown_ex"])
+        for i in _unpack(d["calls"], p):          # replay the rows' order: duplicates as one run
+            if i >= n:
+                raise ScoreError("%s: item position %d out of range (%d gold items)" % (p, i, n))
+            if seen[i]:
+                dup += 1
+                if len(dup_ex) < 5:
+                    dup_ex.append(gold.qids[i])
+            seen[i] = 1
+        items = _unpack(d["items"], p)
+        if items and max(items) >= n:
+            raise ScoreError("%s: item position %d out of range (%d gold items)" % (p, max(items), n))
+        for f in d["fields"]:
+            key = (f["name"], f.get("key"))
+            if key not in slots:
+                raise ScoreError("%s: the partial holds %s%s, which this scorer does not have (another "
+                                 "version wrote it?)" % (p, f["name"], "" if key[1] is None else "[%s]" % key[1]))
+            cont, kind = slots[key]
+            if kind != f["kind"]:
+                raise ScoreError("%s: malformed partial: field %s must be of kind %s, got %s" % (p, f["name"], kind, f["kind"]))
+            if kind == "array":
+                values = _unpack(f["values"], p)
+                if len(values) != len(items):
+                    raise ScoreError("%s: %s holds %d values for %d items" % (p, f["name"], len(values), len(items)))
+                if type(values) is not type(cont) or getattr(values, "typecode", None) != getattr(cont, "typecode", None):
+                    raise ScoreError("%s: malformed partial: field %s has values of type %s, this scorer's are %s"
+                                     % (p, f["name"], f["values"].get("type"), getattr(cont, "typecode", "bytes")))
+                for i, v in zip(items, values):
+                    cont[i] = v
+            else:
+                for i in items:
+                    cont.pop(i, None)
+                for i, v in f["values"]:
+                    if not 0 <= i < n:
+                        raise ScoreError("%s: item position %d out of range (%d gold items)" % (p, i, n))
+                    cont[i] = v
+    missing = 0
+    i = seen.find(0)
+    while i >= 0:
+        missing += 1
+        scorer.judge(i, None, None, None if not trec else [], None, None, None, None, False)
+        i = seen.find(0, i + 1)
+    if trec:
+        unknown_ex = sorted(unknown_topics)
+    stats = {"rows": rows, "unknown": unknown, "unknown_ex": unknown_ex[:5],
+             "duplicates": dup, "duplicate_ex": dup_ex, "missing": missing}
+    return gold, scorer, stats
+
+
+# =========================================================================== referee/run.py
+# One scoring run: the argument parser, the run from inputs to outputs, and the summary.
+
 # --------------------------------------------------------------------------- main
 
 
@@ -7263,7 +7833,7 @@ def _asked_needs(args, gates, regression, gates_file: Optional[str]) -> set:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
-        prog="score_eval.py", description=__doc__.splitlines()[0],
+        prog="score_eval.py", description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_metric_help() + "\n\n" + trec_help())
     ap.add_argument("--gold", help="gold JSONL (qid, answerable, gold_claim_substr, gold_citations, ...)")
     ap.add_argument("--trace", help="trace JSONL (qid, retrieved_ids, answer_json {claim, citations}, ...); streamed")
@@ -7662,96 +8232,9 @@ def render_summary(report: dict, outputs: Tuple[Optional[str], ...] = ()) -> str
     return "\n".join(lines) + "\n}\n"
 
 
-def _item_record(scorer: Scorer, i: int, trec: bool) -> dict:
-    gold, f = scorer.gold, scorer.flags[i]
-    rec = {"qid": gold.qids[i], "category": gold.categories[gold.cat[i]], "line": gold.lines[i],
-           "failure_mode": failure_mode(f, trec), "labels": all_modes(f, trec), "flags": flag_string(f),
-           "trace": bool(f & F_TRACE)}
-    if not trec:
-        rec.update({"answerable": bool(f & F_ANS), "shipped": bool(f & F_SHIP), "containment": bool(f & F_CONT),
-                    "citation_hit": bool(f & F_HIT), "pass": bool(f & F_PASS),
-                    "citation_valid": bool(f & F_VALID) if f & F_SHIP else None,
-                    "hallucination": bool(f & F_HALL) if f & F_SHIP and f & F_HMEAS else None,
-                    "unsupported": scorer.unsupported.get(i, []) if f & F_HALL else [],
-                    "recall@k": bool(f & F_REC)})
-        rec.update(_extra_item(scorer, i, f))
-        rec.update(_ground_item(scorer, i, f))
-        rec.update(_reading_item(scorer, i, f))
-    if f & F_GOLD:
-        ret = {"RR": round(scorer.rr[i], 4)}
-        for k in scorer.ks:
-            ret["P@%d" % k] = round(measure_p(scorer.hits[k][i], k), 4)
-            ret["R@%d" % k] = round(scorer.rec[k][i], 4)
-            ret["nDCG@%d" % k] = round(scorer.ndcg[k][i], 4)
-            ret["RR@%d" % k] = round(scorer.rrk[k][i], 4)
-            ret["Success@%d" % k] = int(measure_success(scorer.hits[k][i]))
-        rec["retrieval"] = ret
-    else:
-        rec["retrieval"] = None
-    return rec
-
-
-def _extra_item(scorer: Scorer, i: int, f: int) -> dict:
-    """Issue 20's per-item fields of the --items file."""
-    def num(arr):
-        v = arr[i]
-        return round(v, 4) if v == v else None
-    reason = scorer.refusal_reason.get(i)
-    if f & F_SHIP:
-        by = None
-    elif not f & F_PROSE:
-        by = "token"
-    elif scorer.rules.reader == "exact" or (reason and reason.endswith("]")):
-        by = "pattern"
-    else:
-        by = "reader"
-    kind = None
-    if f & F_TRACE:
-        kind = KIND_PARTIAL if f & F_PARTIAL else (KIND_ANSWER if f & F_SHIP else KIND_REFUSAL)
-    return {"refused_by": by, "refusal_kind": kind, "refusal_reason": reason,
-            "evidence": scorer.evidence.get(i, []), "answer_relevance": num(scorer.answer_rel),
-            "context_relevance": num(scorer.context_rel), "latency_ms": num(scorer.latency),
-            "cost": num(scorer.cost),
-            "answer_correct": bool(f & F_ANSOK) if scorer.answer_f1[i] == scorer.answer_f1[i] else None,
-            "answer_f1": num(scorer.answer_f1), "answer_recall": num(scorer.answer_recall)}
-
-
-def _ground_item(scorer: Scorer, i: int, f: int) -> dict:
-    """Issue 29's per-item fields: null when the answer was not checked."""
-    v = scorer.faith[i]
-    return {"unsupported_answer": bool(f & F_UNSUP) if f & F_GMEAS else None,
-            "unsupported_sentences": scorer.unsup_sents.get(i, []) if f & F_UNSUP else [],
-            "faithfulness": round(v, 4) if v == v else None}
-
-
-def _reading_item(scorer: Scorer, i: int, f: int) -> dict:
-    """Reading 1's per-item fields of the --items file."""
-    return {"citations_from": ("text" if f & F_CITTEXT else "trace") if f & F_TRACE else None,
-            "citations_read": scorer.text_cits.get(i, []), "bad_markers": scorer.bad_marks.get(i, [])}
-
-
-def _item_lines(scorer: Scorer, trec: bool, stages: Optional[ItemStages] = None):
-    for i in range(len(scorer.gold)):
-        rec = _item_record(scorer, i, trec)
-        if stages is not None:
-            rec["scorecard"] = stages(i)
-        yield json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n"
-
-
-def _worst(scorer: Scorer, trec: bool, limit: int = 20) -> List[dict]:
-    """Failing items, most severe mode first (MODE_ORDER), then gold file order."""
-    failing = []
-    rank: Dict[int, int] = {}
-    for i, f in enumerate(scorer.flags):
-        r = rank.get(f)
-        if r is None:
-            mode = failure_mode(f, trec)
-            r = rank[f] = -1 if mode is None else MODE_ORDER.index(mode)
-        if r >= 0:
-            failing.append((r, i))
-    failing.sort()
-    return [_item_record(scorer, i, trec) for _, i in failing[:limit]]
-
+# =========================================================================== referee/cli.py
+# The command line: ``main`` (exit 0 pass, 1 a gate failed, 2 bad input, 3 internal error; it never
+# raises), subcommands and the internal-error handler.
 
 # --------------------------------------------------------------------------- shards: --partial and merge
 #
@@ -7765,312 +8248,6 @@ def _worst(scorer: Scorer, trec: bool, limit: int = 20) -> List[dict]:
 # shards are consecutive pieces of the trace), judges the items no shard saw as missing,
 # and then aggregates, gates, compares and prints through the very code of a single run:
 # the output is byte-identical to one run over all the rows.  TREC runs shard by topic.
-
-PARTIAL_FORMAT = "score_eval-partial"
-PARTIAL_VERSION = 1
-_PARTIAL_ARGS = ("gold", "trace", "qrels", "run", "k", "by", "refusal", "chunks", "dataset")
-
-
-class _RecordingScorer(Scorer):
-    """A Scorer that also records which items the rows named, in row order."""
-
-    def __init__(self, *a, **kw):
-        super().__init__(*a, **kw)
-        self.calls = array("I")
-
-    def judge(self, i, *rest):
-        if rest[-1]:                               # present: a row named the item
-            self.calls.append(i)
-        super().judge(i, *rest)
-
-
-def _per_item(scorer: Scorer):
-    """``(name, key, container, kind)`` of every per-item container of a Scorer: ``kind``
-    is "array" (one slot per item; ``key`` a cutoff or None) or "sparse" (a dict keyed by
-    item position)."""
-    n = len(scorer.gold)
-    for name, v in sorted(vars(scorer).items()):
-        if name == "calls" or name == "gold":
-            continue
-        if isinstance(v, (array, bytearray)) and len(v) == n:
-            yield name, None, v, "array"
-        elif isinstance(v, dict):
-            vals = list(v.values())
-            if vals and all(isinstance(x, (array, bytearray)) and len(x) == n for x in vals):
-                for key in sorted(v):
-                    yield name, key, v[key], "array"
-            elif all(type(key) is int for key in v) and not any(isinstance(x, (array, bytearray)) for x in vals):
-                yield name, None, v, "sparse"
-
-
-def _pack(arr) -> dict:
-    import base64
-    if isinstance(arr, bytearray):
-        return {"type": "bytes", "data": base64.b64encode(bytes(arr)).decode("ascii")}
-    if sys.byteorder != "little":                  # pragma: no cover - big-endian hosts
-        arr = array(arr.typecode, arr)
-        arr.byteswap()
-    return {"type": arr.typecode, "data": base64.b64encode(arr.tobytes()).decode("ascii")}
-
-
-def _unpack(d: dict, path: str):
-    import base64
-    try:
-        raw = base64.b64decode(d["data"].encode("ascii"), validate=True)
-        if d["type"] == "bytes":
-            return bytearray(raw)
-        out = array(d["type"])
-        out.frombytes(raw)
-    except (KeyError, TypeError, ValueError, AttributeError):   # binascii.Error is a ValueError
-        raise ScoreError("%s: malformed packed array in a partial, got %s" % (path, _show(d, 60))) from None
-    if sys.byteorder != "little":                  # pragma: no cover - big-endian hosts
-        out.byteswap()
-    return out
-
-
-def _sha256_file(path: str) -> str:
-    import hashlib
-    h = hashlib.sha256()
-    try:
-        with open_input(path, "file") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-    except OSError as exc:
-        raise ScoreError("%s: cannot read: %s" % (path, exc.strerror)) from None
-    return h.hexdigest()
-
-
-def write_partial(args, gold: "Gold", scorer: Scorer, stats: dict, notes: List[str]) -> int:
-    """The ``--partial`` output of a shard run (see the section comment); exit status 0."""
-    calls = getattr(scorer, "calls", None)
-    if calls is None:                              # pragma: no cover - run() always records
-        raise ScoreError("--partial: internal error, the shard's rows were not recorded")
-    seen = sorted(set(calls))
-    idx = array("I", seen)
-    fields = []
-    for name, key, cont, kind in _per_item(scorer):
-        if kind == "array":
-            sub = bytearray(cont[i] for i in seen) if isinstance(cont, bytearray) \
-                else array(cont.typecode, [cont[i] for i in seen])
-            fields.append({"name": name, "key": key, "kind": kind, "values": _pack(sub)})
-        else:
-            fields.append({"name": name, "key": None, "kind": kind,
-                           "values": [[i, cont[i]] for i in seen if i in cont]})
-    source = args.gold or args.qrels
-    doc = {"format": PARTIAL_FORMAT, "version": PARTIAL_VERSION, "schema": SCHEMA,
-           "args": {a: getattr(args, a) for a in _PARTIAL_ARGS},
-           "gold_sha256": _sha256_file(source), "gold_items": len(gold), "ks": scorer.ks,
-           "stats": stats, "notes": notes, "items": _pack(idx), "calls": _pack(calls), "fields": fields}
-    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n"
-    if args.partial == "-":
-        sys.stdout.write(text)
-    else:
-        atomic_write(args.partial, text)
-    return 0
-
-
-MAX_PARTIAL_BYTES = 1 << 30       # one --partial file
-
-
-def _read_partial(path: str) -> dict:
-    """A partial, validated as data before anything uses it: a regular file (never a FIFO or
-    a device) of at most MAX_PARTIAL_BYTES, the shape written by write_partial, and the
-    files it names regular files."""
-    try:
-        with open_input(path, "partial") as fh:
-            data = fh.read(MAX_PARTIAL_BYTES + 1)
-    except OSError as exc:
-        raise ScoreError("%s: cannot read: %s" % (path, exc.strerror)) from None
-    if path == "-":
-        raise ScoreError("-: a partial must be a file, not stdin")
-    if len(data) > MAX_PARTIAL_BYTES:
-        raise ScoreError("%s: partial larger than %d bytes (MAX_PARTIAL_BYTES)" % (path, MAX_PARTIAL_BYTES))
-    try:
-        doc = json_row(data.decode("utf-8"))
-    except _JsonLimit as exc:
-        raise ScoreError("%s:1: not a partial (%s)" % (path, exc)) from None
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ScoreError("%s:1: not a partial (invalid JSON: %s)" % (path, str(exc).split(":")[0])) from None
-    if type(doc) is not dict or doc.get("format") != PARTIAL_FORMAT:
-        raise ScoreError("%s:1: not a score_eval partial, got format %s"
-                         % (path, _show(doc.get("format") if type(doc) is dict else doc)))
-    if doc.get("version") != PARTIAL_VERSION or doc.get("schema") != SCHEMA:
-        raise ScoreError("%s:1: partial version must be %d (%s), got %s"
-                         % (path, PARTIAL_VERSION, SCHEMA, _show([doc.get("version"), doc.get("schema")])))
-    for key in ("args", "gold_sha256", "gold_items", "ks", "stats", "notes", "items", "calls", "fields"):
-        if key not in doc:
-            raise ScoreError("%s:1: partial has no %r" % (path, key))
-    problem = _partial_shape(doc)
-    if problem:
-        raise ScoreError("%s:1: malformed partial: %s" % (path, problem))
-    for a in ("gold", "qrels", "trace", "run", "chunks"):
-        named = doc["args"].get(a)
-        if a in ("gold", "qrels", "run") and isinstance(named, str) and named not in ("", "-"):
-            try:
-                st = os.stat(named)
-            except OSError as exc:
-                raise ScoreError("%s: the partial names --%s %s, which cannot be read: %s"
-                                 % (path, a, named, exc.strerror)) from None
-            if not stat.S_ISREG(st.st_mode):
-                raise ScoreError("%s: the partial names --%s %s, which is %s, not a regular file"
-                                 % (path, a, named, _file_kind(st.st_mode)))
-    return doc
-
-
-def _partial_shape(doc: dict) -> Optional[str]:
-    """What is wrong with the shape of a partial's fields, or None."""
-    args = doc["args"]
-    if type(args) is not dict:
-        return "args must be an object, got %s" % _show(args)
-    for a in _PARTIAL_ARGS:
-        v = args.get(a)
-        if v is not None and not isinstance(v, str) and a != "k":
-            return "args.%s must be a string or null, got %s" % (a, _show(v))
-        if isinstance(v, str) and "\x00" in v:
-            return "args.%s holds a NUL character" % a
-    if not (args.get("gold") or args.get("qrels")):
-        return "args names neither a gold nor a qrels file"
-    if not (isinstance(doc["gold_sha256"], str) and re.fullmatch(r"[0-9a-f]{64}", doc["gold_sha256"])):
-        return "gold_sha256 must be 64 hex digits, got %s" % _show(doc["gold_sha256"])
-    if type(doc["gold_items"]) is not int or doc["gold_items"] < 0:
-        return "gold_items must be an integer >= 0, got %s" % _show(doc["gold_items"])
-    if type(doc["ks"]) is not list or not doc["ks"] or not all(type(k) is int and 1 <= k <= MAX_K for k in doc["ks"]):
-        return "ks must be a list of cutoffs 1..%d, got %s" % (MAX_K, _show(doc["ks"]))
-    st = doc["stats"]
-    if type(st) is not dict or not all(type(st.get(k)) is int and st.get(k) >= 0
-                                       for k in ("rows", "unknown", "duplicates", "missing")) \
-            or not all(_str_list(st.get(k)) for k in ("unknown_ex", "duplicate_ex")):
-        return "stats must hold counts rows, unknown, duplicates, missing and lists unknown_ex, duplicate_ex"
-    if not _str_list(doc["notes"]):
-        return "notes must be a list of strings"
-    for key in ("items", "calls"):
-        v = doc[key]
-        if type(v) is not dict or v.get("type") != "I" or not isinstance(v.get("data"), str):
-            return "%s must be a packed array of type I, got %s" % (key, _show(v, 60))
-    if type(doc["fields"]) is not list:
-        return "fields must be a list, got %s" % _show(doc["fields"], 60)
-    for f in doc["fields"]:
-        if type(f) is not dict or not isinstance(f.get("name"), str) or f.get("kind") not in ("array", "sparse") \
-                or not (f.get("key") is None or type(f.get("key")) in (int, str)):
-            return "each field must be an object with a name and kind array or sparse, got %s" % _show(f, 60)
-        if f["kind"] == "array" and (type(f.get("values")) is not dict or not isinstance(f["values"].get("type"), str)
-                                     or not isinstance(f["values"].get("data"), str)):
-            return "field %s: values must be a packed array, got %s" % (f["name"], _show(f.get("values"), 60))
-        if f["kind"] == "sparse" and (type(f.get("values")) is not list
-                                      or not all(type(p) is list and len(p) == 2 and type(p[0]) is int
-                                                 for p in f["values"])):
-            return "field %s: values must be a list of [item, value] pairs" % f["name"]
-    return None
-
-
-def merged_runs(paths: List[str], errors: "_Errors") -> dict:
-    """The rankings of TREC shards (split by topic), read again from the run files their
-    partials name, for trec_eval's measures (which the partials do not carry)."""
-    runs: dict = {}
-    for p in paths:
-        run_path = _read_partial(p)["args"].get("run")
-        if not isinstance(run_path, str) or not run_path:
-            raise ScoreError("%s: the partial names no run file" % p)
-        runs.update(read_run(run_path, errors))
-    if errors.count:
-        raise ScoreError(errors.text())
-    return runs
-
-
-def merge_partials(paths: List[str], args, ks: List[int], refusal: str, errors: "_Errors",
-                   notes: List[str], rules: Optional["Rules"] = None):
-    """``(gold, scorer, stats)`` of the union of the shards' rows (see the section comment)."""
-    docs = [_read_partial(p) for p in paths]
-    trec = bool(args.qrels)
-    source = args.gold or args.qrels
-    first = docs[0]
-    for p, d in zip(paths, docs):
-        same = {a: d["args"].get(a) for a in _PARTIAL_ARGS if a not in ("trace", "run")}
-        want = {a: first["args"].get(a) for a in same}
-        if same != want or d["gold_sha256"] != first["gold_sha256"]:
-            diff = sorted(a for a in same if same[a] != want[a]) or ["gold file content"]
-            raise ScoreError("%s: shard differs from %s in %s; every shard must score the same gold "
-                             "set with the same options" % (p, paths[0], ", ".join(diff)))
-    if _sha256_file(source) != first["gold_sha256"]:
-        raise ScoreError("%s: the gold file changed since the partials were written (sha256 differs)" % source)
-    gold = read_qrels(source, errors) if trec else read_gold(source, args.by, errors, [])
-    if errors.count:
-        raise ScoreError(errors.text())
-    if first["ks"] != ks:
-        raise ScoreError("%s: merge: the shards computed cutoffs %s, the gates need %s; run the shards with "
-                         "--k %s" % (paths[0], first["ks"], ks, ",".join(map(str, ks))))
-    scorer = Scorer(gold, ks, refusal, None, rules)
-    slots = {(name, key): (cont, kind) for name, key, cont, kind in _per_item(scorer)}
-    n = len(gold)
-    seen = bytearray(n)
-    rows = unknown = dup = 0
-    unknown_ex: List[str] = []
-    unknown_topics: set = set()
-    dup_ex: List[str] = []
-    # Notes made before the trace (chunks, gold) are the same in every shard: kept once.
-    prefix = docs[0]["notes"]
-    for d in docs[1:]:
-        common = 0
-        while common < min(len(prefix), len(d["notes"])) and prefix[common] == d["notes"][common]:
-            common += 1
-        prefix = prefix[:common]
-    notes.extend(prefix)
-    for d in docs:
-        notes.extend(d["notes"][len(prefix):])
-    for p, d in zip(paths, docs):
-        s = d["stats"]
-        rows += s["rows"]
-        unknown += s["unknown"]
-        if trec:
-            unknown_topics.update(s["unknown_ex"])
-        else:
-            unknown_ex.extend(s["unknown_ex"])
-        for i in _unpack(d["calls"], p):          # replay the rows' order: duplicates as one run
-            if i >= n:
-                raise ScoreError("%s: item position %d out of range (%d gold items)" % (p, i, n))
-            if seen[i]:
-                dup += 1
-                if len(dup_ex) < 5:
-                    dup_ex.append(gold.qids[i])
-            seen[i] = 1
-        items = _unpack(d["items"], p)
-        if items and max(items) >= n:
-            raise ScoreError("%s: item position %d out of range (%d gold items)" % (p, max(items), n))
-        for f in d["fields"]:
-            key = (f["name"], f.get("key"))
-            if key not in slots:
-                raise ScoreError("%s: the partial holds %s%s, which this scorer does not have (another "
-                                 "version wrote it?)" % (p, f["name"], "" if key[1] is None else "[%s]" % key[1]))
-            cont, kind = slots[key]
-            if kind != f["kind"]:
-                raise ScoreError("%s: malformed partial: field %s must be of kind %s, got %s" % (p, f["name"], kind, f["kind"]))
-            if kind == "array":
-                values = _unpack(f["values"], p)
-                if len(values) != len(items):
-                    raise ScoreError("%s: %s holds %d values for %d items" % (p, f["name"], len(values), len(items)))
-                if type(values) is not type(cont) or getattr(values, "typecode", None) != getattr(cont, "typecode", None):
-                    raise ScoreError("%s: malformed partial: field %s has values of type %s, this scorer's are %s"
-                                     % (p, f["name"], f["values"].get("type"), getattr(cont, "typecode", "bytes")))
-                for i, v in zip(items, values):
-                    cont[i] = v
-            else:
-                for i in items:
-                    cont.pop(i, None)
-                for i, v in f["values"]:
-                    if not 0 <= i < n:
-                        raise ScoreError("%s: item position %d out of range (%d gold items)" % (p, i, n))
-                    cont[i] = v
-    missing = 0
-    i = seen.find(0)
-    while i >= 0:
-        missing += 1
-        scorer.judge(i, None, None, None if not trec else [], None, None, None, None, False)
-        i = seen.find(0, i + 1)
-    if trec:
-        unknown_ex = sorted(unknown_topics)
-    stats = {"rows": rows, "unknown": unknown, "unknown_ex": unknown_ex[:5],
-             "duplicates": dup, "duplicate_ex": dup_ex, "missing": missing}
-    return gold, scorer, stats
 
 
 def merge_main(argv: List[str]) -> int:
@@ -8157,7 +8334,7 @@ def threading_main() -> bool:
 
 
 def _main(argv: List[str]) -> int:
-    bad = [a for a in argv if _has_surrogate(a)]
+    bad = [a for a in argv if has_surrogate(a)]
     if bad:
         sys.stderr.write("score_eval: usage: argument is not valid UTF-8, got %s\n" % ascii(bad[0]))
         return EXIT_INPUT
@@ -8187,24 +8364,6 @@ def _main(argv: List[str]) -> int:
             pass
         sys.stderr.write("score_eval: stdout closed before the report was written\n")
         return EXIT_INPUT
-
-
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def terminal_safe(text: str) -> str:
-    """Control characters (ESC and the rest of C0/C1, DEL; not tab or newline) shown as
-    ``\\xNN`` so input text cannot move the cursor or recolor a terminal; lone surrogates too."""
-    text = _CONTROL.sub(lambda m: "\\x%02x" % ord(m.group()), text)
-    return text.encode("utf-8", "backslashreplace").decode("utf-8") if _has_surrogate(text) else text
 
 
 def internal_error(prog: str, debug: bool) -> int:

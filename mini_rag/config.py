@@ -223,7 +223,7 @@ def read_toml(path: str) -> Dict[str, Any]:
 
 
 def _scorer():
-    """score_eval.py (repository root), for its TOML subset reader."""
+    """The scorer's package (``referee``), for its TOML subset reader."""
     return scorer()
 
 

@@ -1,7 +1,7 @@
 """Reading untrusted files within limits, and writing files so that a crash never leaves half a file.
 
-The limits and the writer are the scorer's (``score_eval.py`` at the repository root, loaded
-once by :func:`scorer`), so both tools fail the same way on the same input:
+The limits and the writer are the scorer's (the ``referee`` package, whose public names
+:func:`scorer` returns), so both tools fail the same way on the same input:
 
 * an input that is not a regular file (a FIFO, a device, a folder) is refused, ``-`` is stdin;
 * a line longer than :data:`MAX_LINE_BYTES` is an error naming ``path:line``;
@@ -16,11 +16,10 @@ once by :func:`scorer`), so both tools fail the same way on the same input:
 """
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-import sys
 from typing import Iterator, List, Optional, Tuple
+
+import referee
 
 from .errors import MiniRagError
 
@@ -30,22 +29,11 @@ MAX_QUESTION_CHARS = 2000           # a longer question is refused (ask, search,
 MAX_K = 10000                       # largest --k of search (the scorer's MAX_K)
 MAX_BAD_LINES = 10000               # a JSONL reader stops after this many bad lines (the scorer's)
 
-_SCORER = None
-
 
 def scorer():
-    """The scorer module (``score_eval.py`` next to ``mini_rag/``), loaded once."""
-    global _SCORER
-    if _SCORER is None:
-        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        path = os.path.join(here, "score_eval.py")
-        spec = importlib.util.spec_from_file_location("score_eval", path)
-        if spec is None or spec.loader is None or not os.path.isfile(path):
-            raise MiniRagError("%s: not found next to mini_rag/ (its readers and writers are shared)" % path)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        _SCORER = mod
-    return _SCORER
+    """The scorer's package (``referee``, whose modules ``score_eval.py`` is built from): its
+    public names only."""
+    return referee
 
 
 def atomic_write_bytes(path: str, data: bytes) -> None:
@@ -130,7 +118,7 @@ def json_error(exc: ValueError) -> str:
     """The reason of a :func:`json_row` failure, for a ``path:line:`` message."""
     if isinstance(exc, json.JSONDecodeError):
         return "invalid JSON (%s)" % exc.msg
-    if isinstance(exc, scorer()._JsonLimit):
+    if isinstance(exc, scorer().JsonLimit):
         return str(exc)
     return "invalid JSON (%s)" % exc
 

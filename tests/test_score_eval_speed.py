@@ -523,14 +523,14 @@ PLAIN = [
 
 class FifthRound(unittest.TestCase):
     def test_json_row_surrogates(self):
-        # a lone surrogate escape cannot be written out: _JsonLimit; a pair, other escapes and
+        # a lone surrogate escape cannot be written out: JsonLimit; a pair, other escapes and
         # rows without a backslash are read as json.loads reads them
         for text, lone in (('{"a": "x"}', False), ('{"a": "\\n\\"q\\""}', False), ('{"a": "\\u00e9"}', False),
                            ('{"a": "\\ud83d\\ude00"}', False), ('{"a": "\\ud800"}', True),
                            ('{"a": "x\\\\ud800"}', False), ('{"a": ["\\udfff", 1]}', True)):
             with self.subTest(text=text):
                 if lone:
-                    with self.assertRaises(score_eval._JsonLimit):
+                    with self.assertRaises(score_eval.JsonLimit):
                         score_eval.json_row(text)
                 else:
                     self.assertEqual(score_eval.json_row(text), json.loads(text))

@@ -65,9 +65,9 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def _main(argv: List[str]) -> int:
-    if any(scorer()._has_surrogate(a) for a in argv):
+    if any(scorer().has_surrogate(a) for a in argv):
         print("mini_rag: usage: an argument is not valid UTF-8, got %s"
-              % ascii([a for a in argv if scorer()._has_surrogate(a)][0]), file=sys.stderr)
+              % ascii([a for a in argv if scorer().has_surrogate(a)][0]), file=sys.stderr)
         return 2
     parser = build_parser()
     try:

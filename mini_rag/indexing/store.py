@@ -116,7 +116,7 @@ def sweep_section_temps(folder: str) -> int:
         try:
             if pid == os.getpid():
                 continue
-            if pid and scorer()._alive(pid):
+            if pid and scorer().pid_alive(pid):
                 continue
             if not pid and os.lstat(full).st_mtime > time.time() - 60:
                 continue

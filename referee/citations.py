@@ -1,0 +1,275 @@
+"""Reading 1: citation markers and sources lists read out of a claim (the claim without them)."""
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+# ---- reading 1: citations in the text
+#
+# An LLM names its sources in its prose: inline markers ("[1]", "[1, 3]", "[doc#p3]",
+# "(Source: X)", "【1†source】", "<sup>1</sup>", ...) and a trailing "Sources:" list.
+# read_citations() finds them with the citation patterns (CITATION_PATTERNS, or the gates
+# file's [scorer] citation_patterns, which replace them; [] reads none), resolves each
+# reference to chunk ids and returns the claim without the markers and the list.  Every
+# verdict reads that claim.  A pattern says what its match holds by its named group:
+#   ref      a reference list ("1", "1, 3", "1-3", "doc#p3", "Source 2"); the match is a
+#            marker only when every reference in it has the shape of one (ordinary bracketed
+#            text such as "[sic]" or "[2019]" is left alone);
+#   ids      the same, chunk or document ids only (no bare numbers: "(1)" is list numbering);
+#   cite     an explicit citation ("(Source: X)"): always a marker, X must resolve;
+#   doc, page  "(X, p. 3)": chunk X#p3 (or X#3), else the retrieved chunks of document X;
+#            unresolved, a marker only when the group abbr matched ("p.", not "page");
+#   sources  the header of a sources list: the rest of the text is the list, one reference
+#            a line (or comma-separated on one line); it counts only when one of its items
+#            has the shape of a reference.
+# A pattern without these groups is explicit: its first group (else the whole match) is
+# the reference.  A reference resolves to: a retrieved id or a known chunk id (cited_chunks,
+# --chunks) as written; a number N (1 to 3 digits, "Doc N", "Source N", a range "N-M" of at
+# most 20) to the N-th of retrieved_ids; a document id (the chunk id before "#") to its
+# retrieved chunks.  Anything else that is a marker (an id-like "x#y" that names no chunk,
+# "[7]" with five retrieved) resolves to nothing: a bad marker (F_BADMARK).
+
+CITATION_PATTERNS = (
+    r"\^?\[\^?(?P<ref>[^\[\]\n]{1,200})\]",                     # [1] [1, 3] [1-3] [1][2] [doc#p3] ^[1] [^1]
+    "\u3010(?P<cite>[^\u3010\u3011\\n]{1,200})\u3011",           # 【1†source】
+    r"<sup>(?P<ref>[^<>\n]{1,100})</sup>",                        # <sup>1</sup> <sup>[1]</sup>
+    r"\((?:sources?|references?|refs?|citations?|cited)[ \t]*:[ \t]*(?P<cite>[^()\n]{1,200})\)",   # (Source: X)
+    r"\((?P<ref>(?:sources?|docs?|documents?|passages?|chunks?|contexts?)[ \t]{0,8}(?:#[ \t]{0,8})?\d[^()\n]{0,100})\)",  # (Source 2)
+    r"\((?P<doc>[^()\n,]{1,120}),[ \t]*(?:(?P<abbr>pp?\.?|pg\.?)|pages?)[ \t]*(?P<page>\d{1,5})(?:[ \t]*[-\u2013][ \t]*\d{1,5})?\)",  # (X, p. 3)
+    r"\((?P<ids>[^()\n]{1,200})\)",                              # (doc#p3) (doc#p3, doc#p5)
+    r"(?m)(?:^|(?<=[.!?])[ \t]+)[ \t>*_#]{0,8}(?P<sources>sources?|references?|citations?|works cited)"
+    r"(?:[ \t]+used)?[ \t*_]{0,4}(?::|$)",                       # Sources: / References: list
+)
+_CITE_TRIGGER = re.compile("[\\[(\u3010<:\\n]")    # no such character: the built-in patterns find nothing
+_CITE_TRIGGER_CHARS = "[(\u3010<:\n"      # the same characters, looked for without the regex engine (Scorer.read)
+_CITE_NEEDS = ("[", "\u3010", "<", "(", "(", "(", "(", ":\n")   # per built-in pattern: one of these characters
+_CITE_GROUPS = ("ref", "ids", "cite", "doc", "page", "abbr", "sources")
+_CITE_SPLIT = re.compile(r"[,;&]|\band\b")
+_CITE_NUM = re.compile(r"(?:(?:sources?|docs?|documents?|passages?|chunks?|contexts?|refs?|references?|citations?)"
+                       r"[ \t]*#?[ \t]*)?([1-9]\d{0,2})(?:[ \t]*[-\u2013\u2014][ \t]*([1-9]\d{0,2}))?", re.I)
+_CITE_ITEM_NUM = re.compile(r"([1-9]\d{0,2})[.)](?:\s|$)")       # "1. Title", "2) Title"
+_CITE_BRACKET_NUM = re.compile(r"\[\^?([1-9]\d{0,2})\]")
+MAX_CITE_RANGE = 20          # "[1-20]" is read; a wider range is a bad marker
+
+
+class Reading(NamedTuple):
+    """A response read by read_citations."""
+    claim: str               # the text without markers and sources list (unchanged when none)
+    citations: List[str]     # chunk ids read, in order of first mention, each once
+    bad: List[str]           # markers (or list items) that resolve to nothing, as written
+
+
+_CITATION_RX = tuple((src, re.compile(src, re.IGNORECASE)) for src in CITATION_PATTERNS)
+
+
+def citation_patterns() -> tuple:
+    """The built-in CITATION_PATTERNS as (source, regex) pairs, compiled as the gates file's are."""
+    return _CITATION_RX
+
+
+def citation_pattern_problem(src: str, rx) -> Optional[str]:
+    """Why a [scorer] citation_patterns entry cannot be used (beyond regex_problem), or None."""
+    names = set(rx.groupindex)
+    unknown = sorted(names - set(_CITE_GROUPS))
+    if unknown:
+        return "unknown named group %s; known: %s" % (", ".join(unknown), ", ".join(_CITE_GROUPS))
+    if ("doc" in names) != ("page" in names):
+        return "groups doc and page go together"
+    return None
+
+
+def read_citations(text: str, retrieved, known=(), patterns: Optional[tuple] = None) -> Reading:
+    """Citations read from ``text`` (module comment above).  ``retrieved``: the row's
+    retrieved_ids (rank order); ``known``: containers of further chunk ids (``in`` tested);
+    ``patterns``: (source, regex) pairs, None for the built-in ones."""
+    needs: tuple = ()
+    if patterns is None:
+        patterns = citation_patterns()
+        if not _CITE_TRIGGER.search(text):
+            return Reading(text, [], [])
+        needs = _CITE_NEEDS
+    if not patterns or not text:
+        return Reading(text, [], [])
+    res = _Resolver(retrieved, known)
+    cands = []            # (start, -end, order, match, kind)
+    head = None           # (start, end, items) of the sources list
+    for order, (_, rx) in enumerate(patterns):
+        if needs and not any(ch in text for ch in needs[order]):
+            continue
+        names = rx.groupindex
+        if "sources" in names:
+            for m in rx.finditer(text):
+                if head is None or m.start() < head[0]:
+                    items = _source_items(text[m.end():], res)
+                    if items is not None:
+                        head = (m.start(), m.end() + items[1], items[0])
+                        break
+            continue
+        for m in rx.finditer(text):
+            cands.append((m.start(), -m.end(), order, m))
+    cut = head[0] if head is not None else len(text)
+    cands.sort(key=lambda c: c[:3])
+    found: List[Tuple[int, int, list]] = []
+    last = 0
+    for start, neg_end, _, m in cands:
+        end = -neg_end
+        if start < last or end > cut:
+            continue
+        refs = _marker_refs(m, res)
+        if refs is None:
+            continue
+        found.append((start, end, refs))
+        last = end
+    if not found and head is None:
+        return Reading(text, [], [])
+    cits: List[str] = []
+    bad: List[str] = []
+    parts = []
+    pos = 0
+    for start, end, refs in found:
+        s = start
+        while s > pos and text[s - 1] in " \t":
+            s -= 1
+        parts.append(text[pos:s])
+        pos = end
+        _collect(refs, cits, bad)
+    parts.append(text[pos:cut])
+    if head is not None:
+        _collect(head[2], cits, bad)
+    claim = "".join(parts).strip()
+    if head is not None and text[head[1]:].strip():          # prose after the list stays
+        claim = (claim + "\n\n" + text[head[1]:].strip()).strip()
+    return Reading(claim, list(dict.fromkeys(cits)), list(dict.fromkeys(bad)))
+
+
+def _collect(refs, cits: List[str], bad: List[str]) -> None:
+    for ok, v in refs:
+        (cits if ok else bad).append(v)
+
+
+class _Resolver:
+    """References of one response resolved against its retrieved and known chunk ids."""
+
+    def __init__(self, retrieved, known):
+        self.ret = list(retrieved or ())
+        self.retset = set(self.ret)
+        self.known = [k for k in known if k]
+        self.docs: Optional[Dict[str, List[str]]] = None
+
+    def chunk(self, ref: str) -> bool:
+        return ref in self.retset or any(ref in k for k in self.known)
+
+    def doc(self, ref: str) -> List[str]:
+        if self.docs is None:
+            self.docs = {}
+            for c in self.ret:
+                self.docs.setdefault(c.split("#", 1)[0], []).append(c)
+        return self.docs.get(ref, [])
+
+    def rank(self, a: int, b: int, written: str) -> list:
+        if b < a or b - a >= MAX_CITE_RANGE:
+            return [(False, written)]
+        return [(True, self.ret[n - 1]) if n <= len(self.ret) else (False, written) for n in range(a, b + 1)]
+
+    def ref(self, piece: str, numbers: bool = True):
+        """[(resolved?, id or text)] for one reference, None when it has no reference's shape."""
+        p = piece.strip().strip("[]^\"'`*").strip()
+        if "\u2020" in p:                      # 【1†source】
+            p = p.split("\u2020", 1)[0].strip()
+        if not p:
+            return None
+        if self.chunk(p):
+            return [(True, p)]
+        if numbers:
+            m = _CITE_NUM.fullmatch(p)
+            if m:
+                a = int(m.group(1))
+                return self.rank(a, int(m.group(2)) if m.group(2) else a, piece.strip())
+        if "#" not in p:
+            ids = self.doc(p)
+            if ids:
+                return [(True, c) for c in ids]
+        elif not any(ch.isspace() for ch in p) and not p.startswith("#") and not p.endswith("#"):
+            return [(False, piece.strip())]       # names a chunk that was not retrieved
+        return None
+
+    def refs(self, body: str, numbers: bool = True):
+        out = []
+        for piece in _CITE_SPLIT.split(body):
+            if not piece.strip():
+                continue                          # "6, 7, and 9"
+            r = self.ref(piece, numbers)
+            if r is None:
+                return None
+            out.extend(r)
+        return out or None
+
+
+def _marker_refs(m, res: _Resolver):
+    """[(resolved?, id or text)] of one pattern match, or None when it is no marker."""
+    g = m.groupdict()
+    written = m.group(0).strip()
+    if g.get("doc") is not None:
+        d, page = g["doc"].strip(), g["page"]
+        for cid in ("%s#p%s" % (d, page), "%s#%s" % (d, page), "%s#page%s" % (d, page)):
+            if res.chunk(cid):
+                return [(True, cid)]
+        ids = res.doc(d)
+        if ids:
+            return [(True, c) for c in ids]
+        # "(Handbook, p. 3)" names a source that resolves to nothing; "(for example, page 3)" is prose
+        return [(False, written)] if g.get("abbr") is not None else None
+    if g.get("ref") is not None or g.get("ids") is not None:
+        refs = res.refs(g["ref"], True) if g.get("ref") is not None else res.refs(g["ids"], False)
+        return None if refs is None else [r if r[0] else (False, written) for r in refs]
+    body = g.get("cite")
+    if body is None:
+        body = m.group(1) if m.re.groups else m.group(0)
+    out = []
+    for piece in _CITE_SPLIT.split(body):
+        if piece.strip():
+            out.extend(res.ref(piece) or [(False, piece.strip())])
+    return out or [(False, written)]
+
+
+def _source_items(body: str, res: _Resolver):
+    """(references, length of the list) of a sources list (``body``: the text after its
+    header), or None when no item has the shape of a reference (then it is prose, not a
+    list).  The list ends at a line after a blank line that is no reference ("Let me know
+    if ..."): that text stays in the claim."""
+    out: list = []
+    shaped = False
+    pos = 0
+    blank = False
+    end = len(body)
+    for raw in body.split("\n"):
+        start, pos = pos, pos + len(raw) + 1
+        ln = raw.strip()
+        if not ln:
+            blank = True
+            continue
+        after_blank, blank = blank, False
+        whole = res.refs(ln.lstrip("-*\u2022+> \t"))
+        if whole is not None:                 # "[1], [3]", "doc#p3; doc#p5", "1-2"
+            out.extend(whole)
+            shaped = True
+            continue
+        item = ln.lstrip("-*\u2022+> \t")
+        got = []
+        for tok in item.split():
+            r = res.ref(tok.strip("()[]<>{}\"'`*.,;:"), numbers=False)
+            if r is not None:
+                got.extend(r)
+        if not got:
+            nums = _CITE_BRACKET_NUM.findall(item) or [m.group(1) for m in [_CITE_ITEM_NUM.match(item)] if m]
+            for n in nums:
+                got.extend(res.rank(int(n), int(n), "[%s]" % n))
+        if got:
+            shaped = True
+            out.extend(got)
+        elif after_blank and shaped:
+            end = start
+            break
+        else:
+            out.append((False, item[:80]))
+    return (out, end) if shaped else None

@@ -1,0 +1,511 @@
+"""One scoring run: the argument parser, the run from inputs to outputs, and the summary."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import Counter
+
+from .base import (DESCRIPTION, DEFAULT_GATES, DEFAULT_GATES_FILE, EXIT_GATE, EXIT_PASS, MAX_ERRORS,
+    MAX_INPUT_BYTES, MAX_INPUT_LINES, MAX_K, MAX_LINE_BYTES, MAX_STDIN_LINES, REFUSAL, SCHEMA,
+    ScoreError, _GROUNDING, _LIMITS, __version__)
+from .registry import F_GOLD, F_SHIP, NEEDS, REGISTRY, SEED_ONLY, _BY_NAME, needs_for
+from .fmt import _r, _rounded
+from .inputs import _Errors, _RAGAS_PATHS, ragas_layout
+from .trec import (TREC_DEFAULT, _measure_specs, parse_trec_measures, render_trec, trec_evaluate,
+    trec_help, trec_metric_entries, trec_per_topic, trec_significance)
+from .names import _metric_help, metric_table_markdown, parse_metric
+from .aggregate import (ANSWER_METRICS, EXTRA_METRICS, MODE_ORDER, _SKIPPED, aggregate,
+    failure_mode, flag_string)
+from .config import Rules, _GATES_DOCS, gates_doc, load_gates_file, load_rules, parse_gates_string
+from .contracts import gold_from_trace, read_chunks, read_gold, read_qrels, read_run
+from .judge import Scorer, gc_paused, score_run, score_trace
+from .gates import blocking_pass, check_gates, compare, load_baseline, order_by_tier
+from .scorecard import ItemStages, SCORECARD_K, STAGES, resolve_weights, scorecard, scorecard_gaps
+from .outputs import (atomic_write, check_outputs, manifest_listable, remove_output, render_json,
+    render_markdown, terminal_safe, write_manifest)
+from .reports import _item_lines, _worst, write_reports
+from .shards import merge_partials, merged_runs, write_partial
+
+# --------------------------------------------------------------------------- main
+
+
+def _parse_ks(text: str) -> List[int]:
+    ks = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part.isdigit() or len(part) > 6 or not 1 <= int(part) <= MAX_K:
+            raise ScoreError("--k: cutoffs must be integers from 1 to %d separated by commas, got %r"
+                             % (MAX_K, text))
+        if int(part) not in ks:
+            ks.append(int(part))
+    return ks
+
+
+def _trec_names(args, trec: bool) -> List[str]:
+    """The trec_eval measures to compute (IR mode); the IR-only flags are refused otherwise."""
+    if not trec:
+        if args.m or args.measures or args.format == "trec" or args.per_query or args.average != "all":
+            raise ScoreError("usage: -m, --measures, --format trec, -q and --average need --qrels and --run")
+        return []
+    specs = _measure_specs(args.m, args.measures)
+    return parse_trec_measures(specs or list(TREC_DEFAULT))
+
+
+def _note(args, text: str) -> None:
+    """A note on stderr (which default file or gates apply), unless --quiet."""
+    if not args.quiet:
+        sys.stderr.write("score_eval: %s\n" % text)
+
+
+def _has_table(path: str, name: str) -> bool:
+    """Whether the TOML file has a ``[name]`` table (True when unreadable: the reader reports it)."""
+    try:
+        doc, _ = gates_doc(path)
+    except ScoreError:
+        return True
+    return isinstance(doc.get(name), dict)
+
+
+def _check_gate_modes(gates, trec: bool, trec_names: List[str]) -> None:
+    """IR mode gates retrieval measures only; trec_eval names need IR mode.  Adds the trec
+    measures that gates name to ``trec_names``."""
+    errors = []
+    for g in gates:
+        is_trec = g.ref.metric not in REGISTRY
+        if trec and (g.ref.metric.name in SEED_ONLY or g.ref.metric.name == "recall@K"):
+            errors.append("gate %r needs answers (--gold/--trace); --qrels/--run measure retrieval only: "
+                          "put IR gates in an [ir] table or --gates, got %r" % (g.ref.spelled, g.ref.spelled))
+        elif not trec and is_trec:
+            errors.append("gate %r is a trec_eval measure, computed only with --qrels/--run, got %r"
+                          % (g.ref.spelled, g.ref.spelled))
+        elif is_trec and g.ref.metric.name not in trec_names:
+            trec_names.append(g.ref.metric.name)
+    if errors:
+        raise ScoreError("\n".join(errors))
+
+
+def _asked_needs(args, gates, regression, gates_file: Optional[str]) -> set:
+    """The NEEDS this run must compute: those of the metrics named by gates, [regression],
+    the scorecard's weighted stages (seed 004's defaults, the gates file's [weights] or --weights),
+    --compute; all of them with a per-item output, --baseline or --partial."""
+    if (args.items or args.html or args.csv or args.junit_items or args.baseline
+            or getattr(args, "partial", None) or getattr(args, "merge", None)):
+        return set(NEEDS)
+    refs = [g.ref for g in gates]
+    if regression:
+        refs += [r for r, _ in regression.max_drop] + list(regression.slice_metrics)
+    needs = needs_for(refs)
+    # the overall score always weighs its stages (seed 004's defaults or the configured ones):
+    # what they need is computed, so one trace gets one overall whoever scores it
+    weights, _ = resolve_weights(gates_file, args.weights, gates)
+    needs |= needs_for(_BY_NAME[s.metric] for s in STAGES if weights[s.name] > 0 and s.metric in _BY_NAME)
+    for name in (args.compute.split(",") if args.compute else []):
+        name = name.strip()
+        if name == "all":
+            needs |= set(NEEDS)
+        else:
+            needs |= needs_for([parse_metric(name)])
+    return needs
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="score_eval.py", description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_metric_help() + "\n\n" + trec_help())
+    ap.add_argument("--gold", help="gold JSONL (qid, answerable, gold_claim_substr, gold_citations, ...)")
+    ap.add_argument("--trace", help="trace JSONL (qid, retrieved_ids, answer_json {claim, citations}, ...); streamed")
+    ap.add_argument("--qrels", help="TREC qrels file (topic iter docno rel), instead of --gold")
+    ap.add_argument("--run", help="TREC run file (topic Q0 docno rank score tag), instead of --trace")
+    ap.add_argument("--k", default="5", help="rank cutoffs, comma-separated (default 5); the first is the seed's k")
+    ap.add_argument("--gates", help="seed-style gates 'precision=0.80,chr=0.75,under=0.05,over=0.10' "
+                                    "(also name>=v / name<=v); replaces the dataset's file gates; "
+                                    "'none': no gates (exit 0 unless the input is bad)")
+    ap.add_argument("--gates-file", help="TOML gates file (default ./gates.toml; without it and without "
+                                         "--gates, seed 002's default gates apply)")
+    ap.add_argument("--dataset", help="section of the gates file to check (default baseline; ir with --qrels/--run, "
+                                      "where a file without [ir] means no gates)")
+    ap.add_argument("--refusal", help="refusal token (default from [scorer] refusal, else 'not in context'); "
+                                      "compared after strip + lower-case")
+    ap.add_argument("--chunks", help="JSONL of {id, text} chunks (BEIR {_id, text} too) for the hallucination check")
+    ap.add_argument("--by", default="category", help="gold field for the per-category breakdown (default category)")
+    ap.add_argument("--baseline", help="an earlier report (JSON from --out/stdout) to compare against")
+    ap.add_argument("--out", help="also write the JSON report to this file (atomically); stdout then gets the "
+                                  "compact summary (--full for the whole report)")
+    ap.add_argument("--summary", action="store_true",
+                    help="stdout: the compact summary (verdict, gates, overall score, files) instead of the report")
+    ap.add_argument("--full", action="store_true", help="stdout: the whole JSON report even with --out")
+    ap.add_argument("--markdown", help="write a human report (gates, metrics, categories, failure modes, worst items)")
+    ap.add_argument("--items", help="write one JSON line per gold item with its verdicts")
+    ap.add_argument("--compute", metavar="NAMES", help="also compute these optional metrics (comma-separated, or "
+                    "'all'): those not every run needs, e.g. answer_relevance, context_relevance (computed anyway "
+                    "when a gate, [regression], a [weights] stage or a per-item output names them)")
+    ap.add_argument("--weights", help="JSON object of stage weights for the scorecard, e.g. '{\"faithfulness\": 0.4}' "
+                                      "(over the gates file's [weights], over seed 004's defaults)")
+    ap.add_argument("--html", help="write a self-contained HTML report (no JavaScript, no network)")
+    ap.add_argument("--junit", help="write JUnit XML: one testsuite for the dataset, one testcase per gate")
+    ap.add_argument("--junit-items", action="store_true", help="with --junit: add a testsuite with one testcase per item")
+    ap.add_argument("--csv", help="write one CSV row per item (verdicts, failure mode, stage scores)")
+    ap.add_argument("--metrics-csv", help="write one CSV row per metric (value, count, n, 95%% CI)")
+    ap.add_argument("--max-errors", type=int, default=MAX_ERRORS, help="bad lines listed before the rest are only "
+                                                                       "counted (default %d)" % MAX_ERRORS)
+    ap.add_argument("-m", action="append", metavar="MEASURE",
+                    help="with --qrels/--run: a trec_eval measure to compute, trec_eval's spelling "
+                         "(map, Rprec, bpref, recip_rank, P.5,10, recall.10, ndcg_cut.10, success.1, num_ret, "
+                         "num_rel, num_rel_ret; P alone = its default cutoffs); repeatable")
+    ap.add_argument("--measures", metavar="M1,M2",
+                    help="the same as several -m, comma-separated: map,ndcg_cut.10,P.5")
+    ap.add_argument("--average", choices=("all", "judged"), default="all",
+                    help="with --qrels/--run, the trec_eval measures' topics: all (every qrels topic, a topic the "
+                         "run forgot scores 0: trec_eval -c; default) or judged (the qrels topics the run has: "
+                         "plain trec_eval)")
+    ap.add_argument("--format", choices=("json", "trec", "ragas"), default="json",
+                    help="stdout: json (the report, default) or trec (trec_eval's measure<TAB>qid|all<TAB>value "
+                         "lines; --qrels/--run only); ragas: the trace is RAGAS-style rows (user_input/question, "
+                         "response/answer, retrieved_contexts/contexts, reference/ground_truth; no qid), gold "
+                         "derived from it without --gold; JSON report (also detected, with a note)")
+    ap.add_argument("-q", dest="per_query", action="store_true",
+                    help="with --format trec: one line per topic and measure before the 'all' lines (trec_eval -q)")
+    ap.add_argument("--quiet", action="store_true",
+                    help="no progress lines and no notes on stderr (past 100,000 trace rows the scorer "
+                         "reports progress; errors and gate failures are still printed)")
+    ap.add_argument("--version", action="version", version="score_eval.py " + __version__,
+                    help="print the version and exit")
+    ap.add_argument("--manifest", metavar="FILE", help="after --out/--items/--markdown, write FILE naming each "
+                                                        "with its sha256 (removed first: no manifest = torn set)")
+    ap.add_argument("--force", action="store_true",
+                    help="replace an existing output file that is not of the output's kind (never an input)")
+    ap.add_argument("--max-input-bytes", type=int, default=MAX_INPUT_BYTES, metavar="N",
+                    help="largest input (a file or stdin) read, in bytes (default %d = 4 GiB)" % MAX_INPUT_BYTES)
+    ap.add_argument("--max-input-lines", type=int, default=None, metavar="N",
+                    help="most lines read from one input (default %d for a file, %d for stdin)"
+                         % (MAX_INPUT_LINES, MAX_STDIN_LINES))
+    ap.add_argument("--max-line-bytes", type=int, default=MAX_LINE_BYTES, metavar="N",
+                    help="longest input line accepted, in bytes (default %d = 16 MiB)" % MAX_LINE_BYTES)
+    ap.add_argument("--debug", action="store_true",
+                    help="on an internal error (exit 3), print the traceback instead of saving it to a file")
+    ap.add_argument("--partial", metavar="OUT.json",
+                    help="shard run: write this shard's verdicts to OUT.json ('-': stdout) for "
+                         "'score_eval.py merge P1.json P2.json ...' instead of a report")
+    ap.add_argument("--print-metric-table", action="store_true",
+                    help="print the README metric table (Markdown, from the registry) and exit")
+    return ap
+
+
+_RUN_OUTPUTS = (("out", "report"), ("markdown", "markdown"), ("items", "items"), ("html", "html"),
+                ("junit", "junit"), ("csv", "csv"), ("metrics_csv", "csv"), ("partial", "partial"),
+                ("manifest", "manifest"))
+_RUN_INPUTS = ("gold", "trace", "qrels", "run", "chunks", "baseline", "gates_file")
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def check_run_outputs(args) -> None:
+    """The output policy for a scoring run (or a merge): before anything is read or written."""
+    inputs = [(_flag(a), getattr(args, a, None)) for a in _RUN_INPUTS]
+    if getattr(args, "gates_file", None) is None and os.path.exists(DEFAULT_GATES_FILE):
+        inputs.append(("the gates file", DEFAULT_GATES_FILE))
+    inputs += [("partial", p) for p in getattr(args, "merge", None) or []]
+    outputs = [(_flag(a), getattr(args, a, None), kind) for a, kind in _RUN_OUTPUTS]
+    check_outputs(outputs, inputs, getattr(args, "force", False))
+    if getattr(args, "manifest", None):
+        manifest_listable([(label, path) for label, path, kind in outputs if kind != "manifest"])
+
+
+def run(args) -> int:
+    _GATES_DOCS.clear()                   # a gates file is read once per run, never across runs
+    if args.print_metric_table:
+        sys.stdout.write(metric_table_markdown())
+        return 0
+    trec = bool(args.qrels or args.run)
+    if trec and (args.gold or args.trace):
+        raise ScoreError("usage: give --gold/--trace or --qrels/--run, not both")
+    if trec and not (args.qrels and args.run):
+        raise ScoreError("usage: --qrels and --run go together")
+    if not trec and not args.trace:
+        raise ScoreError("usage: --trace is required (with --gold, or alone for the reference-free metrics), "
+                         "or --qrels and --run")
+    ks = _parse_ks(args.k)
+    trec_names = _trec_names(args, trec)
+    dataset_given = args.dataset is not None
+    if not dataset_given:
+        args.dataset = "ir" if trec else "baseline"
+    no_gates = args.gates is not None and args.gates.strip().lower() == "none"
+    if args.junit_items and not args.junit:
+        raise ScoreError("usage: --junit-items needs --junit FILE")
+    stdin_inputs = [o for o in ("gold", "trace", "qrels", "run", "chunks", "baseline", "gates_file")
+                    if getattr(args, o) == "-"]
+    if len(stdin_inputs) > 1:
+        raise ScoreError("usage: only one input can be - (stdin), got %s"
+                         % ", ".join("--" + o.replace("_", "-") for o in stdin_inputs))
+    if not 1 <= args.max_line_bytes <= 1 << 40:
+        raise ScoreError("--max-line-bytes: must be from 1 to 2**40, got %d" % args.max_line_bytes)
+    _LIMITS["line_bytes"] = args.max_line_bytes
+    _LIMITS.update(input_bytes=MAX_INPUT_BYTES, input_lines=MAX_INPUT_LINES, stdin_lines=MAX_STDIN_LINES)
+    for name in ("bytes", "lines"):
+        value = getattr(args, "max_input_" + name, None)
+        if value is None:
+            continue
+        if not 1 <= value <= 1 << 50:
+            raise ScoreError("--max-input-%s: must be from 1 to 2**50, got %d" % (name, value))
+        _LIMITS["input_" + name] = value
+        if name == "lines":
+            _LIMITS["stdin_lines"] = value
+    check_run_outputs(args)
+    # 1. gates and the refusal token
+    refusal, file_gates, regression, gates_source = REFUSAL, [], None, None
+    gates_file = args.gates_file
+    if gates_file is None and not no_gates and os.path.exists(DEFAULT_GATES_FILE):
+        gates_file = DEFAULT_GATES_FILE
+        _note(args, "using the gates file %s found in the current folder "
+                    "(--gates-file FILE to choose another, --gates none for no gates)" % gates_file)
+    if gates_file is not None:
+        section = args.dataset if args.gates is None else None
+        if trec and not dataset_given and section and not _has_table(gates_file, section):
+            _note(args, "%s has no [%s] table: no gates apply to this IR run" % (gates_file, section))
+            section = None
+        refusal, file_gates, regression = load_gates_file(gates_file, section)
+        gates_source = gates_file
+    rules = load_rules(gates_file) if gates_file is not None else Rules()
+    _GROUNDING["mode"] = rules.grounding
+    if no_gates:
+        gates, shown, gates_source = [], {}, "none"
+    elif args.gates is not None:
+        gates, shown = parse_gates_string(args.gates)
+        gates_source = "--gates"
+    elif gates_file is not None:
+        gates, shown = file_gates, {g.ref.spelled: g.shown for g in file_gates}
+    elif trec:      # IR mode: only IR gates apply ([ir] or --gates); none means exit 0
+        gates, shown = [], {}
+    else:
+        gates, shown = parse_gates_string(DEFAULT_GATES)
+        gates_source = "seed default"
+        _note(args, "no gates file: seed 002's default gates apply (%s)" % DEFAULT_GATES)
+    _check_gate_modes(gates, trec, trec_names)
+    # issue 29: grounding sentence by sentence costs a pass over each answer's sentences; it is
+    # computed only when [scorer] grounding = "sentences" or a gate / regression names it
+    named = {g.ref.metric.name for g in gates}
+    if regression:
+        named |= {r.metric.name for r, _ in regression.max_drop} | {r.metric.name for r in regression.slice_metrics}
+    if named & {"faithfulness", "unsupported_answer_rate"}:
+        rules = rules._replace(ground=True)
+    weights, weight_warnings = resolve_weights(gates_file, args.weights, gates)
+    if args.refusal is not None:
+        if not args.refusal.strip():
+            raise ScoreError("--refusal: must be a non-empty string, got %r" % args.refusal)
+        refusal = args.refusal
+    # cutoffs named by gates are computed too, and the scorecard's (SCORECARD_K)
+    if not trec and SCORECARD_K not in ks:
+        ks.append(SCORECARD_K)
+    for ref in [g.ref for g in gates] + ([r for r, _ in regression.max_drop] + list(regression.slice_metrics)
+                                         if regression else []):
+        if ref.k is not None and ref.k not in ks:
+            ks.append(ref.k)
+    ks = ks[:1] + sorted(ks[1:])
+    needs = _asked_needs(args, gates, regression, gates_file)
+    # 2. read and judge
+    errors = _Errors(max(1, args.max_errors))
+    notes: List[str] = []
+    chunks = None
+    chunk_policies: Dict[str, str] = {}
+    if args.chunks and not getattr(args, "merge", None):
+        chunks = read_chunks(args.chunks, errors, notes, chunk_policies)
+    if getattr(args, "merge", None):          # shards' partials (merge_partials)
+        gold, scorer, stats = merge_partials(args.merge, args, ks, refusal, errors, notes, rules)
+    elif trec:
+        gold = read_qrels(args.qrels, errors)
+        runs = read_run(args.run, errors) if not errors.count else {}
+        if errors.count:
+            raise ScoreError(errors.text())
+        scorer = Scorer(gold, ks, refusal, chunks)
+        stats = score_run(runs, scorer)
+    else:
+        if args.format == "ragas" or (args.format == "json" and ragas_layout(args.trace)):
+            if args.format != "ragas":
+                _note(args, "%s: rows have RAGAS-style fields and no qid: read as --format ragas (ids row-<line>, "
+                            "contexts ctx-1..ctx-N, reference as gold_answers)" % args.trace)
+            _RAGAS_PATHS.add(args.trace)
+        with gc_paused():      # reading and judging make no reference cycles
+            if args.gold:
+                gold = read_gold(args.gold, args.by, errors, notes)
+            elif args.trace in _RAGAS_PATHS:
+                gold = read_gold(args.trace, args.by, errors, notes)
+            else:
+                gold = gold_from_trace(args.trace, args.by)
+            if errors.count:
+                raise ScoreError(errors.text())
+            scorer = Scorer(gold, ks, refusal, chunks, rules, chunk_policies)
+            scorer.needs = set(NEEDS) if gold.unlabelled else needs
+            scorer.progress = not args.quiet
+            scorer.answer_substr = any(g.ref.metric.name in ANSWER_METRICS for g in gates)   # issue 28
+            stats = score_trace(args.trace, scorer, errors, notes)
+        if errors.count:
+            raise ScoreError(errors.text())
+    if getattr(args, "partial", None):        # a shard run writes its verdicts, no report
+        return write_partial(args, gold, scorer, stats, notes)
+    baseline = load_baseline(args.baseline) if args.baseline else None
+    # 3. aggregate
+    n = len(gold)
+    everything = range(n)
+    metrics = aggregate(scorer, everything, trec)
+    if trec:
+        if getattr(args, "merge", None):      # trec_eval's measures read the rankings again
+            runs = merged_runs(args.merge, errors)
+        trec_per, trec_all = trec_evaluate(gold, runs, trec_names, args.average)
+        metrics.update(trec_metric_entries(trec_per, trec_all))
+    order = sorted(everything, key=gold.cat.__getitem__)     # items by category, file order within one
+    categories: Dict[str, dict] = {}
+    start = 0
+    for cid, size in sorted(Counter(gold.cat).items()):
+        idx = order[start:start + size]
+        categories[gold.categories[cid]] = {"items": len(idx), "metrics": aggregate(scorer, idx, trec)}
+        start += size
+    categories = {c: categories[c] for c in sorted(categories)}
+    flags = scorer.flags
+    by_flags = Counter(flags)      # verdicts depend on flags only: count each distinct value once
+    modes: Counter = Counter()
+    for f, cnt in by_flags.items():
+        mode = failure_mode(f, trec)
+        if mode is not None:
+            modes[mode] += cnt
+    failure_modes = {m: modes[m] for m in sorted(modes, key=lambda m: (-modes[m], MODE_ORDER.index(m)))}
+    k0 = ks[0]
+    gate_results = check_gates(gates, metrics, k0, rules.grounding)
+    fstr_cache: Dict[int, str] = {}
+    item_flags = {}
+    for qid, f in zip(gold.qids, flags):
+        s = fstr_cache.get(f)
+        if s is None:
+            s = fstr_cache[f] = flag_string(f)
+        item_flags[qid] = s
+    regression_block = None
+    if baseline is not None:
+        cur = {q: f for q, f in zip(gold.qids, flags)}
+        regression_block, reg_gates = compare(baseline, args.baseline, metrics, categories, cur, regression, k0)
+        gate_results += reg_gates
+        if trec:        # paired tests per trec_eval measure, topic by topic (ranx / trec_eval users' tests)
+            regression_block["significance"] = trec_significance(trec_per_topic(trec_per),
+                                                                 baseline.get("trec_per_topic"))
+    # 4. warnings
+    warnings = list(notes) + weight_warnings
+    if stats["unknown"]:
+        warnings.append("%d trace rows name qids not in the gold set and were not scored (e.g. %s)"
+                        % (stats["unknown"], ", ".join(stats["unknown_ex"])))
+    if stats["duplicates"]:
+        warnings.append("%d duplicate trace rows: the last row per qid was scored (e.g. %s)"
+                        % (stats["duplicates"], ", ".join(stats["duplicate_ex"])))
+    if stats["missing"]:
+        warnings.append("%d gold items have no trace row; each counts as %s" % (
+            stats["missing"], "an empty ranking" if trec else "a shipped answer with an empty claim"))
+    skipped = sorted(name for name, e in metrics.items() if e["reason"] == _SKIPPED)
+    if skipped:
+        warnings.append("reference-free mode: %d metrics need gold labels and were skipped (%s)"
+                        % (len(skipped), ", ".join(skipped)))
+    for name, e in metrics.items():
+        if e["reason"] and not trec and e["reason"] != _SKIPPED and name not in EXTRA_METRICS \
+                and name not in ANSWER_METRICS:
+            warnings.append("%s: %s" % (name, e["reason"]))
+    gate_results = order_by_tier(gate_results)
+    all_pass = blocking_pass(gate_results)
+    # 5. report
+    m0 = metrics
+    shipped_n = sum(c for f, c in by_flags.items() if f & F_SHIP)
+    report: dict = {}
+    if not trec:
+        report.update({
+            "answered": shipped_n,                       # |S|
+            "refused": n - shipped_n,                    # |R|
+            "answerable": m0["over_refusal"]["n"],       # |A|
+            "unanswerable": m0["under_refusal"]["n"],    # |U|
+            "precision": _r(m0["precision"]["value"]),
+            "chr": _r(m0["chr"]["value"]),
+            "under_refusal": _r(m0["under_refusal"]["value"]),
+            "over_refusal": _r(m0["over_refusal"]["value"]),
+            "recall@k": _r(m0["recall@%d" % k0]["value"]),
+        })
+    report.update({"k": k0, "gates": shown, "pass": all_pass, "schema": SCHEMA, "version": __version__,
+                   "dataset": args.dataset,
+                   "inputs": {"gold": args.gold, "trace": args.trace, "qrels": args.qrels, "run": args.run,
+                              "chunks": args.chunks, "gates": gates_source, "refusal": refusal,
+                              "k": ks, "by": args.by},
+                   "counts": {"gold_items": n, "trace_rows": stats["rows"],
+                              "matched_items": n - stats["missing"], "missing_traces": stats["missing"],
+                              "unknown_trace_rows": stats["unknown"],
+                              "duplicate_trace_rows": stats["duplicates"],
+                              "items_with_gold_citations": sum(c for f, c in by_flags.items() if f & F_GOLD),
+                              "items_without_gold_citations": sum(c for f, c in by_flags.items() if not f & F_GOLD)},
+                   "metrics": {k: _rounded(v) for k, v in metrics.items()},
+                   "gate_results": gate_results,
+                   "categories": {c: {"items": b["items"], "metrics": {k: _rounded(v) for k, v in b["metrics"].items()}}
+                                  for c, b in categories.items()},
+                   "failure_modes": failure_modes,
+                   "regression": regression_block,
+                   "warnings": warnings})
+    report["warnings_failed"] = sum(1 for g in gate_results if g["tier"] == "warn" and not g["pass"])
+    report["scorecard"] = scorecard(weights, metrics, SCORECARD_K if not trec else k0, scorecard_gaps(scorer), rules.grounding)
+    if trec:
+        report["trec_per_topic"] = trec_per_topic(trec_per)
+    if not trec:
+        report["reference_free"] = gold.unlabelled
+        report["skipped_metrics"] = {name: _SKIPPED for name in skipped}
+    # (trec_eval's text format on stdout and no --out: the JSON report is never shown, not rendered)
+    text = render_json(report, item_flags) if args.out or args.format != "trec" else ""
+    for w in warnings:
+        sys.stderr.write("score_eval: warning: %s\n" % terminal_safe(w))
+    for g in gate_results:
+        if not g["pass"] and g["tier"] != "monitor":
+            sys.stderr.write(terminal_safe("score_eval: %sgate failed: %s: %s%s\n" % (
+                "warn " if g["tier"] == "warn" else "", g["gate"], g["reason"],
+                (" " + g["message"]) if g.get("message") else "")))
+    if args.manifest:
+        remove_output(args.manifest)
+    if args.out:
+        atomic_write(args.out, text)
+    stages = ItemStages(scorer, report["scorecard"], weights)
+    if args.items:
+        atomic_write(args.items, "".join(_item_lines(scorer, trec, stages)))
+    if args.markdown:
+        atomic_write(args.markdown, render_markdown(report, _worst(scorer, trec)))
+    if args.format == "trec":
+        text = render_trec(trec_per, trec_all, args.per_query, num_q=not (args.m or args.measures))
+    write_reports(args, report, scorer, trec, stages)
+    outputs = (args.out, args.items, args.markdown, args.html, args.junit, args.csv, args.metrics_csv)
+    if args.manifest:
+        write_manifest(args.manifest, [p for p in outputs if p and p != "-"])
+    if "-" not in outputs:
+        compact = args.format != "trec" and not args.full and (args.summary or bool(args.out))
+        sys.stdout.write(render_summary(report, outputs) if compact else text)
+        sys.stdout.flush()
+    return EXIT_PASS if all_pass else EXIT_GATE
+
+
+def render_summary(report: dict, outputs: Tuple[Optional[str], ...] = ()) -> str:
+    """The compact stdout (--summary; the default when --out holds the full report): the
+    verdict, each gate's value and verdict, the overall score with its k, counts, and the
+    files written.  A few dozen lines whatever the number of items."""
+    names = ("out", "items", "markdown", "html", "junit", "csv", "metrics_csv")
+    card = report.get("scorecard") or {}
+    short = {"pass": report["pass"], "dataset": report.get("dataset"), "schema": report.get("schema"),
+             "version": report.get("version"),
+             "counts": {k: report["counts"][k] for k in ("gold_items", "trace_rows", "missing_traces")
+                        if k in (report.get("counts") or {})},
+             "gates": [{"gate": g["gate"], "tier": g["tier"], "value": g["value"], "pass": g["pass"]}
+                       for g in report.get("gate_results") or []],
+             "failed": ["%s%s: %s" % ("(warn) " if g["tier"] == "warn" else "", g["gate"], g["reason"])
+                        for g in report.get("gate_results") or [] if not g["pass"] and g["tier"] != "monitor"],
+             "overall": card.get("overall"), "overall_k": card.get("k"),
+             "files": {n: p for n, p in zip(names, outputs) if p}}
+    lines = ["{"]
+    keys = list(short)
+    for i, k in enumerate(keys):
+        v = short[k]
+        if k == "gates":
+            body = ",\n".join("    " + json.dumps(g, ensure_ascii=False) for g in v)
+            lines.append('  "gates": [%s]%s' % ("\n" + body + "\n  " if v else "", "," if i < len(keys) - 1 else ""))
+        else:
+            lines.append("  %s: %s%s" % (json.dumps(k), json.dumps(v, ensure_ascii=False),
+                                        "," if i < len(keys) - 1 else ""))
+    return "\n".join(lines) + "\n}\n"
