@@ -117,7 +117,7 @@ def _progress(total: int, label: str):
     """mini_rag's progress line on stderr (live on a terminal, every 30 s off one)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from mini_rag.commands.progress import Progress
+    from mini_rag.progress import Progress
     return Progress(total, label)
 
 

@@ -45,7 +45,7 @@ sys.path.insert(0, ROOT)
 
 from mini_rag.errors import MiniRagError  # noqa: E402
 from mini_rag.fileio import atomic_write_text, dumps_jsonl  # noqa: E402
-from mini_rag.commands.progress import Progress  # noqa: E402
+from mini_rag.progress import Progress  # noqa: E402
 
 DEFAULT_DATA = os.path.join(os.path.dirname(ROOT), "shared", "data", "squad2", "dev-v2.0.explorer-derived.json")
 OUT = os.path.join("runs", "bench", "squad")

@@ -21,12 +21,15 @@ import copy
 import difflib
 import math
 import os
+import sys
 from typing import Any, Dict, Optional, Tuple
 
 from .errors import MiniRagError
-from .fileio import read_limited, scorer
+from .fileio import escape_controls, read_limited, scorer
 
 DEFAULT_CONFIG_PATH = os.path.join("configs", "default.toml")
+#: ``as_of`` when no document of the corpus has a date: nothing is ever older than it.
+NO_DATE_AS_OF = "0001-01-01"
 
 # Every setting, grouped by the stage that reads it.  Types are taken from these values.
 DEFAULTS: Dict[str, Dict[str, Any]] = {
@@ -293,3 +296,22 @@ def load_config(path: Optional[str] = None) -> Dict[str, Any]:
     if path:
         config = merge(config, read_toml(path), path)
     return config
+
+
+def resolve_as_of(config: Dict[str, Any], index: Any, quiet: bool = False) -> str:
+    """Fill an empty ``[guards] as_of`` with the newest ``effective`` date among the
+    index's chunks (``NO_DATE_AS_OF`` when none has one), said on stderr; returns the date
+    used."""
+    guards = config["guards"]
+    if guards.get("as_of"):
+        return guards["as_of"]
+    dates = sorted(c.effective for c in getattr(index, "chunks", ()) if getattr(c, "effective", ""))
+    if dates:
+        guards["as_of"] = dates[-1]
+        note = "as_of %s: the newest document date in the corpus ([guards] as_of to choose another)" % guards["as_of"]
+    else:
+        guards["as_of"] = NO_DATE_AS_OF
+        note = "no document of the corpus has an effective date: freshness is not measured"
+    if not quiet:
+        print("mini_rag: %s" % escape_controls(note), file=sys.stderr)
+    return guards["as_of"]

@@ -128,6 +128,13 @@ def terminal_safe(text: str) -> str:
     return scorer().terminal_safe(text)
 
 
+def escape_controls(text: str) -> str:
+    """Every non-printable character escaped (``\\x1b``, tab and newline too), so a path or
+    name stays inert on one terminal line (mini_rag's own notes on stderr)."""
+    return "".join(ch if ch.isprintable() else "\\x%02x" % ord(ch) if ord(ch) < 256 else "\\u%04x" % ord(ch)
+                   for ch in text)
+
+
 _C1_DEL = None
 
 

@@ -61,13 +61,14 @@ from .guard import decision as decision_mod
 from .guard import guards
 from .answer.facts import phase_a
 from .answer.generator import Generator, GeneratorError, generate_answer, get_generator
-from .query.question import QuestionAnalysis, analyze_question
+from .question import QuestionAnalysis, analyze_question
 from .records import Fact, Hit, Retrieval
 from .answer.relevance import analyzer_of, phase_b
 from .answer.synthesize import Answer
-from .eval.trace import build_row
+from .trace import build_row
 
-__all__ = ["Pipeline", "Result", "conflict_json", "question_first", "retrieval_half", "validation_json"]
+__all__ = ["Pipeline", "Result", "conflict_json", "open_pipeline", "question_first", "retrieval_half",
+           "validation_json"]
 
 
 @dataclass
@@ -173,7 +174,7 @@ class Pipeline:
         guards.parse_date(config["guards"]["as_of"], "config [guards] as_of")   # fail early
 
     def analyze(self, question: str) -> QuestionAnalysis:
-        """The :class:`~mini_rag.query.question.QuestionAnalysis` of ``question`` (as asked) that
+        """The :class:`~mini_rag.question.QuestionAnalysis` of ``question`` (as asked) that
         :meth:`answer` builds first, with this pipeline's analyzer, index and retriever."""
         return analyze_question(question, self.analyzer, self.index, self.config, retriever=self.retriever)
 
@@ -409,3 +410,13 @@ def validation_json(check: guards.CitationCheck, validator_errors: List[str],
         errors.append(str(failure))
     return {"citation_valid": check.valid and failure is None, "errors": errors,
             "warnings": list(check.warnings) + list(validator_errors)}
+
+
+def open_pipeline(config: Dict[str, Any], quiet: bool = False, progress=None) -> Pipeline:
+    """Open (or rebuild) the index, resolve ``as_of`` (``config.resolve_as_of``), and return
+    the Pipeline (``run``, ``eval``, ``serve``)."""
+    from .config import resolve_as_of
+    from .search.retrieve import open_retriever
+    retriever = open_retriever(config, progress=progress)
+    resolve_as_of(config, retriever.index, quiet)
+    return Pipeline(config, retriever=retriever)

@@ -14,7 +14,7 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from mini_rag.eval.trace import TRACE_KEYS  # noqa: E402
+from mini_rag.trace import TRACE_KEYS  # noqa: E402
 
 FIX = os.path.join(ROOT, "tests", "fixtures", "guards")
 HAVE_SCORER = os.path.isfile(os.path.join(ROOT, "score_eval.py"))

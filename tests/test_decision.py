@@ -107,7 +107,7 @@ class DocTests(unittest.TestCase):
     def test_docstring_examples(self):
         import doctest
         import importlib
-        for name in ("mini_rag.guard.guards", "mini_rag.guard.conflicts", "mini_rag.guard.decision", "mini_rag.eval.trace",
+        for name in ("mini_rag.guard.guards", "mini_rag.guard.conflicts", "mini_rag.guard.decision", "mini_rag.trace",
                      "mini_rag.answer.synthesize", "mini_rag.query.synonyms", "mini_rag.query.framing", "mini_rag.query.glossary"):
             with self.subTest(module=name):
                 result = doctest.testmod(importlib.import_module(name))

@@ -203,7 +203,8 @@ class Tree(unittest.TestCase):
         self.assertTrue(index.terms(list(self.chunks).index("guide/index#p4")))
 
     def test_undated_corpus_prints_no_date(self):
-        from mini_rag.commands.runconfig import open_pipeline, resolve
+        from mini_rag.commands.runconfig import resolve
+        from mini_rag.pipeline import open_pipeline
         err = io.StringIO()
         with redirect_stderr(err):
             config = resolve(None, self.tmp, os.path.join(self.tmp, "idx.json.gz"))

@@ -142,7 +142,7 @@ class ResolveRules(unittest.TestCase):
 
     def test_as_of_without_dates(self):
         from types import SimpleNamespace as S
-        from mini_rag.commands.runconfig import NO_DATE_AS_OF, resolve_as_of
+        from mini_rag.config import NO_DATE_AS_OF, resolve_as_of
         config = {"guards": {"as_of": ""}}
         self.assertEqual(resolve_as_of(config, S(chunks=[S(effective="")]), quiet=True), NO_DATE_AS_OF)
         config = {"guards": {"as_of": ""}}

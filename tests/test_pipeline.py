@@ -18,7 +18,7 @@ from mini_rag.answer.generator import Generator  # noqa: E402
 from mini_rag.indexing.index import build_index  # noqa: E402
 from mini_rag.pipeline import Pipeline  # noqa: E402
 from mini_rag.search.retrieve import Retriever  # noqa: E402
-from mini_rag.eval.trace import TRACE_KEYS  # noqa: E402
+from mini_rag.trace import TRACE_KEYS  # noqa: E402
 
 CORPUS = os.path.join(ROOT, "tests", "fixtures", "guards", "corpus")
 _INDEX = []

@@ -9,8 +9,8 @@ from unittest import mock
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import score_eval  # noqa: E402
-from mini_rag.commands import progress as progress_mod  # noqa: E402
-from mini_rag.commands.progress import Progress  # noqa: E402
+from mini_rag import progress as progress_mod  # noqa: E402
+from mini_rag.progress import Progress  # noqa: E402
 
 
 class Clock:

@@ -1,4 +1,4 @@
-"""Issue 17 item 3: the question is analyzed once (mini_rag/query/question.py).
+"""Issue 17 item 3: the question is analyzed once (mini_rag/question.py).
 
 Fixture: tests/fixtures/guards/corpus (13 chunks).  The record's fields are derived by
 hand below (idf as Lucene's formula, ``ln(1 + (N - df + 0.5) / (df + 0.5))`` with N
@@ -25,7 +25,7 @@ from mini_rag.answer.facts import phase_a  # noqa: E402
 from mini_rag.answer.generator import ExtractiveGenerator  # noqa: E402
 from mini_rag.indexing.index import build_index  # noqa: E402
 from mini_rag.pipeline import Pipeline  # noqa: E402
-from mini_rag.query.question import analyze_question  # noqa: E402
+from mini_rag.question import analyze_question  # noqa: E402
 from mini_rag.records import Retrieval  # noqa: E402
 from mini_rag.answer.relevance import phase_b_detail  # noqa: E402
 from mini_rag.search.retrieve import Retriever  # noqa: E402
@@ -135,8 +135,8 @@ class Fields(unittest.TestCase):
 
     def test_doctests(self):
         import doctest
-        import mini_rag.query.question
-        self.assertEqual(doctest.testmod(mini_rag.query.question).failed, 0)
+        import mini_rag.question
+        self.assertEqual(doctest.testmod(mini_rag.question).failed, 0)
 
     def test_framing_kept_when_switched_off(self):
         cfg = copy.deepcopy(self.cfg)

@@ -489,7 +489,7 @@ class MiniRagPolicyPassthrough(unittest.TestCase):
         from types import SimpleNamespace as S
         from mini_rag.text.corpus import chunk_document, parse_text_document
         from mini_rag.errors import MiniRagError
-        from mini_rag.eval.trace import build_row
+        from mini_rag.trace import build_row
         doc = parse_text_document("---\ndoc_id: memo\npolicy: quote_only\n---\nRevenue was up.\n", "memo.md", "memo")
         chunk = chunk_document(doc)[0]
         self.assertEqual(chunk.metadata, {"policy": "quote_only"})

@@ -1,4 +1,4 @@
-"""The trace row and the contract's text form (mini_rag/eval/trace.py)."""
+"""The trace row and the contract's text form (mini_rag/trace.py)."""
 import json
 import os
 import sys
@@ -8,7 +8,7 @@ from types import SimpleNamespace as S
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from mini_rag.fileio import dumps_jsonl  # noqa: E402
-from mini_rag.eval.trace import TRACE_KEYS, build_row, format_text  # noqa: E402
+from mini_rag.trace import TRACE_KEYS, build_row, format_text  # noqa: E402
 
 HITS = [S(chunk_id="b#p2", similarity=0.75), S(chunk_id="a#p0", similarity=0.5)]
 

@@ -135,7 +135,8 @@ def is_right(claim: str, citations, q) -> bool:
 
 def run_tree(tree: str, docs: str, work: str, quiet_files: str) -> dict:
     """Index ``work`` afresh and answer the tree's questions; prints a line per question."""
-    from mini_rag.commands.runconfig import open_pipeline, resolve
+    from mini_rag.commands.runconfig import resolve
+    from mini_rag.pipeline import open_pipeline
     index = os.path.join(os.path.dirname(work), "index-%s.json.gz" % os.path.basename(work))
     if os.path.exists(index):
         os.remove(index)                      # always built afresh by the code under test

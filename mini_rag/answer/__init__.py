@@ -8,6 +8,10 @@ module             what it does
 ``facts``          phase A: retrieval hits -> facts
 ``relevance``      phase B: noise, relevance, de-duplication; the question's terms and bridges
 ``synthesize``     phase C: extractive answer sentences, confidence
+``values``         the value patterns (number, amount, duration, date, ...) phase C and
+                   ``asked`` read
+``asked``          the kind of value a question asks for, and whether a sentence states
+                   one near the question's focus
 ``answerability``  fitted ranker + gate over candidate sentences
                    (``mini_rag/data/answerability.json``)
 ``generator``      the pluggable phase C generator (extractive, external command)

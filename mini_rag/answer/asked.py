@@ -32,6 +32,8 @@ import os
 import re
 from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
+from . import values
+
 __all__ = ["KINDS", "asked_kind", "value_spans", "near_focus", "focus_gap", "load_params", "DATA_FILE"]
 
 #: The kinds of value a question may ask for.
@@ -109,23 +111,22 @@ _WORD = re.compile(r"\w+")
 def value_spans(kind: Optional[str], sentence: str, echo: FrozenSet[str] = frozenset()) -> List[Tuple[int, int]]:
     """``(start, end)`` of each value of ``kind`` that ``sentence`` states, a value made only of
     the question's own words (``echo``) excluded.  The kinds ``synthesize`` already reads
-    (amount, duration, count, date, person, yesno) use its patterns; a ``count`` is any
-    number, a ``person`` a role word or a name."""
-    from . import synthesize as sy
+    (amount, duration, count, date, person, yesno) use its patterns (``values.py``); a
+    ``count`` is any number, a ``person`` a role word or a name."""
     if kind is None:
         return []
     if kind == "amount":
-        pats = [sy._CURRENCY]
+        pats = [values.CURRENCY]
     elif kind == "duration":
-        pats = [sy._DURATION, sy._FREQUENCY]
+        pats = [values.DURATION, values.FREQUENCY]
     elif kind == "count":
-        pats = [sy._NUMBER, sy._PERCENT]
+        pats = [values.NUMBER, values.PERCENT]
     elif kind == "date":
-        pats = [sy._DATE, sy._DURATION]
+        pats = [values.DATE, values.DURATION]
     elif kind == "person":
-        pats = [sy._ROLE, sy._PROPER]
+        pats = [values.ROLE, values.PROPER]
     elif kind == "yesno":
-        pats = [sy._POLARITY]
+        pats = [values.POLARITY]
     else:
         pats = [_pattern(kind)]
     out = []
@@ -137,8 +138,8 @@ def value_spans(kind: Optional[str], sentence: str, echo: FrozenSet[str] = froze
             if words and all(w.casefold() in echo for w in words):
                 continue
             out.append((m.start(), m.end()))
-    if kind == "amount" and not out and sy._PRICE_WORD.search(sentence):
-        out = [(m.start(), m.end()) for m in sy._NUMBER.finditer(sentence)
+    if kind == "amount" and not out and values.PRICE_WORD.search(sentence):
+        out = [(m.start(), m.end()) for m in values.NUMBER.finditer(sentence)
                if not all(w.casefold() in echo for w in _WORD.findall(m.group(0)))]
     return sorted(set(out))
 

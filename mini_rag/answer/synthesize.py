@@ -168,6 +168,9 @@ from .relevance import (_AUX, Bridges, _hit_map, _scaffold, analyzer_of, chunk_c
 from ..query.glossary import entry_term, scope_table
 from ..query.synonyms import Equivalent, Synonym, range_bridges
 from . import asked as asked_mod
+from .values import (CALENDAR_DATE as _CALENDAR_DATE, CURRENCY as _CURRENCY, DATE as _DATE, DURATION as _DURATION,
+                     FREQUENCY as _FREQUENCY, NUMBER as _NUMBER, PERCENT as _PERCENT, POLARITY as _POLARITY,
+                     PRICE_WORD as _PRICE_WORD, PROPER as _PROPER, ROLE as _ROLE)
 
 __all__ = ["AnswerSentence", "Answer", "phase_c", "split_sentences", "sentence_spans",
            "question_type", "cue_spelling", "CUE_WORDS", "value_match", "echo_words", "is_pending", "is_deferral", "is_task_request",
@@ -346,10 +349,6 @@ def split_sentences(text: str) -> List[str]:
 
 # ------------------------------------------------------------------ question types
 
-_NUM_WORDS = (r"(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
-              r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|"
-              r"sixty|seventy|eighty|ninety|hundred|thousand|million|billion|trillion|dozen|"
-              r"single|double|triple|twice|thrice|once|half|several)")
 # _AUX (the auxiliary verbs) comes from relevance, which splits questions into parts
 _I = re.IGNORECASE
 
@@ -450,57 +449,6 @@ def question_type(question: str) -> Optional[str]:
         if pattern.search(question):
             return kind
     return None
-
-
-#: A number; a digit inside a code ("SEV-1", "Q9", "CM-2") names something, it is no value.
-_NUMBER = re.compile(r"(?<![A-Za-z\d])(?<![A-Za-z]-)\d|\b" + _NUM_WORDS + r"\b|\bunlimited\b|"
-                     r"\bno\s+(?:limit|maximum|cap)\b", _I)
-_TIME_UNIT = (r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|nights?|weeks?|fortnights?|months?|"
-              r"years?|yrs?|quarters?|decades?|centuries|century|semesters?)")
-_DURATION = re.compile(
-    r"(?:\d[\d,.]{0,30}|\b" + _NUM_WORDS + r"|\ban?|\bfew|\bmany)[\s-]{1,20}(?:(?:business|calendar|working|full|"
-    r"consecutive|additional|more)[\s-]{1,20})?" + _TIME_UNIT + r"\b|"
-    r"\b(?:hourly|daily|nightly|weekly|fortnightly|biweekly|monthly|quarterly|annually|yearly|"
-    r"biannually|semiannually|indefinitely|permanently|immediately|overnight)\b|"
-    r"\b(?:every|each|per|a|one|the\s+same)\s+(?:\w+\s+)?" + _TIME_UNIT + r"\b", _I)
-_FREQUENCY = re.compile(
-    r"\b(?:every|each|per)\s+(?:other\s+|(?:\d[\d,.]*|" + _NUM_WORDS + r"|few|couple\s+of)\s+)?"
-    + _TIME_UNIT + r"\b|"
-    r"\b(?:every|each)\s+time\b|\b(?:at|with|after|before|during)\s+(?:every|each)\s+\w+|"
-    r"\b(?:once|twice|thrice)\b|\b(?:\d+|" + _NUM_WORDS + r")\s+times\b|"
-    r"\b(?:hourly|daily|nightly|weekly|fortnightly|biweekly|monthly|quarterly|annually|yearly|"
-    r"biannually|semiannually)\b|"
-    r"\b(?:\d[\d,.]*|" + _NUM_WORDS + r")[\s-]+" + _TIME_UNIT + r"\s+intervals?\b|\bintervals?\s+of\s+\w+", _I)
-_MONTHS = (r"(?:january|february|march|april|june|july|august|september|october|november|december|"
-           r"jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)")
-_DATE = re.compile(
-    r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b\d{1,2}\.\d{1,2}\.\d{4}\b|"
-    r"\b" + _MONTHS + r"\b\.?|\bmay\s+\d|\d\s+may\b|"
-    r"\b(?:1\d{3}|20\d{2})s?\b|\b\d{1,2}(?:st|nd|rd|th)\s+century\b|"
-    r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekdays?|weekends?|"
-    r"today|tomorrow|yesterday|noon|midnight|spring|summer|autumn|fall|winter)\b|"
-    r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\s*(?:a\.m\.|p\.m\.|am\b|pm\b)|\bq[1-4]\s*\d{2,4}\b|"
-    r"\b(?:before|after|upon|prior\s+to|until|till|within|during|since|ago|by\s+the\s+end|"
-    r"at\s+the\s+(?:end|start|beginning|time)|on\s+the\s+(?:first|last)|end\s+of)\b", _I)
-#: A full calendar date: 2027-06-30, 30/06/2027, 30 June 2027, June 30, 2027.
-_CALENDAR_DATE = re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b|"
-                            r"\b\d{1,2}(?:st|nd|rd|th)?\s+" + _MONTHS + r"\.?,?\s+\d{4}\b|"
-                            r"\b" + _MONTHS + r"\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}\b", _I)
-_PERCENT = re.compile(r"\d\s*%|\bper\s*cent\b|\bpercent(?:age)?s?\b|\bbasis\s+points?\b|"
-                      r"\b(?:half|one[\s-]third|two[\s-]thirds|a\s+third|a\s+quarter|three[\s-]quarters)\b", _I)
-_CURRENCY = re.compile(r"[$\u20ac\u00a3\u00a5\u20b9]\s*\d|\d\s*(?:usd|eur|gbp|jpy|chf|cad|aud|dollars?|euros?|"
-                       r"pounds?|cents?|yen|pence)\b|\b(?:usd|eur|gbp|jpy|chf|cad|aud)\s*\d|"
-                       r"\bfree(?:\s+of\s+charge)?\b|\bno\s+(?:additional\s+|extra\s+)?(?:charge|cost|fee)s?\b|"
-                       r"\bat\s+no\s+(?:additional\s+|extra\s+)?cost\b", _I)
-_PRICE_WORD = re.compile(r"\b(?:costs?|price[sd]?|fees?|charged?|charges|pay|paid|billed|priced)\b", _I)
-_ROLE = re.compile(r"\b(?:team|teams|department|officer|manager|managers|owner|owners|administrator|"
-                   r"administrators|admin|admins|committee|board|lead|staff|employee|employees|director|"
-                   r"head|person|people|group|vendor|vendors|contractor|contractors|controller|processor|"
-                   r"engineer|engineers|council|agency|authority|president|king|queen|founder)\b", _I)
-_PROPER = re.compile(r"(?<=[a-z,;:)]\s)[A-Z][a-z]+")
-_POLARITY = re.compile(r"\b(?:may|can|cannot|can't|must|mustn't|shall|should|not|no|never|only|yes|allowed|"
-                       r"permitted|prohibited|forbidden|required|requires|eligible|entitled|except|unless|"
-                       r"non-\w+|optional|mandatory)\b", _I)
 
 
 _WORD = re.compile(r"\w+")

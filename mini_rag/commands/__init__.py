@@ -10,8 +10,7 @@ module             what it does
 ``cmd_answer``     ``ask``, ``run``, ``eval``, ``compare``
 ``cmd_gold``       ``check-gold``, ``perturb``
 ``serve``          ``serve``: seed 000's HTTP API over the pipeline
-``runconfig``      one run's configuration: config file, ``--corpus``, ``--index``, ``as_of``
-``progress``       progress on stderr for long work (index, run, eval)
+``runconfig``      one run's configuration: config file, ``--corpus``, ``--index``
 =================  ============================================================
 
 Import a module by its full path (``from mini_rag.commands.cli import ...``);

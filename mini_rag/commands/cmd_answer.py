@@ -144,9 +144,9 @@ def register(subparsers) -> None:
 
 def cmd_ask(args) -> int:
     from ..answer.facts import format_facts
-    from ..eval.trace import format_text
+    from ..trace import format_text
     question = read_question(args.question, args.question_file)
-    from .runconfig import open_pipeline
+    from ..pipeline import open_pipeline
     config = _resolve(args)
     result = open_pipeline(config, quiet=args.quiet).answer(question, timings=args.timings,
                                                             doc_scope=args.scope)
@@ -196,7 +196,7 @@ def read_question(argument, path) -> str:
 
 def cmd_run(args) -> int:
     from ..eval.evaluate import read_gold, run_gold
-    from .runconfig import open_pipeline
+    from ..pipeline import open_pipeline
     read_gold(args.gold)                          # bad gold is reported before the index is opened
     config = _resolve(args)
     check_outputs([("--out", args.out, "trace"), ("--index", config["index"]["path"], "index")],

@@ -20,7 +20,7 @@ from typing import Any, Dict, List
 from ..config import DEFAULT_CONFIG_PATH
 from ..errors import MiniRagError
 from ..fileio import MAX_K, MAX_QUESTION_CHARS, check_question, json_terminal_safe, terminal_safe
-from .progress import Progress
+from ..progress import Progress
 
 EXCERPT_CHARS = 160
 
@@ -123,7 +123,7 @@ def cmd_search(args) -> int:
             raise MiniRagError("--k must be from 1 to %d, got %d" % (MAX_K, args.k))
     with _progress(quiet=args.quiet) as progress:
         retriever = open_retriever(config, config["corpus"]["path"], progress=progress)
-    from .runconfig import resolve_as_of
+    from ..config import resolve_as_of
     resolve_as_of(config, retriever.index, quiet=args.quiet)      # the age signals of --contract
     out = sys.stdout
     if args.contract:

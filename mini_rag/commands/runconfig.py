@@ -7,11 +7,13 @@ function                               what it does
 ``resolve(config, corpus, index)``     the config dict for a command; says on stderr which
                                        default file it read, and when the corpus-neutral
                                        defaults apply
-``resolve_as_of(config, index)``       an empty ``[guards] as_of`` becomes the newest
-                                       document date of the index (said on stderr)
-``open_pipeline(config)``              the index opened (rebuilt when stale), ``as_of``
-                                       resolved, the Pipeline on top
 =====================================  ====================================================
+
+Below the commands, so that the stages and ``make eval`` reach them without importing
+``commands/``: ``config.resolve_as_of(config, index)`` (an empty ``[guards] as_of`` becomes
+the newest document date of the index, said on stderr; ``config.NO_DATE_AS_OF`` when none
+has one) and ``pipeline.open_pipeline(config)`` (the index opened, rebuilt when stale,
+``as_of`` resolved, the Pipeline on top).
 
 Rules, in this order:
 
@@ -39,28 +41,20 @@ import sys
 from typing import Any, Dict, Optional
 
 from ..config import DEFAULT_CONFIG_PATH, DEFAULTS, merge, read_toml
+from ..fileio import escape_controls
 
-__all__ = ["NEUTRAL", "NO_DATE_AS_OF", "resolve", "resolve_as_of", "open_pipeline", "own_index_path", "same_path",
-           "terminal_safe"]
+__all__ = ["NEUTRAL", "resolve", "own_index_path", "same_path"]
 
 #: Settings that belong to a corpus's domain; off (or derived) for a corpus of one's own.
 NEUTRAL: Dict[str, Dict[str, Any]] = {
     "guards": {"as_of": "", "freshness_days_high_risk": 0, "freshness_days": 0},
     "risk": {"high": [], "medium": []},
 }
-#: ``as_of`` when no document of the corpus has a date: nothing is ever older than it.
-NO_DATE_AS_OF = "0001-01-01"
-
-
-def terminal_safe(text: str) -> str:
-    """Control characters escaped (``\\x1b``) so a path or name stays inert on a terminal."""
-    return "".join(ch if ch.isprintable() else "\\x%02x" % ord(ch) if ord(ch) < 256 else "\\u%04x" % ord(ch)
-                   for ch in text)
 
 
 def _note(text: str, quiet: bool = False) -> None:
     if not quiet:
-        print("mini_rag: %s" % terminal_safe(text), file=sys.stderr)
+        print("mini_rag: %s" % escape_controls(text), file=sys.stderr)
 
 
 def same_path(a: str, b: str) -> bool:
@@ -99,29 +93,3 @@ def resolve(config_path: Optional[str], corpus: Optional[str] = None, index: Opt
               "windows, no risk keywords; --config FILE sets them); index %s"
               % (path, config["index"]["path"]), quiet)
     return config
-
-
-def resolve_as_of(config: Dict[str, Any], index: Any, quiet: bool = False) -> str:
-    """Fill an empty ``[guards] as_of`` with the newest ``effective`` date among the
-    index's chunks (``NO_DATE_AS_OF`` when none has one); returns the date used."""
-    guards = config["guards"]
-    if guards.get("as_of"):
-        return guards["as_of"]
-    dates = sorted(c.effective for c in getattr(index, "chunks", ()) if getattr(c, "effective", ""))
-    if dates:
-        guards["as_of"] = dates[-1]
-        _note("as_of %s: the newest document date in the corpus ([guards] as_of to choose another)"
-              % guards["as_of"], quiet)
-    else:
-        guards["as_of"] = NO_DATE_AS_OF
-        _note("no document of the corpus has an effective date: freshness is not measured", quiet)
-    return guards["as_of"]
-
-
-def open_pipeline(config: Dict[str, Any], quiet: bool = False, progress=None):
-    """Open (or rebuild) the index, resolve ``as_of``, and return the Pipeline."""
-    from ..pipeline import Pipeline
-    from ..search.retrieve import open_retriever
-    retriever = open_retriever(config, progress=progress)
-    resolve_as_of(config, retriever.index, quiet)
-    return Pipeline(config, retriever=retriever)

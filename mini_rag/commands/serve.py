@@ -938,7 +938,8 @@ def read_token(path: str) -> str:
 
 
 def cmd_serve(args) -> int:
-    from .runconfig import open_pipeline, resolve
+    from ..pipeline import open_pipeline
+    from .runconfig import resolve
     for name, value, low in (("--port", args.port, 0), ("--max-body", args.max_body, 1),
                              ("--max-requests", args.max_requests, 1)):
         if value < low or (name == "--port" and value > 65535):

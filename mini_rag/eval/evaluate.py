@@ -53,7 +53,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..errors import MiniRagError
 from ..fileio import (MAX_QUESTION_CHARS, atomic_write_text, dumps_jsonl, join_errors, read_jsonl,
                      write_set_manifest)
-from ..commands.progress import Progress
+from ..progress import Progress
 
 __all__ = ["DATASETS", "SEED_EXAMPLE", "read_gold", "run_gold", "score", "evaluate", "compare",
            "combined_markdown", "SUMMARY_METRICS", "summary", "summary_json", "summary_text", "NONE"]
@@ -274,7 +274,7 @@ def evaluate(config: Dict[str, Any], runs: str = "runs", gold: Optional[str] = N
                                    chunks=os.path.join(SEED_EXAMPLE, "chunks.jsonl"), tag=name)
         else:
             if pipeline is None:
-                from ..commands.runconfig import open_pipeline
+                from ..pipeline import open_pipeline
                 pipeline = open_pipeline(config, quiet=quiet)
             trace = os.path.join(runs, "trace.%s.jsonl" % name)
             run_gold(pipeline, gold_path, trace, label="eval %s" % name, quiet=quiet)
@@ -363,7 +363,7 @@ def summary_json(obj: Any, depth: int = 0, inline_from: int = 4) -> str:
 
 def summary_text(short: Dict[str, Any]) -> str:
     """The human summary ``eval`` writes on stderr: verdict, the gated metrics, the paths."""
-    from ..commands.runconfig import terminal_safe
+    from ..fileio import escape_controls
     names = list(short["datasets"])
     lines = ["eval: %s (%s)%s" % ("PASS" if short["pass"] else "FAIL",
                                   ", ".join("%s %s" % (n, "passes" if short["datasets"][n]["pass"] else "fails")
@@ -386,7 +386,7 @@ def summary_text(short: Dict[str, Any]) -> str:
     lines.append("  reports: %s, %s; per dataset: %s" % (
         short["reports"]["json"], short["reports"]["markdown"],
         ", ".join(short["datasets"][n]["files"]["report"] for n in names)))
-    return "\n".join(terminal_safe(line.rstrip()) for line in lines) + "\n"
+    return "\n".join(escape_controls(line.rstrip()) for line in lines) + "\n"
 
 
 # ------------------------------------------------------------------ report.md

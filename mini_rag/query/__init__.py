@@ -1,12 +1,10 @@
-"""Stage 3, the question: its analysis, and bridges from its words to the corpus's words.
+"""Stage 3, the question: its framing, and bridges from its words to the corpus's words.
 
 One module per step, in pipeline order:
 
 ============  ============================================================
 module        what it does
 ============  ============================================================
-``question``  One analysis of the question, read by every later stage (Lucene's analysis chain,
-              spaCy's ``Doc``)
 ``framing``   the question without greetings, thanks and asides
 ``derive``    verb/noun stem variants (retain ~ retention)
 ``abbrev``    abbreviations the corpus defines (CCB ~ Change Control Board)
@@ -14,6 +12,6 @@ module        what it does
 ``glossary``  defined terms (chargeback ~ card dispute), scope statements
 ============  ============================================================
 
-Import a module by its full path (``from mini_rag.query.question import ...``);
+Import a module by its full path (``from mini_rag.query.framing import ...``);
 this package re-exports nothing.
 """

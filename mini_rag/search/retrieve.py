@@ -1210,6 +1210,6 @@ __all__ = ["Retriever", "open_retriever", "osa_distance", "similarity_ceiling", 
 
 def dated_as_of(as_of: str) -> Optional[str]:
     """``as_of`` as shown in traces and reports: None when unset or when the corpus has no
-    dated document (runconfig.NO_DATE_AS_OF is an internal stand-in, never a date to print)."""
-    from ..commands.runconfig import NO_DATE_AS_OF
+    dated document (config.NO_DATE_AS_OF is an internal stand-in, never a date to print)."""
+    from ..config import NO_DATE_AS_OF
     return None if not as_of or as_of == NO_DATE_AS_OF else as_of

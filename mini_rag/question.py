@@ -9,6 +9,11 @@ instead of analyzing the question text again.  Every function those stages expor
 alone: the record is an optional extra argument, and without it each computes what it
 needs as before, so the results are the same either way.
 
+The analysis runs first but is built from the later stages' readers (``relevance``,
+``synthesize``, ``asked``, ``answerability``, ``conflicts``), so the module sits next to
+``pipeline.py``, above them in the import order (``tests/test_stage_order.py``), not in
+``query/``, whose modules it reads too.
+
 ==================================================  ===============================================
 ``analyze_question(question, analyzer, index,        :class:`QuestionAnalysis` of ``question`` (as
 config, retriever=None, corrections=None)``          asked); framing stripped when ``[answer]
@@ -58,15 +63,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
-from ..guard import conflicts as _conf
-from ..answer.answerability import _marked_words, _negated
-from .framing import situation_segments, split_scenario, strip_framing
-from ..records import Retrieval
-from ..answer.relevance import Bridges, asks_revisions, expansion_bridges, question_terms, split_question, term_weights
-from .synonyms import question_quantities
-from ..answer.asked import asked_kind
-from ..answer.synthesize import (asked_subject, category_terms, cue_spelling, echo_words, general_terms, is_enumeration,
-                         is_task_request, name_words, question_type)
+from .guard import conflicts as _conf
+from .answer.answerability import _marked_words, _negated
+from .query.framing import situation_segments, split_scenario, strip_framing
+from .records import Retrieval
+from .answer.relevance import Bridges, asks_revisions, expansion_bridges, question_terms, split_question, term_weights
+from .query.synonyms import question_quantities
+from .answer.asked import asked_kind
+from .answer.synthesize import (asked_subject, category_terms, cue_spelling, echo_words, general_terms, is_enumeration,
+                                is_task_request, name_words, question_type)
 
 __all__ = ["QuestionAnalysis", "QuestionPart", "analyze_question"]
 
