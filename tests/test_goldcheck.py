@@ -121,6 +121,26 @@ class RowTableTest(unittest.TestCase):
                 got = G.check_rows("g.jsonl", [(3, r)], CHUNKS)
                 self.assertEqual([str(p) for p in got], ["g.jsonl:3: " + m for m in expected])
 
+    def test_substrings_are_matched_as_plain_text(self):
+        """Issue 42: answers are shipped without Markdown markup, so a substring is looked for
+        in the cited chunk read as plain text; one written with its markup is named with the
+        plain form to write instead."""
+        chunks = {"guide#p2": "1. Run `npm ci` with the **staff** account.\n2. See [the portal](https://x)."}
+        table = [
+            ("plain words across markup", ["npm ci with the staff account"], []),
+            ("link text", ["See the portal"], []),
+            ("with its markup", ["the **staff** account"],
+             ["gold_claim_substr occurs in a cited chunk only with its Markdown markup; answers are shipped "
+              "as plain text, so write it without ('the staff account'), got 'the **staff** account'"]),
+            ("in neither", ["the admin account"],
+             ["gold_claim_substr occurs in no cited chunk (case-insensitive), got 'the admin account'"]),
+        ]
+        for why, subs, expected in table:
+            with self.subTest(why):
+                got = G.check_rows("g.jsonl", [(1, row(GOOD, gold_claim_substr=subs, gold_citations=["guide#p2"],
+                                                       category=KeyError))], chunks)
+                self.assertEqual([str(p) for p in got], ["g.jsonl:1: " + m for m in expected])
+
     def test_documented_categories_match_the_policy_page(self):
         text = (ROOT / "docs" / "decision_policy.md").read_text(encoding="utf-8")
         rows = {}

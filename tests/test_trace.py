@@ -65,6 +65,40 @@ class TextForm(unittest.TestCase):
             with self.subTest(name):
                 self.assertEqual(format_text(*args), want)
 
+    def test_plain_text_and_pages(self):
+        """Issue 42 item 7: sentences as plain text; the page only for a document with pages."""
+        md = S(sentence="1. Run `npm ci` with the **staff** account.", pdf="guide/install", page=1,
+               chunk_id="guide/install#p3")
+        pdf = S(sentence="* Logs are kept [30 days](#retention).", pdf="logs", page=2, chunk_id="logs#p4")
+        cases = [
+            ("no paging known: every page", None,
+             "1. Run npm ci with the staff account. (guide/install, p1, guide/install#p3)\n"
+             "2. Logs are kept 30 days. (logs, p2, logs#p4)"),
+            ("logs has pages", {"logs"},
+             "1. Run npm ci with the staff account. (guide/install, guide/install#p3)\n"
+             "2. Logs are kept 30 days. (logs, p2, logs#p4)"),
+            ("none has pages", set(),
+             "1. Run npm ci with the staff account. (guide/install, guide/install#p3)\n"
+             "2. Logs are kept 30 days. (logs, logs#p4)"),
+        ]
+        for name, paged, want in cases:
+            with self.subTest(name):
+                self.assertEqual(format_text("ANSWER", [md, pdf], "High", "not in context", paged=paged),
+                                 "ANSWER:\n%s\nCONFIDENCE: High" % want)
+
+    def test_paged_documents(self):
+        """A document has pages when its last chunk is past page 1 (a form feed); chunks of a
+        document are consecutive in the index."""
+        from mini_rag.eval.trace import paged_documents
+        chunks = [S(chunk_id="a#p0", doc_id="a", page=1), S(chunk_id="a#p1", doc_id="a", page=1),
+                  S(chunk_id="b#p0", doc_id="b", page=1), S(chunk_id="b#p1", doc_id="b", page=1),
+                  S(chunk_id="b#p2", doc_id="b", page=2), S(chunk_id="c#p0", doc_id="c", page=1)]
+        ids = {c.chunk_id: n for n, c in enumerate(chunks)}
+        index = S(chunks=chunks, position=lambda cid: ids.get(cid, -1))
+        self.assertEqual(paged_documents(index, ["a#p1", "b#p0", "c#p0", "zz#p9"]), {"b"})
+        self.assertEqual(paged_documents(index, ["b#p2"]), {"b"})
+        self.assertEqual(paged_documents(index, []), set())
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -7,6 +7,8 @@
         1. <sentence> (<doc>, p<page>, <chunk_id>)
         CONFIDENCE: High|Medium|Low
 
+    (each sentence as plain text; ``p<page>`` only for a document with pages, a form feed)
+
     or, for any other decision, the refusal token alone on the first line (``[answer]
     refusal``, exactly) and the human message (why, naming conflicting sources, or the
     clarifying question) on the second.  ``--json`` prints the trace row instead (one
@@ -144,12 +146,12 @@ def register(subparsers) -> None:
 
 def cmd_ask(args) -> int:
     from ..answer.facts import format_facts
-    from ..eval.trace import format_text
+    from ..eval.trace import format_text, paged_documents
     question = read_question(args.question, args.question_file)
     from .runconfig import open_pipeline
     config = _resolve(args)
-    result = open_pipeline(config, quiet=args.quiet).answer(question, timings=args.timings,
-                                                            doc_scope=args.scope)
+    pipeline = open_pipeline(config, quiet=args.quiet)
+    result = pipeline.answer(question, timings=args.timings, doc_scope=args.scope)
     if result.generator_error:
         print("mini_rag: %s" % result.row["validation"]["errors"][-1], file=sys.stderr)
     if args.debug:
@@ -166,8 +168,9 @@ def cmd_ask(args) -> int:
     else:
         row = result.row
         sentences = result.answer.sentences if row["decision"] == "ANSWER" else []
+        paged = paged_documents(pipeline.index, [s.chunk_id for s in sentences]) if pipeline.index else None
         print(terminal_safe(format_text(row["decision"], sentences, row["confidence"],
-                                        config["answer"]["refusal"], row["message"])))
+                                        config["answer"]["refusal"], row["message"], paged=paged)))
     return 1 if result.generator_error else 0
 
 

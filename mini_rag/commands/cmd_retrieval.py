@@ -4,7 +4,8 @@
     builds ``[index] path`` when it is missing or stale (changed, added or removed files,
     other settings), saying on stderr what was stale, and prints a one-line summary.
 ``python -m mini_rag search "question" [--k N] [--json] [--contract] [--config FILE] [--corpus ...]``
-    prints the ranked chunks (rank, similarity, score, chunk id, page, title, excerpt);
+    prints the ranked chunks (rank, similarity, score, chunk id, page (a document with pages
+    only), title, excerpt);
     ``--contract`` runs the QA contract flow (expansion, thresholds, fallback, MMR).
 
 Exit status: 0 on success, 2 for bad input (missing corpus, bad config, unusable index).
@@ -94,14 +95,20 @@ def cmd_index(args) -> int:
 
 
 def _excerpt(text: str) -> str:
-    text = " ".join(text.split())
+    """The chunk's first ``EXCERPT_CHARS`` as plain text (as an answer quotes it: what a gold
+    substring must match)."""
+    from ..text.markup import plain_text
+    text = " ".join(plain_text(text).split())
     return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS - 3] + "..."
 
 
-def _print_hits(hits, out) -> None:
+def _print_hits(hits, out, paged=None) -> None:
+    """One hit a line and its excerpt; ``p.<page>`` only for a document with pages (``paged``,
+    ``trace.paged_documents``; None: every hit's)."""
     for h in hits:
-        out.write(terminal_safe("%2d. %-28s sim=%.3f score=%.4f p.%d  %s\n    %s\n"
-                                % (h.rank, h.chunk_id, h.similarity, h.score, h.page,
+        page = "" if paged is not None and h.doc_id not in paged else "p.%d  " % h.page
+        out.write(terminal_safe("%2d. %-28s sim=%.3f score=%.4f %s%s\n    %s\n"
+                                % (h.rank, h.chunk_id, h.similarity, h.score, page,
                                    " > ".join(_path(h)), _excerpt(h.text))))
 
 
@@ -115,6 +122,7 @@ def _path(hit) -> list:
 
 
 def cmd_search(args) -> int:
+    from ..eval.trace import paged_documents
     from ..search.retrieve import open_retriever
     config = _config(args)
     check_question(args.question)
@@ -137,7 +145,7 @@ def cmd_search(args) -> int:
         out.write(terminal_safe("hits: %d of %d candidates; fallback: %s; expansions: %s; corrections: %s\n"
                                 % (s["hit_count"], s["candidate_count"], "yes" if result.fallback_used else "no",
                                    result.expansions or "none", result.corrections or "none")))
-        _print_hits(result.hits, out)
+        _print_hits(result.hits, out, paged_documents(retriever.index, [h.chunk_id for h in result.hits]))
         return 0
     hits = retriever.search(args.question, args.k or config["retrieval"]["top_k"],
                             scope=config["retrieval"]["authority_scope"], doc_scope=args.scope)
@@ -146,7 +154,7 @@ def cmd_search(args) -> int:
     else:
         if not hits:
             out.write("no chunk shares a term with the question\n")
-        _print_hits(hits, out)
+        _print_hits(hits, out, paged_documents(retriever.index, [h.chunk_id for h in hits]))
     return 0
 
 

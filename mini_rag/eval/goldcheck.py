@@ -30,7 +30,9 @@ Checks, each reported as ``path:line: what is wrong, got <value>``
    substring has at least ``MIN_SUBSTR`` characters (5, the scorer's containment rule);
    unanswerable items have neither.
 4. Every cited chunk id exists in the corpus (chunked by ``mini_rag.text.corpus``), is cited
-   once, and every substring occurs, case-insensitively, in at least one cited chunk.
+   once, and every substring occurs, case-insensitively, in at least one cited chunk read as
+   plain text (``markup.plain_text``: answers are shipped without Markdown markup, so
+   ``**must**`` in a substring never matches; the message says so).
 5. ``category`` and ``expected_decision``, when present, are strings;
    ``expected_decision`` is one of ``DECISIONS``; ``answerable`` true goes with ANSWER
    and false with anything else; a category listed in ``docs/decision_policy.md``
@@ -50,6 +52,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import MiniRagError
 from ..fileio import scan_jsonl
+from ..text.markup import plain_text
 
 MIN_SUBSTR = 5
 DECISIONS = ("ANSWER", "ABSTAIN", "CLARIFY", "BLOCK")
@@ -193,11 +196,15 @@ def _check_row(row: dict, chunks: Dict[str, str],
         else:
             out.append("cited chunk is not in the corpus%s, got %r" % (_hint(c, chunks), c))
     if found:
-        texts = [t.casefold() for t in found]
+        texts = [plain_text(t).casefold() for t in found]
         for s in subs or ():
             if len(s.strip()) >= MIN_SUBSTR and not any(s.casefold() in t for t in texts):
-                out.append("gold_claim_substr occurs in no cited chunk (case-insensitive), got %s"
-                           % _show(s))
+                if any(s.casefold() in t.casefold() for t in found):
+                    out.append("gold_claim_substr occurs in a cited chunk only with its Markdown markup; answers "
+                               "are shipped as plain text, so write it without (%s), got %s"
+                               % (_show(plain_text(s)), _show(s)))
+                else:
+                    out.append("gold_claim_substr occurs in no cited chunk (case-insensitive), got %s" % _show(s))
 
     # 5. category and decision.
     category, decision = row.get("category"), row.get("expected_decision")

@@ -45,9 +45,11 @@ non-ASCII kept), so two runs over the same inputs give the same bytes.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Container, Dict, Iterable, List, Optional, Sequence, Set
 
-__all__ = ["TRACE_KEYS", "build_row", "format_text"]
+from ..text.markup import plain_text
+
+__all__ = ["TRACE_KEYS", "build_row", "format_text", "paged_documents"]
 
 TRACE_KEYS = ("qid", "q", "retrieved_ids", "retrieved_scores", "answer_json", "cited_chunks",
               "decision", "reasons", "message", "confidence", "fallback_used", "expansions",
@@ -106,7 +108,7 @@ def _cited_value(text: str, hits: Sequence[Any], cid: str) -> Any:
 
 
 def format_text(decision: str, sentences: Sequence[Any], confidence: str, refusal: str,
-                message: str = "") -> str:
+                message: str = "", paged: Optional[Container[str]] = None) -> str:
     """The QA contract's text form, as ``ask`` prints it (no trailing newline).
 
     ANSWER::
@@ -114,6 +116,11 @@ def format_text(decision: str, sentences: Sequence[Any], confidence: str, refusa
         ANSWER:
         1. <sentence> (<doc>, p<page>, <chunk_id>)
         CONFIDENCE: High|Medium|Low
+
+    Each sentence as plain text (``markup.plain_text``, as the claim is shipped).  ``paged``:
+    the documents that have pages (:func:`paged_documents`); a citation of any other
+    document is ``(<doc>, <chunk_id>)``, without a page that is always 1 (Markdown, reST,
+    text without form feeds).  ``None``: every citation shows its page.
 
     Any other decision: the refusal token alone on the first line (exactly the
     contract's refusal line, so a script can compare it), then the human message on
@@ -133,6 +140,28 @@ def format_text(decision: str, sentences: Sequence[Any], confidence: str, refusa
         return refusal + ("\n" + message if message else "")
     lines: List[str] = ["ANSWER:"]
     for n, s in enumerate(sentences, 1):
-        lines.append("%d. %s (%s, p%d, %s)" % (n, " ".join(s.sentence.split()), s.pdf, s.page, s.chunk_id))
+        page = "" if paged is not None and s.pdf not in paged else "p%d, " % s.page
+        lines.append("%d. %s (%s, %s%s)" % (n, " ".join(plain_text(s.sentence).split()), s.pdf, page, s.chunk_id))
     lines.append("CONFIDENCE: %s" % confidence)
     return "\n".join(lines)
+
+
+def paged_documents(index: Any, chunk_ids: Iterable[str]) -> Set[str]:
+    """The documents of ``chunk_ids`` that have more than one page (a form feed, as
+    ``pdftotext`` writes: corpus.py numbers pages from 1): pages only grow within a
+    document and its chunks are consecutive, so the last chunk of the document tells."""
+    out: Set[str] = set()
+    seen: Set[str] = set()
+    chunks = index.chunks
+    for cid in chunk_ids:
+        pos = index.position(cid)
+        if pos < 0 or chunks[pos].doc_id in seen:
+            continue
+        last = chunks[pos]
+        seen.add(last.doc_id)
+        while pos + 1 < len(chunks) and chunks[pos + 1].doc_id == last.doc_id:
+            pos += 1
+            last = chunks[pos]
+        if last.page > 1:
+            out.add(last.doc_id)
+    return out
