@@ -141,6 +141,20 @@ class RowTableTest(unittest.TestCase):
                                                        category=KeyError))], chunks)
                 self.assertEqual([str(p) for p in got], ["g.jsonl:1: " + m for m in expected])
 
+    def test_unknown_citations_against_an_index(self):
+        """eval's check (issue 42 item 3): every gold citation names a chunk of the index."""
+        from types import SimpleNamespace as S
+        ids = sorted(CHUNKS)
+        index = S(chunks=[S(chunk_id=c) for c in ids], position=lambda c: ids.index(c) if c in ids else -1)
+        rows = [(1, GOOD), (2, UNANS), (3, row(GOOD, gold_citations=["refund-policy#p1", "refund-policy#p999"])),
+                (4, row(GOOD, gold_citations="refund-policy#p1")), (5, row(GOOD, gold_citations=["refund-polcy#p1"]))]
+        got = [str(p) for p in G.unknown_citations("g.jsonl", rows, index, "docs")]
+        self.assertEqual(got, [
+            "g.jsonl:3: gold_citations names no chunk of the corpus docs (refund-policy has refund-policy#p0 to "
+            "refund-policy#p3; 'search --scope DOC' lists a document's chunk ids), got 'refund-policy#p999'",
+            "g.jsonl:5: gold_citations names no chunk of the corpus docs (no document 'refund-polcy'; did you mean "
+            "'refund-policy'?; 'search --scope DOC' lists a document's chunk ids), got 'refund-polcy#p1'"])
+
     def test_documented_categories_match_the_policy_page(self):
         text = (ROOT / "docs" / "decision_policy.md").read_text(encoding="utf-8")
         rows = {}

@@ -15,6 +15,7 @@ Public API
                                        reported, never stopping at the first bad one
 ``check_rows(path, rows, chunks, s)``  the problems of one file's rows
 ``check_files(paths, chunks, source)`` a :class:`Report` over several files
+``unknown_citations(path, rows, ix, c)``  the citations naming no chunk of an index (eval)
 ``CATEGORY_RULES``                     documented category -> (answerable, decision)
 =====================================  ==============================================
 
@@ -266,6 +267,29 @@ def check_rows(path: str, rows: Sequence[Tuple[int, dict]], chunks: Dict[str, st
                 first[qid] = lineno
         for msg in _check_row(row, chunks, source):
             problems.append(Problem(path, lineno, msg))
+    return problems
+
+
+def unknown_citations(path: str, rows: Sequence[Tuple[int, dict]], index, corpus: str) -> List[Problem]:
+    """A Problem for every ``gold_citations`` entry of ``rows`` that names no chunk of
+    ``index`` (``eval`` checks before answering: such a row could never be cited right, and
+    the scorer would count it silently against the system).  Rows whose gold_citations is
+    not a list of strings are left to the scorer's own check."""
+    problems: List[Problem] = []
+    ids: Optional[List[str]] = None
+    for lineno, row in rows:
+        cites = row.get("gold_citations")
+        if not _is_str_list(cites):
+            continue
+        for c in cites:
+            if index.position(c) >= 0:
+                continue
+            if ids is None:                     # only when one is missing: the corpus's ids, once
+                ids = [ch.chunk_id for ch in index.chunks]
+            hint = _hint(c, ids).strip()[1:-1]
+            problems.append(Problem(path, lineno, "gold_citations names no chunk of the corpus %s (%s'search "
+                                    "--scope DOC' lists a document's chunk ids), got %r"
+                                    % (corpus, hint + "; " if hint else "", c)))
     return problems
 
 
