@@ -144,6 +144,59 @@ def _nonempty_str(v) -> bool:
     return isinstance(v, str) and bool(v.strip())
 
 
+def _cited_problems(subs: Optional[List[str]], cites: Optional[List[str]], chunks: Dict[str, str]) -> List[str]:
+    """Check 4: every citation names a chunk, once; every substring is in a cited chunk's plain text."""
+    out: List[str] = []
+    found = []
+    seen = set()
+    for c in cites or ():
+        if c in seen:
+            out.append("chunk cited twice in gold_citations, got %r" % c)
+            continue
+        seen.add(c)
+        if c in chunks:
+            found.append(chunks[c])
+        else:
+            out.append("cited chunk is not in the corpus%s, got %r" % (_hint(c, chunks), c))
+    if found:
+        texts = [plain_text(t).casefold() for t in found]
+        for s in subs or ():
+            if len(s.strip()) >= MIN_SUBSTR and not any(s.casefold() in t for t in texts):
+                if any(s.casefold() in t.casefold() for t in found):
+                    out.append("gold_claim_substr occurs in a cited chunk only with its Markdown markup; answers "
+                               "are shipped as plain text, so write it without (%s), got %s"
+                               % (_show(plain_text(s)), _show(s)))
+                else:
+                    out.append("gold_claim_substr occurs in no cited chunk (case-insensitive), got %s" % _show(s))
+    return out
+
+
+def _perturbed_problems(row: dict, source: Optional[Dict[str, dict]]) -> List[str]:
+    """Check 6: a perturbed row has source_qid and perturbation; given the source file, its gold
+    fields equal the source row's and its question differs."""
+    out: List[str] = []
+    if "source_qid" in row or "perturbation" in row:
+        for key in ("source_qid", "perturbation"):
+            if key not in row:
+                out.append("a perturbed row needs both source_qid and perturbation, got no %s" % key)
+            elif not _nonempty_str(row[key]):
+                out.append("%s must be a non-empty string, got %s" % (key, _show(row[key])))
+        src_qid = row.get("source_qid")
+        if source is not None and _nonempty_str(src_qid):
+            src = source.get(src_qid)
+            if src is None:
+                out.append("source_qid is not a qid of the source file, got %r" % src_qid)
+            else:
+                for key in GOLD_FIELDS:
+                    if row.get(key) != src.get(key):
+                        out.append("%s differs from source row %r (%s), got %s"
+                                   % (key, src_qid, _show(src.get(key)), _show(row.get(key))))
+                if row.get("question") == src.get("question"):
+                    out.append("question is the same as source row %r's, got %s"
+                               % (src_qid, _show(row.get("question"))))
+    return out
+
+
 def _check_row(row: dict, chunks: Dict[str, str],
                source: Optional[Dict[str, dict]]) -> List[str]:
     """The problems of one row, as messages without the ``path:line:`` prefix."""
@@ -185,27 +238,7 @@ def _check_row(row: dict, chunks: Dict[str, str],
             out.append("gold_claim_substr must have at least %d characters, got %s" % (MIN_SUBSTR, _show(s)))
 
     # 4. citations exist; substrings occur in a cited chunk.
-    found = []
-    seen = set()
-    for c in cites or ():
-        if c in seen:
-            out.append("chunk cited twice in gold_citations, got %r" % c)
-            continue
-        seen.add(c)
-        if c in chunks:
-            found.append(chunks[c])
-        else:
-            out.append("cited chunk is not in the corpus%s, got %r" % (_hint(c, chunks), c))
-    if found:
-        texts = [plain_text(t).casefold() for t in found]
-        for s in subs or ():
-            if len(s.strip()) >= MIN_SUBSTR and not any(s.casefold() in t for t in texts):
-                if any(s.casefold() in t.casefold() for t in found):
-                    out.append("gold_claim_substr occurs in a cited chunk only with its Markdown markup; answers "
-                               "are shipped as plain text, so write it without (%s), got %s"
-                               % (_show(plain_text(s)), _show(s)))
-                else:
-                    out.append("gold_claim_substr occurs in no cited chunk (case-insensitive), got %s" % _show(s))
+    out.extend(_cited_problems(subs, cites, chunks))
 
     # 5. category and decision.
     category, decision = row.get("category"), row.get("expected_decision")
@@ -230,25 +263,7 @@ def _check_row(row: dict, chunks: Dict[str, str],
                        % (category, want_dec, _show(decision)))
 
     # 6. perturbed rows.
-    if "source_qid" in row or "perturbation" in row:
-        for key in ("source_qid", "perturbation"):
-            if key not in row:
-                out.append("a perturbed row needs both source_qid and perturbation, got no %s" % key)
-            elif not _nonempty_str(row[key]):
-                out.append("%s must be a non-empty string, got %s" % (key, _show(row[key])))
-        src_qid = row.get("source_qid")
-        if source is not None and _nonempty_str(src_qid):
-            src = source.get(src_qid)
-            if src is None:
-                out.append("source_qid is not a qid of the source file, got %r" % src_qid)
-            else:
-                for key in GOLD_FIELDS:
-                    if row.get(key) != src.get(key):
-                        out.append("%s differs from source row %r (%s), got %s"
-                                   % (key, src_qid, _show(src.get(key)), _show(row.get(key))))
-                if row.get("question") == src.get("question"):
-                    out.append("question is the same as source row %r's, got %s"
-                               % (src_qid, _show(row.get("question"))))
+    out.extend(_perturbed_problems(row, source))
     return out
 
 
