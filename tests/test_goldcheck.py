@@ -138,7 +138,16 @@ class RowTableTest(unittest.TestCase):
         for why, subs, expected in table:
             with self.subTest(why):
                 got = G.check_rows("g.jsonl", [(1, row(GOOD, gold_claim_substr=subs, gold_citations=["guide#p2"],
-                                                       category=KeyError))], chunks)
+                                                       category=KeyError))], chunks, markup={"guide#p2"})
+                self.assertEqual([str(p) for p in got], ["g.jsonl:1: " + m for m in expected])
+        # a text file's chunk (not in markup) is matched as written: its "4." and "*" are content
+        nda = {"nda#p2": "4. *Confidential* means data."}
+        for subs, expected in ((["4. *Confidential* means"], []),
+                               (["Confidential means"], ["gold_claim_substr occurs in no cited chunk "
+                                                         "(case-insensitive), got 'Confidential means'"])):
+            with self.subTest(subs=subs):
+                got = G.check_rows("g.jsonl", [(1, row(GOOD, gold_claim_substr=subs, gold_citations=["nda#p2"],
+                                                       category=KeyError))], nda, markup=set())
                 self.assertEqual([str(p) for p in got], ["g.jsonl:1: " + m for m in expected])
 
     def test_unknown_citations_against_an_index(self):

@@ -86,6 +86,49 @@ class TextForm(unittest.TestCase):
                 self.assertEqual(format_text("ANSWER", [md, pdf], "High", "not in context", paged=paged),
                                  "ANSWER:\n%s\nCONFIDENCE: High" % want)
 
+    def test_markup_only_for_markdown_and_rest(self):
+        """A sentence of a document in ``markup`` is shown as plain text, any other as written
+        (a text file's "1." or "*" is its content)."""
+        md = S(sentence="1. Run `npm ci`.", pdf="guide", page=1, chunk_id="guide#p3")
+        txt = S(sentence="4. *Confidential* means data.", pdf="nda", page=1, chunk_id="nda#p2")
+        got = format_text("ANSWER", [md, txt], "High", "not in context", paged=set(), markup={"guide"})
+        self.assertEqual(got, "ANSWER:\n1. Run npm ci. (guide, guide#p3)\n"
+                              "2. 4. *Confidential* means data. (nda, nda#p2)\nCONFIDENCE: High")
+        from mini_rag.answer.synthesize import Answer, AnswerSentence
+        answer = Answer([AnswerSentence(md.sentence, "guide", 1, "guide#p3"),
+                         AnswerSentence(txt.sentence, "nda", 1, "nda#p2")], "High")
+        self.assertEqual(answer.claim("not in context", {"guide"}), "Run npm ci. 4. *Confidential* means data.")
+        self.assertEqual(answer.claim("not in context", frozenset()), "1. Run `npm ci`. 4. *Confidential* means data.")
+        self.assertEqual(answer.claim("not in context"), "Run npm ci. Confidential means data.")
+
+    def test_markup_documents_from_the_manifest(self):
+        """The documents of a saved index whose file is .md or .rst (matched by content hash);
+        .txt files, BEIR rows and an unreadable manifest give none."""
+        import shutil
+        import tempfile
+        from mini_rag.config import load_config
+        from mini_rag.eval.trace import markup_documents
+        from mini_rag.indexing.index import build_or_load
+        tmp = tempfile.mkdtemp(prefix="markup_docs_")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        files = {"docs/guide.md": "# Guide\n\n1. Run it.\n", "docs/sub/ref.rst": "Ref\n===\n\n* A **b**.\n",
+                 "docs/nda.txt": "4. Confidential means data.\n", "docs/same.txt": "# Guide\n\n1. Run it.\n",
+                 "beir.jsonl": '{"_id": "d1", "title": "T", "text": "1. Run it."}\n'}
+        for rel, text in files.items():
+            os.makedirs(os.path.dirname(os.path.join(tmp, rel)), exist_ok=True)
+            with open(os.path.join(tmp, rel), "w", encoding="utf-8") as fh:
+                fh.write(text)
+        for corpus, want in (("docs", {"guide", "sub/ref"}), ("beir.jsonl", set())):
+            with self.subTest(corpus=corpus):
+                config = load_config(None)
+                config["corpus"]["path"] = os.path.join(tmp, corpus)
+                config["index"]["path"] = os.path.join(tmp, corpus + ".index.json.gz")
+                with open(os.devnull, "w") as log:
+                    build_or_load(config, log=log)
+                got = markup_documents(config["index"]["path"])
+                self.assertEqual(got, want)        # same.txt has guide.md's bytes: its own name tells
+        self.assertEqual(markup_documents(os.path.join(tmp, "missing.json.gz")), frozenset())
+
     def test_paged_documents(self):
         """A document has pages when its last chunk is past page 1 (a form feed); chunks of a
         document are consecutive in the index."""

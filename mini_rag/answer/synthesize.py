@@ -222,13 +222,16 @@ class Answer:
     reasons: List[str] = field(default_factory=list)
     detail: Dict[str, Any] = field(default_factory=dict)
 
-    def claim(self, refusal: str) -> str:
-        """The claim shipped in the trace: the sentences as plain text (``markup.plain_text``:
-        no list markers, emphasis, link syntax or heading marks; code spans as their text)
-        joined by one space, or ``refusal``.  The sentences themselves stay verbatim."""
+    def claim(self, refusal: str, markup: Optional[Container[str]] = None) -> str:
+        """The claim shipped in the trace: the sentences joined by one space, or ``refusal``.
+        A sentence of a Markdown or reST document (its doc id in ``markup``; ``None``: every
+        document) is shipped as plain text (``markup.plain_text``: no list markers, emphasis,
+        link syntax or heading marks; code spans as their text); one of a plain text document
+        or a BEIR row as written.  The sentences themselves stay verbatim."""
         if self.refused or not self.sentences:
             return refusal
-        return " ".join(plain_text(s.sentence) for s in self.sentences)
+        return " ".join(plain_text(s.sentence) if markup is None or s.pdf in markup else s.sentence
+                        for s in self.sentences)
 
     def citations(self) -> List[str]:
         """The cited chunk ids in sentence order, each once ([] when refused)."""
@@ -248,12 +251,13 @@ class Answer:
                    reasons=list(d.get("reasons", [])), detail=dict(d.get("detail", {})))
 
 
-def format_answer(answer: Answer, refusal: str, paged: Optional[Container[str]] = None) -> str:
-    """The contract's text form: ``ANSWER:``, numbered sentences (as plain text, see
-    ``Answer.claim``) with ``(pdf, p<page>, <chunk_id>)``, then ``CONFIDENCE: <level>``; a
-    refused answer is the refusal text alone.  ``paged``: the documents that have pages (a
-    form feed); any other document's citation is ``(pdf, <chunk_id>)``, without the page
-    that is always 1 (``None``: every citation shows its page).
+def format_answer(answer: Answer, refusal: str, paged: Optional[Container[str]] = None,
+                  markup: Optional[Container[str]] = None) -> str:
+    """The contract's text form: ``ANSWER:``, numbered sentences (as plain text for the
+    documents in ``markup``, see ``Answer.claim``) with ``(pdf, p<page>, <chunk_id>)``, then
+    ``CONFIDENCE: <level>``; a refused answer is the refusal text alone.  ``paged``: the
+    documents that have pages (a form feed); any other document's citation is ``(pdf,
+    <chunk_id>)``, without the page that is always 1 (``None``: every citation shows its page).
 
     >>> a = Answer([AnswerSentence("Refunds take **5 days**.", "refunds", 1, "refunds#p2")], "High")
     >>> print(format_answer(a, "not in context"))
@@ -268,7 +272,8 @@ def format_answer(answer: Answer, refusal: str, paged: Optional[Container[str]] 
     lines = ["ANSWER:"]
     for n, s in enumerate(answer.sentences, 1):
         page = "" if paged is not None and s.pdf not in paged else "p%d, " % s.page
-        lines.append("%d. %s (%s, %s%s)" % (n, " ".join(plain_text(s.sentence).split()), s.pdf, page, s.chunk_id))
+        text = plain_text(s.sentence) if markup is None or s.pdf in markup else s.sentence
+        lines.append("%d. %s (%s, %s%s)" % (n, " ".join(text.split()), s.pdf, page, s.chunk_id))
     lines.append("CONFIDENCE: %s" % answer.confidence)
     return "\n".join(lines)
 

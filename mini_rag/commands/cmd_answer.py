@@ -171,7 +171,8 @@ def cmd_ask(args) -> int:
         sentences = result.answer.sentences if row["decision"] == "ANSWER" else []
         paged = paged_documents(pipeline.index, [s.chunk_id for s in sentences]) if pipeline.index else None
         print(terminal_safe(format_text(row["decision"], sentences, row["confidence"],
-                                        config["answer"]["refusal"], row["message"], paged=paged)))
+                                        config["answer"]["refusal"], row["message"], paged=paged,
+                                        markup=pipeline.markup_docs)))
     return 1 if result.generator_error else 0
 
 

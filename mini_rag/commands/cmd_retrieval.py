@@ -23,7 +23,7 @@ from typing import Any, Dict, List
 from ..config import DEFAULT_CONFIG_PATH
 from ..errors import MiniRagError
 from ..fileio import MAX_K, MAX_QUESTION_CHARS, check_question, json_terminal_safe, terminal_safe
-from ..text.markup import plain_text
+from ..eval.trace import shown
 from .progress import Progress
 
 EXCERPT_CHARS = 160
@@ -101,20 +101,20 @@ def cmd_index(args) -> int:
 
 
 def _excerpt(text: str) -> str:
-    """The chunk's first ``EXCERPT_CHARS`` as plain text (as an answer quotes it: what a gold
-    substring must match)."""
-    text = " ".join(plain_text(text).split())
+    """The first ``EXCERPT_CHARS`` of a chunk's text (as ``shown``: as an answer quotes it)."""
+    text = " ".join(text.split())
     return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS - 3] + "..."
 
 
-def _print_hits(hits, out, paged=None) -> None:
+def _print_hits(hits, out, paged=None, markup=None) -> None:
     """One hit a line and its excerpt; ``p.<page>`` only for a document with pages (``paged``,
-    ``trace.paged_documents``; None: every hit's)."""
+    ``trace.paged_documents``; None: every hit's); the excerpt as an answer quotes it (plain
+    text for a document in ``markup``, ``trace.shown``)."""
     for h in hits:
         page = "" if paged is not None and h.doc_id not in paged else "p.%d  " % h.page
         out.write(terminal_safe("%2d. %-28s sim=%.3f score=%.4f %s%s\n    %s\n"
                                 % (h.rank, h.chunk_id, h.similarity, h.score, page,
-                                   " > ".join(_path(h)), _excerpt(h.text))))
+                                   " > ".join(_path(h)), _excerpt(shown(h.text, h.doc_id, markup)))))
 
 
 def _path(hit) -> list:
@@ -141,11 +141,11 @@ def scope_chunks(index, doc: str) -> list:
                                                      if close else ""))
 
 
-def _list_document(chunks, out, as_json: bool, k) -> int:
+def _list_document(chunks, out, as_json: bool, k, markup) -> int:
     """``search --scope DOC`` without a question: the document's chunks, in order (id, page
     when it has pages, kind when not a paragraph, section path, then the whole text as plain
-    text, as an answer would quote it: what a gold substring must match; a heading is its
-    line alone)."""
+    text for a Markdown or reST document, ``trace.shown``, as an answer would quote it: what a
+    gold substring must match; a heading is its line alone)."""
     chunks = chunks[:k] if k else chunks
     if as_json:
         out.write(json_terminal_safe(json.dumps([{"chunk_id": c.chunk_id, "page": c.page, "kind": c.kind,
@@ -159,13 +159,13 @@ def _list_document(chunks, out, as_json: bool, k) -> int:
         out.write(terminal_safe("%-28s %s%s%s\n" % (c.chunk_id, "p.%d  " % c.page if paged else "", kind,
                                                      " > ".join(_path(c)))))
         if c.kind != "heading":
-            for line in plain_text(c.text).split("\n"):
+            for line in shown(c.text, c.doc_id, markup).split("\n"):
                 out.write(terminal_safe("    %s\n" % line))
     return 0
 
 
 def cmd_search(args) -> int:
-    from ..eval.trace import paged_documents
+    from ..eval.trace import markup_documents, paged_documents
     from ..search.retrieve import open_retriever
     config = _config(args)
     if args.question is None and not args.scope or args.question is None and args.contract:
@@ -178,10 +178,11 @@ def cmd_search(args) -> int:
     with _progress(quiet=args.quiet) as progress:
         retriever = open_retriever(config, config["corpus"]["path"], progress=progress)
     out = sys.stdout
+    markup = markup_documents(config["index"]["path"])
     if args.scope:
         listed = scope_chunks(retriever.index, args.scope)
         if args.question is None:
-            return _list_document(listed, out, args.json, args.k)
+            return _list_document(listed, out, args.json, args.k, markup)
     from .runconfig import resolve_as_of
     resolve_as_of(config, retriever.index, quiet=args.quiet)      # the age signals of --contract
     if args.contract:
@@ -195,7 +196,7 @@ def cmd_search(args) -> int:
         out.write(terminal_safe("hits: %d of %d candidates; fallback: %s; expansions: %s; corrections: %s\n"
                                 % (s["hit_count"], s["candidate_count"], "yes" if result.fallback_used else "no",
                                    result.expansions or "none", result.corrections or "none")))
-        _print_hits(result.hits, out, paged_documents(retriever.index, [h.chunk_id for h in result.hits]))
+        _print_hits(result.hits, out, paged_documents(retriever.index, [h.chunk_id for h in result.hits]), markup)
         return 0
     hits = retriever.search(args.question, args.k or config["retrieval"]["top_k"],
                             scope=config["retrieval"]["authority_scope"], doc_scope=args.scope)
@@ -204,7 +205,7 @@ def cmd_search(args) -> int:
     else:
         if not hits:
             out.write("no chunk shares a term with the question\n")
-        _print_hits(hits, out, paged_documents(retriever.index, [h.chunk_id for h in hits]))
+        _print_hits(hits, out, paged_documents(retriever.index, [h.chunk_id for h in hits]), markup)
     return 0
 
 

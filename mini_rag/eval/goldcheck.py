@@ -31,9 +31,10 @@ Checks, each reported as ``path:line: what is wrong, got <value>``
    substring has at least ``MIN_SUBSTR`` characters (5, the scorer's containment rule);
    unanswerable items have neither.
 4. Every cited chunk id exists in the corpus (chunked by ``mini_rag.text.corpus``), is cited
-   once, and every substring occurs, case-insensitively, in at least one cited chunk read as
-   plain text (``markup.plain_text``: answers are shipped without Markdown markup, so
-   ``**must**`` in a substring never matches; the message says so).
+   once, and every substring occurs, case-insensitively, in at least one cited chunk as an
+   answer quotes it: a chunk of a Markdown or reST document read as plain text
+   (``markup.plain_text``: answers are shipped without Markdown markup, so ``**must**`` in a
+   substring never matches; the message says so), one of a text file or BEIR row as written.
 5. ``category`` and ``expected_decision``, when present, are strings;
    ``expected_decision`` is one of ``DECISIONS``; ``answerable`` true goes with ANSWER
    and false with anything else; a category listed in ``docs/decision_policy.md``
@@ -49,7 +50,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Container, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import MiniRagError
 from ..fileio import scan_jsonl
@@ -144,8 +145,11 @@ def _nonempty_str(v) -> bool:
     return isinstance(v, str) and bool(v.strip())
 
 
-def _cited_problems(subs: Optional[List[str]], cites: Optional[List[str]], chunks: Dict[str, str]) -> List[str]:
-    """Check 4: every citation names a chunk, once; every substring is in a cited chunk's plain text."""
+def _cited_problems(subs: Optional[List[str]], cites: Optional[List[str]], chunks: Dict[str, str],
+                    markup: Optional[Container[str]] = None) -> List[str]:
+    """Check 4: every citation names a chunk, once; every substring is in a cited chunk's text as
+    an answer quotes it (plain text for a chunk of a Markdown or reST document: ``markup``, its
+    chunk ids; ``None``: every chunk)."""
     out: List[str] = []
     found = []
     seen = set()
@@ -155,14 +159,15 @@ def _cited_problems(subs: Optional[List[str]], cites: Optional[List[str]], chunk
             continue
         seen.add(c)
         if c in chunks:
-            found.append(chunks[c])
+            found.append(plain_text(chunks[c]) if markup is None or c in markup else chunks[c])
         else:
             out.append("cited chunk is not in the corpus%s, got %r" % (_hint(c, chunks), c))
     if found:
-        texts = [plain_text(t).casefold() for t in found]
+        texts = [t.casefold() for t in found]
+        raw = [chunks[c].casefold() for c in cites or () if c in chunks]
         for s in subs or ():
             if len(s.strip()) >= MIN_SUBSTR and not any(s.casefold() in t for t in texts):
-                if any(s.casefold() in t.casefold() for t in found):
+                if any(s.casefold() in t for t in raw):
                     out.append("gold_claim_substr occurs in a cited chunk only with its Markdown markup; answers "
                                "are shipped as plain text, so write it without (%s), got %s"
                                % (_show(plain_text(s)), _show(s)))
@@ -198,7 +203,7 @@ def _perturbed_problems(row: dict, source: Optional[Dict[str, dict]]) -> List[st
 
 
 def _check_row(row: dict, chunks: Dict[str, str],
-               source: Optional[Dict[str, dict]]) -> List[str]:
+               source: Optional[Dict[str, dict]], markup: Optional[Container[str]] = None) -> List[str]:
     """The problems of one row, as messages without the ``path:line:`` prefix."""
     out: List[str] = []
     for key in ("qid", "question"):
@@ -238,7 +243,7 @@ def _check_row(row: dict, chunks: Dict[str, str],
             out.append("gold_claim_substr must have at least %d characters, got %s" % (MIN_SUBSTR, _show(s)))
 
     # 4. citations exist; substrings occur in a cited chunk.
-    out.extend(_cited_problems(subs, cites, chunks))
+    out.extend(_cited_problems(subs, cites, chunks, markup))
 
     # 5. category and decision.
     category, decision = row.get("category"), row.get("expected_decision")
@@ -268,8 +273,10 @@ def _check_row(row: dict, chunks: Dict[str, str],
 
 
 def check_rows(path: str, rows: Sequence[Tuple[int, dict]], chunks: Dict[str, str],
-               source: Optional[Dict[str, dict]] = None) -> List[Problem]:
-    """Problems of one file's parsed rows (duplicate qids included), by line."""
+               source: Optional[Dict[str, dict]] = None, markup: Optional[Container[str]] = None) -> List[Problem]:
+    """Problems of one file's parsed rows (duplicate qids included), by line.  ``markup``: the
+    chunk ids of Markdown and reST documents, whose substrings are matched as plain text
+    (``None``: every chunk's)."""
     problems: List[Problem] = []
     first: Dict[str, int] = {}
     for lineno, row in rows:
@@ -280,7 +287,7 @@ def check_rows(path: str, rows: Sequence[Tuple[int, dict]], chunks: Dict[str, st
                                         % (first[qid], qid)))
             else:
                 first[qid] = lineno
-        for msg in _check_row(row, chunks, source):
+        for msg in _check_row(row, chunks, source, markup):
             problems.append(Problem(path, lineno, msg))
     return problems
 
@@ -323,14 +330,14 @@ def load_source(path: str) -> Dict[str, dict]:
 
 
 def check_files(paths: Sequence[str], chunks: Dict[str, str],
-                source: Optional[Dict[str, dict]] = None) -> Report:
+                source: Optional[Dict[str, dict]] = None, markup: Optional[Container[str]] = None) -> Report:
     """Read and check every file; problems in file order, then by line (stable)."""
     problems: List[Problem] = []
     n_rows = n_ans = 0
     cats: Dict[str, int] = {}
     for path in paths:
         rows, bad = read_gold(path)
-        found = bad + check_rows(path, rows, chunks, source)
+        found = bad + check_rows(path, rows, chunks, source, markup)
         if not rows and not bad:     # an empty gold set checks nothing: never "OK"
             found.append(Problem(path, 1, "no gold rows, got an empty file"))
         problems.extend(sorted(found, key=lambda p: p.line))
