@@ -9,7 +9,8 @@ CANDIDATE ?= configs/candidate_min_similarity.toml
 eval:
 	@$(PYTHON) -m mini_rag eval
 
-# The seed's worked example (examples/seed/: its committed trace), scored against [seed] of gates.toml.
+# The seed's worked example (examples/seed/: its committed trace), scored against [seed] of gates.toml;
+# written to runs/seed/, apart from make eval's runs/report.*.
 eval-seed:
 	@$(PYTHON) -m mini_rag eval --dataset seed
 
@@ -153,8 +154,19 @@ example-dask:
 bench-embed:
 	@$(PYTHON) bench/bench_embed.py --verify --docs docs/embeddings.md
 
+# Everything make eval, make eval-seed, compare, the README's examples and own-corpus evals wrote:
+# every file directly under runs/ (reports, traces, indexes, gate.*) but runs/.gitkeep, runs/bench,
+# runs/compare, runs/seed, runs/own and every folder under runs/ an eval wrote (it holds manifest.json,
+# report.json or gold_perturb.generated.jsonl: runs/<corpus>-<hash>/).  Downloads and caches stay:
+# runs/wheels, runs/venv-*, runs/doctree, runs/embed, runs/fit, runs/.peers.
 clean:
-	rm -rf runs/*.json runs/*.jsonl runs/*.md runs/*.gz runs/bench
+	find runs -mindepth 1 -maxdepth 1 -type f ! -name .gitkeep -exec rm -f {} +
+	rm -rf runs/bench runs/compare runs/seed runs/own
+	@for d in runs/*/; do \
+		if [ -f "$${d}manifest.json" ] || [ -f "$${d}report.json" ] || [ -f "$${d}gold_perturb.generated.jsonl" ]; then \
+			echo "rm -rf $$d"; rm -rf "$$d"; \
+		fi; \
+	done
 	find . -path ./.git -prune -o \( -name '.*.ragtmp' -o -name '.sections.*.tmp' \) -type f -exec rm -f {} +
 
 # Refit mini_rag/data/asked_value.json (issue 30: the asked value's window and guarded kinds) on
