@@ -98,15 +98,15 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 #   3400  referee/aggregate.py
 #   3695  referee/config.py
 #   4364  referee/contracts.py
-#   4745  referee/judge.py
-#   5697  referee/gates.py
-#   5893  referee/scorecard.py
-#   6152  referee/outputs.py
-#   6556  referee/reports.py
-#   7160  referee/calibration.py
-#   7389  referee/shards.py
-#   7711  referee/run.py
-#   8197  referee/cli.py
+#   4776  referee/judge.py
+#   5728  referee/gates.py
+#   5955  referee/scorecard.py
+#   6214  referee/outputs.py
+#   6618  referee/reports.py
+#   7250  referee/calibration.py
+#   7479  referee/shards.py
+#   7826  referee/run.py
+#   8443  referee/cli.py
 
 
 
@@ -4441,95 +4441,126 @@ class Gold:
         return i
 
 
+def _check_gold_row(row: dict, path: str, lineno: int, by: str, errors: _Errors):
+    """``(qid, labelled, bad, fields)``: the row's qid, whether it has a label field (issue 20:
+    a row without one is reference-free), whether a field is bad (each bad one is reported with
+    its line; the row is left out) and ``fields``, the checked values ``_add_gold_item`` stores:
+    (answerable, gold_claim_substr, gold_citations, gold_answers, category, expected_decision,
+    (flag bits, expected_behavior) of the issue-20 fields).  None when the row has no usable qid."""
+    qid = row.get("qid")
+    if "qid" not in row:
+        errors.add("%s:%d: missing \"qid\", got %s" % (path, lineno, _show(row, 60)))
+        return None
+    if type(qid) is not str or not qid:
+        errors.add("%s:%d: \"qid\" must be a non-empty string, got %s" % (path, lineno, _show(qid)))
+        return None
+    bad = False
+    ans = row.get("answerable")
+    labelled = not _LABELS.isdisjoint(row)      # issue 20: a row without labels is reference-free
+    if not labelled:
+        ans = False
+    elif type(ans) is not bool:
+        errors.add("%s:%d: \"answerable\" must be true or false, got %s" % (path, lineno, _show(ans)))
+        bad = True
+    subs = row.get("gold_claim_substr")
+    if subs is not None and not _str_list(subs):
+        errors.add("%s:%d: \"gold_claim_substr\" must be a list of strings, got %s" % (path, lineno, _show(subs)))
+        bad = True
+    cits = row.get("gold_citations")
+    if cits is not None and not _str_list(cits):
+        errors.add("%s:%d: \"gold_citations\" must be a list of strings, got %s" % (path, lineno, _show(cits)))
+        bad = True
+    golds = _gold_answers(row, path, lineno, errors) if "gold_answers" in row else None
+    if golds is False:
+        bad = True
+    cat = row.get(by, NO_CATEGORY)
+    if cat is None:
+        cat = NO_CATEGORY
+    if type(cat) is not str:
+        errors.add("%s:%d: %s must be a string, got %s" % (path, lineno, json.dumps(by), _show(cat)))
+        bad = True
+    exp = row.get("expected_decision")
+    if exp is not None and exp not in DECISIONS:
+        errors.add("%s:%d: \"expected_decision\" must be one of %s, got %s"
+                   % (path, lineno, ", ".join(DECISIONS), _show(exp)))
+        bad = True
+    extra = (0, None) if _EXTRA_GOLD.isdisjoint(row) else _gold_extras(row, path, lineno, errors)
+    if extra is None:
+        bad = True
+    return qid, labelled, bad, (ans, subs, cits, golds, cat, exp, extra)
+
+
+def _substrings(subs: Optional[list]):
+    """Seed rule: a substring counts when its lower-cased form has >= 5 characters; [] is
+    vacuously contained (True), a missing list contains nothing (None)."""
+    if subs == []:
+        return True
+    if subs is None:
+        return None
+    if len(subs) == 1:          # the usual one substring: no list to build
+        low = subs[0].lower()
+        return (low,) if len(low) >= 5 else ()
+    return tuple([s for s in map(str.lower, subs) if len(s) >= 5])
+
+
+def _add_gold_item(gold: Gold, qid: str, labelled: bool, fields: tuple, row: dict, path: str, lineno: int,
+                   cat_ids: Dict[str, int], intern: Dict[str, str]) -> None:
+    """Append a checked row (``fields`` from _check_gold_row) to the gold set: its substrings,
+    citation ids (interned), the flags known from gold alone, category and expected decision."""
+    ans, subs, cits, golds, cat, exp, (bits, behaviour) = fields
+    i = len(gold.qids)
+    gold.index[qid] = i
+    gold.qids.append(qid)
+    gold.lines.append(lineno)
+    gold.subs.append(_substrings(subs))
+    if not cits:
+        rel = ()
+    elif len(cits) == 1:
+        rel = (intern.setdefault(cits[0], cits[0]),)
+    else:
+        rel = tuple([intern.setdefault(c, c) for c in dict.fromkeys(cits)])
+    gold.rel.append(rel)
+    expect_refuse = (exp != "ANSWER") if exp is not None else (not ans)
+    if behaviour is not None:       # seed 004's expected_behavior overrides the decision label
+        expect_refuse = behaviour == "reject"
+    if not labelled:
+        bits, expect_refuse = F_NOLAB, False
+    elif bits or behaviour is not None or "acceptable_decisions" in row:
+        _store_gold_extras(gold, i, row)
+    if golds:
+        _store_gold_answers(gold, i, golds, row.get("question"))
+        bits |= F_GANS
+    gold.base.append((F_ANS if ans else 0) | (F_EXPREF if expect_refuse else 0) | (F_GOLD if rel else 0) | bits)
+    cid = cat_ids.get(cat)      # a known category: no per-row location text
+    gold.cat.append(cid if cid is not None else gold.category_id(cat, cat_ids, "%s:%d" % (path, lineno)))
+    gold.expected.append(0 if exp is None else 1 + DECISIONS.index(exp))
+
+
 def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
+    """The gold set of a gold JSONL, in file order: every row checked (each bad field reported
+    with its line, a bad row left out), a qid given twice refused, and the rows all labelled or
+    all without labels (reference-free, issue 20), never a mix."""
     gold = Gold()
     cat_ids: Dict[str, int] = {}
     intern: Dict[str, str] = {}
     unlabelled: List[int] = []
     labelled = 0            # the line of the first labelled row (0: none yet)
     for lineno, row in _jsonl(path, errors, notes):
-        qid = row.get("qid")
-        if "qid" not in row:
-            errors.add("%s:%d: missing \"qid\", got %s" % (path, lineno, _show(row, 60)))
+        checked = _check_gold_row(row, path, lineno, by, errors)
+        if checked is None:
             continue
-        if type(qid) is not str or not qid:
-            errors.add("%s:%d: \"qid\" must be a non-empty string, got %s" % (path, lineno, _show(qid)))
-            continue
-        bad = False
-        ans = row.get("answerable")
-        if _LABELS.isdisjoint(row):     # issue 20: a row without labels (_has_labels) is reference-free
+        qid, has_labels, bad, fields = checked
+        if not has_labels:
             unlabelled.append(lineno)
-            ans = False
-        elif type(ans) is not bool:
-            errors.add("%s:%d: \"answerable\" must be true or false, got %s" % (path, lineno, _show(ans)))
-            bad = True
-        subs = row.get("gold_claim_substr")
-        if subs is not None and not _str_list(subs):
-            errors.add("%s:%d: \"gold_claim_substr\" must be a list of strings, got %s" % (path, lineno, _show(subs)))
-            bad = True
-        cits = row.get("gold_citations")
-        if cits is not None and not _str_list(cits):
-            errors.add("%s:%d: \"gold_citations\" must be a list of strings, got %s" % (path, lineno, _show(cits)))
-            bad = True
-        golds = _gold_answers(row, path, lineno, errors) if "gold_answers" in row else None
-        if golds is False:
-            bad = True
-        cat = row.get(by, NO_CATEGORY)
-        if cat is None:
-            cat = NO_CATEGORY
-        if type(cat) is not str:
-            errors.add("%s:%d: %s must be a string, got %s" % (path, lineno, json.dumps(by), _show(cat)))
-            bad = True
-        exp = row.get("expected_decision")
-        if exp is not None and exp not in DECISIONS:
-            errors.add("%s:%d: \"expected_decision\" must be one of %s, got %s"
-                       % (path, lineno, ", ".join(DECISIONS), _show(exp)))
-            bad = True
-        extra = (0, None) if _EXTRA_GOLD.isdisjoint(row) else _gold_extras(row, path, lineno, errors)
         if qid in gold.index:
             errors.add("%s:%d: duplicate qid (first on line %d), got %s"
                        % (path, lineno, gold.lines[gold.index[qid]], _show(qid)))
             continue
-        if bad or extra is None:
+        if bad:
             continue
-        if not labelled and (not unlabelled or unlabelled[-1] != lineno):
+        if not labelled and has_labels:
             labelled = lineno
-        gold.index[qid] = len(gold.qids)
-        gold.qids.append(qid)
-        gold.lines.append(lineno)
-        # Seed rule: a substring counts when its lower-cased form has >= 5 characters; []
-        # is vacuously contained, a missing list contains nothing.
-        if subs == []:
-            gold.subs.append(True)
-        elif subs is None:
-            gold.subs.append(None)
-        elif len(subs) == 1:        # the usual one substring: no list to build
-            low = subs[0].lower()
-            gold.subs.append((low,) if len(low) >= 5 else ())
-        else:
-            gold.subs.append(tuple([s for s in map(str.lower, subs) if len(s) >= 5]))
-        if not cits:
-            rel = ()
-        elif len(cits) == 1:
-            rel = (intern.setdefault(cits[0], cits[0]),)
-        else:
-            rel = tuple([intern.setdefault(c, c) for c in dict.fromkeys(cits)])
-        gold.rel.append(rel)
-        expect_refuse = (exp != "ANSWER") if exp is not None else (not ans)
-        bits, behaviour = extra
-        if behaviour is not None:       # seed 004's expected_behavior overrides the decision label
-            expect_refuse = behaviour == "reject"
-        if unlabelled and unlabelled[-1] == lineno:
-            bits, expect_refuse = F_NOLAB, False
-        elif bits or behaviour is not None or "acceptable_decisions" in row:
-            _store_gold_extras(gold, len(gold.qids) - 1, row)
-        if golds:
-            _store_gold_answers(gold, len(gold.qids) - 1, golds, row.get("question"))
-            bits |= F_GANS
-        gold.base.append((F_ANS if ans else 0) | (F_EXPREF if expect_refuse else 0) | (F_GOLD if rel else 0) | bits)
-        cid = cat_ids.get(cat)      # a known category: no per-row location text
-        gold.cat.append(cid if cid is not None else gold.category_id(cat, cat_ids, "%s:%d" % (path, lineno)))
-        gold.expected.append(0 if exp is None else 1 + DECISIONS.index(exp))
+        _add_gold_item(gold, qid, has_labels, fields, row, path, lineno, cat_ids, intern)
     if unlabelled and labelled:
         errors.add("%s:%d: gold mixes labelled and unlabelled rows (line %d has labels, line %d none: no "
                    "answerable, gold_* or expected_* field); label every row or none, got %d unlabelled"
@@ -5837,12 +5868,10 @@ def load_baseline(path: str) -> dict:
     return data
 
 
-def compare(base: dict, path: str, metrics: Dict[str, dict], categories: Dict[str, dict],
-            cur_flags: Dict[str, int], reg: Optional[Regression], k0: int) -> Tuple[dict, List[dict]]:
-    """``metrics``/``categories`` are this run's unrounded values; the baseline's are rounded."""
-    """Deltas per metric and category, paired exact tests, regression and slice gates."""
-    bflags = base["_flags"]
-    matched = [q for q in cur_flags if q in bflags]
+def _metric_deltas(base: dict, metrics: Dict[str, dict], bflags: Dict[str, int], cur_flags: Dict[str, int],
+                   matched: List[str], k0: int) -> Dict[str, dict]:
+    """Each metric's baseline value, current value and delta; for the metrics with per-item
+    verdicts, the items that got worse and better and the paired exact test's p-value."""
     out_metrics = {}
     for name, entry in metrics.items():
         b = base["metrics"].get(name)
@@ -5855,8 +5884,12 @@ def compare(base: dict, path: str, metrics: Dict[str, dict], categories: Dict[st
             worse, better = _paired_counts(pname, bflags, cur_flags, matched, higher)
             row.update({"worse": worse, "better": better, "p_value": _r(exact_paired_p(worse, better))})
         out_metrics[name] = row
+    return out_metrics
+
+
+def _category_deltas(categories: Dict[str, dict], bcats: dict) -> Dict[str, dict]:
+    """Per category (this run's or the baseline's), each metric's baseline, current value and delta."""
     out_cats = {}
-    bcats = base.get("categories") if isinstance(base.get("categories"), dict) else {}
     for cat in sorted(set(categories) | set(bcats)):
         cm = categories.get(cat, {}).get("metrics", {})
         bm = bcats.get(cat, {}).get("metrics", {}) if isinstance(bcats.get(cat), dict) else {}
@@ -5867,60 +5900,89 @@ def compare(base: dict, path: str, metrics: Dict[str, dict], categories: Dict[st
             row[name] = {"baseline": bv, "current": _r(cv),
                          "delta": _r(cv - bv) if _num(bv) and _num(cv) else None}
         out_cats[cat] = row
+    return out_cats
+
+
+def _regression_gates(base: dict, metrics: Dict[str, dict], bflags: Dict[str, int], cur_flags: Dict[str, int],
+                      matched: List[str], reg: Regression, k0: int) -> List[dict]:
+    """[regression] max_drop: a metric fails when it worsened by more than its margin and the
+    paired exact test on the flipped items says so (p < alpha)."""
+    gate_results = []
+    for ref, margin in reg.max_drop:
+        key = ref.key(k0)
+        pname = ref.metric.name if "@K" not in ref.metric.name else "recall@K"
+        higher = ref.metric.better == "higher"
+        cv = metrics.get(key, {}).get("value")
+        b = base["metrics"].get(key)
+        bv = b.get("value") if isinstance(b, dict) else None
+        res = {"gate": "regression:" + key, "kind": "regression", "metric": key, "op": "max_drop",
+               "threshold": margin, "value": None, "pass": False, "reason": None, "message": None,
+               "p_value": None, "worse": None, "better": None}
+        if cv is None or not _num(bv):
+            res["reason"] = "not measured: %s missing in %s" % (key, "the baseline" if not _num(bv) else "this run")
+        else:
+            # The baseline report holds values rounded to 4 decimals: compare like with like.
+            cv = round(cv, 4)
+            drop = (bv - cv) if higher else (cv - bv)
+            worse, better = _paired_counts(pname, bflags, cur_flags, matched, higher)
+            p = exact_paired_p(worse, better)
+            res.update({"value": _r(drop), "p_value": _r(p), "worse": worse, "better": better})
+            res["pass"] = not (drop > margin + 1e-12 and p < reg.alpha)
+            if not res["pass"]:
+                res["reason"] = ("%s worsened by %s (> %s) and the paired exact test gives p = %s < %s"
+                                 % (key, _fmt_num(round(drop, 4)), _fmt_num(margin), _fmt_num(round(p, 4)),
+                                    _fmt_num(reg.alpha)))
+        gate_results.append(res)
+    return gate_results
+
+
+def _slice_gates(categories: Dict[str, dict], bcats: dict, reg: Regression, k0: int) -> List[dict]:
+    """[regression] slices: each slice metric of each named category may drop by at most
+    slice_max_drop; a slice new in this run passes, one missing from it fails."""
+    gate_results = []
+    for cat in reg.slices:
+        for ref in reg.slice_metrics:
+            key = ref.key(k0)
+            cv = categories.get(cat, {}).get("metrics", {}).get(key, {}).get("value")
+            bcat = bcats.get(cat) if isinstance(bcats.get(cat), dict) else None
+            bv = bcat.get("metrics", {}).get(key, {}).get("value") if bcat else None
+            res = {"gate": "slice:%s:%s" % (cat, key), "kind": "slice", "metric": key, "op": "max_drop",
+                   "threshold": reg.slice_max_drop, "value": None, "pass": False, "reason": None,
+                   "message": None, "p_value": None, "worse": None, "better": None}
+            if cat not in categories and bcat is None:
+                res["reason"] = "slice %r is in neither this run nor the baseline" % cat
+            elif cat not in categories:
+                res["reason"] = "slice %r is in the baseline but not in this run" % cat
+            elif bcat is None:
+                res["pass"], res["reason"] = True, "new slice: not in the baseline"
+            elif cv is None or not _num(bv):
+                res["reason"] = "not measured: %s[%s] has no value" % (key, cat)
+            else:
+                higher = ref.metric.better == "higher"
+                cv = round(cv, 4)   # the baseline's value is rounded to 4 decimals
+                drop = (bv - cv) if higher else (cv - bv)
+                res["value"] = _r(drop)
+                res["pass"] = drop <= reg.slice_max_drop + 1e-12
+                if not res["pass"]:
+                    res["reason"] = "%s on slice %r worsened by %s (allowed %s)" % (
+                        key, cat, _fmt_num(round(drop, 4)), _fmt_num(reg.slice_max_drop))
+            gate_results.append(res)
+    return gate_results
+
+
+def compare(base: dict, path: str, metrics: Dict[str, dict], categories: Dict[str, dict],
+            cur_flags: Dict[str, int], reg: Optional[Regression], k0: int) -> Tuple[dict, List[dict]]:
+    """Deltas per metric and category, paired exact tests, regression and slice gates.
+    ``metrics``/``categories`` are this run's unrounded values; the baseline's are rounded."""
+    bflags = base["_flags"]
+    matched = [q for q in cur_flags if q in bflags]
+    out_metrics = _metric_deltas(base, metrics, bflags, cur_flags, matched, k0)
+    bcats = base.get("categories") if isinstance(base.get("categories"), dict) else {}
+    out_cats = _category_deltas(categories, bcats)
     gate_results = []
     if reg is not None:
-        for ref, margin in reg.max_drop:
-            key = ref.key(k0)
-            pname = ref.metric.name if "@K" not in ref.metric.name else "recall@K"
-            higher = ref.metric.better == "higher"
-            cv = metrics.get(key, {}).get("value")
-            b = base["metrics"].get(key)
-            bv = b.get("value") if isinstance(b, dict) else None
-            res = {"gate": "regression:" + key, "kind": "regression", "metric": key, "op": "max_drop",
-                   "threshold": margin, "value": None, "pass": False, "reason": None, "message": None,
-                   "p_value": None, "worse": None, "better": None}
-            if cv is None or not _num(bv):
-                res["reason"] = "not measured: %s missing in %s" % (key, "the baseline" if not _num(bv) else "this run")
-            else:
-                # The baseline report holds values rounded to 4 decimals: compare like with like.
-                cv = round(cv, 4)
-                drop = (bv - cv) if higher else (cv - bv)
-                worse, better = _paired_counts(pname, bflags, cur_flags, matched, higher)
-                p = exact_paired_p(worse, better)
-                res.update({"value": _r(drop), "p_value": _r(p), "worse": worse, "better": better})
-                res["pass"] = not (drop > margin + 1e-12 and p < reg.alpha)
-                if not res["pass"]:
-                    res["reason"] = ("%s worsened by %s (> %s) and the paired exact test gives p = %s < %s"
-                                     % (key, _fmt_num(round(drop, 4)), _fmt_num(margin), _fmt_num(round(p, 4)),
-                                        _fmt_num(reg.alpha)))
-            gate_results.append(res)
-        for cat in reg.slices:
-            for ref in reg.slice_metrics:
-                key = ref.key(k0)
-                cv = categories.get(cat, {}).get("metrics", {}).get(key, {}).get("value")
-                bcat = bcats.get(cat) if isinstance(bcats.get(cat), dict) else None
-                bv = bcat.get("metrics", {}).get(key, {}).get("value") if bcat else None
-                res = {"gate": "slice:%s:%s" % (cat, key), "kind": "slice", "metric": key, "op": "max_drop",
-                       "threshold": reg.slice_max_drop, "value": None, "pass": False, "reason": None,
-                       "message": None, "p_value": None, "worse": None, "better": None}
-                if cat not in categories and bcat is None:
-                    res["reason"] = "slice %r is in neither this run nor the baseline" % cat
-                elif cat not in categories:
-                    res["reason"] = "slice %r is in the baseline but not in this run" % cat
-                elif bcat is None:
-                    res["pass"], res["reason"] = True, "new slice: not in the baseline"
-                elif cv is None or not _num(bv):
-                    res["reason"] = "not measured: %s[%s] has no value" % (key, cat)
-                else:
-                    higher = ref.metric.better == "higher"
-                    cv = round(cv, 4)   # the baseline's value is rounded to 4 decimals
-                    drop = (bv - cv) if higher else (cv - bv)
-                    res["value"] = _r(drop)
-                    res["pass"] = drop <= reg.slice_max_drop + 1e-12
-                    if not res["pass"]:
-                        res["reason"] = "%s on slice %r worsened by %s (allowed %s)" % (
-                            key, cat, _fmt_num(round(drop, 4)), _fmt_num(reg.slice_max_drop))
-                gate_results.append(res)
+        gate_results = (_regression_gates(base, metrics, bflags, cur_flags, matched, reg, k0)
+                        + _slice_gates(categories, bcats, reg, k0))
     summary = {"baseline": path, "matched_items": len(matched),
                "only_in_baseline": sum(1 for q in bflags if q not in cur_flags),
                "only_in_current": len(cur_flags) - len(matched),
@@ -6771,6 +6833,92 @@ def _html_items(args, scorer: Scorer, trec: bool, stages: ItemStages) -> Tuple[s
     return "".join(parts), len(scorer.flags) - len(shown)
 
 
+def _html_gates(gates: List[dict]) -> List[str]:
+    """The Gates table: each gate's tier, result, metric, value, bound and note."""
+    out = ["<h3>Gates</h3>\n<table><tr><th>tier</th><th>result</th><th>gate</th><th>value</th><th>needs</th>"
+           "<th>note</th></tr>"]
+    for g in gates:
+        res = ('<span class="ok">pass</span>' if g["pass"] else
+               '<span class="%s">%s</span>' % ("warn" if g["tier"] != "block" else "bad",
+                                              "warn" if g["tier"] == "warn" else "fail"))
+        if g["tier"] == "monitor" and g["op"] is None:
+            res = '<span class="muted">reported</span>'
+        need = "" if g["op"] is None else "%s %s" % (_h(g["op"]), _h(_fmt_num(g["threshold"])))
+        note = (g["reason"] or "") + ((" " + g["message"]) if g.get("message") else "")
+        out.append('<tr><td><span class="tier t-%s">%s</span></td><td>%s</td><td><code>%s</code></td>'
+                   '<td class="n">%s</td><td>%s</td><td>%s</td></tr>' % (
+                       _h(g["tier"]), _TIER_MARK.get(g["tier"], "BLOCK"), res, _h(g["gate"]),
+                       _h(_num_text(g["value"])), need, _h(note)))
+    out.append("</table>")
+    return out
+
+
+def _html_scorecard(card: dict) -> List[str]:
+    """The weighted scorecard: the overall score, then each stage's weight and score."""
+    out = ["<h3>Weighted scorecard</h3>\n<p>Overall score: <strong>%s</strong>. %s.</p>" % (
+        _h(_num_text(card["overall"])), _h(card["note"]))]
+    out.append("<table><tr><th>stage</th><th>metric</th><th>weight</th><th>effective weight</th><th>score</th>"
+               "<th></th><th>n</th><th>note</th></tr>")
+    for name, st in card["stages"].items():
+        out.append('<tr><td>%s</td><td><code>%s</code></td><td class="n">%s</td><td class="n">%s</td>'
+                   '<td class="n">%s</td><td>%s</td><td class="n">%s</td><td>%s</td></tr>' % (
+                       _h(name), _h(st["metric"]), _h(_num_text(st["weight"])),
+                       _h(_num_text(st["effective_weight"])), _h(_num_text(st["score"])),
+                       _interval_svg(st["score"], None), _h(_num_text(st["n"])), _h(st["reason"] or "")))
+    out.append("</table>")
+    return out
+
+
+def _html_metrics(metrics: Dict[str, dict]) -> List[str]:
+    """The Metrics table: value, count / n, 95% interval and its drawing (none for counts)."""
+    out = ["<h3>Metrics</h3>\n<table><tr><th>metric</th><th>value</th><th>count / n</th><th>95% CI</th>"
+           "<th>interval (0 to 1)</th></tr>"]
+    for name, e in metrics.items():
+        frac = "" if e["n"] is None else ("%s / %d" % (e["count"], e["n"]) if e["count"] is not None else "n = %d" % e["n"])
+        ci = "" if e["ci"] is None else "%.4f &ndash; %.4f" % tuple(e["ci"])
+        kind = _BY_NAME.get(name) or _BY_NAME.get(re.sub(r"@\d+$", "@K", name))
+        svg = _interval_svg(e["value"], e["ci"]) if kind is None or kind.kind != "count" else ""
+        val = _h(_num_text(e["value"])) if e["value"] is not None else '<span class="muted">null: %s</span>' % _h(e["reason"])
+        out.append('<tr><td><code>%s</code></td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td>'
+                   '<td>%s</td></tr>' % (_h(name), val, _h(frac), ci, svg))
+    out.append("</table>")
+    return out
+
+
+def _html_categories(report: dict, cats: Dict[str, dict]) -> List[str]:
+    """The Categories table: items and the main metrics of each category."""
+    cols = [n for n in ("pass_rate", "precision", "chr", "hallucination", "over_refusal", "under_refusal",
+                        "recall@%s" % report["k"], "nDCG@%s" % report["k"]) if n in report["metrics"]]
+    out = ["<h3>Categories</h3>\n<table><tr><th>category</th><th>items</th>%s</tr>"
+           % "".join("<th><code>%s</code></th>" % _h(col) for col in cols)]
+    for cat, block in cats.items():
+        out.append('<tr><td>%s</td><td class="n">%d</td>%s</tr>' % (_h(cat), block["items"], "".join(
+            '<td class="n">%s</td>' % _h(_num_text(block["metrics"].get(col, {}).get("value"))) for col in cols)))
+    out.append("</table>")
+    return out
+
+
+def _html_regression(reg: dict) -> List[str]:
+    """Against the baseline: each metric's baseline, current value, delta (coloured by the
+    metric's direction), flipped items and paired p-value."""
+    out = ["<h3>Against the baseline</h3>\n<p>Baseline <code>%s</code>; %d items paired.</p>"
+           % (_h(reg["baseline"]), reg["matched_items"])]
+    out.append("<table><tr><th>metric</th><th>baseline</th><th>current</th><th>delta</th><th>worse</th>"
+               "<th>better</th><th>p</th></tr>")
+    for name, r in reg["metrics"].items():
+        d = r.get("delta")
+        cls = "" if not isinstance(d, (int, float)) or d == 0 else (
+            "ok" if (d > 0) == ((_BY_NAME.get(name) or _BY_NAME.get(re.sub(r"@\d+$", "@K", name)) or
+                                _BY_NAME["precision"]).better == "higher") else "bad")
+        out.append('<tr><td><code>%s</code></td><td class="n">%s</td><td class="n">%s</td><td class="n %s">%s</td>'
+                   '<td class="n">%s</td><td class="n">%s</td><td class="n">%s</td></tr>' % (
+                       _h(name), _h(_num_text(r["baseline"])), _h(_num_text(r["current"])), cls,
+                       _h(_num_text(d)), _h(r.get("worse", "")), _h(r.get("better", "")),
+                       _h(_num_text(r.get("p_value")) if "p_value" in r else "")))
+    out.append("</table>")
+    return out
+
+
 def render_html_section(report: dict, items_html: str = "", hidden: int = 0) -> str:
     """One dataset's report as an HTML <section> (every input string escaped)."""
     ds = str(report.get("dataset"))
@@ -6788,73 +6936,15 @@ def render_html_section(report: dict, items_html: str = "", hidden: int = 0) -> 
     out.append('<p class="muted">Gold items: %d; trace rows: %d; missing traces: %d; unknown trace rows: %d; '
                'duplicate trace rows: %d; k = %s.</p>' % (c["gold_items"], c["trace_rows"], c["missing_traces"],
                                                        c["unknown_trace_rows"], c["duplicate_trace_rows"], _h(report["k"])))
-    out.append("<h3>Gates</h3>\n<table><tr><th>tier</th><th>result</th><th>gate</th><th>value</th><th>needs</th>"
-               "<th>note</th></tr>")
-    for g in gates:
-        res = ('<span class="ok">pass</span>' if g["pass"] else
-               '<span class="%s">%s</span>' % ("warn" if g["tier"] != "block" else "bad",
-                                              "warn" if g["tier"] == "warn" else "fail"))
-        if g["tier"] == "monitor" and g["op"] is None:
-            res = '<span class="muted">reported</span>'
-        need = "" if g["op"] is None else "%s %s" % (_h(g["op"]), _h(_fmt_num(g["threshold"])))
-        note = (g["reason"] or "") + ((" " + g["message"]) if g.get("message") else "")
-        out.append('<tr><td><span class="tier t-%s">%s</span></td><td>%s</td><td><code>%s</code></td>'
-                   '<td class="n">%s</td><td>%s</td><td>%s</td></tr>' % (
-                       _h(g["tier"]), _TIER_MARK.get(g["tier"], "BLOCK"), res, _h(g["gate"]),
-                       _h(_num_text(g["value"])), need, _h(note)))
-    out.append("</table>")
-    card = report.get("scorecard")
-    if card:
-        out.append("<h3>Weighted scorecard</h3>\n<p>Overall score: <strong>%s</strong>. %s.</p>" % (
-            _h(_num_text(card["overall"])), _h(card["note"])))
-        out.append("<table><tr><th>stage</th><th>metric</th><th>weight</th><th>effective weight</th><th>score</th>"
-                   "<th></th><th>n</th><th>note</th></tr>")
-        for name, st in card["stages"].items():
-            out.append('<tr><td>%s</td><td><code>%s</code></td><td class="n">%s</td><td class="n">%s</td>'
-                       '<td class="n">%s</td><td>%s</td><td class="n">%s</td><td>%s</td></tr>' % (
-                           _h(name), _h(st["metric"]), _h(_num_text(st["weight"])),
-                           _h(_num_text(st["effective_weight"])), _h(_num_text(st["score"])),
-                           _interval_svg(st["score"], None), _h(_num_text(st["n"])), _h(st["reason"] or "")))
-        out.append("</table>")
-    out.append("<h3>Metrics</h3>\n<table><tr><th>metric</th><th>value</th><th>count / n</th><th>95% CI</th>"
-               "<th>interval (0 to 1)</th></tr>")
-    for name, e in report["metrics"].items():
-        frac = "" if e["n"] is None else ("%s / %d" % (e["count"], e["n"]) if e["count"] is not None else "n = %d" % e["n"])
-        ci = "" if e["ci"] is None else "%.4f &ndash; %.4f" % tuple(e["ci"])
-        kind = _BY_NAME.get(name) or _BY_NAME.get(re.sub(r"@\d+$", "@K", name))
-        svg = _interval_svg(e["value"], e["ci"]) if kind is None or kind.kind != "count" else ""
-        val = _h(_num_text(e["value"])) if e["value"] is not None else '<span class="muted">null: %s</span>' % _h(e["reason"])
-        out.append('<tr><td><code>%s</code></td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td>'
-                   '<td>%s</td></tr>' % (_h(name), val, _h(frac), ci, svg))
-    out.append("</table>")
-    cats = report.get("categories") or {}
-    if cats:
-        cols = [n for n in ("pass_rate", "precision", "chr", "hallucination", "over_refusal", "under_refusal",
-                            "recall@%s" % report["k"], "nDCG@%s" % report["k"]) if n in report["metrics"]]
-        out.append("<h3>Categories</h3>\n<table><tr><th>category</th><th>items</th>%s</tr>"
-                   % "".join("<th><code>%s</code></th>" % _h(col) for col in cols))
-        for cat, block in cats.items():
-            out.append('<tr><td>%s</td><td class="n">%d</td>%s</tr>' % (_h(cat), block["items"], "".join(
-                '<td class="n">%s</td>' % _h(_num_text(block["metrics"].get(col, {}).get("value"))) for col in cols)))
-        out.append("</table>")
+    out += _html_gates(gates)
+    if report.get("scorecard"):
+        out += _html_scorecard(report["scorecard"])
+    out += _html_metrics(report["metrics"])
+    if report.get("categories"):
+        out += _html_categories(report, report["categories"])
     out.append("<h3>Failure modes</h3>\n" + _bars_svg(list(report["failure_modes"].items())))
-    reg = report.get("regression")
-    if reg:
-        out.append("<h3>Against the baseline</h3>\n<p>Baseline <code>%s</code>; %d items paired.</p>"
-                   % (_h(reg["baseline"]), reg["matched_items"]))
-        out.append("<table><tr><th>metric</th><th>baseline</th><th>current</th><th>delta</th><th>worse</th>"
-                   "<th>better</th><th>p</th></tr>")
-        for name, r in reg["metrics"].items():
-            d = r.get("delta")
-            cls = "" if not isinstance(d, (int, float)) or d == 0 else (
-                "ok" if (d > 0) == ((_BY_NAME.get(name) or _BY_NAME.get(re.sub(r"@\d+$", "@K", name)) or
-                                    _BY_NAME["precision"]).better == "higher") else "bad")
-            out.append('<tr><td><code>%s</code></td><td class="n">%s</td><td class="n">%s</td><td class="n %s">%s</td>'
-                       '<td class="n">%s</td><td class="n">%s</td><td class="n">%s</td></tr>' % (
-                           _h(name), _h(_num_text(r["baseline"])), _h(_num_text(r["current"])), cls,
-                           _h(_num_text(d)), _h(r.get("worse", "")), _h(r.get("better", "")),
-                           _h(_num_text(r.get("p_value")) if "p_value" in r else "")))
-        out.append("</table>")
+    if report.get("regression"):
+        out += _html_regression(report["regression"])
     if report.get("warnings"):
         out.append("<h3>Warnings</h3>\n<ul>%s</ul>" % "".join("<li>%s</li>" % _h(w) for w in report["warnings"]))
     if items_html:
@@ -7650,12 +7740,9 @@ def merged_runs(paths: List[str], errors: "_Errors") -> dict:
     return runs
 
 
-def merge_partials(paths: List[str], args, ks: List[int], refusal: str, errors: "_Errors",
-                   notes: List[str], rules: Optional["Rules"] = None):
-    """``(gold, scorer, stats)`` of the union of the shards' rows (see the section comment)."""
-    docs = [_read_partial(p) for p in paths]
-    trec = bool(args.qrels)
-    source = args.gold or args.qrels
+def _check_same_shards(paths: List[str], docs: List[dict], source: str) -> None:
+    """Every shard scored the same gold set with the same options, and the gold file is the one
+    they read (its sha256)."""
     first = docs[0]
     for p, d in zip(paths, docs):
         same = {a: d["args"].get(a) for a in _PARTIAL_ARGS if a not in ("trace", "run")}
@@ -7666,6 +7753,71 @@ def merge_partials(paths: List[str], args, ks: List[int], refusal: str, errors: 
                              "set with the same options" % (p, paths[0], ", ".join(diff)))
     if _sha256_file(source) != first["gold_sha256"]:
         raise ScoreError("%s: the gold file changed since the partials were written (sha256 differs)" % source)
+
+
+def _shard_notes(docs: List[dict]) -> List[str]:
+    """The shards' notes: those made before the trace (chunks, gold), the same in every shard,
+    kept once; then each shard's own, in shard order."""
+    prefix = docs[0]["notes"]
+    for d in docs[1:]:
+        common = 0
+        while common < min(len(prefix), len(d["notes"])) and prefix[common] == d["notes"][common]:
+            common += 1
+        prefix = prefix[:common]
+    notes = list(prefix)
+    for d in docs:
+        notes.extend(d["notes"][len(prefix):])
+    return notes
+
+
+def _load_fields(p: str, d: dict, items, slots: dict, n: int) -> None:
+    """Copy a shard's values of its ``items`` into the merged scorer's per-item containers
+    (``slots``: (name, key) -> (container, kind)), each field checked against this scorer's."""
+    for f in d["fields"]:
+        key = (f["name"], f.get("key"))
+        if key not in slots:
+            raise ScoreError("%s: the partial holds %s%s, which this scorer does not have (another "
+                             "version wrote it?)" % (p, f["name"], "" if key[1] is None else "[%s]" % key[1]))
+        cont, kind = slots[key]
+        if kind != f["kind"]:
+            raise ScoreError("%s: malformed partial: field %s must be of kind %s, got %s" % (p, f["name"], kind, f["kind"]))
+        if kind == "array":
+            values = _unpack(f["values"], p)
+            if len(values) != len(items):
+                raise ScoreError("%s: %s holds %d values for %d items" % (p, f["name"], len(values), len(items)))
+            if type(values) is not type(cont) or getattr(values, "typecode", None) != getattr(cont, "typecode", None):
+                raise ScoreError("%s: malformed partial: field %s has values of type %s, this scorer's are %s"
+                                 % (p, f["name"], f["values"].get("type"), getattr(cont, "typecode", "bytes")))
+            for i, v in zip(items, values):
+                cont[i] = v
+        else:
+            for i in items:
+                cont.pop(i, None)
+            for i, v in f["values"]:
+                if not 0 <= i < n:
+                    raise ScoreError("%s: item position %d out of range (%d gold items)" % (p, i, n))
+                cont[i] = v
+
+
+def _judge_unseen(scorer: Scorer, seen: bytearray, trec: bool) -> int:
+    """Judge the items no shard's rows named as missing (as one run does); returns how many."""
+    missing = 0
+    i = seen.find(0)
+    while i >= 0:
+        missing += 1
+        scorer.judge(i, None, None, None if not trec else [], None, None, None, None, False)
+        i = seen.find(0, i + 1)
+    return missing
+
+
+def merge_partials(paths: List[str], args, ks: List[int], refusal: str, errors: "_Errors",
+                   notes: List[str], rules: Optional["Rules"] = None):
+    """``(gold, scorer, stats)`` of the union of the shards' rows (see the section comment)."""
+    docs = [_read_partial(p) for p in paths]
+    trec = bool(args.qrels)
+    source = args.gold or args.qrels
+    first = docs[0]
+    _check_same_shards(paths, docs, source)
     gold = read_qrels(source, errors) if trec else read_gold(source, args.by, errors, [])
     if errors.count:
         raise ScoreError(errors.text())
@@ -7680,16 +7832,7 @@ def merge_partials(paths: List[str], args, ks: List[int], refusal: str, errors: 
     unknown_ex: List[str] = []
     unknown_topics: set = set()
     dup_ex: List[str] = []
-    # Notes made before the trace (chunks, gold) are the same in every shard: kept once.
-    prefix = docs[0]["notes"]
-    for d in docs[1:]:
-        common = 0
-        while common < min(len(prefix), len(d["notes"])) and prefix[common] == d["notes"][common]:
-            common += 1
-        prefix = prefix[:common]
-    notes.extend(prefix)
-    for d in docs:
-        notes.extend(d["notes"][len(prefix):])
+    notes.extend(_shard_notes(docs))
     for p, d in zip(paths, docs):
         s = d["stats"]
         rows += s["rows"]
@@ -7709,36 +7852,8 @@ def merge_partials(paths: List[str], args, ks: List[int], refusal: str, errors: 
         items = _unpack(d["items"], p)
         if items and max(items) >= n:
             raise ScoreError("%s: item position %d out of range (%d gold items)" % (p, max(items), n))
-        for f in d["fields"]:
-            key = (f["name"], f.get("key"))
-            if key not in slots:
-                raise ScoreError("%s: the partial holds %s%s, which this scorer does not have (another "
-                                 "version wrote it?)" % (p, f["name"], "" if key[1] is None else "[%s]" % key[1]))
-            cont, kind = slots[key]
-            if kind != f["kind"]:
-                raise ScoreError("%s: malformed partial: field %s must be of kind %s, got %s" % (p, f["name"], kind, f["kind"]))
-            if kind == "array":
-                values = _unpack(f["values"], p)
-                if len(values) != len(items):
-                    raise ScoreError("%s: %s holds %d values for %d items" % (p, f["name"], len(values), len(items)))
-                if type(values) is not type(cont) or getattr(values, "typecode", None) != getattr(cont, "typecode", None):
-                    raise ScoreError("%s: malformed partial: field %s has values of type %s, this scorer's are %s"
-                                     % (p, f["name"], f["values"].get("type"), getattr(cont, "typecode", "bytes")))
-                for i, v in zip(items, values):
-                    cont[i] = v
-            else:
-                for i in items:
-                    cont.pop(i, None)
-                for i, v in f["values"]:
-                    if not 0 <= i < n:
-                        raise ScoreError("%s: item position %d out of range (%d gold items)" % (p, i, n))
-                    cont[i] = v
-    missing = 0
-    i = seen.find(0)
-    while i >= 0:
-        missing += 1
-        scorer.judge(i, None, None, None if not trec else [], None, None, None, None, False)
-        i = seen.find(0, i + 1)
+        _load_fields(p, d, items, slots, n)
+    missing = _judge_unseen(scorer, seen, trec)
     if trec:
         unknown_ex = sorted(unknown_topics)
     stats = {"rows": rows, "unknown": unknown, "unknown_ex": unknown_ex[:5],
@@ -7871,6 +7986,30 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--metrics-csv", help="write one CSV row per metric (value, count, n, 95%% CI)")
     ap.add_argument("--max-errors", type=int, default=MAX_ERRORS, help="bad lines listed before the rest are only "
                                                                        "counted (default %d)" % MAX_ERRORS)
+    _add_trec_flags(ap)
+    ap.add_argument("--quiet", action="store_true",
+                    help="no progress lines and no notes on stderr (past 100,000 trace rows the scorer "
+                         "reports progress; errors and gate failures are still printed)")
+    ap.add_argument("--version", action="version", version="score_eval.py " + __version__,
+                    help="print the version and exit")
+    ap.add_argument("--manifest", metavar="FILE", help="after --out/--items/--markdown, write FILE naming each "
+                                                        "with its sha256 (removed first: no manifest = torn set)")
+    ap.add_argument("--force", action="store_true",
+                    help="replace an existing output file that is not of the output's kind (never an input)")
+    _add_input_limit_flags(ap)
+    ap.add_argument("--debug", action="store_true",
+                    help="on an internal error (exit 3), print the traceback instead of saving it to a file")
+    ap.add_argument("--partial", metavar="OUT.json",
+                    help="shard run: write this shard's verdicts to OUT.json ('-': stdout) for "
+                         "'score_eval.py merge P1.json P2.json ...' instead of a report")
+    ap.add_argument("--print-metric-table", action="store_true",
+                    help="print the README metric table (Markdown, from the registry) and exit")
+    return ap
+
+
+def _add_trec_flags(ap: argparse.ArgumentParser) -> None:
+    """The flags of IR mode (--qrels/--run): trec_eval's measures, their topics, its output format
+    (and --format ragas, the other reading of the trace)."""
     ap.add_argument("-m", action="append", metavar="MEASURE",
                     help="with --qrels/--run: a trec_eval measure to compute, trec_eval's spelling "
                          "(map, Rprec, bpref, recip_rank, P.5,10, recall.10, ndcg_cut.10, success.1, num_ret, "
@@ -7888,15 +8027,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "derived from it without --gold; JSON report (also detected, with a note)")
     ap.add_argument("-q", dest="per_query", action="store_true",
                     help="with --format trec: one line per topic and measure before the 'all' lines (trec_eval -q)")
-    ap.add_argument("--quiet", action="store_true",
-                    help="no progress lines and no notes on stderr (past 100,000 trace rows the scorer "
-                         "reports progress; errors and gate failures are still printed)")
-    ap.add_argument("--version", action="version", version="score_eval.py " + __version__,
-                    help="print the version and exit")
-    ap.add_argument("--manifest", metavar="FILE", help="after --out/--items/--markdown, write FILE naming each "
-                                                        "with its sha256 (removed first: no manifest = torn set)")
-    ap.add_argument("--force", action="store_true",
-                    help="replace an existing output file that is not of the output's kind (never an input)")
+
+
+def _add_input_limit_flags(ap: argparse.ArgumentParser) -> None:
+    """The bounds on what a run reads: bytes of one input, lines of one input, bytes of one line."""
     ap.add_argument("--max-input-bytes", type=int, default=MAX_INPUT_BYTES, metavar="N",
                     help="largest input (a file or stdin) read, in bytes (default %d = 4 GiB)" % MAX_INPUT_BYTES)
     ap.add_argument("--max-input-lines", type=int, default=None, metavar="N",
@@ -7904,14 +8038,6 @@ def build_parser() -> argparse.ArgumentParser:
                          % (MAX_INPUT_LINES, MAX_STDIN_LINES))
     ap.add_argument("--max-line-bytes", type=int, default=MAX_LINE_BYTES, metavar="N",
                     help="longest input line accepted, in bytes (default %d = 16 MiB)" % MAX_LINE_BYTES)
-    ap.add_argument("--debug", action="store_true",
-                    help="on an internal error (exit 3), print the traceback instead of saving it to a file")
-    ap.add_argument("--partial", metavar="OUT.json",
-                    help="shard run: write this shard's verdicts to OUT.json ('-': stdout) for "
-                         "'score_eval.py merge P1.json P2.json ...' instead of a report")
-    ap.add_argument("--print-metric-table", action="store_true",
-                    help="print the README metric table (Markdown, from the registry) and exit")
-    return ap
 
 
 _RUN_OUTPUTS = (("out", "report"), ("markdown", "markdown"), ("items", "items"), ("html", "html"),
@@ -7936,11 +8062,25 @@ def check_run_outputs(args) -> None:
         manifest_listable([(label, path) for label, path, kind in outputs if kind != "manifest"])
 
 
-def run(args) -> int:
-    _GATES_DOCS.clear()                   # a gates file is read once per run, never across runs
-    if args.print_metric_table:
-        sys.stdout.write(metric_table_markdown())
-        return 0
+class RunSetup(NamedTuple):
+    """What one run checks and computes, settled from the flags and the gates file before any
+    input is read (``configure``)."""
+    trec: bool                      # IR mode (--qrels/--run)
+    ks: List[int]                   # the cutoffs computed; the first is the seed's k
+    trec_names: List[str]           # the trec_eval measures computed (IR mode)
+    gates: list                     # the gates checked (config.Gate)
+    shown: dict                     # the report's "gates": each gate as spelled, with its bound
+    source: Optional[str]           # where the gates come from: a file, "--gates", "none", "seed default"
+    refusal: str                    # the refusal token
+    regression: Optional[Regression]    # the gates file's [regression] (with --baseline)
+    rules: Rules                    # [scorer] rules: refusal reader, grounding, citation patterns
+    weights: dict                   # the scorecard's stage weights
+    weight_warnings: List[str]      # what resolving the weights warned about
+    needs: set                      # the NEEDS computed (registry)
+
+
+def _run_mode(args) -> bool:
+    """Whether the run is in IR mode (--qrels/--run) rather than on answers (--gold/--trace)."""
     trec = bool(args.qrels or args.run)
     if trec and (args.gold or args.trace):
         raise ScoreError("usage: give --gold/--trace or --qrels/--run, not both")
@@ -7949,12 +8089,11 @@ def run(args) -> int:
     if not trec and not args.trace:
         raise ScoreError("usage: --trace is required (with --gold, or alone for the reference-free metrics), "
                          "or --qrels and --run")
-    ks = _parse_ks(args.k)
-    trec_names = _trec_names(args, trec)
-    dataset_given = args.dataset is not None
-    if not dataset_given:
-        args.dataset = "ir" if trec else "baseline"
-    no_gates = args.gates is not None and args.gates.strip().lower() == "none"
+    return trec
+
+
+def _check_flag_values(args) -> None:
+    """--junit-items needs --junit; at most one input is stdin; the input limits (set in _LIMITS)."""
     if args.junit_items and not args.junit:
         raise ScoreError("usage: --junit-items needs --junit FILE")
     stdin_inputs = [o for o in ("gold", "trace", "qrels", "run", "chunks", "baseline", "gates_file")
@@ -7975,8 +8114,13 @@ def run(args) -> int:
         _LIMITS["input_" + name] = value
         if name == "lines":
             _LIMITS["stdin_lines"] = value
-    check_run_outputs(args)
-    # 1. gates and the refusal token
+
+
+def _read_gates_file(args, trec: bool, dataset_given: bool, no_gates: bool):
+    """``(gates_file, refusal, file_gates, regression, source)``: the gates file the run reads
+    (--gates-file, else ./gates.toml unless --gates none; None: no file) and what it holds: the
+    refusal token, the gates of the dataset's table (none when --gates replaces them) and
+    [regression]."""
     refusal, file_gates, regression, gates_source = REFUSAL, [], None, None
     gates_file = args.gates_file
     if gates_file is None and not no_gates and os.path.exists(DEFAULT_GATES_FILE):
@@ -7990,58 +8134,98 @@ def run(args) -> int:
             section = None
         refusal, file_gates, regression = load_gates_file(gates_file, section)
         gates_source = gates_file
-    rules = load_rules(gates_file) if gates_file is not None else Rules()
-    _GROUNDING["mode"] = rules.grounding
+    return gates_file, refusal, file_gates, regression, gates_source
+
+
+def _select_gates(args, trec: bool, no_gates: bool, gates_file: Optional[str], file_gates: list,
+                  gates_source: Optional[str]):
+    """``(gates, shown, source)``: --gates none, else --gates, else the file's, else (no file)
+    seed 002's defaults; IR mode without a file has none."""
     if no_gates:
-        gates, shown, gates_source = [], {}, "none"
-    elif args.gates is not None:
+        return [], {}, "none"
+    if args.gates is not None:
         gates, shown = parse_gates_string(args.gates)
-        gates_source = "--gates"
-    elif gates_file is not None:
-        gates, shown = file_gates, {g.ref.spelled: g.shown for g in file_gates}
-    elif trec:      # IR mode: only IR gates apply ([ir] or --gates); none means exit 0
-        gates, shown = [], {}
-    else:
-        gates, shown = parse_gates_string(DEFAULT_GATES)
-        gates_source = "seed default"
-        _note(args, "no gates file: seed 002's default gates apply (%s)" % DEFAULT_GATES)
-    _check_gate_modes(gates, trec, trec_names)
-    # issue 29: grounding sentence by sentence costs a pass over each answer's sentences; it is
-    # computed only when [scorer] grounding = "sentences" or a gate / regression names it
-    named = {g.ref.metric.name for g in gates}
-    if regression:
-        named |= {r.metric.name for r, _ in regression.max_drop} | {r.metric.name for r in regression.slice_metrics}
+        return gates, shown, "--gates"
+    if gates_file is not None:
+        return file_gates, {g.ref.spelled: g.shown for g in file_gates}, gates_source
+    if trec:        # IR mode: only IR gates apply ([ir] or --gates); none means exit 0
+        return [], {}, gates_source
+    gates, shown = parse_gates_string(DEFAULT_GATES)
+    _note(args, "no gates file: seed 002's default gates apply (%s)" % DEFAULT_GATES)
+    return gates, shown, "seed default"
+
+
+def _regression_refs(regression: Optional[Regression]) -> list:
+    """The metrics [regression] names: its max_drop metrics, then its slice metrics."""
+    return [r for r, _ in regression.max_drop] + list(regression.slice_metrics) if regression else []
+
+
+def _grounding_rules(rules: Rules, gates, regression: Optional[Regression]) -> Rules:
+    """issue 29: grounding sentence by sentence costs a pass over each answer's sentences; it is
+    computed only when [scorer] grounding = "sentences" or a gate / regression names it."""
+    named = {g.ref.metric.name for g in gates} | {r.metric.name for r in _regression_refs(regression)}
     if named & {"faithfulness", "unsupported_answer_rate"}:
         rules = rules._replace(ground=True)
+    return rules
+
+
+def _cutoffs(ks: List[int], trec: bool, gates, regression: Optional[Regression]) -> List[int]:
+    """--k's cutoffs (the first stays the seed's k), the scorecard's (SCORECARD_K) and those the
+    gates name, the added ones sorted."""
+    if not trec and SCORECARD_K not in ks:
+        ks.append(SCORECARD_K)
+    for ref in [g.ref for g in gates] + _regression_refs(regression):
+        if ref.k is not None and ref.k not in ks:
+            ks.append(ref.k)
+    return ks[:1] + sorted(ks[1:])
+
+
+def configure(args) -> RunSetup:
+    """The run's setup from its flags and gates file, every usage error raised before an input
+    is read (the output policy included: check_run_outputs)."""
+    trec = _run_mode(args)
+    ks = _parse_ks(args.k)
+    trec_names = _trec_names(args, trec)
+    dataset_given = args.dataset is not None
+    if not dataset_given:
+        args.dataset = "ir" if trec else "baseline"
+    no_gates = args.gates is not None and args.gates.strip().lower() == "none"
+    _check_flag_values(args)
+    check_run_outputs(args)
+    gates_file, refusal, file_gates, regression, gates_source = _read_gates_file(args, trec, dataset_given, no_gates)
+    rules = load_rules(gates_file) if gates_file is not None else Rules()
+    _GROUNDING["mode"] = rules.grounding
+    gates, shown, gates_source = _select_gates(args, trec, no_gates, gates_file, file_gates, gates_source)
+    _check_gate_modes(gates, trec, trec_names)
+    rules = _grounding_rules(rules, gates, regression)
     weights, weight_warnings = resolve_weights(gates_file, args.weights, gates)
     if args.refusal is not None:
         if not args.refusal.strip():
             raise ScoreError("--refusal: must be a non-empty string, got %r" % args.refusal)
         refusal = args.refusal
-    # cutoffs named by gates are computed too, and the scorecard's (SCORECARD_K)
-    if not trec and SCORECARD_K not in ks:
-        ks.append(SCORECARD_K)
-    for ref in [g.ref for g in gates] + ([r for r, _ in regression.max_drop] + list(regression.slice_metrics)
-                                         if regression else []):
-        if ref.k is not None and ref.k not in ks:
-            ks.append(ref.k)
-    ks = ks[:1] + sorted(ks[1:])
+    ks = _cutoffs(ks, trec, gates, regression)
     needs = _asked_needs(args, gates, regression, gates_file)
-    # 2. read and judge
-    errors = _Errors(max(1, args.max_errors))
-    notes: List[str] = []
-    chunks = None
+    return RunSetup(trec, ks, trec_names, gates, shown, gates_source, refusal, regression, rules,
+                    weights, weight_warnings, needs)
+
+
+def _read_and_judge(args, setup: RunSetup, errors: _Errors, notes: List[str], scorer_class: type):
+    """``(gold, scorer, stats, runs)``: the gold set (or qrels) read and every trace row (or
+    ranking) judged by a ``scorer_class``; a merge takes the verdicts from the shards' partials.
+    ``runs``: the TREC rankings read (None otherwise)."""
+    ks, refusal, rules = setup.ks, setup.refusal, setup.rules
+    chunks, runs = None, None
     chunk_policies: Dict[str, str] = {}
     if args.chunks and not getattr(args, "merge", None):
         chunks = read_chunks(args.chunks, errors, notes, chunk_policies)
     if getattr(args, "merge", None):          # shards' partials (merge_partials)
         gold, scorer, stats = merge_partials(args.merge, args, ks, refusal, errors, notes, rules)
-    elif trec:
+    elif setup.trec:
         gold = read_qrels(args.qrels, errors)
         runs = read_run(args.run, errors) if not errors.count else {}
         if errors.count:
             raise ScoreError(errors.text())
-        scorer = Scorer(gold, ks, refusal, chunks)
+        scorer = scorer_class(gold, ks, refusal, chunks)
         stats = score_run(runs, scorer)
     else:
         if args.format == "ragas" or (args.format == "json" and ragas_layout(args.trace)):
@@ -8058,60 +8242,54 @@ def run(args) -> int:
                 gold = gold_from_trace(args.trace, args.by)
             if errors.count:
                 raise ScoreError(errors.text())
-            scorer = Scorer(gold, ks, refusal, chunks, rules, chunk_policies)
-            scorer.needs = set(NEEDS) if gold.unlabelled else needs
+            scorer = scorer_class(gold, ks, refusal, chunks, rules, chunk_policies)
+            scorer.needs = set(NEEDS) if gold.unlabelled else setup.needs
             scorer.progress = not args.quiet
-            scorer.answer_substr = any(g.ref.metric.name in ANSWER_METRICS for g in gates)   # issue 28
+            scorer.answer_substr = any(g.ref.metric.name in ANSWER_METRICS for g in setup.gates)   # issue 28
             stats = score_trace(args.trace, scorer, errors, notes)
         if errors.count:
             raise ScoreError(errors.text())
-    if getattr(args, "partial", None):        # a shard run writes its verdicts, no report
-        return write_partial(args, gold, scorer, stats, notes)
-    baseline = load_baseline(args.baseline) if args.baseline else None
-    # 3. aggregate
-    n = len(gold)
-    everything = range(n)
-    metrics = aggregate(scorer, everything, trec)
-    if trec:
-        if getattr(args, "merge", None):      # trec_eval's measures read the rankings again
-            runs = merged_runs(args.merge, errors)
-        trec_per, trec_all = trec_evaluate(gold, runs, trec_names, args.average)
-        metrics.update(trec_metric_entries(trec_per, trec_all))
-    order = sorted(everything, key=gold.cat.__getitem__)     # items by category, file order within one
+    return gold, scorer, stats, runs
+
+
+def _category_metrics(gold, scorer: Scorer, trec: bool) -> Dict[str, dict]:
+    """Each category's items and metrics, categories sorted by name."""
+    order = sorted(range(len(gold)), key=gold.cat.__getitem__)     # items by category, file order within one
     categories: Dict[str, dict] = {}
     start = 0
     for cid, size in sorted(Counter(gold.cat).items()):
         idx = order[start:start + size]
         categories[gold.categories[cid]] = {"items": len(idx), "metrics": aggregate(scorer, idx, trec)}
         start += size
-    categories = {c: categories[c] for c in sorted(categories)}
-    flags = scorer.flags
-    by_flags = Counter(flags)      # verdicts depend on flags only: count each distinct value once
+    return {c: categories[c] for c in sorted(categories)}
+
+
+def _failure_modes(by_flags: Counter, trec: bool) -> Dict[str, int]:
+    """Items per failure mode, the most frequent first (MODE_ORDER breaks ties)."""
     modes: Counter = Counter()
     for f, cnt in by_flags.items():
         mode = failure_mode(f, trec)
         if mode is not None:
             modes[mode] += cnt
-    failure_modes = {m: modes[m] for m in sorted(modes, key=lambda m: (-modes[m], MODE_ORDER.index(m)))}
-    k0 = ks[0]
-    gate_results = check_gates(gates, metrics, k0, rules.grounding)
+    return {m: modes[m] for m in sorted(modes, key=lambda m: (-modes[m], MODE_ORDER.index(m)))}
+
+
+def _item_flags(qids: List[str], flags) -> Dict[str, str]:
+    """Each item's verdict flags as the report's string (one flag_string per distinct value)."""
     fstr_cache: Dict[int, str] = {}
     item_flags = {}
-    for qid, f in zip(gold.qids, flags):
+    for qid, f in zip(qids, flags):
         s = fstr_cache.get(f)
         if s is None:
             s = fstr_cache[f] = flag_string(f)
         item_flags[qid] = s
-    regression_block = None
-    if baseline is not None:
-        cur = {q: f for q, f in zip(gold.qids, flags)}
-        regression_block, reg_gates = compare(baseline, args.baseline, metrics, categories, cur, regression, k0)
-        gate_results += reg_gates
-        if trec:        # paired tests per trec_eval measure, topic by topic (ranx / trec_eval users' tests)
-            regression_block["significance"] = trec_significance(trec_per_topic(trec_per),
-                                                                 baseline.get("trec_per_topic"))
-    # 4. warnings
-    warnings = list(notes) + weight_warnings
+    return item_flags
+
+
+def _run_warnings(warnings: List[str], stats: dict, metrics: Dict[str, dict], trec: bool):
+    """``(warnings, skipped)``: ``warnings`` with what the rows and the metrics add (unknown,
+    duplicate and missing rows; metrics skipped or null); ``skipped``: the metrics that
+    reference-free mode skipped."""
     if stats["unknown"]:
         warnings.append("%d trace rows name qids not in the gold set and were not scored (e.g. %s)"
                         % (stats["unknown"], ", ".join(stats["unknown_ex"])))
@@ -8129,69 +8307,66 @@ def run(args) -> int:
         if e["reason"] and not trec and e["reason"] != _SKIPPED and name not in EXTRA_METRICS \
                 and name not in ANSWER_METRICS:
             warnings.append("%s: %s" % (name, e["reason"]))
-    gate_results = order_by_tier(gate_results)
-    all_pass = blocking_pass(gate_results)
-    # 5. report
-    m0 = metrics
+    return warnings, skipped
+
+
+def _seed_fields(m0: Dict[str, dict], by_flags: Counter, n: int, k0: int) -> dict:
+    """The report's top-level fields of seed 002 (answers only)."""
     shipped_n = sum(c for f, c in by_flags.items() if f & F_SHIP)
-    report: dict = {}
-    if not trec:
-        report.update({
-            "answered": shipped_n,                       # |S|
-            "refused": n - shipped_n,                    # |R|
-            "answerable": m0["over_refusal"]["n"],       # |A|
-            "unanswerable": m0["under_refusal"]["n"],    # |U|
-            "precision": _r(m0["precision"]["value"]),
-            "chr": _r(m0["chr"]["value"]),
-            "under_refusal": _r(m0["under_refusal"]["value"]),
-            "over_refusal": _r(m0["over_refusal"]["value"]),
-            "recall@k": _r(m0["recall@%d" % k0]["value"]),
-        })
-    report.update({"k": k0, "gates": shown, "pass": all_pass, "schema": SCHEMA, "version": __version__,
-                   "dataset": args.dataset,
-                   "inputs": {"gold": args.gold, "trace": args.trace, "qrels": args.qrels, "run": args.run,
-                              "chunks": args.chunks, "gates": gates_source, "refusal": refusal,
-                              "k": ks, "by": args.by},
-                   "counts": {"gold_items": n, "trace_rows": stats["rows"],
-                              "matched_items": n - stats["missing"], "missing_traces": stats["missing"],
-                              "unknown_trace_rows": stats["unknown"],
-                              "duplicate_trace_rows": stats["duplicates"],
-                              "items_with_gold_citations": sum(c for f, c in by_flags.items() if f & F_GOLD),
-                              "items_without_gold_citations": sum(c for f, c in by_flags.items() if not f & F_GOLD)},
-                   "metrics": {k: _rounded(v) for k, v in metrics.items()},
-                   "gate_results": gate_results,
-                   "categories": {c: {"items": b["items"], "metrics": {k: _rounded(v) for k, v in b["metrics"].items()}}
-                                  for c, b in categories.items()},
-                   "failure_modes": failure_modes,
-                   "regression": regression_block,
-                   "warnings": warnings})
-    report["warnings_failed"] = sum(1 for g in gate_results if g["tier"] == "warn" and not g["pass"])
-    report["scorecard"] = scorecard(weights, metrics, SCORECARD_K if not trec else k0, scorecard_gaps(scorer), rules.grounding)
-    if trec:
-        report["trec_per_topic"] = trec_per_topic(trec_per)
-    if not trec:
-        report["reference_free"] = gold.unlabelled
-        report["skipped_metrics"] = {name: _SKIPPED for name in skipped}
-    # (trec_eval's text format on stdout and no --out: the JSON report is never shown, not rendered)
-    text = render_json(report, item_flags) if args.out or args.format != "trec" else ""
-    for w in warnings:
+    return {
+        "answered": shipped_n,                       # |S|
+        "refused": n - shipped_n,                    # |R|
+        "answerable": m0["over_refusal"]["n"],       # |A|
+        "unanswerable": m0["under_refusal"]["n"],    # |U|
+        "precision": _r(m0["precision"]["value"]),
+        "chr": _r(m0["chr"]["value"]),
+        "under_refusal": _r(m0["under_refusal"]["value"]),
+        "over_refusal": _r(m0["over_refusal"]["value"]),
+        "recall@k": _r(m0["recall@%d" % k0]["value"]),
+    }
+
+
+def _report_counts(n: int, stats: dict, by_flags: Counter) -> dict:
+    """The report's "counts": gold items, trace rows and how they matched."""
+    return {"gold_items": n, "trace_rows": stats["rows"],
+            "matched_items": n - stats["missing"], "missing_traces": stats["missing"],
+            "unknown_trace_rows": stats["unknown"],
+            "duplicate_trace_rows": stats["duplicates"],
+            "items_with_gold_citations": sum(c for f, c in by_flags.items() if f & F_GOLD),
+            "items_without_gold_citations": sum(c for f, c in by_flags.items() if not f & F_GOLD)}
+
+
+def _print_problems(report: dict) -> None:
+    """The warnings and the failed block and warn gates, one stderr line each."""
+    for w in report["warnings"]:
         sys.stderr.write("score_eval: warning: %s\n" % terminal_safe(w))
-    for g in gate_results:
+    for g in report["gate_results"]:
         if not g["pass"] and g["tier"] != "monitor":
             sys.stderr.write(terminal_safe("score_eval: %sgate failed: %s: %s%s\n" % (
                 "warn " if g["tier"] == "warn" else "", g["gate"], g["reason"],
                 (" " + g["message"]) if g.get("message") else "")))
+
+
+def _write_run_outputs(args, report: dict, item_flags: Dict[str, str], scorer: Scorer, setup: RunSetup,
+                       trec_result) -> None:
+    """Problems on stderr; the files asked for (--out, --items, --markdown, then --html, --junit,
+    --csv, --metrics-csv; --manifest removed first and written last); on stdout the report, its
+    summary or trec_eval's lines (``trec_result``: (per topic, all)), unless a file is stdout."""
+    trec = setup.trec
+    # (trec_eval's text format on stdout and no --out: the JSON report is never shown, not rendered)
+    text = render_json(report, item_flags) if args.out or args.format != "trec" else ""
+    _print_problems(report)
     if args.manifest:
         remove_output(args.manifest)
     if args.out:
         atomic_write(args.out, text)
-    stages = ItemStages(scorer, report["scorecard"], weights)
+    stages = ItemStages(scorer, report["scorecard"], setup.weights)
     if args.items:
         atomic_write(args.items, "".join(_item_lines(scorer, trec, stages)))
     if args.markdown:
         atomic_write(args.markdown, render_markdown(report, _worst(scorer, trec)))
     if args.format == "trec":
-        text = render_trec(trec_per, trec_all, args.per_query, num_q=not (args.m or args.measures))
+        text = render_trec(trec_result[0], trec_result[1], args.per_query, num_q=not (args.m or args.measures))
     write_reports(args, report, scorer, trec, stages)
     outputs = (args.out, args.items, args.markdown, args.html, args.junit, args.csv, args.metrics_csv)
     if args.manifest:
@@ -8200,6 +8375,77 @@ def run(args) -> int:
         compact = args.format != "trec" and not args.full and (args.summary or bool(args.out))
         sys.stdout.write(render_summary(report, outputs) if compact else text)
         sys.stdout.flush()
+
+
+def run(args, scorer_class: type = Scorer) -> int:
+    """One scoring run (or a merge of shards' partials, ``args.merge``): set up, read and judge,
+    aggregate, gate, report.  ``scorer_class`` judges the rows: a shard run (--partial) passes
+    shards._RecordingScorer, which also records the items its rows name."""
+    _GATES_DOCS.clear()                   # a gates file is read once per run, never across runs
+    if args.print_metric_table:
+        sys.stdout.write(metric_table_markdown())
+        return 0
+    # 1. gates, the refusal token, cutoffs and what to compute
+    setup = configure(args)
+    trec, k0 = setup.trec, setup.ks[0]
+    # 2. read and judge
+    errors = _Errors(max(1, args.max_errors))
+    notes: List[str] = []
+    gold, scorer, stats, runs = _read_and_judge(args, setup, errors, notes, scorer_class)
+    if getattr(args, "partial", None):        # a shard run writes its verdicts, no report
+        return write_partial(args, gold, scorer, stats, notes)
+    baseline = load_baseline(args.baseline) if args.baseline else None
+    # 3. aggregate
+    n = len(gold)
+    metrics = aggregate(scorer, range(n), trec)
+    trec_per = trec_all = None
+    if trec:
+        if getattr(args, "merge", None):      # trec_eval's measures read the rankings again
+            runs = merged_runs(args.merge, errors)
+        trec_per, trec_all = trec_evaluate(gold, runs, setup.trec_names, args.average)
+        metrics.update(trec_metric_entries(trec_per, trec_all))
+    categories = _category_metrics(gold, scorer, trec)
+    by_flags = Counter(scorer.flags)      # verdicts depend on flags only: count each distinct value once
+    failure_modes = _failure_modes(by_flags, trec)
+    gate_results = check_gates(setup.gates, metrics, k0, setup.rules.grounding)
+    item_flags = _item_flags(gold.qids, scorer.flags)
+    regression_block = None
+    if baseline is not None:
+        cur = {q: f for q, f in zip(gold.qids, scorer.flags)}
+        regression_block, reg_gates = compare(baseline, args.baseline, metrics, categories, cur, setup.regression, k0)
+        gate_results += reg_gates
+        if trec:        # paired tests per trec_eval measure, topic by topic (ranx / trec_eval users' tests)
+            regression_block["significance"] = trec_significance(trec_per_topic(trec_per),
+                                                                 baseline.get("trec_per_topic"))
+    # 4. warnings
+    warnings, skipped = _run_warnings(list(notes) + setup.weight_warnings, stats, metrics, trec)
+    gate_results = order_by_tier(gate_results)
+    all_pass = blocking_pass(gate_results)
+    # 5. report
+    report: dict = {} if trec else _seed_fields(metrics, by_flags, n, k0)
+    report.update({"k": k0, "gates": setup.shown, "pass": all_pass, "schema": SCHEMA, "version": __version__,
+                   "dataset": args.dataset,
+                   "inputs": {"gold": args.gold, "trace": args.trace, "qrels": args.qrels, "run": args.run,
+                              "chunks": args.chunks, "gates": setup.source, "refusal": setup.refusal,
+                              "k": setup.ks, "by": args.by},
+                   "counts": _report_counts(n, stats, by_flags),
+                   "metrics": {k: _rounded(v) for k, v in metrics.items()},
+                   "gate_results": gate_results,
+                   "categories": {c: {"items": b["items"], "metrics": {k: _rounded(v) for k, v in b["metrics"].items()}}
+                                  for c, b in categories.items()},
+                   "failure_modes": failure_modes,
+                   "regression": regression_block,
+                   "warnings": warnings})
+    report["warnings_failed"] = sum(1 for g in gate_results if g["tier"] == "warn" and not g["pass"])
+    report["scorecard"] = scorecard(setup.weights, metrics, SCORECARD_K if not trec else k0, scorecard_gaps(scorer),
+                                    setup.rules.grounding)
+    if trec:
+        report["trec_per_topic"] = trec_per_topic(trec_per)
+    else:
+        report["reference_free"] = gold.unlabelled
+        report["skipped_metrics"] = {name: _SKIPPED for name in skipped}
+    # 6. outputs
+    _write_run_outputs(args, report, item_flags, scorer, setup, (trec_per, trec_all))
     return EXIT_PASS if all_pass else EXIT_GATE
 
 
@@ -8296,14 +8542,10 @@ def merge_main(argv: List[str]) -> int:
 
 
 def partial_main(args) -> int:
-    """A shard run: ``run`` with a Scorer that records the rows' items (see --partial)."""
-    global Scorer
-    plain = Scorer
-    Scorer = _RecordingScorer
-    try:
-        return run(args)
-    finally:
-        Scorer = plain
+    """A shard run: ``run`` with a Scorer that records the rows' items (see --partial).  The
+    class is passed to ``run``, never swapped in a module's globals: the package and the one
+    file behave the same."""
+    return run(args, scorer_class=_RecordingScorer)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
