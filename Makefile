@@ -1,10 +1,10 @@
 # Two commands do everything on a fresh clone (no install step):
 #   make eval   build the index if stale, run both gold sets, score them against gates.toml
-#   make test   the unit tests (stdlib unittest)
+#   make test   the fast unit tests (stdlib unittest; make test-all: every test, as CI runs them)
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test single-file check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean bench-refusal eval-seed bench-doctree bench-grounding fit-grounding fit-refusal bench-scorer-llm bench-badinputs bench-ratios bench-trec mutate bench-answer-speed check-fits
+.PHONY: eval test test-all single-file check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean bench-refusal eval-seed bench-doctree bench-grounding fit-grounding fit-refusal bench-scorer-llm bench-badinputs bench-ratios bench-trec mutate bench-answer-speed check-fits
 
 eval:
 	@$(PYTHON) -m mini_rag eval
@@ -16,6 +16,11 @@ eval-seed:
 
 test:
 	@$(PYTHON) tests/run.py
+
+# Every test: the fast suite and the slow tier of tests/slow.txt (figures recomputed from
+# ../shared/data, peers, kills, regex timing, whole-pipeline runs).  .ci/run runs this.
+test-all:
+	@$(PYTHON) tests/run.py --all
 
 # score_eval.py, the one file users copy, is built from the scorer's package referee/ (edit the
 # modules, then run this and commit both; tests/test_single_file.py fails on a stale file).
