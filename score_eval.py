@@ -55,6 +55,7 @@ import contextlib
 import csv
 import difflib
 import gc
+import heapq
 import html
 import io
 import json
@@ -70,7 +71,7 @@ import time
 import traceback
 import unicodedata
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from fractions import Fraction
 from functools import partial
@@ -81,32 +82,32 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 # Contents: generated from referee/ by tools/build_single_file.py (make single-file); edit
 # the modules there, never this file.  Each module starts at the line given:
 #
-#     75  referee/base.py
-#    141  referee/registry.py
-#    451  referee/fmt.py
-#    484  referee/stats.py
-#    531  referee/retrieval.py
-#    631  referee/tomlsub.py
-#    911  referee/inputs.py
-#   1318  referee/text.py
-#   1360  referee/citations.py
-#   1634  referee/refusals.py
-#   2146  referee/answers.py
-#   2417  referee/grounding.py
-#   2907  referee/trec.py
-#   3338  referee/names.py
-#   3400  referee/aggregate.py
-#   3695  referee/config.py
-#   4364  referee/contracts.py
-#   4776  referee/judge.py
-#   5728  referee/gates.py
-#   5955  referee/scorecard.py
-#   6214  referee/outputs.py
-#   6618  referee/reports.py
-#   7250  referee/calibration.py
-#   7479  referee/shards.py
-#   7826  referee/run.py
-#   8443  referee/cli.py
+#     76  referee/base.py
+#    142  referee/registry.py
+#    452  referee/fmt.py
+#    485  referee/stats.py
+#    532  referee/retrieval.py
+#    632  referee/tomlsub.py
+#    912  referee/inputs.py
+#   1319  referee/text.py
+#   1428  referee/citations.py
+#   1763  referee/refusals.py
+#   2286  referee/answers.py
+#   2582  referee/grounding.py
+#   3175  referee/trec.py
+#   3606  referee/names.py
+#   3668  referee/aggregate.py
+#   3963  referee/config.py
+#   4792  referee/contracts.py
+#   5204  referee/judge.py
+#   6186  referee/gates.py
+#   6413  referee/scorecard.py
+#   6672  referee/outputs.py
+#   7110  referee/reports.py
+#   7742  referee/calibration.py
+#   7971  referee/shards.py
+#   8318  referee/run.py
+#   8935  referee/cli.py
 
 
 
@@ -1382,7 +1383,7 @@ def split_sentences(text: str) -> List[Tuple[int, int]]:
         if text[end:end + 1] == "." and (last in _ABBREV or (len(last) == 1 and last.isalpha())):
             if last not in _NUMBER_ABBREV or text[m.end():m.end() + 1].isdigit():
                 continue                               # "No. 5" is a number; "No. Digital ..." an answer
-        if text[end:end + 1] in ".)" and last.isdigit() and len(last) <= 2 and text[start:end].strip() == last:
+        if text[end:end + 1] in ".)" and last.isdigit() and len(last) <= 2 and _only_word(text, start, end, last):
             continue                                   # "2. Corrective action ...": a list number
 
         if m.end() < n and text[m.end()].islower() and text[end:end + 1] == ".":
@@ -1393,6 +1394,73 @@ def split_sentences(text: str) -> List[Tuple[int, int]]:
     if text[start:].strip():
         out.append((start, n))
     return out
+
+
+_NONSPACE_RX = re.compile(r"\S")
+
+
+def _only_word(text: str, start: int, end: int, last: str) -> bool:
+    """Whether ``text[start:end].strip() == last``, found without copying the slice (a long
+    sentence with many "12." in it would copy it once per candidate break)."""
+    m = _NONSPACE_RX.search(text, start, end)
+    first = m.start() if m else end
+    return end - first == len(last) and text[first:end] == last and (first == start or text[first - 1].isspace())
+
+
+# ---- what a reader could not read (issue 44)
+# No text raises out of a reader of what a system wrote: a value a reader cannot read (a
+# number past its digit cap, markers past MAX_MARKERS, work past a reader's budget, any
+# error) is left unknown for the row and named here; score_trace turns each name into a
+# warning naming the trace row (file:line and qid).  Bounded: a caller that never takes them
+# (mini_rag, the server, a benchmark) keeps at most MAX_READ_PROBLEMS.
+READ_PROBLEMS: List[str] = []
+MAX_READ_PROBLEMS = 20
+
+
+def read_problem(text: str) -> None:
+    """Record that a reader could not read something of the current row (once per text)."""
+    if len(READ_PROBLEMS) < MAX_READ_PROBLEMS and text not in READ_PROBLEMS:
+        READ_PROBLEMS.append(text)
+
+
+def take_read_problems() -> List[str]:
+    """The problems recorded since the last call, and forget them."""
+    out = READ_PROBLEMS[:]
+    del READ_PROBLEMS[:]
+    return out
+
+
+def problem_text(what: str, exc: BaseException) -> str:
+    """``what`` could not be read, with the exception's kind and first words (no traceback)."""
+    msg = " ".join(str(exc).split())[:80]
+    return "%s could not be read (%s%s)" % (what, type(exc).__name__, ": " + msg if msg else "")
+
+
+# ---- text forms (issue 44 item 5)
+# The refusal and the citation readers read a text in one form: Unicode spaces (no-break,
+# thin, ideographic ...) as " ", apostrophes (U+2018, U+02BC, U+FF07, backtick) as "'",
+# fullwidth brackets, parentheses and separators as ASCII, and decimal digits of any script
+# ("١", "１") as ASCII digits.  One character becomes one character, so an offset
+# into the form is an offset into the text.  An ASCII text other than one with a backtick is
+# its own form.
+_FORM_TABLE = str.maketrans({**{c: " " for c in "\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+                                               "\u2007\u2008\u2009\u200a\u202f\u205f\u3000"},
+                             **{c: "'" for c in "\u2018\u02bc\uff07`"},
+                             "\uff3b": "[", "\uff3d": "]", "\uff08": "(", "\uff09": ")", "\uff0c": ",",
+                             "\uff1b": ";", "\uff1a": ":", "\uff03": "#", "\uff0d": "-"})
+_UDIGIT_RX = re.compile(r"[^\x00-\x7f](?<=\d)")
+
+
+def text_form(text: str) -> str:
+    """``text`` in the form the refusal and citation readers read (see above); same length."""
+    if text.isascii():
+        return text.replace("`", "'") if "`" in text else text
+    text = text.translate(_FORM_TABLE)
+    return _UDIGIT_RX.sub(_ascii_digit, text)
+
+
+def _ascii_digit(m) -> str:
+    return chr(48 + unicodedata.decimal(m.group(), 0))
 
 
 # =========================================================================== referee/citations.py
@@ -1435,7 +1503,7 @@ CITATION_PATTERNS = (
     r"(?:[ \t]+used)?[ \t*_]{0,4}(?::|$)",                       # Sources: / References: list
 )
 _CITE_TRIGGER = re.compile("[\\[(\u3010<:\\n]")    # no such character: the built-in patterns find nothing
-_CITE_TRIGGER_CHARS = "[(\u3010<:\n"      # the same characters, looked for without the regex engine (Scorer.read)
+_CITE_TRIGGER_CHARS = "[(\u3010<:\n\uff3b\uff08\uff1a"   # the same and their fullwidth forms (text_form), looked for without the regex engine (Scorer.read)
 _CITE_NEEDS = ("[", "\u3010", "<", "(", "(", "(", "(", ":\n")   # per built-in pattern: one of these characters
 _CITE_GROUPS = ("ref", "ids", "cite", "doc", "page", "abbr", "sources")
 _CITE_SPLIT = re.compile(r"[,;&]|\band\b")
@@ -1444,6 +1512,7 @@ _CITE_NUM = re.compile(r"(?:(?:sources?|docs?|documents?|passages?|chunks?|conte
 _CITE_ITEM_NUM = re.compile(r"([1-9]\d{0,2})[.)](?:\s|$)")       # "1. Title", "2) Title"
 _CITE_BRACKET_NUM = re.compile(r"\[\^?([1-9]\d{0,2})\]")
 MAX_CITE_RANGE = 20          # "[1-20]" is read; a wider range is a bad marker
+MAX_MARKERS = 1000           # limit: markers read per response; the rest stay in the claim (a warning names the row)
 
 
 class Reading(NamedTuple):
@@ -1475,70 +1544,125 @@ def citation_pattern_problem(src: str, rx) -> Optional[str]:
 def read_citations(text: str, retrieved, known=(), patterns: Optional[tuple] = None) -> Reading:
     """Citations read from ``text`` (module comment above).  ``retrieved``: the row's
     retrieved_ids (rank order); ``known``: containers of further chunk ids (``in`` tested);
-    ``patterns``: (source, regex) pairs, None for the built-in ones."""
+    ``patterns``: (source, regex) pairs, None for the built-in ones.  Never raises on text: a
+    text it cannot read has no citations (read_problem names it)."""
+    try:
+        return _read_citations(text, retrieved, known, patterns)
+    except Exception as exc:          # noqa: BLE001 - a reader's bug must not end the run (issue 44)
+        read_problem(problem_text("citation markers", exc))
+        return Reading(text, [], [])
+
+
+def _read_citations(text: str, retrieved, known, patterns: Optional[tuple]) -> Reading:
+    """read_citations: the text is read in its text_form (fullwidth brackets, any script's
+    digits); offsets into it are offsets into the text, which the claim is cut from.  Time
+    linear in the text: the candidates of every pattern are merged as they are found (never
+    all held), a sources list is looked for once per line (_first_list), and at most
+    MAX_MARKERS markers are read."""
     needs: tuple = ()
+    form = text if text.isascii() else text_form(text)
     if patterns is None:
         patterns = citation_patterns()
-        if not _CITE_TRIGGER.search(text):
+        if not _CITE_TRIGGER.search(form):
             return Reading(text, [], [])
         needs = _CITE_NEEDS
     if not patterns or not text:
         return Reading(text, [], [])
     res = _Resolver(retrieved, known)
-    cands = []            # (start, -end, order, match, kind)
+    streams = []          # per pattern: (start, -end, order, match), in order
     head = None           # (start, end, items) of the sources list
     for order, (_, rx) in enumerate(patterns):
-        if needs and not any(ch in text for ch in needs[order]):
+        if needs and not any(ch in form for ch in needs[order]):
             continue
-        names = rx.groupindex
-        if "sources" in names:
-            for m in rx.finditer(text):
-                if head is None or m.start() < head[0]:
-                    items = _source_items(text[m.end():], res)
-                    if items is not None:
-                        head = (m.start(), m.end() + items[1], items[0])
-                        break
+        if "sources" in rx.groupindex:
+            got = _first_list(form, rx, res, head[0] if head is not None else None)
+            if got is not None:
+                head = got
             continue
-        for m in rx.finditer(text):
-            cands.append((m.start(), -m.end(), order, m))
+        streams.append(_candidates(rx, form, order))
     cut = head[0] if head is not None else len(text)
-    cands.sort(key=lambda c: c[:3])
-    found: List[Tuple[int, int, list]] = []
-    last = 0
-    for start, neg_end, _, m in cands:
+    cits: Dict[str, None] = {}
+    bad: Dict[str, None] = {}
+    parts = []
+    pos = last = read = 0
+    for start, neg_end, _, m in heapq.merge(*streams):
         end = -neg_end
         if start < last or end > cut:
             continue
         refs = _marker_refs(m, res)
         if refs is None:
             continue
-        found.append((start, end, refs))
-        last = end
-    if not found and head is None:
-        return Reading(text, [], [])
-    cits: List[str] = []
-    bad: List[str] = []
-    parts = []
-    pos = 0
-    for start, end, refs in found:
+        read += 1
+        if read > MAX_MARKERS:
+            read_problem("citation markers past the first %d were not read (they stay in the claim)" % MAX_MARKERS)
+            break
         s = start
         while s > pos and text[s - 1] in " \t":
             s -= 1
-        parts.append(text[pos:s])
-        pos = end
-        _collect(refs, cits, bad)
+        if s > pos:
+            parts.append(text[pos:s])
+        pos = last = end
+        for ok, v in refs:
+            (cits if ok else bad)[v] = None
+    if not read and head is None:
+        return Reading(text, [], [])
     parts.append(text[pos:cut])
     if head is not None:
-        _collect(head[2], cits, bad)
+        for ok, v in head[2]:
+            (cits if ok else bad)[v] = None
     claim = "".join(parts).strip()
     if head is not None and text[head[1]:].strip():          # prose after the list stays
         claim = (claim + "\n\n" + text[head[1]:].strip()).strip()
-    return Reading(claim, list(dict.fromkeys(cits)), list(dict.fromkeys(bad)))
+    return Reading(claim, list(cits), list(bad))
 
 
-def _collect(refs, cits: List[str], bad: List[str]) -> None:
-    for ok, v in refs:
-        (cits if ok else bad).append(v)
+def _candidates(rx, text: str, order: int):
+    """(start, -end, order, match) of each match of ``rx`` in ``text``, in order (the sort key
+    of the candidates of every pattern: earliest, then longest, then the pattern listed first)."""
+    for m in rx.finditer(text):
+        yield m.start(), -m.end(), order, m
+
+
+def _first_list(text: str, rx, res, before: Optional[int]):
+    """(start, end, references) of the first header of ``rx`` in ``text`` (before offset
+    ``before``) whose list has an item with a reference's shape, None when none has.  A
+    header's list is every line after it, so a header is tried only when the rest of its
+    own line or a later line has that shape (_source_line, read once per line): a text of
+    thousands of headers costs one pass.  The rests of lines after headers on one line are
+    read up to a budget of characters (a warning names the row past it)."""
+    shaped: Optional[List[int]] = None      # starts of the lines that have a reference's shape
+    budget = 4 * len(text) + 4096
+    for m in rx.finditer(text):
+        if before is not None and m.start() >= before:
+            break
+        eol = text.find("\n", m.end())
+        eol = len(text) if eol < 0 else eol
+        budget -= eol - m.end()
+        if budget < 0:
+            read_problem("sources lists past %d characters of headers were not read" % (4 * len(text) + 4096))
+            return None
+        rest = text[m.end():eol].strip()
+        if not (rest and _source_line(rest, res)):
+            if shaped is None:
+                shaped = _shaped_lines(text, res)
+            if bisect_left(shaped, eol + 1) == len(shaped):
+                continue                       # no line after the header has a reference's shape
+        items = _source_items(text[m.end():], res)
+        if items is not None:
+            return (m.start(), m.end() + items[1], items[0])
+    return None
+
+
+def _shaped_lines(text: str, res) -> List[int]:
+    """Start offsets of the lines of ``text`` that have a reference's shape (_source_line)."""
+    out = []
+    pos = 0
+    for raw in text.split("\n"):
+        ln = raw.strip()
+        if ln and _source_line(ln, res):
+            out.append(pos)
+        pos += len(raw) + 1
+    return out
 
 
 class _Resolver:
@@ -1643,21 +1767,7 @@ def _source_items(body: str, res: _Resolver):
             blank = True
             continue
         after_blank, blank = blank, False
-        whole = res.refs(ln.lstrip("-*\u2022+> \t"))
-        if whole is not None:                 # "[1], [3]", "doc#p3; doc#p5", "1-2"
-            out.extend(whole)
-            shaped = True
-            continue
-        item = ln.lstrip("-*\u2022+> \t")
-        got = []
-        for tok in item.split():
-            r = res.ref(tok.strip("()[]<>{}\"'`*.,;:"), numbers=False)
-            if r is not None:
-                got.extend(r)
-        if not got:
-            nums = _CITE_BRACKET_NUM.findall(item) or [m.group(1) for m in [_CITE_ITEM_NUM.match(item)] if m]
-            for n in nums:
-                got.extend(res.rank(int(n), int(n), "[%s]" % n))
+        got = _source_line(ln, res)
         if got:
             shaped = True
             out.extend(got)
@@ -1665,8 +1775,27 @@ def _source_items(body: str, res: _Resolver):
             end = start
             break
         else:
-            out.append((False, item[:80]))
+            out.append((False, ln.lstrip("-*\u2022+> \t")[:80]))
     return (out, end) if shaped else None
+
+
+def _source_line(ln: str, res: _Resolver) -> list:
+    """The references of one line of a sources list (``ln``: stripped, not empty); empty when
+    it has no reference's shape."""
+    item = ln.lstrip("-*\u2022+> \t")
+    whole = res.refs(item)
+    if whole is not None:                 # "[1], [3]", "doc#p3; doc#p5", "1-2"
+        return whole
+    got = []
+    for tok in item.split():
+        r = res.ref(tok.strip("()[]<>{}\"'`*.,;:"), numbers=False)
+        if r is not None:
+            got.extend(r)
+    if not got:
+        nums = _CITE_BRACKET_NUM.findall(item) or [m.group(1) for m in [_CITE_ITEM_NUM.match(item)] if m]
+        for n in nums:
+            got.extend(res.rank(int(n), int(n), "[%s]" % n))
+    return got
 
 
 # =========================================================================== referee/refusals.py
@@ -1972,7 +2101,7 @@ def plain_answer(text: str, low: str, token: str, first: str) -> bool:
     characters, holds no trigger word of any decline cue (_decline_rxs: its words, no "n't"),
     and cannot be the token (refusal_layout's "token" case needs ``first``, the token's first
     word, in a text at most 60 characters longer than the token).  False proves nothing."""
-    if len(text) > REFUSAL_WINDOW or not low.isascii() or "n't" in low or low == token:
+    if len(text) > REFUSAL_WINDOW or not low.isascii() or "n't" in low or "`" in low or low == token:
         return False
     if len(text) <= len(token) + 60 and (not token or first in low):
         return False
@@ -2010,8 +2139,9 @@ def refusal_layout(text, token: str = REFUSAL, extra=()) -> Tuple[str, List[str]
     case: "empty", "token" (the refusal token in any dress), "none" (no decline cue),
     "declines" (declines and pointers only) or "mixed" (declines and content); kinds per
     sentence: D decline, M pointer or pleasantry, C content; pattern: the index + 1 of the
-    first ``extra`` (source, regex) pair that marked a decline (0: none)."""
-    t = (text or "").strip()
+    first ``extra`` (source, regex) pair that marked a decline (0: none).  The text is read in
+    its text_form (Unicode spaces, apostrophes, fullwidth forms, any script's digits)."""
+    t = text_form((text or "").strip())
     if not t:
         return "empty", [], [], 0
     tok = token.strip().lower()
@@ -2137,6 +2267,16 @@ def refusal_score(feats: Dict[str, float], model: Optional[dict] = None) -> floa
 
 
 def read_refusal(text, token: str = REFUSAL, extra=(), model: Optional[dict] = None) -> Tuple[str, str, int]:
+    """_read_refusal; never raises on text: a response it cannot read is read as an answer
+    (read_problem names it)."""
+    try:
+        return _read_refusal(text, token, extra, model)
+    except Exception as exc:          # noqa: BLE001 - a reader's bug must not end the run (issue 44)
+        read_problem(problem_text("the refusal reading", exc))
+        return KIND_ANSWER, "", 0
+
+
+def _read_refusal(text, token: str, extra, model: Optional[dict]) -> Tuple[str, str, int]:
     """(kind, reason, pattern) for one response: kind is answer / refusal / partial_refusal;
     reason a short text for the items file ("" for an answer without a caveat); pattern
     as in ``refusal_layout``.  The bottom line of a response holding both declines and
@@ -2204,6 +2344,8 @@ ANSWER_PREFIX = 4          # fitted: two words of >= 4 letters match when their 
 ANSWER_PART = 0.5          # fitted: a >= ANSWER_PART_MIN-word gold matches with this share of its key words
 ANSWER_PART_MIN = 3        # ... (and its last key word); fewer words must all be present
 MAX_ANSWER_CHARS = 20000   # limit: characters of a response (and of a gold answer) that are matched
+MAX_NUMBER_VALUE = 10 ** 18   # limit: a run of number words stops before a word that would pass it
+MAX_SCALED_DIGITS = 15     # limit: a number of more characters is not multiplied by a scale word ("million")
 
 _ONES = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
@@ -2284,8 +2426,12 @@ def _number_words(raw: List[str], i: int) -> Tuple[str, int]:
         elif x in _TENS:
             cur += _TENS[x]
         elif x == "hundred" and j > i:
+            if max(cur, 1) * 100 + total > MAX_NUMBER_VALUE:
+                break                       # "one hundred hundred ... hundred": the run ends here
             cur = max(cur, 1) * 100
         elif x in _SCALES and j > i:
+            if total + max(cur, 1) * _SCALES[x] > MAX_NUMBER_VALUE:
+                break
             total += max(cur, 1) * _SCALES[x]
             cur = 0
         elif x == "and" and j > i and j + 1 < n and (raw[j + 1] in _ONES or raw[j + 1] in _TENS):
@@ -2319,7 +2465,8 @@ def answer_tokens(text: str, norms: frozenset = _ALL_NORMS) -> List[str]:
         if w[0].isdigit():
             if "," in w and "thousands" in norms:
                 w = w.replace(",", "")
-            if numbers and i + 1 < n and raw[i + 1] in _SCALES and raw[i + 1] != "hundred":
+            if numbers and i + 1 < n and raw[i + 1] in _SCALES and raw[i + 1] != "hundred" \
+                    and len(w) <= MAX_SCALED_DIGITS:
                 v = float(w.replace(",", "")) * _SCALES[raw[i + 1]]
                 w = str(int(v)) if v == int(v) else repr(v)
                 i += 1
@@ -2365,15 +2512,6 @@ def _dates_in(toks: List[str]) -> List[Tuple[str, Optional[str], str]]:
     return out
 
 
-def _contains_run(hay: List[str], needle: List[str]) -> bool:
-    k = len(needle)
-    first = needle[0]
-    for i in range(len(hay) - k + 1):
-        if hay[i] == first and hay[i:i + k] == needle:
-            return True
-    return False
-
-
 def gold_variants(gold: str, norms: frozenset = _ALL_NORMS) -> List[str]:
     """A gold answer and, with "alternatives", the gold without a parenthesised aside and each
     side of " or " ("hit points or health points")."""
@@ -2388,6 +2526,19 @@ def gold_variants(gold: str, norms: frozenset = _ALL_NORMS) -> List[str]:
     return out
 
 
+def _dates_by_year(dates: List[Tuple[str, Optional[str], str]]) -> Dict[str, tuple]:
+    """_dates_in's dates by year: (months, months named without a day, (month, day) pairs)."""
+    out: Dict[str, tuple] = {}
+    for m, d, y in dates:
+        months, dayless, days = out.setdefault(y, (set(), set(), set()))
+        months.add(m)
+        if d is None:
+            dayless.add(m)
+        else:
+            days.add((m, d))
+    return out
+
+
 class AnswerMatch(NamedTuple):
     correct: bool
     recall: float       # share of the best gold answer's key words found in the response
@@ -2397,6 +2548,16 @@ class AnswerMatch(NamedTuple):
 
 def match_answer(response: str, golds, question: Optional[str] = None,
                  norms: frozenset = _ALL_NORMS, partial: bool = True) -> AnswerMatch:
+    """_match_answer; never raises on text: a response or gold answer it cannot read gives a
+    match of unknown value (NaN recall and F1: not measured; read_problem names it)."""
+    try:
+        return _match_answer(response, golds, question, norms, partial)
+    except Exception as exc:          # noqa: BLE001 - a reader's bug must not end the run (issue 44)
+        read_problem(problem_text("the answer against its gold answers", exc))
+        return AnswerMatch(False, math.nan, math.nan, -1)
+
+
+def _match_answer(response: str, golds, question: Optional[str], norms: frozenset, partial: bool) -> AnswerMatch:
     """The response against short gold answers (the rule of docs/answer_correctness.md).
 
     A gold answer (or one of its variants) matches when, no date in the response contradicting
@@ -2410,7 +2571,9 @@ def match_answer(response: str, golds, question: Optional[str] = None,
       4. (``partial``) it names a year (not a word of the question) and the response names it
          and no other month or day of that year ("2005" for "May 3, 2005", not "May 30, 2017" for "January 2017").
     Rules 2-3 also need every number of the gold in the response.  Best gold: correct first,
-    then recall, then F1."""
+    then recall, then F1.  Rule 1 needs every word of the gold, so rule 2 holds whenever it
+    does: only rule 2 is checked.  Time linear in the response and the gold answers: each
+    variant's words are looked up, never searched for in the response."""
     a = answer_tokens(response, norms)
     aset = set(a)
     pre = ANSWER_PREFIX if "prefix" in norms else 0
@@ -2419,19 +2582,22 @@ def match_answer(response: str, golds, question: Optional[str] = None,
     counts = Counter(a)
     adates = None
     best = AnswerMatch(False, 0.0, 0.0, -1)
+    seen: Dict[str, List[str]] = {}
     for gi, gold in enumerate(golds):
         for g in gold_variants(gold, norms):
-            gt = answer_tokens(g, norms)
+            gt = seen.get(g)
+            if gt is None:
+                gt = seen[g] = answer_tokens(g, norms)
             if not gt:
                 continue
-            common = sum((counts & Counter(gt)).values())
+            common = sum(min(c, counts[t]) for t, c in Counter(gt).items() if t in counts)
             f1 = 2.0 * common / (len(a) + len(gt)) if common else 0.0
             key = [t for t in gt if t not in STOPWORDS or (t in _MONTH_SET and "dates" in norms)] or gt
             key = [t for t in key if t not in q] or key
             hit = [t in aset or (len(t) >= pre > 0 and not t[0].isdigit() and t[:pre] in apre) for t in key]
             recall = sum(hit) / len(key)
             nums = all(t in aset for t in gt if t[0].isdigit())
-            ok = _contains_run(a, gt) or (nums and recall == 1.0)
+            ok = nums and recall == 1.0
             if not ok and partial:
                 if nums and len(key) >= ANSWER_PART_MIN and hit[-1] and (hit[0] or recall >= ANSWER_PART - 1e-9):
                     ok = True
@@ -2439,12 +2605,11 @@ def match_answer(response: str, golds, question: Optional[str] = None,
                     years = [t for t in gt if _is_year(t) and t not in q]
                     if years and aset.issuperset(years):
                         if adates is None:
-                            adates = _dates_in(a)
+                            adates = _dates_by_year(_dates_in(a))
                         ok = True
                         for (m, d, y) in _dates_in(gt):
-                            same = [x for x in adates if x[2] == y]
-                            if same and not any(x[0] == m and (d is None or x[1] is None or x[1] == d)
-                                                for x in same):
+                            same = adates.get(y)     # (months, months without a day, (month, day)s)
+                            if same and not (m in same[1] or (m in same[0] if d is None else (m, d) in same[2])):
                                 ok = False
             cand = AnswerMatch(ok, recall, f1, gi)
             if (cand.correct, cand.recall, cand.f1) > (best.correct, best.recall, best.f1):
@@ -2476,6 +2641,9 @@ def match_answer(response: str, golds, question: Optional[str] = None,
 GROUNDING_MODES = ("strict", "sentences")
 MAX_GROUND_SENTENCES = 200      # sentences checked per answer (the rest are not read)
 MAX_GROUND_CHARS = 100_000      # characters of one answer, and of one chunk, that grounding reads
+MAX_NUMBER_DIGITS = 17          # significant digits a number is compared to (a double holds no more)
+MAX_NUMBER_PROBES = 16          # chunk numbers tried per rounding cell of a sentence's number
+GROUND_WORK = 10                # limit: chunk-sentence look-ups per character an answer's grounding reads
 
 # Fitted by `make fit-grounding` (bench/fit_grounding.py; copied from bench/grounding_fit.json).
 GROUNDING_MODEL = {"bias": -0.077089, "share_cut": 0.7, "threshold": 0.455,
@@ -2620,7 +2788,7 @@ def _sig(num: str) -> int:
     digits = num.replace(",", "").replace(".", "").lstrip("0")
     if "." not in num and float(num.replace(",", "")) >= 10000:
         digits = digits.rstrip("0")
-    return max(1, len(digits))
+    return max(1, min(len(digits), MAX_NUMBER_DIGITS))
 
 
 def number_values(text: str) -> List[Tuple[str, float, int, str]]:
@@ -2647,6 +2815,9 @@ def number_values(text: str) -> List[Tuple[str, float, int, str]]:
             value = float(num.replace(",", ""))
         except ValueError:      # pragma: no cover - the pattern only matches numbers
             continue
+        if value > 1e300:       # past a double (a 309-digit number): not read as a number
+            read_problem("a number of %d digits could not be read" % len(num))
+            continue
         unit = ""
         if m.group("cur"):
             unit = _G_UNITS[m.group("cur")]
@@ -2654,7 +2825,7 @@ def number_values(text: str) -> List[Tuple[str, float, int, str]]:
             unit = "percent"
         scale = (m.group("scale") or "").lower()
         if scale and not (len(scale) == 1 and not m.group("cur")):   # "5 m" is metres, "$5m" millions
-            value *= _SCALE[scale]
+            value = min(value * _SCALE[scale], 1e300)
         elif scale == "m":
             unit = "m"
         out.append((m.group(0).strip(), value, _sig(num), unit))
@@ -2663,27 +2834,49 @@ def number_values(text: str) -> List[Tuple[str, float, int, str]]:
 
 def _number_supported(value: float, sig: int, support: List[float]) -> bool:
     """The value, or a chunk value rounded to the sentence's significant digits ("$181.7
-    million" for 181,674,817; "about 200" for 196)."""
-    for w in support:
-        if w == value:
-            return True
-        if w and value:
-            mag = math.floor(math.log10(abs(w)))
-            q = 10.0 ** (mag - sig + 1)
-            if abs(math.floor(w / q + 0.5) * q - value) <= 1e-9 * abs(value):
+    million" for 181,674,817; "about 200" for 196).  ``support``: sorted, not negative.  Only
+    the chunk values that can round to ``value`` are tried (bisect): those of its magnitude
+    within half a rounding step of it, and those one magnitude below that round up to it
+    ("996" to "1000"); at most MAX_NUMBER_PROBES of each."""
+    i = bisect_left(support, value)
+    if i < len(support) and support[i] == value:
+        return True
+    if not value or value < 0:
+        return False
+    sig = max(1, min(sig, MAX_NUMBER_DIGITS))
+    mag = math.floor(math.log10(value))
+    q = 10.0 ** (mag - sig + 1)
+    tol = 1e-8 * value
+    for lo, hi in ((max(value - q / 2, 10.0 ** mag * (1 - 1e-12)), value + q / 2), (value - q / 20, value)):
+        j = bisect_left(support, lo - tol)
+        end = min(bisect_right(support, hi + tol), j + MAX_NUMBER_PROBES)
+        for w in support[j:end]:
+            if w > 0 and _rounds_to(w, sig, value):
                 return True
     return False
 
 
+def _rounds_to(w: float, sig: int, value: float) -> bool:
+    """Whether chunk value ``w`` rounded to ``sig`` significant digits is ``value``."""
+    mag = math.floor(math.log10(w))
+    q = 10.0 ** (mag - sig + 1)
+    return abs(math.floor(w / q + 0.5) * q - value) <= 1e-9 * abs(value)
+
+
 class _Chunkset:
     """What the chunks of one answer support: folded words, number values, and each chunk
-    sentence's folded words with its negation and modality (for the best-aligned sentence)."""
-    __slots__ = ("words", "numbers", "sents", "pairs")
+    sentence's folded words with its negation and modality (for the best-aligned sentence),
+    a sentence written twice kept once; ``index``: each folded word's chunk sentences (their
+    numbers in ``sents``), so a sentence of the answer is compared with the chunk sentences
+    that share a word with it, never with all of them."""
+    __slots__ = ("words", "numbers", "sents", "pairs", "index")
 
     def __init__(self, texts: List[str]):
         self.words: set = set()
         self.numbers: List[float] = []
         self.sents: List[Tuple[frozenset, Dict[str, frozenset], frozenset]] = []
+        self.index: Dict[str, List[int]] = {}
+        seen = set()
         for t in texts:
             t = t[:MAX_GROUND_CHARS]
             self.numbers.extend(v for _, v, _, _ in number_values(t))
@@ -2693,7 +2886,14 @@ class _Chunkset:
                 folded = frozenset(fold_word(w) for w in low)
                 self.words |= folded
                 self.words.update(w for w in low)
-                self.sents.append((folded, _marks(sent), _neg_zone(low)))
+                entry = (folded, _marks(sent), _neg_zone(low))
+                key = (folded, frozenset(entry[1].items()), entry[2])
+                if key in seen:         # the same sentence again aligns no better and pairs nothing new
+                    continue
+                seen.add(key)
+                for w in folded:
+                    self.index.setdefault(w, []).append(len(self.sents))
+                self.sents.append(entry)
             for w in _WORD_RX.findall(t):
                 low = _plain(w)
                 if low in _NUM_WORDS:              # "eight silver" supports "8 silver"
@@ -2799,17 +2999,71 @@ GROUND_FEATURES = ("unsupported_share", "unsupported_words", "best_sentence_shar
                    "negation_mismatch", "modality_mismatch", "content_words")
 
 
-def grounding_features(text: str, cs: _Chunkset) -> Tuple[List[float], List[str], List[str], List[str]]:
+class _Budget(Exception):
+    """Grounding's work budget ran out (the answer's grounding is unknown)."""
+
+
+def _best_sentence(fs: frozenset, cs: _Chunkset, work: Optional[list]) -> tuple:
+    """(share, (words, marks, zone)) of the first chunk sentence holding the most of ``fs``
+    (share 0.0 and None when none holds any), from the index: only the chunk sentences that
+    hold a word of ``fs`` are counted.  ``work``: [look-ups left], spent (None: no limit)."""
+    counts: Dict[int, int] = {}
+    get = counts.get
+    for w in fs:
+        ids = cs.index.get(w)
+        if ids:
+            if work is not None:
+                work[0] -= len(ids)
+                if work[0] < 0:
+                    raise _Budget()
+            for k in ids:
+                counts[k] = get(k, 0) + 1
+    if not counts:
+        return 0.0, None
+    top = max(counts.values())
+    first = min(k for k, c in counts.items() if c == top)
+    return top / len(fs), cs.sents[first]
+
+
+def _together(a: str, b: str, cs: _Chunkset, work: Optional[list]) -> bool:
+    """Whether one chunk sentence holds both folded words ``a`` and ``b`` (sorted index lists
+    walked side by side)."""
+    x, y = cs.index.get(a), cs.index.get(b)
+    if not x or not y:
+        return False
+    if len(x) > len(y):
+        x, y = y, x
+    if work is not None:
+        work[0] -= min(len(x) + len(y), 8 * len(x))
+        if work[0] < 0:
+            raise _Budget()
+    if len(y) > 8 * len(x):              # one short list: look each of its entries up
+        return any(y[min(bisect_left(y, k), len(y) - 1)] == k for k in x)
+    i = j = 0
+    while i < len(x) and j < len(y):
+        if x[i] == y[j]:
+            return True
+        if x[i] < y[j]:
+            i += 1
+        else:
+            j += 1
+    return False
+
+
+def grounding_features(text: str, cs: _Chunkset, work: Optional[list] = None) -> Tuple[List[float], List[str], List[str], List[str]]:
     """(features in GROUND_FEATURES order, missing numbers / names as written, unsupported
     content words, negation / modality differences from the copied chunk sentence) of one
-    checked sentence against the chunks' support."""
+    checked sentence against the chunks' support.  ``work``: [chunk-sentence look-ups left]
+    for the whole answer, spent here; _Budget when it runs out (None: no limit)."""
     missing: List[str] = []
     why: List[str] = []
+    shown = set()
     for raw, value, sig, unit in number_values(text):
         if unit == "month" and any(cs.words.__contains__(m) for m, v in _G_MONTHS.items() if v == value):
             continue                               # 2021-03-05 and "March 5, 2021"
-        if not _number_supported(value, sig, cs.numbers) and raw not in missing:
+        if raw not in shown and not _number_supported(value, sig, cs.numbers):
             missing.append(raw)
+            shown.add(raw)
     stripped = _NUM_RX.sub(" ", text)
     toks = _WORD_RX.findall(stripped)
     content: List[str] = []
@@ -2843,13 +3097,10 @@ def grounding_features(text: str, cs: _Chunkset) -> Tuple[List[float], List[str]
     bsent = None
     pair = 0.0
     if fs:
-        for words, marks, zone in cs.sents:
-            share = len(fs & words) / len(fs)
-            if share > best:
-                best, bsent = share, (words, marks, zone)
+        best, bsent = _best_sentence(fs, cs, work)
         pairs = [(a, b) for a, b in zip(content, content[1:]) if a != b]
         if pairs:
-            together = sum(1 for a, b in pairs if any(a in w and b in w for w, _, _ in cs.sents))
+            together = sum(1 for a, b in pairs if _together(a, b, cs, work))
             pair = together / len(pairs)
         else:
             pair = best
@@ -2907,19 +3158,36 @@ class Grounding(NamedTuple):
     supported: int
     unsupported: List[dict]    # {"sentence", "score", "missing", "why"}
     set_aside: int
+    unknown: str = ""          # why the answer's grounding could not be read ("": it was)
 
 
 def ground(claim: str, texts: List[str], model: Optional[dict] = None) -> Grounding:
-    """Check each sentence of ``claim`` against ``texts`` (the evidence chunks)."""
+    """Check each sentence of ``claim`` against ``texts`` (the evidence chunks).  Never raises
+    on text: an answer whose grounding cannot be read (its look-ups past GROUND_WORK per
+    character read, or any error) is unknown (``unknown`` says why; read_problem names it)."""
+    try:
+        return _ground(claim, texts, model)
+    except _Budget:
+        why = "grounding passed its work limit (%d look-ups per character)" % GROUND_WORK
+    except Exception as exc:          # noqa: BLE001 - a reader's bug must not end the run (issue 44)
+        why = problem_text("grounding", exc)
+    read_problem(why)
+    return Grounding(0, 0, [], 0, why)
+
+
+def _ground(claim: str, texts: List[str], model: Optional[dict]) -> Grounding:
+    """ground; the look-ups of chunk sentences are limited to GROUND_WORK per character of
+    the answer and the chunks it reads (a cap no real answer comes near)."""
     model = model or GROUNDING_MODEL
     cs = chunkset(texts)
     checked = supported = aside = 0
     bad: List[dict] = []
+    work = [GROUND_WORK * (min(len(claim), MAX_GROUND_CHARS) + sum(min(len(t), MAX_GROUND_CHARS) for t in texts)) + 10000]
     for _, _, sent, text in answer_sentences(claim):
         if text is None:
             aside += 1
             continue
-        feats, missing, unsup, flips = grounding_features(text, cs)
+        feats, missing, unsup, flips = grounding_features(text, cs, work)
         if not feats[6] and not missing and not flips:
             aside += 1          # no content word, number or name ("No.", "Yes."): nothing to check
             continue
@@ -4062,7 +4330,9 @@ def regex_problem(pattern: str) -> Optional[str]:
     (``(a+)+``, ``(?:x*y)*``), backreferences (``\\1``, ``(?P=name)``), a repeated group
     whose alternatives overlap (``(a|ab)*``, ``(\\w|\\d)+``) and adjacent unbounded
     repetitions over common characters (``a*a*b``, ``.*.*=``): see _overlap_problem.  Character
-    classes and escapes are skipped; ``?`` on a group is harmless and allowed."""
+    classes and escapes are skipped; ``?`` on a group is harmless and allowed.  Then what a
+    search does at each start (_scan_problem): an unbounded repeat must follow a character
+    it cannot take or end the pattern, and a try has at most MAX_REGEX_WAYS ways to go."""
     if len(pattern) > MAX_PATTERN_CHARS:
         return "longer than %d characters" % MAX_PATTERN_CHARS
     stack: List[bool] = []        # per open group: does its body hold a quantifier?
@@ -4103,7 +4373,7 @@ def regex_problem(pattern: str) -> Optional[str]:
         if (quant or c == "?") and stack:
             stack[-1] = True
         i += 1
-    return _overlap_problem(pattern)
+    return _overlap_problem(pattern) or _scan_problem(pattern)
 
 
 # Overlapping repetition (issue 33): nested quantifiers are not the only exponential or
@@ -4198,11 +4468,11 @@ def _overlap_problem(pattern: str) -> Optional[str]:
             name = str(op)
             if name in ("MAX_REPEAT", "MIN_REPEAT"):
                 lo, hi, body = av
-                if hi == maxrepeat or hi > 16:
-                    mine = _first(body, fold)[0]
+                if lo < hi:             # bounded or not (issue 44): a?a? splits "a" two ways
+                    mine = _last(body, fold)
                     for later_op, later_av in items[n + 1:]:
                         lname = str(later_op)
-                        if lname in ("MAX_REPEAT", "MIN_REPEAT") and (later_av[1] == maxrepeat or later_av[1] > 16):
+                        if lname in ("MAX_REPEAT", "MIN_REPEAT") and later_av[0] < later_av[1]:
                             if mine & _first(later_av[2], fold)[0]:
                                 return ("adjacent repetitions that can take the same characters (like a*a* or "
                                         ".*.*) are not allowed")
@@ -4271,6 +4541,164 @@ def _alternation_problem(pattern: str, parser) -> Optional[str]:
                                     "the same character) are not allowed" % (branches[a], branches[b]))
         i += 1
     return None
+
+
+def _last(seq, fold: bool) -> frozenset:
+    """The characters a match of the node list can end with (through nodes that match empty)."""
+    out: frozenset = frozenset()
+    for op, av in reversed(list(seq)):
+        op = str(op)
+        if op in ("LITERAL", "NOT_LITERAL", "ANY", "IN"):
+            return out | _chars(op, av, fold)
+        if op == "SUBPATTERN":
+            out |= _last(av[-1], fold)
+        elif op == "BRANCH":
+            out |= frozenset().union(*(_last(b, fold) for b in av[1]))
+        elif op in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            out |= _last(av[2], fold)
+        elif op == "ATOMIC_GROUP":
+            out |= _last(av, fold)
+        if not _first_node(op, av, fold)[1]:
+            return out
+    return out
+
+
+def _all_chars(seq, fold: bool) -> frozenset:
+    """Every character a match of the node list can hold."""
+    out: frozenset = frozenset()
+    for op, av in seq:
+        op = str(op)
+        if op in ("LITERAL", "NOT_LITERAL", "ANY", "IN"):
+            out |= _chars(op, av, fold)
+        elif op == "SUBPATTERN":
+            out |= _all_chars(av[-1], fold)
+        elif op == "BRANCH":
+            out = out.union(*(_all_chars(b, fold) for b in av[1]))
+        elif op in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            out |= _all_chars(av[2], fold)
+        elif op == "ATOMIC_GROUP":
+            out |= _all_chars(av, fold)
+    return out
+
+
+# What one try costs (issue 44).  re.search tries a pattern at every start, so a pattern is
+# linear only when each try does bounded work or reads characters no other try reads again.
+# An unbounded repeat (``*``, ``+``, ``{n,}``) that can take the character before it reads the
+# rest of the text from every start: ``.*x``, ``\d+%`` on a long number, ``\[[^\]]+\]`` on
+# "[[[[": quadratic.  One that follows a character it cannot take (``,[ \t]*``, ``\b\w+``,
+# ``\[[^\][]*\]``) reads a run no other try reads; one that ends the pattern stops the search
+# once reached; one in a pattern anchored at a line start (``(?m)^Sources:.*$``) that cannot
+# take a line end is read by one try per line.  Bounded repeats and alternatives multiply the ways a try can go ("a?" x 28,
+# "(?:a|a)" x 20): at most MAX_REGEX_WAYS, a repeat counting once when what follows it cannot
+# start with a character it takes (the backtracking into it then fails at once).
+MAX_REGEX_WAYS = 10_000
+_WAYS_CAP = 10 ** 12
+_NONWORD = frozenset(ch for ch in _PROBES if not re.match(r"\w", ch))
+
+
+class _ScanRefused(Exception):
+    pass
+
+
+def _scan_problem(pattern: str) -> Optional[str]:
+    """Why a search with ``pattern`` may take more than linear time (see the comment above), or None."""
+    parser = _sre()
+    try:
+        tree = parser.parse(pattern, re.IGNORECASE)
+    except (re.error, RecursionError, OverflowError, ValueError):
+        return None                             # the compile step reports it
+    multiline = bool(getattr(tree, "state", None) and tree.state.flags & re.MULTILINE)
+    items = list(tree)
+    # a try starts only after these characters (None: anywhere), while no unbounded repeat came before
+    anchor = None
+    if items and str(items[0][0]) == "AT" and str(items[0][1]) in ("AT_BEGINNING", "AT_BEGINNING_STRING"):
+        anchor = frozenset("\n") if multiline and str(items[0][1]) == "AT_BEGINNING" else frozenset()
+    try:
+        ways = _scan_ways(items, None, frozenset(), True, {"multiline": multiline, "anchor": anchor})
+    except _ScanRefused as exc:
+        return str(exc)
+    except RecursionError:
+        return "nested too deeply"
+    if ways > MAX_REGEX_WAYS:
+        return ("too many ways to try at each start (alternatives and repeats that can stop at many lengths: "
+                "more than %d)" % MAX_REGEX_WAYS)
+    return None
+
+
+def _scan_ways(items: list, prev: Optional[frozenset], after: frozenset, tail: bool, ctx: dict) -> int:
+    """The ways a try of the node list can go, refusing an unguarded unbounded repeat.  ``prev``:
+    the characters that can come just before (None: any); ``after``: those that can start what
+    follows; ``tail``: nothing follows (the pattern ends); ``ctx``: the pattern's multiline flag
+    and ``anchor``, the characters a try can start after when the pattern opens with ``^`` or
+    ``\\A`` (None: anywhere, or an unbounded repeat came before)."""
+    follow = [after] * (len(items) + 1)        # follow[i]: what can start the text after item i - 1
+    for i in range(len(items) - 1, -1, -1):
+        first, nullable = _first_node(str(items[i][0]), items[i][1], True)
+        follow[i] = first | follow[i + 1] if nullable else first
+    ways = 1
+    for i, (op, av) in enumerate(items):
+        op = str(op)
+        last_item = tail and i == len(items) - 1
+        w = 1
+        if op == "SUBPATTERN":
+            w = _scan_ways(list(av[-1]), prev, follow[i + 1], last_item, ctx)
+        elif op == "ATOMIC_GROUP":
+            w = _scan_ways(list(av), prev, follow[i + 1], last_item, ctx)
+        elif op == "BRANCH":
+            w = sum(_scan_ways(list(b), prev, follow[i + 1], last_item, ctx) for b in av[1])
+        elif op in ("ASSERT", "ASSERT_NOT"):
+            anchor, ctx["anchor"] = ctx["anchor"], None
+            w = _scan_ways(list(av[1]), None, frozenset(), False, ctx)
+            ctx["anchor"] = anchor
+        elif op in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            w = _repeat_ways(av, prev, follow[i + 1], last_item, ctx)
+        ways = min(_WAYS_CAP, ways * w)
+        # what can come before the next item
+        if op == "AT":
+            where = str(av)
+            if where == "AT_BEGINNING":
+                prev = frozenset("\n") if ctx["multiline"] else frozenset()
+            elif where == "AT_BEGINNING_STRING":
+                prev = frozenset()
+            elif where == "AT_BOUNDARY":
+                prev = _NONWORD if prev is None else prev | _NONWORD     # before a word character
+            elif where != "AT_END" and where != "AT_END_STRING":
+                prev = None
+        elif op == "ASSERT" and av[0] < 0:      # (?<=X): the character before is one X ends with
+            prev = _last(av[1], True) or prev
+        elif op != "ASSERT_NOT" and op != "ASSERT":
+            last = _last([(op, av)], True)
+            nullable = _first_node(op, av, True)[1]
+            prev = (None if prev is None else prev | last) if nullable else last
+    return ways
+
+
+def _repeat_ways(av, prev: Optional[frozenset], after: frozenset, tail: bool, ctx: dict) -> int:
+    lo, hi, body = av
+    body = list(body)
+    takes = _all_chars(body, True)
+    again = None if prev is None else prev | _last(body, True)      # before a later round: the body's end
+    anchor, ctx["anchor"] = ctx["anchor"], None
+    inner = _scan_ways(body, again, _first(body, True)[0] | after, tail and hi == 1, ctx)
+    if hi == getattr(_sre(), "MAXREPEAT", 4294967295):
+        if not tail and (prev is None or prev & takes) and (anchor is None or anchor & takes):
+            raise _ScanRefused("an unbounded repeat (like .* or [^\\]]+) that can take the character before it "
+                               "is not allowed: a search reads the rest of the text from every start (bound it, "
+                               "{0,200}, or let it follow a character it cannot take)")
+        return inner
+    ctx["anchor"] = anchor
+    if lo == hi:
+        return min(_WAYS_CAP, inner ** min(hi, 64))
+    if inner == 1 and not (after & _first(body, True)[0]):
+        return 1                                # where it stops is where the next node can start
+    if inner == 1:
+        return hi - lo + 1
+    total = 0
+    for k in range(lo, hi + 1):
+        total += inner ** min(k, 64)
+        if total >= _WAYS_CAP:
+            return _WAYS_CAP
+    return total
 
 
 def _compile_patterns(values, where: str, what: str, errors: List[str]) -> tuple:
@@ -4841,6 +5269,7 @@ def ascii_words(raw: bytes) -> List[str]:
 
 
 WORD_SET_CHARS = 2000     # unsupported_tokens: ASCII texts up to this size have their words listed
+LOOKUP_TOKENS = 32        # unsupported_tokens: past this many wanted tokens the texts are tokenized once
 
 
 def unsupported_tokens(claim: str, texts: List[str], cache: Optional[dict] = None,
@@ -4849,7 +5278,8 @@ def unsupported_tokens(claim: str, texts: List[str], cache: Optional[dict] = Non
     ``claim_tokens``: tokens(claim) when the caller has them; ``copy_checked``: the caller
     found that ``copied_from`` is False.  Without a ``cache`` an ASCII
     text is not tokenized: each wanted number is looked up in it (``_token_in``), and each wanted
-    word too unless the texts are short (WORD_SET_CHARS): then in the set of their words."""
+    word too unless the texts are short (WORD_SET_CHARS): then in the set of their words.  Past
+    LOOKUP_TOKENS wanted tokens the texts are tokenized once (a look-up reads a text each time)."""
     if not copy_checked and copied_from(claim, texts):
         return []
     if claim_tokens is None:
@@ -4857,7 +5287,7 @@ def unsupported_tokens(claim: str, texts: List[str], cache: Optional[dict] = Non
     wanted = [tok for tok in claim_tokens if tok[0].isdigit() or (len(tok) >= 3 and tok not in STOPWORDS)]
     if not wanted:
         return []
-    if cache is None and all(map(str.isascii, texts)):
+    if cache is None and len(wanted) <= LOOKUP_TOKENS and all(map(str.isascii, texts)):
         lows = [t.lower() for t in texts]
         words = None
         if sum(map(len, lows)) <= WORD_SET_CHARS:
@@ -5376,7 +5806,8 @@ class Scorer:
         ones when none is cited); sets F_GMEAS / F_UNSUP, faith[i] and unsup_sents[i]."""
         texts = []
         # a marker that resolves to nothing (citation_validity already fails it) is no evidence
-        cits = [c for c in cits or () if c not in self.bad_marks.get(i, ())]
+        marks = frozenset(self.bad_marks.get(i, ()))
+        cits = [c for c in cits or () if c not in marks]
         for c in dict.fromkeys(cits or ret):
             t = cited.get(c) if cited else None
             if t is None and self.chunks is not None:
@@ -5386,6 +5817,8 @@ class Scorer:
                 return f
             texts.append(t)
         g = ground(claim, texts)
+        if g.unknown:               # not measured (score_trace names the row in a warning)
+            return f
         f |= F_GMEAS
         if g.checked:
             self.faith[i] = g.supported / g.checked
@@ -5618,6 +6051,8 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
     unknown_ex: List[str] = []
     dup_ex: List[str] = []
     progress = _RowProgress("score_eval: %s" % path) if getattr(scorer, "progress", False) else None
+    take_read_problems()                # (any a reader left before this trace)
+    unread = [0, -1]                    # rows a reader could not read in full; _note_unread
     for lineno, row in _jsonl(path, errors, notes):
         if progress is not None and rows and rows & 0x3FFF == 0:
             progress.tick(rows)         # after the row ``rows`` (as _progress_rows does)
@@ -5688,6 +6123,8 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
         if reading is not None or scorer.text_cits or scorer.bad_marks:
             scorer.mark_read(i, reading)
         judge_extra(i, claim, cits, ret, cited, cited_pol, decision, extra)
+        if READ_PROBLEMS:
+            _note_unread(path, lineno, qid, notes, unread)
     if progress is not None:
         if rows and rows & 0x3FFF == 0:
             progress.tick(rows)
@@ -5702,6 +6139,27 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
         i = seen.find(0, i + 1)
     return {"rows": rows, "unknown": unknown, "unknown_ex": unknown_ex,
             "duplicates": dup, "duplicate_ex": dup_ex, "missing": missing}
+
+
+MAX_UNREAD_NOTES = 20        # rows named one by one in the warnings when a reader could not read their text
+
+
+def _note_unread(path: str, lineno: int, qid: str, notes: List[str], unread: List[int]) -> None:
+    """A warning naming the row whose text a reader could not read in full (issue 44): what was
+    left unknown or unread; after MAX_UNREAD_NOTES rows, only counted (``unread``: [rows, index
+    of the note that counts the rest, -1 before there is one])."""
+    problems = take_read_problems()
+    unread[0] += 1
+    if unread[0] <= MAX_UNREAD_NOTES:
+        notes.append("%s:%d: qid %s: %s" % (path, lineno, _show(qid, 60), "; ".join(problems)))
+        return
+    more = "%s: %d more trace rows hold text a reader could not read in full (the first %d are named above)" % (
+        path, unread[0] - MAX_UNREAD_NOTES, MAX_UNREAD_NOTES)
+    if unread[1] < 0:
+        unread[1] = len(notes)
+        notes.append(more)
+    else:
+        notes[unread[1]] = more
 
 
 PROGRESS_ROWS = 100_000      # progress on stderr only past this many trace rows
@@ -6433,8 +6891,7 @@ def write_output_with(path: str, write) -> None:
         folder = os.path.dirname(target)
         os.makedirs(folder, exist_ok=True)
         sweep_temp_files(folder)
-        fd, tmp = tempfile.mkstemp(prefix=".%s.%d." % (os.path.basename(target), os.getpid()),
-                                   suffix=TMP_SUFFIX, dir=folder)
+        fd, tmp = _temp_file(folder, os.path.basename(target))
         try:
             with os.fdopen(fd, "wb") as fh:
                 write(fh)
@@ -6492,17 +6949,52 @@ def _umask() -> int:
 _STARTED = time.time()
 
 
+def _temp_tag(stem: str) -> str:
+    """The record a temp file's name carries that this project made it (issue 44): a hash of
+    the rest of its name, which no name a user gives a file has by chance."""
+    import hashlib
+    return hashlib.sha256(("rag-referee temp file\0" + stem).encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def _temp_file(folder: str, base: str) -> Tuple[int, str]:
+    """(fd, path) of a new temp file ``.<base>.<pid>.<random>.<tag>.ragtmp`` in ``folder``,
+    created exclusively with mode 0600; ``tag`` records that this project made it (_temp_tag)."""
+    import secrets
+    for _ in range(100):
+        stem = "%s.%d.%s" % (base, os.getpid(), secrets.token_hex(4))
+        path = os.path.join(folder, ".%s.%s%s" % (stem, _temp_tag(stem), TMP_SUFFIX))
+        try:
+            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600), path
+        except FileExistsError:
+            continue
+    raise FileExistsError("no free temp file name in %s" % folder)
+
+
+def own_temp_pid(name: str) -> int:
+    """The process id in the name of a temp file this project made (``_temp_file``), 0 for any
+    other name (a user's ``x.ragtmp`` included)."""
+    if not (name.startswith(".") and name.endswith(TMP_SUFFIX)):
+        return 0
+    parts = name[1:-len(TMP_SUFFIX)].rsplit(".", 3)
+    if len(parts) != 4 or not parts[1].isdigit() or len(parts[2]) != 8:
+        return 0
+    stem = "%s.%s.%s" % tuple(parts[:3])
+    return int(parts[1]) if parts[3] == _temp_tag(stem) and int(parts[1]) > 0 else 0
+
+
 def sweep_temp_files(folder: str) -> int:
-    """Remove ``*.ragtmp`` files in ``folder`` left by killed runs: their process is gone and
-    they are older than this one.  Returns how many were removed (errors are ignored)."""
+    """Remove the temp files in ``folder`` that killed runs of this project left: only names it
+    made (own_temp_pid: never a user's file because it ends in ``.ragtmp``), whose process is
+    gone, older than this run.  Returns how many were removed (errors are ignored)."""
     removed = 0
     try:
         names = [n for n in os.listdir(folder) if n.endswith(TMP_SUFFIX) and n.startswith(".")]
     except OSError:
         return 0
     for name in names:
-        parts = name.split(".")
-        pid = int(parts[-3]) if len(parts) >= 4 and parts[-3].isdigit() else 0
+        pid = own_temp_pid(name)
+        if not pid:
+            continue
         full = os.path.join(folder, name)
         try:
             if pid == os.getpid() or os.lstat(full).st_mtime >= _STARTED or pid_alive(pid):
@@ -7189,7 +7681,7 @@ def write_reports(args, report: dict, scorer: Scorer, trec: bool, stages: ItemSt
     if summary:
         problem = append_step_summary(summary, render_markdown(report, _worst(scorer, trec)))
         if problem:
-            sys.stderr.write("score_eval: warning: %s\n" % problem)
+            sys.stderr.write(terminal_safe("score_eval: warning: %s\n" % problem))
 
 # --------------------------------------------------------------------------- main
 
@@ -7892,7 +8384,7 @@ def _trec_names(args, trec: bool) -> List[str]:
 def _note(args, text: str) -> None:
     """A note on stderr (which default file or gates apply), unless --quiet."""
     if not args.quiet:
-        sys.stderr.write("score_eval: %s\n" % text)
+        sys.stderr.write(terminal_safe("score_eval: %s\n" % text))
 
 
 def _has_table(path: str, name: str) -> bool:
@@ -8535,7 +9027,7 @@ def merge_main(argv: List[str]) -> int:
         args.merge = margs.partials
         return run(args)
     except ScoreError as exc:
-        sys.stderr.write("%s\n" % exc)
+        sys.stderr.write(terminal_safe("%s\n" % exc))
         return 2
     except BrokenPipeError:
         return 1

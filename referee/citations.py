@@ -1,8 +1,12 @@
 """Reading 1: citation markers and sources lists read out of a claim (the claim without them)."""
 from __future__ import annotations
 
+import heapq
 import re
+from bisect import bisect_left
 from typing import NamedTuple
+
+from .text import problem_text, read_problem, text_form
 
 # ---- reading 1: citations in the text
 #
@@ -41,7 +45,7 @@ CITATION_PATTERNS = (
     r"(?:[ \t]+used)?[ \t*_]{0,4}(?::|$)",                       # Sources: / References: list
 )
 _CITE_TRIGGER = re.compile("[\\[(\u3010<:\\n]")    # no such character: the built-in patterns find nothing
-_CITE_TRIGGER_CHARS = "[(\u3010<:\n"      # the same characters, looked for without the regex engine (Scorer.read)
+_CITE_TRIGGER_CHARS = "[(\u3010<:\n\uff3b\uff08\uff1a"   # the same and their fullwidth forms (text_form), looked for without the regex engine (Scorer.read)
 _CITE_NEEDS = ("[", "\u3010", "<", "(", "(", "(", "(", ":\n")   # per built-in pattern: one of these characters
 _CITE_GROUPS = ("ref", "ids", "cite", "doc", "page", "abbr", "sources")
 _CITE_SPLIT = re.compile(r"[,;&]|\band\b")
@@ -50,6 +54,7 @@ _CITE_NUM = re.compile(r"(?:(?:sources?|docs?|documents?|passages?|chunks?|conte
 _CITE_ITEM_NUM = re.compile(r"([1-9]\d{0,2})[.)](?:\s|$)")       # "1. Title", "2) Title"
 _CITE_BRACKET_NUM = re.compile(r"\[\^?([1-9]\d{0,2})\]")
 MAX_CITE_RANGE = 20          # "[1-20]" is read; a wider range is a bad marker
+MAX_MARKERS = 1000           # limit: markers read per response; the rest stay in the claim (a warning names the row)
 
 
 class Reading(NamedTuple):
@@ -81,70 +86,125 @@ def citation_pattern_problem(src: str, rx) -> Optional[str]:
 def read_citations(text: str, retrieved, known=(), patterns: Optional[tuple] = None) -> Reading:
     """Citations read from ``text`` (module comment above).  ``retrieved``: the row's
     retrieved_ids (rank order); ``known``: containers of further chunk ids (``in`` tested);
-    ``patterns``: (source, regex) pairs, None for the built-in ones."""
+    ``patterns``: (source, regex) pairs, None for the built-in ones.  Never raises on text: a
+    text it cannot read has no citations (read_problem names it)."""
+    try:
+        return _read_citations(text, retrieved, known, patterns)
+    except Exception as exc:          # noqa: BLE001 - a reader's bug must not end the run (issue 44)
+        read_problem(problem_text("citation markers", exc))
+        return Reading(text, [], [])
+
+
+def _read_citations(text: str, retrieved, known, patterns: Optional[tuple]) -> Reading:
+    """read_citations: the text is read in its text_form (fullwidth brackets, any script's
+    digits); offsets into it are offsets into the text, which the claim is cut from.  Time
+    linear in the text: the candidates of every pattern are merged as they are found (never
+    all held), a sources list is looked for once per line (_first_list), and at most
+    MAX_MARKERS markers are read."""
     needs: tuple = ()
+    form = text if text.isascii() else text_form(text)
     if patterns is None:
         patterns = citation_patterns()
-        if not _CITE_TRIGGER.search(text):
+        if not _CITE_TRIGGER.search(form):
             return Reading(text, [], [])
         needs = _CITE_NEEDS
     if not patterns or not text:
         return Reading(text, [], [])
     res = _Resolver(retrieved, known)
-    cands = []            # (start, -end, order, match, kind)
+    streams = []          # per pattern: (start, -end, order, match), in order
     head = None           # (start, end, items) of the sources list
     for order, (_, rx) in enumerate(patterns):
-        if needs and not any(ch in text for ch in needs[order]):
+        if needs and not any(ch in form for ch in needs[order]):
             continue
-        names = rx.groupindex
-        if "sources" in names:
-            for m in rx.finditer(text):
-                if head is None or m.start() < head[0]:
-                    items = _source_items(text[m.end():], res)
-                    if items is not None:
-                        head = (m.start(), m.end() + items[1], items[0])
-                        break
+        if "sources" in rx.groupindex:
+            got = _first_list(form, rx, res, head[0] if head is not None else None)
+            if got is not None:
+                head = got
             continue
-        for m in rx.finditer(text):
-            cands.append((m.start(), -m.end(), order, m))
+        streams.append(_candidates(rx, form, order))
     cut = head[0] if head is not None else len(text)
-    cands.sort(key=lambda c: c[:3])
-    found: List[Tuple[int, int, list]] = []
-    last = 0
-    for start, neg_end, _, m in cands:
+    cits: Dict[str, None] = {}
+    bad: Dict[str, None] = {}
+    parts = []
+    pos = last = read = 0
+    for start, neg_end, _, m in heapq.merge(*streams):
         end = -neg_end
         if start < last or end > cut:
             continue
         refs = _marker_refs(m, res)
         if refs is None:
             continue
-        found.append((start, end, refs))
-        last = end
-    if not found and head is None:
-        return Reading(text, [], [])
-    cits: List[str] = []
-    bad: List[str] = []
-    parts = []
-    pos = 0
-    for start, end, refs in found:
+        read += 1
+        if read > MAX_MARKERS:
+            read_problem("citation markers past the first %d were not read (they stay in the claim)" % MAX_MARKERS)
+            break
         s = start
         while s > pos and text[s - 1] in " \t":
             s -= 1
-        parts.append(text[pos:s])
-        pos = end
-        _collect(refs, cits, bad)
+        if s > pos:
+            parts.append(text[pos:s])
+        pos = last = end
+        for ok, v in refs:
+            (cits if ok else bad)[v] = None
+    if not read and head is None:
+        return Reading(text, [], [])
     parts.append(text[pos:cut])
     if head is not None:
-        _collect(head[2], cits, bad)
+        for ok, v in head[2]:
+            (cits if ok else bad)[v] = None
     claim = "".join(parts).strip()
     if head is not None and text[head[1]:].strip():          # prose after the list stays
         claim = (claim + "\n\n" + text[head[1]:].strip()).strip()
-    return Reading(claim, list(dict.fromkeys(cits)), list(dict.fromkeys(bad)))
+    return Reading(claim, list(cits), list(bad))
 
 
-def _collect(refs, cits: List[str], bad: List[str]) -> None:
-    for ok, v in refs:
-        (cits if ok else bad).append(v)
+def _candidates(rx, text: str, order: int):
+    """(start, -end, order, match) of each match of ``rx`` in ``text``, in order (the sort key
+    of the candidates of every pattern: earliest, then longest, then the pattern listed first)."""
+    for m in rx.finditer(text):
+        yield m.start(), -m.end(), order, m
+
+
+def _first_list(text: str, rx, res, before: Optional[int]):
+    """(start, end, references) of the first header of ``rx`` in ``text`` (before offset
+    ``before``) whose list has an item with a reference's shape, None when none has.  A
+    header's list is every line after it, so a header is tried only when the rest of its
+    own line or a later line has that shape (_source_line, read once per line): a text of
+    thousands of headers costs one pass.  The rests of lines after headers on one line are
+    read up to a budget of characters (a warning names the row past it)."""
+    shaped: Optional[List[int]] = None      # starts of the lines that have a reference's shape
+    budget = 4 * len(text) + 4096
+    for m in rx.finditer(text):
+        if before is not None and m.start() >= before:
+            break
+        eol = text.find("\n", m.end())
+        eol = len(text) if eol < 0 else eol
+        budget -= eol - m.end()
+        if budget < 0:
+            read_problem("sources lists past %d characters of headers were not read" % (4 * len(text) + 4096))
+            return None
+        rest = text[m.end():eol].strip()
+        if not (rest and _source_line(rest, res)):
+            if shaped is None:
+                shaped = _shaped_lines(text, res)
+            if bisect_left(shaped, eol + 1) == len(shaped):
+                continue                       # no line after the header has a reference's shape
+        items = _source_items(text[m.end():], res)
+        if items is not None:
+            return (m.start(), m.end() + items[1], items[0])
+    return None
+
+
+def _shaped_lines(text: str, res) -> List[int]:
+    """Start offsets of the lines of ``text`` that have a reference's shape (_source_line)."""
+    out = []
+    pos = 0
+    for raw in text.split("\n"):
+        ln = raw.strip()
+        if ln and _source_line(ln, res):
+            out.append(pos)
+        pos += len(raw) + 1
+    return out
 
 
 class _Resolver:
@@ -249,21 +309,7 @@ def _source_items(body: str, res: _Resolver):
             blank = True
             continue
         after_blank, blank = blank, False
-        whole = res.refs(ln.lstrip("-*\u2022+> \t"))
-        if whole is not None:                 # "[1], [3]", "doc#p3; doc#p5", "1-2"
-            out.extend(whole)
-            shaped = True
-            continue
-        item = ln.lstrip("-*\u2022+> \t")
-        got = []
-        for tok in item.split():
-            r = res.ref(tok.strip("()[]<>{}\"'`*.,;:"), numbers=False)
-            if r is not None:
-                got.extend(r)
-        if not got:
-            nums = _CITE_BRACKET_NUM.findall(item) or [m.group(1) for m in [_CITE_ITEM_NUM.match(item)] if m]
-            for n in nums:
-                got.extend(res.rank(int(n), int(n), "[%s]" % n))
+        got = _source_line(ln, res)
         if got:
             shaped = True
             out.extend(got)
@@ -271,5 +317,24 @@ def _source_items(body: str, res: _Resolver):
             end = start
             break
         else:
-            out.append((False, item[:80]))
+            out.append((False, ln.lstrip("-*\u2022+> \t")[:80]))
     return (out, end) if shaped else None
+
+
+def _source_line(ln: str, res: _Resolver) -> list:
+    """The references of one line of a sources list (``ln``: stripped, not empty); empty when
+    it has no reference's shape."""
+    item = ln.lstrip("-*\u2022+> \t")
+    whole = res.refs(item)
+    if whole is not None:                 # "[1], [3]", "doc#p3; doc#p5", "1-2"
+        return whole
+    got = []
+    for tok in item.split():
+        r = res.ref(tok.strip("()[]<>{}\"'`*.,;:"), numbers=False)
+        if r is not None:
+            got.extend(r)
+    if not got:
+        nums = _CITE_BRACKET_NUM.findall(item) or [m.group(1) for m in [_CITE_ITEM_NUM.match(item)] if m]
+        for n in nums:
+            got.extend(res.rank(int(n), int(n), "[%s]" % n))
+    return got

@@ -67,7 +67,7 @@ def merge_main(argv: List[str]) -> int:
         args.merge = margs.partials
         return run(args)
     except ScoreError as exc:
-        sys.stderr.write("%s\n" % exc)
+        sys.stderr.write(terminal_safe("%s\n" % exc))
         return 2
     except BrokenPipeError:
         return 1

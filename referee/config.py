@@ -346,7 +346,9 @@ def regex_problem(pattern: str) -> Optional[str]:
     (``(a+)+``, ``(?:x*y)*``), backreferences (``\\1``, ``(?P=name)``), a repeated group
     whose alternatives overlap (``(a|ab)*``, ``(\\w|\\d)+``) and adjacent unbounded
     repetitions over common characters (``a*a*b``, ``.*.*=``): see _overlap_problem.  Character
-    classes and escapes are skipped; ``?`` on a group is harmless and allowed."""
+    classes and escapes are skipped; ``?`` on a group is harmless and allowed.  Then what a
+    search does at each start (_scan_problem): an unbounded repeat must follow a character
+    it cannot take or end the pattern, and a try has at most MAX_REGEX_WAYS ways to go."""
     if len(pattern) > MAX_PATTERN_CHARS:
         return "longer than %d characters" % MAX_PATTERN_CHARS
     stack: List[bool] = []        # per open group: does its body hold a quantifier?
@@ -387,7 +389,7 @@ def regex_problem(pattern: str) -> Optional[str]:
         if (quant or c == "?") and stack:
             stack[-1] = True
         i += 1
-    return _overlap_problem(pattern)
+    return _overlap_problem(pattern) or _scan_problem(pattern)
 
 
 # Overlapping repetition (issue 33): nested quantifiers are not the only exponential or
@@ -482,11 +484,11 @@ def _overlap_problem(pattern: str) -> Optional[str]:
             name = str(op)
             if name in ("MAX_REPEAT", "MIN_REPEAT"):
                 lo, hi, body = av
-                if hi == maxrepeat or hi > 16:
-                    mine = _first(body, fold)[0]
+                if lo < hi:             # bounded or not (issue 44): a?a? splits "a" two ways
+                    mine = _last(body, fold)
                     for later_op, later_av in items[n + 1:]:
                         lname = str(later_op)
-                        if lname in ("MAX_REPEAT", "MIN_REPEAT") and (later_av[1] == maxrepeat or later_av[1] > 16):
+                        if lname in ("MAX_REPEAT", "MIN_REPEAT") and later_av[0] < later_av[1]:
                             if mine & _first(later_av[2], fold)[0]:
                                 return ("adjacent repetitions that can take the same characters (like a*a* or "
                                         ".*.*) are not allowed")
@@ -555,6 +557,164 @@ def _alternation_problem(pattern: str, parser) -> Optional[str]:
                                     "the same character) are not allowed" % (branches[a], branches[b]))
         i += 1
     return None
+
+
+def _last(seq, fold: bool) -> frozenset:
+    """The characters a match of the node list can end with (through nodes that match empty)."""
+    out: frozenset = frozenset()
+    for op, av in reversed(list(seq)):
+        op = str(op)
+        if op in ("LITERAL", "NOT_LITERAL", "ANY", "IN"):
+            return out | _chars(op, av, fold)
+        if op == "SUBPATTERN":
+            out |= _last(av[-1], fold)
+        elif op == "BRANCH":
+            out |= frozenset().union(*(_last(b, fold) for b in av[1]))
+        elif op in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            out |= _last(av[2], fold)
+        elif op == "ATOMIC_GROUP":
+            out |= _last(av, fold)
+        if not _first_node(op, av, fold)[1]:
+            return out
+    return out
+
+
+def _all_chars(seq, fold: bool) -> frozenset:
+    """Every character a match of the node list can hold."""
+    out: frozenset = frozenset()
+    for op, av in seq:
+        op = str(op)
+        if op in ("LITERAL", "NOT_LITERAL", "ANY", "IN"):
+            out |= _chars(op, av, fold)
+        elif op == "SUBPATTERN":
+            out |= _all_chars(av[-1], fold)
+        elif op == "BRANCH":
+            out = out.union(*(_all_chars(b, fold) for b in av[1]))
+        elif op in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            out |= _all_chars(av[2], fold)
+        elif op == "ATOMIC_GROUP":
+            out |= _all_chars(av, fold)
+    return out
+
+
+# What one try costs (issue 44).  re.search tries a pattern at every start, so a pattern is
+# linear only when each try does bounded work or reads characters no other try reads again.
+# An unbounded repeat (``*``, ``+``, ``{n,}``) that can take the character before it reads the
+# rest of the text from every start: ``.*x``, ``\d+%`` on a long number, ``\[[^\]]+\]`` on
+# "[[[[": quadratic.  One that follows a character it cannot take (``,[ \t]*``, ``\b\w+``,
+# ``\[[^\][]*\]``) reads a run no other try reads; one that ends the pattern stops the search
+# once reached; one in a pattern anchored at a line start (``(?m)^Sources:.*$``) that cannot
+# take a line end is read by one try per line.  Bounded repeats and alternatives multiply the ways a try can go ("a?" x 28,
+# "(?:a|a)" x 20): at most MAX_REGEX_WAYS, a repeat counting once when what follows it cannot
+# start with a character it takes (the backtracking into it then fails at once).
+MAX_REGEX_WAYS = 10_000
+_WAYS_CAP = 10 ** 12
+_NONWORD = frozenset(ch for ch in _PROBES if not re.match(r"\w", ch))
+
+
+class _ScanRefused(Exception):
+    pass
+
+
+def _scan_problem(pattern: str) -> Optional[str]:
+    """Why a search with ``pattern`` may take more than linear time (see the comment above), or None."""
+    parser = _sre()
+    try:
+        tree = parser.parse(pattern, re.IGNORECASE)
+    except (re.error, RecursionError, OverflowError, ValueError):
+        return None                             # the compile step reports it
+    multiline = bool(getattr(tree, "state", None) and tree.state.flags & re.MULTILINE)
+    items = list(tree)
+    # a try starts only after these characters (None: anywhere), while no unbounded repeat came before
+    anchor = None
+    if items and str(items[0][0]) == "AT" and str(items[0][1]) in ("AT_BEGINNING", "AT_BEGINNING_STRING"):
+        anchor = frozenset("\n") if multiline and str(items[0][1]) == "AT_BEGINNING" else frozenset()
+    try:
+        ways = _scan_ways(items, None, frozenset(), True, {"multiline": multiline, "anchor": anchor})
+    except _ScanRefused as exc:
+        return str(exc)
+    except RecursionError:
+        return "nested too deeply"
+    if ways > MAX_REGEX_WAYS:
+        return ("too many ways to try at each start (alternatives and repeats that can stop at many lengths: "
+                "more than %d)" % MAX_REGEX_WAYS)
+    return None
+
+
+def _scan_ways(items: list, prev: Optional[frozenset], after: frozenset, tail: bool, ctx: dict) -> int:
+    """The ways a try of the node list can go, refusing an unguarded unbounded repeat.  ``prev``:
+    the characters that can come just before (None: any); ``after``: those that can start what
+    follows; ``tail``: nothing follows (the pattern ends); ``ctx``: the pattern's multiline flag
+    and ``anchor``, the characters a try can start after when the pattern opens with ``^`` or
+    ``\\A`` (None: anywhere, or an unbounded repeat came before)."""
+    follow = [after] * (len(items) + 1)        # follow[i]: what can start the text after item i - 1
+    for i in range(len(items) - 1, -1, -1):
+        first, nullable = _first_node(str(items[i][0]), items[i][1], True)
+        follow[i] = first | follow[i + 1] if nullable else first
+    ways = 1
+    for i, (op, av) in enumerate(items):
+        op = str(op)
+        last_item = tail and i == len(items) - 1
+        w = 1
+        if op == "SUBPATTERN":
+            w = _scan_ways(list(av[-1]), prev, follow[i + 1], last_item, ctx)
+        elif op == "ATOMIC_GROUP":
+            w = _scan_ways(list(av), prev, follow[i + 1], last_item, ctx)
+        elif op == "BRANCH":
+            w = sum(_scan_ways(list(b), prev, follow[i + 1], last_item, ctx) for b in av[1])
+        elif op in ("ASSERT", "ASSERT_NOT"):
+            anchor, ctx["anchor"] = ctx["anchor"], None
+            w = _scan_ways(list(av[1]), None, frozenset(), False, ctx)
+            ctx["anchor"] = anchor
+        elif op in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            w = _repeat_ways(av, prev, follow[i + 1], last_item, ctx)
+        ways = min(_WAYS_CAP, ways * w)
+        # what can come before the next item
+        if op == "AT":
+            where = str(av)
+            if where == "AT_BEGINNING":
+                prev = frozenset("\n") if ctx["multiline"] else frozenset()
+            elif where == "AT_BEGINNING_STRING":
+                prev = frozenset()
+            elif where == "AT_BOUNDARY":
+                prev = _NONWORD if prev is None else prev | _NONWORD     # before a word character
+            elif where != "AT_END" and where != "AT_END_STRING":
+                prev = None
+        elif op == "ASSERT" and av[0] < 0:      # (?<=X): the character before is one X ends with
+            prev = _last(av[1], True) or prev
+        elif op != "ASSERT_NOT" and op != "ASSERT":
+            last = _last([(op, av)], True)
+            nullable = _first_node(op, av, True)[1]
+            prev = (None if prev is None else prev | last) if nullable else last
+    return ways
+
+
+def _repeat_ways(av, prev: Optional[frozenset], after: frozenset, tail: bool, ctx: dict) -> int:
+    lo, hi, body = av
+    body = list(body)
+    takes = _all_chars(body, True)
+    again = None if prev is None else prev | _last(body, True)      # before a later round: the body's end
+    anchor, ctx["anchor"] = ctx["anchor"], None
+    inner = _scan_ways(body, again, _first(body, True)[0] | after, tail and hi == 1, ctx)
+    if hi == getattr(_sre(), "MAXREPEAT", 4294967295):
+        if not tail and (prev is None or prev & takes) and (anchor is None or anchor & takes):
+            raise _ScanRefused("an unbounded repeat (like .* or [^\\]]+) that can take the character before it "
+                               "is not allowed: a search reads the rest of the text from every start (bound it, "
+                               "{0,200}, or let it follow a character it cannot take)")
+        return inner
+    ctx["anchor"] = anchor
+    if lo == hi:
+        return min(_WAYS_CAP, inner ** min(hi, 64))
+    if inner == 1 and not (after & _first(body, True)[0]):
+        return 1                                # where it stops is where the next node can start
+    if inner == 1:
+        return hi - lo + 1
+    total = 0
+    for k in range(lo, hi + 1):
+        total += inner ** min(k, 64)
+        if total >= _WAYS_CAP:
+            return _WAYS_CAP
+    return total
 
 
 def _compile_patterns(values, where: str, what: str, errors: List[str]) -> tuple:

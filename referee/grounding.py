@@ -4,11 +4,12 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from bisect import bisect_left, bisect_right
 from typing import Dict, NamedTuple, Tuple
 
 from .base import STOPWORDS
 from .fmt import _fmt_num
-from .text import split_sentences
+from .text import problem_text, read_problem, split_sentences
 from .citations import read_citations
 from .refusals import _DIGIT_RX
 from .answers import _ISO_RX
@@ -34,6 +35,9 @@ from .answers import _ISO_RX
 GROUNDING_MODES = ("strict", "sentences")
 MAX_GROUND_SENTENCES = 200      # sentences checked per answer (the rest are not read)
 MAX_GROUND_CHARS = 100_000      # characters of one answer, and of one chunk, that grounding reads
+MAX_NUMBER_DIGITS = 17          # significant digits a number is compared to (a double holds no more)
+MAX_NUMBER_PROBES = 16          # chunk numbers tried per rounding cell of a sentence's number
+GROUND_WORK = 10                # limit: chunk-sentence look-ups per character an answer's grounding reads
 
 # Fitted by `make fit-grounding` (bench/fit_grounding.py; copied from bench/grounding_fit.json).
 GROUNDING_MODEL = {"bias": -0.077089, "share_cut": 0.7, "threshold": 0.455,
@@ -178,7 +182,7 @@ def _sig(num: str) -> int:
     digits = num.replace(",", "").replace(".", "").lstrip("0")
     if "." not in num and float(num.replace(",", "")) >= 10000:
         digits = digits.rstrip("0")
-    return max(1, len(digits))
+    return max(1, min(len(digits), MAX_NUMBER_DIGITS))
 
 
 def number_values(text: str) -> List[Tuple[str, float, int, str]]:
@@ -205,6 +209,9 @@ def number_values(text: str) -> List[Tuple[str, float, int, str]]:
             value = float(num.replace(",", ""))
         except ValueError:      # pragma: no cover - the pattern only matches numbers
             continue
+        if value > 1e300:       # past a double (a 309-digit number): not read as a number
+            read_problem("a number of %d digits could not be read" % len(num))
+            continue
         unit = ""
         if m.group("cur"):
             unit = _G_UNITS[m.group("cur")]
@@ -212,7 +219,7 @@ def number_values(text: str) -> List[Tuple[str, float, int, str]]:
             unit = "percent"
         scale = (m.group("scale") or "").lower()
         if scale and not (len(scale) == 1 and not m.group("cur")):   # "5 m" is metres, "$5m" millions
-            value *= _SCALE[scale]
+            value = min(value * _SCALE[scale], 1e300)
         elif scale == "m":
             unit = "m"
         out.append((m.group(0).strip(), value, _sig(num), unit))
@@ -221,27 +228,49 @@ def number_values(text: str) -> List[Tuple[str, float, int, str]]:
 
 def _number_supported(value: float, sig: int, support: List[float]) -> bool:
     """The value, or a chunk value rounded to the sentence's significant digits ("$181.7
-    million" for 181,674,817; "about 200" for 196)."""
-    for w in support:
-        if w == value:
-            return True
-        if w and value:
-            mag = math.floor(math.log10(abs(w)))
-            q = 10.0 ** (mag - sig + 1)
-            if abs(math.floor(w / q + 0.5) * q - value) <= 1e-9 * abs(value):
+    million" for 181,674,817; "about 200" for 196).  ``support``: sorted, not negative.  Only
+    the chunk values that can round to ``value`` are tried (bisect): those of its magnitude
+    within half a rounding step of it, and those one magnitude below that round up to it
+    ("996" to "1000"); at most MAX_NUMBER_PROBES of each."""
+    i = bisect_left(support, value)
+    if i < len(support) and support[i] == value:
+        return True
+    if not value or value < 0:
+        return False
+    sig = max(1, min(sig, MAX_NUMBER_DIGITS))
+    mag = math.floor(math.log10(value))
+    q = 10.0 ** (mag - sig + 1)
+    tol = 1e-8 * value
+    for lo, hi in ((max(value - q / 2, 10.0 ** mag * (1 - 1e-12)), value + q / 2), (value - q / 20, value)):
+        j = bisect_left(support, lo - tol)
+        end = min(bisect_right(support, hi + tol), j + MAX_NUMBER_PROBES)
+        for w in support[j:end]:
+            if w > 0 and _rounds_to(w, sig, value):
                 return True
     return False
 
 
+def _rounds_to(w: float, sig: int, value: float) -> bool:
+    """Whether chunk value ``w`` rounded to ``sig`` significant digits is ``value``."""
+    mag = math.floor(math.log10(w))
+    q = 10.0 ** (mag - sig + 1)
+    return abs(math.floor(w / q + 0.5) * q - value) <= 1e-9 * abs(value)
+
+
 class _Chunkset:
     """What the chunks of one answer support: folded words, number values, and each chunk
-    sentence's folded words with its negation and modality (for the best-aligned sentence)."""
-    __slots__ = ("words", "numbers", "sents", "pairs")
+    sentence's folded words with its negation and modality (for the best-aligned sentence),
+    a sentence written twice kept once; ``index``: each folded word's chunk sentences (their
+    numbers in ``sents``), so a sentence of the answer is compared with the chunk sentences
+    that share a word with it, never with all of them."""
+    __slots__ = ("words", "numbers", "sents", "pairs", "index")
 
     def __init__(self, texts: List[str]):
         self.words: set = set()
         self.numbers: List[float] = []
         self.sents: List[Tuple[frozenset, Dict[str, frozenset], frozenset]] = []
+        self.index: Dict[str, List[int]] = {}
+        seen = set()
         for t in texts:
             t = t[:MAX_GROUND_CHARS]
             self.numbers.extend(v for _, v, _, _ in number_values(t))
@@ -251,7 +280,14 @@ class _Chunkset:
                 folded = frozenset(fold_word(w) for w in low)
                 self.words |= folded
                 self.words.update(w for w in low)
-                self.sents.append((folded, _marks(sent), _neg_zone(low)))
+                entry = (folded, _marks(sent), _neg_zone(low))
+                key = (folded, frozenset(entry[1].items()), entry[2])
+                if key in seen:         # the same sentence again aligns no better and pairs nothing new
+                    continue
+                seen.add(key)
+                for w in folded:
+                    self.index.setdefault(w, []).append(len(self.sents))
+                self.sents.append(entry)
             for w in _WORD_RX.findall(t):
                 low = _plain(w)
                 if low in _NUM_WORDS:              # "eight silver" supports "8 silver"
@@ -357,17 +393,71 @@ GROUND_FEATURES = ("unsupported_share", "unsupported_words", "best_sentence_shar
                    "negation_mismatch", "modality_mismatch", "content_words")
 
 
-def grounding_features(text: str, cs: _Chunkset) -> Tuple[List[float], List[str], List[str], List[str]]:
+class _Budget(Exception):
+    """Grounding's work budget ran out (the answer's grounding is unknown)."""
+
+
+def _best_sentence(fs: frozenset, cs: _Chunkset, work: Optional[list]) -> tuple:
+    """(share, (words, marks, zone)) of the first chunk sentence holding the most of ``fs``
+    (share 0.0 and None when none holds any), from the index: only the chunk sentences that
+    hold a word of ``fs`` are counted.  ``work``: [look-ups left], spent (None: no limit)."""
+    counts: Dict[int, int] = {}
+    get = counts.get
+    for w in fs:
+        ids = cs.index.get(w)
+        if ids:
+            if work is not None:
+                work[0] -= len(ids)
+                if work[0] < 0:
+                    raise _Budget()
+            for k in ids:
+                counts[k] = get(k, 0) + 1
+    if not counts:
+        return 0.0, None
+    top = max(counts.values())
+    first = min(k for k, c in counts.items() if c == top)
+    return top / len(fs), cs.sents[first]
+
+
+def _together(a: str, b: str, cs: _Chunkset, work: Optional[list]) -> bool:
+    """Whether one chunk sentence holds both folded words ``a`` and ``b`` (sorted index lists
+    walked side by side)."""
+    x, y = cs.index.get(a), cs.index.get(b)
+    if not x or not y:
+        return False
+    if len(x) > len(y):
+        x, y = y, x
+    if work is not None:
+        work[0] -= min(len(x) + len(y), 8 * len(x))
+        if work[0] < 0:
+            raise _Budget()
+    if len(y) > 8 * len(x):              # one short list: look each of its entries up
+        return any(y[min(bisect_left(y, k), len(y) - 1)] == k for k in x)
+    i = j = 0
+    while i < len(x) and j < len(y):
+        if x[i] == y[j]:
+            return True
+        if x[i] < y[j]:
+            i += 1
+        else:
+            j += 1
+    return False
+
+
+def grounding_features(text: str, cs: _Chunkset, work: Optional[list] = None) -> Tuple[List[float], List[str], List[str], List[str]]:
     """(features in GROUND_FEATURES order, missing numbers / names as written, unsupported
     content words, negation / modality differences from the copied chunk sentence) of one
-    checked sentence against the chunks' support."""
+    checked sentence against the chunks' support.  ``work``: [chunk-sentence look-ups left]
+    for the whole answer, spent here; _Budget when it runs out (None: no limit)."""
     missing: List[str] = []
     why: List[str] = []
+    shown = set()
     for raw, value, sig, unit in number_values(text):
         if unit == "month" and any(cs.words.__contains__(m) for m, v in _G_MONTHS.items() if v == value):
             continue                               # 2021-03-05 and "March 5, 2021"
-        if not _number_supported(value, sig, cs.numbers) and raw not in missing:
+        if raw not in shown and not _number_supported(value, sig, cs.numbers):
             missing.append(raw)
+            shown.add(raw)
     stripped = _NUM_RX.sub(" ", text)
     toks = _WORD_RX.findall(stripped)
     content: List[str] = []
@@ -401,13 +491,10 @@ def grounding_features(text: str, cs: _Chunkset) -> Tuple[List[float], List[str]
     bsent = None
     pair = 0.0
     if fs:
-        for words, marks, zone in cs.sents:
-            share = len(fs & words) / len(fs)
-            if share > best:
-                best, bsent = share, (words, marks, zone)
+        best, bsent = _best_sentence(fs, cs, work)
         pairs = [(a, b) for a, b in zip(content, content[1:]) if a != b]
         if pairs:
-            together = sum(1 for a, b in pairs if any(a in w and b in w for w, _, _ in cs.sents))
+            together = sum(1 for a, b in pairs if _together(a, b, cs, work))
             pair = together / len(pairs)
         else:
             pair = best
@@ -465,19 +552,36 @@ class Grounding(NamedTuple):
     supported: int
     unsupported: List[dict]    # {"sentence", "score", "missing", "why"}
     set_aside: int
+    unknown: str = ""          # why the answer's grounding could not be read ("": it was)
 
 
 def ground(claim: str, texts: List[str], model: Optional[dict] = None) -> Grounding:
-    """Check each sentence of ``claim`` against ``texts`` (the evidence chunks)."""
+    """Check each sentence of ``claim`` against ``texts`` (the evidence chunks).  Never raises
+    on text: an answer whose grounding cannot be read (its look-ups past GROUND_WORK per
+    character read, or any error) is unknown (``unknown`` says why; read_problem names it)."""
+    try:
+        return _ground(claim, texts, model)
+    except _Budget:
+        why = "grounding passed its work limit (%d look-ups per character)" % GROUND_WORK
+    except Exception as exc:          # noqa: BLE001 - a reader's bug must not end the run (issue 44)
+        why = problem_text("grounding", exc)
+    read_problem(why)
+    return Grounding(0, 0, [], 0, why)
+
+
+def _ground(claim: str, texts: List[str], model: Optional[dict]) -> Grounding:
+    """ground; the look-ups of chunk sentences are limited to GROUND_WORK per character of
+    the answer and the chunks it reads (a cap no real answer comes near)."""
     model = model or GROUNDING_MODEL
     cs = chunkset(texts)
     checked = supported = aside = 0
     bad: List[dict] = []
+    work = [GROUND_WORK * (min(len(claim), MAX_GROUND_CHARS) + sum(min(len(t), MAX_GROUND_CHARS) for t in texts)) + 10000]
     for _, _, sent, text in answer_sentences(claim):
         if text is None:
             aside += 1
             continue
-        feats, missing, unsup, flips = grounding_features(text, cs)
+        feats, missing, unsup, flips = grounding_features(text, cs, work)
         if not feats[6] and not missing and not flips:
             aside += 1          # no content word, number or name ("No.", "Yes."): nothing to check
             continue

@@ -19,6 +19,7 @@ from .registry import (F_ANS, F_ANSOK, F_BADMARK, F_CITTEXT, F_CONT, F_CUTOFF, F
 from .retrieval import (_disc, hits_at, ideal_dcg, ideal_gains, measure_ndcg, measure_r,
     measure_rr, relevant_positions)
 from .inputs import _Errors, _IS_STR, _jsonl, _num_list, _show, _str_list
+from .text import READ_PROBLEMS, take_read_problems
 from .citations import _CITE_TRIGGER_CHARS, read_citations
 from .refusals import KIND_ANSWER, KIND_PARTIAL, REFUSAL_WINDOW, plain_answer, read_refusal
 from .answers import match_answer
@@ -53,6 +54,7 @@ def ascii_words(raw: bytes) -> List[str]:
 
 
 WORD_SET_CHARS = 2000     # unsupported_tokens: ASCII texts up to this size have their words listed
+LOOKUP_TOKENS = 32        # unsupported_tokens: past this many wanted tokens the texts are tokenized once
 
 
 def unsupported_tokens(claim: str, texts: List[str], cache: Optional[dict] = None,
@@ -61,7 +63,8 @@ def unsupported_tokens(claim: str, texts: List[str], cache: Optional[dict] = Non
     ``claim_tokens``: tokens(claim) when the caller has them; ``copy_checked``: the caller
     found that ``copied_from`` is False.  Without a ``cache`` an ASCII
     text is not tokenized: each wanted number is looked up in it (``_token_in``), and each wanted
-    word too unless the texts are short (WORD_SET_CHARS): then in the set of their words."""
+    word too unless the texts are short (WORD_SET_CHARS): then in the set of their words.  Past
+    LOOKUP_TOKENS wanted tokens the texts are tokenized once (a look-up reads a text each time)."""
     if not copy_checked and copied_from(claim, texts):
         return []
     if claim_tokens is None:
@@ -69,7 +72,7 @@ def unsupported_tokens(claim: str, texts: List[str], cache: Optional[dict] = Non
     wanted = [tok for tok in claim_tokens if tok[0].isdigit() or (len(tok) >= 3 and tok not in STOPWORDS)]
     if not wanted:
         return []
-    if cache is None and all(map(str.isascii, texts)):
+    if cache is None and len(wanted) <= LOOKUP_TOKENS and all(map(str.isascii, texts)):
         lows = [t.lower() for t in texts]
         words = None
         if sum(map(len, lows)) <= WORD_SET_CHARS:
@@ -588,7 +591,8 @@ class Scorer:
         ones when none is cited); sets F_GMEAS / F_UNSUP, faith[i] and unsup_sents[i]."""
         texts = []
         # a marker that resolves to nothing (citation_validity already fails it) is no evidence
-        cits = [c for c in cits or () if c not in self.bad_marks.get(i, ())]
+        marks = frozenset(self.bad_marks.get(i, ()))
+        cits = [c for c in cits or () if c not in marks]
         for c in dict.fromkeys(cits or ret):
             t = cited.get(c) if cited else None
             if t is None and self.chunks is not None:
@@ -598,6 +602,8 @@ class Scorer:
                 return f
             texts.append(t)
         g = ground(claim, texts)
+        if g.unknown:               # not measured (score_trace names the row in a warning)
+            return f
         f |= F_GMEAS
         if g.checked:
             self.faith[i] = g.supported / g.checked
@@ -830,6 +836,8 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
     unknown_ex: List[str] = []
     dup_ex: List[str] = []
     progress = _RowProgress("score_eval: %s" % path) if getattr(scorer, "progress", False) else None
+    take_read_problems()                # (any a reader left before this trace)
+    unread = [0, -1]                    # rows a reader could not read in full; _note_unread
     for lineno, row in _jsonl(path, errors, notes):
         if progress is not None and rows and rows & 0x3FFF == 0:
             progress.tick(rows)         # after the row ``rows`` (as _progress_rows does)
@@ -900,6 +908,8 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
         if reading is not None or scorer.text_cits or scorer.bad_marks:
             scorer.mark_read(i, reading)
         judge_extra(i, claim, cits, ret, cited, cited_pol, decision, extra)
+        if READ_PROBLEMS:
+            _note_unread(path, lineno, qid, notes, unread)
     if progress is not None:
         if rows and rows & 0x3FFF == 0:
             progress.tick(rows)
@@ -914,6 +924,27 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
         i = seen.find(0, i + 1)
     return {"rows": rows, "unknown": unknown, "unknown_ex": unknown_ex,
             "duplicates": dup, "duplicate_ex": dup_ex, "missing": missing}
+
+
+MAX_UNREAD_NOTES = 20        # rows named one by one in the warnings when a reader could not read their text
+
+
+def _note_unread(path: str, lineno: int, qid: str, notes: List[str], unread: List[int]) -> None:
+    """A warning naming the row whose text a reader could not read in full (issue 44): what was
+    left unknown or unread; after MAX_UNREAD_NOTES rows, only counted (``unread``: [rows, index
+    of the note that counts the rest, -1 before there is one])."""
+    problems = take_read_problems()
+    unread[0] += 1
+    if unread[0] <= MAX_UNREAD_NOTES:
+        notes.append("%s:%d: qid %s: %s" % (path, lineno, _show(qid, 60), "; ".join(problems)))
+        return
+    more = "%s: %d more trace rows hold text a reader could not read in full (the first %d are named above)" % (
+        path, unread[0] - MAX_UNREAD_NOTES, MAX_UNREAD_NOTES)
+    if unread[1] < 0:
+        unread[1] = len(notes)
+        notes.append(more)
+    else:
+        notes[unread[1]] = more
 
 
 PROGRESS_ROWS = 100_000      # progress on stderr only past this many trace rows

@@ -7,7 +7,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 import time
 
 from .base import ScoreError, TMP_SUFFIX
@@ -194,8 +193,7 @@ def write_output_with(path: str, write) -> None:
         folder = os.path.dirname(target)
         os.makedirs(folder, exist_ok=True)
         sweep_temp_files(folder)
-        fd, tmp = tempfile.mkstemp(prefix=".%s.%d." % (os.path.basename(target), os.getpid()),
-                                   suffix=TMP_SUFFIX, dir=folder)
+        fd, tmp = _temp_file(folder, os.path.basename(target))
         try:
             with os.fdopen(fd, "wb") as fh:
                 write(fh)
@@ -253,17 +251,52 @@ def _umask() -> int:
 _STARTED = time.time()
 
 
+def _temp_tag(stem: str) -> str:
+    """The record a temp file's name carries that this project made it (issue 44): a hash of
+    the rest of its name, which no name a user gives a file has by chance."""
+    import hashlib
+    return hashlib.sha256(("rag-referee temp file\0" + stem).encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def _temp_file(folder: str, base: str) -> Tuple[int, str]:
+    """(fd, path) of a new temp file ``.<base>.<pid>.<random>.<tag>.ragtmp`` in ``folder``,
+    created exclusively with mode 0600; ``tag`` records that this project made it (_temp_tag)."""
+    import secrets
+    for _ in range(100):
+        stem = "%s.%d.%s" % (base, os.getpid(), secrets.token_hex(4))
+        path = os.path.join(folder, ".%s.%s%s" % (stem, _temp_tag(stem), TMP_SUFFIX))
+        try:
+            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600), path
+        except FileExistsError:
+            continue
+    raise FileExistsError("no free temp file name in %s" % folder)
+
+
+def own_temp_pid(name: str) -> int:
+    """The process id in the name of a temp file this project made (``_temp_file``), 0 for any
+    other name (a user's ``x.ragtmp`` included)."""
+    if not (name.startswith(".") and name.endswith(TMP_SUFFIX)):
+        return 0
+    parts = name[1:-len(TMP_SUFFIX)].rsplit(".", 3)
+    if len(parts) != 4 or not parts[1].isdigit() or len(parts[2]) != 8:
+        return 0
+    stem = "%s.%s.%s" % tuple(parts[:3])
+    return int(parts[1]) if parts[3] == _temp_tag(stem) and int(parts[1]) > 0 else 0
+
+
 def sweep_temp_files(folder: str) -> int:
-    """Remove ``*.ragtmp`` files in ``folder`` left by killed runs: their process is gone and
-    they are older than this one.  Returns how many were removed (errors are ignored)."""
+    """Remove the temp files in ``folder`` that killed runs of this project left: only names it
+    made (own_temp_pid: never a user's file because it ends in ``.ragtmp``), whose process is
+    gone, older than this run.  Returns how many were removed (errors are ignored)."""
     removed = 0
     try:
         names = [n for n in os.listdir(folder) if n.endswith(TMP_SUFFIX) and n.startswith(".")]
     except OSError:
         return 0
     for name in names:
-        parts = name.split(".")
-        pid = int(parts[-3]) if len(parts) >= 4 and parts[-3].isdigit() else 0
+        pid = own_temp_pid(name)
+        if not pid:
+            continue
         full = os.path.join(folder, name)
         try:
             if pid == os.getpid() or os.lstat(full).st_mtime >= _STARTED or pid_alive(pid):

@@ -5,7 +5,7 @@ import math
 import re
 
 from .base import REFUSAL
-from .text import split_sentences
+from .text import problem_text, read_problem, split_sentences, text_form
 
 # ---- reading 2: refusals
 # A response is a refusal when what it asserts is that it cannot answer and it gives no
@@ -307,7 +307,7 @@ def plain_answer(text: str, low: str, token: str, first: str) -> bool:
     characters, holds no trigger word of any decline cue (_decline_rxs: its words, no "n't"),
     and cannot be the token (refusal_layout's "token" case needs ``first``, the token's first
     word, in a text at most 60 characters longer than the token).  False proves nothing."""
-    if len(text) > REFUSAL_WINDOW or not low.isascii() or "n't" in low or low == token:
+    if len(text) > REFUSAL_WINDOW or not low.isascii() or "n't" in low or "`" in low or low == token:
         return False
     if len(text) <= len(token) + 60 and (not token or first in low):
         return False
@@ -345,8 +345,9 @@ def refusal_layout(text, token: str = REFUSAL, extra=()) -> Tuple[str, List[str]
     case: "empty", "token" (the refusal token in any dress), "none" (no decline cue),
     "declines" (declines and pointers only) or "mixed" (declines and content); kinds per
     sentence: D decline, M pointer or pleasantry, C content; pattern: the index + 1 of the
-    first ``extra`` (source, regex) pair that marked a decline (0: none)."""
-    t = (text or "").strip()
+    first ``extra`` (source, regex) pair that marked a decline (0: none).  The text is read in
+    its text_form (Unicode spaces, apostrophes, fullwidth forms, any script's digits)."""
+    t = text_form((text or "").strip())
     if not t:
         return "empty", [], [], 0
     tok = token.strip().lower()
@@ -472,6 +473,16 @@ def refusal_score(feats: Dict[str, float], model: Optional[dict] = None) -> floa
 
 
 def read_refusal(text, token: str = REFUSAL, extra=(), model: Optional[dict] = None) -> Tuple[str, str, int]:
+    """_read_refusal; never raises on text: a response it cannot read is read as an answer
+    (read_problem names it)."""
+    try:
+        return _read_refusal(text, token, extra, model)
+    except Exception as exc:          # noqa: BLE001 - a reader's bug must not end the run (issue 44)
+        read_problem(problem_text("the refusal reading", exc))
+        return KIND_ANSWER, "", 0
+
+
+def _read_refusal(text, token: str, extra, model: Optional[dict]) -> Tuple[str, str, int]:
     """(kind, reason, pattern) for one response: kind is answer / refusal / partial_refusal;
     reason a short text for the items file ("" for an answer without a caveat); pattern
     as in ``refusal_layout``.  The bottom line of a response holding both declines and

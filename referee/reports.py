@@ -22,7 +22,7 @@ from .names import parse_metric
 from .aggregate import MODE_ORDER, all_modes, failure_mode, flag_string
 from .judge import Scorer
 from .scorecard import ItemStages
-from .outputs import atomic_write, render_markdown
+from .outputs import atomic_write, render_markdown, terminal_safe
 
 # --------------------------------------------------------------------------- reports: HTML, JUnit, CSV
 
@@ -557,7 +557,7 @@ def write_reports(args, report: dict, scorer: Scorer, trec: bool, stages: ItemSt
     if summary:
         problem = append_step_summary(summary, render_markdown(report, _worst(scorer, trec)))
         if problem:
-            sys.stderr.write("score_eval: warning: %s\n" % problem)
+            sys.stderr.write(terminal_safe("score_eval: warning: %s\n" % problem))
 
 # --------------------------------------------------------------------------- main
 

@@ -57,7 +57,7 @@ def _trec_names(args, trec: bool) -> List[str]:
 def _note(args, text: str) -> None:
     """A note on stderr (which default file or gates apply), unless --quiet."""
     if not args.quiet:
-        sys.stderr.write("score_eval: %s\n" % text)
+        sys.stderr.write(terminal_safe("score_eval: %s\n" % text))
 
 
 def _has_table(path: str, name: str) -> bool:

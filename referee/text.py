@@ -3,6 +3,7 @@ grounding."""
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # ---- sentences (readings 2 and 4)
 # One splitter for every reading that goes sentence by sentence: the refusal reading (reading 2,
@@ -29,7 +30,7 @@ def split_sentences(text: str) -> List[Tuple[int, int]]:
         if text[end:end + 1] == "." and (last in _ABBREV or (len(last) == 1 and last.isalpha())):
             if last not in _NUMBER_ABBREV or text[m.end():m.end() + 1].isdigit():
                 continue                               # "No. 5" is a number; "No. Digital ..." an answer
-        if text[end:end + 1] in ".)" and last.isdigit() and len(last) <= 2 and text[start:end].strip() == last:
+        if text[end:end + 1] in ".)" and last.isdigit() and len(last) <= 2 and _only_word(text, start, end, last):
             continue                                   # "2. Corrective action ...": a list number
 
         if m.end() < n and text[m.end()].islower() and text[end:end + 1] == ".":
@@ -40,3 +41,70 @@ def split_sentences(text: str) -> List[Tuple[int, int]]:
     if text[start:].strip():
         out.append((start, n))
     return out
+
+
+_NONSPACE_RX = re.compile(r"\S")
+
+
+def _only_word(text: str, start: int, end: int, last: str) -> bool:
+    """Whether ``text[start:end].strip() == last``, found without copying the slice (a long
+    sentence with many "12." in it would copy it once per candidate break)."""
+    m = _NONSPACE_RX.search(text, start, end)
+    first = m.start() if m else end
+    return end - first == len(last) and text[first:end] == last and (first == start or text[first - 1].isspace())
+
+
+# ---- what a reader could not read (issue 44)
+# No text raises out of a reader of what a system wrote: a value a reader cannot read (a
+# number past its digit cap, markers past MAX_MARKERS, work past a reader's budget, any
+# error) is left unknown for the row and named here; score_trace turns each name into a
+# warning naming the trace row (file:line and qid).  Bounded: a caller that never takes them
+# (mini_rag, the server, a benchmark) keeps at most MAX_READ_PROBLEMS.
+READ_PROBLEMS: List[str] = []
+MAX_READ_PROBLEMS = 20
+
+
+def read_problem(text: str) -> None:
+    """Record that a reader could not read something of the current row (once per text)."""
+    if len(READ_PROBLEMS) < MAX_READ_PROBLEMS and text not in READ_PROBLEMS:
+        READ_PROBLEMS.append(text)
+
+
+def take_read_problems() -> List[str]:
+    """The problems recorded since the last call, and forget them."""
+    out = READ_PROBLEMS[:]
+    del READ_PROBLEMS[:]
+    return out
+
+
+def problem_text(what: str, exc: BaseException) -> str:
+    """``what`` could not be read, with the exception's kind and first words (no traceback)."""
+    msg = " ".join(str(exc).split())[:80]
+    return "%s could not be read (%s%s)" % (what, type(exc).__name__, ": " + msg if msg else "")
+
+
+# ---- text forms (issue 44 item 5)
+# The refusal and the citation readers read a text in one form: Unicode spaces (no-break,
+# thin, ideographic ...) as " ", apostrophes (U+2018, U+02BC, U+FF07, backtick) as "'",
+# fullwidth brackets, parentheses and separators as ASCII, and decimal digits of any script
+# ("١", "１") as ASCII digits.  One character becomes one character, so an offset
+# into the form is an offset into the text.  An ASCII text other than one with a backtick is
+# its own form.
+_FORM_TABLE = str.maketrans({**{c: " " for c in "\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+                                               "\u2007\u2008\u2009\u200a\u202f\u205f\u3000"},
+                             **{c: "'" for c in "\u2018\u02bc\uff07`"},
+                             "\uff3b": "[", "\uff3d": "]", "\uff08": "(", "\uff09": ")", "\uff0c": ",",
+                             "\uff1b": ";", "\uff1a": ":", "\uff03": "#", "\uff0d": "-"})
+_UDIGIT_RX = re.compile(r"[^\x00-\x7f](?<=\d)")
+
+
+def text_form(text: str) -> str:
+    """``text`` in the form the refusal and citation readers read (see above); same length."""
+    if text.isascii():
+        return text.replace("`", "'") if "`" in text else text
+    text = text.translate(_FORM_TABLE)
+    return _UDIGIT_RX.sub(_ascii_digit, text)
+
+
+def _ascii_digit(m) -> str:
+    return chr(48 + unicodedata.decimal(m.group(), 0))

@@ -376,11 +376,15 @@ EVIL = [
     (r"\S+\w+=", "adjacent"), (r"a+(?:b?)a+c", "adjacent"),
     (r"(a+)+b", "nested"), (r"(a*)*b", "nested"), (r"^(\w+\s?)*$", "nested"), (r"(.*a){12}", "nested"),
     (r"([a-zA-Z0-9]+[-.])*@", "nested"),
+    # issue 44: a search tries every start, so an unbounded repeat that can take the character
+    # before it reads the rest of the text from each (these five were in SAFE before issue 44)
+    (r"\s*\w+", "unbounded"), (r".*foo.*", "unbounded"), (r"a+b+c+", "unbounded"), (r"[^,]*,[^,]*", "unbounded"),
+    (r"(cat|dog)+s", "unbounded"),
 ]
 SAFE = [
-    r"\bnot in context\b", r"(?:a|b)+", r"\d{4}-\d{2}-\d{2}", r"\s*\w+", r".*foo.*", r"a+b+c+",
-    r"(?:cannot|can't) (?:answer|help)", r"[^,]*,[^,]*", r"(?:x|y)?z", r"(a|b){1}", r"(?:\s|,)+",
-    r"(cat|dog)+s", r"\b\d{3}-\d{2}-\d{4}\b", r"(?:a+)?", r"\(x+\)+",
+    r"\bnot in context\b", r"(?:a|b)+", r"\d{4}-\d{2}-\d{2}", r"\bfoo.*", r"\ba+b+c+",
+    r"(?:cannot|can't) (?:answer|help)", r",[^,]*,[^,]*", r"(?:x|y)?z", r"(a|b){1}", r"(?:\s|,)+",
+    r"\b(cat|dog)+s", r"\b\d{3}-\d{2}-\d{4}\b", r"(?:a+)?", r"\(x+\)+",
 ]
 
 
@@ -393,7 +397,8 @@ class RegexLinearity(Base):
                 problem = score_eval.regex_problem(pattern)
                 self.assertIsNotNone(problem)
                 self.assertIn({"overlapping": "overlapping alternatives", "empty": "match empty",
-                               "adjacent": "adjacent repetitions", "nested": "nested quantifiers"}[kind], problem)
+                               "adjacent": "adjacent repetitions", "nested": "nested quantifiers",
+                               "unbounded": "unbounded repeat"}[kind], problem)
 
     def test_safe_forms_and_the_committed_patterns_pass(self):
         for pattern in SAFE:
