@@ -46,9 +46,15 @@ def _parse_ks(text: str) -> List[int]:
 def _trec_names(args, trec: bool) -> List[str]:
     """The trec_eval measures to compute (IR mode); the IR-only flags are refused otherwise."""
     if not trec:
-        if args.m or args.measures or args.format == "trec" or args.per_query or args.average != "all":
-            raise ScoreError("usage: -m, --measures, --format trec, -q and --average need --qrels and --run")
+        if args.m or args.measures or args.format == "trec" or args.per_query or args.average != "all" \
+                or args.complete or args.rel_level is not None or args.max_docs is not None:
+            raise ScoreError("usage: -m, --measures, --format trec, -q, -c, -l, -M and --average need --qrels and --run")
         return []
+    if args.complete and args.average != "all":
+        raise ScoreError("usage: -c (average over every qrels topic) contradicts --average %s" % args.average)
+    for flag, value in (("-l", args.rel_level), ("-M", args.max_docs)):
+        if value is not None and not 1 <= value <= 1 << 40:
+            raise ScoreError("%s: must be an integer from 1, got %d" % (flag, value))
     specs = _measure_specs(args.m, args.measures)
     return parse_trec_measures(specs or list(TREC_DEFAULT))
 
@@ -153,7 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("-m", action="append", metavar="MEASURE",
                     help="with --qrels/--run: a trec_eval measure to compute, trec_eval's spelling "
                          "(map, Rprec, bpref, recip_rank, P.5,10, recall.10, ndcg_cut.10, success.1, num_ret, "
-                         "num_rel, num_rel_ret; P alone = its default cutoffs); repeatable")
+                         "utility.2,-1,0,0, ndcg.1=3,2=9 ...; P alone = its default cutoffs; official, all_trec, "
+                         "set: trec_eval's sets; the list is below); repeatable")
     ap.add_argument("--measures", metavar="M1,M2",
                     help="the same as several -m, comma-separated: map,ndcg_cut.10,P.5")
     ap.add_argument("--average", choices=("all", "judged"), default="all",
@@ -167,6 +174,16 @@ def build_parser() -> argparse.ArgumentParser:
                          "derived from it without --gold; JSON report (also detected, with a note)")
     ap.add_argument("-q", dest="per_query", action="store_true",
                     help="with --format trec: one line per topic and measure before the 'all' lines (trec_eval -q)")
+    ap.add_argument("-c", dest="complete", action="store_true",
+                    help="with --qrels/--run: trec_eval -c, average over every qrels topic, a topic the run "
+                         "forgot scoring 0 (this tool's default, --average all; accepted for trec_eval's "
+                         "command lines)")
+    ap.add_argument("-l", dest="rel_level", type=int, metavar="N",
+                    help="with --qrels/--run: trec_eval -l, the least qrels level that is relevant for the "
+                         "trec_eval measures (default 1; their nDCG gains stay the levels)")
+    ap.add_argument("-M", dest="max_docs", type=int, metavar="N",
+                    help="with --qrels/--run: trec_eval -M, the trec_eval measures read the first N documents "
+                         "of each topic (in trec_eval's order) and drop the rest")
     ap.add_argument("--quiet", action="store_true",
                     help="no progress lines and no notes on stderr (past 100,000 trace rows the scorer "
                          "reports progress; errors and gate failures are still printed)")
@@ -354,7 +371,7 @@ def run(args) -> int:
     if trec:
         if getattr(args, "merge", None):      # trec_eval's measures read the rankings again
             runs = merged_runs(args.merge, errors)
-        trec_per, trec_all = trec_evaluate(gold, runs, trec_names, args.average)
+        trec_per, trec_all = trec_evaluate(gold, runs, trec_names, args.average, args.rel_level or 1, args.max_docs)
         metrics.update(trec_metric_entries(trec_per, trec_all))
     order = sorted(everything, key=gold.cat.__getitem__)     # items by category, file order within one
     categories: Dict[str, dict] = {}
@@ -470,7 +487,7 @@ def run(args) -> int:
     if args.markdown:
         atomic_write(args.markdown, render_markdown(report, _worst(scorer, trec)))
     if args.format == "trec":
-        text = render_trec(trec_per, trec_all, args.per_query, num_q=not (args.m or args.measures))
+        text = render_trec(trec_per, trec_all, args.per_query)
     write_reports(args, report, scorer, trec, stages)
     outputs = (args.out, args.items, args.markdown, args.html, args.junit, args.csv, args.metrics_csv)
     if args.manifest:
