@@ -98,16 +98,16 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 #   3965  referee/names.py
 #   4027  referee/aggregate.py
 #   4322  referee/config.py
-#   4991  referee/contracts.py
-#   5381  referee/judge.py
-#   6333  referee/gates.py
-#   6529  referee/scorecard.py
-#   6788  referee/outputs.py
-#   7192  referee/reports.py
-#   7796  referee/calibration.py
-#   8025  referee/shards.py
-#   8349  referee/run.py
-#   8852  referee/cli.py
+#   5019  referee/contracts.py
+#   5409  referee/judge.py
+#   6361  referee/gates.py
+#   6557  referee/scorecard.py
+#   6816  referee/outputs.py
+#   7304  referee/reports.py
+#   7909  referee/calibration.py
+#   8138  referee/shards.py
+#   8462  referee/run.py
+#   8984  referee/cli.py
 
 
 
@@ -4388,6 +4388,29 @@ def _num(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+#: Means whose values lie in [0, 1], as the rates' do.
+_UNIT_MEANS = frozenset(("faithfulness", "P@K", "R@K", "RR", "RR@K", "nDCG@K", "answer_relevance",
+                         "context_relevance", "answer_f1"))
+
+
+def unit_interval(ref: MetricRef) -> bool:
+    """Whether the gated metric's values lie in [0, 1] (a rate, a [0, 1] mean, a trec_eval measure
+    other than the num_* counts and utility): a threshold outside it is a typo (issue 42)."""
+    m = ref.metric
+    if m in REGISTRY:
+        return m.kind == "rate" or m.name in _UNIT_MEANS
+    family = _trec_family(m.name)[0]
+    return not family.startswith("num_") and family != "utility"
+
+
+def _unit_problem(ref: MetricRef, thr: float) -> str:
+    """'' when ``thr`` may bound ``ref``, else why not."""
+    if 0.0 <= thr <= 1.0 or not unit_interval(ref):
+        return ""
+    return "must be from 0 to 1 (%s is %s), got %s" % (
+        ref.metric.name, "a rate" if ref.metric.kind == "rate" else "a value from 0 to 1", _fmt_num(thr))
+
+
 _GATES_DOCS: Dict[tuple, tuple] = {}
 
 
@@ -4481,6 +4504,8 @@ def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate],
             errors.append("%s: gate %r %s must be a number, got %s" % (loc, key, bounds[0], _show(val[bounds[0]])))
         elif "message" in val and not isinstance(val["message"], str):
             errors.append("%s: gate %r message must be a string, got %s" % (loc, key, _show(val["message"])))
+        elif _unit_problem(ref, float(val[bounds[0]])):
+            errors.append("%s: gate %r %s %s" % (loc, key, bounds[0], _unit_problem(ref, float(val[bounds[0]]))))
         else:
             op = ">=" if bounds[0] == "min" else "<="
             thr = float(val[bounds[0]])
@@ -5007,6 +5032,9 @@ def parse_gates_string(text: str) -> Tuple[List[Gate], Dict[str, str]]:
                 raise ValueError
         except ValueError:
             errors.append("--gates: threshold for %r must be a number, got %r" % (name, value))
+            continue
+        if _unit_problem(ref, thr):
+            errors.append("--gates: threshold for %r %s" % (name, _unit_problem(ref, thr)))
             continue
         if op == "=":
             op = ">=" if ref.metric.better == "higher" else "<="
@@ -6843,13 +6871,22 @@ def _first_line(head: bytes) -> bytes:
     return head.lstrip(b"\xef\xbb\xbf").split(b"\n", 1)[0]
 
 
+def _score_eval_html(h: bytes) -> bool:
+    return h.startswith(b"<!DOCTYPE html>") and b'content="score_eval"' in h
+
+
 OUTPUT_KINDS = {
     # kind: (what it is, does the head of an existing file look like one?)
-    "report": ("a score_eval JSON report", lambda h: h.lstrip().startswith(b"{") and b'"schema": "score_eval/1"' in h),
+    # (a report's "schema" is a top-level key; mini_rag eval's report.json nests reports deeper)
+    "report": ("a score_eval JSON report", lambda h: h.lstrip().startswith(b"{") and b'\n  "schema": "score_eval/1"' in h),
     "items": ("a score_eval items JSONL file", lambda h: b'"qid"' in _first_line(h) and b'"flags"' in _first_line(h)),
-    "markdown": ("a score_eval Markdown report", lambda h: h.startswith(b"# score_eval report")
-                 or h.startswith(b"# mini_rag eval")),
-    "html": ("a score_eval HTML report", lambda h: h.startswith(b"<!DOCTYPE html>") and b'content="score_eval"' in h),
+    "markdown": ("a score_eval Markdown report", lambda h: h.startswith(b"# score_eval report")),
+    "html": ("a score_eval HTML report", _score_eval_html),
+    "report-html": ("a score_eval HTML report of one run", lambda h: _score_eval_html(h)
+                    and b"<title>score_eval report: " in h),
+    "merged-html": ("a page of merged score_eval HTML reports", lambda h: _score_eval_html(h)
+                    and b"<title>score_eval report</title>" in h),
+    "eval-markdown": ("a mini_rag eval Markdown report", lambda h: h.startswith(b"# mini_rag eval")),
     "junit": ("a JUnit XML report", lambda h: h.startswith(b"<?xml") and b"<testsuites" in h),
     "csv": ("a score_eval CSV file", lambda h: h.startswith(b"qid,category,") or h.startswith(b"metric,value,")),
     "manifest": ("an output-set manifest", lambda h: b'"schema": "output-set/1"' in h),
@@ -6860,6 +6897,25 @@ OUTPUT_KINDS = {
     "eval-report": ("a mini_rag eval report", lambda h: h.lstrip().startswith(b"{") and b'"datasets"' in h),
 }
 REGULAR_KINDS = ("index", "partial")
+#: The command that writes each kind, named when an output would replace another command's file.
+_WRITERS = {
+    "report": "score_eval.py --out", "items": "score_eval.py --items", "markdown": "score_eval.py --markdown",
+    "report-html": "score_eval.py --html", "junit": "score_eval.py --junit", "csv": "score_eval.py --csv",
+    "partial": "score_eval.py --partial", "merged-html": "score_eval.py merge-html (python -m mini_rag eval "
+    "writes its report.html with it)", "eval-report": "python -m mini_rag eval (make eval)",
+    "eval-markdown": "python -m mini_rag eval (make eval)", "manifest": "score_eval.py --manifest or "
+    "python -m mini_rag eval", "trace": "python -m mini_rag run", "perturb": "python -m mini_rag perturb",
+    "index": "python -m mini_rag index",
+}
+
+
+def _written_by(head: bytes) -> Optional[str]:
+    """The kind of an existing file's head (most specific first), None when it is none of them."""
+    for kind in ("report", "items", "trace", "perturb", "partial", "index", "manifest", "eval-report",
+                 "eval-markdown", "markdown", "merged-html", "report-html", "junit", "csv"):
+        if OUTPUT_KINDS[kind][1](head):
+            return kind
+    return None
 
 
 def _file_head(path: str, size: int = _SNIFF_BYTES) -> bytes:
@@ -6928,10 +6984,66 @@ def check_outputs(outputs, inputs, force: bool = False) -> None:
         except OSError as exc:
             raise ScoreError("%s %s: cannot read what it holds: %s" % (label, path, exc.strerror or exc)) from None
         if not OUTPUT_KINDS[kind][1](head):
+            found = _written_by(head)
+            hint = "'python -m mini_rag index --force'" if kind == "index" else "--force"
+            if found is not None:
+                raise ScoreError("%s %s: is %s, written by %s; refusing to replace another command's output "
+                                 "(it is not %s): choose another path, or %s to replace it"
+                                 % (label, path, OUTPUT_KINDS[found][0], _WRITERS[found], what, hint))
             raise ScoreError("%s %s: exists and is not %s (it starts %s); refusing to replace it: "
                              "choose another path, or %s to replace it"
-                             % (label, path, what, _show(head[:40].decode("utf-8", "replace"), 60),
-                                "'python -m mini_rag index --force'" if kind == "index" else "--force"))
+                             % (label, path, what, _show(head[:40].decode("utf-8", "replace"), 60), hint))
+
+
+SET_MANIFEST = "manifest.json"     # the name of an output set's manifest (make eval's runs/manifest.json)
+
+
+def check_output_sets(outputs, force: bool = False) -> None:
+    """An existing output listed in the ``manifest.json`` of its folder belongs to the output set
+    another command wrote (make eval's runs/: each file's sha256): replacing it would break
+    that set, so it is refused, naming both, unless ``force`` or that manifest is itself an
+    output of this command (it is rewritten)."""
+    if force:
+        return
+    own = {_identity(p) for _, p, _ in outputs if p and p != "-"}
+    listings: Dict[str, Optional[set]] = {}
+    for label, path, kind in outputs:
+        if not path or path == "-" or kind == "manifest" or not os.path.isfile(path):
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        manifest = os.path.join(folder, SET_MANIFEST)
+        if manifest not in listings:
+            listings[manifest] = None if _identity(manifest) in own else _set_listing(manifest)
+        listed = listings[manifest]
+        if listed and os.path.relpath(os.path.abspath(path), folder).replace(os.sep, "/") in listed:
+            shown = os.path.join(os.path.dirname(path), SET_MANIFEST)
+            raise ScoreError("%s %s: is listed in %s, the output set %s wrote (a sha256 per file); replacing "
+                             "it would break that set: choose another path (a folder of your own, e.g. "
+                             "runs/own/), or --force to replace it" % (label, path, shown, _set_writer(folder, listed)))
+
+
+def _set_listing(manifest: str) -> Optional[set]:
+    """The files an output-set manifest lists (None when it is absent, too big or not one)."""
+    try:
+        if not os.path.isfile(manifest) or os.path.getsize(manifest) > MAX_SMALL_FILE_BYTES:
+            return None
+        with open(manifest, "rb") as fh:
+            doc = json.loads(fh.read().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("schema") != "output-set/1" or not isinstance(doc.get("sha256"), dict):
+        return None
+    return set(doc["sha256"])
+
+
+def _set_writer(folder: str, listed: set) -> str:
+    """Who wrote a set: make eval's lists its combined report.json, a mini_rag eval report."""
+    try:
+        if "report.json" in listed and OUTPUT_KINDS["eval-report"][1](_file_head(os.path.join(folder, "report.json"))):
+            return _WRITERS["eval-report"]
+    except OSError:
+        pass
+    return "a score_eval.py --manifest run"
 
 
 def manifest_listable(outputs) -> None:
@@ -7593,10 +7705,10 @@ def render_junit(report: dict, items: Optional[List[dict]] = None) -> str:
     """JUnit XML: <testsuites> with one <testsuite> (the dataset) holding the block and monitor
     gates, and one ``<dataset>.warnings`` holding the warn gates, one <testcase> per gate.
 
-    A failed block gate is a <failure> in the dataset's suite; a failed warn gate is a
-    <failure type="warn"> in the warnings suite (test reporters show failures, they hide
-    skips; the run's verdict is the dataset suite's and the exit status).  Monitor gates pass
-    and carry their value as properties.  With ``items`` (--junit-items) a ``<dataset>.items``
+    A failed block gate is a <failure> in the dataset's suite.  A warn gate never fails a test
+    (issue 42: a run that exits 0 has failures="0"): it passes with its value, threshold and
+    ``passed`` as properties, and a failed one says so in a <system-out> line.  Monitor gates
+    pass and carry their value as properties.  With ``items`` (--junit-items) a ``<dataset>.items``
     suite has one testcase per item: an item is a <failure> only when one of its failure
     labels counts against a block gate that failed (``MODE_METRICS``); other failing items
     pass with their labels as properties."""
@@ -7614,10 +7726,11 @@ def render_junit(report: dict, items: Optional[List[dict]] = None) -> str:
         if not g["pass"] and g["tier"] == "block":
             fails[group] += 1
             body += '<failure message="%s" type="gate">%s</failure>' % (_x(note), _x(note))
-        elif not g["pass"] and g["tier"] == "warn":
-            fails[group] += 1
-            body += '<failure message="%s" type="warn">%s</failure>' % (
-                _x("warn gate failed (does not block): " + note), _x(note))
+        elif g["tier"] == "warn":
+            body = body.replace("</properties>", '<property name="passed" value="%s"/></properties>'
+                                % ("true" if g["pass"] else "false"))
+            if not g["pass"]:
+                body += "<system-out>%s</system-out>" % _x("warn gate failed (does not block): " + note)
         groups[group].append('    <testcase classname="%s" name="%s">%s</testcase>' % (
             _x("score_eval.%s.%s" % (ds, g["tier"])), _x(g["gate"]), body))
     cases = groups["main"]
@@ -8475,6 +8588,23 @@ def _asked_needs(args, gates, regression, gates_file: Optional[str]) -> set:
     return needs
 
 
+def check_matched(args, gold, stats: dict, trec: bool) -> None:
+    """An empty trace (run), or one whose rows name no gold qid (qrels topic), is an input error
+    whatever the gates (issue 42): there is nothing to score, a verdict would be about nothing."""
+    n = len(gold)
+    if not n or stats["missing"] < n:
+        return
+    path, rows, key = (args.run, "lines", "qrels topic") if trec else (args.trace, "rows", "gold qid")
+    source = args.qrels if trec else args.gold
+    if not stats["rows"]:
+        raise ScoreError("%s: the %s is empty (0 %s): nothing to score against %s"
+                         % (path, "run" if trec else "trace", rows, source))
+    raise ScoreError("%s: no %s names a %s of %s (%d %s; theirs e.g. %s; the %s are e.g. %s): wrong file?"
+                     % (path, rows[:-1], key, source, stats["rows"], rows,
+                        ", ".join(_show(q, 40) for q in stats["unknown_ex"][:3]), key + "s",
+                        ", ".join(_show(q, 40) for q in gold.qids[:3])))
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="score_eval.py", description=DESCRIPTION,
@@ -8569,7 +8699,7 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-_RUN_OUTPUTS = (("out", "report"), ("markdown", "markdown"), ("items", "items"), ("html", "html"),
+_RUN_OUTPUTS = (("out", "report"), ("markdown", "markdown"), ("items", "items"), ("html", "report-html"),
                 ("junit", "junit"), ("csv", "csv"), ("metrics_csv", "csv"), ("partial", "partial"),
                 ("manifest", "manifest"))
 _RUN_INPUTS = ("gold", "trace", "qrels", "run", "chunks", "baseline", "gates_file")
@@ -8587,6 +8717,7 @@ def check_run_outputs(args) -> None:
     inputs += [("partial", p) for p in getattr(args, "merge", None) or []]
     outputs = [(_flag(a), getattr(args, a, None), kind) for a, kind in _RUN_OUTPUTS]
     check_outputs(outputs, inputs, getattr(args, "force", False))
+    check_output_sets(outputs, getattr(args, "force", False))      # e.g. make eval's runs/ (issue 42)
     if getattr(args, "manifest", None):
         manifest_listable([(label, path) for label, path, kind in outputs if kind != "manifest"])
 
@@ -8722,6 +8853,7 @@ def run(args) -> int:
             raise ScoreError(errors.text())
     if getattr(args, "partial", None):        # a shard run writes its verdicts, no report
         return write_partial(args, gold, scorer, stats, notes)
+    check_matched(args, gold, stats, trec)
     baseline = load_baseline(args.baseline) if args.baseline else None
     # 3. aggregate
     n = len(gold)

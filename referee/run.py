@@ -12,7 +12,7 @@ from .base import (DESCRIPTION, DEFAULT_GATES, DEFAULT_GATES_FILE, EXIT_GATE, EX
     ScoreError, _GROUNDING, _LIMITS, __version__)
 from .registry import F_GOLD, F_SHIP, NEEDS, REGISTRY, SEED_ONLY, _BY_NAME, needs_for
 from .fmt import _r, _rounded
-from .inputs import _Errors, _RAGAS_PATHS, ragas_layout
+from .inputs import _Errors, _RAGAS_PATHS, _show, ragas_layout
 from .trec import (TREC_DEFAULT, _measure_specs, parse_trec_measures, render_trec, trec_evaluate,
     trec_help, trec_metric_entries, trec_per_topic, trec_significance)
 from .names import _metric_help, metric_table_markdown, parse_metric
@@ -23,7 +23,7 @@ from .contracts import gold_from_trace, read_chunks, read_gold, read_qrels, read
 from .judge import Scorer, gc_paused, score_run, score_trace
 from .gates import blocking_pass, check_gates, compare, load_baseline, order_by_tier
 from .scorecard import ItemStages, SCORECARD_K, STAGES, resolve_weights, scorecard, scorecard_gaps
-from .outputs import (atomic_write, check_outputs, manifest_listable, remove_output, render_json,
+from .outputs import (atomic_write, check_output_sets, check_outputs, manifest_listable, remove_output, render_json,
     render_markdown, terminal_safe, write_manifest)
 from .reports import _item_lines, _worst, write_reports
 from .shards import merge_partials, merged_runs, write_partial
@@ -114,6 +114,23 @@ def _asked_needs(args, gates, regression, gates_file: Optional[str]) -> set:
         else:
             needs |= needs_for([parse_metric(name)])
     return needs
+
+
+def check_matched(args, gold, stats: dict, trec: bool) -> None:
+    """An empty trace (run), or one whose rows name no gold qid (qrels topic), is an input error
+    whatever the gates (issue 42): there is nothing to score, a verdict would be about nothing."""
+    n = len(gold)
+    if not n or stats["missing"] < n:
+        return
+    path, rows, key = (args.run, "lines", "qrels topic") if trec else (args.trace, "rows", "gold qid")
+    source = args.qrels if trec else args.gold
+    if not stats["rows"]:
+        raise ScoreError("%s: the %s is empty (0 %s): nothing to score against %s"
+                         % (path, "run" if trec else "trace", rows, source))
+    raise ScoreError("%s: no %s names a %s of %s (%d %s; theirs e.g. %s; the %s are e.g. %s): wrong file?"
+                     % (path, rows[:-1], key, source, stats["rows"], rows,
+                        ", ".join(_show(q, 40) for q in stats["unknown_ex"][:3]), key + "s",
+                        ", ".join(_show(q, 40) for q in gold.qids[:3])))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -210,7 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-_RUN_OUTPUTS = (("out", "report"), ("markdown", "markdown"), ("items", "items"), ("html", "html"),
+_RUN_OUTPUTS = (("out", "report"), ("markdown", "markdown"), ("items", "items"), ("html", "report-html"),
                 ("junit", "junit"), ("csv", "csv"), ("metrics_csv", "csv"), ("partial", "partial"),
                 ("manifest", "manifest"))
 _RUN_INPUTS = ("gold", "trace", "qrels", "run", "chunks", "baseline", "gates_file")
@@ -228,6 +245,7 @@ def check_run_outputs(args) -> None:
     inputs += [("partial", p) for p in getattr(args, "merge", None) or []]
     outputs = [(_flag(a), getattr(args, a, None), kind) for a, kind in _RUN_OUTPUTS]
     check_outputs(outputs, inputs, getattr(args, "force", False))
+    check_output_sets(outputs, getattr(args, "force", False))      # e.g. make eval's runs/ (issue 42)
     if getattr(args, "manifest", None):
         manifest_listable([(label, path) for label, path, kind in outputs if kind != "manifest"])
 
@@ -363,6 +381,7 @@ def run(args) -> int:
             raise ScoreError(errors.text())
     if getattr(args, "partial", None):        # a shard run writes its verdicts, no report
         return write_partial(args, gold, scorer, stats, notes)
+    check_matched(args, gold, stats, trec)
     baseline = load_baseline(args.baseline) if args.baseline else None
     # 3. aggregate
     n = len(gold)
