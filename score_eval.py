@@ -76,37 +76,38 @@ from fractions import Fraction
 from functools import partial
 from itertools import compress, count, filterfalse
 from operator import gt, mul
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 # Contents: generated from referee/ by tools/build_single_file.py (make single-file); edit
 # the modules there, never this file.  Each module starts at the line given:
 #
-#     75  referee/base.py
-#    141  referee/registry.py
-#    451  referee/fmt.py
-#    484  referee/stats.py
-#    531  referee/retrieval.py
-#    631  referee/tomlsub.py
-#    911  referee/inputs.py
-#   1318  referee/text.py
-#   1360  referee/citations.py
-#   1634  referee/refusals.py
-#   2146  referee/answers.py
-#   2417  referee/grounding.py
-#   2907  referee/trec.py
-#   3338  referee/names.py
-#   3400  referee/aggregate.py
-#   3695  referee/config.py
-#   4364  referee/contracts.py
-#   4776  referee/judge.py
-#   5728  referee/gates.py
-#   5955  referee/scorecard.py
-#   6214  referee/outputs.py
-#   6618  referee/reports.py
-#   7250  referee/calibration.py
-#   7479  referee/shards.py
-#   7826  referee/run.py
-#   8443  referee/cli.py
+#     76  referee/base.py
+#    142  referee/registry.py
+#    452  referee/fmt.py
+#    485  referee/stats.py
+#    532  referee/retrieval.py
+#    632  referee/tomlsub.py
+#    912  referee/inputs.py
+#   1319  referee/text.py
+#   1361  referee/citations.py
+#   1635  referee/refusals.py
+#   2147  referee/answers.py
+#   2418  referee/grounding.py
+#   2908  referee/treccalc.py
+#   3318  referee/trec.py
+#   3965  referee/names.py
+#   4027  referee/aggregate.py
+#   4322  referee/config.py
+#   5019  referee/contracts.py
+#   5440  referee/judge.py
+#   6392  referee/gates.py
+#   6619  referee/scorecard.py
+#   6878  referee/outputs.py
+#   7366  referee/reports.py
+#   7999  referee/calibration.py
+#   8228  referee/shards.py
+#   8577  referee/run.py
+#   9231  referee/cli.py
 
 
 
@@ -2942,6 +2943,416 @@ def ground(claim: str, texts: List[str], model: Optional[dict] = None) -> Ground
     return Grounding(checked, supported, bad, aside)
 
 
+# =========================================================================== referee/treccalc.py
+# trec_eval's measures computed from one topic's relevance list (trec_eval's "res_rels"): the
+# measures of ``-m all_trec`` beyond the ranking core of trec.py (infAP, Rprec_mult, utility,
+# 11pt_avg, binG, G, gain-parameterised ndcg, ndcg_rel, Rndcg, map_cut, relative_P, set_*,
+# num_nonrel_judged_ret, rbp, rbp_resid, unj, relstring).
+
+# --------------------------------------------------------------------------- trec_eval's res_rels
+#
+# Each definition below follows trec_eval 10.0's (its m_<name>.c): written from those
+# definitions, not copied.  A topic is its retrieved documents in trec_eval's order (score
+# descending, then docno descending), cut to -M documents, each mapped to its qrels level:
+# the level (>= 0) when judged, UNJUDGED (-2) when the qrels list it with a negative level
+# (in the pool, not judged), NONPOOL (-1) when the qrels do not list it.  ``rel_level`` (-l)
+# is the least level that is relevant.  Gains (ndcg, ndcg_rel, Rndcg, G, rbp) are the levels
+# unless ``level=gain`` parameters change them; the ideal ordering takes every judged
+# document of the topic by gain, largest first, while the gain is positive.
+
+NONPOOL, UNJUDGED = -1, -2
+INFAP_EPSILON = 0.00001                 # trec_eval's INFAP_EPSILON
+
+
+class TopicRels:
+    """One topic for trec_eval's measures: ``rels`` (each retrieved document's value, see
+    above), ``counts`` (judged documents per level >= 0), the relevant ones (num_rel) and the
+    relevant retrieved ones (num_rel_ret) at ``rel_level``."""
+    __slots__ = ("rels", "counts", "max_level", "rel_level", "num_ret", "num_rel", "num_rel_ret")
+
+    def __init__(self, ranking: List[str], judged: Dict[str, int], rel_level: int = 1) -> None:
+        get = judged.get
+        self.rels = [NONPOOL if g is None else (g if g >= 0 else UNJUDGED) for g in map(get, ranking)]
+        counts: Dict[int, int] = {}
+        for g in judged.values():
+            if g >= 0:
+                counts[g] = counts.get(g, 0) + 1
+        self.counts = counts
+        self.max_level = max(counts) if counts else -1
+        self.rel_level = rel_level
+        self.num_ret = len(self.rels)
+        self.num_rel = sum(c for g, c in counts.items() if g >= rel_level)
+        self.num_rel_ret = sum(1 for r in self.rels if r >= rel_level)
+
+
+def _lround(x: float) -> int:
+    """C's lround for x >= 0: nearest integer, halves away from zero."""
+    whole = math.floor(x)
+    return int(whole) + (1 if x - whole >= 0.5 else 0)
+
+
+def infap(t: TopicRels) -> float:
+    """infAP (Yilmaz and Aslam): at each judged relevant document at 0-based rank j > 0, 1/(j+1)
+    + j/(j+1) * (judged above / j) * (relevant above + eps) / (judged above + 2 eps), where
+    documents outside the pool count in "above" for the first ratio only as rank, and those in
+    the pool but unjudged in neither ratio's judged part; / num_rel."""
+    total = 0.0
+    nonrel = rel = unjudged = 0
+    for j, r in enumerate(t.rels):
+        if r == NONPOOL:
+            continue
+        if r == UNJUDGED:
+            unjudged += 1
+            continue
+        if r < t.rel_level:
+            nonrel += 1
+            continue
+        rel += 1
+        if j == 0:
+            total += 1.0
+        else:
+            fj = float(j)
+            total += 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * ((rel - 1 + nonrel + unjudged) / fj) * \
+                ((rel - 1 + INFAP_EPSILON) / (rel - 1 + nonrel + 2 * INFAP_EPSILON))
+    return total / t.num_rel if t.num_rel else total
+
+
+def bpref_value(t: TopicRels) -> float:
+    """bpref at ``rel_level`` (gm_bpref's per-topic value): judged non-relevant are the levels
+    from 0 below rel_level."""
+    num_nonrel = sum(c for g, c in t.counts.items() if g < t.rel_level)
+    total = 0.0
+    nonrel = 0
+    for r in t.rels:
+        if r < 0:
+            continue
+        if r < t.rel_level:
+            nonrel += 1
+        elif nonrel:
+            total += 1.0 - min(nonrel, t.num_rel) / min(num_nonrel, t.num_rel)
+        else:
+            total += 1.0
+    return total / t.num_rel if t.num_rel else total
+
+
+def rprec_mult(t: TopicRels, mult: float) -> float:
+    """Precision after int(mult * num_rel + 0.9) documents (trec_eval's rounding), documents past
+    the ranking counting as non-relevant; 0 when that cutoff is 0."""
+    cut = int(mult * t.num_rel + 0.9)
+    if cut <= 0:
+        return 0.0
+    top = t.rels[:cut]
+    return sum(1 for r in top if r >= t.rel_level) / cut
+
+
+def utility(t: TopicRels, params: Tuple[float, ...]) -> float:
+    """p1 * relevant retrieved + p2 * non-relevant retrieved + p3 * relevant not retrieved +
+    p4 * (-N 0 + relevant retrieved - retrieved - relevant): trec_eval's contingency utility."""
+    a = t.num_rel_ret
+    return (params[0] * a + params[1] * (t.num_ret - a) + params[2] * (t.num_rel - a)
+            + params[3] * (0 + a - t.num_ret - t.num_rel))
+
+
+def pt_avg(t: TopicRels, levels: Tuple[float, ...]) -> float:
+    """Interpolated precision averaged over recall levels (11pt_avg): level L is reached at
+    lround(L * num_rel) relevant documents; a level past the relevant retrieved adds 0; levels
+    reached add the best precision at or after the rank that reaches them (level 0: the best
+    precision of the ranking)."""
+    cuts = [_lround(p * t.num_rel) for p in levels]
+    cur = len(cuts) - 1
+    while cur >= 0 and cuts[cur] > t.num_rel_ret:
+        cur -= 1
+    best = t.num_rel_ret / t.num_ret if t.num_ret else 0.0
+    found = t.num_rel_ret
+    total = 0.0
+    i = t.num_ret
+    while i > 0 and found > 0:
+        best = max(best, found / i)
+        if t.rels[i - 1] >= t.rel_level:
+            while cur >= 0 and found == cuts[cur]:
+                total += best
+                cur -= 1
+            found -= 1
+        i -= 1
+    for _ in range(cur + 1):                # (one addition each, as trec_eval sums them)
+        total += best
+    return total / len(levels)
+
+
+def bin_g(t: TopicRels) -> float:
+    """binG: mean over the relevant documents of 1 / log2(2 + non-relevant ranked above)."""
+    total = 0.0
+    found = 0
+    for i, r in enumerate(t.rels):
+        if r >= t.rel_level:
+            found += 1
+            total += 1.0 / math.log2(3 + i - found)
+    return total / t.num_rel if found else 0.0
+
+
+class Gains:
+    """Gain per level: the level itself, or a ``level=gain`` parameter; ``ideal`` is the ideal
+    ordering's gains (the topic's judged documents by gain, largest first, while positive),
+    ``top`` the largest gain (where trec_eval's walk down the ideal ordering starts)."""
+    __slots__ = ("gain_of", "ideal", "top", "low", "high")
+
+    def __init__(self, t: TopicRels, pairs: Tuple[Tuple[int, float], ...] = ()) -> None:
+        given = dict(pairs)
+        gain_of = {lvl: float(lvl) for lvl in range(t.max_level + 1) if lvl not in given} \
+            if t.max_level <= 4096 else {lvl: float(lvl) for lvl in t.counts if lvl not in given}
+        gain_of.update(given)
+        entries = sorted(((g, t.counts.get(lvl, 0)) for lvl, g in gain_of.items()), key=lambda e: e[0])
+        ideal: List[float] = []
+        for g, n in reversed(entries):
+            if n and g <= 0:
+                break
+            ideal.extend([g] * n)
+        self.gain_of = gain_of
+        self.ideal = ideal
+        self.top = entries[-1][0] if entries else 0.0
+        self.low = entries[0][0] if entries else 0.0
+        self.high = self.top
+
+    def of(self, r: int) -> float:
+        return self.gain_of.get(r, 0.0)
+
+
+def _dcg_parts(t: TopicRels, gains: Gains) -> Tuple[List[float], List[float]]:
+    """(the ranking's gain at each rank, each rank's discount 1 / log2(rank + 1)) up to
+    max(retrieved, ideal length)."""
+    n = max(t.num_ret, len(gains.ideal))
+    return [gains.of(r) for r in t.rels], [1.0 / math.log2(i + 2) for i in range(n)]
+
+
+def ndcg_gains(t: TopicRels, gains: Gains) -> float:
+    """nDCG with gains: the whole ranking's DCG / the ideal ordering's (0 when the ideal is 0)."""
+    got, _ = _dcg_parts(t, gains)
+    dcg = ideal = 0.0
+    for i, g in enumerate(got):
+        if g != 0:
+            dcg += g / math.log2(i + 2)
+    for i, g in enumerate(gains.ideal):
+        ideal += g / math.log2(i + 2)
+    return dcg / ideal if ideal > 0.0 else 0.0
+
+
+def ndcg_rel(t: TopicRels, gains: Gains) -> float:
+    """nDCG averaged over the relevant documents (positive gain): at each one retrieved, the
+    nDCG at its rank; each one not retrieved, the nDCG at the end of the ranking."""
+    dcg = ideal = total = 0.0
+    n_ideal = len(gains.ideal)
+    n_rel_ret = 0
+    for i, r in enumerate(t.rels):
+        g = gains.of(r)
+        if g != 0:
+            dcg += g / math.log2(i + 2)
+        if i < n_ideal:
+            ideal += gains.ideal[i] / math.log2(i + 2)
+        if g > 0 and ideal > 0.0:
+            total += dcg / ideal
+            n_rel_ret += 1
+    for i in range(t.num_ret, n_ideal):
+        ideal += gains.ideal[i] / math.log2(i + 2)
+    if ideal <= 0.0:
+        return 0.0
+    total += (n_ideal - n_rel_ret) * dcg / ideal
+    return total / n_ideal if total > 0.0 else 0.0
+
+
+def rndcg(t: TopicRels, gains: Gains) -> float:
+    """nDCG averaged at the ranks where the ideal ordering's gain changes (and at the end of
+    the ranking when it ends first); 0 when nothing is relevant."""
+    if t.num_rel == 0:
+        return 0.0
+    ideal_list = gains.ideal
+    n_ideal = len(ideal_list)
+    dcg = ideal = total = 0.0
+    points = 0
+    old = cur = gains.top
+    i = 0
+    while i < t.num_ret and cur > 0.0:
+        cur = ideal_list[i] if i < n_ideal else 0.0
+        if cur != old:
+            if ideal > 0.0:
+                total += dcg / ideal
+                points += 1
+            old = cur
+        g = gains.of(t.rels[i])
+        if g != 0:
+            dcg += g / math.log2(i + 2)
+        if cur > 0.0:
+            ideal += cur / math.log2(i + 2)
+        i += 1
+    if i < t.num_ret:
+        for j in range(i, t.num_ret):
+            g = gains.of(t.rels[j])
+            if g != 0:
+                dcg += g / math.log2(j + 2)
+        if ideal > 0.0:
+            total += dcg / ideal
+            points += 1
+    while cur > 0.0:
+        cur = ideal_list[i] if i < n_ideal else 0.0
+        if cur != old:
+            if ideal > 0.0:
+                total += dcg / ideal
+                points += 1
+            old = cur
+        if cur > 0.0:
+            ideal += cur / math.log2(i + 2)
+        i += 1
+    return total / points if points else 0.0
+
+
+def g_measure(t: TopicRels, gains: Gains) -> float:
+    """G: each retrieved document's gain / log2(2 + ideal cost so far - gain so far), summed,
+    / the ideal ordering's total gain; the cost of a rank is the ideal gain there, at least 1."""
+    ideal_list = gains.ideal
+    n_ideal = len(ideal_list)
+    got = cost = total = ideal_sum = 0.0
+    cur = gains.top
+    i = 0
+    while i < t.num_ret and cur > 0.0:
+        g = gains.of(t.rels[i])
+        got += g
+        cur = ideal_list[i] if i < n_ideal else 0.0
+        if cur > 0.0:
+            ideal_sum += cur
+        cost += cur if cur >= 1.0 else 1.0
+        if g != 0:
+            total += g / math.log2(2 + cost - got)
+        i += 1
+    while i < t.num_ret:
+        g = gains.of(t.rels[i])
+        got += g
+        cost += 1.0
+        if g != 0:
+            total += g / math.log2(2 + cost - got)
+        i += 1
+    for j in range(i, n_ideal):
+        ideal_sum += ideal_list[j]
+    return total / ideal_sum if ideal_sum > 0.0 else 0.0
+
+
+def map_cut(t: TopicRels, k: int) -> float:
+    """Average precision over the top k (relevant documents below k add 0) / num_rel."""
+    if t.num_rel == 0:
+        return 0.0
+    total = 0.0
+    found = 0
+    for i, r in enumerate(t.rels[:k]):
+        if r >= t.rel_level:
+            found += 1
+            total += found / (i + 1)
+    return total / t.num_rel
+
+
+def relative_p(t: TopicRels, k: int) -> float:
+    """Relevant in the top k / min(k, num_rel): precision up to R, recall after."""
+    if t.num_rel == 0:
+        return 0.0
+    return sum(1 for r in t.rels[:k] if r >= t.rel_level) / min(k, t.num_rel)
+
+
+def unjudged_at(t: TopicRels, k: int) -> float:
+    """unj_k: documents in the top k the qrels do not judge (not listed, or listed unjudged) / k."""
+    return sum(1 for r in t.rels[:k] if r < 0) / k
+
+
+def set_measure(t: TopicRels, family: str, x: float = 1.0) -> float:
+    """The unranked measures of the whole retrieved set: set_P, set_relative_P, set_recall,
+    set_map (rel_ret^2 / (ret * rel)) and set_F (x + 1) P R / (x P + R)."""
+    a, ret, rel = t.num_rel_ret, t.num_ret, t.num_rel
+    if family == "set_P":
+        return a / ret if ret else 0.0
+    if family == "set_relative_P":
+        return a / min(ret, rel) if ret and rel else 0.0
+    if family == "set_recall":
+        return a / rel if rel else 0.0
+    if family == "set_map":
+        return (float(a) * float(a)) / (float(ret) * float(rel)) if ret and rel else 0.0
+    if not a:                               # set_F
+        return 0.0
+    p, r = a / ret, a / rel
+    return (x + 1.0) * p * r / (x * p + r)
+
+
+def rbp(t: TopicRels, gains: Gains, p: float) -> float:
+    """Rank-biased precision (1 - p) sum gain * p^(rank - 1), gains scaled to [0, 1] when one
+    lies outside it ((g - least) / (largest - least))."""
+    low, high = min(gains.gain_of.values(), default=0.0), max(gains.gain_of.values(), default=0.0)
+    scale = low < 0 or high > 1
+    total = 0.0
+    weight = 1.0
+    for r in t.rels:
+        g = gains.of(r)
+        if scale and r in gains.gain_of:
+            g = (g - low) / (high - low)
+        if g != 0:
+            total += g * weight
+        weight *= p
+    return (1.0 - p) * total
+
+
+def rbp_resid(t: TopicRels, p: float) -> float:
+    """RBP's residual: p^retrieved + (1 - p) sum over the unjudged retrieved of p^(rank - 1), 0
+    when every retrieved document is judged (trec_eval's definition)."""
+    total = 0.0
+    weight = 1.0
+    unjudged = 0
+    for r in t.rels:
+        if r < 0:
+            unjudged += 1
+            total += weight
+        weight *= p
+    return weight + (1.0 - p) * total if unjudged else 0.0
+
+
+def relstring(t: TopicRels, length: int) -> str:
+    """The first ``length`` retrieved documents' levels, one character each: 0-9, '>' above 9,
+    '-' not in the qrels, '.' listed unjudged."""
+    out = []
+    for r in t.rels[:max(0, length)]:
+        out.append(">" if r > 9 else str(r) if r >= 0 else "-" if r == NONPOOL else ".")
+    return "".join(out)
+
+
+def extra_measure(t: TopicRels, family: str, cut: Optional[float], k: Optional[int], param):
+    """The value of one measure of this module (``param``: the parsed parameters)."""
+    if family == "infAP":
+        return infap(t)
+    if family == "gm_bpref":
+        return bpref_value(t)
+    if family == "Rprec_mult":
+        return rprec_mult(t, cut)
+    if family == "utility":
+        return utility(t, param)
+    if family == "11pt_avg":
+        return pt_avg(t, param)
+    if family == "binG":
+        return bin_g(t)
+    if family in ("G", "ndcg", "ndcg_rel", "Rndcg"):
+        gains = Gains(t, param)
+        return {"G": g_measure, "ndcg": ndcg_gains, "ndcg_rel": ndcg_rel, "Rndcg": rndcg}[family](t, gains)
+    if family == "map_cut":
+        return map_cut(t, k)
+    if family == "relative_P":
+        return relative_p(t, k)
+    if family == "unj":
+        return unjudged_at(t, k)
+    if family.startswith("set_"):
+        return set_measure(t, family, param[0] if param else 1.0)
+    if family == "num_nonrel_judged_ret":
+        return float(sum(1 for r in t.rels if 0 <= r < t.rel_level))
+    if family in ("rbp", "rbp_resid"):
+        levels = tuple((lvl, g) for lvl, g in param if lvl != "p")
+        p = dict((k2, v) for k2, v in param if k2 == "p").get("p", 0.9)
+        return rbp(t, Gains(t, levels), p) if family == "rbp" else rbp_resid(t, p)
+    if family == "relstring":
+        return relstring(t, int(param[0]) if param else 10)
+    raise ValueError("not a measure of treccalc: %r" % family)
+
+
 # =========================================================================== referee/trec.py
 # trec_eval's measures (TREC mode: qrels and a run) and their names.
 
@@ -2950,60 +3361,122 @@ def ground(claim: str, texts: List[str], model: Optional[dict] = None) -> Ground
 # With --qrels/--run the scorer also computes trec_eval's own measures under trec_eval's names
 # (``-m map -m ndcg_cut.10``, ``--measures map,P.5``) and can print them as trec_eval does
 # (``--format trec``: ``measure<TAB>qid|all<TAB>value``, ``-q`` adds one block per query).
-# Conventions are trec_eval's: a document is relevant when its level is >= 1, the ranking is
-# score descending then docno descending, every qrels topic counts (a topic the run forgot
-# scores 0, trec_eval -c), "all" is the mean over topics (the sum for the num_* counts).
+# Conventions are trec_eval's: a document is relevant when its level is >= 1 (-l N: >= N), the
+# ranking is score descending then docno descending (-M N keeps its first N), every qrels
+# topic counts (a topic the run forgot scores 0: trec_eval -c, which -c and --average all
+# ask for and is the default), "all" is the mean over topics (the sum for the num_* counts,
+# the geometric mean for gm_*).  Every measure of trec_eval 10.0's ``-m all_trec`` is here;
+# its output equals trec_eval's expected outputs (tests/data/trec_eval_test) line for line.
 
 
 class TrecMeasure(NamedTuple):
     """One trec_eval measure: its name, default cutoffs (() = none), how "all" is formed
-    ("mean", "sum" or "geomean": trec_eval's geometric mean with each value floored at
-    GM_FLOOR), a one-line description, and whether -q prints it per topic."""
+    ("mean", "sum", "geomean": trec_eval's geometric mean with each value floored at GM_FLOOR,
+    "text": runid, "count": num_q, "none": relstring, printed per topic only), a one-line
+    description, whether -q prints it per topic, its parameters ("" none; "cut": integer
+    cutoffs, NAME_K; "level": decimal cutoffs, NAME_0.20; "list": numbers, "pairs":
+    level=gain, both printed NAME_<parameters as given>), a "list" measure's default numbers,
+    and the direction of a bare gate on it."""
     name: str
     cutoffs: Tuple[float, ...]
     total: str
     description: str
     per_topic: bool = True
+    param: str = ""
+    defaults: Tuple[float, ...] = ()
+    better: str = "higher"
 
 
 _TREC_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 _RECALL_LEVELS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+_R_MULTS = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
 GM_FLOOR = 0.00001                      # trec_eval's MIN_GEO_MEAN
-#: The registry of trec_eval measures, in trec_eval's own output order (its measure table):
-#: lines are printed in this order whatever the order of -m.
+_GAINS = " (gains: the levels, or level=gain parameters, e.g. NAME.1=3,2=9)"
+T = TrecMeasure
+#: The registry of trec_eval measures, in trec_eval 10.0's own output order (its measure
+#: table): lines are printed in this order whatever the order of -m.
 TREC_MEASURES: Tuple[TrecMeasure, ...] = (
-    TrecMeasure("num_ret", (), "sum", "documents retrieved"),
-    TrecMeasure("num_rel", (), "sum", "relevant documents in the qrels (level >= 1)"),
-    TrecMeasure("num_rel_ret", (), "sum", "relevant documents retrieved"),
-    TrecMeasure("map", (), "mean", "average precision: the sum of the precision at the rank of each "
-                "relevant retrieved document / num_rel (0 when num_rel is 0)"),
-    TrecMeasure("gm_map", (), "geomean", "geometric mean over topics of average precision, each floored "
-                "at 0.00001 (all only, as trec_eval)", per_topic=False),
-    TrecMeasure("Rprec", (), "mean", "precision after num_rel documents (0 when num_rel is 0)"),
-    TrecMeasure("bpref", (), "mean", "binary preference: mean over the relevant documents of 1 - "
-                "min(judged non-relevant ranked above it, R) / min(R, N); unretrieved ones add 0"),
-    TrecMeasure("recip_rank", (), "mean", "1 / rank of the first relevant document, 0 when none is retrieved"),
-    TrecMeasure("iprec_at_recall", _RECALL_LEVELS, "mean", "interpolated precision at recall level L (0 to 1): "
-                "the highest precision at any rank holding at least floor(L * num_rel + 0.5) relevant "
-                "documents (trec_eval's rounding), 0 when none"),
-    TrecMeasure("P", _TREC_CUTS, "mean", "relevant documents in the top K / K"),
-    TrecMeasure("recall", _TREC_CUTS, "mean", "relevant documents in the top K / num_rel (0 when num_rel is 0)"),
-    TrecMeasure("ndcg", (), "mean", "sum of level / log2(rank + 1) over the whole ranking, divided by the "
-                "same for the ideal ordering of the qrels (0 when nothing is relevant)"),
-    TrecMeasure("ndcg_cut", _TREC_CUTS, "mean", "sum of level / log2(rank + 1) over the top K, divided "
-                "by the same for the ideal ordering of the qrels (0 when nothing is relevant)"),
-    TrecMeasure("success", (1, 5, 10), "mean", "1 when a relevant document is in the top K, else 0"),
+    T("runid", (), "text", "the run's tag (the 6th field of its last line), all only", per_topic=False),
+    T("num_q", (), "count", "topics evaluated (every qrels topic with --average all), all only", per_topic=False),
+    T("num_ret", (), "sum", "documents retrieved"),
+    T("num_rel", (), "sum", "relevant documents in the qrels (level >= 1, or -l)"),
+    T("num_rel_ret", (), "sum", "relevant documents retrieved"),
+    T("map", (), "mean", "average precision: the sum of the precision at the rank of each "
+      "relevant retrieved document / num_rel (0 when num_rel is 0)"),
+    T("gm_map", (), "geomean", "geometric mean over topics of average precision, each floored "
+      "at 0.00001 (all only, as trec_eval)", per_topic=False),
+    T("Rprec", (), "mean", "precision after num_rel documents (0 when num_rel is 0)"),
+    T("bpref", (), "mean", "binary preference: mean over the relevant documents of 1 - "
+      "min(judged non-relevant ranked above it, R) / min(R, N); unretrieved ones add 0"),
+    T("recip_rank", (), "mean", "1 / rank of the first relevant document, 0 when none is retrieved"),
+    T("iprec_at_recall", _RECALL_LEVELS, "mean", "interpolated precision at recall level L (0 to 1): "
+      "the highest precision at any rank holding at least floor(L * num_rel + 0.5) relevant "
+      "documents (trec_eval's rounding), 0 when none", param="level"),
+    T("P", _TREC_CUTS, "mean", "relevant documents in the top K / K", param="cut"),
+    T("relstring", (), "none", "the levels of the first N (default 10) documents, one character each "
+      "(0-9, > above 9, - not in the qrels, . unjudged), per topic only", param="list", defaults=(10.0,)),
+    T("recall", _TREC_CUTS, "mean", "relevant documents in the top K / num_rel (0 when num_rel is 0)",
+      param="cut"),
+    T("infAP", (), "mean", "inferred average precision (Yilmaz and Aslam) for sampled judgments"),
+    T("gm_bpref", (), "geomean", "geometric mean over topics of bpref, each floored at 0.00001 (all only)",
+      per_topic=False),
+    T("Rprec_mult", _R_MULTS, "mean", "precision after int(M * num_rel + 0.9) documents", param="level"),
+    T("utility", (), "mean", "p1 * relevant retrieved + p2 * non-relevant retrieved + p3 * relevant not "
+      "retrieved + p4 * (-relevant not retrieved - non-relevant retrieved); default 1,-1,0,0",
+      param="list", defaults=(1.0, -1.0, 0.0, 0.0)),
+    T("11pt_avg", (), "mean", "interpolated precision averaged over the recall levels 0, 0.1, ..., 1 "
+      "(or the numbers given), a level reached at lround(L * num_rel) relevant documents",
+      param="list", defaults=_RECALL_LEVELS),
+    T("binG", (), "mean", "mean over the relevant documents of 1 / log2(2 + non-relevant ranked above)"),
+    T("G", (), "mean", "each document's gain / log2(2 + ideal gain so far - gain so far), summed, / the "
+      "ideal total gain" + _GAINS, param="pairs"),
+    T("ndcg", (), "mean", "sum of level / log2(rank + 1) over the whole ranking, divided by the "
+      "same for the ideal ordering of the qrels (0 when nothing is relevant)" + _GAINS, param="pairs"),
+    T("ndcg_rel", (), "mean", "nDCG averaged over the relevant documents (an unretrieved one: the "
+      "nDCG of the whole ranking)" + _GAINS, param="pairs"),
+    T("Rndcg", (), "mean", "nDCG averaged at the ranks where the ideal gain changes" + _GAINS, param="pairs"),
+    T("ndcg_cut", _TREC_CUTS, "mean", "sum of level / log2(rank + 1) over the top K, divided "
+      "by the same for the ideal ordering of the qrels (0 when nothing is relevant)", param="cut"),
+    T("map_cut", _TREC_CUTS, "mean", "average precision over the top K", param="cut"),
+    T("relative_P", _TREC_CUTS, "mean", "relevant documents in the top K / min(K, num_rel)", param="cut"),
+    T("success", (1, 5, 10), "mean", "1 when a relevant document is in the top K, else 0", param="cut"),
+    T("set_P", (), "mean", "relevant retrieved / retrieved"),
+    T("set_relative_P", (), "mean", "relevant retrieved / min(retrieved, num_rel)"),
+    T("set_recall", (), "mean", "relevant retrieved / num_rel"),
+    T("set_map", (), "mean", "relevant retrieved squared / (retrieved * num_rel)"),
+    T("set_F", (), "mean", "(x + 1) P R / (x P + R) of the retrieved set, x 1 by default", param="list",
+      defaults=(1.0,)),
+    T("num_nonrel_judged_ret", (), "sum", "judged non-relevant documents retrieved"),
+    T("rbp", (), "mean", "rank-biased precision (1 - p) sum gain p^(rank - 1), p 0.9 (rbp.p=0.95)" + _GAINS,
+      param="pairs"),
+    T("rbp_resid", (), "mean", "rbp's residual: p^retrieved + (1 - p) sum over the unjudged retrieved of "
+      "p^(rank - 1), 0 when all are judged", param="pairs", better="lower"),
+    T("unj", (5, 10, 20), "mean", "documents in the top K the qrels do not judge / K", param="cut",
+      better="lower"),
 )
+del T
 _TREC_BY_NAME = {m.name: m for m in TREC_MEASURES}
 _TREC_ORDER = {m.name: i for i, m in enumerate(TREC_MEASURES)}
-TREC_DEFAULT = ("num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
-                "iprec_at_recall", "P")
+_BY_LENGTH = sorted(_TREC_BY_NAME, key=len, reverse=True)
+#: trec_eval's nicknames for sets of measures.
+TREC_NICKNAMES: Dict[str, Tuple[str, ...]] = {
+    "official": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+                 "recip_rank", "iprec_at_recall", "P"),
+    "all_trec": tuple(m.name for m in TREC_MEASURES),
+    "set": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall",
+            "set_relative_P", "set_map", "set_F"),
+}
+#: trec_eval's default (no -m): its "official" measures.
+TREC_DEFAULT = TREC_NICKNAMES["official"]
 #: -m all_trec: every measure above with its default cutoffs.
-TREC_ALL = tuple(m.name for m in TREC_MEASURES)
+TREC_ALL = TREC_NICKNAMES["all_trec"]
+#: Measures computed by trec_query itself (the others: treccalc.extra_measure).
+_CORE = frozenset(("num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
+                   "iprec_at_recall", "P", "recall", "ndcg_cut", "success"))
 
 
 def _float_param(measure: TrecMeasure) -> bool:
-    return bool(measure.cutoffs) and any(isinstance(c, float) for c in measure.cutoffs)
+    return measure.param == "level"
 
 
 def trec_name(measure: TrecMeasure, cut: Optional[float]) -> str:
@@ -3013,96 +3486,200 @@ def trec_name(measure: TrecMeasure, cut: Optional[float]) -> str:
     return "%s_%.2f" % (measure.name, cut) if _float_param(measure) else "%s_%d" % (measure.name, cut)
 
 
-def _trec_family(name: str) -> Tuple[str, Optional[float]]:
-    """``P_5`` -> (P, 5); ``iprec_at_recall_0.10`` -> (iprec_at_recall, 0.1); ``map`` -> (map, None)."""
+def _split_output_name(name: str) -> Tuple[Optional[str], str]:
+    """``ndcg_cut_10`` -> (ndcg_cut, "10"); ``utility_2,-1,0,0`` -> (utility, "2,-1,0,0"): the
+    longest measure name the output name starts with, and the rest; (None, "") if none."""
+    for fam in _BY_LENGTH:
+        if name.startswith(fam + "_") and len(name) > len(fam) + 1 and _TREC_BY_NAME[fam].param:
+            return fam, name[len(fam) + 1:]
+    return None, ""
+
+
+def _trec_family(name: str) -> Tuple[str, Any]:
+    """``P_5`` -> (P, 5); ``iprec_at_recall_0.10`` -> (iprec_at_recall, 0.1); ``map`` -> (map,
+    None); ``utility_2,-1,0,0`` -> (utility, "2,-1,0,0")."""
     got = _FAMILY_OF.get(name)
     if got is None:
-        if name in _TREC_BY_NAME:
-            got = (name, None)
-        else:
-            head, _, tail = name.rpartition("_")
-            got = (head, float(tail))
-        if len(_FAMILY_OF) < 4096:         # names come from -m and the registry: few
-            _FAMILY_OF[name] = got
+        got = (name, None)
+        if name not in _TREC_BY_NAME:
+            fam, tail = _split_output_name(name)
+            if fam is not None:
+                kind = _TREC_BY_NAME[fam].param
+                got = (fam, float(tail) if kind in ("cut", "level") else tail)
+        _remember(name, got)
     return got
 
 
-_FAMILY_OF: Dict[str, Tuple[str, Optional[float]]] = {}
+def _remember(name: str, got: Tuple[str, Any]) -> None:
+    if len(_FAMILY_OF) < 4096:         # names come from -m and the registry: few
+        _FAMILY_OF.setdefault(name, got)
+
+
+_FAMILY_OF: Dict[str, Tuple[str, Any]] = {}
 
 
 def trec_sort_key(name: str) -> Tuple[int, float]:
     """trec_eval's line order: the measure's place in TREC_MEASURES, then its cutoff."""
     family, cut = _trec_family(name)
-    return _TREC_ORDER.get(family, len(_TREC_ORDER)), cut if cut is not None else -1.0
+    return _TREC_ORDER.get(family, len(_TREC_ORDER)), cut if isinstance(cut, (int, float)) else -1.0
+
+
+_NUMBER = r"[-+]?(?:[0-9]{1,12}(?:\.[0-9]{0,12})?|\.[0-9]{1,12})"
+
+
+def _numbers(text: str) -> Optional[Tuple[float, ...]]:
+    """``"1,-1,0,0"`` -> (1.0, -1.0, 0.0, 0.0); None when a part is not a plain decimal number."""
+    parts = text.split(",")
+    if not all(re.fullmatch(_NUMBER, p) for p in parts):
+        return None
+    return tuple(float(p) for p in parts)
+
+
+def _pairs(text: str) -> Optional[Tuple[Tuple[Any, float], ...]]:
+    """``"1=3,2=9,p=0.95"`` -> ((1, 3.0), (2, 9.0), ("p", 0.95)); None when malformed or a key repeats."""
+    out = []
+    for part in text.split(","):
+        key, eq, value = part.partition("=")
+        if not eq or not re.fullmatch(_NUMBER, value) or not re.fullmatch(r"[0-9]{1,6}|p", key):
+            return None
+        out.append((key if key == "p" else int(key), float(value)))
+    return tuple(out) if len({k for k, _ in out}) == len(out) else None
+
+
+def _list_ok(measure: TrecMeasure, values: Optional[Tuple[float, ...]]) -> bool:
+    """The numbers a "list" measure takes: utility 4, set_F 1 (>= 0), relstring 1 (0 to 10000),
+    11pt_avg 1 to 100 recall levels from 0 to 1."""
+    if values is None:
+        return False
+    if measure.name == "utility":
+        return len(values) == 4
+    if measure.name == "11pt_avg":
+        return 1 <= len(values) <= 100 and all(0.0 <= v <= 1.0 for v in values)
+    return len(values) == 1 and 0.0 <= values[0] <= (10000.0 if measure.name == "relstring" else 1e6)
+
+
+def _cutoffs(measure: TrecMeasure, params: str) -> Optional[List[float]]:
+    """The cutoffs of ``P.5,10`` (integers from 1, a fraction dropped as trec_eval does:
+    23.4 -> 23) or ``iprec_at_recall..1,.5`` (decimals: recall levels 0 to 1, Rprec_mult's
+    multiples 0 to 1000); None when one is malformed."""
+    cuts: List[float] = []
+    for p in params.split(","):
+        if measure.param == "level":
+            rx = r"(?:0|1)?(?:\.[0-9]{1,6})?" if measure.name == "iprec_at_recall" else r"[0-9]{0,4}(?:\.[0-9]{1,6})?"
+            if not re.fullmatch(rx, p) or p in ("", "."):
+                return None
+            v = float(p)
+            if v > (1.0 if measure.name == "iprec_at_recall" else 1000.0):
+                return None
+            cuts.append(v)
+        elif re.fullmatch(r"[1-9][0-9]{0,5}(?:\.[0-9]*)?", p):
+            cuts.append(int(p.partition(".")[0]))
+        else:
+            return None
+    return cuts
 
 
 def _trec_split(spec: str):
-    """``"P.5,10"`` -> (P, [5, 10]); ``"P_5"`` -> (P, [5]); ``"map"`` -> (map, []);
-    ``"iprec_at_recall..10,.5"`` / ``"iprec_at_recall.0.10"`` -> (iprec_at_recall, [0.1, 0.5]); None
-    when ``spec`` names no measure of TREC_MEASURES (an integer cutoff is 1 to 6 ASCII digits, no
-    leading 0; a recall level is a decimal from 0 to 1)."""
-    name, dot, params = spec.strip().partition(".")
-    if not dot and name not in _TREC_BY_NAME:
-        head, _, tail = name.rpartition("_")
-        if head in _TREC_BY_NAME and tail:
-            name, params = head, tail
+    """``"P.5,10"`` -> (P, [5, 10], ""); ``"P_5"`` -> (P, [5], ""); ``"map"`` -> (map, [], "");
+    ``"iprec_at_recall..10,.5"`` -> (iprec_at_recall, [0.1, 0.5], ""); ``"utility.2,-1,0,0"`` ->
+    (utility, [], "2,-1,0,0"); ``"ndcg.1=3,2=9"`` -> (ndcg, [], "1=3,2=9"); None when ``spec``
+    names no measure of TREC_MEASURES or its parameters are not the measure's."""
+    spec = spec.strip()
+    name, dot, params = spec.partition(".")
     measure = _TREC_BY_NAME.get(name)
-    if measure is None or (dot and not params):
-        return None
-    cuts: List[float] = []
-    for p in params.split(",") if params else []:
-        if measure.cutoffs and _float_param(measure):
-            if not re.fullmatch(r"(?:0|1)?(?:\.[0-9]{1,6})?", p) or p in ("", "."):
-                return None
-            v = float(p)
-            if not 0.0 <= v <= 1.0:
-                return None
-            cuts.append(v)
-            continue
-        if not (p.isascii() and p.isdigit() and p[0] != "0" and len(p) <= 6):
+    if measure is None:                     # the output spelling: P_5, utility_2,-1,0,0
+        fam, params = _split_output_name(spec)
+        if fam is None:
             return None
-        cuts.append(int(p))
-    if cuts and not measure.cutoffs:
+        measure, dot = _TREC_BY_NAME[fam], "."
+    if dot and not params or params and not measure.param:
         return None
-    return measure, cuts
+    if not params:
+        return measure, [], ""
+    if measure.param in ("cut", "level"):
+        cuts = _cutoffs(measure, params)
+        return None if cuts is None else (measure, cuts, "")
+    ok = _pairs(params) is not None if measure.param == "pairs" else _list_ok(measure, _numbers(params))
+    return (measure, [], params) if ok else None
+
+
+def _unknown(spec: str) -> str:
+    close = difflib.get_close_matches(spec.partition(".")[0], list(_TREC_BY_NAME) + list(TREC_NICKNAMES), n=1)
+    measure = _TREC_BY_NAME.get(spec.strip().partition(".")[0])
+    hint = ""
+    if measure is not None and measure.param in ("cut", "level"):
+        hint = " (%s takes %s cutoffs, e.g. %s.%s)" % (measure.name, "decimal" if measure.param == "level"
+                                                    else "integer", measure.name, "0.2,0.5" if measure.param
+                                                    == "level" else "5,10")
+    elif measure is not None and measure.param:
+        hint = " (%s takes %s)" % (measure.name, "level=gain pairs, e.g. %s.1=1,2=3" % measure.name
+                                   if measure.param == "pairs" else "numbers: %s" % trec_help_params(measure))
+    elif measure is not None:
+        hint = " (%s takes no parameters)" % measure.name
+    return "-m: unknown trec_eval measure %r%s%s; known: %s, %s" % (
+        spec, "; did you mean %r?" % close[0] if close and measure is None else "", hint,
+        ", ".join(_TREC_BY_NAME), ", ".join(TREC_NICKNAMES))
+
+
+def trec_help_params(measure: TrecMeasure) -> str:
+    return ",".join("%g" % v for v in measure.defaults)
 
 
 def parse_trec_measures(specs: List[str]) -> List[str]:
-    """trec_eval ``-m`` specs (``map``, ``P.5,10``, ``ndcg_cut.10``; ``P`` alone = its default
-    cutoffs; ``all_trec`` = every measure) -> output names, without repeats, in trec_eval's
-    line order (``trec_sort_key``), whatever the order of the specs.
+    """trec_eval ``-m`` specs (``map``, ``P.5,10``, ``ndcg_cut.10``, ``utility.2,-1,0,0``; a
+    nickname: ``official``, ``all_trec``, ``set``) -> output names, without repeats, in
+    trec_eval's line order (``trec_sort_key``), whatever the order of the specs.  As trec_eval:
+    a measure named without parameters has its defaults (``P``: P_5 ... P_1000); parameters
+    given replace them (several -m of one cutoff measure add up).
 
     >>> parse_trec_measures(["ndcg_cut.10", "P.10,5", "map"])
     ['map', 'P_5', 'P_10', 'ndcg_cut_10']
     """
-    out: List[str] = []
     errors: List[str] = []
-    expanded: List[str] = []
+    marked = set()
+    cuts_of: Dict[str, List[float]] = {}
+    text_of: Dict[str, str] = {}
     for spec in specs:
-        expanded.extend(TREC_ALL if spec.strip() == "all_trec" else [spec])
-    for spec in expanded:
+        if spec.strip() in TREC_NICKNAMES:
+            marked.update(TREC_NICKNAMES[spec.strip()])
+            continue
         parsed = _trec_split(spec)
         if parsed is None:
-            close = difflib.get_close_matches(spec.partition(".")[0], list(_TREC_BY_NAME) + ["all_trec"], n=1)
-            errors.append("-m: unknown trec_eval measure %r%s; known: %s, all_trec" % (
-                spec, "; did you mean %r?" % close[0] if close else "", ", ".join(_TREC_BY_NAME)))
+            errors.append(_unknown(spec))
             continue
-        measure, cuts = parsed
-        cuts = cuts or list(measure.cutoffs)
-        for name in ([trec_name(measure, c) for c in cuts] if measure.cutoffs else [measure.name]):
-            if name not in out:
-                out.append(name)
+        measure, cuts, text = parsed
+        marked.add(measure.name)
+        if cuts:
+            cuts_of.setdefault(measure.name, []).extend(cuts)
+        elif text:
+            if text_of.setdefault(measure.name, text) != text:
+                errors.append("-m: %s is given two sets of parameters, %r and %r; give one" % (
+                    measure.name, text_of[measure.name], text))
     if errors:
         raise ScoreError("\n".join(errors))
+    out: List[str] = []
+    for m in TREC_MEASURES:
+        if m.name not in marked:
+            continue
+        if m.param in ("cut", "level"):
+            for c in cuts_of.get(m.name) or m.cutoffs:
+                name = trec_name(m, c)
+                if name not in out:
+                    out.append(name)
+                    _remember(name, (m.name, c))
+        else:
+            out.append(m.name + "_" + text_of[m.name] if m.name in text_of else m.name)
     return sorted(out, key=trec_sort_key)
 
 
 def _measure_specs(m_flags: Optional[List[str]], measures: Optional[str]) -> List[str]:
-    """``-m`` values, then ``--measures a,b.5,10`` split on commas (a bare number joins the
-    spec before it, so ``P.5,10`` survives the split)."""
+    """``-m`` values, then ``--measures a,b.5,10`` split on commas (a part that is a parameter,
+    a number or ``level=gain``, joins the spec before it, so ``P.5,10`` and
+    ``utility.2,-1,0,0`` survive the split)."""
     specs = list(m_flags or [])
     for part in (measures.split(",") if measures else []):
-        if part.strip().isdigit() and specs and "." in specs[-1]:
+        param = re.fullmatch(r"\s*(?:%s|[0-9]+=\S*|p=\S*)\s*" % _NUMBER, part)
+        if param and specs and "." in specs[-1]:
             specs[-1] += "," + part.strip()
         else:
             specs.append(part.strip())
@@ -3110,37 +3687,50 @@ def _measure_specs(m_flags: Optional[List[str]], measures: Optional[str]) -> Lis
 
 
 def trec_ref(name: str) -> Optional["MetricRef"]:
-    """A gate on one trec_eval measure (``map``, ``ndcg_cut.10`` or ``ndcg_cut_10``), or None."""
+    """A gate on one trec_eval measure (``map``, ``ndcg_cut.10`` or ``ndcg_cut_10``), or None
+    (runid, num_q and relstring are not values to gate)."""
     parsed = _trec_split(name)
-    if parsed is None or len(parsed[1]) != (1 if parsed[0].cutoffs else 0):
+    if parsed is None:
         return None
-    measure, cuts = parsed
-    key = trec_name(measure, cuts[0] if cuts else None)
-    return MetricRef(name, Metric(key, "mean", "higher", measure.description, "qrels, run",
+    measure, cuts, text = parsed
+    if measure.total in ("text", "count", "none") or len(cuts) != (1 if measure.param in ("cut", "level") else 0):
+        return None
+    key = trec_name(measure, cuts[0]) if cuts else measure.name + ("_" + text if text else "")
+    return MetricRef(name, Metric(key, "mean", measure.better, measure.description, "qrels, run",
                                   "0 when the topic has no relevant document", None), None)
 
 
-def trec_plan(names: List[str]) -> List[Tuple[str, str, Optional[float], Optional[int]]]:
-    """(name, family, cutoff, integer cutoff) per measure name (cutoffs None for a measure
-    without one): trec_query's work on the names, done once per run by trec_evaluate."""
+def trec_plan(names: List[str]) -> List[Tuple[str, str, Optional[float], Optional[int], Any]]:
+    """(name, family, cutoff, integer cutoff, parameters) per measure name (cutoffs None for a
+    measure without one; parameters: a "list" measure's numbers, a "pairs" measure's pairs):
+    trec_query's work on the names, done once per run by trec_evaluate."""
     plan = []
     for name in names:
         family, level = _trec_family(name)
-        plan.append((name, family, level, None if level is None else int(level)))
+        measure = _TREC_BY_NAME[family]
+        param: Any = None
+        if measure.param == "list":
+            param = _numbers(level) if isinstance(level, str) else measure.defaults
+        elif measure.param == "pairs":
+            param = _pairs(level) if isinstance(level, str) else ()
+        if isinstance(level, str):
+            level = None
+        plan.append((name, family, level, None if level is None else int(level), param))
     return plan
 
 
 def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str],
-               plan: Optional[list] = None) -> Dict[str, float]:
+               plan: Optional[list] = None, rel_level: int = 1) -> Dict[str, Any]:
     """Every measure of ``names`` for one topic.  ``ranking``: docnos, best first;
-    ``judged``: qrels level per docno (>= 1 relevant, 0 judged non-relevant, < 0 unjudged).
+    ``judged``: qrels level per docno (>= ``rel_level`` relevant, 0 judged non-relevant, < 0
+    unjudged).  relstring's value is its string; runid and num_q are trec_evaluate's.
 
     >>> v = trec_query(["a", "b", "c"], {"a": 0, "b": 1, "d": 2}, ["map", "P_2", "bpref", "ndcg_cut_3"])
     >>> v["map"] == (1 / 2) / 2, v["P_2"], v["bpref"] == (1 - 1 / 1) / 2
     (True, 0.5, True)
     """
-    rel_total = sum(1 for g in judged.values() if g >= 1)
-    nonrel_total = sum(1 for g in judged.values() if g == 0)
+    rel_total = sum(1 for g in judged.values() if g >= rel_level)
+    nonrel_total = sum(1 for g in judged.values() if 0 <= g < rel_level)
     depth = len(ranking)
     positions: List[int] = []    # 0-based ranks of the relevant retrieved documents
     gains: List[int] = []
@@ -3149,20 +3739,26 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str],
     found = nonrel = 0
     for rank in compress(range(1, depth + 1), map(judged.__contains__, ranking)):   # judged documents only
         level = judged[ranking[rank - 1]]
-        if level >= 1:
+        if level >= rel_level:
             found += 1
             ap += found / rank
             points.append((found, found / rank))
             bpref += 1.0 - (min(nonrel, rel_total) / min(rel_total, nonrel_total) if nonrel else 0.0)
             positions.append(rank - 1)
             gains.append(level)
-        elif level == 0:
+        elif level >= 0:
             nonrel += 1
     ideal = ideal_gains(judged.values()) if any(n.startswith("ndcg") for n in names) else []
+    if rel_level != 1 and ideal:            # nDCG's gains are the levels >= 1 whatever -l
+        gpos, ggains = relevant_positions(ranking, {d: g for d, g in judged.items() if g >= 1})
+    else:
+        gpos, ggains = positions, gains
     upto = partial(hits_at, positions)
-
-    out: Dict[str, float] = {}
-    for name, family, level, k in plan or trec_plan(names):
+    topic = None
+    out: Dict[str, Any] = {}
+    for name, family, level, k, param in plan or trec_plan(names):
+        if family in ("runid", "num_q"):
+            continue
         if family == "num_ret":
             v = float(depth)
         elif family == "num_rel":
@@ -3174,8 +3770,8 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str],
         elif family == "iprec_at_recall":     # level L is reached at floor(L * R + 0.5) relevant documents
             need = math.floor(level * rel_total + 0.5)
             v = max((p for f, p in points if f >= need), default=0.0) if rel_total else 0.0
-        elif family == "ndcg":              # the whole ranking against the ideal of every relevant document
-            v = measure_ndcg(positions, gains, depth, ideal_dcg(ideal, len(ideal)))
+        elif family == "ndcg" and not param:  # the whole ranking against the ideal of every relevant document
+            v = measure_ndcg(gpos, ggains, depth, ideal_dcg(ideal, len(ideal)))
         elif family == "Rprec":
             v = upto(rel_total) / rel_total if rel_total else 0.0
         elif family == "bpref":
@@ -3188,75 +3784,105 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str],
             v = measure_r(upto(k), rel_total)
         elif family == "success":
             v = measure_success(upto(k))
-        else:   # ndcg_cut
-            v = measure_ndcg(positions, gains, k, ideal_dcg(ideal, k))
+        elif family == "ndcg_cut":
+            v = measure_ndcg(gpos, ggains, k, ideal_dcg(ideal, k))
+        else:                                 # trec_eval's other measures (treccalc)
+            topic = topic or TopicRels(ranking, judged, rel_level)
+            v = extra_measure(topic, family, level, k, param)
         out[name] = v
     return out
 
 
 def trec_help() -> str:
     """The ``--help`` lines of the trec_eval measures, from TREC_MEASURES."""
-    lines = ["trec_eval measures (--qrels/--run; -m NAME or -m NAME.K1,K2; --format trec prints NAME_K):"]
+    lines = ["trec_eval measures (--qrels/--run; -m NAME or -m NAME.K1,K2; --format trec prints NAME_K; "
+             "-m official (the default), all_trec, set):"]
     for m in TREC_MEASURES:
-        spec = m.name + (".K (default K: %s)" % ",".join(map(str, m.cutoffs)) if m.cutoffs else "")
-        lines.append("  %-30s %s" % (spec, m.description))
+        spec = m.name + (".K (default K: %s)" % ",".join("%g" % c for c in m.cutoffs) if m.cutoffs else "")
+        extra = " (default %s.%s)" % (m.name, trec_help_params(m)) if m.param == "list" else ""
+        lines.append("  %-30s %s%s" % (spec, m.description, extra))
     return "\n".join(lines)
 
 
-def trec_evaluate(gold: "Gold", run: Dict[str, Tuple[List[float], List[str]]],
-                  names: List[str], average: str = "all") -> Tuple[Dict[str, Dict[str, float]], Dict[str, float]]:
+def trec_evaluate(gold: "Gold", run: Dict[str, Tuple[List[float], List[str]]], names: List[str],
+                  average: str = "all", rel_level: int = 1,
+                  max_docs: Optional[int] = None) -> Tuple[Dict[str, Dict[str, Any]], Dict[str, Any]]:
     """(per topic {name: value} in qrels topic order, "all" {name: value}).
 
     ``average="all"`` (default, trec_eval -c): every qrels topic counts, a topic the run
-    forgot scores 0.  ``"judged"`` (plain trec_eval): only the qrels topics the run has.
-    ``run`` is read_run's: each topic's documents already in trec_eval's order."""
-    per: Dict[str, Dict[str, float]] = {}
+    forgot scores 0 (its utility too, as trec_eval).  ``"judged"`` (plain trec_eval): only
+    the qrels topics the run has.  ``run`` is read_run's: each topic's documents already in
+    trec_eval's order; ``max_docs`` (-M) keeps the first so many of each; ``rel_level`` (-l):
+    the least relevant level.  "all" holds runid (the run's ``runid``) and num_q when asked."""
+    per: Dict[str, Dict[str, Any]] = {}
     plan = trec_plan(names)
+    forgot = [p[0] for p in plan if p[1] == "utility"]
     for qid, judged in zip(gold.qids, gold.judgments):
-        if average == "judged" and qid not in run:
+        got = run.get(qid)
+        if got is None and average == "judged":
             continue
-        per[qid] = trec_query(run.get(qid, ((), []))[1], judged, names, plan)     # read_run's order is trec_eval's
+        ranking = got[1] if got is not None else []           # read_run's order is trec_eval's
+        if max_docs is not None and len(ranking) > max_docs:
+            ranking = ranking[:max_docs]
+        per[qid] = values = trec_query(ranking, judged, names, plan, rel_level)
+        if got is None:
+            values.update(dict.fromkeys(forgot, 0.0))
     n = len(per)
-    total = {}
+    total: Dict[str, Any] = {}
     for name in names:
         kind = _TREC_BY_NAME[_trec_family(name)[0]].total
-        if kind == "geomean":
+        if kind == "text":
+            total[name] = getattr(run, "runid", "")
+        elif kind == "count":
+            total[name] = n
+        elif kind == "geomean":
             total[name] = math.exp(math.fsum(math.log(max(v[name], GM_FLOOR)) for v in per.values()) / n) if n else 0.0
-            continue
-        s = math.fsum(v[name] for v in per.values())
-        total[name] = s if kind == "sum" else (s / n if n else 0.0)
+        elif kind != "none":
+            s = math.fsum(v[name] for v in per.values())
+            total[name] = s if kind == "sum" else (s / n if n else 0.0)
     return per, total
 
 
-def trec_metric_entries(per: Dict[str, Dict[str, float]], total: Dict[str, float]) -> Dict[str, dict]:
-    """Report ``metrics`` entries for the trec measures (mean with a normal 95% interval)."""
+def trec_metric_entries(per: Dict[str, Dict[str, Any]], total: Dict[str, Any]) -> Dict[str, dict]:
+    """Report ``metrics`` entries for the trec measures (mean with a normal 95% interval);
+    runid and num_q are not values (the report's counts hold the topics)."""
     out = {}
     n = len(per)
     for name, value in total.items():
+        if not isinstance(value, float):
+            continue
         values = [v[name] for v in per.values()]
-        ci = None if name.startswith("num_") or name == "gm_map" else _normal_ci(math.fsum(values), math.fsum(x * x for x in values), n)
+        ci = None if name.startswith("num_") or name.startswith("gm_") else \
+            _normal_ci(math.fsum(values), math.fsum(x * x for x in values), n)
+        if ci is not None and _trec_family(name)[0] == "utility":    # not within [0, 1]: not clipped
+            half = Z95 * math.sqrt(max(0.0, math.fsum(x * x for x in values) / n - value * value)
+                                   * n / (n - 1) / n) if n > 1 else 0.0
+            ci = [value - half, value + half]
         out[name] = _entry(value, None, n, ci)
     return out
 
 
-def render_trec(per: Dict[str, Dict[str, float]], total: Dict[str, float], per_query: bool,
-                num_q: bool) -> str:
-    """trec_eval's output: ``"%-22s\\t%s\\t%.4f"`` lines (counts as integers), per topic
-    (sorted as trec_eval sorts them) with ``-q``, then ``all``."""
+def render_trec(per: Dict[str, Dict[str, Any]], total: Dict[str, Any], per_query: bool) -> str:
+    """trec_eval's output: ``"%-22s\\t%s\\t%.4f"`` lines (counts as integers, runid as it is,
+    relstring quoted), per topic (sorted as trec_eval sorts them) with ``-q``, then ``all``;
+    each block in trec_eval's measure order."""
     lines = []
 
     def line(name, qid, v):
-        lines.append("%-22s\t%s\t%s" % (name, qid, "%d" % v if name.startswith("num_") else "%.4f" % v))
+        if isinstance(v, str):
+            text = "'%s'" % v if qid != "all" else v
+        else:
+            text = "%d" % v if name.startswith("num_") else "%.4f" % v
+        lines.append("%-22s\t%s\t%s" % (name, qid, text))
 
     if per_query:
         for qid in sorted(per):
-            for name, v in per[qid].items():
+            values = per[qid]
+            for name in sorted(values, key=trec_sort_key):
                 if _TREC_BY_NAME[_trec_family(name)[0]].per_topic:
-                    line(name, qid, v)
-    if num_q:
-        line("num_q", "all", len(per))
-    for name, v in total.items():
-        line(name, "all", v)
+                    line(name, qid, values[name])
+    for name in sorted(total, key=trec_sort_key):
+        line(name, "all", total[name])
     return "\n".join(lines) + "\n"
 
 
@@ -3349,7 +3975,8 @@ def trec_per_topic(per: Dict[str, Dict[str, float]]) -> Dict[str, Dict[str, floa
     out: Dict[str, Dict[str, float]] = {}
     for qid, values in per.items():
         for name, v in values.items():
-            if _TREC_BY_NAME[_trec_family(name)[0]].per_topic and not name.startswith("num_"):
+            if _TREC_BY_NAME[_trec_family(name)[0]].per_topic and not name.startswith("num_") \
+                    and not isinstance(v, str):
                 out.setdefault(name, {})[qid] = v
     return out
 
@@ -3761,6 +4388,29 @@ def _num(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+#: Means whose values lie in [0, 1], as the rates' do.
+_UNIT_MEANS = frozenset(("faithfulness", "P@K", "R@K", "RR", "RR@K", "nDCG@K", "answer_relevance",
+                         "context_relevance", "answer_f1"))
+
+
+def unit_interval(ref: MetricRef) -> bool:
+    """Whether the gated metric's values lie in [0, 1] (a rate, a [0, 1] mean, a trec_eval measure
+    other than the num_* counts and utility): a threshold outside it is a typo (issue 42)."""
+    m = ref.metric
+    if m in REGISTRY:
+        return m.kind == "rate" or m.name in _UNIT_MEANS
+    family = _trec_family(m.name)[0]
+    return not family.startswith("num_") and family != "utility"
+
+
+def _unit_problem(ref: MetricRef, thr: float) -> str:
+    """'' when ``thr`` may bound ``ref``, else why not."""
+    if 0.0 <= thr <= 1.0 or not unit_interval(ref):
+        return ""
+    return "must be from 0 to 1 (%s is %s), got %s" % (
+        ref.metric.name, "a rate" if ref.metric.kind == "rate" else "a value from 0 to 1", _fmt_num(thr))
+
+
 _GATES_DOCS: Dict[tuple, tuple] = {}
 
 
@@ -3854,6 +4504,8 @@ def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate],
             errors.append("%s: gate %r %s must be a number, got %s" % (loc, key, bounds[0], _show(val[bounds[0]])))
         elif "message" in val and not isinstance(val["message"], str):
             errors.append("%s: gate %r message must be a string, got %s" % (loc, key, _show(val["message"])))
+        elif _unit_problem(ref, float(val[bounds[0]])):
+            errors.append("%s: gate %r %s %s" % (loc, key, bounds[0], _unit_problem(ref, float(val[bounds[0]]))))
         else:
             op = ">=" if bounds[0] == "min" else "<="
             thr = float(val[bounds[0]])
@@ -4381,6 +5033,9 @@ def parse_gates_string(text: str) -> Tuple[List[Gate], Dict[str, str]]:
         except ValueError:
             errors.append("--gates: threshold for %r must be a number, got %r" % (name, value))
             continue
+        if _unit_problem(ref, thr):
+            errors.append("--gates: threshold for %r %s" % (name, _unit_problem(ref, thr)))
+            continue
         if op == "=":
             op = ">=" if ref.metric.better == "higher" else "<="
         key, val = part.split("=", 1) if "=" in part else (part, "")
@@ -4767,12 +5422,19 @@ def read_qrels(path: str, errors: _Errors) -> Gold:
 _INF = float("inf")
 
 
+class RunRankings(dict):
+    """read_run's result: topic -> (scores, docnos); ``runid``: the tag of the run's last line
+    (trec_eval's runid)."""
+    runid = ""
+
+
 def read_run(path: str, errors: _Errors) -> Dict[str, Tuple[List[float], List[str]]]:
     """TREC run ``topic Q0 docno rank score tag [...]``; the rank column is ignored.  Each
     topic's (scores, docnos) in trec_eval's order: score descending, then docno descending.
     (A run has a million lines: one loop over blocks of lines, no generator per line.)"""
     entries: Dict[str, Dict[str, float]] = {}     # topic -> {docno: score}, in the run's order
     last = None
+    tag = ""
     for first, lines in _text_line_batches(path, errors):
         lineno = first - 1
         for line in lines:
@@ -4800,7 +5462,9 @@ def read_run(path: str, errors: _Errors) -> Dict[str, Tuple[List[float], List[st
                 errors.add("%s:%d: duplicate docno for topic %s, got %r" % (path, lineno, topic, doc))
                 continue
             docs[doc] = score
-    run: Dict[str, Tuple[List[float], List[str]]] = {}
+            tag = parts[5]
+    run = RunRankings()
+    run.runid = tag
     for topic, docs in entries.items():
         scores = list(docs.values())
         if all(map(float.__gt__, scores, scores[1:])):    # strictly descending: already in order
@@ -6269,13 +6933,22 @@ def _first_line(head: bytes) -> bytes:
     return head.lstrip(b"\xef\xbb\xbf").split(b"\n", 1)[0]
 
 
+def _score_eval_html(h: bytes) -> bool:
+    return h.startswith(b"<!DOCTYPE html>") and b'content="score_eval"' in h
+
+
 OUTPUT_KINDS = {
     # kind: (what it is, does the head of an existing file look like one?)
-    "report": ("a score_eval JSON report", lambda h: h.lstrip().startswith(b"{") and b'"schema": "score_eval/1"' in h),
+    # (a report's "schema" is a top-level key; mini_rag eval's report.json nests reports deeper)
+    "report": ("a score_eval JSON report", lambda h: h.lstrip().startswith(b"{") and b'\n  "schema": "score_eval/1"' in h),
     "items": ("a score_eval items JSONL file", lambda h: b'"qid"' in _first_line(h) and b'"flags"' in _first_line(h)),
-    "markdown": ("a score_eval Markdown report", lambda h: h.startswith(b"# score_eval report")
-                 or h.startswith(b"# mini_rag eval")),
-    "html": ("a score_eval HTML report", lambda h: h.startswith(b"<!DOCTYPE html>") and b'content="score_eval"' in h),
+    "markdown": ("a score_eval Markdown report", lambda h: h.startswith(b"# score_eval report")),
+    "html": ("a score_eval HTML report", _score_eval_html),
+    "report-html": ("a score_eval HTML report of one run", lambda h: _score_eval_html(h)
+                    and b"<title>score_eval report: " in h),
+    "merged-html": ("a page of merged score_eval HTML reports", lambda h: _score_eval_html(h)
+                    and b"<title>score_eval report</title>" in h),
+    "eval-markdown": ("a mini_rag eval Markdown report", lambda h: h.startswith(b"# mini_rag eval")),
     "junit": ("a JUnit XML report", lambda h: h.startswith(b"<?xml") and b"<testsuites" in h),
     "csv": ("a score_eval CSV file", lambda h: h.startswith(b"qid,category,") or h.startswith(b"metric,value,")),
     "manifest": ("an output-set manifest", lambda h: b'"schema": "output-set/1"' in h),
@@ -6286,6 +6959,25 @@ OUTPUT_KINDS = {
     "eval-report": ("a mini_rag eval report", lambda h: h.lstrip().startswith(b"{") and b'"datasets"' in h),
 }
 REGULAR_KINDS = ("index", "partial")
+#: The command that writes each kind, named when an output would replace another command's file.
+_WRITERS = {
+    "report": "score_eval.py --out", "items": "score_eval.py --items", "markdown": "score_eval.py --markdown",
+    "report-html": "score_eval.py --html", "junit": "score_eval.py --junit", "csv": "score_eval.py --csv",
+    "partial": "score_eval.py --partial", "merged-html": "score_eval.py merge-html (python -m mini_rag eval "
+    "writes its report.html with it)", "eval-report": "python -m mini_rag eval (make eval)",
+    "eval-markdown": "python -m mini_rag eval (make eval)", "manifest": "score_eval.py --manifest or "
+    "python -m mini_rag eval", "trace": "python -m mini_rag run", "perturb": "python -m mini_rag perturb",
+    "index": "python -m mini_rag index",
+}
+
+
+def _written_by(head: bytes) -> Optional[str]:
+    """The kind of an existing file's head (most specific first), None when it is none of them."""
+    for kind in ("report", "items", "trace", "perturb", "partial", "index", "manifest", "eval-report",
+                 "eval-markdown", "markdown", "merged-html", "report-html", "junit", "csv"):
+        if OUTPUT_KINDS[kind][1](head):
+            return kind
+    return None
 
 
 def _file_head(path: str, size: int = _SNIFF_BYTES) -> bytes:
@@ -6354,10 +7046,66 @@ def check_outputs(outputs, inputs, force: bool = False) -> None:
         except OSError as exc:
             raise ScoreError("%s %s: cannot read what it holds: %s" % (label, path, exc.strerror or exc)) from None
         if not OUTPUT_KINDS[kind][1](head):
+            found = _written_by(head)
+            hint = "'python -m mini_rag index --force'" if kind == "index" else "--force"
+            if found is not None:
+                raise ScoreError("%s %s: is %s, written by %s; refusing to replace another command's output "
+                                 "(it is not %s): choose another path, or %s to replace it"
+                                 % (label, path, OUTPUT_KINDS[found][0], _WRITERS[found], what, hint))
             raise ScoreError("%s %s: exists and is not %s (it starts %s); refusing to replace it: "
                              "choose another path, or %s to replace it"
-                             % (label, path, what, _show(head[:40].decode("utf-8", "replace"), 60),
-                                "'python -m mini_rag index --force'" if kind == "index" else "--force"))
+                             % (label, path, what, _show(head[:40].decode("utf-8", "replace"), 60), hint))
+
+
+SET_MANIFEST = "manifest.json"     # the name of an output set's manifest (make eval's runs/manifest.json)
+
+
+def check_output_sets(outputs, force: bool = False) -> None:
+    """An existing output listed in the ``manifest.json`` of its folder belongs to the output set
+    another command wrote (make eval's runs/: each file's sha256): replacing it would break
+    that set, so it is refused, naming both, unless ``force`` or that manifest is itself an
+    output of this command (it is rewritten)."""
+    if force:
+        return
+    own = {_identity(p) for _, p, _ in outputs if p and p != "-"}
+    listings: Dict[str, Optional[set]] = {}
+    for label, path, kind in outputs:
+        if not path or path == "-" or kind == "manifest" or not os.path.isfile(path):
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        manifest = os.path.join(folder, SET_MANIFEST)
+        if manifest not in listings:
+            listings[manifest] = None if _identity(manifest) in own else _set_listing(manifest)
+        listed = listings[manifest]
+        if listed and os.path.relpath(os.path.abspath(path), folder).replace(os.sep, "/") in listed:
+            shown = os.path.join(os.path.dirname(path), SET_MANIFEST)
+            raise ScoreError("%s %s: is listed in %s, the output set %s wrote (a sha256 per file); replacing "
+                             "it would break that set: choose another path (a folder of your own, e.g. "
+                             "runs/own/), or --force to replace it" % (label, path, shown, _set_writer(folder, listed)))
+
+
+def _set_listing(manifest: str) -> Optional[set]:
+    """The files an output-set manifest lists (None when it is absent, too big or not one)."""
+    try:
+        if not os.path.isfile(manifest) or os.path.getsize(manifest) > MAX_SMALL_FILE_BYTES:
+            return None
+        with open(manifest, "rb") as fh:
+            doc = json.loads(fh.read().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("schema") != "output-set/1" or not isinstance(doc.get("sha256"), dict):
+        return None
+    return set(doc["sha256"])
+
+
+def _set_writer(folder: str, listed: set) -> str:
+    """Who wrote a set: make eval's lists its combined report.json, a mini_rag eval report."""
+    try:
+        if "report.json" in listed and OUTPUT_KINDS["eval-report"][1](_file_head(os.path.join(folder, "report.json"))):
+            return _WRITERS["eval-report"]
+    except OSError:
+        pass
+    return "a score_eval.py --manifest run"
 
 
 def manifest_listable(outputs) -> None:
@@ -7047,10 +7795,10 @@ def render_junit(report: dict, items: Optional[List[dict]] = None) -> str:
     """JUnit XML: <testsuites> with one <testsuite> (the dataset) holding the block and monitor
     gates, and one ``<dataset>.warnings`` holding the warn gates, one <testcase> per gate.
 
-    A failed block gate is a <failure> in the dataset's suite; a failed warn gate is a
-    <failure type="warn"> in the warnings suite (test reporters show failures, they hide
-    skips; the run's verdict is the dataset suite's and the exit status).  Monitor gates pass
-    and carry their value as properties.  With ``items`` (--junit-items) a ``<dataset>.items``
+    A failed block gate is a <failure> in the dataset's suite.  A warn gate never fails a test
+    (issue 42: a run that exits 0 has failures="0"): it passes with its value, threshold and
+    ``passed`` as properties, and a failed one says so in a <system-out> line.  Monitor gates
+    pass and carry their value as properties.  With ``items`` (--junit-items) a ``<dataset>.items``
     suite has one testcase per item: an item is a <failure> only when one of its failure
     labels counts against a block gate that failed (``MODE_METRICS``); other failing items
     pass with their labels as properties."""
@@ -7068,10 +7816,11 @@ def render_junit(report: dict, items: Optional[List[dict]] = None) -> str:
         if not g["pass"] and g["tier"] == "block":
             fails[group] += 1
             body += '<failure message="%s" type="gate">%s</failure>' % (_x(note), _x(note))
-        elif not g["pass"] and g["tier"] == "warn":
-            fails[group] += 1
-            body += '<failure message="%s" type="warn">%s</failure>' % (
-                _x("warn gate failed (does not block): " + note), _x(note))
+        elif g["tier"] == "warn":
+            body = body.replace("</properties>", '<property name="passed" value="%s"/></properties>'
+                                % ("true" if g["pass"] else "false"))
+            if not g["pass"]:
+                body += "<system-out>%s</system-out>" % _x("warn gate failed (does not block): " + note)
         groups[group].append('    <testcase classname="%s" name="%s">%s</testcase>' % (
             _x("score_eval.%s.%s" % (ds, g["tier"])), _x(g["gate"]), body))
     cases = groups["main"]
@@ -7729,12 +8478,14 @@ def _partial_shape(doc: dict) -> Optional[str]:
 def merged_runs(paths: List[str], errors: "_Errors") -> dict:
     """The rankings of TREC shards (split by topic), read again from the run files their
     partials name, for trec_eval's measures (which the partials do not carry)."""
-    runs: dict = {}
+    runs = RunRankings()
     for p in paths:
         run_path = _read_partial(p)["args"].get("run")
         if not isinstance(run_path, str) or not run_path:
             raise ScoreError("%s: the partial names no run file" % p)
-        runs.update(read_run(run_path, errors))
+        part = read_run(run_path, errors)
+        runs.update(part)
+        runs.runid = part.runid or runs.runid
     if errors.count:
         raise ScoreError(errors.text())
     return runs
@@ -7882,9 +8633,15 @@ def _parse_ks(text: str) -> List[int]:
 def _trec_names(args, trec: bool) -> List[str]:
     """The trec_eval measures to compute (IR mode); the IR-only flags are refused otherwise."""
     if not trec:
-        if args.m or args.measures or args.format == "trec" or args.per_query or args.average != "all":
-            raise ScoreError("usage: -m, --measures, --format trec, -q and --average need --qrels and --run")
+        if args.m or args.measures or args.format == "trec" or args.per_query or args.average != "all" \
+                or args.complete or args.rel_level is not None or args.max_docs is not None:
+            raise ScoreError("usage: -m, --measures, --format trec, -q, -c, -l, -M and --average need --qrels and --run")
         return []
+    if args.complete and args.average != "all":
+        raise ScoreError("usage: -c (average over every qrels topic) contradicts --average %s" % args.average)
+    for flag, value in (("-l", args.rel_level), ("-M", args.max_docs)):
+        if value is not None and not 1 <= value <= 1 << 40:
+            raise ScoreError("%s: must be an integer from 1, got %d" % (flag, value))
     specs = _measure_specs(args.m, args.measures)
     return parse_trec_measures(specs or list(TREC_DEFAULT))
 
@@ -7944,6 +8701,23 @@ def _asked_needs(args, gates, regression, gates_file: Optional[str]) -> set:
         else:
             needs |= needs_for([parse_metric(name)])
     return needs
+
+
+def check_matched(args, gold, stats: dict, trec: bool) -> None:
+    """An empty trace (run), or one whose rows name no gold qid (qrels topic), is an input error
+    whatever the gates (issue 42): there is nothing to score, a verdict would be about nothing."""
+    n = len(gold)
+    if not n or stats["missing"] < n:
+        return
+    path, rows, key = (args.run, "lines", "qrels topic") if trec else (args.trace, "rows", "gold qid")
+    source = args.qrels if trec else args.gold
+    if not stats["rows"]:
+        raise ScoreError("%s: the %s is empty (0 %s): nothing to score against %s"
+                         % (path, "run" if trec else "trace", rows, source))
+    raise ScoreError("%s: no %s names a %s of %s (%d %s; theirs e.g. %s; the %s are e.g. %s): wrong file?"
+                     % (path, rows[:-1], key, source, stats["rows"], rows,
+                        ", ".join(_show(q, 40) for q in stats["unknown_ex"][:3]), key + "s",
+                        ", ".join(_show(q, 40) for q in gold.qids[:3])))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -8013,7 +8787,8 @@ def _add_trec_flags(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("-m", action="append", metavar="MEASURE",
                     help="with --qrels/--run: a trec_eval measure to compute, trec_eval's spelling "
                          "(map, Rprec, bpref, recip_rank, P.5,10, recall.10, ndcg_cut.10, success.1, num_ret, "
-                         "num_rel, num_rel_ret; P alone = its default cutoffs); repeatable")
+                         "utility.2,-1,0,0, ndcg.1=3,2=9 ...; P alone = its default cutoffs; official, all_trec, "
+                         "set: trec_eval's sets; the list is below); repeatable")
     ap.add_argument("--measures", metavar="M1,M2",
                     help="the same as several -m, comma-separated: map,ndcg_cut.10,P.5")
     ap.add_argument("--average", choices=("all", "judged"), default="all",
@@ -8027,6 +8802,16 @@ def _add_trec_flags(ap: argparse.ArgumentParser) -> None:
                          "derived from it without --gold; JSON report (also detected, with a note)")
     ap.add_argument("-q", dest="per_query", action="store_true",
                     help="with --format trec: one line per topic and measure before the 'all' lines (trec_eval -q)")
+    ap.add_argument("-c", dest="complete", action="store_true",
+                    help="with --qrels/--run: trec_eval -c, average over every qrels topic, a topic the run "
+                         "forgot scoring 0 (this tool's default, --average all; accepted for trec_eval's "
+                         "command lines)")
+    ap.add_argument("-l", dest="rel_level", type=int, metavar="N",
+                    help="with --qrels/--run: trec_eval -l, the least qrels level that is relevant for the "
+                         "trec_eval measures (default 1; their nDCG gains stay the levels)")
+    ap.add_argument("-M", dest="max_docs", type=int, metavar="N",
+                    help="with --qrels/--run: trec_eval -M, the trec_eval measures read the first N documents "
+                         "of each topic (in trec_eval's order) and drop the rest")
 
 
 def _add_input_limit_flags(ap: argparse.ArgumentParser) -> None:
@@ -8040,7 +8825,7 @@ def _add_input_limit_flags(ap: argparse.ArgumentParser) -> None:
                     help="longest input line accepted, in bytes (default %d = 16 MiB)" % MAX_LINE_BYTES)
 
 
-_RUN_OUTPUTS = (("out", "report"), ("markdown", "markdown"), ("items", "items"), ("html", "html"),
+_RUN_OUTPUTS = (("out", "report"), ("markdown", "markdown"), ("items", "items"), ("html", "report-html"),
                 ("junit", "junit"), ("csv", "csv"), ("metrics_csv", "csv"), ("partial", "partial"),
                 ("manifest", "manifest"))
 _RUN_INPUTS = ("gold", "trace", "qrels", "run", "chunks", "baseline", "gates_file")
@@ -8058,6 +8843,7 @@ def check_run_outputs(args) -> None:
     inputs += [("partial", p) for p in getattr(args, "merge", None) or []]
     outputs = [(_flag(a), getattr(args, a, None), kind) for a, kind in _RUN_OUTPUTS]
     check_outputs(outputs, inputs, getattr(args, "force", False))
+    check_output_sets(outputs, getattr(args, "force", False))      # e.g. make eval's runs/ (issue 42)
     if getattr(args, "manifest", None):
         manifest_listable([(label, path) for label, path, kind in outputs if kind != "manifest"])
 
@@ -8169,7 +8955,7 @@ def _grounding_rules(rules: Rules, gates, regression: Optional[Regression]) -> R
     return rules
 
 
-def _cutoffs(ks: List[int], trec: bool, gates, regression: Optional[Regression]) -> List[int]:
+def _run_cutoffs(ks: List[int], trec: bool, gates, regression: Optional[Regression]) -> List[int]:
     """--k's cutoffs (the first stays the seed's k), the scorecard's (SCORECARD_K) and those the
     gates name, the added ones sorted."""
     if not trec and SCORECARD_K not in ks:
@@ -8203,7 +8989,7 @@ def configure(args) -> RunSetup:
         if not args.refusal.strip():
             raise ScoreError("--refusal: must be a non-empty string, got %r" % args.refusal)
         refusal = args.refusal
-    ks = _cutoffs(ks, trec, gates, regression)
+    ks = _run_cutoffs(ks, trec, gates, regression)
     needs = _asked_needs(args, gates, regression, gates_file)
     return RunSetup(trec, ks, trec_names, gates, shown, gates_source, refusal, regression, rules,
                     weights, weight_warnings, needs)
@@ -8366,7 +9152,7 @@ def _write_run_outputs(args, report: dict, item_flags: Dict[str, str], scorer: S
     if args.markdown:
         atomic_write(args.markdown, render_markdown(report, _worst(scorer, trec)))
     if args.format == "trec":
-        text = render_trec(trec_result[0], trec_result[1], args.per_query, num_q=not (args.m or args.measures))
+        text = render_trec(trec_result[0], trec_result[1], args.per_query)
     write_reports(args, report, scorer, trec, stages)
     outputs = (args.out, args.items, args.markdown, args.html, args.junit, args.csv, args.metrics_csv)
     if args.manifest:
@@ -8394,6 +9180,7 @@ def run(args, scorer_class: type = Scorer) -> int:
     gold, scorer, stats, runs = _read_and_judge(args, setup, errors, notes, scorer_class)
     if getattr(args, "partial", None):        # a shard run writes its verdicts, no report
         return write_partial(args, gold, scorer, stats, notes)
+    check_matched(args, gold, stats, trec)
     baseline = load_baseline(args.baseline) if args.baseline else None
     # 3. aggregate
     n = len(gold)
@@ -8402,7 +9189,8 @@ def run(args, scorer_class: type = Scorer) -> int:
     if trec:
         if getattr(args, "merge", None):      # trec_eval's measures read the rankings again
             runs = merged_runs(args.merge, errors)
-        trec_per, trec_all = trec_evaluate(gold, runs, setup.trec_names, args.average)
+        trec_per, trec_all = trec_evaluate(gold, runs, setup.trec_names, args.average, args.rel_level or 1,
+                                           args.max_docs)
         metrics.update(trec_metric_entries(trec_per, trec_all))
     categories = _category_metrics(gold, scorer, trec)
     by_flags = Counter(scorer.flags)      # verdicts depend on flags only: count each distinct value once
