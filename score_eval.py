@@ -83,31 +83,31 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 #
 #     76  referee/base.py
 #    128  referee/lexicon.py
-#    601  referee/registry.py
-#    911  referee/fmt.py
-#    944  referee/stats.py
-#    991  referee/retrieval.py
-#   1091  referee/tomlsub.py
-#   1371  referee/inputs.py
-#   1778  referee/text.py
-#   1817  referee/citations.py
-#   2077  referee/refusals.py
-#   2365  referee/answers.py
-#   2610  referee/grounding.py
-#   3023  referee/trec.py
-#   3454  referee/names.py
-#   3516  referee/aggregate.py
-#   3811  referee/config.py
-#   4480  referee/contracts.py
-#   4861  referee/judge.py
-#   5813  referee/gates.py
-#   6009  referee/scorecard.py
-#   6268  referee/outputs.py
-#   6672  referee/reports.py
-#   7276  referee/calibration.py
-#   7505  referee/shards.py
-#   7827  referee/run.py
-#   8313  referee/cli.py
+#    604  referee/registry.py
+#    914  referee/fmt.py
+#    947  referee/stats.py
+#    994  referee/retrieval.py
+#   1094  referee/tomlsub.py
+#   1374  referee/inputs.py
+#   1781  referee/text.py
+#   1820  referee/citations.py
+#   2080  referee/refusals.py
+#   2368  referee/answers.py
+#   2613  referee/grounding.py
+#   3026  referee/trec.py
+#   3457  referee/names.py
+#   3519  referee/aggregate.py
+#   3814  referee/config.py
+#   4483  referee/contracts.py
+#   4864  referee/judge.py
+#   5816  referee/gates.py
+#   6012  referee/scorecard.py
+#   6271  referee/outputs.py
+#   6675  referee/reports.py
+#   7279  referee/calibration.py
+#   7508  referee/shards.py
+#   7830  referee/run.py
+#   8316  referee/cli.py
 
 
 
@@ -321,7 +321,7 @@ CITATION_PATTERNS = (
     r"(?:[ \t]+used)?[ \t*_]{0,4}(?::|$)",                       # Sources: / References: list
 )
 # per built-in pattern, in the same order: one of these characters must be in the text
-_CITE_NEEDS = ("[", "\u3010", "<", "(", "(", "(", "(", ":\n")   # per built-in pattern: one of these characters
+_CITE_NEEDS = ("[", "\u3010", "<", "(", "(", "(", "(", ":\n")
 # a reference inside a marker: "3", "Doc 3", "Source 2-4" (the same nouns as the (Source 2) pattern)
 _CITE_NUM = re.compile(r"(?:(?:sources?|docs?|documents?|passages?|chunks?|contexts?|refs?|references?|citations?)"
                        r"[ \t]*#?[ \t]*)?([1-9]\d{0,2})(?:[ \t]*[-\u2013\u2014][ \t]*([1-9]\d{0,2}))?", re.I)
@@ -333,7 +333,8 @@ _CITE_NUM = re.compile(r"(?:(?:sources?|docs?|documents?|passages?|chunks?|conte
 # 371 RefChecker and EVOUNA responses; 5878f62, docs/refusals.md "Data"), the dev half reported;
 # the German, French, Spanish, Portuguese, Italian and Dutch families are translations of the
 # English ones, corrected on the written set tests/data/refusal_written.jsonl (three translation
-# bugs, docs/refusals.md: not a clean held-out set).
+# bugs, docs/refusals.md: not a clean held-out set).  A word two languages share is written once
+# (difícil es/pt, difficile fr/it, generalmente es/it, documents en/fr).
 _APOS = "['\u2019]"
 # Decline cues: sentences that say the response cannot answer.  English families, and the
 # same families in German, French, Spanish, Portuguese, Italian and Dutch.
@@ -421,7 +422,7 @@ _DECLINE_SOURCES = {
         r"\bje n" + _APOS + r"(?:ai|arrive|étais|avais|trouve)\b[^.!?\n]{0,50}\b(?:pas|aucune?)\b",
         r"^(?:désolée?|je suis désolée?|malheureusement|hélas|pardon)\b",
         r"\b(?:documents?|passages?|contexte|sources?|textes?|extraits?|informations)\b[^.!?\n]{0,40}\bne\b[^.!?\n]{0,40}\b(?:pas|aucune?|nulle part)\b",
-        r"\b(?:n" + _APOS + r"(?:est|a)|ne (?:sont|sont|figure|figurent)) (?:pas|nulle part) (?:explicitement |clairement |précisément |directement )?(?:mentionnée?s?|précisée?s?|indiquée?s?|fournie?s?|spécifiée?s?|donnée?s?|connue?s?|claire?s?|été (?:mentionnée?s?|précisée?s?|indiquée?s?|trouvée?s?))\b",
+        r"\b(?:n" + _APOS + r"(?:est|a)|ne (?:sont|figure|figurent)) (?:pas|nulle part) (?:explicitement |clairement |précisément |directement )?(?:mentionnée?s?|précisée?s?|indiquée?s?|fournie?s?|spécifiée?s?|donnée?s?|connue?s?|claire?s?|été (?:mentionnée?s?|précisée?s?|indiquée?s?|trouvée?s?))\b",
         r"\baucune? (?:information|mention|donnée|réponse|indication|précision|trace)\b",
         r"\b(?:il n" + _APOS + r"est pas possible|il est impossible|il est difficile|c" + _APOS + r"est impossible|impossible) (?:de|d" + _APOS + r")\s?(?:déterminer|dire|répondre|savoir|confirmer|trouver|préciser|établir|affirmer|identifier|indiquer)\b",
         r"\b(?:on ne (?:peut|sait) pas|ne peut pas être (?:déterminée?|confirmée?|établie?))\b",
@@ -507,7 +508,7 @@ _HEDGE_RX = re.compile(
     r"\bno (?:one|single|simple|definitive|clear|straightforward|exact|universal|direct|conclusive|explicit|definite) (?:answer|evidence|statement|mention|information)\b|"
     r"\b(?:difficult|hard|challenging|tricky) to\b|\bnot (?:explicitly|specifically|directly|clearly|expressly)\b|"
     r"\b(?:unclear|uncertain|not clear|inconclusive|not sure|not certain|mixed)\b|"
-    r"\b(?:schwer|schwierig|nicht eindeutig|difficile|pas clair|difícil|no está claro|difícil|não está claro|difficile|non è chiaro|moeilijk|niet duidelijk)\b", re.I)
+    r"\b(?:schwer|schwierig|nicht eindeutig|difficile|pas clair|difícil|no está claro|não está claro|non è chiaro|moeilijk|niet duidelijk)\b", re.I)
 _CONTRAST_RX = re.compile(
     r"^(?:however|but|though|although|that said|nevertheless|nonetheless|still|yet|even so|instead|on the other hand|"
     r"aber|jedoch|allerdings|dennoch|trotzdem|mais|cependant|toutefois|néanmoins|pourtant|pero|sin embargo|no obstante|"
@@ -526,7 +527,7 @@ _PRECISION_RX = re.compile(
 _GENERIC_RX = re.compile(
     r"\b(?:generally|general|typically|usually|often|vary|varies|varying|depend|depends|depending|various|variety|"
     r"common|commonly|several|many|some|any time|in most|normally|im allgemeinen|allgemein|normalerweise|hängt|variiert|"
-    r"en général|généralement|dépend|varie|en general|generalmente|depende|varía|em geral|varia|in generale|generalmente|dipende|"
+    r"en général|généralement|dépend|varie|en general|generalmente|depende|varía|em geral|varia|in generale|dipende|"
     r"in het algemeen|meestal|hangt|varieert)\b", re.I)
 # the refusal token's dress (refusals.token_form): a label before it ("Answer:", "Antwort:", ...);
 # the written set's six dressings of the token (5878f62)
@@ -534,16 +535,15 @@ _TOKEN_LABEL_RX = re.compile(r"^(?:final answer|answer|response|output|result|re
 # a contrast clause is a sentence unit of its own (refusals.sentences: ", but ...")
 _CLAUSE_RX = re.compile(r"[,;]\s+(?=(?:but|however|though|although|yet|aber|jedoch|mais|cependant|pero|sin embargo|mas|porém|ma|però|tuttavia|maar)\b)", re.I)
 # Trigger words (refusals._decline_rxs): each group of cues runs only on a text holding one of
-# its words.  Justified by: speed, not data (5878f62, 2fe89dc); a test reads every labelled and
-# written response with and without them (tests/test_score_eval_refusal.py).
-# Each group of cues runs only on a text holding one of its trigger words (speed: one big
-# alternation costs ~0.3 ms per response; tests check that a trigger never hides a cue).
+# its trigger words (speed: one big alternation costs ~0.3 ms per response).  Justified by: speed,
+# not data (5878f62, 2fe89dc); tests/test_score_eval_refusal.py checks on every labelled and
+# written response that a trigger never hides a cue.  The disclaimer cues' triggers follow.
 _DECLINE_TRIGGERS = {
     "en_first": "i i'm i\u2019m sorry apologies apologize apologise regrettably unfortunately afraid unable",
     "en": "nothing only isn't isn\u2019t aren't aren\u2019t wasn't wasn\u2019t not no cannot unable unclear unknown uncertain impossible difficult hard challenging tricky insufficient "
           "inadequate lack limited without please clarify specify against outside beyond inconclusive undetermined "
           "none n/a unspecified can't can\u2019t couldn't couldn\u2019t don't don\u2019t doesn't doesn\u2019t didn't "
-          "didn\u2019t unknown",
+          "didn\u2019t",
     "de": "nicht kein keine keinen keinem keiner keines leid leider entschuldigung unklar unbekannt nirgends",
     "fr": "ne pas aucun aucune désolé désolée malheureusement hélas pardon impossible difficile insuffisant "
           "insuffisante insuffisants insuffisantes inconnu inconnue incertain incertaine floue flou",
@@ -568,11 +568,11 @@ _DISCLAIMER_TRIGGERS = frozenset("ai ki ia knowledge training sprachmodell taalm
 # is not recorded.  English function words, none a word of de fr es pt it nl: a mixed response
 # is weighed by the model when at least REFUSAL_MODEL["english"] of its words are these.
 _EN_FUNCTION = frozenset("the of and to that it this not be for with are were from have has does there what "
-                         "which by or its their would could should about".split())     # none a word of de fr es pt it nl
+                         "which by or its their would could should about".split())
 _COMMIT_RX = re.compile(r"\b(?:likely|probably|possibly|appears?|seems?|suggests?|suggesting|indicates?|implies|"
                         r"approximately|roughly|estimated|around|about|may be|might be|could be|would be)\b", re.I)
 # the content names the sources ("content_sources")
-_PASSAGE_RX = re.compile(r"\b(?:passages?|context|documents?|text|sources?|excerpts?|dokumente?n?|quellen?|documents?|fuentes?|fontes?|fonti|documenti|bronnen|documenten)\b", re.I)
+_PASSAGE_RX = re.compile(r"\b(?:passages?|context|documents?|text|sources?|excerpts?|dokumente?n?|quellen?|fuentes?|fontes?|fonti|documenti|bronnen|documenten)\b", re.I)
 
 # --------------------------------------------------------------------------- grounding (reading 4)
 # Meta-language: words, lead-ins and sentences about the sources or the answer, not about the
@@ -626,9 +626,12 @@ _META_SENT_RX = re.compile(
     r"overview|key points?|main points?|breakdown|response)\b", re.IGNORECASE)
 # contrastive connectors: a declining clause before or after one is set aside, the rest checked
 _G_CLAUSE_RX = re.compile(r",? ?\b(?:but|however|although|though|yet|whereas)\b,? ?|; ?", re.IGNORECASE)
+# clock words after a time ("2 pm", "GMT"): no content word (grounding_features)
 _CLOCK = frozenset(("am", "pm", "a.m", "p.m", "gmt", "utc", "bst", "est", "pst", "cet"))
+# negators: "not" on the next content word, and the words near it (grounding._marks, _neg_zone)
 _NEG = frozenset("not no never none nothing nobody neither nor without cannot n't isn't aren't wasn't weren't "
                  "don't doesn't didn't won't wouldn't can't couldn't shouldn't hasn't haven't hadn't".split())
+# modal words and their class, read in lower case only ("May" is a month or a name, c1e4c05)
 _MODAL = {"must": "must", "shall": "must", "required": "must", "require": "must", "requires": "must",
           "requiring": "must", "mandatory": "must", "obliged": "must", "obligatory": "must",
           "may": "may", "might": "may", "could": "may", "possibly": "may", "possible": "may", "perhaps": "may",

@@ -160,7 +160,7 @@ CITATION_PATTERNS = (
     r"(?:[ \t]+used)?[ \t*_]{0,4}(?::|$)",                       # Sources: / References: list
 )
 # per built-in pattern, in the same order: one of these characters must be in the text
-_CITE_NEEDS = ("[", "\u3010", "<", "(", "(", "(", "(", ":\n")   # per built-in pattern: one of these characters
+_CITE_NEEDS = ("[", "\u3010", "<", "(", "(", "(", "(", ":\n")
 # a reference inside a marker: "3", "Doc 3", "Source 2-4" (the same nouns as the (Source 2) pattern)
 _CITE_NUM = re.compile(r"(?:(?:sources?|docs?|documents?|passages?|chunks?|contexts?|refs?|references?|citations?)"
                        r"[ \t]*#?[ \t]*)?([1-9]\d{0,2})(?:[ \t]*[-\u2013\u2014][ \t]*([1-9]\d{0,2}))?", re.I)
@@ -172,7 +172,8 @@ _CITE_NUM = re.compile(r"(?:(?:sources?|docs?|documents?|passages?|chunks?|conte
 # 371 RefChecker and EVOUNA responses; 5878f62, docs/refusals.md "Data"), the dev half reported;
 # the German, French, Spanish, Portuguese, Italian and Dutch families are translations of the
 # English ones, corrected on the written set tests/data/refusal_written.jsonl (three translation
-# bugs, docs/refusals.md: not a clean held-out set).
+# bugs, docs/refusals.md: not a clean held-out set).  A word two languages share is written once
+# (difícil es/pt, difficile fr/it, generalmente es/it, documents en/fr).
 _APOS = "['\u2019]"
 # Decline cues: sentences that say the response cannot answer.  English families, and the
 # same families in German, French, Spanish, Portuguese, Italian and Dutch.
@@ -260,7 +261,7 @@ _DECLINE_SOURCES = {
         r"\bje n" + _APOS + r"(?:ai|arrive|étais|avais|trouve)\b[^.!?\n]{0,50}\b(?:pas|aucune?)\b",
         r"^(?:désolée?|je suis désolée?|malheureusement|hélas|pardon)\b",
         r"\b(?:documents?|passages?|contexte|sources?|textes?|extraits?|informations)\b[^.!?\n]{0,40}\bne\b[^.!?\n]{0,40}\b(?:pas|aucune?|nulle part)\b",
-        r"\b(?:n" + _APOS + r"(?:est|a)|ne (?:sont|sont|figure|figurent)) (?:pas|nulle part) (?:explicitement |clairement |précisément |directement )?(?:mentionnée?s?|précisée?s?|indiquée?s?|fournie?s?|spécifiée?s?|donnée?s?|connue?s?|claire?s?|été (?:mentionnée?s?|précisée?s?|indiquée?s?|trouvée?s?))\b",
+        r"\b(?:n" + _APOS + r"(?:est|a)|ne (?:sont|figure|figurent)) (?:pas|nulle part) (?:explicitement |clairement |précisément |directement )?(?:mentionnée?s?|précisée?s?|indiquée?s?|fournie?s?|spécifiée?s?|donnée?s?|connue?s?|claire?s?|été (?:mentionnée?s?|précisée?s?|indiquée?s?|trouvée?s?))\b",
         r"\baucune? (?:information|mention|donnée|réponse|indication|précision|trace)\b",
         r"\b(?:il n" + _APOS + r"est pas possible|il est impossible|il est difficile|c" + _APOS + r"est impossible|impossible) (?:de|d" + _APOS + r")\s?(?:déterminer|dire|répondre|savoir|confirmer|trouver|préciser|établir|affirmer|identifier|indiquer)\b",
         r"\b(?:on ne (?:peut|sait) pas|ne peut pas être (?:déterminée?|confirmée?|établie?))\b",
@@ -346,7 +347,7 @@ _HEDGE_RX = re.compile(
     r"\bno (?:one|single|simple|definitive|clear|straightforward|exact|universal|direct|conclusive|explicit|definite) (?:answer|evidence|statement|mention|information)\b|"
     r"\b(?:difficult|hard|challenging|tricky) to\b|\bnot (?:explicitly|specifically|directly|clearly|expressly)\b|"
     r"\b(?:unclear|uncertain|not clear|inconclusive|not sure|not certain|mixed)\b|"
-    r"\b(?:schwer|schwierig|nicht eindeutig|difficile|pas clair|difícil|no está claro|difícil|não está claro|difficile|non è chiaro|moeilijk|niet duidelijk)\b", re.I)
+    r"\b(?:schwer|schwierig|nicht eindeutig|difficile|pas clair|difícil|no está claro|não está claro|non è chiaro|moeilijk|niet duidelijk)\b", re.I)
 _CONTRAST_RX = re.compile(
     r"^(?:however|but|though|although|that said|nevertheless|nonetheless|still|yet|even so|instead|on the other hand|"
     r"aber|jedoch|allerdings|dennoch|trotzdem|mais|cependant|toutefois|néanmoins|pourtant|pero|sin embargo|no obstante|"
@@ -365,7 +366,7 @@ _PRECISION_RX = re.compile(
 _GENERIC_RX = re.compile(
     r"\b(?:generally|general|typically|usually|often|vary|varies|varying|depend|depends|depending|various|variety|"
     r"common|commonly|several|many|some|any time|in most|normally|im allgemeinen|allgemein|normalerweise|hängt|variiert|"
-    r"en général|généralement|dépend|varie|en general|generalmente|depende|varía|em geral|varia|in generale|generalmente|dipende|"
+    r"en général|généralement|dépend|varie|en general|generalmente|depende|varía|em geral|varia|in generale|dipende|"
     r"in het algemeen|meestal|hangt|varieert)\b", re.I)
 # the refusal token's dress (refusals.token_form): a label before it ("Answer:", "Antwort:", ...);
 # the written set's six dressings of the token (5878f62)
@@ -373,16 +374,15 @@ _TOKEN_LABEL_RX = re.compile(r"^(?:final answer|answer|response|output|result|re
 # a contrast clause is a sentence unit of its own (refusals.sentences: ", but ...")
 _CLAUSE_RX = re.compile(r"[,;]\s+(?=(?:but|however|though|although|yet|aber|jedoch|mais|cependant|pero|sin embargo|mas|porém|ma|però|tuttavia|maar)\b)", re.I)
 # Trigger words (refusals._decline_rxs): each group of cues runs only on a text holding one of
-# its words.  Justified by: speed, not data (5878f62, 2fe89dc); a test reads every labelled and
-# written response with and without them (tests/test_score_eval_refusal.py).
-# Each group of cues runs only on a text holding one of its trigger words (speed: one big
-# alternation costs ~0.3 ms per response; tests check that a trigger never hides a cue).
+# its trigger words (speed: one big alternation costs ~0.3 ms per response).  Justified by: speed,
+# not data (5878f62, 2fe89dc); tests/test_score_eval_refusal.py checks on every labelled and
+# written response that a trigger never hides a cue.  The disclaimer cues' triggers follow.
 _DECLINE_TRIGGERS = {
     "en_first": "i i'm i\u2019m sorry apologies apologize apologise regrettably unfortunately afraid unable",
     "en": "nothing only isn't isn\u2019t aren't aren\u2019t wasn't wasn\u2019t not no cannot unable unclear unknown uncertain impossible difficult hard challenging tricky insufficient "
           "inadequate lack limited without please clarify specify against outside beyond inconclusive undetermined "
           "none n/a unspecified can't can\u2019t couldn't couldn\u2019t don't don\u2019t doesn't doesn\u2019t didn't "
-          "didn\u2019t unknown",
+          "didn\u2019t",
     "de": "nicht kein keine keinen keinem keiner keines leid leider entschuldigung unklar unbekannt nirgends",
     "fr": "ne pas aucun aucune désolé désolée malheureusement hélas pardon impossible difficile insuffisant "
           "insuffisante insuffisants insuffisantes inconnu inconnue incertain incertaine floue flou",
@@ -407,11 +407,11 @@ _DISCLAIMER_TRIGGERS = frozenset("ai ki ia knowledge training sprachmodell taalm
 # is not recorded.  English function words, none a word of de fr es pt it nl: a mixed response
 # is weighed by the model when at least REFUSAL_MODEL["english"] of its words are these.
 _EN_FUNCTION = frozenset("the of and to that it this not be for with are were from have has does there what "
-                         "which by or its their would could should about".split())     # none a word of de fr es pt it nl
+                         "which by or its their would could should about".split())
 _COMMIT_RX = re.compile(r"\b(?:likely|probably|possibly|appears?|seems?|suggests?|suggesting|indicates?|implies|"
                         r"approximately|roughly|estimated|around|about|may be|might be|could be|would be)\b", re.I)
 # the content names the sources ("content_sources")
-_PASSAGE_RX = re.compile(r"\b(?:passages?|context|documents?|text|sources?|excerpts?|dokumente?n?|quellen?|documents?|fuentes?|fontes?|fonti|documenti|bronnen|documenten)\b", re.I)
+_PASSAGE_RX = re.compile(r"\b(?:passages?|context|documents?|text|sources?|excerpts?|dokumente?n?|quellen?|fuentes?|fontes?|fonti|documenti|bronnen|documenten)\b", re.I)
 
 # --------------------------------------------------------------------------- grounding (reading 4)
 # Meta-language: words, lead-ins and sentences about the sources or the answer, not about the
@@ -465,9 +465,12 @@ _META_SENT_RX = re.compile(
     r"overview|key points?|main points?|breakdown|response)\b", re.IGNORECASE)
 # contrastive connectors: a declining clause before or after one is set aside, the rest checked
 _G_CLAUSE_RX = re.compile(r",? ?\b(?:but|however|although|though|yet|whereas)\b,? ?|; ?", re.IGNORECASE)
+# clock words after a time ("2 pm", "GMT"): no content word (grounding_features)
 _CLOCK = frozenset(("am", "pm", "a.m", "p.m", "gmt", "utc", "bst", "est", "pst", "cet"))
+# negators: "not" on the next content word, and the words near it (grounding._marks, _neg_zone)
 _NEG = frozenset("not no never none nothing nobody neither nor without cannot n't isn't aren't wasn't weren't "
                  "don't doesn't didn't won't wouldn't can't couldn't shouldn't hasn't haven't hadn't".split())
+# modal words and their class, read in lower case only ("May" is a month or a name, c1e4c05)
 _MODAL = {"must": "must", "shall": "must", "required": "must", "require": "must", "requires": "must",
           "requiring": "must", "mandatory": "must", "obliged": "must", "obligatory": "must",
           "may": "may", "might": "may", "could": "may", "possibly": "may", "possible": "may", "perhaps": "may",
