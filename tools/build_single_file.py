@@ -29,7 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(ROOT, "referee")
 # The stages, in the order data flows; a module may import only modules listed before it.
 MODULES = (
-    "base", "registry", "fmt", "stats", "retrieval", "tomlsub", "inputs",
+    "base", "lexicon", "registry", "fmt", "stats", "retrieval", "tomlsub", "inputs",
     "text", "citations", "refusals", "answers", "grounding",
     "treccalc", "trec", "names", "aggregate", "config", "contracts", "judge",
     "gates", "scorecard", "outputs", "reports", "calibration", "shards", "run", "cli",
