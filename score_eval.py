@@ -104,11 +104,11 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 #   6511  referee/gates.py
 #   6738  referee/scorecard.py
 #   6997  referee/outputs.py
-#   7485  referee/reports.py
-#   8118  referee/calibration.py
-#   8347  referee/shards.py
-#   8696  referee/run.py
-#   9350  referee/cli.py
+#   7489  referee/reports.py
+#   8122  referee/calibration.py
+#   8351  referee/shards.py
+#   8700  referee/run.py
+#   9354  referee/cli.py
 
 
 
@@ -7090,10 +7090,14 @@ _WRITERS = {
 }
 
 
+#: The output kinds in the order a file's head is tested against them: the most specific first.
+_SNIFF_ORDER = ("report", "items", "trace", "perturb", "partial", "index", "manifest", "eval-report",
+                "eval-markdown", "markdown", "merged-html", "report-html", "junit", "csv")
+
+
 def _written_by(head: bytes) -> Optional[str]:
     """The kind of an existing file's head (most specific first), None when it is none of them."""
-    for kind in ("report", "items", "trace", "perturb", "partial", "index", "manifest", "eval-report",
-                 "eval-markdown", "markdown", "merged-html", "report-html", "junit", "csv"):
+    for kind in _SNIFF_ORDER:
         if OUTPUT_KINDS[kind][1](head):
             return kind
     return None

@@ -68,10 +68,14 @@ _WRITERS = {
 }
 
 
+#: The output kinds in the order a file's head is tested against them: the most specific first.
+_SNIFF_ORDER = ("report", "items", "trace", "perturb", "partial", "index", "manifest", "eval-report",
+                "eval-markdown", "markdown", "merged-html", "report-html", "junit", "csv")
+
+
 def _written_by(head: bytes) -> Optional[str]:
     """The kind of an existing file's head (most specific first), None when it is none of them."""
-    for kind in ("report", "items", "trace", "perturb", "partial", "index", "manifest", "eval-report",
-                 "eval-markdown", "markdown", "merged-html", "report-html", "junit", "csv"):
+    for kind in _SNIFF_ORDER:
         if OUTPUT_KINDS[kind][1](head):
             return kind
     return None
