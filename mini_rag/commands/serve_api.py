@@ -133,7 +133,8 @@ ERROR_STATUSES = {400: "bad request: bad JSON, a missing, unknown or wrongly typ
                   401: "missing or wrong bearer token (serve --token-file)",
                   404: "unknown path (the debug routes without serve --debug-routes)", 405: "method not allowed on this path",
                   411: "POST without Content-Length", 413: "body over the size limit",
-                  500: "internal error (logged on the server)", 503: "too many requests in flight"}
+                  500: "internal error (logged on the server)",
+                  503: "too many requests in flight, or in progress from one address (Retry-After: when to retry)"}
 
 
 def openapi() -> Dict[str, Any]:
