@@ -121,12 +121,20 @@ class CommandTest(unittest.TestCase):
             ("print('not json')", 20, "generator command %s: stdout is not JSON, got 'not json'" % exe),
             ("print('[1, 2]')", 20, "generator command %s: stdout must be one JSON object, got '[1, 2]'" % exe),
             ("import time; time.sleep(5)", 0.3, "generator command %s: no answer within 0.3 seconds" % exe),
+            # issue 44: hostile output is a GeneratorError, never an exception out of generate()
+            ("print('[' * 500000)", 20, "generator command %s: stdout is JSON nested too deeply" % exe),
+            ("print('{\"page\": ' + '7' * 5000 + '}')", 20,
+             "generator command %s: stdout has a number of more than 100 digits" % exe),
+            ("print('{\"page\": -' + '7' * 101 + '}')", 20,
+             "generator command %s: stdout has a number of more than 100 digits" % exe),
         ]
         for script, timeout, message in cases:
             with self.subTest(script=script):
                 with self.assertRaises(MiniRagError) as cm:
                     CommandGenerator(command(script), timeout).generate(Q, FACTS, context())
                 self.assertEqual(str(cm.exception), message)
+        payload = CommandGenerator(command("print('{\"page\": -' + '7' * 100 + '}')"), 20).generate(Q, FACTS, context())
+        self.assertEqual(payload, {"page": -int("7" * 100)})             # 100 digits are read
         with self.assertRaises(MiniRagError) as cm:
             CommandGenerator(["/nonexistent/mini-rag-generator"]).generate(Q, FACTS, context())
         self.assertEqual(str(cm.exception), "generator command '/nonexistent/mini-rag-generator': not found")

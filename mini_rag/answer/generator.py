@@ -154,7 +154,12 @@ class CommandGenerator(Generator):
                                  % (where, proc.returncode, (": " + tail[0][:200]) if tail[0] else ""))
         text = proc.stdout.decode("utf-8", "replace").strip()
         try:
-            payload = json.loads(text)
+            payload = json.loads(text, parse_int=_bounded_int)
+        except _LongNumber:
+            raise GeneratorError("unparsable_output", "%s: stdout has a number of more than %d digits"
+                                 % (where, MAX_NUMBER_DIGITS)) from None
+        except RecursionError:                 # arrays nested deeper than the interpreter recurses
+            raise GeneratorError("unparsable_output", "%s: stdout is JSON nested too deeply" % where) from None
         except ValueError:
             raise GeneratorError("unparsable_output", "%s: stdout is not JSON, got %r" % (where, text[:60])) from None
         if not isinstance(payload, dict):
@@ -168,8 +173,24 @@ class CommandGenerator(Generator):
 MAX_GENERATOR_OUTPUT = 4 << 20
 
 
+#: Most digits of an integer in a command generator's output (a page number needs a few;
+#: Python 3.11+ refuses over 4,300, 3.9 parses any: one limit for every version).
+MAX_NUMBER_DIGITS = 100
+
+
 class _TooMuch(Exception):
     pass
+
+
+class _LongNumber(ValueError):
+    pass
+
+
+def _bounded_int(text: str) -> int:
+    """json's ``parse_int``: an integer of at most MAX_NUMBER_DIGITS digits."""
+    if len(text) > MAX_NUMBER_DIGITS + 1 and len(text.lstrip("-")) > MAX_NUMBER_DIGITS:
+        raise _LongNumber(text[:20])
+    return int(text)
 
 
 def _run_bounded(argv: List[str], data: bytes, timeout: float, limit: int) -> subprocess.CompletedProcess:
