@@ -18,14 +18,12 @@ SHORT_TIMEOUT = 1.0
 
 def _toml(value):
     """A Python number as TOML."""
-    if isinstance(value, float):
-        return "nan" if value != value else repr(value)
-    return str(value)
+    return repr(value) if isinstance(value, float) else str(value)
 
 
 def bad_settings():
     """``(section, key, TOML value)`` for every key crossed with the errors it can have:
-    a wrong type, each end of its range overstepped, NaN, an unknown choice, an empty path
+    a wrong type, each end of its range overstepped, infinity, an unknown choice, an empty path
     or list item, a malformed date or hash."""
     cases = []
     for section, table in DEFAULTS.items():
@@ -35,7 +33,7 @@ def bad_settings():
             if isinstance(default, bool):
                 wrong = ['"yes"', "1"]
             elif isinstance(default, float):
-                wrong = ['"x"', "true", "nan"]
+                wrong = ['"x"', "true", "1e999"]            # inf (nan is not in 3.9's TOML subset)
             elif isinstance(default, int):
                 wrong = ['"x"', "1.5"]
             elif isinstance(default, list):

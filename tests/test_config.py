@@ -78,7 +78,7 @@ BAD_SETTINGS = [
     ("retrieval", "fusion_depth", "0", "must be a finite number from 1 to 1000000, got 0"),
     ("retrieval", "top_k", "0", "must be a finite number from 1 to 10000, got 0"),
     ("retrieval", "use_mmr", '"yes"', "must be true or false, got 'yes'"),
-    ("retrieval", "min_similarity", "nan", "must be a finite number from 0.0 to 1.0, got nan"),
+    ("retrieval", "min_similarity", "1e999", "must be a finite number from 0.0 to 1.0, got inf"),
     ("embed", "sha256", '"xyz"', "must be 64 hexadecimal digits (or \"\" to skip the check), got 'xyz'"),
     ("embed", "batch_size", "0", "must be a finite number from 1 to 4096, got 0"),
     ("embed", "max_seq_length", "100000", "must be a finite number from 0 to 512, got 100000"),
