@@ -99,16 +99,16 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 #   4084  referee/names.py
 #   4146  referee/aggregate.py
 #   4441  referee/config.py
-#   5138  referee/contracts.py
-#   5559  referee/judge.py
-#   6511  referee/gates.py
-#   6738  referee/scorecard.py
-#   6997  referee/outputs.py
-#   7489  referee/reports.py
-#   8122  referee/calibration.py
-#   8351  referee/shards.py
-#   8700  referee/run.py
-#   9354  referee/cli.py
+#   5137  referee/contracts.py
+#   5558  referee/judge.py
+#   6510  referee/gates.py
+#   6737  referee/scorecard.py
+#   6996  referee/outputs.py
+#   7488  referee/reports.py
+#   8121  referee/calibration.py
+#   8350  referee/shards.py
+#   8699  referee/run.py
+#   9353  referee/cli.py
 
 
 
@@ -4562,6 +4562,15 @@ def gates_doc(path: str) -> Tuple[dict, Dict[Tuple[str, ...], int]]:
     return cached
 
 
+def key_line(path: str, lines: Dict[tuple, int], *key: str) -> str:
+    """``path:line`` of the longest prefix of the TOML key ``key`` that ``lines`` (key -> line)
+    knows, else ``path`` alone: where an error about that key points."""
+    for n in range(len(key), 0, -1):
+        if key[:n] in lines:
+            return "%s:%d" % (path, lines[key[:n]])
+    return path
+
+
 def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate], Optional[Regression]]:
     """Read gates.toml: [scorer] refusal, one [<dataset>] table of gates, [regression].
 
@@ -4569,12 +4578,7 @@ def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate],
     token and the regression section."""
     doc, lines = gates_doc(path)
     errors: List[str] = []
-
-    def where(*key: str) -> str:
-        for n in range(len(key), 0, -1):
-            if key[:n] in lines:
-                return "%s:%d" % (path, lines[key[:n]])
-        return path
+    where = partial(key_line, path, lines)
 
     refusal = REFUSAL
     for top, val in doc.items():
@@ -5065,12 +5069,7 @@ def load_rules(path: str) -> Rules:
     """``[scorer] refusal_patterns / cutoff_patterns`` and ``[policy.<name>]`` of a gates file."""
     doc, lines = gates_doc(path)
     errors: List[str] = []
-
-    def where(*key: str) -> str:
-        for n in range(len(key), 0, -1):
-            if key[:n] in lines:
-                return "%s:%d" % (path, lines[key[:n]])
-        return path
+    where = partial(key_line, path, lines)
 
     scorer = doc.get("scorer") if isinstance(doc.get("scorer"), dict) else {}
     pats = {k: _compile_patterns(scorer[k], where("scorer", k), "[scorer] " + k, errors)
