@@ -24,9 +24,9 @@ from typing import List, Optional
 from ..errors import MiniRagError
 from ..fileio import scorer, terminal_safe
 
-COMMAND_MODULES = ("cmd_retrieval", "cmd_answer", "cmd_gold", "cmd_init", "serve")
+COMMAND_MODULES = ("cmd_retrieval", "cmd_answer", "cmd_gold", "cmd_init", "cmd_calibrate", "serve")
 # Commands that open a retriever, hence may need the embedding model ([retrieval] mode).
-EMBED_COMMANDS = ("index", "search", "ask", "run", "eval", "compare", "serve")
+EMBED_COMMANDS = ("index", "search", "ask", "run", "eval", "compare", "calibrate", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:
