@@ -48,15 +48,46 @@ def _retriever(cfg):
     return Retriever(build_or_load(cfg, log=io.StringIO()), cfg)
 
 
+BACKGROUND = None
+
+
 def answer_all(retriever, cfg, gold):
     from mini_rag.pipeline import Pipeline
     pipe = Pipeline(cfg, retriever=retriever)
+    view = None
+    if BACKGROUND:
+        from mini_rag.answer.generator import get_generator
+        from background_view import BackgroundView
+        view = BackgroundView(pipe.index, known_by_background=not BACKGROUND.endswith("-noknown"))
+        pipe.index = view
+        pipe.generator = get_generator(cfg, view)
     naive = Naive(retriever, cfg["answer"]["refusal"])
     rows, nrows = {}, {}
     for _, g in gold:
+        if view is not None:
+            view.scope = g.get("doc_scope") if BACKGROUND.startswith("scope") else None
         rows[g["qid"]] = pipe.answer(g["question"], qid=g["qid"], doc_scope=g.get("doc_scope")).row
         nrows[g["qid"]] = naive.answer(g["question"], g["qid"], g.get("doc_scope"))
     return rows, nrows
+
+
+def squad_figures(base, args):
+    """SQuAD's half (one index over its articles, unscoped questions): mini_rag and naive."""
+    d = os.path.join(args.out, "squad-%s" % args.half)
+    info = answer_data.prepare("squad", args.half, d)
+    if info is None:
+        return {}
+    gold = read_gold(info["gold"])
+    cfg = _merge(base, {"corpus": {"path": info["corpus"]}, "index": {"path": os.path.join(d, "index.json.gz")}})
+    rows, nrows = answer_all(_retriever(cfg), cfg, gold)
+    out = {}
+    os.makedirs(os.path.join(d, "score"), exist_ok=True)
+    for name, got in (("mini_rag", rows), ("naive", nrows)):
+        ordered = [got[g["qid"]] for _, g in gold]
+        res = cal.score_point(info["gold"], ordered, os.path.join(d, "score"), "%s.%s" % (args.tag, name), "none",
+                              "baseline", base["answer"]["refusal"])
+        out[name] = {k: res["metrics"][k]["value"] for k in KEYS}
+    return out
 
 
 def split_corpus(corpus_path, out_dir):
@@ -99,6 +130,20 @@ def parse_sets(pairs):
     return over
 
 
+def report(args, over, n, docs, dec, ans, ndec, nans, results):
+    print("ContractNLI %s half, %d questions, %d contracts; variant %s %s" % (
+        args.half, n, docs, args.tag, json.dumps(over, sort_keys=True)))
+    print("mini_rag: decision differs %d (%.1f%%), answer differs %d (%.1f%%)" % (
+        len(dec), 100.0 * len(dec) / n, len(ans), 100.0 * len(ans) / n))
+    print("naive:    decision differs %d (%.1f%%), answer differs %d (%.1f%%)" % (
+        len(ndec), 100.0 * len(ndec) / n, len(nans), 100.0 * len(nans) / n))
+    print("| arrangement | precision | under-refusal | over-refusal | pass rate |")
+    print("|---|---|---|---|---|")
+    for name, m in results.items():
+        print("| %s | %.3f | %.3f | %.3f | %.3f |" % (name, m["precision"], m["under_refusal"], m["over_refusal"],
+                                                     m["pass_rate"]))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="ContractNLI held-out: one index per contract vs one index over all.")
     ap.add_argument("--half", default="held", choices=("held", "fit"))
@@ -106,7 +151,20 @@ def main(argv=None) -> int:
     ap.add_argument("--tag", default="default", help="name of this variant's traces")
     ap.add_argument("--config", default=None)
     ap.add_argument("--out", default=OUT)
+    ap.add_argument("--background", default="", choices=("", "scope", "scope-noknown", "index", "index-noknown"),
+                    help="the answering stages weigh terms by a general-English background list (background_view.py; "
+                         "scope: a scoped question's known terms are its document's; index: the index's)")
+    ap.add_argument("--squad", action="store_true",
+                    help="also answer SQuAD's half of the same name (one index, unscoped) and score it with naive")
     args = ap.parse_args(argv)
+    global BACKGROUND
+    BACKGROUND = args.background
+    if BACKGROUND:
+        import background_view
+        if not background_view.available():
+            print("bench-independence: --background skipped: no %s (pip download --no-deps wordninja==2.0.0 -d "
+                  "runs/wheels)" % background_view.SDIST, file=sys.stderr)
+            return 0
     from mini_rag.commands.cmd_answer import resolve_config
     over = parse_sets(args.set)
     base = _merge(resolve_config(args.config), over)
@@ -146,18 +204,12 @@ def main(argv=None) -> int:
     except MiniRagError as exc:
         print("bench-independence: %s" % exc, file=sys.stderr)
         return 2
-    n = len(order)
-    print("ContractNLI %s half, %d questions, %d contracts; variant %s %s" % (
-        args.half, n, len(by_doc), args.tag, json.dumps(over, sort_keys=True)))
-    print("mini_rag: decision differs %d (%.1f%%), answer differs %d (%.1f%%)" % (
-        len(dec), 100.0 * len(dec) / n, len(ans), 100.0 * len(ans) / n))
-    print("naive:    decision differs %d (%.1f%%), answer differs %d (%.1f%%)" % (
-        len(ndec), 100.0 * len(ndec) / n, len(nans), 100.0 * len(nans) / n))
-    print("| arrangement | precision | under-refusal | over-refusal | pass rate |")
-    print("|---|---|---|---|---|")
-    for name, m in results.items():
-        print("| %s | %.3f | %.3f | %.3f | %.3f |" % (name, m["precision"], m["under_refusal"], m["over_refusal"],
-                                                     m["pass_rate"]))
+    report(args, over, len(order), len(by_doc), dec, ans, ndec, nans, results)
+    if args.squad:
+        results["squad"] = squad_figures(base, args)
+        for name, m in results["squad"].items():
+            print("| SQuAD %s %s | %.3f | %.3f | %.3f | %.3f |" % (args.half, name, m["precision"], m["under_refusal"],
+                                                                 m["over_refusal"], m["pass_rate"]))
     atomic_write_text(os.path.join(d, "summary.%s.json" % args.tag), json.dumps(
         {"override": over, "decision_differs": dec, "answer_differs": ans, "naive_decision_differs": ndec,
          "results": results}, indent=2, sort_keys=True) + "\n")

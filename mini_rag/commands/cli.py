@@ -5,6 +5,8 @@ Each command lives with the stage it drives; this module only gathers them:
 * ``cmd_retrieval``: ``index``, ``search``
 * ``cmd_answer``: ``ask``, ``run``, ``eval``, ``compare``
 * ``cmd_gold``: ``check-gold``, ``perturb``
+* ``cmd_init``: ``init``
+* ``cmd_calibrate``: ``calibrate`` (the answer/refuse operating point on a labelled sample)
 * ``serve``: ``serve`` (the HTTP API)
 
 A command module exposes ``register(subparsers)`` which adds its parsers with
