@@ -291,13 +291,15 @@ class Command(unittest.TestCase):
         rows = sample_rows()
         rows[2]["answerable"] = "yes"
         del rows[5]["answerable"]
+        rows[7]["doc_scope"] = ["library"]
         self.write_gold(rows)
         p = self.calibrate()
         self.assertEqual((p.returncode, p.stdout), (2, ""))
         self.assertEqual(p.stderr.splitlines(), [
             "mini_rag: %s:3: answerable must be true or false (calibration needs every question labelled), got "
             "\"yes\"" % self.gold,
-            "%s:6: answerable must be true or false (calibration needs every question labelled), got null" % self.gold])
+            "%s:6: answerable must be true or false (calibration needs every question labelled), got null" % self.gold,
+            "%s:8: doc_scope must be a non-empty string, got [\"library\"]" % self.gold])
         self.assertFalse(os.path.exists(self.out))
         self.write_gold(sample_rows(), extra="{\"qid\": \"L99\", \"question\": \n")
         p = self.calibrate()
@@ -338,7 +340,21 @@ class Command(unittest.TestCase):
             m = metrics[name]
             self.assertEqual(rec["expected"][name], {"value": round(m["value"], 4), "count": m["count"], "n": m["n"],
                                                      "low": m["ci"][0], "high": m["ci"][1]}, name)
-        # no candidate has a higher pass rate among those passing the gates as the chosen one
+        # the choice, re-derived from the scorer's own reports of every candidate: the best pass rate
+        # among the points whose report passes, ties to the one nearest the committed 0.7 / 0.3
+        points = cal.candidate_points("rules")
+        reports = []
+        for i in range(len(points)):
+            with open(os.path.join(self.work, "report.p%02d.json" % i), encoding="utf-8") as fh:
+                rep = json.load(fh)
+            reports.append((rep["pass"], rep["metrics"]["pass_rate"]["value"]))
+        pool = [i for i, (ok, _) in enumerate(reports) if ok] or list(range(len(points)))
+        best = max(reports[i][1] for i in pool)
+        tied = [i for i in pool if reports[i][1] == best]
+        near = min(abs(points[i]["min_key_coverage"] - 0.7) + abs(points[i]["min_question_share"] - 0.3) for i in tied)
+        self.assertIn(chosen, [i for i in tied if abs(abs(points[i]["min_key_coverage"] - 0.7)
+                                                       + abs(points[i]["min_question_share"] - 0.3) - near) < 1e-9])
+        self.assertEqual(rec["passes_gates"], reports[chosen][0])
         self.assertGreaterEqual(rec["expected"]["pass_rate"]["value"], rec["defaults"]["pass_rate"]["value"])
         # eval says which operating point it ran at
         runs = os.path.join(self.tmp, "runs")

@@ -105,7 +105,7 @@ def candidate_points(mode: str, default: Optional[Dict[str, float]] = None) -> L
 
 def read_sample(path: str) -> List[Tuple[int, dict]]:
     """The labelled sample: gold rows (``read_gold``'s checks) each with ``answerable`` true or
-    false, at least :data:`MIN_SAMPLE` and at most :data:`MAX_SAMPLE` of them, both kinds present.
+    false (and ``doc_scope``, when given, a document id), at least :data:`MIN_SAMPLE` and at most :data:`MAX_SAMPLE` of them, both kinds present.
     Every bad row is reported as ``path:line: ...`` (MiniRagError, exit 2)."""
     rows = read_gold(path)
     errors = []
@@ -113,6 +113,9 @@ def read_sample(path: str) -> List[Tuple[int, dict]]:
         if not isinstance(row.get("answerable"), bool):
             errors.append("%s:%d: answerable must be true or false (calibration needs every question labelled), "
                           "got %s" % (path, line, json.dumps(row.get("answerable"))))
+        scope = row.get("doc_scope")
+        if scope is not None and not (isinstance(scope, str) and scope):
+            errors.append("%s:%d: doc_scope must be a non-empty string, got %s" % (path, line, json.dumps(scope)))
     if errors:
         raise MiniRagError("\n".join(errors))
     if not MIN_SAMPLE <= len(rows) <= MAX_SAMPLE:
