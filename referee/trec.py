@@ -10,7 +10,7 @@ from itertools import compress
 from typing import Dict, NamedTuple, Optional, Tuple
 
 from .base import ScoreError
-from .registry import Metric
+from .registry import Measure
 from .fmt import _r
 from .stats import _entry, _normal_ci
 from .retrieval import (MetricRef, hits_at, ideal_dcg, ideal_gains, measure_ndcg, measure_p,
@@ -187,8 +187,8 @@ def trec_ref(name: str) -> Optional["MetricRef"]:
         return None
     measure, cuts = parsed
     key = trec_name(measure, cuts[0] if cuts else None)
-    return MetricRef(name, Metric(key, "mean", "higher", measure.description, "qrels, run",
-                                  "0 when the topic has no relevant document", None), None)
+    return MetricRef(name, Measure(key, "mean", "higher", measure.description, "qrels, run",
+                                   "0 when the topic has no relevant document", None), None)
 
 
 def trec_plan(names: List[str]) -> List[Tuple[str, str, Optional[float], Optional[int]]]:
