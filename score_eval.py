@@ -95,18 +95,18 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 #   2500  referee/grounding.py
 #   2990  referee/trec.py
 #   3421  referee/names.py
-#   3483  referee/aggregate.py
-#   3733  referee/config.py
-#   4402  referee/contracts.py
-#   4783  referee/judge.py
-#   5736  referee/gates.py
-#   5932  referee/scorecard.py
-#   6191  referee/outputs.py
-#   6595  referee/reports.py
-#   7199  referee/calibration.py
-#   7428  referee/shards.py
-#   7750  referee/run.py
-#   8243  referee/cli.py
+#   3503  referee/aggregate.py
+#   3764  referee/config.py
+#   4433  referee/contracts.py
+#   4814  referee/judge.py
+#   5767  referee/gates.py
+#   5963  referee/scorecard.py
+#   6222  referee/outputs.py
+#   6626  referee/reports.py
+#   7230  referee/calibration.py
+#   7459  referee/shards.py
+#   7781  referee/run.py
+#   8275  referee/cli.py
 
 
 
@@ -3498,21 +3498,41 @@ def _suggest(name: str) -> str:
     return "; did you mean %r?" % close[0] if close else ""
 
 
+def aggregates(m) -> str:
+    """How the measure ``m`` sums its items, in words (the metric table's "kind" column)."""
+    if m.kind == "rate":
+        return "rate, Wilson 95% CI"
+    if m.kind == "mean":
+        return "mean, normal 95% CI" if m.ci else "mean"
+    return "quantile (nearest rank)" if m.kind == "quantile" else m.kind
+
+
+def computed_when(m) -> str:
+    """When a run computes the measure ``m`` (the metric table's "computed" column)."""
+    if m.needs:
+        return "when asked (%s)" % m.needs
+    if m.requires and m.requires[0] == "grounding_on":
+        return "when asked (grounding)"
+    return "always"
+
+
 def metric_table_markdown() -> str:
-    """The README metric table, generated from the registry (tests keep the README in sync)."""
-    rows = ["| metric | kind | better | needs gold | definition | fields read | when undefined |",
-            "|---|---|---|---|---|---|---|"]
+    """The metric table of README.md and docs/design.md, generated from the registry
+    (tools/metric_tables.py writes it there; tests keep both in sync)."""
+    rows = ["| metric | kind | better | needs gold | computed | definition | fields read | when undefined |",
+            "|---|---|---|---|---|---|---|---|"]
     for m in REGISTRY:
-        rows.append("| `%s` | %s | %s | %s | %s | %s | %s |" % (
-            m.name, m.kind, m.better, "yes" if m.gold else "no", m.definition.replace("|", "\\|"), m.fields,
-            m.undefined))
+        rows.append("| `%s` | %s | %s | %s | %s | %s | %s | %s |" % (
+            m.name, aggregates(m), m.better, "yes" if m.gold else "no", computed_when(m),
+            m.definition.replace("|", "\\|"), m.fields, m.undefined))
     return "\n".join(rows) + "\n"
 
 
 def _metric_help() -> str:
-    lines = ["metrics (K = any cutoff, e.g. P@5; seed aliases: under, over, recall@k):"]
+    lines = ["metrics (K = any cutoff, e.g. P@5; seed aliases: under, over, recall@k; * computed only when asked: "
+             "a gate, --compute, the scorecard or an output beside the JSON report):"]
     for m in REGISTRY:
-        lines.append("  %-30s %s" % (m.name, m.definition))
+        lines.append("  %-30s %s" % (m.name + (" *" if computed_when(m) != "always" else ""), m.definition))
     lines.append("")
     lines.append("exit status: 0 all gates pass, 1 a gate failed, 2 usage or input error")
     return "\n".join(lines)
@@ -3534,11 +3554,12 @@ EXTRA_METRICS = tuple(m.name for m in REGISTRY if m.group == 1)
 _SKIPPED = "skipped: needs gold labels (reference-free mode: no --gold, or gold rows without labels)"
 
 
-def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
+def aggregate(scorer: Scorer, idx, trec: bool, memo: Optional[dict] = None) -> Dict[str, dict]:
     """Every measure this run computes (families at every k) over the items ``idx``; unrounded.
     IR mode (``trec``) has the rank measures only; a measure whose ``needs`` the run did not
-    compute is left out."""
-    items = _Items(scorer, idx)
+    compute is left out.  ``memo``: a dict the calls of one run share (the whole gold set first,
+    then its categories), so that a per-item value no item has is not looked for again."""
+    items = _Items(scorer, idx, {} if memo is None else memo)
     out: Dict[str, dict] = {}
     for m in REPORT_ORDER:
         if (trec and not m.ir) or (m.needs and m.needs not in scorer.needs):
@@ -3563,9 +3584,11 @@ def not_computed(scorer: Scorer) -> Dict[str, dict]:
 class _Items:
     """The items of one aggregate() call, and what several measures read of them."""
 
-    def __init__(self, scorer: Scorer, idx):
-        self.scorer, self.idx = scorer, idx
-        self.combos = Counter(map(scorer.flags.__getitem__, idx))    # each distinct flags value, counted
+    def __init__(self, scorer: Scorer, idx, memo: dict):
+        self.scorer, self.idx, self.memo = scorer, idx, memo
+        flags = scorer.flags
+        self.whole = idx == range(len(flags))      # every item: the arrays are read as they are
+        self.combos = Counter(flags if self.whole else map(flags.__getitem__, idx))   # each distinct flags value, counted
         self.subsets: Dict[str, list] = {}
         self.hits: Dict[int, Counter] = {}     # k -> how many items have each number of hits (P@K, Success@K)
         self.vals: Dict[str, list] = {}
@@ -3583,7 +3606,8 @@ class _Items:
         if got is None:
             bit = F_GOLD if over == "gold" else F_ANS
             flags = self.scorer.flags
-            got = self.subsets[over] = list(compress(self.idx, map(bit.__and__, map(flags.__getitem__, self.idx))))
+            got = self.subsets[over] = list(compress(self.idx, map(bit.__and__, flags if self.whole else
+                                                                    map(flags.__getitem__, self.idx))))
         return got
 
     def count(self, den, num) -> Tuple[int, int]:
@@ -3651,7 +3675,14 @@ class _Items:
         vals = self.vals.get(m.values)
         if vals is None:
             arr = getattr(self.scorer, m.values)
-            vals = self.vals[m.values] = list(filterfalse(math.isnan, map(arr.__getitem__, self.idx)))
+            if self.memo.get(m.values) is False:     # no item of the run has a value
+                vals = []
+            elif self.whole:
+                vals = list(filterfalse(math.isnan, arr))
+                self.memo[m.values] = bool(vals)
+            else:
+                vals = list(filterfalse(math.isnan, map(arr.__getitem__, self.idx)))
+            self.vals[m.values] = vals
         n = len(vals)
         reason = self.unmeasured(m, n)
         if reason is not None:
@@ -8113,7 +8144,8 @@ def run(args) -> int:
     # 3. aggregate
     n = len(gold)
     everything = range(n)
-    metrics = aggregate(scorer, everything, trec)
+    memo: dict = {}
+    metrics = aggregate(scorer, everything, trec, memo)
     if trec:
         if getattr(args, "merge", None):      # trec_eval's measures read the rankings again
             runs = merged_runs(args.merge, errors)
@@ -8124,7 +8156,7 @@ def run(args) -> int:
     start = 0
     for cid, size in sorted(Counter(gold.cat).items()):
         idx = order[start:start + size]
-        categories[gold.categories[cid]] = {"items": len(idx), "metrics": aggregate(scorer, idx, trec)}
+        categories[gold.categories[cid]] = {"items": len(idx), "metrics": aggregate(scorer, idx, trec, memo)}
         start += size
     categories = {c: categories[c] for c in sorted(categories)}
     flags = scorer.flags

@@ -27,11 +27,12 @@ EXTRA_METRICS = tuple(m.name for m in REGISTRY if m.group == 1)
 _SKIPPED = "skipped: needs gold labels (reference-free mode: no --gold, or gold rows without labels)"
 
 
-def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
+def aggregate(scorer: Scorer, idx, trec: bool, memo: Optional[dict] = None) -> Dict[str, dict]:
     """Every measure this run computes (families at every k) over the items ``idx``; unrounded.
     IR mode (``trec``) has the rank measures only; a measure whose ``needs`` the run did not
-    compute is left out."""
-    items = _Items(scorer, idx)
+    compute is left out.  ``memo``: a dict the calls of one run share (the whole gold set first,
+    then its categories), so that a per-item value no item has is not looked for again."""
+    items = _Items(scorer, idx, {} if memo is None else memo)
     out: Dict[str, dict] = {}
     for m in REPORT_ORDER:
         if (trec and not m.ir) or (m.needs and m.needs not in scorer.needs):
@@ -56,9 +57,11 @@ def not_computed(scorer: Scorer) -> Dict[str, dict]:
 class _Items:
     """The items of one aggregate() call, and what several measures read of them."""
 
-    def __init__(self, scorer: Scorer, idx):
-        self.scorer, self.idx = scorer, idx
-        self.combos = Counter(map(scorer.flags.__getitem__, idx))    # each distinct flags value, counted
+    def __init__(self, scorer: Scorer, idx, memo: dict):
+        self.scorer, self.idx, self.memo = scorer, idx, memo
+        flags = scorer.flags
+        self.whole = idx == range(len(flags))      # every item: the arrays are read as they are
+        self.combos = Counter(flags if self.whole else map(flags.__getitem__, idx))   # each distinct flags value, counted
         self.subsets: Dict[str, list] = {}
         self.hits: Dict[int, Counter] = {}     # k -> how many items have each number of hits (P@K, Success@K)
         self.vals: Dict[str, list] = {}
@@ -76,7 +79,8 @@ class _Items:
         if got is None:
             bit = F_GOLD if over == "gold" else F_ANS
             flags = self.scorer.flags
-            got = self.subsets[over] = list(compress(self.idx, map(bit.__and__, map(flags.__getitem__, self.idx))))
+            got = self.subsets[over] = list(compress(self.idx, map(bit.__and__, flags if self.whole else
+                                                                    map(flags.__getitem__, self.idx))))
         return got
 
     def count(self, den, num) -> Tuple[int, int]:
@@ -144,7 +148,14 @@ class _Items:
         vals = self.vals.get(m.values)
         if vals is None:
             arr = getattr(self.scorer, m.values)
-            vals = self.vals[m.values] = list(filterfalse(math.isnan, map(arr.__getitem__, self.idx)))
+            if self.memo.get(m.values) is False:     # no item of the run has a value
+                vals = []
+            elif self.whole:
+                vals = list(filterfalse(math.isnan, arr))
+                self.memo[m.values] = bool(vals)
+            else:
+                vals = list(filterfalse(math.isnan, map(arr.__getitem__, self.idx)))
+            self.vals[m.values] = vals
         n = len(vals)
         reason = self.unmeasured(m, n)
         if reason is not None:

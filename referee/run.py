@@ -353,7 +353,8 @@ def run(args) -> int:
     # 3. aggregate
     n = len(gold)
     everything = range(n)
-    metrics = aggregate(scorer, everything, trec)
+    memo: dict = {}
+    metrics = aggregate(scorer, everything, trec, memo)
     if trec:
         if getattr(args, "merge", None):      # trec_eval's measures read the rankings again
             runs = merged_runs(args.merge, errors)
@@ -364,7 +365,7 @@ def run(args) -> int:
     start = 0
     for cid, size in sorted(Counter(gold.cat).items()):
         idx = order[start:start + size]
-        categories[gold.categories[cid]] = {"items": len(idx), "metrics": aggregate(scorer, idx, trec)}
+        categories[gold.categories[cid]] = {"items": len(idx), "metrics": aggregate(scorer, idx, trec, memo)}
         start += size
     categories = {c: categories[c] for c in sorted(categories)}
     flags = scorer.flags
