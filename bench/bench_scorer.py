@@ -152,8 +152,9 @@ def measure(cmd, out_path: Path, cwd=None):
 def compare(folder: Path, rounds: int = 1, before: str = "") -> dict:
     """Run the reference, score_eval without a gates file (run in ``folder``, where none is
     found) and score_eval with the repository's gates.toml, back to back, ``rounds`` times;
-    return {name: (exit, wall, rss, cpu)} with each figure the minimum over the rounds, and
-    whether the seed's keys agree."""
+    return {name: (exit, wall, rss, cpu)} with each figure the minimum over the rounds, whether
+    the seed's keys agree, and the 1-minute load average after each command's best round
+    ("load": other processes share the cores; CPU time is what they inflate least)."""
     gold, trace = str(folder / "gold.jsonl"), str(folder / "trace.jsonl")
     ref = folder / "reference_score_eval.py"
     if not ref.exists():
@@ -169,10 +170,13 @@ def compare(folder: Path, rounds: int = 1, before: str = "") -> dict:
         runs["before"] = [py, before] + common
         runs["before+gates.toml"] = [py, before] + common + ["--gates-file", str(ROOT / "gates.toml")]
     best: dict = {}
+    load: dict = {}
     for _ in range(rounds):
         for name, cmd in runs.items():
             r = measure(cmd, folder / (name + ".json"), cwd=folder)
             old = best.get(name)
+            if old is None or r[3] < old[3]:
+                load[name] = os.getloadavg()[0]
             best[name] = r if old is None else (r[0], min(old[1], r[1]), min(old[2], r[2]), min(old[3], r[3]))
     ref_out = json.loads((folder / "reference.json").read_text())
     agree = True
@@ -184,7 +188,7 @@ def compare(folder: Path, rounds: int = 1, before: str = "") -> dict:
         if diff:
             print("seed keys differ (%s): %s" % (name, ", ".join(diff)))
             agree = False
-    return {"runs": best, "agree": agree}
+    return {"runs": best, "agree": agree, "load": load}
 
 
 def main(argv=None) -> int:
@@ -213,7 +217,8 @@ def main(argv=None) -> int:
             print("generated %d gold rows + trace rows (%.0f MiB) in %.1fs" % (args.rows, size, time.perf_counter() - t0))
         res = compare(folder, args.rounds, args.before)
         for name, (code, wall, rss, cpu) in res["runs"].items():
-            print("%-22s exit %d  wall %7.2fs  CPU %7.2fs  peak RSS %8.1f MiB" % (name, code, wall, cpu, rss))
+            print("%-22s exit %d  wall %7.2fs  CPU %7.2fs  peak RSS %8.1f MiB  load %.2f"
+                  % (name, code, wall, cpu, rss, res["load"][name]))
         r = res["runs"]["reference"]
         for name in [n for n in res["runs"] if n != "reference"]:
             o = res["runs"][name]
