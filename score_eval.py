@@ -101,14 +101,14 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 #   4510  referee/config.py
 #   5207  referee/contracts.py
 #   5628  referee/judge.py
-#   6581  referee/gates.py
-#   6808  referee/scorecard.py
-#   7067  referee/outputs.py
-#   7559  referee/reports.py
-#   8192  referee/calibration.py
-#   8421  referee/shards.py
-#   8770  referee/run.py
-#   9430  referee/cli.py
+#   6580  referee/gates.py
+#   6807  referee/scorecard.py
+#   7066  referee/outputs.py
+#   7558  referee/reports.py
+#   8191  referee/calibration.py
+#   8420  referee/shards.py
+#   8769  referee/run.py
+#   9429  referee/cli.py
 
 
 
@@ -5934,8 +5934,7 @@ class Scorer:
                 self.seed_rec[k][i] = need <= k
             if need <= self.k0:
                 f |= F_REC
-        if rel and "ranks" in self.needs:     # the rank measures, when asked (registry NEEDS; always in IR mode)
-            # (QA mode: whether the ids are distinct is known from retset)
+        if rel and "ranks" in self.needs:     # when asked (NEEDS); QA mode: retset tells whether the ids are distinct
             self._retrieval(i, rel, ret, scores, len(set(ret) if gold.trec else retset) == len(ret))
             if gold.trec and ret:
                 f |= F_GOLDRET if not set(rel).isdisjoint(ret) else 0
