@@ -4,7 +4,7 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test test-all single-file check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean bench-refusal eval-seed bench-doctree bench-grounding fit-grounding fit-refusal bench-scorer-llm bench-badinputs bench-ratios bench-trec mutate bench-answer-speed check-fits bench-calibrate bench-independence
+.PHONY: eval test test-all single-file metric-tables check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean bench-refusal eval-seed bench-doctree bench-grounding fit-grounding fit-refusal bench-scorer-llm bench-badinputs bench-ratios bench-trec mutate bench-answer-speed check-fits bench-calibrate bench-independence
 
 eval:
 	@$(PYTHON) -m mini_rag eval
@@ -26,6 +26,10 @@ test-all:
 # modules, then run this and commit both; tests/test_single_file.py fails on a stale file).
 single-file:
 	@$(PYTHON) tools/build_single_file.py
+
+# The metric table of README.md and docs/design.md, from the registry (referee/registry.py).
+metric-tables:
+	@$(PYTHON) tools/metric_tables.py
 
 check-gold:
 	@$(PYTHON) -m mini_rag check-gold gold/gold.jsonl gold/gold_perturb.jsonl --source gold/gold.jsonl
