@@ -10,8 +10,8 @@ import time
 from array import array
 from operator import gt
 
-from .base import (DECISIONS, MAX_CITATIONS, STOPWORDS, _LETTER_BYTES, _NUMBER_BYTES, _NUMBER_RX,
-    _TOKEN_RX)
+from .base import DECISIONS, MAX_CITATIONS, _LETTER_BYTES, _NUMBER_BYTES, _NUMBER_RX, _TOKEN_RX
+from .lexicon import STOPWORDS
 from .registry import (F_ANS, F_ANSOK, F_BADMARK, F_CITTEXT, F_CONT, F_CUTOFF, F_DEC, F_DECOK,
     F_EXPREF, F_FB, F_FBUSED, F_GMEAS, F_GOLDRET, F_HALL, F_HIT, F_HMEAS, F_NOTRET, F_OKCLAR,
     F_OKCONF, F_OKDOCS, F_OKSTALE, F_PARTIAL, F_PASS, F_POLREJ, F_POLV, F_PROSE, F_REC, F_REFUSED,
@@ -19,7 +19,7 @@ from .registry import (F_ANS, F_ANSOK, F_BADMARK, F_CITTEXT, F_CONT, F_CUTOFF, F
 from .retrieval import (_disc, hits_at, ideal_dcg, ideal_gains, measure_ndcg, measure_r,
     measure_rr, relevant_positions)
 from .inputs import _Errors, _IS_STR, _jsonl, _num_list, _show, _str_list
-from .text import READ_PROBLEMS, take_read_problems
+from .text import READ_PROBLEMS, note_unread, take_read_problems
 from .citations import _CITE_TRIGGER_CHARS, read_citations
 from .refusals import KIND_ANSWER, KIND_PARTIAL, REFUSAL_WINDOW, plain_answer, read_refusal
 from .answers import match_answer
@@ -297,7 +297,7 @@ class Scorer:
                 self.seed_rec[k][i] = need <= k
             if need <= self.k0:
                 f |= F_REC
-        if rel:     # (QA mode: whether the ids are distinct is known from retset)
+        if rel and "ranks" in self.needs:     # when asked (NEEDS); QA mode: retset tells whether the ids are distinct
             self._retrieval(i, rel, ret, scores, len(set(ret) if gold.trec else retset) == len(ret))
             if gold.trec and ret:
                 f |= F_GOLDRET if not set(rel).isdisjoint(ret) else 0
@@ -836,8 +836,7 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
     unknown_ex: List[str] = []
     dup_ex: List[str] = []
     progress = _RowProgress("score_eval: %s" % path) if getattr(scorer, "progress", False) else None
-    take_read_problems()                # (any a reader left before this trace)
-    unread = [0, -1]                    # rows a reader could not read in full; _note_unread
+    unread = [0, -1, take_read_problems()]   # note_unread's (problems left before this trace dropped)
     for lineno, row in _jsonl(path, errors, notes):
         if progress is not None and rows and rows & 0x3FFF == 0:
             progress.tick(rows)         # after the row ``rows`` (as _progress_rows does)
@@ -909,7 +908,7 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
             scorer.mark_read(i, reading)
         judge_extra(i, claim, cits, ret, cited, cited_pol, decision, extra)
         if READ_PROBLEMS:
-            _note_unread(path, lineno, qid, notes, unread)
+            note_unread(path, lineno, qid, notes, unread)
     if progress is not None:
         if rows and rows & 0x3FFF == 0:
             progress.tick(rows)
@@ -924,27 +923,6 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
         i = seen.find(0, i + 1)
     return {"rows": rows, "unknown": unknown, "unknown_ex": unknown_ex,
             "duplicates": dup, "duplicate_ex": dup_ex, "missing": missing}
-
-
-MAX_UNREAD_NOTES = 20        # rows named one by one in the warnings when a reader could not read their text
-
-
-def _note_unread(path: str, lineno: int, qid: str, notes: List[str], unread: List[int]) -> None:
-    """A warning naming the row whose text a reader could not read in full (issue 44): what was
-    left unknown or unread; after MAX_UNREAD_NOTES rows, only counted (``unread``: [rows, index
-    of the note that counts the rest, -1 before there is one])."""
-    problems = take_read_problems()
-    unread[0] += 1
-    if unread[0] <= MAX_UNREAD_NOTES:
-        notes.append("%s:%d: qid %s: %s" % (path, lineno, _show(qid, 60), "; ".join(problems)))
-        return
-    more = "%s: %d more trace rows hold text a reader could not read in full (the first %d are named above)" % (
-        path, unread[0] - MAX_UNREAD_NOTES, MAX_UNREAD_NOTES)
-    if unread[1] < 0:
-        unread[1] = len(notes)
-        notes.append(more)
-    else:
-        notes[unread[1]] = more
 
 
 PROGRESS_ROWS = 100_000      # progress on stderr only past this many trace rows

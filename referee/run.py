@@ -13,18 +13,18 @@ from .base import (DESCRIPTION, DEFAULT_GATES, DEFAULT_GATES_FILE, EXIT_GATE, EX
     ScoreError, _GROUNDING, _LIMITS, __version__)
 from .registry import F_GOLD, F_SHIP, NEEDS, REGISTRY, SEED_ONLY, _BY_NAME, needs_for
 from .fmt import _r, _rounded
-from .inputs import _Errors, _RAGAS_PATHS, ragas_layout
+from .inputs import _Errors, _RAGAS_PATHS, _show, ragas_layout
 from .trec import (TREC_DEFAULT, _measure_specs, parse_trec_measures, render_trec, trec_evaluate,
     trec_help, trec_metric_entries, trec_per_topic, trec_significance)
 from .names import _metric_help, metric_table_markdown, parse_metric
 from .aggregate import (ANSWER_METRICS, EXTRA_METRICS, MODE_ORDER, _SKIPPED, aggregate,
-    failure_mode, flag_string)
+    failure_mode, flag_string, not_computed)
 from .config import Regression, Rules, _GATES_DOCS, gates_doc, load_gates_file, load_rules, parse_gates_string
 from .contracts import gold_from_trace, read_chunks, read_gold, read_qrels, read_run
 from .judge import Scorer, gc_paused, score_run, score_trace
 from .gates import blocking_pass, check_gates, compare, load_baseline, order_by_tier
 from .scorecard import ItemStages, SCORECARD_K, STAGES, resolve_weights, scorecard, scorecard_gaps
-from .outputs import (atomic_write, check_outputs, manifest_listable, remove_output, render_json,
+from .outputs import (atomic_write, check_output_sets, check_outputs, manifest_listable, remove_output, render_json,
     render_markdown, terminal_safe, write_manifest)
 from .reports import _item_lines, _worst, write_reports
 from .shards import merge_partials, merged_runs, write_partial
@@ -47,9 +47,15 @@ def _parse_ks(text: str) -> List[int]:
 def _trec_names(args, trec: bool) -> List[str]:
     """The trec_eval measures to compute (IR mode); the IR-only flags are refused otherwise."""
     if not trec:
-        if args.m or args.measures or args.format == "trec" or args.per_query or args.average != "all":
-            raise ScoreError("usage: -m, --measures, --format trec, -q and --average need --qrels and --run")
+        if args.m or args.measures or args.format == "trec" or args.per_query or args.average != "all" \
+                or args.complete or args.rel_level is not None or args.max_docs is not None:
+            raise ScoreError("usage: -m, --measures, --format trec, -q, -c, -l, -M and --average need --qrels and --run")
         return []
+    if args.complete and args.average != "all":
+        raise ScoreError("usage: -c (average over every qrels topic) contradicts --average %s" % args.average)
+    for flag, value in (("-l", args.rel_level), ("-M", args.max_docs)):
+        if value is not None and not 1 <= value <= 1 << 40:
+            raise ScoreError("%s: must be an integer from 1, got %d" % (flag, value))
     specs = _measure_specs(args.m, args.measures)
     return parse_trec_measures(specs or list(TREC_DEFAULT))
 
@@ -87,28 +93,45 @@ def _check_gate_modes(gates, trec: bool, trec_names: List[str]) -> None:
         raise ScoreError("\n".join(errors))
 
 
-def _asked_needs(args, gates, regression, gates_file: Optional[str]) -> set:
-    """The NEEDS this run must compute: those of the metrics named by gates, [regression],
-    the scorecard's weighted stages (seed 004's defaults, the gates file's [weights] or --weights),
-    --compute; all of them with a per-item output, --baseline or --partial."""
-    if (args.items or args.html or args.csv or args.junit_items or args.baseline
-            or getattr(args, "partial", None) or getattr(args, "merge", None)):
-        return set(NEEDS)
-    refs = [g.ref for g in gates]
-    if regression:
-        refs += [r for r, _ in regression.max_drop] + list(regression.slice_metrics)
-    needs = needs_for(refs)
-    # the overall score always weighs its stages (seed 004's defaults or the configured ones):
-    # what they need is computed, so one trace gets one overall whoever scores it
-    weights, _ = resolve_weights(gates_file, args.weights, gates)
-    needs |= needs_for(_BY_NAME[s.metric] for s in STAGES if weights[s.name] > 0 and s.metric in _BY_NAME)
-    for name in (args.compute.split(",") if args.compute else []):
-        name = name.strip()
-        if name == "all":
-            needs |= set(NEEDS)
-        else:
-            needs |= needs_for([parse_metric(name)])
-    return needs
+def _asked(args, gates, regression, gates_file: Optional[str], weights: Dict[str, float],
+           trec: bool) -> Tuple[set, bool]:
+    """What this run computes beyond the seed's verdicts (issue 40): the NEEDS of the measures
+    named by its gates, [regression] and --compute, and whether it reports the weighted
+    scorecard (then also the NEEDS of its weighted stages, so one trace gets one overall score
+    whoever computes it).  The scorecard is asked for by a gates file, --weights, or --compute
+    scorecard; everything by --compute all, an output beside the JSON report (--items,
+    --markdown, --html, --csv, --metrics-csv, --junit, $GITHUB_STEP_SUMMARY), --baseline or a
+    --partial shard.  Seed 002's command (--gates, no gates file) asks for nothing: its JSON
+    report holds every measure read off the verdicts, none of the others.  IR mode (``trec``)
+    measures rankings only: its rank measures and scorecard are always computed."""
+    names = [n.strip() for n in args.compute.split(",")] if args.compute else []
+    refs = [parse_metric(n) for n in names if n not in ("all", "scorecard")] + [g.ref for g in gates]
+    if (trec or "all" in names or args.items or args.markdown or args.html or args.csv or args.junit
+            or args.metrics_csv or args.baseline or os.environ.get("GITHUB_STEP_SUMMARY")
+            or getattr(args, "partial", None)):
+        return set(NEEDS), True
+    needs = needs_for(refs + _regression_refs(regression))
+    card = gates_file is not None or args.weights is not None or "scorecard" in names
+    if card:
+        needs |= needs_for(_BY_NAME[s.metric] for s in STAGES if weights[s.name] > 0 and s.metric in _BY_NAME)
+    return needs, card
+
+
+def check_matched(args, gold, stats: dict, trec: bool) -> None:
+    """An empty trace (run), or one whose rows name no gold qid (qrels topic), is an input error
+    whatever the gates (issue 42): there is nothing to score, a verdict would be about nothing."""
+    n = len(gold)
+    if not n or stats["missing"] < n:
+        return
+    path, rows, key = (args.run, "lines", "qrels topic") if trec else (args.trace, "rows", "gold qid")
+    source = args.qrels if trec else args.gold
+    if not stats["rows"]:
+        raise ScoreError("%s: the %s is empty (0 %s): nothing to score against %s"
+                         % (path, "run" if trec else "trace", rows, source))
+    raise ScoreError("%s: no %s names a %s of %s (%d %s; theirs e.g. %s; the %s are e.g. %s): wrong file?"
+                     % (path, rows[:-1], key, source, stats["rows"], rows,
+                        ", ".join(_show(q, 40) for q in stats["unknown_ex"][:3]), key + "s",
+                        ", ".join(_show(q, 40) for q in gold.qids[:3])))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -139,9 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--full", action="store_true", help="stdout: the whole JSON report even with --out")
     ap.add_argument("--markdown", help="write a human report (gates, metrics, categories, failure modes, worst items)")
     ap.add_argument("--items", help="write one JSON line per gold item with its verdicts")
-    ap.add_argument("--compute", metavar="NAMES", help="also compute these optional metrics (comma-separated, or "
-                    "'all'): those not every run needs, e.g. answer_relevance, context_relevance (computed anyway "
-                    "when a gate, [regression], a [weights] stage or a per-item output names them)")
+    ap.add_argument("--compute", metavar="NAMES", help="also compute these optional measures (comma-separated), "
+                    "which seed 002's command does not: e.g. answer_relevance, nDCG@10; 'scorecard' (the weighted "
+                    "scorecard), 'all'; a gate, [regression], the scorecard or an output beside the JSON asks too")
     ap.add_argument("--weights", help="JSON object of stage weights for the scorecard, e.g. '{\"faithfulness\": 0.4}' "
                                       "(over the gates file's [weights], over seed 004's defaults)")
     ap.add_argument("--html", help="write a self-contained HTML report (no JavaScript, no network)")
@@ -178,7 +201,8 @@ def _add_trec_flags(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("-m", action="append", metavar="MEASURE",
                     help="with --qrels/--run: a trec_eval measure to compute, trec_eval's spelling "
                          "(map, Rprec, bpref, recip_rank, P.5,10, recall.10, ndcg_cut.10, success.1, num_ret, "
-                         "num_rel, num_rel_ret; P alone = its default cutoffs); repeatable")
+                         "utility.2,-1,0,0, ndcg.1=3,2=9 ...; P alone = its default cutoffs; official, all_trec, "
+                         "set: trec_eval's sets; the list is below); repeatable")
     ap.add_argument("--measures", metavar="M1,M2",
                     help="the same as several -m, comma-separated: map,ndcg_cut.10,P.5")
     ap.add_argument("--average", choices=("all", "judged"), default="all",
@@ -192,6 +216,16 @@ def _add_trec_flags(ap: argparse.ArgumentParser) -> None:
                          "derived from it without --gold; JSON report (also detected, with a note)")
     ap.add_argument("-q", dest="per_query", action="store_true",
                     help="with --format trec: one line per topic and measure before the 'all' lines (trec_eval -q)")
+    ap.add_argument("-c", dest="complete", action="store_true",
+                    help="with --qrels/--run: trec_eval -c, average over every qrels topic, a topic the run "
+                         "forgot scoring 0 (this tool's default, --average all; accepted for trec_eval's "
+                         "command lines)")
+    ap.add_argument("-l", dest="rel_level", type=int, metavar="N",
+                    help="with --qrels/--run: trec_eval -l, the least qrels level that is relevant for the "
+                         "trec_eval measures (default 1; their nDCG gains stay the levels)")
+    ap.add_argument("-M", dest="max_docs", type=int, metavar="N",
+                    help="with --qrels/--run: trec_eval -M, the trec_eval measures read the first N documents "
+                         "of each topic (in trec_eval's order) and drop the rest")
 
 
 def _add_input_limit_flags(ap: argparse.ArgumentParser) -> None:
@@ -205,7 +239,7 @@ def _add_input_limit_flags(ap: argparse.ArgumentParser) -> None:
                     help="longest input line accepted, in bytes (default %d = 16 MiB)" % MAX_LINE_BYTES)
 
 
-_RUN_OUTPUTS = (("out", "report"), ("markdown", "markdown"), ("items", "items"), ("html", "html"),
+_RUN_OUTPUTS = (("out", "report"), ("markdown", "markdown"), ("items", "items"), ("html", "report-html"),
                 ("junit", "junit"), ("csv", "csv"), ("metrics_csv", "csv"), ("partial", "partial"),
                 ("manifest", "manifest"))
 _RUN_INPUTS = ("gold", "trace", "qrels", "run", "chunks", "baseline", "gates_file")
@@ -223,6 +257,7 @@ def check_run_outputs(args) -> None:
     inputs += [("partial", p) for p in getattr(args, "merge", None) or []]
     outputs = [(_flag(a), getattr(args, a, None), kind) for a, kind in _RUN_OUTPUTS]
     check_outputs(outputs, inputs, getattr(args, "force", False))
+    check_output_sets(outputs, getattr(args, "force", False))      # e.g. make eval's runs/ (issue 42)
     if getattr(args, "manifest", None):
         manifest_listable([(label, path) for label, path, kind in outputs if kind != "manifest"])
 
@@ -242,6 +277,7 @@ class RunSetup(NamedTuple):
     weights: dict                   # the scorecard's stage weights
     weight_warnings: List[str]      # what resolving the weights warned about
     needs: set                      # the NEEDS computed (registry)
+    card: bool                      # whether the scorecard is reported (asked for)
 
 
 def _run_mode(args) -> bool:
@@ -334,7 +370,7 @@ def _grounding_rules(rules: Rules, gates, regression: Optional[Regression]) -> R
     return rules
 
 
-def _cutoffs(ks: List[int], trec: bool, gates, regression: Optional[Regression]) -> List[int]:
+def _run_cutoffs(ks: List[int], trec: bool, gates, regression: Optional[Regression]) -> List[int]:
     """--k's cutoffs (the first stays the seed's k), the scorecard's (SCORECARD_K) and those the
     gates name, the added ones sorted."""
     if not trec and SCORECARD_K not in ks:
@@ -368,10 +404,10 @@ def configure(args) -> RunSetup:
         if not args.refusal.strip():
             raise ScoreError("--refusal: must be a non-empty string, got %r" % args.refusal)
         refusal = args.refusal
-    ks = _cutoffs(ks, trec, gates, regression)
-    needs = _asked_needs(args, gates, regression, gates_file)
+    ks = _run_cutoffs(ks, trec, gates, regression)
+    needs, card = _asked(args, gates, regression, gates_file, weights, trec)
     return RunSetup(trec, ks, trec_names, gates, shown, gates_source, refusal, regression, rules,
-                    weights, weight_warnings, needs)
+                    weights, weight_warnings, needs, card)
 
 
 def _read_and_judge(args, setup: RunSetup, errors: _Errors, notes: List[str], scorer_class: type):
@@ -385,6 +421,7 @@ def _read_and_judge(args, setup: RunSetup, errors: _Errors, notes: List[str], sc
         chunks = read_chunks(args.chunks, errors, notes, chunk_policies)
     if getattr(args, "merge", None):          # shards' partials (merge_partials)
         gold, scorer, stats = merge_partials(args.merge, args, ks, refusal, errors, notes, rules)
+        scorer.needs = set(NEEDS) if gold.unlabelled else setup.needs     # the shards computed everything
     elif setup.trec:
         gold = read_qrels(args.qrels, errors)
         runs = read_run(args.run, errors) if not errors.count else {}
@@ -417,14 +454,14 @@ def _read_and_judge(args, setup: RunSetup, errors: _Errors, notes: List[str], sc
     return gold, scorer, stats, runs
 
 
-def _category_metrics(gold, scorer: Scorer, trec: bool) -> Dict[str, dict]:
-    """Each category's items and metrics, categories sorted by name."""
+def _category_metrics(gold, scorer: Scorer, trec: bool, memo: dict) -> Dict[str, dict]:
+    """Each category's items and metrics, categories sorted by name (``memo``: aggregate's)."""
     order = sorted(range(len(gold)), key=gold.cat.__getitem__)     # items by category, file order within one
     categories: Dict[str, dict] = {}
     start = 0
     for cid, size in sorted(Counter(gold.cat).items()):
         idx = order[start:start + size]
-        categories[gold.categories[cid]] = {"items": len(idx), "metrics": aggregate(scorer, idx, trec)}
+        categories[gold.categories[cid]] = {"items": len(idx), "metrics": aggregate(scorer, idx, trec, memo)}
         start += size
     return {c: categories[c] for c in sorted(categories)}
 
@@ -525,13 +562,13 @@ def _write_run_outputs(args, report: dict, item_flags: Dict[str, str], scorer: S
         remove_output(args.manifest)
     if args.out:
         atomic_write(args.out, text)
-    stages = ItemStages(scorer, report["scorecard"], setup.weights)
+    stages = ItemStages(scorer, report["scorecard"], setup.weights) if "scorecard" in report else None
     if args.items:
         atomic_write(args.items, "".join(_item_lines(scorer, trec, stages)))
     if args.markdown:
         atomic_write(args.markdown, render_markdown(report, _worst(scorer, trec)))
     if args.format == "trec":
-        text = render_trec(trec_result[0], trec_result[1], args.per_query, num_q=not (args.m or args.measures))
+        text = render_trec(trec_result[0], trec_result[1], args.per_query)
     write_reports(args, report, scorer, trec, stages)
     outputs = (args.out, args.items, args.markdown, args.html, args.junit, args.csv, args.metrics_csv)
     if args.manifest:
@@ -559,17 +596,20 @@ def run(args, scorer_class: type = Scorer) -> int:
     gold, scorer, stats, runs = _read_and_judge(args, setup, errors, notes, scorer_class)
     if getattr(args, "partial", None):        # a shard run writes its verdicts, no report
         return write_partial(args, gold, scorer, stats, notes)
+    check_matched(args, gold, stats, trec)
     baseline = load_baseline(args.baseline) if args.baseline else None
     # 3. aggregate
     n = len(gold)
-    metrics = aggregate(scorer, range(n), trec)
+    memo: dict = {}         # what the aggregate calls over the gold set and its categories share
+    metrics = aggregate(scorer, range(n), trec, memo)
     trec_per = trec_all = None
     if trec:
         if getattr(args, "merge", None):      # trec_eval's measures read the rankings again
             runs = merged_runs(args.merge, errors)
-        trec_per, trec_all = trec_evaluate(gold, runs, setup.trec_names, args.average)
+        trec_per, trec_all = trec_evaluate(gold, runs, setup.trec_names, args.average, args.rel_level or 1,
+                                           args.max_docs)
         metrics.update(trec_metric_entries(trec_per, trec_all))
-    categories = _category_metrics(gold, scorer, trec)
+    categories = _category_metrics(gold, scorer, trec, memo)
     by_flags = Counter(scorer.flags)      # verdicts depend on flags only: count each distinct value once
     failure_modes = _failure_modes(by_flags, trec)
     gate_results = check_gates(setup.gates, metrics, k0, setup.rules.grounding)
@@ -602,8 +642,9 @@ def run(args, scorer_class: type = Scorer) -> int:
                    "regression": regression_block,
                    "warnings": warnings})
     report["warnings_failed"] = sum(1 for g in gate_results if g["tier"] == "warn" and not g["pass"])
-    report["scorecard"] = scorecard(setup.weights, metrics, SCORECARD_K if not trec else k0, scorecard_gaps(scorer),
-                                    setup.rules.grounding)
+    if setup.card or gold.unlabelled:      # (reference-free mode: what there is to measure, all of it)
+        report["scorecard"] = scorecard(setup.weights, {**not_computed(scorer), **metrics}, SCORECARD_K if not trec
+                                        else k0, scorecard_gaps(scorer), setup.rules.grounding)
     if trec:
         report["trec_per_topic"] = trec_per_topic(trec_per)
     else:
@@ -619,7 +660,7 @@ def render_summary(report: dict, outputs: Tuple[Optional[str], ...] = ()) -> str
     verdict, each gate's value and verdict, the overall score with its k, counts, and the
     files written.  A few dozen lines whatever the number of items."""
     names = ("out", "items", "markdown", "html", "junit", "csv", "metrics_csv")
-    card = report.get("scorecard") or {}
+    card = report.get("scorecard")
     short = {"pass": report["pass"], "dataset": report.get("dataset"), "schema": report.get("schema"),
              "version": report.get("version"),
              "counts": {k: report["counts"][k] for k in ("gold_items", "trace_rows", "missing_traces")
@@ -628,8 +669,10 @@ def render_summary(report: dict, outputs: Tuple[Optional[str], ...] = ()) -> str
                        for g in report.get("gate_results") or []],
              "failed": ["%s%s: %s" % ("(warn) " if g["tier"] == "warn" else "", g["gate"], g["reason"])
                         for g in report.get("gate_results") or [] if not g["pass"] and g["tier"] != "monitor"],
-             "overall": card.get("overall"), "overall_k": card.get("k"),
+             "overall": (card or {}).get("overall"), "overall_k": (card or {}).get("k"),
              "files": {n: p for n, p in zip(names, outputs) if p}}
+    if card is None:        # the run did not ask for the scorecard (see _asked)
+        del short["overall"], short["overall_k"]
     lines = ["{"]
     keys = list(short)
     for i, k in enumerate(keys):

@@ -1,19 +1,19 @@
 """Reading what a system wrote, part 0: the sentence splitter shared by the refusal reading and
-grounding."""
+grounding; the text form the refusal and citation readers read; what a reader could not read."""
 from __future__ import annotations
 
 import re
 import unicodedata
 
+from .lexicon import _ABBREV, _NUMBER_ABBREV
+from .inputs import _show
+
 # ---- sentences (readings 2 and 4)
 # One splitter for every reading that goes sentence by sentence: the refusal reading (reading 2,
 # ``sentences``: also every line, bullets stripped, contrast clauses apart) and grounding
 # (reading 4, ``answer_sentences``).
-_ABBREV = frozenset("mr mrs ms dr prof st jr sr inc ltd co corp vs etc e.g i.e no nos fig approx u.s "
-                    "u.k jan feb mar apr jun jul aug sep sept oct nov dec gen gov sen rep rev mt ft".split())
 _SPLIT_RX = re.compile(r"[.!?]{1,8}[\"\u201d\u2019')\]]{0,4}\s+|:[ \t\n]{1,8}(?=[A-Z])|\n[ \t]{0,8}\n|"
                        r"\n(?=[ \t]{0,8}(?:[-*\u2022]|\d{1,2}[.)])\s)")
-_NUMBER_ABBREV = frozenset(("no", "nos"))     # abbreviations only before a number
 
 
 def split_sentences(text: str) -> List[Tuple[int, int]]:
@@ -75,6 +75,27 @@ def take_read_problems() -> List[str]:
     out = READ_PROBLEMS[:]
     del READ_PROBLEMS[:]
     return out
+
+
+MAX_UNREAD_NOTES = 20        # rows named one by one in the warnings when a reader could not read their text
+
+
+def note_unread(path: str, lineno: int, qid: str, notes: List[str], unread: List[int]) -> None:
+    """A warning naming the row whose text a reader could not read in full (issue 44): what was
+    left unknown or unread; after MAX_UNREAD_NOTES rows, only counted (``unread``: [rows, index
+    of the note that counts the rest, -1 before there is one])."""
+    problems = take_read_problems()
+    unread[0] += 1
+    if unread[0] <= MAX_UNREAD_NOTES:
+        notes.append("%s:%d: qid %s: %s" % (path, lineno, _show(qid, 60), "; ".join(problems)))
+        return
+    more = "%s: %d more trace rows hold text a reader could not read in full (the first %d are named above)" % (
+        path, unread[0] - MAX_UNREAD_NOTES, MAX_UNREAD_NOTES)
+    if unread[1] < 0:
+        unread[1] = len(notes)
+        notes.append(more)
+    else:
+        notes[unread[1]] = more
 
 
 def problem_text(what: str, exc: BaseException) -> str:
