@@ -188,7 +188,8 @@ clean:
 			echo "rm -rf $$d"; rm -rf "$$d"; \
 		fi; \
 	done
-	find . -path ./.git -prune -o \( -name '.*.ragtmp' -o -name '.sections.*.tmp' \) -type f -exec rm -f {} +
+	find . -path ./.git -prune -o -name '.sections.*.tmp' -type f -exec rm -f {} +
+	@$(PYTHON) -c "import os; from referee.outputs import own_temp_pid; [os.remove(os.path.join(d, n)) for d, _, fs in os.walk('.') if not d.startswith('./.git') for n in fs if own_temp_pid(n)]"
 
 # Refit mini_rag/data/asked_value.json (issue 30: the asked value's window and guarded kinds) on
 # the external fit halves and gold/gold.jsonl; --check compares without writing.

@@ -95,21 +95,21 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 #   2314  referee/refusals.py
 #   2613  referee/answers.py
 #   2883  referee/grounding.py
-#   3399  referee/treccalc.py
-#   3809  referee/trec.py
-#   4456  referee/names.py
-#   4538  referee/aggregate.py
-#   4799  referee/config.py
-#   5655  referee/contracts.py
-#   6076  referee/judge.py
-#   7036  referee/gates.py
-#   7263  referee/scorecard.py
-#   7522  referee/outputs.py
-#   8048  referee/reports.py
-#   8681  referee/calibration.py
-#   8910  referee/shards.py
-#   9259  referee/run.py
-#   9919  referee/cli.py
+#   3406  referee/treccalc.py
+#   3816  referee/trec.py
+#   4463  referee/names.py
+#   4545  referee/aggregate.py
+#   4806  referee/config.py
+#   5662  referee/contracts.py
+#   6083  referee/judge.py
+#   7043  referee/gates.py
+#   7270  referee/scorecard.py
+#   7529  referee/outputs.py
+#   8055  referee/reports.py
+#   8688  referee/calibration.py
+#   8917  referee/shards.py
+#   9266  referee/run.py
+#   9926  referee/cli.py
 
 
 
@@ -2944,7 +2944,7 @@ MAX_GROUND_SENTENCES = 200      # sentences checked per answer (the rest are not
 MAX_GROUND_CHARS = 100_000      # characters of one answer, and of one chunk, that grounding reads
 MAX_NUMBER_DIGITS = 17          # significant digits a number is compared to (a double holds no more)
 MAX_NUMBER_PROBES = 16          # chunk numbers tried per rounding cell of a sentence's number
-GROUND_WORK = 10                # limit: chunk-sentence look-ups per character an answer's grounding reads
+GROUND_WORK = 50                # limit: chunk-sentence look-ups per character an answer's grounding reads
 # Meta words and lead-ins, number / month / unit words, negation and modal words: lexicon.py.
 
 # Fitted by `make fit-grounding` (bench/fit_grounding.py; copied from bench/grounding_fit.json).
@@ -3231,8 +3231,7 @@ def _best_sentence(fs: frozenset, cs: _Chunkset, work: Optional[list]) -> tuple:
     """(share, (words, marks, zone)) of the first chunk sentence holding the most of ``fs``
     (share 0.0 and None when none holds any), from the index: only the chunk sentences that
     hold a word of ``fs`` are counted.  ``work``: [look-ups left], spent (None: no limit)."""
-    counts: Dict[int, int] = {}
-    get = counts.get
+    counts: Counter = Counter()
     for w in fs:
         ids = cs.index.get(w)
         if ids:
@@ -3240,8 +3239,7 @@ def _best_sentence(fs: frozenset, cs: _Chunkset, work: Optional[list]) -> tuple:
                 work[0] -= len(ids)
                 if work[0] < 0:
                     raise _Budget()
-            for k in ids:
-                counts[k] = get(k, 0) + 1
+            counts.update(ids)
     if not counts:
         return 0.0, None
     top = max(counts.values())
@@ -3257,21 +3255,30 @@ def _together(a: str, b: str, cs: _Chunkset, work: Optional[list]) -> bool:
         return False
     if len(x) > len(y):
         x, y = y, x
+    found = False
+    if len(y) > 8 * len(x):              # one short list: look each of its entries up
+        steps = 0
+        for k in x:
+            steps += 1
+            if y[min(bisect_left(y, k), len(y) - 1)] == k:
+                found = True
+                break
+    else:
+        i = j = 0
+        while i < len(x) and j < len(y):
+            if x[i] == y[j]:
+                found = True
+                break
+            if x[i] < y[j]:
+                i += 1
+            else:
+                j += 1
+        steps = i + j + 1
     if work is not None:
-        work[0] -= min(len(x) + len(y), 8 * len(x))
+        work[0] -= steps
         if work[0] < 0:
             raise _Budget()
-    if len(y) > 8 * len(x):              # one short list: look each of its entries up
-        return any(y[min(bisect_left(y, k), len(y) - 1)] == k for k in x)
-    i = j = 0
-    while i < len(x) and j < len(y):
-        if x[i] == y[j]:
-            return True
-        if x[i] < y[j]:
-            i += 1
-        else:
-            j += 1
-    return False
+    return found
 
 
 def grounding_features(text: str, cs: _Chunkset, work: Optional[list] = None) -> Tuple[List[float], List[str], List[str], List[str]]:
@@ -7986,7 +7993,7 @@ def render_markdown(report: dict, worst: List[dict]) -> str:
         frac = "" if e["n"] is None else ("%s / %d" % (e["count"], e["n"]) if e["count"] is not None else "n = %d" % e["n"])
         ci = "" if e["ci"] is None else "%.4f - %.4f" % tuple(e["ci"])
         out.append("| `%s` | %s | %s | %s |" % (name, _cell(e["value"]) if e["value"] is not None else
-                                                 "null (%s)" % e["reason"], frac, ci))
+                                                 "null (%s)" % md_text(e["reason"]), frac, ci))
     cats = report["categories"]
     if cats:
         cols = [n for n in ("pass_rate", "precision", "chr", "hallucination", "over_refusal", "under_refusal",

@@ -122,6 +122,59 @@ ROWS = {
 }
 
 
+# Inputs of issue 44's item 6: markup and terminal controls in every field of the input
+MARKUP = ("<img src=x onerror=alert(1)>", "<script>alert(1)</script>", "<a href=javascript:alert(1)>x</a>",
+          "![x](http://example.invalid/x.png)", "[x](javascript:alert(1))", "<svg onload=alert(1)>")
+MARKUP_FIELDS = ("qid", "category", "question", "claim", "citation", "chunk id", "reason", "decision",
+                 "policy message", "gate message")
+
+
+def markup_case(folder: str, field: str, bad: str) -> list:
+    """Gold, trace and gates file whose ``field`` holds ``bad``; the score_eval.py arguments
+    (JSON, Markdown and HTML reports and the items file asked for)."""
+    qid = bad if field == "qid" else "Q1"
+    cid = bad if field == "chunk id" else CHUNK_ID
+    gold = {"qid": qid, "question": bad if field == "question" else "Who approves refunds?", "answerable": True,
+            "gold_claim_substr": ["finance team"], "gold_citations": [CHUNK_ID],
+            "category": bad if field == "category" else "c"}
+    trace = {"qid": qid, "retrieved_ids": [CHUNK_ID, cid], "retrieved_scores": [1.0, 0.5],
+             "cited_chunks": {CHUNK_ID: GOOD_CHUNK},
+             "decision": bad if field == "decision" else "ANSWER", "reasons": [bad if field == "reason" else "ok"],
+             "answer_json": {"claim": (bad + " ") * (field == "claim") + "The finance team approves refunds [2].",
+                             "citations": [bad] if field == "citation" else []}}
+    paths = {}
+    for name, obj in (("gold", gold), ("trace", trace)):
+        paths[name] = os.path.join(folder, name + ".jsonl")
+        with open(paths[name], "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(obj) + "\n")
+    gates = os.path.join(folder, "gates.toml")
+    msg = json.dumps(bad)
+    with open(gates, "w", encoding="utf-8") as fh:
+        fh.write("[policy.p]\nmessage = %s\npatterns = ['\\bfinance\\b']\n[baseline]\n"
+                 "precision = { min = 0.99, message = %s }\n" % (msg if field == "policy message" else '"m"',
+                                                               msg if field == "gate message" else '"m"'))
+    out = {k: os.path.join(folder, "report." + k) for k in ("json", "md", "html")}
+    return ["--gold", paths["gold"], "--trace", paths["trace"], "--gates-file", gates, "--out", out["json"],
+            "--markdown", out["md"], "--html", out["html"], "--items", os.path.join(folder, "items.jsonl")]
+
+
+def raw_markup(path: str, bad: str) -> bool:
+    """Whether the report at ``path`` holds ``bad`` as written: in Markdown any of MARKUP, in
+    HTML a tag (a Markdown link is text there)."""
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    return bad in text and (path.endswith(".md") or bad.startswith("<"))
+
+
+def fuzz_cases(quick: bool):
+    """(name, row, good rows) of the ``hostile-row`` kind of bench/fuzz_inputs.py: every row of
+    the table at three sizes, alone and among 1,000 good rows (quick: a twentieth, alone)."""
+    for name, (_, build) in ROWS.items():
+        for scale in ((0.05,) if quick else (0.1, 0.5, 1.0)):
+            for good in ((0,) if quick else (0, 1000)):
+                yield "%s x%s%s" % (name, scale, " among %d good rows" % good if good else ""), build(scale), good
+
+
 def write_case(folder: str, row: dict, good: int = 0) -> list:
     """Gold, trace and gates file for one hostile row (qid H) among ``good`` good rows; the
     score_eval.py arguments after the script."""

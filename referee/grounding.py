@@ -5,6 +5,7 @@ import math
 import re
 import unicodedata
 from bisect import bisect_left, bisect_right
+from collections import Counter
 from typing import Dict, NamedTuple, Tuple
 
 from .lexicon import (INTRO_WORDS, META_WORDS, MONTH_NUMBERS, STOPWORDS, UNITS, _CLOCK, _G_CLAUSE_RX,
@@ -38,7 +39,7 @@ MAX_GROUND_SENTENCES = 200      # sentences checked per answer (the rest are not
 MAX_GROUND_CHARS = 100_000      # characters of one answer, and of one chunk, that grounding reads
 MAX_NUMBER_DIGITS = 17          # significant digits a number is compared to (a double holds no more)
 MAX_NUMBER_PROBES = 16          # chunk numbers tried per rounding cell of a sentence's number
-GROUND_WORK = 10                # limit: chunk-sentence look-ups per character an answer's grounding reads
+GROUND_WORK = 50                # limit: chunk-sentence look-ups per character an answer's grounding reads
 # Meta words and lead-ins, number / month / unit words, negation and modal words: lexicon.py.
 
 # Fitted by `make fit-grounding` (bench/fit_grounding.py; copied from bench/grounding_fit.json).
@@ -325,8 +326,7 @@ def _best_sentence(fs: frozenset, cs: _Chunkset, work: Optional[list]) -> tuple:
     """(share, (words, marks, zone)) of the first chunk sentence holding the most of ``fs``
     (share 0.0 and None when none holds any), from the index: only the chunk sentences that
     hold a word of ``fs`` are counted.  ``work``: [look-ups left], spent (None: no limit)."""
-    counts: Dict[int, int] = {}
-    get = counts.get
+    counts: Counter = Counter()
     for w in fs:
         ids = cs.index.get(w)
         if ids:
@@ -334,8 +334,7 @@ def _best_sentence(fs: frozenset, cs: _Chunkset, work: Optional[list]) -> tuple:
                 work[0] -= len(ids)
                 if work[0] < 0:
                     raise _Budget()
-            for k in ids:
-                counts[k] = get(k, 0) + 1
+            counts.update(ids)
     if not counts:
         return 0.0, None
     top = max(counts.values())
@@ -351,21 +350,30 @@ def _together(a: str, b: str, cs: _Chunkset, work: Optional[list]) -> bool:
         return False
     if len(x) > len(y):
         x, y = y, x
+    found = False
+    if len(y) > 8 * len(x):              # one short list: look each of its entries up
+        steps = 0
+        for k in x:
+            steps += 1
+            if y[min(bisect_left(y, k), len(y) - 1)] == k:
+                found = True
+                break
+    else:
+        i = j = 0
+        while i < len(x) and j < len(y):
+            if x[i] == y[j]:
+                found = True
+                break
+            if x[i] < y[j]:
+                i += 1
+            else:
+                j += 1
+        steps = i + j + 1
     if work is not None:
-        work[0] -= min(len(x) + len(y), 8 * len(x))
+        work[0] -= steps
         if work[0] < 0:
             raise _Budget()
-    if len(y) > 8 * len(x):              # one short list: look each of its entries up
-        return any(y[min(bisect_left(y, k), len(y) - 1)] == k for k in x)
-    i = j = 0
-    while i < len(x) and j < len(y):
-        if x[i] == y[j]:
-            return True
-        if x[i] < y[j]:
-            i += 1
-        else:
-            j += 1
-    return False
+    return found
 
 
 def grounding_features(text: str, cs: _Chunkset, work: Optional[list] = None) -> Tuple[List[float], List[str], List[str], List[str]]:

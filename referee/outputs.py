@@ -438,7 +438,7 @@ def render_markdown(report: dict, worst: List[dict]) -> str:
         frac = "" if e["n"] is None else ("%s / %d" % (e["count"], e["n"]) if e["count"] is not None else "n = %d" % e["n"])
         ci = "" if e["ci"] is None else "%.4f - %.4f" % tuple(e["ci"])
         out.append("| `%s` | %s | %s | %s |" % (name, _cell(e["value"]) if e["value"] is not None else
-                                                 "null (%s)" % e["reason"], frac, ci))
+                                                 "null (%s)" % md_text(e["reason"]), frac, ci))
     cats = report["categories"]
     if cats:
         cols = [n for n in ("pass_rate", "precision", "chr", "hallucination", "over_refusal", "under_refusal",

@@ -23,7 +23,8 @@ class QuickSuite(unittest.TestCase):
         kinds, total = fuzz_inputs.summary(results)
         self.assertGreaterEqual(total["cases"], 150)
         self.assertEqual(set(kinds), {"output-on-input", "output-foreign", "output-special", "regex", "partial",
-                                      "index", "config", "http", "generator"})
+                                      "index", "config", "http", "generator", "hostile-row", "markup"})
+        self.assertEqual(total["raw_markup"], 0)
         self.assertGreaterEqual(sum(kinds[k]["cases"] for k in ("config", "http", "generator")), 30)
         bad = [r for r in results if not r["ok"]]
         self.assertEqual(bad, [], bad[:5])
