@@ -325,7 +325,7 @@ def merge_partials(paths: List[str], args, ks: List[int], refusal: str, errors: 
     i = seen.find(0)
     while i >= 0:
         missing += 1
-        scorer.judge(i, None, None, None if not trec else [], None, None, None, None, False)
+        scorer.judge(i, None, None if not trec else [], None, None, None, None, False)
         i = seen.find(0, i + 1)
     if trec:
         unknown_ex = sorted(unknown_topics)
