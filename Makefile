@@ -1,20 +1,26 @@
 # Two commands do everything on a fresh clone (no install step):
 #   make eval   build the index if stale, run both gold sets, score them against gates.toml
-#   make test   the unit tests (stdlib unittest)
+#   make test   the fast unit tests (stdlib unittest; make test-all: every test, as CI runs them)
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test single-file check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean bench-refusal eval-seed bench-doctree bench-grounding fit-grounding fit-refusal bench-scorer-llm bench-badinputs bench-ratios bench-trec mutate bench-answer-speed check-fits
+.PHONY: eval test test-all single-file check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean bench-refusal eval-seed bench-doctree bench-grounding fit-grounding fit-refusal bench-scorer-llm bench-badinputs bench-ratios bench-trec mutate bench-answer-speed check-fits
 
 eval:
 	@$(PYTHON) -m mini_rag eval
 
-# The seed's worked example (examples/seed/: its committed trace), scored against [seed] of gates.toml.
+# The seed's worked example (examples/seed/: its committed trace), scored against [seed] of gates.toml;
+# written to runs/seed/, apart from make eval's runs/report.*.
 eval-seed:
 	@$(PYTHON) -m mini_rag eval --dataset seed
 
 test:
 	@$(PYTHON) tests/run.py
+
+# Every test: the fast suite and the slow tier of tests/slow.txt (figures recomputed from
+# ../shared/data, peers, kills, regex timing, whole-pipeline runs).  .ci/run runs this.
+test-all:
+	@$(PYTHON) tests/run.py --all
 
 # score_eval.py, the one file users copy, is built from the scorer's package referee/ (edit the
 # modules, then run this and commit both; tests/test_single_file.py fails on a stale file).
@@ -153,8 +159,19 @@ example-dask:
 bench-embed:
 	@$(PYTHON) bench/bench_embed.py --verify --docs docs/embeddings.md
 
+# Everything make eval, make eval-seed, compare, the README's examples and own-corpus evals wrote:
+# every file directly under runs/ (reports, traces, indexes, gate.*) but runs/.gitkeep, runs/bench,
+# runs/compare, runs/seed, runs/own and every folder under runs/ an eval wrote (it holds manifest.json,
+# report.json or gold_perturb.generated.jsonl: runs/<corpus>-<hash>/).  Downloads and caches stay:
+# runs/wheels, runs/venv-*, runs/doctree, runs/embed, runs/fit, runs/.peers.
 clean:
-	rm -rf runs/*.json runs/*.jsonl runs/*.md runs/*.gz runs/bench
+	find runs -mindepth 1 -maxdepth 1 -type f ! -name .gitkeep -exec rm -f {} +
+	rm -rf runs/bench runs/compare runs/seed runs/own
+	@for d in runs/*/; do \
+		if [ -f "$${d}manifest.json" ] || [ -f "$${d}report.json" ] || [ -f "$${d}gold_perturb.generated.jsonl" ]; then \
+			echo "rm -rf $$d"; rm -rf "$$d"; \
+		fi; \
+	done
 	find . -path ./.git -prune -o \( -name '.*.ragtmp' -o -name '.sections.*.tmp' \) -type f -exec rm -f {} +
 
 # Refit mini_rag/data/asked_value.json (issue 30: the asked value's window and guarded kinds) on

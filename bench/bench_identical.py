@@ -16,12 +16,18 @@ summary, trec_eval's format), the exit status and the files written (--out, --it
 * TREC mode on trec_eval's test collection (tests/data/trec_eval_test: binary and graded qrels),
   JSON and ``--format trec -q``;
 * ``--data DIR``: a folder holding gold.jsonl + trace.jsonl (e.g. bench_scorer's generated rows),
-  seed 002's command with and without gates.toml, the whole JSON report with its items.
+  seed 002's command with and without gates.toml, the whole JSON report with its items;
+* ``--shared``: the labelled sets of ../shared/data (EVOUNA NQ, RefChecker, FaithBench,
+  chatgpt_refusals, ragtruth_gen; skipped, named, when missing) written as gold + trace + chunks
+  (every row an answerable question; the answer as the claim; the source or passages as the
+  cited chunk), each scored with seed 002's command and with an LLM gates file (sentence
+  grounding, answer correctness, refusals) writing the JSON report and the items.
 
 ``--before FILE`` is another version of the scorer (e.g. ``git show main:score_eval.py >
 /tmp/before.py``).  Prints one line per command and exits 1 when any output differs.
 """
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -85,6 +91,81 @@ def commands(data_dirs):
     return out
 
 
+SHARED = Path(os.environ.get("MINI_RAG_DATA") or ROOT.parent / "shared" / "data")   # MINI_RAG_DATA: elsewhere
+LLM_GATES = """[scorer]
+grounding = "sentences"
+
+[llm]
+precision = { min = 0.80 }
+under_refusal = { max = 0.05 }
+over_refusal = { max = 0.10 }
+citation_validity = { min = 0.95 }
+unsupported_answer_rate = { max = 0.2 }
+faithfulness = { tier = "monitor" }
+answer_correct_rate = { tier = "monitor" }
+refusal_rate = { tier = "monitor" }
+partial_refusal_rate = { tier = "monitor" }
+answer_relevance = { tier = "monitor" }
+"""
+
+
+def _shared_rows(name: str, row: dict):
+    """(gold row, trace row) of one labelled row, or None when the set has no answer text."""
+    qid = str(row["id"])
+    question = row.get("question") or row.get("prompt") or ("Summarize the source." if "source_text" in row else "")
+    answer = row.get("answer") if name == "evouna_nq" else row.get("response", row.get("text"))
+    if not isinstance(answer, str):
+        return None
+    chunks = {}
+    if isinstance(row.get("source_text"), str):
+        chunks[qid + "#src"] = row["source_text"]
+    for i, passage in enumerate(row.get("context_passages") or []):
+        chunks["%s#p%d" % (qid, i)] = passage if isinstance(passage, str) else json.dumps(passage, sort_keys=True)
+    gold = {"qid": qid, "question": question or "What is the answer?", "answerable": True,
+            "gold_claim_substr": [], "gold_citations": sorted(chunks)[:1]}
+    if row.get("gold_answers"):
+        gold["gold_answers"] = row["gold_answers"]
+    trace = {"qid": qid, "q": question, "retrieved_ids": sorted(chunks),
+             "answer_json": {"claim": answer, "citations": sorted(chunks)[:1]}, "cited_chunks": chunks}
+    return gold, trace
+
+
+def shared_sets(tmp: Path):
+    """[(name, folder)] of the labelled sets written as gold.jsonl + trace.jsonl + gates.toml."""
+    files = {"evouna_nq": "nq.jsonl", "refchecker": "responses.jsonl", "faithbench": "faithbench.jsonl",
+             "chatgpt_refusals": "fit.jsonl", "ragtruth_gen": "ragtruth_gen.jsonl"}
+    out = []
+    for name, fname in files.items():
+        src = SHARED / name / fname
+        if not src.exists():
+            print("shared: %s not found, skipped" % src)
+            continue
+        d = tmp / ("shared-" + name)
+        d.mkdir(parents=True, exist_ok=True)
+        with open(src, encoding="utf-8") as fh, open(d / "gold.jsonl", "w", encoding="utf-8") as g, \
+                open(d / "trace.jsonl", "w", encoding="utf-8") as t:
+            for line in fh:
+                pair = _shared_rows(name, json.loads(line))
+                if pair:
+                    g.write(json.dumps(pair[0], sort_keys=True) + "\n")
+                    t.write(json.dumps(pair[1], sort_keys=True) + "\n")
+        (d / "gates.toml").write_text(LLM_GATES, encoding="utf-8")
+        out.append((name, d))
+    return out
+
+
+def shared_commands(sets):
+    out = []
+    for name, d in sets:
+        common = ["--gold", str(d / "gold.jsonl"), "--trace", str(d / "trace.jsonl"), "--quiet"]
+        out.append(("shared %s: seed 002's command" % name, common + ["--k", "5", "--gates", SEED_GATES], "@"))
+        out.append(("shared %s: LLM gates, report + items" % name,
+                    common + ["--gates-file", str(d / "gates.toml"), "--dataset", "llm", "--out", "@report.json",
+                              "--items", "@items.jsonl", "--markdown", "@report.md", "--junit", "@junit.xml",
+                              "--csv", "@items.csv", "--full"], "@"))
+    return out
+
+
 def run_one(script: str, argv, cwd, tmp: Path):
     """(exit status, stdout, {output name: bytes}) of one run; outputs go to ``tmp``."""
     tmp.mkdir(parents=True, exist_ok=True)
@@ -105,10 +186,15 @@ def main(argv=None) -> int:
     ap.add_argument("--before", required=True, help="the other score_eval.py")
     ap.add_argument("--after", default=str(ROOT / "score_eval.py"))
     ap.add_argument("--data", action="append", default=[], help="a folder with gold.jsonl + trace.jsonl")
+    ap.add_argument("--shared", action="store_true", help="also the labelled sets of ../shared/data")
+    ap.add_argument("--only-shared", action="store_true", help="only the labelled sets of ../shared/data")
     args = ap.parse_args(argv)
     bad = 0
     with tempfile.TemporaryDirectory(prefix="bench_identical_") as tmp:
-        for n, (name, cmd, cwd) in enumerate(commands(args.data)):
+        cmds = [] if args.only_shared else commands(args.data)
+        if args.shared or args.only_shared:
+            cmds += shared_commands(shared_sets(Path(tmp)))
+        for n, (name, cmd, cwd) in enumerate(cmds):
             a = run_one(args.before, cmd, cwd, Path(tmp) / ("%d-before" % n))
             b = run_one(args.after, cmd, cwd, Path(tmp) / ("%d-after" % n))
             # the folder name differs between the two runs; files are compared with it replaced

@@ -172,6 +172,16 @@ class Pipeline:
         self.generator = generator if generator is not None else get_generator(config, self.index)
         self.refusal = config["answer"]["refusal"]
         guards.parse_date(config["guards"]["as_of"], "config [guards] as_of")   # fail early
+        self._markup: Optional[frozenset] = None
+
+    @property
+    def markup_docs(self) -> frozenset:
+        """The documents whose sentences are shipped as plain text (Markdown and reST files,
+        ``trace.markup_documents`` of ``[index] path``; read once)."""
+        if getattr(self, "_markup", None) is None:
+            from .trace import markup_documents
+            self._markup = markup_documents(self.config["index"]["path"])
+        return self._markup
 
     def analyze(self, question: str) -> QuestionAnalysis:
         """The :class:`~mini_rag.question.QuestionAnalysis` of ``question`` (as asked) that
@@ -287,7 +297,7 @@ class Pipeline:
         t3 = clock()
         # 8. trace row
         if verdict.decision == decision_mod.ANSWER:
-            claim, shipped = answer.claim(self.refusal), citations
+            claim, shipped = answer.claim(self.refusal, self.markup_docs), citations
             confidence = answer.confidence
         else:
             claim, shipped, confidence = self.refusal, [], "Low"

@@ -45,9 +45,11 @@ non-ASCII kept), so two runs over the same inputs give the same bytes.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Container, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set
 
-__all__ = ["TRACE_KEYS", "build_row", "format_text"]
+from .text.markup import plain_text
+
+__all__ = ["TRACE_KEYS", "build_row", "format_text", "paged_documents", "markup_documents", "shown"]
 
 TRACE_KEYS = ("qid", "q", "retrieved_ids", "retrieved_scores", "answer_json", "cited_chunks",
               "decision", "reasons", "message", "confidence", "fallback_used", "expansions",
@@ -106,7 +108,8 @@ def _cited_value(text: str, hits: Sequence[Any], cid: str) -> Any:
 
 
 def format_text(decision: str, sentences: Sequence[Any], confidence: str, refusal: str,
-                message: str = "") -> str:
+                message: str = "", paged: Optional[Container[str]] = None,
+                markup: Optional[Container[str]] = None) -> str:
     """The QA contract's text form, as ``ask`` prints it (no trailing newline).
 
     ANSWER::
@@ -114,6 +117,12 @@ def format_text(decision: str, sentences: Sequence[Any], confidence: str, refusa
         ANSWER:
         1. <sentence> (<doc>, p<page>, <chunk_id>)
         CONFIDENCE: High|Medium|Low
+
+    Each sentence of a document in ``markup`` (``None``: any) as plain text
+    (``markup.plain_text``, as the claim is shipped: :func:`shown`).  ``paged``:
+    the documents that have pages (:func:`paged_documents`); a citation of any other
+    document is ``(<doc>, <chunk_id>)``, without a page that is always 1 (Markdown, reST,
+    text without form feeds).  ``None``: every citation shows its page.
 
     Any other decision: the refusal token alone on the first line (exactly the
     contract's refusal line, so a script can compare it), then the human message on
@@ -133,6 +142,64 @@ def format_text(decision: str, sentences: Sequence[Any], confidence: str, refusa
         return refusal + ("\n" + message if message else "")
     lines: List[str] = ["ANSWER:"]
     for n, s in enumerate(sentences, 1):
-        lines.append("%d. %s (%s, p%d, %s)" % (n, " ".join(s.sentence.split()), s.pdf, s.page, s.chunk_id))
+        page = "" if paged is not None and s.pdf not in paged else "p%d, " % s.page
+        lines.append("%d. %s (%s, %s%s)" % (n, " ".join(shown(s.sentence, s.pdf, markup).split()), s.pdf, page,
+                                            s.chunk_id))
     lines.append("CONFIDENCE: %s" % confidence)
     return "\n".join(lines)
+
+
+def shown(text: str, doc_id: str, markup: Optional[Container[str]] = None) -> str:
+    """``text`` of document ``doc_id`` as shipped: as plain text (``markup.plain_text``) when the
+    document is Markdown or reST (in ``markup``; ``None``: every document), as written when it
+    is plain text or a BEIR row, whose ``1.`` or ``*`` is content, not markup."""
+    return plain_text(text) if markup is None or doc_id in markup else text
+
+
+def markup_documents(index_path: str) -> FrozenSet[str]:
+    """The doc ids of the index at ``index_path`` whose file is Markdown or reST: its manifest
+    gives each document's content hash and each corpus file's, so a document's file (hence
+    its syntax, ``corpus._syntax``) is the file of the same hash.  A BEIR ``.jsonl`` corpus's rows,
+    ``.txt`` files and an index without a readable manifest give none."""
+    from .errors import MiniRagError
+    from .indexing.index import read_manifest
+    from .text.corpus import _syntax
+    try:
+        manifest = read_manifest(index_path)
+        files = manifest["corpus"]["files"]
+        docs = manifest["documents"]
+    except (MiniRagError, OSError, KeyError, TypeError, ValueError):
+        return frozenset()
+    by_hash: Dict[str, List[str]] = {}
+    for entry in files if isinstance(files, list) else ():
+        if isinstance(entry, list) and len(entry) >= 2 and isinstance(entry[0], str):
+            by_hash.setdefault(entry[1], []).append(entry[0])
+    out = set()
+    for doc, digest in (docs.items() if isinstance(docs, dict) else ()):
+        names = by_hash.get(digest, [])
+        # two files of the same bytes: the one named as the doc id is (its path without extension)
+        named = [n for n in names if n.rsplit(".", 1)[0].replace("\\", "/") == doc] or names
+        if named and _syntax(named[0]) in ("md", "rst"):
+            out.add(doc)
+    return frozenset(out)
+
+
+def paged_documents(index: Any, chunk_ids: Iterable[str]) -> Set[str]:
+    """The documents of ``chunk_ids`` that have more than one page (a form feed, as
+    ``pdftotext`` writes: corpus.py numbers pages from 1): pages only grow within a
+    document and its chunks are consecutive, so the last chunk of the document tells."""
+    out: Set[str] = set()
+    seen: Set[str] = set()
+    chunks = index.chunks
+    for cid in chunk_ids:
+        pos = index.position(cid)
+        if pos < 0 or chunks[pos].doc_id in seen:
+            continue
+        last = chunks[pos]
+        seen.add(last.doc_id)
+        while pos + 1 < len(chunks) and chunks[pos + 1].doc_id == last.doc_id:
+            pos += 1
+            last = chunks[pos]
+        if last.page > 1:
+            out.add(last.doc_id)
+    return out

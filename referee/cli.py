@@ -9,7 +9,6 @@ import tempfile
 import traceback
 
 from .base import EXIT_INPUT, EXIT_INTERNAL, MAX_ERRORS, ScoreError
-from .judge import Scorer
 from .outputs import has_surrogate, terminal_safe
 from .calibration import SUBCOMMANDS
 from .shards import _PARTIAL_ARGS, _RecordingScorer, _read_partial
@@ -75,14 +74,10 @@ def merge_main(argv: List[str]) -> int:
 
 
 def partial_main(args) -> int:
-    """A shard run: ``run`` with a Scorer that records the rows' items (see --partial)."""
-    global Scorer
-    plain = Scorer
-    Scorer = _RecordingScorer
-    try:
-        return run(args)
-    finally:
-        Scorer = plain
+    """A shard run: ``run`` with a Scorer that records the rows' items (see --partial).  The
+    class is passed to ``run``, never swapped in a module's globals: the package and the one
+    file behave the same."""
+    return run(args, scorer_class=_RecordingScorer)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

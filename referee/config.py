@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 import os
 import re
+from functools import partial
 from typing import Dict, NamedTuple
 
 from .base import MAX_SMALL_FILE_BYTES, REFUSAL, ScoreError, TIERS
-from .registry import F_CUTOFF, F_PROSE, _PAIRED
+from .registry import F_CUTOFF, F_PROSE, REGISTRY, _PAIRED
 from .fmt import _fmt_num
 from .retrieval import MetricRef
+from .trec import _trec_family
 from .tomlsub import _parse_toml_lines
 from .inputs import _show, open_input
 from .citations import citation_pattern_problem
@@ -45,6 +47,29 @@ def _num(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+#: Means whose values lie in [0, 1], as the rates' do.
+_UNIT_MEANS = frozenset(("faithfulness", "P@K", "R@K", "RR", "RR@K", "nDCG@K", "answer_relevance",
+                         "context_relevance", "answer_f1"))
+
+
+def unit_interval(ref: MetricRef) -> bool:
+    """Whether the gated metric's values lie in [0, 1] (a rate, a [0, 1] mean, a trec_eval measure
+    other than the num_* counts and utility): a threshold outside it is a typo (issue 42)."""
+    m = ref.metric
+    if m in REGISTRY:
+        return m.kind == "rate" or m.name in _UNIT_MEANS
+    family = _trec_family(m.name)[0]
+    return not family.startswith("num_") and family != "utility"
+
+
+def _unit_problem(ref: MetricRef, thr: float) -> str:
+    """'' when ``thr`` may bound ``ref``, else why not."""
+    if 0.0 <= thr <= 1.0 or not unit_interval(ref):
+        return ""
+    return "must be from 0 to 1 (%s is %s), got %s" % (
+        ref.metric.name, "a rate" if ref.metric.kind == "rate" else "a value from 0 to 1", _fmt_num(thr))
+
+
 _GATES_DOCS: Dict[tuple, tuple] = {}
 
 
@@ -77,6 +102,15 @@ def gates_doc(path: str) -> Tuple[dict, Dict[Tuple[str, ...], int]]:
     return cached
 
 
+def key_line(path: str, lines: Dict[tuple, int], *key: str) -> str:
+    """``path:line`` of the longest prefix of the TOML key ``key`` that ``lines`` (key -> line)
+    knows, else ``path`` alone: where an error about that key points."""
+    for n in range(len(key), 0, -1):
+        if key[:n] in lines:
+            return "%s:%d" % (path, lines[key[:n]])
+    return path
+
+
 def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate], Optional[Regression]]:
     """Read gates.toml: [scorer] refusal, one [<dataset>] table of gates, [regression].
 
@@ -84,12 +118,7 @@ def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate],
     token and the regression section."""
     doc, lines = gates_doc(path)
     errors: List[str] = []
-
-    def where(*key: str) -> str:
-        for n in range(len(key), 0, -1):
-            if key[:n] in lines:
-                return "%s:%d" % (path, lines[key[:n]])
-        return path
+    where = partial(key_line, path, lines)
 
     refusal = REFUSAL
     for top, val in doc.items():
@@ -138,6 +167,8 @@ def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate],
             errors.append("%s: gate %r %s must be a number, got %s" % (loc, key, bounds[0], _show(val[bounds[0]])))
         elif "message" in val and not isinstance(val["message"], str):
             errors.append("%s: gate %r message must be a string, got %s" % (loc, key, _show(val["message"])))
+        elif _unit_problem(ref, float(val[bounds[0]])):
+            errors.append("%s: gate %r %s %s" % (loc, key, bounds[0], _unit_problem(ref, float(val[bounds[0]]))))
         else:
             op = ">=" if bounds[0] == "min" else "<="
             thr = float(val[bounds[0]])
@@ -578,12 +609,7 @@ def load_rules(path: str) -> Rules:
     """``[scorer] refusal_patterns / cutoff_patterns`` and ``[policy.<name>]`` of a gates file."""
     doc, lines = gates_doc(path)
     errors: List[str] = []
-
-    def where(*key: str) -> str:
-        for n in range(len(key), 0, -1):
-            if key[:n] in lines:
-                return "%s:%d" % (path, lines[key[:n]])
-        return path
+    where = partial(key_line, path, lines)
 
     scorer = doc.get("scorer") if isinstance(doc.get("scorer"), dict) else {}
     pats = {k: _compile_patterns(scorer[k], where("scorer", k), "[scorer] " + k, errors)
@@ -664,6 +690,9 @@ def parse_gates_string(text: str) -> Tuple[List[Gate], Dict[str, str]]:
                 raise ValueError
         except ValueError:
             errors.append("--gates: threshold for %r must be a number, got %r" % (name, value))
+            continue
+        if _unit_problem(ref, thr):
+            errors.append("--gates: threshold for %r %s" % (name, _unit_problem(ref, thr)))
             continue
         if op == "=":
             op = ">=" if ref.metric.better == "higher" else "<="

@@ -49,95 +49,126 @@ class Gold:
         return i
 
 
+def _check_gold_row(row: dict, path: str, lineno: int, by: str, errors: _Errors):
+    """``(qid, labelled, bad, fields)``: the row's qid, whether it has a label field (issue 20:
+    a row without one is reference-free), whether a field is bad (each bad one is reported with
+    its line; the row is left out) and ``fields``, the checked values ``_add_gold_item`` stores:
+    (answerable, gold_claim_substr, gold_citations, gold_answers, category, expected_decision,
+    (flag bits, expected_behavior) of the issue-20 fields).  None when the row has no usable qid."""
+    qid = row.get("qid")
+    if "qid" not in row:
+        errors.add("%s:%d: missing \"qid\", got %s" % (path, lineno, _show(row, 60)))
+        return None
+    if type(qid) is not str or not qid:
+        errors.add("%s:%d: \"qid\" must be a non-empty string, got %s" % (path, lineno, _show(qid)))
+        return None
+    bad = False
+    ans = row.get("answerable")
+    labelled = not _LABELS.isdisjoint(row)      # issue 20: a row without labels is reference-free
+    if not labelled:
+        ans = False
+    elif type(ans) is not bool:
+        errors.add("%s:%d: \"answerable\" must be true or false, got %s" % (path, lineno, _show(ans)))
+        bad = True
+    subs = row.get("gold_claim_substr")
+    if subs is not None and not _str_list(subs):
+        errors.add("%s:%d: \"gold_claim_substr\" must be a list of strings, got %s" % (path, lineno, _show(subs)))
+        bad = True
+    cits = row.get("gold_citations")
+    if cits is not None and not _str_list(cits):
+        errors.add("%s:%d: \"gold_citations\" must be a list of strings, got %s" % (path, lineno, _show(cits)))
+        bad = True
+    golds = _gold_answers(row, path, lineno, errors) if "gold_answers" in row else None
+    if golds is False:
+        bad = True
+    cat = row.get(by, NO_CATEGORY)
+    if cat is None:
+        cat = NO_CATEGORY
+    if type(cat) is not str:
+        errors.add("%s:%d: %s must be a string, got %s" % (path, lineno, json.dumps(by), _show(cat)))
+        bad = True
+    exp = row.get("expected_decision")
+    if exp is not None and exp not in DECISIONS:
+        errors.add("%s:%d: \"expected_decision\" must be one of %s, got %s"
+                   % (path, lineno, ", ".join(DECISIONS), _show(exp)))
+        bad = True
+    extra = (0, None) if _EXTRA_GOLD.isdisjoint(row) else _gold_extras(row, path, lineno, errors)
+    if extra is None:
+        bad = True
+    return qid, labelled, bad, (ans, subs, cits, golds, cat, exp, extra)
+
+
+def _substrings(subs: Optional[list]):
+    """Seed rule: a substring counts when its lower-cased form has >= 5 characters; [] is
+    vacuously contained (True), a missing list contains nothing (None)."""
+    if subs == []:
+        return True
+    if subs is None:
+        return None
+    if len(subs) == 1:          # the usual one substring: no list to build
+        low = subs[0].lower()
+        return (low,) if len(low) >= 5 else ()
+    return tuple([s for s in map(str.lower, subs) if len(s) >= 5])
+
+
+def _add_gold_item(gold: Gold, qid: str, labelled: bool, fields: tuple, row: dict, path: str, lineno: int,
+                   cat_ids: Dict[str, int], intern: Dict[str, str]) -> None:
+    """Append a checked row (``fields`` from _check_gold_row) to the gold set: its substrings,
+    citation ids (interned), the flags known from gold alone, category and expected decision."""
+    ans, subs, cits, golds, cat, exp, (bits, behaviour) = fields
+    i = len(gold.qids)
+    gold.index[qid] = i
+    gold.qids.append(qid)
+    gold.lines.append(lineno)
+    gold.subs.append(_substrings(subs))
+    if not cits:
+        rel = ()
+    elif len(cits) == 1:
+        rel = (intern.setdefault(cits[0], cits[0]),)
+    else:
+        rel = tuple([intern.setdefault(c, c) for c in dict.fromkeys(cits)])
+    gold.rel.append(rel)
+    expect_refuse = (exp != "ANSWER") if exp is not None else (not ans)
+    if behaviour is not None:       # seed 004's expected_behavior overrides the decision label
+        expect_refuse = behaviour == "reject"
+    if not labelled:
+        bits, expect_refuse = F_NOLAB, False
+    elif bits or behaviour is not None or "acceptable_decisions" in row:
+        _store_gold_extras(gold, i, row)
+    if golds:
+        _store_gold_answers(gold, i, golds, row.get("question"))
+        bits |= F_GANS
+    gold.base.append((F_ANS if ans else 0) | (F_EXPREF if expect_refuse else 0) | (F_GOLD if rel else 0) | bits)
+    cid = cat_ids.get(cat)      # a known category: no per-row location text
+    gold.cat.append(cid if cid is not None else gold.category_id(cat, cat_ids, "%s:%d" % (path, lineno)))
+    gold.expected.append(0 if exp is None else 1 + DECISIONS.index(exp))
+
+
 def read_gold(path: str, by: str, errors: _Errors, notes: List[str]) -> Gold:
+    """The gold set of a gold JSONL, in file order: every row checked (each bad field reported
+    with its line, a bad row left out), a qid given twice refused, and the rows all labelled or
+    all without labels (reference-free, issue 20), never a mix."""
     gold = Gold()
     cat_ids: Dict[str, int] = {}
     intern: Dict[str, str] = {}
     unlabelled: List[int] = []
     labelled = 0            # the line of the first labelled row (0: none yet)
     for lineno, row in _jsonl(path, errors, notes):
-        qid = row.get("qid")
-        if "qid" not in row:
-            errors.add("%s:%d: missing \"qid\", got %s" % (path, lineno, _show(row, 60)))
+        checked = _check_gold_row(row, path, lineno, by, errors)
+        if checked is None:
             continue
-        if type(qid) is not str or not qid:
-            errors.add("%s:%d: \"qid\" must be a non-empty string, got %s" % (path, lineno, _show(qid)))
-            continue
-        bad = False
-        ans = row.get("answerable")
-        if _LABELS.isdisjoint(row):     # issue 20: a row without labels (_has_labels) is reference-free
+        qid, has_labels, bad, fields = checked
+        if not has_labels:
             unlabelled.append(lineno)
-            ans = False
-        elif type(ans) is not bool:
-            errors.add("%s:%d: \"answerable\" must be true or false, got %s" % (path, lineno, _show(ans)))
-            bad = True
-        subs = row.get("gold_claim_substr")
-        if subs is not None and not _str_list(subs):
-            errors.add("%s:%d: \"gold_claim_substr\" must be a list of strings, got %s" % (path, lineno, _show(subs)))
-            bad = True
-        cits = row.get("gold_citations")
-        if cits is not None and not _str_list(cits):
-            errors.add("%s:%d: \"gold_citations\" must be a list of strings, got %s" % (path, lineno, _show(cits)))
-            bad = True
-        golds = _gold_answers(row, path, lineno, errors) if "gold_answers" in row else None
-        if golds is False:
-            bad = True
-        cat = row.get(by, NO_CATEGORY)
-        if cat is None:
-            cat = NO_CATEGORY
-        if type(cat) is not str:
-            errors.add("%s:%d: %s must be a string, got %s" % (path, lineno, json.dumps(by), _show(cat)))
-            bad = True
-        exp = row.get("expected_decision")
-        if exp is not None and exp not in DECISIONS:
-            errors.add("%s:%d: \"expected_decision\" must be one of %s, got %s"
-                       % (path, lineno, ", ".join(DECISIONS), _show(exp)))
-            bad = True
-        extra = (0, None) if _EXTRA_GOLD.isdisjoint(row) else _gold_extras(row, path, lineno, errors)
         if qid in gold.index:
             errors.add("%s:%d: duplicate qid (first on line %d), got %s"
                        % (path, lineno, gold.lines[gold.index[qid]], _show(qid)))
             continue
-        if bad or extra is None:
+        if bad:
             continue
-        if not labelled and (not unlabelled or unlabelled[-1] != lineno):
+        if not labelled and has_labels:
             labelled = lineno
-        gold.index[qid] = len(gold.qids)
-        gold.qids.append(qid)
-        gold.lines.append(lineno)
-        # Seed rule: a substring counts when its lower-cased form has >= 5 characters; []
-        # is vacuously contained, a missing list contains nothing.
-        if subs == []:
-            gold.subs.append(True)
-        elif subs is None:
-            gold.subs.append(None)
-        elif len(subs) == 1:        # the usual one substring: no list to build
-            low = subs[0].lower()
-            gold.subs.append((low,) if len(low) >= 5 else ())
-        else:
-            gold.subs.append(tuple([s for s in map(str.lower, subs) if len(s) >= 5]))
-        if not cits:
-            rel = ()
-        elif len(cits) == 1:
-            rel = (intern.setdefault(cits[0], cits[0]),)
-        else:
-            rel = tuple([intern.setdefault(c, c) for c in dict.fromkeys(cits)])
-        gold.rel.append(rel)
-        expect_refuse = (exp != "ANSWER") if exp is not None else (not ans)
-        bits, behaviour = extra
-        if behaviour is not None:       # seed 004's expected_behavior overrides the decision label
-            expect_refuse = behaviour == "reject"
-        if unlabelled and unlabelled[-1] == lineno:
-            bits, expect_refuse = F_NOLAB, False
-        elif bits or behaviour is not None or "acceptable_decisions" in row:
-            _store_gold_extras(gold, len(gold.qids) - 1, row)
-        if golds:
-            _store_gold_answers(gold, len(gold.qids) - 1, golds, row.get("question"))
-            bits |= F_GANS
-        gold.base.append((F_ANS if ans else 0) | (F_EXPREF if expect_refuse else 0) | (F_GOLD if rel else 0) | bits)
-        cid = cat_ids.get(cat)      # a known category: no per-row location text
-        gold.cat.append(cid if cid is not None else gold.category_id(cat, cat_ids, "%s:%d" % (path, lineno)))
-        gold.expected.append(0 if exp is None else 1 + DECISIONS.index(exp))
+        _add_gold_item(gold, qid, has_labels, fields, row, path, lineno, cat_ids, intern)
     if unlabelled and labelled:
         errors.add("%s:%d: gold mixes labelled and unlabelled rows (line %d has labels, line %d none: no "
                    "answerable, gold_* or expected_* field); label every row or none, got %d unlabelled"
@@ -344,12 +375,19 @@ def read_qrels(path: str, errors: _Errors) -> Gold:
 _INF = float("inf")
 
 
+class RunRankings(dict):
+    """read_run's result: topic -> (scores, docnos); ``runid``: the tag of the run's last line
+    (trec_eval's runid)."""
+    runid = ""
+
+
 def read_run(path: str, errors: _Errors) -> Dict[str, Tuple[List[float], List[str]]]:
     """TREC run ``topic Q0 docno rank score tag [...]``; the rank column is ignored.  Each
     topic's (scores, docnos) in trec_eval's order: score descending, then docno descending.
     (A run has a million lines: one loop over blocks of lines, no generator per line.)"""
     entries: Dict[str, Dict[str, float]] = {}     # topic -> {docno: score}, in the run's order
     last = None
+    tag = ""
     for first, lines in _text_line_batches(path, errors):
         lineno = first - 1
         for line in lines:
@@ -377,7 +415,9 @@ def read_run(path: str, errors: _Errors) -> Dict[str, Tuple[List[float], List[st
                 errors.add("%s:%d: duplicate docno for topic %s, got %r" % (path, lineno, topic, doc))
                 continue
             docs[doc] = score
-    run: Dict[str, Tuple[List[float], List[str]]] = {}
+            tag = parts[5]
+    run = RunRankings()
+    run.runid = tag
     for topic, docs in entries.items():
         scores = list(docs.values())
         if all(map(float.__gt__, scores, scores[1:])):    # strictly descending: already in order

@@ -112,12 +112,10 @@ def load_baseline(path: str) -> dict:
     return data
 
 
-def compare(base: dict, path: str, metrics: Dict[str, dict], categories: Dict[str, dict],
-            cur_flags: Dict[str, int], reg: Optional[Regression], k0: int) -> Tuple[dict, List[dict]]:
-    """``metrics``/``categories`` are this run's unrounded values; the baseline's are rounded."""
-    """Deltas per metric and category, paired exact tests, regression and slice gates."""
-    bflags = base["_flags"]
-    matched = [q for q in cur_flags if q in bflags]
+def _metric_deltas(base: dict, metrics: Dict[str, dict], bflags: Dict[str, int], cur_flags: Dict[str, int],
+                   matched: List[str], k0: int) -> Dict[str, dict]:
+    """Each metric's baseline value, current value and delta; for the metrics with per-item
+    verdicts, the items that got worse and better and the paired exact test's p-value."""
     out_metrics = {}
     for name, entry in metrics.items():
         b = base["metrics"].get(name)
@@ -130,8 +128,12 @@ def compare(base: dict, path: str, metrics: Dict[str, dict], categories: Dict[st
             worse, better = _paired_counts(pname, bflags, cur_flags, matched, higher)
             row.update({"worse": worse, "better": better, "p_value": _r(exact_paired_p(worse, better))})
         out_metrics[name] = row
+    return out_metrics
+
+
+def _category_deltas(categories: Dict[str, dict], bcats: dict) -> Dict[str, dict]:
+    """Per category (this run's or the baseline's), each metric's baseline, current value and delta."""
     out_cats = {}
-    bcats = base.get("categories") if isinstance(base.get("categories"), dict) else {}
     for cat in sorted(set(categories) | set(bcats)):
         cm = categories.get(cat, {}).get("metrics", {})
         bm = bcats.get(cat, {}).get("metrics", {}) if isinstance(bcats.get(cat), dict) else {}
@@ -142,60 +144,89 @@ def compare(base: dict, path: str, metrics: Dict[str, dict], categories: Dict[st
             row[name] = {"baseline": bv, "current": _r(cv),
                          "delta": _r(cv - bv) if _num(bv) and _num(cv) else None}
         out_cats[cat] = row
+    return out_cats
+
+
+def _regression_gates(base: dict, metrics: Dict[str, dict], bflags: Dict[str, int], cur_flags: Dict[str, int],
+                      matched: List[str], reg: Regression, k0: int) -> List[dict]:
+    """[regression] max_drop: a metric fails when it worsened by more than its margin and the
+    paired exact test on the flipped items says so (p < alpha)."""
+    gate_results = []
+    for ref, margin in reg.max_drop:
+        key = ref.key(k0)
+        pname = ref.metric.name if "@K" not in ref.metric.name else "recall@K"
+        higher = ref.metric.better == "higher"
+        cv = metrics.get(key, {}).get("value")
+        b = base["metrics"].get(key)
+        bv = b.get("value") if isinstance(b, dict) else None
+        res = {"gate": "regression:" + key, "kind": "regression", "metric": key, "op": "max_drop",
+               "threshold": margin, "value": None, "pass": False, "reason": None, "message": None,
+               "p_value": None, "worse": None, "better": None}
+        if cv is None or not _num(bv):
+            res["reason"] = "not measured: %s missing in %s" % (key, "the baseline" if not _num(bv) else "this run")
+        else:
+            # The baseline report holds values rounded to 4 decimals: compare like with like.
+            cv = round(cv, 4)
+            drop = (bv - cv) if higher else (cv - bv)
+            worse, better = _paired_counts(pname, bflags, cur_flags, matched, higher)
+            p = exact_paired_p(worse, better)
+            res.update({"value": _r(drop), "p_value": _r(p), "worse": worse, "better": better})
+            res["pass"] = not (drop > margin + 1e-12 and p < reg.alpha)
+            if not res["pass"]:
+                res["reason"] = ("%s worsened by %s (> %s) and the paired exact test gives p = %s < %s"
+                                 % (key, _fmt_num(round(drop, 4)), _fmt_num(margin), _fmt_num(round(p, 4)),
+                                    _fmt_num(reg.alpha)))
+        gate_results.append(res)
+    return gate_results
+
+
+def _slice_gates(categories: Dict[str, dict], bcats: dict, reg: Regression, k0: int) -> List[dict]:
+    """[regression] slices: each slice metric of each named category may drop by at most
+    slice_max_drop; a slice new in this run passes, one missing from it fails."""
+    gate_results = []
+    for cat in reg.slices:
+        for ref in reg.slice_metrics:
+            key = ref.key(k0)
+            cv = categories.get(cat, {}).get("metrics", {}).get(key, {}).get("value")
+            bcat = bcats.get(cat) if isinstance(bcats.get(cat), dict) else None
+            bv = bcat.get("metrics", {}).get(key, {}).get("value") if bcat else None
+            res = {"gate": "slice:%s:%s" % (cat, key), "kind": "slice", "metric": key, "op": "max_drop",
+                   "threshold": reg.slice_max_drop, "value": None, "pass": False, "reason": None,
+                   "message": None, "p_value": None, "worse": None, "better": None}
+            if cat not in categories and bcat is None:
+                res["reason"] = "slice %r is in neither this run nor the baseline" % cat
+            elif cat not in categories:
+                res["reason"] = "slice %r is in the baseline but not in this run" % cat
+            elif bcat is None:
+                res["pass"], res["reason"] = True, "new slice: not in the baseline"
+            elif cv is None or not _num(bv):
+                res["reason"] = "not measured: %s[%s] has no value" % (key, cat)
+            else:
+                higher = ref.metric.better == "higher"
+                cv = round(cv, 4)   # the baseline's value is rounded to 4 decimals
+                drop = (bv - cv) if higher else (cv - bv)
+                res["value"] = _r(drop)
+                res["pass"] = drop <= reg.slice_max_drop + 1e-12
+                if not res["pass"]:
+                    res["reason"] = "%s on slice %r worsened by %s (allowed %s)" % (
+                        key, cat, _fmt_num(round(drop, 4)), _fmt_num(reg.slice_max_drop))
+            gate_results.append(res)
+    return gate_results
+
+
+def compare(base: dict, path: str, metrics: Dict[str, dict], categories: Dict[str, dict],
+            cur_flags: Dict[str, int], reg: Optional[Regression], k0: int) -> Tuple[dict, List[dict]]:
+    """Deltas per metric and category, paired exact tests, regression and slice gates.
+    ``metrics``/``categories`` are this run's unrounded values; the baseline's are rounded."""
+    bflags = base["_flags"]
+    matched = [q for q in cur_flags if q in bflags]
+    out_metrics = _metric_deltas(base, metrics, bflags, cur_flags, matched, k0)
+    bcats = base.get("categories") if isinstance(base.get("categories"), dict) else {}
+    out_cats = _category_deltas(categories, bcats)
     gate_results = []
     if reg is not None:
-        for ref, margin in reg.max_drop:
-            key = ref.key(k0)
-            pname = ref.metric.name if "@K" not in ref.metric.name else "recall@K"
-            higher = ref.metric.better == "higher"
-            cv = metrics.get(key, {}).get("value")
-            b = base["metrics"].get(key)
-            bv = b.get("value") if isinstance(b, dict) else None
-            res = {"gate": "regression:" + key, "kind": "regression", "metric": key, "op": "max_drop",
-                   "threshold": margin, "value": None, "pass": False, "reason": None, "message": None,
-                   "p_value": None, "worse": None, "better": None}
-            if cv is None or not _num(bv):
-                res["reason"] = "not measured: %s missing in %s" % (key, "the baseline" if not _num(bv) else "this run")
-            else:
-                # The baseline report holds values rounded to 4 decimals: compare like with like.
-                cv = round(cv, 4)
-                drop = (bv - cv) if higher else (cv - bv)
-                worse, better = _paired_counts(pname, bflags, cur_flags, matched, higher)
-                p = exact_paired_p(worse, better)
-                res.update({"value": _r(drop), "p_value": _r(p), "worse": worse, "better": better})
-                res["pass"] = not (drop > margin + 1e-12 and p < reg.alpha)
-                if not res["pass"]:
-                    res["reason"] = ("%s worsened by %s (> %s) and the paired exact test gives p = %s < %s"
-                                     % (key, _fmt_num(round(drop, 4)), _fmt_num(margin), _fmt_num(round(p, 4)),
-                                        _fmt_num(reg.alpha)))
-            gate_results.append(res)
-        for cat in reg.slices:
-            for ref in reg.slice_metrics:
-                key = ref.key(k0)
-                cv = categories.get(cat, {}).get("metrics", {}).get(key, {}).get("value")
-                bcat = bcats.get(cat) if isinstance(bcats.get(cat), dict) else None
-                bv = bcat.get("metrics", {}).get(key, {}).get("value") if bcat else None
-                res = {"gate": "slice:%s:%s" % (cat, key), "kind": "slice", "metric": key, "op": "max_drop",
-                       "threshold": reg.slice_max_drop, "value": None, "pass": False, "reason": None,
-                       "message": None, "p_value": None, "worse": None, "better": None}
-                if cat not in categories and bcat is None:
-                    res["reason"] = "slice %r is in neither this run nor the baseline" % cat
-                elif cat not in categories:
-                    res["reason"] = "slice %r is in the baseline but not in this run" % cat
-                elif bcat is None:
-                    res["pass"], res["reason"] = True, "new slice: not in the baseline"
-                elif cv is None or not _num(bv):
-                    res["reason"] = "not measured: %s[%s] has no value" % (key, cat)
-                else:
-                    higher = ref.metric.better == "higher"
-                    cv = round(cv, 4)   # the baseline's value is rounded to 4 decimals
-                    drop = (bv - cv) if higher else (cv - bv)
-                    res["value"] = _r(drop)
-                    res["pass"] = drop <= reg.slice_max_drop + 1e-12
-                    if not res["pass"]:
-                        res["reason"] = "%s on slice %r worsened by %s (allowed %s)" % (
-                            key, cat, _fmt_num(round(drop, 4)), _fmt_num(reg.slice_max_drop))
-                gate_results.append(res)
+        gate_results = (_regression_gates(base, metrics, bflags, cur_flags, matched, reg, k0)
+                        + _slice_gates(categories, bcats, reg, k0))
     summary = {"baseline": path, "matched_items": len(matched),
                "only_in_baseline": sum(1 for q in bflags if q not in cur_flags),
                "only_in_current": len(cur_flags) - len(matched),

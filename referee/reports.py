@@ -201,6 +201,92 @@ def _html_items(args, scorer: Scorer, trec: bool, stages: ItemStages) -> Tuple[s
     return "".join(parts), len(scorer.flags) - len(shown)
 
 
+def _html_gates(gates: List[dict]) -> List[str]:
+    """The Gates table: each gate's tier, result, metric, value, bound and note."""
+    out = ["<h3>Gates</h3>\n<table><tr><th>tier</th><th>result</th><th>gate</th><th>value</th><th>needs</th>"
+           "<th>note</th></tr>"]
+    for g in gates:
+        res = ('<span class="ok">pass</span>' if g["pass"] else
+               '<span class="%s">%s</span>' % ("warn" if g["tier"] != "block" else "bad",
+                                              "warn" if g["tier"] == "warn" else "fail"))
+        if g["tier"] == "monitor" and g["op"] is None:
+            res = '<span class="muted">reported</span>'
+        need = "" if g["op"] is None else "%s %s" % (_h(g["op"]), _h(_fmt_num(g["threshold"])))
+        note = (g["reason"] or "") + ((" " + g["message"]) if g.get("message") else "")
+        out.append('<tr><td><span class="tier t-%s">%s</span></td><td>%s</td><td><code>%s</code></td>'
+                   '<td class="n">%s</td><td>%s</td><td>%s</td></tr>' % (
+                       _h(g["tier"]), _TIER_MARK.get(g["tier"], "BLOCK"), res, _h(g["gate"]),
+                       _h(_num_text(g["value"])), need, _h(note)))
+    out.append("</table>")
+    return out
+
+
+def _html_scorecard(card: dict) -> List[str]:
+    """The weighted scorecard: the overall score, then each stage's weight and score."""
+    out = ["<h3>Weighted scorecard</h3>\n<p>Overall score: <strong>%s</strong>. %s.</p>" % (
+        _h(_num_text(card["overall"])), _h(card["note"]))]
+    out.append("<table><tr><th>stage</th><th>metric</th><th>weight</th><th>effective weight</th><th>score</th>"
+               "<th></th><th>n</th><th>note</th></tr>")
+    for name, st in card["stages"].items():
+        out.append('<tr><td>%s</td><td><code>%s</code></td><td class="n">%s</td><td class="n">%s</td>'
+                   '<td class="n">%s</td><td>%s</td><td class="n">%s</td><td>%s</td></tr>' % (
+                       _h(name), _h(st["metric"]), _h(_num_text(st["weight"])),
+                       _h(_num_text(st["effective_weight"])), _h(_num_text(st["score"])),
+                       _interval_svg(st["score"], None), _h(_num_text(st["n"])), _h(st["reason"] or "")))
+    out.append("</table>")
+    return out
+
+
+def _html_metrics(metrics: Dict[str, dict]) -> List[str]:
+    """The Metrics table: value, count / n, 95% interval and its drawing (none for counts)."""
+    out = ["<h3>Metrics</h3>\n<table><tr><th>metric</th><th>value</th><th>count / n</th><th>95% CI</th>"
+           "<th>interval (0 to 1)</th></tr>"]
+    for name, e in metrics.items():
+        frac = "" if e["n"] is None else ("%s / %d" % (e["count"], e["n"]) if e["count"] is not None else "n = %d" % e["n"])
+        ci = "" if e["ci"] is None else "%.4f &ndash; %.4f" % tuple(e["ci"])
+        kind = _BY_NAME.get(name) or _BY_NAME.get(re.sub(r"@\d+$", "@K", name))
+        svg = _interval_svg(e["value"], e["ci"]) if kind is None or kind.kind != "count" else ""
+        val = _h(_num_text(e["value"])) if e["value"] is not None else '<span class="muted">null: %s</span>' % _h(e["reason"])
+        out.append('<tr><td><code>%s</code></td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td>'
+                   '<td>%s</td></tr>' % (_h(name), val, _h(frac), ci, svg))
+    out.append("</table>")
+    return out
+
+
+def _html_categories(report: dict, cats: Dict[str, dict]) -> List[str]:
+    """The Categories table: items and the main metrics of each category."""
+    cols = [n for n in ("pass_rate", "precision", "chr", "hallucination", "over_refusal", "under_refusal",
+                        "recall@%s" % report["k"], "nDCG@%s" % report["k"]) if n in report["metrics"]]
+    out = ["<h3>Categories</h3>\n<table><tr><th>category</th><th>items</th>%s</tr>"
+           % "".join("<th><code>%s</code></th>" % _h(col) for col in cols)]
+    for cat, block in cats.items():
+        out.append('<tr><td>%s</td><td class="n">%d</td>%s</tr>' % (_h(cat), block["items"], "".join(
+            '<td class="n">%s</td>' % _h(_num_text(block["metrics"].get(col, {}).get("value"))) for col in cols)))
+    out.append("</table>")
+    return out
+
+
+def _html_regression(reg: dict) -> List[str]:
+    """Against the baseline: each metric's baseline, current value, delta (coloured by the
+    metric's direction), flipped items and paired p-value."""
+    out = ["<h3>Against the baseline</h3>\n<p>Baseline <code>%s</code>; %d items paired.</p>"
+           % (_h(reg["baseline"]), reg["matched_items"])]
+    out.append("<table><tr><th>metric</th><th>baseline</th><th>current</th><th>delta</th><th>worse</th>"
+               "<th>better</th><th>p</th></tr>")
+    for name, r in reg["metrics"].items():
+        d = r.get("delta")
+        cls = "" if not isinstance(d, (int, float)) or d == 0 else (
+            "ok" if (d > 0) == ((_BY_NAME.get(name) or _BY_NAME.get(re.sub(r"@\d+$", "@K", name)) or
+                                _BY_NAME["precision"]).better == "higher") else "bad")
+        out.append('<tr><td><code>%s</code></td><td class="n">%s</td><td class="n">%s</td><td class="n %s">%s</td>'
+                   '<td class="n">%s</td><td class="n">%s</td><td class="n">%s</td></tr>' % (
+                       _h(name), _h(_num_text(r["baseline"])), _h(_num_text(r["current"])), cls,
+                       _h(_num_text(d)), _h(r.get("worse", "")), _h(r.get("better", "")),
+                       _h(_num_text(r.get("p_value")) if "p_value" in r else "")))
+    out.append("</table>")
+    return out
+
+
 def render_html_section(report: dict, items_html: str = "", hidden: int = 0) -> str:
     """One dataset's report as an HTML <section> (every input string escaped)."""
     ds = str(report.get("dataset"))
@@ -218,73 +304,15 @@ def render_html_section(report: dict, items_html: str = "", hidden: int = 0) -> 
     out.append('<p class="muted">Gold items: %d; trace rows: %d; missing traces: %d; unknown trace rows: %d; '
                'duplicate trace rows: %d; k = %s.</p>' % (c["gold_items"], c["trace_rows"], c["missing_traces"],
                                                        c["unknown_trace_rows"], c["duplicate_trace_rows"], _h(report["k"])))
-    out.append("<h3>Gates</h3>\n<table><tr><th>tier</th><th>result</th><th>gate</th><th>value</th><th>needs</th>"
-               "<th>note</th></tr>")
-    for g in gates:
-        res = ('<span class="ok">pass</span>' if g["pass"] else
-               '<span class="%s">%s</span>' % ("warn" if g["tier"] != "block" else "bad",
-                                              "warn" if g["tier"] == "warn" else "fail"))
-        if g["tier"] == "monitor" and g["op"] is None:
-            res = '<span class="muted">reported</span>'
-        need = "" if g["op"] is None else "%s %s" % (_h(g["op"]), _h(_fmt_num(g["threshold"])))
-        note = (g["reason"] or "") + ((" " + g["message"]) if g.get("message") else "")
-        out.append('<tr><td><span class="tier t-%s">%s</span></td><td>%s</td><td><code>%s</code></td>'
-                   '<td class="n">%s</td><td>%s</td><td>%s</td></tr>' % (
-                       _h(g["tier"]), _TIER_MARK.get(g["tier"], "BLOCK"), res, _h(g["gate"]),
-                       _h(_num_text(g["value"])), need, _h(note)))
-    out.append("</table>")
-    card = report.get("scorecard")
-    if card:
-        out.append("<h3>Weighted scorecard</h3>\n<p>Overall score: <strong>%s</strong>. %s.</p>" % (
-            _h(_num_text(card["overall"])), _h(card["note"])))
-        out.append("<table><tr><th>stage</th><th>metric</th><th>weight</th><th>effective weight</th><th>score</th>"
-                   "<th></th><th>n</th><th>note</th></tr>")
-        for name, st in card["stages"].items():
-            out.append('<tr><td>%s</td><td><code>%s</code></td><td class="n">%s</td><td class="n">%s</td>'
-                       '<td class="n">%s</td><td>%s</td><td class="n">%s</td><td>%s</td></tr>' % (
-                           _h(name), _h(st["metric"]), _h(_num_text(st["weight"])),
-                           _h(_num_text(st["effective_weight"])), _h(_num_text(st["score"])),
-                           _interval_svg(st["score"], None), _h(_num_text(st["n"])), _h(st["reason"] or "")))
-        out.append("</table>")
-    out.append("<h3>Metrics</h3>\n<table><tr><th>metric</th><th>value</th><th>count / n</th><th>95% CI</th>"
-               "<th>interval (0 to 1)</th></tr>")
-    for name, e in report["metrics"].items():
-        frac = "" if e["n"] is None else ("%s / %d" % (e["count"], e["n"]) if e["count"] is not None else "n = %d" % e["n"])
-        ci = "" if e["ci"] is None else "%.4f &ndash; %.4f" % tuple(e["ci"])
-        kind = _BY_NAME.get(name) or _BY_NAME.get(re.sub(r"@\d+$", "@K", name))
-        svg = _interval_svg(e["value"], e["ci"]) if kind is None or kind.kind != "count" else ""
-        val = _h(_num_text(e["value"])) if e["value"] is not None else '<span class="muted">null: %s</span>' % _h(e["reason"])
-        out.append('<tr><td><code>%s</code></td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td>'
-                   '<td>%s</td></tr>' % (_h(name), val, _h(frac), ci, svg))
-    out.append("</table>")
-    cats = report.get("categories") or {}
-    if cats:
-        cols = [n for n in ("pass_rate", "precision", "chr", "hallucination", "over_refusal", "under_refusal",
-                            "recall@%s" % report["k"], "nDCG@%s" % report["k"]) if n in report["metrics"]]
-        out.append("<h3>Categories</h3>\n<table><tr><th>category</th><th>items</th>%s</tr>"
-                   % "".join("<th><code>%s</code></th>" % _h(col) for col in cols))
-        for cat, block in cats.items():
-            out.append('<tr><td>%s</td><td class="n">%d</td>%s</tr>' % (_h(cat), block["items"], "".join(
-                '<td class="n">%s</td>' % _h(_num_text(block["metrics"].get(col, {}).get("value"))) for col in cols)))
-        out.append("</table>")
+    out += _html_gates(gates)
+    if report.get("scorecard"):
+        out += _html_scorecard(report["scorecard"])
+    out += _html_metrics(report["metrics"])
+    if report.get("categories"):
+        out += _html_categories(report, report["categories"])
     out.append("<h3>Failure modes</h3>\n" + _bars_svg(list(report["failure_modes"].items())))
-    reg = report.get("regression")
-    if reg:
-        out.append("<h3>Against the baseline</h3>\n<p>Baseline <code>%s</code>; %d items paired.</p>"
-                   % (_h(reg["baseline"]), reg["matched_items"]))
-        out.append("<table><tr><th>metric</th><th>baseline</th><th>current</th><th>delta</th><th>worse</th>"
-                   "<th>better</th><th>p</th></tr>")
-        for name, r in reg["metrics"].items():
-            d = r.get("delta")
-            cls = "" if not isinstance(d, (int, float)) or d == 0 else (
-                "ok" if (d > 0) == ((_BY_NAME.get(name) or _BY_NAME.get(re.sub(r"@\d+$", "@K", name)) or
-                                    _BY_NAME["precision"]).better == "higher") else "bad")
-            out.append('<tr><td><code>%s</code></td><td class="n">%s</td><td class="n">%s</td><td class="n %s">%s</td>'
-                       '<td class="n">%s</td><td class="n">%s</td><td class="n">%s</td></tr>' % (
-                           _h(name), _h(_num_text(r["baseline"])), _h(_num_text(r["current"])), cls,
-                           _h(_num_text(d)), _h(r.get("worse", "")), _h(r.get("better", "")),
-                           _h(_num_text(r.get("p_value")) if "p_value" in r else "")))
-        out.append("</table>")
+    if report.get("regression"):
+        out += _html_regression(report["regression"])
     if report.get("warnings"):
         out.append("<h3>Warnings</h3>\n<ul>%s</ul>" % "".join("<li>%s</li>" % _h(w) for w in report["warnings"]))
     if items_html:
@@ -387,10 +415,10 @@ def render_junit(report: dict, items: Optional[List[dict]] = None) -> str:
     """JUnit XML: <testsuites> with one <testsuite> (the dataset) holding the block and monitor
     gates, and one ``<dataset>.warnings`` holding the warn gates, one <testcase> per gate.
 
-    A failed block gate is a <failure> in the dataset's suite; a failed warn gate is a
-    <failure type="warn"> in the warnings suite (test reporters show failures, they hide
-    skips; the run's verdict is the dataset suite's and the exit status).  Monitor gates pass
-    and carry their value as properties.  With ``items`` (--junit-items) a ``<dataset>.items``
+    A failed block gate is a <failure> in the dataset's suite.  A warn gate never fails a test
+    (issue 42: a run that exits 0 has failures="0"): it passes with its value, threshold and
+    ``passed`` as properties, and a failed one says so in a <system-out> line.  Monitor gates
+    pass and carry their value as properties.  With ``items`` (--junit-items) a ``<dataset>.items``
     suite has one testcase per item: an item is a <failure> only when one of its failure
     labels counts against a block gate that failed (``MODE_METRICS``); other failing items
     pass with their labels as properties."""
@@ -408,10 +436,11 @@ def render_junit(report: dict, items: Optional[List[dict]] = None) -> str:
         if not g["pass"] and g["tier"] == "block":
             fails[group] += 1
             body += '<failure message="%s" type="gate">%s</failure>' % (_x(note), _x(note))
-        elif not g["pass"] and g["tier"] == "warn":
-            fails[group] += 1
-            body += '<failure message="%s" type="warn">%s</failure>' % (
-                _x("warn gate failed (does not block): " + note), _x(note))
+        elif g["tier"] == "warn":
+            body = body.replace("</properties>", '<property name="passed" value="%s"/></properties>'
+                                % ("true" if g["pass"] else "false"))
+            if not g["pass"]:
+                body += "<system-out>%s</system-out>" % _x("warn gate failed (does not block): " + note)
         groups[group].append('    <testcase classname="%s" name="%s">%s</testcase>' % (
             _x("score_eval.%s.%s" % (ds, g["tier"])), _x(g["gate"]), body))
     cases = groups["main"]

@@ -11,7 +11,7 @@ from array import array
 from .base import MAX_K, SCHEMA, ScoreError
 from .inputs import _Errors, JsonLimit, _file_kind, _show, _str_list, json_row, open_input
 from .config import Rules
-from .contracts import Gold, read_gold, read_qrels, read_run
+from .contracts import Gold, RunRankings, read_gold, read_qrels, read_run
 from .judge import Scorer
 from .outputs import PARTIAL_FORMAT, atomic_write
 
@@ -227,23 +227,22 @@ def _partial_shape(doc: dict) -> Optional[str]:
 def merged_runs(paths: List[str], errors: "_Errors") -> dict:
     """The rankings of TREC shards (split by topic), read again from the run files their
     partials name, for trec_eval's measures (which the partials do not carry)."""
-    runs: dict = {}
+    runs = RunRankings()
     for p in paths:
         run_path = _read_partial(p)["args"].get("run")
         if not isinstance(run_path, str) or not run_path:
             raise ScoreError("%s: the partial names no run file" % p)
-        runs.update(read_run(run_path, errors))
+        part = read_run(run_path, errors)
+        runs.update(part)
+        runs.runid = part.runid or runs.runid
     if errors.count:
         raise ScoreError(errors.text())
     return runs
 
 
-def merge_partials(paths: List[str], args, ks: List[int], refusal: str, errors: "_Errors",
-                   notes: List[str], rules: Optional["Rules"] = None):
-    """``(gold, scorer, stats)`` of the union of the shards' rows (see the section comment)."""
-    docs = [_read_partial(p) for p in paths]
-    trec = bool(args.qrels)
-    source = args.gold or args.qrels
+def _check_same_shards(paths: List[str], docs: List[dict], source: str) -> None:
+    """Every shard scored the same gold set with the same options, and the gold file is the one
+    they read (its sha256)."""
     first = docs[0]
     for p, d in zip(paths, docs):
         same = {a: d["args"].get(a) for a in _PARTIAL_ARGS if a not in ("trace", "run")}
@@ -254,6 +253,71 @@ def merge_partials(paths: List[str], args, ks: List[int], refusal: str, errors: 
                              "set with the same options" % (p, paths[0], ", ".join(diff)))
     if _sha256_file(source) != first["gold_sha256"]:
         raise ScoreError("%s: the gold file changed since the partials were written (sha256 differs)" % source)
+
+
+def _shard_notes(docs: List[dict]) -> List[str]:
+    """The shards' notes: those made before the trace (chunks, gold), the same in every shard,
+    kept once; then each shard's own, in shard order."""
+    prefix = docs[0]["notes"]
+    for d in docs[1:]:
+        common = 0
+        while common < min(len(prefix), len(d["notes"])) and prefix[common] == d["notes"][common]:
+            common += 1
+        prefix = prefix[:common]
+    notes = list(prefix)
+    for d in docs:
+        notes.extend(d["notes"][len(prefix):])
+    return notes
+
+
+def _load_fields(p: str, d: dict, items, slots: dict, n: int) -> None:
+    """Copy a shard's values of its ``items`` into the merged scorer's per-item containers
+    (``slots``: (name, key) -> (container, kind)), each field checked against this scorer's."""
+    for f in d["fields"]:
+        key = (f["name"], f.get("key"))
+        if key not in slots:
+            raise ScoreError("%s: the partial holds %s%s, which this scorer does not have (another "
+                             "version wrote it?)" % (p, f["name"], "" if key[1] is None else "[%s]" % key[1]))
+        cont, kind = slots[key]
+        if kind != f["kind"]:
+            raise ScoreError("%s: malformed partial: field %s must be of kind %s, got %s" % (p, f["name"], kind, f["kind"]))
+        if kind == "array":
+            values = _unpack(f["values"], p)
+            if len(values) != len(items):
+                raise ScoreError("%s: %s holds %d values for %d items" % (p, f["name"], len(values), len(items)))
+            if type(values) is not type(cont) or getattr(values, "typecode", None) != getattr(cont, "typecode", None):
+                raise ScoreError("%s: malformed partial: field %s has values of type %s, this scorer's are %s"
+                                 % (p, f["name"], f["values"].get("type"), getattr(cont, "typecode", "bytes")))
+            for i, v in zip(items, values):
+                cont[i] = v
+        else:
+            for i in items:
+                cont.pop(i, None)
+            for i, v in f["values"]:
+                if not 0 <= i < n:
+                    raise ScoreError("%s: item position %d out of range (%d gold items)" % (p, i, n))
+                cont[i] = v
+
+
+def _judge_unseen(scorer: Scorer, seen: bytearray, trec: bool) -> int:
+    """Judge the items no shard's rows named as missing (as one run does); returns how many."""
+    missing = 0
+    i = seen.find(0)
+    while i >= 0:
+        missing += 1
+        scorer.judge(i, None, None if not trec else [], None, None, None, None, False)
+        i = seen.find(0, i + 1)
+    return missing
+
+
+def merge_partials(paths: List[str], args, ks: List[int], refusal: str, errors: "_Errors",
+                   notes: List[str], rules: Optional["Rules"] = None):
+    """``(gold, scorer, stats)`` of the union of the shards' rows (see the section comment)."""
+    docs = [_read_partial(p) for p in paths]
+    trec = bool(args.qrels)
+    source = args.gold or args.qrels
+    first = docs[0]
+    _check_same_shards(paths, docs, source)
     gold = read_qrels(source, errors) if trec else read_gold(source, args.by, errors, [])
     if errors.count:
         raise ScoreError(errors.text())
@@ -268,16 +332,7 @@ def merge_partials(paths: List[str], args, ks: List[int], refusal: str, errors: 
     unknown_ex: List[str] = []
     unknown_topics: set = set()
     dup_ex: List[str] = []
-    # Notes made before the trace (chunks, gold) are the same in every shard: kept once.
-    prefix = docs[0]["notes"]
-    for d in docs[1:]:
-        common = 0
-        while common < min(len(prefix), len(d["notes"])) and prefix[common] == d["notes"][common]:
-            common += 1
-        prefix = prefix[:common]
-    notes.extend(prefix)
-    for d in docs:
-        notes.extend(d["notes"][len(prefix):])
+    notes.extend(_shard_notes(docs))
     for p, d in zip(paths, docs):
         s = d["stats"]
         rows += s["rows"]
@@ -297,36 +352,8 @@ def merge_partials(paths: List[str], args, ks: List[int], refusal: str, errors: 
         items = _unpack(d["items"], p)
         if items and max(items) >= n:
             raise ScoreError("%s: item position %d out of range (%d gold items)" % (p, max(items), n))
-        for f in d["fields"]:
-            key = (f["name"], f.get("key"))
-            if key not in slots:
-                raise ScoreError("%s: the partial holds %s%s, which this scorer does not have (another "
-                                 "version wrote it?)" % (p, f["name"], "" if key[1] is None else "[%s]" % key[1]))
-            cont, kind = slots[key]
-            if kind != f["kind"]:
-                raise ScoreError("%s: malformed partial: field %s must be of kind %s, got %s" % (p, f["name"], kind, f["kind"]))
-            if kind == "array":
-                values = _unpack(f["values"], p)
-                if len(values) != len(items):
-                    raise ScoreError("%s: %s holds %d values for %d items" % (p, f["name"], len(values), len(items)))
-                if type(values) is not type(cont) or getattr(values, "typecode", None) != getattr(cont, "typecode", None):
-                    raise ScoreError("%s: malformed partial: field %s has values of type %s, this scorer's are %s"
-                                     % (p, f["name"], f["values"].get("type"), getattr(cont, "typecode", "bytes")))
-                for i, v in zip(items, values):
-                    cont[i] = v
-            else:
-                for i in items:
-                    cont.pop(i, None)
-                for i, v in f["values"]:
-                    if not 0 <= i < n:
-                        raise ScoreError("%s: item position %d out of range (%d gold items)" % (p, i, n))
-                    cont[i] = v
-    missing = 0
-    i = seen.find(0)
-    while i >= 0:
-        missing += 1
-        scorer.judge(i, None, None if not trec else [], None, None, None, None, False)
-        i = seen.find(0, i + 1)
+        _load_fields(p, d, items, slots, n)
+    missing = _judge_unseen(scorer, seen, trec)
     if trec:
         unknown_ex = sorted(unknown_topics)
     stats = {"rows": rows, "unknown": unknown, "unknown_ex": unknown_ex[:5],

@@ -50,7 +50,7 @@ class Ask(CliTest):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stdout, "ANSWER:\n"
                                    "1. Promotional purchases are non-refundable. "
-                                   "(refund-policy, p1, refund-policy#p3)\n"
+                                   "(refund-policy, refund-policy#p3)\n"
                                    "CONFIDENCE: High\n")
 
     def test_refusal_text_form(self):

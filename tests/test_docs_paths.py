@@ -27,9 +27,12 @@ def named_paths(text):
         if "/" not in token and not re.search(r"\.(%s)$" % "|".join(EXTENSIONS), token):
             continue
         stem = os.path.basename(token.rstrip("/")).split(".")[0]
+        folders = token.strip("/").split("/")[:-1]
         if not re.search(r"\w", token) or (stem.isupper() and stem not in ("README", "CHANGELOG", "LICENSE")) \
                 or stem.startswith(("my", "index-")):
             continue
+        if any(f.isupper() for f in folders) or (folders and folders[0].startswith("my")):
+            continue        # DIR/gates.toml, mydocs/leave.md, my-gates/gates.toml: the reader's own files
         out.add(token)
     return out
 
@@ -53,7 +56,8 @@ class DocPaths(unittest.TestCase):
                     self.assertTrue(resolves(doc, token), "%s names %s, which does not exist" % (doc, token))
 
     def test_the_checker_catches_a_missing_file(self):
-        paths = named_paths("see `gold/gold.policies.jsonl`, `G.jsonl`, `runs/report.json` and `mini_rag/commands/cli.py`")
+        paths = named_paths("see `gold/gold.policies.jsonl`, `G.jsonl`, `runs/report.json`, `DIR/gates.toml`, "
+                            "`mydocs/leave.md` and `mini_rag/commands/cli.py`")
         self.assertEqual(paths, {"gold/gold.policies.jsonl", "mini_rag/commands/cli.py"})
         self.assertFalse(resolves("README.md", "gold/gold.policies.jsonl"))
 

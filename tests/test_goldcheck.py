@@ -121,6 +121,49 @@ class RowTableTest(unittest.TestCase):
                 got = G.check_rows("g.jsonl", [(3, r)], CHUNKS)
                 self.assertEqual([str(p) for p in got], ["g.jsonl:3: " + m for m in expected])
 
+    def test_substrings_are_matched_as_plain_text(self):
+        """Issue 42: answers are shipped without Markdown markup, so a substring is looked for
+        in the cited chunk read as plain text; one written with its markup is named with the
+        plain form to write instead."""
+        chunks = {"guide#p2": "1. Run `npm ci` with the **staff** account.\n2. See [the portal](https://x)."}
+        table = [
+            ("plain words across markup", ["npm ci with the staff account"], []),
+            ("link text", ["See the portal"], []),
+            ("with its markup", ["the **staff** account"],
+             ["gold_claim_substr occurs in a cited chunk only with its Markdown markup; answers are shipped "
+              "as plain text, so write it without ('the staff account'), got 'the **staff** account'"]),
+            ("in neither", ["the admin account"],
+             ["gold_claim_substr occurs in no cited chunk (case-insensitive), got 'the admin account'"]),
+        ]
+        for why, subs, expected in table:
+            with self.subTest(why):
+                got = G.check_rows("g.jsonl", [(1, row(GOOD, gold_claim_substr=subs, gold_citations=["guide#p2"],
+                                                       category=KeyError))], chunks, markup={"guide#p2"})
+                self.assertEqual([str(p) for p in got], ["g.jsonl:1: " + m for m in expected])
+        # a text file's chunk (not in markup) is matched as written: its "4." and "*" are content
+        nda = {"nda#p2": "4. *Confidential* means data."}
+        for subs, expected in ((["4. *Confidential* means"], []),
+                               (["Confidential means"], ["gold_claim_substr occurs in no cited chunk "
+                                                         "(case-insensitive), got 'Confidential means'"])):
+            with self.subTest(subs=subs):
+                got = G.check_rows("g.jsonl", [(1, row(GOOD, gold_claim_substr=subs, gold_citations=["nda#p2"],
+                                                       category=KeyError))], nda, markup=set())
+                self.assertEqual([str(p) for p in got], ["g.jsonl:1: " + m for m in expected])
+
+    def test_unknown_citations_against_an_index(self):
+        """eval's check (issue 42 item 3): every gold citation names a chunk of the index."""
+        from types import SimpleNamespace as S
+        ids = sorted(CHUNKS)
+        index = S(chunks=[S(chunk_id=c) for c in ids], position=lambda c: ids.index(c) if c in ids else -1)
+        rows = [(1, GOOD), (2, UNANS), (3, row(GOOD, gold_citations=["refund-policy#p1", "refund-policy#p999"])),
+                (4, row(GOOD, gold_citations="refund-policy#p1")), (5, row(GOOD, gold_citations=["refund-polcy#p1"]))]
+        got = [str(p) for p in G.unknown_citations("g.jsonl", rows, index, "docs")]
+        self.assertEqual(got, [
+            "g.jsonl:3: gold_citations names no chunk of the corpus docs (refund-policy has refund-policy#p0 to "
+            "refund-policy#p3; 'search --scope DOC' lists a document's chunk ids), got 'refund-policy#p999'",
+            "g.jsonl:5: gold_citations names no chunk of the corpus docs (no document 'refund-polcy'; did you mean "
+            "'refund-policy'?; 'search --scope DOC' lists a document's chunk ids), got 'refund-polcy#p1'"])
+
     def test_documented_categories_match_the_policy_page(self):
         text = (ROOT / "docs" / "decision_policy.md").read_text(encoding="utf-8")
         rows = {}

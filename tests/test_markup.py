@@ -13,7 +13,7 @@ sys.path.insert(0, ROOT)
 
 from mini_rag.indexing.index import build_index, indexed_text  # noqa: E402
 from mini_rag.text.corpus import load_chunks, load_corpus  # noqa: E402
-from mini_rag.text.markup import blocks  # noqa: E402
+from mini_rag.text.markup import blocks, plain_text  # noqa: E402
 
 
 def kinds(text, syntax):
@@ -212,6 +212,74 @@ class Tree(unittest.TestCase):
         row = pipeline.answer("What is the default port?").row
         self.assertIsNone(row["signals"]["as_of"])
         self.assertNotIn("0001", err.getvalue() + str(row))
+
+
+class PlainText(unittest.TestCase):
+    """markup.plain_text (issue 42 item 7): a shipped sentence without its Markdown markup.
+    Each expected value written by hand from CommonMark's reading of the input."""
+    CASES = (
+        # (name, sentence as in the chunk, as shipped)
+        ("ordered marker", "1. Install the tool.", "Install the tool."),
+        ("ordered paren", "2) Run it.", "Run it."),
+        ("bullets", "* Tier 4 - requests go first.", "Tier 4 - requests go first."),
+        ("dash", "- run load tests;", "run load tests;"),
+        ("plus and bullet", "+ one \u2022 two", "one \u2022 two"),
+        ("heading", "## Refund window", "Refund window"),
+        ("heading closed", "### Owner ###", "Owner"),
+        ("heading mark alone keeps text", "#", "#"),
+        ("quote then list then box", "> 1. [x] Done.", "Done."),
+        ("strong", "Every request **must** be approved.", "Every request must be approved."),
+        ("strong underscore", "owned by __platform team A__.", "owned by platform team A."),
+        ("emphasis", "archived to _cold storage_ and *kept*.", "archived to cold storage and kept."),
+        ("nested emphasis", "*a **b** c*", "a b c"),
+        ("strong then text", "**What happens?** We retry.", "What happens? We retry."),
+        ("link", "See [the portal](https://x.example/a_(b)) now.", "See the portal now."),
+        ("link with title", '[docs](https://x.example "Docs") here', "docs here"),
+        ("reference link", "Read [the guide][guide] and [this][].", "Read the guide and this."),
+        ("image", "![logo](a.png) text", "logo text"),
+        ("link text with code", "[`npm ci`](cli/npm-ci.md) installs", "npm ci installs"),
+        ("autolink", "Mail <https://x.example/a_b> now", "Mail https://x.example/a_b now"),
+        ("code span", "Run `npm install --save` first.", "Run npm install --save first."),
+        ("code span keeps markup", "Use `**kwargs` and `a_b_`.", "Use **kwargs and a_b_."),
+        ("double backticks", "a ``x ` y`` b", "a x ` y b"),
+        ("escapes", "\\*not emphasis\\* and \\[1\\]", "*not emphasis* and [1]"),
+        ("inner list markers", "1. A system. 2. B system. 3. C.", "A system. B system. C."),
+        ("inner dash after colon", "must not: - send spam; - run scans", "must not: send spam; run scans"),
+        # stays as written
+        ("snake case", "use the next_cursor value", "use the next_cursor value"),
+        ("intraword star", "2*3*4 = 24", "2*3*4 = 24"),
+        ("spaced stars", "5 * 3 * 4", "5 * 3 * 4"),
+        ("unmatched", "def f(**kwargs) and a `tick", "def f(**kwargs) and a `tick"),
+        ("citation marker", "Refunds take 5 days [1] [doc#p3].", "Refunds take 5 days [1] [doc#p3]."),
+        ("placeholder", "--output <file> writes it", "--output <file> writes it"),
+        ("hash inside", "the #sec-incident channel", "the #sec-incident channel"),
+        ("decimal and range", "costs 5 - 10 euros. 1.5 more", "costs 5 - 10 euros. 1.5 more"),
+        ("negative", "Range: -3 to 3", "Range: -3 to 3"),
+        ("plain", "Refunds take 5 days.", "Refunds take 5 days."),
+    )
+
+    def test_cases(self):
+        for name, text, want in self.CASES:
+            with self.subTest(name):
+                self.assertEqual(plain_text(text), want)
+
+    def test_lines_read_one_by_one(self):
+        self.assertEqual(plain_text("- Pro plan:\n  30 days"), "Pro plan:\n30 days")
+
+    def test_no_word_is_added(self):
+        """Only markup goes: every word of the plain text is a word of the original."""
+        import re
+        for name, text, _ in self.CASES:
+            with self.subTest(name):
+                self.assertLessEqual(set(re.findall(r"[^\W_]+", plain_text(text))), set(re.findall(r"[^\W_]+", text)))
+
+    def test_hostile_lines_are_linear(self):
+        import time
+        for hostile in ("[" * 100000, "[](" * 30000, "`x" * 50000, "*a" * 50000, "_ " * 50000,
+                        "<a:" * 30000, "\\" * 100000, "[a](" * 25000, ". - " * 25000):
+            start = time.process_time()
+            plain_text(hostile)
+            self.assertLess(time.process_time() - start, 2.0, hostile[:8])
 
 
 if __name__ == "__main__":

@@ -44,9 +44,11 @@ class Version(unittest.TestCase):
         with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as fh:
             listed = re.search(r"^packages = \[([^\]]*)\]", fh.read(), re.M).group(1)
         on_disk = [os.path.relpath(d, ROOT).replace(os.sep, ".")
-                   for d, _, names in os.walk(os.path.join(ROOT, "mini_rag")) if "__init__.py" in names]
+                   for top in ("mini_rag", "referee")
+                   for d, _, names in os.walk(os.path.join(ROOT, top)) if "__init__.py" in names]
         self.assertEqual(sorted(re.findall(r'"([\w.]+)"', listed)), sorted(on_disk))
         self.assertIn("mini_rag.answer", on_disk)
+        self.assertIn("referee", on_disk)     # the scorer's package (score_eval.py is built from it)
 
     def test_pyproject_declares_no_runtime_dependency(self):
         with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as fh:

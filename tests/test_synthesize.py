@@ -814,7 +814,11 @@ class AnswerShapeTest(unittest.TestCase):
                     AnswerSentence("- Pro plan:\n  30 days", "plans", 3, "plans#p7")], "Medium")
         self.assertEqual(format_answer(a, "not in context"),
                          "ANSWER:\n1. Refunds take 5 days. (refunds, p1, refunds#p2)\n"
-                         "2. - Pro plan: 30 days (plans, p3, plans#p7)\nCONFIDENCE: Medium")
+                         "2. Pro plan: 30 days (plans, p3, plans#p7)\nCONFIDENCE: Medium")
+        # issue 42: the page only for a document with pages (plans has; refunds, Markdown, not)
+        self.assertEqual(format_answer(a, "not in context", paged={"plans"}),
+                         "ANSWER:\n1. Refunds take 5 days. (refunds, refunds#p2)\n"
+                         "2. Pro plan: 30 days (plans, p3, plans#p7)\nCONFIDENCE: Medium")
         refused = Answer([], "Low", True, ["no_evidence"])
         self.assertEqual(format_answer(refused, "Not found in provided PDFs"), "Not found in provided PDFs")
 

@@ -158,11 +158,12 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Container, Dict, List, Optional, Sequence, Tuple
 
 from ..records import Fact, Retrieval
 from .facts import phase_a
 from ..text.memo import text_memo
+from ..text.markup import plain_text
 from .relevance import (_AUX, Bridges, _hit_map, _scaffold, analyzer_of, chunk_context, covered,
                         expansion_bridges, question_terms, split_question, term_weights, weighted_share)
 from ..query.glossary import entry_term, scope_table
@@ -224,11 +225,16 @@ class Answer:
     reasons: List[str] = field(default_factory=list)
     detail: Dict[str, Any] = field(default_factory=dict)
 
-    def claim(self, refusal: str) -> str:
-        """The claim shipped in the trace: the sentences joined by one space, or ``refusal``."""
+    def claim(self, refusal: str, markup: Optional[Container[str]] = None) -> str:
+        """The claim shipped in the trace: the sentences joined by one space, or ``refusal``.
+        A sentence of a Markdown or reST document (its doc id in ``markup``; ``None``: every
+        document) is shipped as plain text (``markup.plain_text``: no list markers, emphasis,
+        link syntax or heading marks; code spans as their text); one of a plain text document
+        or a BEIR row as written.  The sentences themselves stay verbatim."""
         if self.refused or not self.sentences:
             return refusal
-        return " ".join(s.sentence for s in self.sentences)
+        return " ".join(plain_text(s.sentence) if markup is None or s.pdf in markup else s.sentence
+                        for s in self.sentences)
 
     def citations(self) -> List[str]:
         """The cited chunk ids in sentence order, each once ([] when refused)."""
@@ -248,21 +254,29 @@ class Answer:
                    reasons=list(d.get("reasons", [])), detail=dict(d.get("detail", {})))
 
 
-def format_answer(answer: Answer, refusal: str) -> str:
-    """The contract's text form: ``ANSWER:``, numbered sentences with ``(pdf, p<page>,
-    <chunk_id>)``, then ``CONFIDENCE: <level>``; a refused answer is the refusal text alone.
+def format_answer(answer: Answer, refusal: str, paged: Optional[Container[str]] = None,
+                  markup: Optional[Container[str]] = None) -> str:
+    """The contract's text form: ``ANSWER:``, numbered sentences (as plain text for the
+    documents in ``markup``, see ``Answer.claim``) with ``(pdf, p<page>, <chunk_id>)``, then
+    ``CONFIDENCE: <level>``; a refused answer is the refusal text alone.  ``paged``: the
+    documents that have pages (a form feed); any other document's citation is ``(pdf,
+    <chunk_id>)``, without the page that is always 1 (``None``: every citation shows its page).
 
-    >>> a = Answer([AnswerSentence("Refunds take 5 days.", "refunds", 1, "refunds#p2")], "High")
+    >>> a = Answer([AnswerSentence("Refunds take **5 days**.", "refunds", 1, "refunds#p2")], "High")
     >>> print(format_answer(a, "not in context"))
     ANSWER:
     1. Refunds take 5 days. (refunds, p1, refunds#p2)
     CONFIDENCE: High
+    >>> print(format_answer(a, "not in context", paged=()).splitlines()[1])
+    1. Refunds take 5 days. (refunds, refunds#p2)
     """
     if answer.refused or not answer.sentences:
         return refusal
     lines = ["ANSWER:"]
     for n, s in enumerate(answer.sentences, 1):
-        lines.append("%d. %s (%s, p%d, %s)" % (n, " ".join(s.sentence.split()), s.pdf, s.page, s.chunk_id))
+        page = "" if paged is not None and s.pdf not in paged else "p%d, " % s.page
+        text = plain_text(s.sentence) if markup is None or s.pdf in markup else s.sentence
+        lines.append("%d. %s (%s, %s%s)" % (n, " ".join(text.split()), s.pdf, page, s.chunk_id))
     lines.append("CONFIDENCE: %s" % answer.confidence)
     return "\n".join(lines)
 

@@ -7,6 +7,8 @@
         1. <sentence> (<doc>, p<page>, <chunk_id>)
         CONFIDENCE: High|Medium|Low
 
+    (each sentence as plain text; ``p<page>`` only for a document with pages, a form feed)
+
     or, for any other decision, the refusal token alone on the first line (``[answer]
     refusal``, exactly) and the human message (why, naming conflicting sources, or the
     clarifying question) on the second.  ``--json`` prints the trace row instead (one
@@ -112,8 +114,9 @@ def register(subparsers) -> None:
                                           "print the combined report; exit 1 when a gate fails.")
     _config_flag(e)
     e.add_argument("--out-dir", "--runs", dest="runs", metavar="DIR",
-                   help="output folder (default: runs; with --corpus of one's own, runs/<corpus name>/, so "
-                        "the repository's reports are never overwritten)")
+                   help="output folder (default: runs; with --corpus of one's own, runs/<corpus name>-<hash>/, "
+                        "so the repository's reports and another corpus's are never overwritten; with "
+                        "--dataset seed, runs/seed/)")
     e.add_argument("--gold", metavar="FILE", help="baseline gold set (default: gold/gold.jsonl)")
     e.add_argument("--perturb", metavar="FILE",
                    help="perturbation gold set (default: gold/gold_perturb.jsonl; with a --gold of one's own, "
@@ -144,12 +147,12 @@ def register(subparsers) -> None:
 
 def cmd_ask(args) -> int:
     from ..answer.facts import format_facts
-    from ..trace import format_text
+    from ..trace import format_text, paged_documents
     question = read_question(args.question, args.question_file)
     from ..pipeline import open_pipeline
     config = _resolve(args)
-    result = open_pipeline(config, quiet=args.quiet).answer(question, timings=args.timings,
-                                                            doc_scope=args.scope)
+    pipeline = open_pipeline(config, quiet=args.quiet)
+    result = pipeline.answer(question, timings=args.timings, doc_scope=args.scope)
     if result.generator_error:
         print("mini_rag: %s" % result.row["validation"]["errors"][-1], file=sys.stderr)
     if args.debug:
@@ -166,8 +169,10 @@ def cmd_ask(args) -> int:
     else:
         row = result.row
         sentences = result.answer.sentences if row["decision"] == "ANSWER" else []
+        paged = paged_documents(pipeline.index, [s.chunk_id for s in sentences]) if pipeline.index else None
         print(terminal_safe(format_text(row["decision"], sentences, row["confidence"],
-                                        config["answer"]["refusal"], row["message"])))
+                                        config["answer"]["refusal"], row["message"], paged=paged,
+                                        markup=pipeline.markup_docs)))
     return 1 if result.generator_error else 0
 
 
@@ -242,8 +247,9 @@ def cmd_eval(args) -> int:
     own_corpus = not same_path(config["corpus"]["path"], DEFAULTS["corpus"]["path"])
     own_gold = bool(args.gold) and not same_path(args.gold, DATASETS[0][1])
     if args.runs is None:
-        args.runs = own_runs_dir(config["corpus"]["path"]) if own_corpus else "runs"
-        if own_corpus and not args.quiet:
+        args.runs = default_runs(config["corpus"]["path"] if own_corpus else None,
+                                 args.gold if own_gold else None, args.dataset == "seed")
+        if args.runs != "runs" and not args.quiet:
             print("mini_rag: writing to %s (--out-dir DIR to choose another)" % args.runs, file=sys.stderr)
     gates = args.gates
     if gates is None and (own_corpus or own_gold):
@@ -269,14 +275,29 @@ def cmd_eval(args) -> int:
     return status
 
 
+def default_runs(own_corpus, own_gold, seed: bool) -> str:
+    """``eval``'s output folder without ``--out-dir``: ``runs/`` for ``make eval`` only; a
+    corpus of one's own gets ``own_runs_dir(corpus)``, a gold set of one's own on the
+    committed corpus ``own_runs_dir(gold)``, the seed example ``runs/seed/``: no other run
+    replaces ``make eval``'s reports (issue 42 item 5)."""
+    if seed:
+        return os.path.join("runs", "seed")
+    if own_corpus or own_gold:
+        return own_runs_dir(own_corpus or own_gold)
+    return "runs"
+
+
 def own_runs_dir(corpus: str) -> str:
-    """``runs/<corpus name>/``: the folder name of the corpus (a file's name without its
-    extension), white space and path separators made ``-``."""
+    """``runs/<corpus name>-<8 hex>/``: the folder name of the corpus (a file's name without
+    its extension, white space made ``-``) and the first 8 hex digits of the sha256 of its
+    absolute path (``runconfig.corpus_digest``, the index file's too), so two corpora in
+    folders of the same name never share one (issue 42 item 5)."""
+    from .runconfig import corpus_digest
     name = os.path.basename(os.path.normpath(os.path.abspath(corpus)))
     if os.path.isfile(corpus):
         name = os.path.splitext(name)[0]
     name = "-".join(name.split()) or "corpus"
-    return os.path.join("runs", name)
+    return os.path.join("runs", "%s-%s" % (name, corpus_digest(corpus)[:8]))
 
 
 def cmd_compare(args) -> int:

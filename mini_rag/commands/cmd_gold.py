@@ -52,14 +52,19 @@ def register(subparsers) -> None:
 
 def main_check_gold(args) -> int:
     from ..config import load_config
-    from ..text.corpus import load_chunks
+    from ..text.corpus import _syntax, chunk_document, load_corpus
     from ..eval.goldcheck import check_files, load_source
 
     config = load_config(args.config)
     corpus = args.corpus or config["corpus"]["path"]
-    chunks = {c.chunk_id: c.text for c in load_chunks(corpus, config["corpus"]["max_chunk_chars"])}
+    chunks, markup = {}, set()          # markup: the chunks of Markdown and reST files (read as plain text)
+    for doc in load_corpus(corpus):
+        for c in chunk_document(doc, config["corpus"]["max_chunk_chars"]):
+            chunks[c.chunk_id] = c.text
+            if _syntax(doc.path) in ("md", "rst"):     # a BEIR row's path is "<file>.jsonl:<line>"
+                markup.add(c.chunk_id)
     source = load_source(args.source) if args.source else None
-    report = check_files(args.files, chunks, source)
+    report = check_files(args.files, chunks, source, markup)
     if report.problems:
         for p in report.problems:
             print(p, file=sys.stderr)

@@ -43,7 +43,7 @@ from typing import Any, Dict, Optional
 from ..config import DEFAULT_CONFIG_PATH, DEFAULTS, merge, read_toml
 from ..fileio import escape_controls
 
-__all__ = ["NEUTRAL", "resolve", "own_index_path", "same_path"]
+__all__ = ["NEUTRAL", "resolve", "own_index_path", "same_path", "corpus_digest"]
 
 #: Settings that belong to a corpus's domain; off (or derived) for a corpus of one's own.
 NEUTRAL: Dict[str, Dict[str, Any]] = {
@@ -62,10 +62,14 @@ def same_path(a: str, b: str) -> bool:
     return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
 
 
+def corpus_digest(corpus: str) -> str:
+    """sha256 (hex) of the corpus's absolute path: what tells two corpora's files apart."""
+    return hashlib.sha256(os.path.abspath(corpus).encode("utf-8", "surrogateescape")).hexdigest()
+
+
 def own_index_path(corpus: str) -> str:
     """The default index file of a corpus other than the committed one."""
-    digest = hashlib.sha256(os.path.abspath(corpus).encode("utf-8", "surrogateescape")).hexdigest()
-    return os.path.join("runs", "index-%s.json.gz" % digest[:12])
+    return os.path.join("runs", "index-%s.json.gz" % corpus_digest(corpus)[:12])
 
 
 def resolve(config_path: Optional[str], corpus: Optional[str] = None, index: Optional[str] = None,

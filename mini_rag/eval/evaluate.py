@@ -63,6 +63,7 @@ DATASETS = (("baseline", os.path.join("gold", "gold.jsonl")),
 SEED_EXAMPLE = os.path.join("examples", "seed")
 K_VALUES = "1,5,10"
 NONE = "none"            # --gates none: score without gates; --perturb none: skip that set
+GENERATED_PERTURB = "gold_perturb.generated.jsonl"     # the perturbation set eval derives from a gold set of one's own
 #: Metrics in the summary tables of report.md and in compare's delta table, in this order.
 SUMMARY_METRICS = ("pass_rate", "precision", "chr", "under_refusal", "over_refusal", "hallucination",
                    "incorrect_refusal", "fallback_used_rate_answerable", "decision_accuracy",
@@ -126,12 +127,14 @@ def run_gold(pipeline, gold_path: str, out_path: str, timings: bool = False,
 
 def score(dataset: str, gold: str, trace: str, out_dir: str, gates: str, refusal: str,
           baseline: Optional[str] = None, chunks: Optional[str] = None,
-          tag: Optional[str] = None) -> Tuple[int, Dict[str, Any]]:
+          tag: Optional[str] = None, warned: Optional[set] = None,
+          quiet: bool = False) -> Tuple[int, Dict[str, Any]]:
     """Run ``score_eval.py`` in a subprocess (``sys.executable``) and read its JSON report.
 
     Writes ``report.<tag>.json``, ``report.<tag>.md`` and ``items.<tag>.jsonl`` in
     ``out_dir`` (``tag`` defaults to ``dataset``).  Returns (exit status 0 or 1, report).
-    The scorer's stderr (warnings) is passed through; its exit 2 raises MiniRagError.
+    The scorer's stderr is passed through (``pass_on``: each warning once per run, none
+    with ``quiet``); its exit 2 raises MiniRagError.
     """
     tag = tag or dataset
     if not os.path.isfile(SCORER):
@@ -157,13 +160,32 @@ def score(dataset: str, gold: str, trace: str, out_dir: str, gates: str, refusal
         raise RuntimeError("score_eval.py exited with status %d for %s: %s"
                            % (proc.returncode, trace, err.strip()))
     if err:
-        sys.stderr.write(err)
+        pass_on(err, set() if warned is None else warned, quiet, dataset=tag)
     try:
         with open(out, encoding="utf-8") as fh:
             report = json.load(fh)
     except (OSError, ValueError) as exc:
         raise MiniRagError("%s: cannot read the scorer's report: %s" % (out, exc)) from None
     return proc.returncode, report
+
+
+WARNING = "score_eval: warning: "
+
+
+def pass_on(err: str, warned: set, quiet: bool = False, stream=None, dataset: str = "") -> None:
+    """The scorer's stderr, line by line: a warning (``score_eval: warning: ...``) is written
+    once per run (``warned`` holds those already written: one eval scores two datasets and
+    the same warning came twice) and never with ``quiet``; any other line (a failed gate)
+    as it came, after ``score_eval: <dataset>:`` so two datasets' lines tell apart."""
+    stream = stream if stream is not None else sys.stderr
+    for line in err.splitlines():
+        if line.startswith(WARNING):
+            if quiet or line in warned:
+                continue
+            warned.add(line)
+        elif dataset and line.startswith("score_eval: "):
+            line = "score_eval: %s: %s" % (dataset, line[len("score_eval: "):])
+        stream.write(line + "\n")
 
 
 def merge_html(out: str, pages: List[str]) -> None:
@@ -174,19 +196,19 @@ def merge_html(out: str, pages: List[str]) -> None:
 
 
 def _datasets(gold: Optional[str], perturb: Optional[str], runs: str = "runs",
-              config: Optional[Dict[str, Any]] = None) -> List[Tuple[str, str, bool]]:
+              config: Optional[Dict[str, Any]] = None, quiet: bool = False) -> List[Tuple[str, str, bool]]:
     """(dataset, gold path, is_seed_fallback) for the two gold sets.
 
     A gold set of one's own (``gold`` other than gold/gold.jsonl) never falls back to the
     repository's perturbation set: without ``perturb`` one is generated from it with
     ``perturb`` (all kinds, one row per item) under ``runs``; ``perturb="none"`` skips it.
-    Both cases are said on stderr.
+    Both cases are said on stderr (unless ``quiet``).
     """
     if gold and perturb is None and not _same_file(gold, DATASETS[0][1]):
         if not os.path.isfile(gold):
             raise MiniRagError("%s: cannot read: no such file" % gold)
-        perturb = _generate_perturb(gold, runs, config)
-    elif perturb == NONE:
+        perturb = _generate_perturb(gold, runs, config, quiet)
+    elif perturb == NONE and not quiet:
         print("mini_rag: --perturb none: the perturbation set is skipped", file=sys.stderr)
     out = []
     for (name, default), given in zip(DATASETS, (gold, perturb)):
@@ -208,21 +230,23 @@ def _same_file(a: str, b: str) -> bool:
     return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
 
 
-def _generate_perturb(gold: str, runs: str, config: Optional[Dict[str, Any]]) -> str:
+def _generate_perturb(gold: str, runs: str, config: Optional[Dict[str, Any]], quiet: bool = False) -> str:
     """A perturbation set derived from a gold set of one's own (``perturb``: every kind, one
     row per item) written to ``runs/gold_perturb.generated.jsonl``; NONE when no kind applies
     to any item.  Says which on stderr."""
     from ..config import load_config
     from .perturb import KINDS, expansion_rules, run_perturb
-    out = os.path.join(runs, "gold_perturb.generated.jsonl")
+    out = os.path.join(runs, GENERATED_PERTURB)
     os.makedirs(runs, exist_ok=True)
     counts = run_perturb([gold], out, (), tuple(KINDS), 1, expansion_rules(config or load_config()))
     if not sum(counts.values()):
         os.remove(out)
-        print("mini_rag: no perturbation applies to %s: the perturbation set is skipped" % gold, file=sys.stderr)
+        if not quiet:
+            print("mini_rag: no perturbation applies to %s: the perturbation set is skipped" % gold, file=sys.stderr)
         return NONE
-    print("mini_rag: perturbation set generated from %s: %s (%d rows; --perturb FILE to give one, "
-          "--perturb none to skip)" % (gold, out, sum(counts.values())), file=sys.stderr)
+    if not quiet:
+        print("mini_rag: perturbation set generated from %s: %s (%d rows; --perturb FILE to give one, "
+              "--perturb none to skip)" % (gold, out, sum(counts.values())), file=sys.stderr)
     return out
 
 
@@ -243,6 +267,21 @@ def _check_eval_outputs(runs: str, sets, gates: str, config: Dict[str, Any]) -> 
     check_outputs([("eval output", path, kind) for path, kind in outputs], inputs)
 
 
+def _check_citations(sets, index, corpus: str) -> None:
+    """Every gold citation of the gold sets names a chunk of the corpus (exit 2 otherwise,
+    ``path:line`` for each, the first file with any); the seed example and a perturbation
+    set generated here (its rows copy the gold set's citations) are not read."""
+    from .goldcheck import unknown_citations
+    if index is None or not hasattr(index, "position"):
+        return
+    for name, path, is_seed in sets:
+        if is_seed or os.path.basename(path) == GENERATED_PERTURB:
+            continue
+        problems = unknown_citations(path, read_gold(path), index, corpus)
+        if problems:
+            raise MiniRagError(join_errors([str(p) for p in problems]))
+
+
 def evaluate(config: Dict[str, Any], runs: str = "runs", gold: Optional[str] = None,
              perturb: Optional[str] = None, gates: str = "gates.toml",
              pipeline=None, quiet: bool = False, seed: bool = False) -> Tuple[int, Dict[str, Any]]:
@@ -260,25 +299,28 @@ def evaluate(config: Dict[str, Any], runs: str = "runs", gold: Optional[str] = N
                 raise MiniRagError("%s: cannot read: no such file (the seed example)" % need)
         sets = [("seed", seed_gold, True)]
     else:
-        sets = _datasets(gold, perturb, runs, config)
+        sets = _datasets(gold, perturb, runs, config, quiet)
     _check_eval_outputs(runs, sets, gates, config)
+    if pipeline is None and any(not is_seed for _, _, is_seed in sets):
+        from ..pipeline import open_pipeline
+        pipeline = open_pipeline(config, quiet=quiet)
+    _check_citations(sets, getattr(pipeline, "index", None), config["corpus"]["path"])
     manifest = os.path.join(runs, "manifest.json")
     write_set_manifest(manifest, [], start=True)
     refusal = config["answer"]["refusal"]
     reports: Dict[str, Any] = {}
+    warned: set = set()          # the scorer's warnings already written (each once per run)
     worst = 0
     for name, gold_path, is_seed in sets:
         if is_seed:
             trace = os.path.join(SEED_EXAMPLE, "trace.jsonl")
             status, report = score("seed", gold_path, trace, runs, gates, refusal,
-                                   chunks=os.path.join(SEED_EXAMPLE, "chunks.jsonl"), tag=name)
+                                   chunks=os.path.join(SEED_EXAMPLE, "chunks.jsonl"), tag=name,
+                                   warned=warned, quiet=quiet)
         else:
-            if pipeline is None:
-                from ..pipeline import open_pipeline
-                pipeline = open_pipeline(config, quiet=quiet)
             trace = os.path.join(runs, "trace.%s.jsonl" % name)
             run_gold(pipeline, gold_path, trace, label="eval %s" % name, quiet=quiet)
-            status, report = score(name, gold_path, trace, runs, gates, refusal)
+            status, report = score(name, gold_path, trace, runs, gates, refusal, warned=warned, quiet=quiet)
         reports[name] = report
         worst = max(worst, status)
     combined = {"pass": all(r.get("pass") is True for r in reports.values()), "datasets": reports}
@@ -468,6 +510,7 @@ def compare(base_config: Dict[str, Any], cand_config: Dict[str, Any], out_dir: s
     if _index_key(cand_config) != _index_key(base_config):
         cand_config["index"]["path"] = os.path.join(out_dir, "candidate", "index.json.gz")
     results: Dict[str, Dict[str, Tuple[int, Dict[str, Any]]]] = {}
+    warned: set = set()
     for label, cfg in (("baseline", base_config), ("candidate", cand_config)):
         pipeline = Pipeline(cfg)
         folder = os.path.join(out_dir, label)
@@ -478,7 +521,7 @@ def compare(base_config: Dict[str, Any], cand_config: Dict[str, Any], out_dir: s
             base_report = (os.path.join(out_dir, "baseline", "report.%s.json" % name)
                            if label == "candidate" else None)
             results[label][name] = score(name, path, trace, folder, gates, cfg["answer"]["refusal"],
-                                         baseline=base_report)
+                                         baseline=base_report, warned=warned)
     stream.write(delta_text(results))
     ok = all(status == 0 and rep.get("pass") is True for status, rep in results["candidate"].values())
     return 0 if ok else 1

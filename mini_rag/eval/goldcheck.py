@@ -15,6 +15,7 @@ Public API
                                        reported, never stopping at the first bad one
 ``check_rows(path, rows, chunks, s)``  the problems of one file's rows
 ``check_files(paths, chunks, source)`` a :class:`Report` over several files
+``unknown_citations(path, rows, ix, c)``  the citations naming no chunk of an index (eval)
 ``CATEGORY_RULES``                     documented category -> (answerable, decision)
 =====================================  ==============================================
 
@@ -30,7 +31,10 @@ Checks, each reported as ``path:line: what is wrong, got <value>``
    substring has at least ``MIN_SUBSTR`` characters (5, the scorer's containment rule);
    unanswerable items have neither.
 4. Every cited chunk id exists in the corpus (chunked by ``mini_rag.text.corpus``), is cited
-   once, and every substring occurs, case-insensitively, in at least one cited chunk.
+   once, and every substring occurs, case-insensitively, in at least one cited chunk as an
+   answer quotes it: a chunk of a Markdown or reST document read as plain text
+   (``markup.plain_text``: answers are shipped without Markdown markup, so ``**must**`` in a
+   substring never matches; the message says so), one of a text file or BEIR row as written.
 5. ``category`` and ``expected_decision``, when present, are strings;
    ``expected_decision`` is one of ``DECISIONS``; ``answerable`` true goes with ANSWER
    and false with anything else; a category listed in ``docs/decision_policy.md``
@@ -46,10 +50,11 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Container, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import MiniRagError
 from ..fileio import scan_jsonl
+from ..text.markup import plain_text
 
 MIN_SUBSTR = 5
 DECISIONS = ("ANSWER", "ABSTAIN", "CLARIFY", "BLOCK")
@@ -140,8 +145,65 @@ def _nonempty_str(v) -> bool:
     return isinstance(v, str) and bool(v.strip())
 
 
+def _cited_problems(subs: Optional[List[str]], cites: Optional[List[str]], chunks: Dict[str, str],
+                    markup: Optional[Container[str]] = None) -> List[str]:
+    """Check 4: every citation names a chunk, once; every substring is in a cited chunk's text as
+    an answer quotes it (plain text for a chunk of a Markdown or reST document: ``markup``, its
+    chunk ids; ``None``: every chunk)."""
+    out: List[str] = []
+    found = []
+    seen = set()
+    for c in cites or ():
+        if c in seen:
+            out.append("chunk cited twice in gold_citations, got %r" % c)
+            continue
+        seen.add(c)
+        if c in chunks:
+            found.append(plain_text(chunks[c]) if markup is None or c in markup else chunks[c])
+        else:
+            out.append("cited chunk is not in the corpus%s, got %r" % (_hint(c, chunks), c))
+    if found:
+        texts = [t.casefold() for t in found]
+        raw = [chunks[c].casefold() for c in cites or () if c in chunks]
+        for s in subs or ():
+            if len(s.strip()) >= MIN_SUBSTR and not any(s.casefold() in t for t in texts):
+                if any(s.casefold() in t for t in raw):
+                    out.append("gold_claim_substr occurs in a cited chunk only with its Markdown markup; answers "
+                               "are shipped as plain text, so write it without (%s), got %s"
+                               % (_show(plain_text(s)), _show(s)))
+                else:
+                    out.append("gold_claim_substr occurs in no cited chunk (case-insensitive), got %s" % _show(s))
+    return out
+
+
+def _perturbed_problems(row: dict, source: Optional[Dict[str, dict]]) -> List[str]:
+    """Check 6: a perturbed row has source_qid and perturbation; given the source file, its gold
+    fields equal the source row's and its question differs."""
+    out: List[str] = []
+    if "source_qid" in row or "perturbation" in row:
+        for key in ("source_qid", "perturbation"):
+            if key not in row:
+                out.append("a perturbed row needs both source_qid and perturbation, got no %s" % key)
+            elif not _nonempty_str(row[key]):
+                out.append("%s must be a non-empty string, got %s" % (key, _show(row[key])))
+        src_qid = row.get("source_qid")
+        if source is not None and _nonempty_str(src_qid):
+            src = source.get(src_qid)
+            if src is None:
+                out.append("source_qid is not a qid of the source file, got %r" % src_qid)
+            else:
+                for key in GOLD_FIELDS:
+                    if row.get(key) != src.get(key):
+                        out.append("%s differs from source row %r (%s), got %s"
+                                   % (key, src_qid, _show(src.get(key)), _show(row.get(key))))
+                if row.get("question") == src.get("question"):
+                    out.append("question is the same as source row %r's, got %s"
+                               % (src_qid, _show(row.get("question"))))
+    return out
+
+
 def _check_row(row: dict, chunks: Dict[str, str],
-               source: Optional[Dict[str, dict]]) -> List[str]:
+               source: Optional[Dict[str, dict]], markup: Optional[Container[str]] = None) -> List[str]:
     """The problems of one row, as messages without the ``path:line:`` prefix."""
     out: List[str] = []
     for key in ("qid", "question"):
@@ -181,23 +243,7 @@ def _check_row(row: dict, chunks: Dict[str, str],
             out.append("gold_claim_substr must have at least %d characters, got %s" % (MIN_SUBSTR, _show(s)))
 
     # 4. citations exist; substrings occur in a cited chunk.
-    found = []
-    seen = set()
-    for c in cites or ():
-        if c in seen:
-            out.append("chunk cited twice in gold_citations, got %r" % c)
-            continue
-        seen.add(c)
-        if c in chunks:
-            found.append(chunks[c])
-        else:
-            out.append("cited chunk is not in the corpus%s, got %r" % (_hint(c, chunks), c))
-    if found:
-        texts = [t.casefold() for t in found]
-        for s in subs or ():
-            if len(s.strip()) >= MIN_SUBSTR and not any(s.casefold() in t for t in texts):
-                out.append("gold_claim_substr occurs in no cited chunk (case-insensitive), got %s"
-                           % _show(s))
+    out.extend(_cited_problems(subs, cites, chunks, markup))
 
     # 5. category and decision.
     category, decision = row.get("category"), row.get("expected_decision")
@@ -222,31 +268,15 @@ def _check_row(row: dict, chunks: Dict[str, str],
                        % (category, want_dec, _show(decision)))
 
     # 6. perturbed rows.
-    if "source_qid" in row or "perturbation" in row:
-        for key in ("source_qid", "perturbation"):
-            if key not in row:
-                out.append("a perturbed row needs both source_qid and perturbation, got no %s" % key)
-            elif not _nonempty_str(row[key]):
-                out.append("%s must be a non-empty string, got %s" % (key, _show(row[key])))
-        src_qid = row.get("source_qid")
-        if source is not None and _nonempty_str(src_qid):
-            src = source.get(src_qid)
-            if src is None:
-                out.append("source_qid is not a qid of the source file, got %r" % src_qid)
-            else:
-                for key in GOLD_FIELDS:
-                    if row.get(key) != src.get(key):
-                        out.append("%s differs from source row %r (%s), got %s"
-                                   % (key, src_qid, _show(src.get(key)), _show(row.get(key))))
-                if row.get("question") == src.get("question"):
-                    out.append("question is the same as source row %r's, got %s"
-                               % (src_qid, _show(row.get("question"))))
+    out.extend(_perturbed_problems(row, source))
     return out
 
 
 def check_rows(path: str, rows: Sequence[Tuple[int, dict]], chunks: Dict[str, str],
-               source: Optional[Dict[str, dict]] = None) -> List[Problem]:
-    """Problems of one file's parsed rows (duplicate qids included), by line."""
+               source: Optional[Dict[str, dict]] = None, markup: Optional[Container[str]] = None) -> List[Problem]:
+    """Problems of one file's parsed rows (duplicate qids included), by line.  ``markup``: the
+    chunk ids of Markdown and reST documents, whose substrings are matched as plain text
+    (``None``: every chunk's)."""
     problems: List[Problem] = []
     first: Dict[str, int] = {}
     for lineno, row in rows:
@@ -257,8 +287,31 @@ def check_rows(path: str, rows: Sequence[Tuple[int, dict]], chunks: Dict[str, st
                                         % (first[qid], qid)))
             else:
                 first[qid] = lineno
-        for msg in _check_row(row, chunks, source):
+        for msg in _check_row(row, chunks, source, markup):
             problems.append(Problem(path, lineno, msg))
+    return problems
+
+
+def unknown_citations(path: str, rows: Sequence[Tuple[int, dict]], index, corpus: str) -> List[Problem]:
+    """A Problem for every ``gold_citations`` entry of ``rows`` that names no chunk of
+    ``index`` (``eval`` checks before answering: such a row could never be cited right, and
+    the scorer would count it silently against the system).  Rows whose gold_citations is
+    not a list of strings are left to the scorer's own check."""
+    problems: List[Problem] = []
+    ids: Optional[List[str]] = None
+    for lineno, row in rows:
+        cites = row.get("gold_citations")
+        if not _is_str_list(cites):
+            continue
+        for c in cites:
+            if index.position(c) >= 0:
+                continue
+            if ids is None:                     # only when one is missing: the corpus's ids, once
+                ids = [ch.chunk_id for ch in index.chunks]
+            hint = _hint(c, ids).strip()[1:-1]
+            problems.append(Problem(path, lineno, "gold_citations names no chunk of the corpus %s (%s'search "
+                                    "--scope DOC' lists a document's chunk ids), got %r"
+                                    % (corpus, hint + "; " if hint else "", c)))
     return problems
 
 
@@ -277,14 +330,14 @@ def load_source(path: str) -> Dict[str, dict]:
 
 
 def check_files(paths: Sequence[str], chunks: Dict[str, str],
-                source: Optional[Dict[str, dict]] = None) -> Report:
+                source: Optional[Dict[str, dict]] = None, markup: Optional[Container[str]] = None) -> Report:
     """Read and check every file; problems in file order, then by line (stable)."""
     problems: List[Problem] = []
     n_rows = n_ans = 0
     cats: Dict[str, int] = {}
     for path in paths:
         rows, bad = read_gold(path)
-        found = bad + check_rows(path, rows, chunks, source)
+        found = bad + check_rows(path, rows, chunks, source, markup)
         if not rows and not bad:     # an empty gold set checks nothing: never "OK"
             found.append(Problem(path, 1, "no gold rows, got an empty file"))
         problems.extend(sorted(found, key=lambda p: p.line))

@@ -47,14 +47,31 @@ Rules by syntax:
 * ``md``: a MyST ``{eval-rst}`` fence is read as reST.
 * ``txt``: paragraphs only (the chunker's heading rules apply).
 
+:func:`plain_text` is the other direction, for what is shipped: a sentence unit of a chunk
+(its text keeps the markup as written, for search and citation checks) read as plain text
+for a person (issue 42).  Per line: one leading heading mark (``#`` to ``######`` and a
+closing ``#`` run), block quote marks (``>``), list markers (``-``, ``*``, ``+``, ``\u2022``,
+``1.``, ``1)``) and a task box (``[ ]``, ``[x]``) are removed, and so is a list marker
+after a sentence end inside the line (list items an answer joined into one line:
+``... system. 2. Corrective ...``, ``must not: - send ...``); inline: a code span keeps its
+text (```pip list``` reads ``pip list``, nothing inside it is markup), a link or image reads
+as its text (``[the portal](https://x)`` and ``[the portal][ref]`` read ``the portal``), an
+autolink as its address (``<https://x>``), emphasis and strong emphasis (``*x*``, ``_x_``,
+``**x**``, ``__x__``) as their text, and a backslash escape as the character.  Emphasis
+follows CommonMark's flanking rules with one simplification: a delimiter inside a word
+(``snake_case``, ``2*3*4``) is never emphasis, for ``*`` as for ``_``; a delimiter without its
+partner stays as written (``**kwargs``).  ``[1]`` and other brackets not followed by ``(``
+or ``[`` stay (a citation marker is not markup), as do ``<value>`` placeholders.
+
 Nothing here is a regular expression with nested quantifiers; every loop advances.
 """
 from __future__ import annotations
 
 import re
-from typing import List, NamedTuple, Tuple
+import unicodedata
+from typing import Dict, List, NamedTuple, Tuple
 
-__all__ = ["Block", "blocks", "PROSE_DIRECTIVES", "CODE_DIRECTIVES", "is_table", "read_table"]
+__all__ = ["Block", "blocks", "PROSE_DIRECTIVES", "CODE_DIRECTIVES", "is_table", "read_table", "plain_text"]
 
 
 class Block(NamedTuple):
@@ -570,3 +587,209 @@ def _dedent_keep(lines: List[str]) -> List[str]:
     widths = [len(l) - len(l.lstrip()) for l in lines if l.strip()]
     cut = min(widths) if widths else 0
     return [l[cut:] for l in lines]
+
+
+# ------------------------------------------------------------------ plain text of a shipped sentence
+
+#: One block mark at the start of a line: a heading mark, a block quote mark, a list marker,
+#: a task box (each followed by white space, or a heading mark by the line's end).
+_LINE_MARK = re.compile(r"[ \t]{0,3}(?:#{1,6}(?=[ \t]|$)|>|[-*+\u2022](?=[ \t])|\d{1,9}[.)](?=[ \t])|"
+                        r"\[[ xX]\](?=[ \t]))[ \t]*")
+#: A list marker after a sentence end inside a line: list items joined into one line (an
+#: answer joins a chunk's sentence units with a space: "...system. 2. Corrective ...").
+_INNER_MARK = re.compile(r"(?<=[.!?;:])[ \t]+(?:[-*+\u2022]|\d{1,9}[.)])(?=[ \t])")
+_AUTOLINK = re.compile(r"<([A-Za-z][A-Za-z0-9+.-]{1,31}:[^<>\x00-\x20]{1,2000})>")
+_ESCAPABLE = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+_INLINE = frozenset("`*_[!<\\")
+_NEST_MAX = 2                # links inside link text (an image in a link) read this deep
+
+
+def plain_text(text: str) -> str:
+    """``text`` (a sentence unit, one or more lines) without its Markdown markup (module
+    docstring); a line that would be left empty (a heading mark alone) keeps its text.
+
+    >>> plain_text("1. Run `pip-cli login` with your **staff** account.")
+    'Run pip-cli login with your staff account.'
+    >>> plain_text("* The console lives at [the portal](https://intra.example/x) for _team_ A.")
+    'The console lives at the portal for team A.'
+    >>> plain_text("Use next_cursor, 2*3*4 and **kwargs [1].")
+    'Use next_cursor, 2*3*4 and **kwargs [1].'
+    """
+    out = []
+    for line in text.split("\n"):
+        body = _line_marks(line)
+        if "." in body or ":" in body or ";" in body or "!" in body or "?" in body:
+            body = _INNER_MARK.sub("", body)
+        plain = _inline(body, 0).strip()
+        out.append(plain if plain else line.strip())
+    return "\n".join(out)
+
+
+def _line_marks(line: str) -> str:
+    """The line without its leading block marks (at most four: ``> 1. [x] text``)."""
+    heading = False
+    for _ in range(4):
+        m = _LINE_MARK.match(line)
+        if not m or not m.group(0).strip():
+            break
+        heading = heading or m.group(0).lstrip().startswith("#")
+        line = line[m.end():]
+    if heading:                                 # a closing sequence: "Title ##"
+        body = line.rstrip()
+        bare = body.rstrip("#")
+        if bare != body and (not bare or bare[-1] in " \t"):
+            line = bare.rstrip()
+    return line
+
+
+class _Delim:
+    """A run of ``*`` or ``_``: how many of its characters are still unmatched."""
+    __slots__ = ("ch", "left", "can_open", "can_close")
+
+    def __init__(self, ch: str, count: int, can_open: bool, can_close: bool) -> None:
+        self.ch, self.left, self.can_open, self.can_close = ch, count, can_open, can_close
+
+
+def _is_punct(ch: str) -> bool:
+    return unicodedata.category(ch)[0] in "PS"
+
+
+def _delim(text: str, i: int, j: int) -> _Delim:
+    """The delimiter run ``text[i:j]`` with CommonMark's flanking rules (the ``_`` ones for both
+    characters: never inside a word)."""
+    before = text[i - 1] if i > 0 else " "
+    after = text[j] if j < len(text) else " "
+    left = not after.isspace() and (not _is_punct(after) or before.isspace() or _is_punct(before))
+    right = not before.isspace() and (not _is_punct(before) or after.isspace() or _is_punct(after))
+    return _Delim(text[i], j - i, left and (not right or _is_punct(before)),
+                  right and (not left or _is_punct(after)))
+
+
+def _code_end(text: str, j: int, run: int, no_close: Dict[int, int]) -> int:
+    """Where the code span opened by ``run`` backticks before ``j`` closes (the start of a run
+    of exactly ``run`` backticks), or -1.  ``no_close`` remembers failed searches, so a line
+    of unmatched backticks is read in linear time."""
+    if no_close.get(run, len(text) + 1) <= j:
+        return -1
+    k = j
+    while True:
+        k = text.find("`" * run, k)
+        if k < 0:
+            no_close[run] = j
+            return -1
+        e = k
+        while e < len(text) and text[e] == "`":
+            e += 1
+        if e - k == run:
+            return k
+        k = e
+
+
+def _pairs(text: str) -> Dict[int, int]:
+    """``{index of an opening bracket or parenthesis: index of its match}`` for ``[]`` and
+    ``()``, nesting counted, backslash escapes skipped: one pass, linear time."""
+    out: Dict[int, int] = {}
+    stacks: Dict[str, List[int]] = {"]": [], ")": []}
+    k, n = 0, len(text)
+    while k < n:
+        ch = text[k]
+        if ch == "\\":
+            k += 2
+            continue
+        if ch in "[(":
+            stacks["]" if ch == "[" else ")"].append(k)
+        elif ch in "])" and stacks[ch]:
+            out[stacks[ch].pop()] = k
+        k += 1
+    return out
+
+
+def _link(text: str, i: int, pairs: Dict[int, int], depth: int):
+    """``(plain text, end)`` of the link or image starting at ``text[i]`` (``[`` or ``![``);
+    None when it is not one (``[1]`` alone is text)."""
+    start = i + 1 if text[i] == "!" else i
+    close = pairs.get(start, -1) if start < len(text) and text[start] == "[" else -1
+    if close < 0 or close + 1 >= len(text) or text[close + 1] not in "([":
+        return None
+    end = pairs.get(close + 1, -1)
+    if end < 0:
+        return None
+    label = text[start + 1:close]
+    return (_inline(label, depth + 1) if depth < _NEST_MAX else label), end + 1
+
+
+def _inline(text: str, depth: int) -> str:
+    """Inline markup removed (module docstring): one pass for code spans, links, autolinks,
+    escapes and delimiter runs, then the runs matched, nearest opener first."""
+    if not _INLINE.intersection(text):
+        return text
+    pieces: List[object] = []
+    buf: List[str] = []
+    no_close: Dict[int, int] = {}
+    pairs = _pairs(text) if "[" in text else {}
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\\" and i + 1 < n and text[i + 1] in _ESCAPABLE:
+            buf.append(text[i + 1])
+            i += 2
+        elif ch == "`":
+            j = i
+            while j < n and text[j] == "`":
+                j += 1
+            end = _code_end(text, j, j - i, no_close)
+            if end < 0:
+                buf.append(text[i:j])
+                i = j
+            else:
+                body = text[j:end]
+                if len(body) > 2 and body[0] == " " and body[-1] == " " and body.strip():
+                    body = body[1:-1]
+                buf.append(body)
+                i = end + (j - i)
+        elif ch in "[!<":
+            link = _link(text, i, pairs, depth) if ch != "<" else None
+            auto = _AUTOLINK.match(text, i) if ch == "<" else None
+            if link is not None:
+                buf.append(link[0])
+                i = link[1]
+            elif auto is not None:
+                buf.append(auto.group(1))
+                i = auto.end()
+            else:
+                buf.append(ch)
+                i += 1
+        elif ch in "*_":
+            j = i
+            while j < n and text[j] == ch:
+                j += 1
+            pieces.append("".join(buf))
+            buf = []
+            pieces.append(_delim(text, i, j))
+            i = j
+        else:
+            buf.append(ch)
+            i += 1
+    pieces.append("".join(buf))
+    _match_delims(pieces)
+    return "".join(p if isinstance(p, str) else p.ch * p.left for p in pieces)
+
+
+def _match_delims(pieces: List[object]) -> None:
+    """Pair each closing run with the nearest open run of its character (two characters
+    when both have two, else one), leaving unmatched characters as text."""
+    stacks: Dict[str, List[_Delim]] = {"*": [], "_": []}
+    for tok in pieces:
+        if isinstance(tok, str):
+            continue
+        stack = stacks[tok.ch]
+        if tok.can_close:
+            while tok.left and stack:
+                opener = stack[-1]
+                use = 2 if opener.left >= 2 and tok.left >= 2 else 1
+                opener.left -= use
+                tok.left -= use
+                if not opener.left:
+                    stack.pop()
+        if tok.can_open and tok.left:
+            stack.append(tok)
