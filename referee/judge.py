@@ -276,7 +276,7 @@ class Scorer:
             self.seed_rec[k][i] = need <= k
         if need <= self.k0:
             f |= F_REC
-        if rel:     # (whether the ids are distinct is known from retset)
+        if rel and "ranks" in self.needs:     # when asked (NEEDS); retset tells whether the ids are distinct
             self._retrieval(i, rel, ret, scores, len(retset) == len(ret))
         if gold.answers or self.answer_substr:    # else nothing to match: K never set
             f = self._judge_answer(i, resp, f)
@@ -287,7 +287,7 @@ class Scorer:
     def _judge_ranking(self, i: int, f: int, rel, ret: List[str], scores) -> int:
         """TREC mode: the rank measures of item ``i``'s ranking, and whether it retrieved a
         relevant document (F_GOLDRET)."""
-        if rel:
+        if rel and "ranks" in self.needs:     # when asked (NEEDS)
             self._retrieval(i, rel, ret, scores, len(set(ret)) == len(ret))
             if ret and not set(rel).isdisjoint(ret):
                 f |= F_GOLDRET
