@@ -208,17 +208,19 @@ class AnswerMatch(NamedTuple):
 
 
 def match_answer(response: str, golds, question: Optional[str] = None,
-                 norms: frozenset = _ALL_NORMS, partial: bool = True) -> AnswerMatch:
+                 norms: frozenset = _ALL_NORMS, partial: bool = True,
+                 words: Optional[List[str]] = None) -> AnswerMatch:
     """_match_answer; never raises on text: a response or gold answer it cannot read gives a
     match of unknown value (NaN recall and F1: not measured; read_problem names it)."""
     try:
-        return _match_answer(response, golds, question, norms, partial)
+        return _match_answer(response, golds, question, norms, partial, words)
     except Exception as exc:          # noqa: BLE001 - a reader's bug must not end the run (issue 44)
         read_problem(problem_text("the answer against its gold answers", exc))
         return AnswerMatch(False, math.nan, math.nan, -1)
 
 
-def _match_answer(response: str, golds, question: Optional[str], norms: frozenset, partial: bool) -> AnswerMatch:
+def _match_answer(response: str, golds, question: Optional[str], norms: frozenset, partial: bool,
+                  words: Optional[List[str]]) -> AnswerMatch:
     """The response against short gold answers (the rule of docs/answer_correctness.md).
 
     A gold answer (or one of its variants) matches when, no date in the response contradicting
@@ -232,10 +234,11 @@ def _match_answer(response: str, golds, question: Optional[str], norms: frozense
       4. (``partial``) it names a year (not a word of the question) and the response names it
          and no other month or day of that year ("2005" for "May 3, 2005", not "May 30, 2017" for "January 2017").
     Rules 2-3 also need every number of the gold in the response.  Best gold: correct first,
-    then recall, then F1.  Rule 1 needs every word of the gold, so rule 2 holds whenever it
-    does: only rule 2 is checked.  Time linear in the response and the gold answers: each
-    variant's words are looked up, never searched for in the response."""
-    a = answer_tokens(response, norms)
+    then recall, then F1.  ``words``: answer_tokens(response, norms) when the caller has them
+    (the scorer: Response.answer_words).  Rule 1 needs every word of the gold, so rule 2 holds
+    whenever it does: only rule 2 is checked.  Time linear in the response and the gold
+    answers: each variant's words are looked up, never searched for in the response."""
+    a = answer_tokens(response, norms) if words is None else words
     aset = set(a)
     pre = ANSWER_PREFIX if "prefix" in norms else 0
     apre = {t[:pre] for t in a if pre and len(t) >= pre and not t[0].isdigit()} if pre else set()
