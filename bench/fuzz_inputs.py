@@ -494,7 +494,8 @@ class Suite:
         part = self.path("in/ctl-partial.json")
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             score_eval.main(["--gold", ins["gold"], "--trace", ins["trace"], "--gates", "none", "--partial", part])
-        good = json.load(open(part, encoding="utf-8"))
+        with open(part, encoding="utf-8") as fh:
+            good = json.load(fh)
         esc = "\x1b[2J\x1b]0;title\x07"
         for name, doc in (("gold path", dict(good, args=dict(good["args"], gold="g" + esc))),
                           ("field key", dict(good, fields=[dict(good["fields"][0], key="k" + esc)])),

@@ -438,7 +438,7 @@ def render_markdown(report: dict, worst: List[dict]) -> str:
         frac = "" if e["n"] is None else ("%s / %d" % (e["count"], e["n"]) if e["count"] is not None else "n = %d" % e["n"])
         ci = "" if e["ci"] is None else "%.4f - %.4f" % tuple(e["ci"])
         out.append("| `%s` | %s | %s | %s |" % (name, _cell(e["value"]) if e["value"] is not None else
-                                                 "null (%s)" % md_text(e["reason"]), frac, ci))
+                                                 "null (%s)" % _md_reason(e["reason"]), frac, ci))
     cats = report["categories"]
     if cats:
         cols = [n for n in ("pass_rate", "precision", "chr", "hallucination", "over_refusal", "under_refusal",
@@ -492,6 +492,17 @@ def md_text(value) -> str:
     """Text from the input made inert in Markdown: table pipes, code ticks, raw HTML
     (``<`` ``>`` ``&``), emphasis, links and headings escaped; a newline becomes a space."""
     return _MD_RX.sub(lambda m: _MD_SPECIAL[m.group()], _CONTROL.sub("?", str(value)))
+
+
+_MD_REASON_RX = re.compile(r"[|`<>&\r\n\\]|\](?=\()")
+
+
+def _md_reason(value) -> str:
+    """A metric's reason, which may quote input (a qid, a chunk id), inert in a Markdown table
+    cell: raw HTML, cell pipes, code ticks, backslashes and links (``](``) escaped; the rest
+    (underscores, ``[scorer]``) as written, as it reads in the JSON report."""
+    return _MD_REASON_RX.sub(lambda m: "\\]" if m.group() == "]" else _MD_SPECIAL[m.group()],
+                             _CONTROL.sub("?", str(value)))
 
 
 def _cell(v) -> str:

@@ -310,7 +310,8 @@ class Rows(unittest.TestCase):
             code = se.main(["--gold", os.path.join(d, "g.jsonl"), "--trace", os.path.join(d, "t.jsonl"),
                             "--gates", "none", "--out", out])
         self.assertEqual(code, 0)
-        warnings = json.load(open(out, encoding="utf-8"))["warnings"]
+        with open(out, encoding="utf-8") as fh:
+            warnings = json.load(fh)["warnings"]
         named = [w for w in warnings if "citation markers past" in w]
         self.assertEqual(len(named), 20)
         self.assertIn("5 more trace rows hold text a reader could not read in full (the first 20 are named above)",
@@ -501,7 +502,8 @@ class Escaping(unittest.TestCase):
                      + "\n")
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             se.main(["--gold", g, "--trace", t, "--gates", "none", "--partial", p])
-        good = json.load(open(p))
+        with open(p) as fh:
+            good = json.load(fh)
         esc = "\x1b[31mRED\x07"
         for doc in (dict(good, args=dict(good["args"], gold="g" + esc)),
                     dict(good, fields=[dict(good["fields"][0], key="k" + esc)])):
