@@ -76,37 +76,39 @@ from fractions import Fraction
 from functools import partial
 from itertools import compress, count, filterfalse
 from operator import gt, mul
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 # Contents: generated from referee/ by tools/build_single_file.py (make single-file); edit
 # the modules there, never this file.  Each module starts at the line given:
 #
-#     75  referee/base.py
-#    141  referee/registry.py
-#    451  referee/fmt.py
-#    484  referee/stats.py
-#    531  referee/retrieval.py
-#    631  referee/tomlsub.py
-#    911  referee/inputs.py
-#   1318  referee/text.py
-#   1360  referee/citations.py
-#   1703  referee/refusals.py
-#   2215  referee/answers.py
-#   2486  referee/grounding.py
-#   2976  referee/trec.py
-#   3407  referee/names.py
-#   3469  referee/aggregate.py
-#   3764  referee/config.py
-#   4433  referee/contracts.py
-#   4845  referee/judge.py
-#   5797  referee/gates.py
-#   6024  referee/scorecard.py
-#   6283  referee/outputs.py
-#   6687  referee/reports.py
-#   7319  referee/calibration.py
-#   7548  referee/shards.py
-#   7895  referee/run.py
-#   8512  referee/cli.py
+#     77  referee/base.py
+#    129  referee/lexicon.py
+#    605  referee/registry.py
+#    915  referee/fmt.py
+#    948  referee/stats.py
+#    995  referee/retrieval.py
+#   1095  referee/tomlsub.py
+#   1375  referee/inputs.py
+#   1782  referee/text.py
+#   1821  referee/citations.py
+#   2150  referee/refusals.py
+#   2438  referee/answers.py
+#   2683  referee/grounding.py
+#   3096  referee/treccalc.py
+#   3506  referee/trec.py
+#   4153  referee/names.py
+#   4215  referee/aggregate.py
+#   4510  referee/config.py
+#   5207  referee/contracts.py
+#   5628  referee/judge.py
+#   6580  referee/gates.py
+#   6807  referee/scorecard.py
+#   7066  referee/outputs.py
+#   7558  referee/reports.py
+#   8191  referee/calibration.py
+#   8420  referee/shards.py
+#   8769  referee/run.py
+#   9423  referee/cli.py
 
 
 
@@ -149,20 +151,6 @@ _LIMITS = {"line_bytes": MAX_LINE_BYTES, "input_bytes": MAX_INPUT_BYTES,
            "input_lines": MAX_INPUT_LINES, "stdin_lines": MAX_STDIN_LINES}   # this run's values (from the options)
 _GROUNDING = {"mode": "strict"}            # this run's [scorer] grounding (the failure label follows it)
 
-# Words that carry no claim of their own; everything else of >= 3 letters in a shipped claim
-# must occur in a cited chunk.  Negations (no, not, never) are deliberately NOT here: a claim
-# that adds "not" to its source says the opposite of it.
-STOPWORDS = frozenset("""
-a about above after again against all also am an and any are as at be because been before
-being below between both but by can could did do does doing down during each either else
-for from further had has have having he her here hers him his how i if in into is it its
-itself just let may me might more most must my nor of off on once only or other ought our
-ours out over own per same shall she should so some such than that the their theirs them
-then there these they this those through thus to too under until up upon us very via was
-we were what when where whether which while who whom whose why will with within without
-would yet you your yours
-""".split())
-
 _TOKEN_RX = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+")
 # _TOKEN_RX on a lower-cased ASCII text without the regex engine (tokens, unsupported_tokens):
 # its words are the runs of a-z (every other byte to a space), its numbers are in the runs of
@@ -174,6 +162,482 @@ _NUMBER_RX = re.compile(r"\d+(?:[.,]\d+)*")
 
 class ScoreError(ValueError):
     """Bad input; ``str(err)`` is the whole message (one or more ``path:line: ...`` lines)."""
+
+
+# =========================================================================== referee/lexicon.py
+# The scorer's word data: every word list, cue pattern and number / month / unit table that the
+# readings (citations, refusals, answers, sentences and grounding) and judging read, in one place.
+#
+# The readers (text, citations, refusals, answers, grounding, judge) are logic over the names
+# defined here.  Each group says which reader reads it and what data justified it: a fit half of a
+# labelled set (the rule or model was chosen there, the held-out half only reported), a check (the
+# list was run on data and the figure recorded, nothing fitted), or "origin not recorded" when
+# neither the commit, the CHANGELOG nor docs/*.md says where the words came from.  A word added
+# here changes verdicts: measure it on the fit half named in its group (never on a held-out half
+# or on gold/gold_perturb.jsonl), report the held-out half next to a baseline.
+#
+# One number table (NUMBER_WORDS), one month table (MONTH_NUMBERS) and one unit table (UNITS).
+# Answer matching (reading 3) and grounding (reading 4) read different parts of the number and
+# month tables; their views are derived below, each as it was fitted (widening a view changes
+# verdicts).  tests/test_lexicon.py checks the tables on hand-chosen inputs, and that no other
+# module of the package defines a list of ten or more plain words.
+
+# --------------------------------------------------------------------------- stopwords
+# Words that carry no claim of their own; everything else of >= 3 letters in a shipped claim
+# must occur in a cited chunk.  Negations (no, not, never) are deliberately NOT here: a claim
+# that adds "not" to its source says the opposite of it.
+# Read by: judge (hallucination, answer_relevance, quote_only attribution: docs/design.md's
+# "content word"), answers (a gold answer's key words; match_answer keeps month names, which paid
+# on EVOUNA-NQ's fit half, a5ff547) and grounding (content words).
+# Justified by: origin not recorded (in the first scorer, 588f443).
+STOPWORDS = frozenset("""
+a about above after again against all also am an and any are as at be because been before
+being below between both but by can could did do does doing down during each either else
+for from further had has have having he her here hers him his how i if in into is it its
+itself just let may me might more most must my nor of off on once only or other ought our
+ours out over own per same shall she should so some such than that the their theirs them
+then there these they this those through thus to too under until up upon us very via was
+we were what when where whether which while who whom whose why will with within without
+would yet you your yours
+""".split())
+
+# --------------------------------------------------------------------------- numbers
+# The one number table: each number word once, with its value and its kind.
+#   cardinal            zero ... nineteen, twenty ... ninety
+#   scale               hundred ... trillion: multiplies the number before it ("3 million")
+#   scale_abbreviation  k, m, mn, b, bn, tn after an amount ("$5m", "3bn"; grounding only)
+#   ordinal             first ... twelfth
+#   amount              dozen 12, half 0.5, twice 2, double 2 (grounding only)
+# Justified by: answer normalisation's words (cardinal, scale, ordinal) were written for reading 3
+# (430a397); the normalisations that read them were each kept by the ablation on EVOUNA-NQ's fit
+# half (docs/answer_correctness.md: with "numbers" off fit agreement 0.9013, with "ordinals" off
+# 0.9031, all on 0.9049).  Grounding's words (amount, scale_abbreviation, the ordinals up to
+# tenth) were written for reading 4 (a661360, docs/grounding.md: "eight silver" supports
+# "8 silver", "$160 million" = 160000000); which data suggested them is not recorded; the model
+# that weighs them was fitted on FaithBench's fit half.
+NUMBER_WORDS: Dict[str, tuple] = dict(
+    [(w, (n, "cardinal")) for n, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+        "sixteen seventeen eighteen nineteen".split())]
+    + [(w, (10 * n, "cardinal")) for n, w in enumerate(
+        "twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)]
+    + [(w, (10 ** e, "scale")) for w, e in (("hundred", 2), ("thousand", 3), ("million", 6),
+                                            ("billion", 9), ("trillion", 12))]
+    + [(w, (10 ** e, "scale_abbreviation")) for w, e in (("k", 3), ("m", 6), ("mn", 6), ("b", 9),
+                                                         ("bn", 9), ("tn", 12))]
+    + [(w, (n, "ordinal")) for n, w in enumerate(
+        "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth".split(), 1)]
+    + [("dozen", (12, "amount")), ("half", (0.5, "amount")), ("twice", (2, "amount")),
+       ("double", (2, "amount"))])
+# Answer normalisation's view (answers.answer_tokens): a run of cardinals and scales is one number
+# ("twenty one" -> 21, "one hundred and five" -> 105), a digit run followed by a scale word is
+# multiplied ("3 million" -> 3000000), an ordinal is its number ("first" -> "1"); values stay
+# integers (a number is written back as str(int)).  No amount word, no scale abbreviation: "5 m"
+# is five metres (UNITS), not five million.
+_ONES = {w: v for w, (v, kind) in NUMBER_WORDS.items() if kind == "cardinal" and v < 20}
+_TENS = {w: v for w, (v, kind) in NUMBER_WORDS.items() if kind == "cardinal" and v >= 20}
+_SCALES = {w: v for w, (v, kind) in NUMBER_WORDS.items() if kind == "scale"}
+_ORDINALS = {w: str(v) for w, (v, kind) in NUMBER_WORDS.items() if kind == "ordinal"}
+_SUFFIXES = frozenset(("st", "nd", "rd", "th"))     # "5th" -> 5 (origin as the ordinals)
+# Grounding's view (grounding: a number word of a chunk supports that number): every cardinal and
+# amount word, "hundred" and "thousand" alone, ordinals up to tenth, as written in a661360 (a
+# million alone, "eleventh", "twelfth" are not read: adding them would change verdicts).
+_NUM_WORDS = {w: v for w, (v, kind) in NUMBER_WORDS.items()
+              if kind in ("cardinal", "amount") or (kind == "scale" and v <= 1000)
+              or (kind == "ordinal" and v <= 10)}
+# ... and its scales after a written amount (number_values: "$160 million", "$5m"; "5 m" is metres)
+_SCALE = {w: float(v) for w, (v, kind) in NUMBER_WORDS.items()
+          if kind in ("scale", "scale_abbreviation") and v >= 1000}
+# Grounding's number pattern: an optional currency symbol (UNITS), the digits, percent, a scale of
+# _SCALE (the test checks that its alternatives are _SCALE's words).
+_NUM_RX = re.compile(
+    r"(?P<cur>[$\u00a3\u20ac\u00a5])?\s?(?P<num>\d{1,3}(?:,\d\d\d)+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    r"(?:\s?(?P<pct>%|percent\b|per cent\b))?(?:\s?(?P<scale>thousand|million|billion|trillion|bn|mn|tn|k|m|b)\b)?",
+    re.IGNORECASE)
+
+# --------------------------------------------------------------------------- months
+# The one month table: names in order, and each spelling (name, three-letter abbreviation,
+# "sept") with its number.  Justified by: the calendar; answers' abbreviations (430a397, the
+# "dates" normalisation kept by EVOUNA-NQ's fit-half ablation: off, fit agreement 0.9047 against
+# 0.9049) and grounding's (a661360) were the same spellings.
+_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+                "october", "november", "december")
+MONTH_NUMBERS = dict([(m, n) for n, m in enumerate(_MONTH_NAMES, 1)]
+                     + [(m[:3], n) for n, m in enumerate(_MONTH_NAMES, 1)] + [("sept", 9)])
+# answers: a spelling -> the month's name ("sept" -> "september"; a name maps to itself)
+_MONTHS = {s: _MONTH_NAMES[n - 1] for s, n in MONTH_NUMBERS.items()}
+_MONTH_SET = frozenset(_MONTH_NAMES)
+
+# --------------------------------------------------------------------------- units
+# The one unit table: a spelling -> the name of its class.  Answer normalisation replaces a word
+# by its class name (both sides of a match go through it; the names themselves also meet other
+# words: a class name of >= 4 letters matches by its first four letters, ANSWER_PREFIX, so the
+# names are kept as fitted).  Grounding reads the class of a currency symbol ($ £ € ¥) before an
+# amount (number_values' unit: "dollar", "pound", "euro", "yen"); its own table (a661360) had
+# ISO codes and more spellings (day, week, month, m2, "per cent"), but only the four symbols
+# were ever read, and no verdict reads a currency's name.  "£" and "lb" are one class, as answer
+# normalisation was fitted ("pound" is both).  Justified by: written for reading 3 (430a397); the
+# "units" normalisation kept by EVOUNA-NQ's fit-half ablation (off: fit agreement 0.9042 against
+# 0.9049); yen added with grounding's "¥" (a661360; answers never reads "¥" nor adds "jpy").
+UNITS: Dict[str, str] = {w: canon for canon, spellings in (
+    ("km", "km kms kilometre kilometres kilometer kilometers"),
+    ("m", "metre metres meter meters"), ("cm", "cm centimetre centimetres centimeter centimeters"),
+    ("mm", "mm millimetre millimetres millimeter millimeters"),
+    ("kg", "kg kgs kilogram kilograms kilogramme kilogrammes"), ("g", "gram grams gramme grammes"),
+    ("pound", "lb lbs pound pounds \u00a3 gbp"), ("mile", "mi mile miles"), ("ft", "ft foot feet"),
+    ("percent", "% percent percentage pct"), ("dollar", "$ usd dollar dollars"),
+    ("euro", "\u20ac eur euro euros"), ("yen", "\u00a5 yen"), ("degree", "\u00b0 degree degrees"),
+    ("celsius", "celsius centigrade"), ("fahrenheit", "fahrenheit"), ("mph", "mph"), ("kmh", "kmh kph"),
+    ("hour", "hr hrs hour hours"), ("minute", "min mins minute minutes"), ("year", "yr yrs year years"))
+    for w in spellings.split()}
+# Articles dropped from answers (answer normalisation, SQuAD's; 430a397).
+_ARTICLES = frozenset(("a", "an", "the"))
+
+# --------------------------------------------------------------------------- sentences
+# Abbreviations a sentence does not end after (text.split_sentences, readings 2 and 4): titles,
+# company forms, Latin, "No." (only before a number: "No. 5" is a number, "No. Digital ..." an
+# answer, dd887c9) and the months' abbreviations (from the month table).  Justified by: origin
+# not recorded (written with reading 4, a661360; "No." before a number only in dd887c9, FaithBench
+# figures unchanged; the refusal reader's split checked on tests/test_score_eval_refusal.py's
+# hand cases, 674d8fd).
+_ABBREV = frozenset("mr mrs ms dr prof st jr sr inc ltd co corp vs etc e.g i.e no nos fig approx u.s "
+                    "u.k gen gov sen rep rev mt ft".split()) | frozenset(
+                        s for s in MONTH_NUMBERS if s not in _MONTH_SET)
+_NUMBER_ABBREV = frozenset(("no", "nos"))     # abbreviations only before a number
+
+# --------------------------------------------------------------------------- citations (reading 1)
+# The built-in citation patterns (what each named group means: citations.py); a gates file's
+# [scorer] citation_patterns replace them.  Justified by: the marker shapes listed by issue 28
+# item 1 (cae9b6f); a check, not a fit: 0 false markers on 17,578 real LLM responses that cite
+# nothing (bench/cite_markers_real.py over RefChecker, EVOUNA NQ and FaithBench; docs/llm.md).
+CITATION_PATTERNS = (
+    r"\^?\[\^?(?P<ref>[^\[\]\n]{1,200})\]",                     # [1] [1, 3] [1-3] [1][2] [doc#p3] ^[1] [^1]
+    "\u3010(?P<cite>[^\u3010\u3011\\n]{1,200})\u3011",           # 【1†source】
+    r"<sup>(?P<ref>[^<>\n]{1,100})</sup>",                        # <sup>1</sup> <sup>[1]</sup>
+    r"\((?:sources?|references?|refs?|citations?|cited)[ \t]*:[ \t]*(?P<cite>[^()\n]{1,200})\)",   # (Source: X)
+    r"\((?P<ref>(?:sources?|docs?|documents?|passages?|chunks?|contexts?)[ \t]{0,8}(?:#[ \t]{0,8})?\d[^()\n]{0,100})\)",  # (Source 2)
+    r"\((?P<doc>[^()\n,]{1,120}),[ \t]*(?:(?P<abbr>pp?\.?|pg\.?)|pages?)[ \t]*(?P<page>\d{1,5})(?:[ \t]*[-\u2013][ \t]*\d{1,5})?\)",  # (X, p. 3)
+    r"\((?P<ids>[^()\n]{1,200})\)",                              # (doc#p3) (doc#p3, doc#p5)
+    r"(?m)(?:^|(?<=[.!?])[ \t]+)[ \t>*_#]{0,8}(?P<sources>sources?|references?|citations?|works cited)"
+    r"(?:[ \t]+used)?[ \t*_]{0,4}(?::|$)",                       # Sources: / References: list
+)
+# per built-in pattern, in the same order: one of these characters must be in the text
+_CITE_NEEDS = ("[", "\u3010", "<", "(", "(", "(", "(", ":\n")
+# a reference inside a marker: "3", "Doc 3", "Source 2-4" (the same nouns as the (Source 2) pattern)
+_CITE_NUM = re.compile(r"(?:(?:sources?|docs?|documents?|passages?|chunks?|contexts?|refs?|references?|citations?)"
+                       r"[ \t]*#?[ \t]*)?([1-9]\d{0,2})(?:[ \t]*[-\u2013\u2014][ \t]*([1-9]\d{0,2}))?", re.I)
+
+# --------------------------------------------------------------------------- refusals (reading 2)
+# Decline cues, disclaimers, pointers and their trigger words (refusals.refusal_layout), and the
+# cue words of REFUSAL_MODEL's features (refusals.refusal_features).  Justified by: the rules
+# were chosen by their figures on the fit half of hand-labelled real LLM output (bench/labels/:
+# 371 RefChecker and EVOUNA responses; 5878f62, docs/refusals.md "Data"), the dev half reported;
+# the German, French, Spanish, Portuguese, Italian and Dutch families are translations of the
+# English ones, corrected on the written set tests/data/refusal_written.jsonl (three translation
+# bugs, docs/refusals.md: not a clean held-out set).  A word two languages share is written once
+# (difícil es/pt, difficile fr/it, generalmente es/it, documents en/fr).
+_APOS = "['\u2019]"
+# Decline cues: sentences that say the response cannot answer.  English families, and the
+# same families in German, French, Spanish, Portuguese, Italian and Dutch.
+_DECLINE_SOURCES = {
+    "en_first": (
+        # en: first-person inability / lack
+        r"\bi (?:cannot|can ?not|can" + _APOS + r"t|could not|couldn" + _APOS + r"t|was unable to|am unable to|"
+        r"am not able to|was not able to|wasn" + _APOS + r"t able to|(?:would|will) not be able to|won" + _APOS
+        + r"t be able to) (?:answer|provide|find|determine|say|tell|confirm|give|locate|access|know|see|help|"
+        r"assist|comply|share|offer|identify|verify|predict|be certain|be sure|speak|comment|respond|browse|"
+        r"watch|fulfil|fulfill|do that|do this|discuss|support|create|write|generate|accurately)\b",
+        r"\bi" + _APOS + r"m (?:unable|not able) to\b",
+        r"\bunable to (?:answer|determine|provide|find|say|tell|confirm|locate|identify|verify|give|respond|help|assist)\b",
+        r"\bi (?:do not|don" + _APOS + r"t|did not|didn" + _APOS + r"t) (?:know|find|see|have (?:any |enough |sufficient |specific |the |that |this |an |)(?:relevant |specific |precise |exact |reliable |further |more )?(?:information|data|details|knowledge|context|answer|records?)\b)",
+        r"\bi (?:have no|lack|had no) (?:information|knowledge|data|details|access|way|means|context)\b",
+        r"\bi(?: am|" + _APOS + r"m) not (?:sure|certain|aware|able|allowed|permitted|programmed)\b",
+        r"\bi (?:must|have to|will have to) (?:decline|refuse)\b",
+        r"\bi (?:won" + _APOS + r"t|will not|shall not) (?:help|assist|provide|answer|do|comply|create|write|generate|share|give|engage|support)\b",
+        r"\b(?:can" + _APOS + r"t|cannot|can not|unable to) (?:help|assist) (?:you )?with (?:that|this|it|your request|the request)\b",
+        r"\bnot (?:something|a request|a topic) (?:i|that i) can\b",
+        r"\bagainst (?:my|our|the) (?:guidelines|policies|policy|principles|programming|rules)\b",
+        r"^(?:i" + _APOS + r"m|i am) (?:sorry|afraid i|afraid that i|afraid,? but)\b",
+        r"^(?:sorry|apologies|regrettably|i apologi[sz]e)(?:[,.!:]|$| but\b| i\b| we\b| to\b| that\b| for\b)",
+        r"^unfortunately,? (?:i|we|the (?:provided |given )?(?:passages?|context|documents?|text|sources?|information)|there is no|there are no|none of|no )",
+    ),
+    "en": (
+        # en: the sources do not say
+        r"\b(?:passages?|context|documents?|texts?|sources?|excerpts?|articles?|paragraphs?|materials?|search results|"
+        r"information provided|provided information|information given|reference|snippets?|records?|data provided)"
+        r"(?: provided| given| available| available to me| retrieved| supplied| shared)? "
+        r"(?:do|does|did)(?: not|n" + _APOS + r"t) (?:seem to |appear to )?(?:provide|contain|mention|specify|state|include|say|give|"
+        r"answer|address|offer|discuss|describe|indicate|reveal|tell|cover|list|explain|clarify|establish|have|"
+        r"identify|name|confirm|support|show|report|detail|define)\b",
+        r"\bnothing in the (?:provided |given |retrieved |available )?(?:context|documents?|sources?|passages?|texts?|excerpts?) (?:addresses|answers|mentions|covers|says|states|explains)\b",
+        r"\bi can only (?:answer|help|respond)\b",
+        r"\bthere (?:is|are|was|were)n" + _APOS + r"t (?:enough|any|sufficient|much) (?:relevant |specific )?(?:information|context|data|details|mention|evidence)\b",
+        r"\bnone of the (?:provided |given |retrieved |available )?(?:passages?|documents?|sources?|texts?|excerpts?|results?|information)\b",
+        r"\bnot (?:explicitly |specifically |directly |clearly |actually |expressly )?(?:stated|mentioned|specified|provided|given|"
+        r"addressed|listed|included|indicated|described|covered|found|available|present|answered|discussed|defined|named|identified|disclosed|known) "
+        r"(?:in|within|by|from) (?:the|any|these|this|those) (?:provided |given |available |retrieved |above |following )?"
+        r"(?:passages?|context|documents?|texts?|sources?|excerpts?|articles?|paragraphs?|information|materials?|data|search results)\b",
+        r"\b(?:is|are|was|were) not (?:mentioned|specified|stated)\b",
+        r"\b(?:is|are|was|were) not (?:explicitly|specifically|directly|clearly|expressly) (?:stated|mentioned|specified|provided|given|addressed|indicated|described|answered|defined|known)\b",
+        r"\b(?:there is|there" + _APOS + r"s|there are|there was|there were|we have|i have found|i found|i see) (?:no|not (?:enough|any|a|much)|insufficient|little) "
+        r"(?:specific |clear |direct |definitive |explicit |relevant |further |additional |such |precise |exact |conclusive |concrete |definite |single |reliable |mention|information|answer|data|details|indication|record|reference|way|context)",
+        r"\bno (?:specific |relevant |further |additional |clear |definitive |direct |explicit )?(?:information|details|data|mention|answer|record|indication) "
+        r"(?:is |was |were |has been |could be |can be )?(?:available|provided|given|found|mentioned|stated|about|on|regarding|in the|for|to|that|of|was|is|concerning)\b",
+        r"\b(?:not enough|insufficient|inadequate|lack of|limited|no) (?:relevant |specific |sufficient )?(?:information|context|details|data|evidence) (?:to|is|was|in|about|on|for|available|provided|given|regarding)\b",
+        r"\bno (?:clear|direct|conclusive|definitive|explicit) evidence (?:in|from|within) the\b",
+        r"\bwithout (?:more|additional|further|specific|any|the|more specific) (?:information|context|details|data|specifics)\b",
+        r"\b(?:please )?(?:provide|give|share) (?:me )?(?:more|additional|further|some more) (?:information|context|details)\b",
+        r"\b(?:please specify|could you (?:please )?(?:clarify|specify|provide)|can you (?:please )?(?:clarify|specify|provide more))\b",
+        # en: impersonal impossibility
+        r"\b(?:it is|it" + _APOS + r"s|it was|it remains|it would be|this is) (?:not possible|impossible|not clear|unclear|uncertain|unknown|difficult|hard|not feasible|not easy|challenging|tricky) "
+        r"(?:for me )?to (?:determine|say|know|tell|answer|estimate|identify|provide|confirm|conclude|predict|quantify|pinpoint|find|state|ascertain|establish|verify|assess|give|infer|specify|draw)\b",
+        r"\b(?:it is|it" + _APOS + r"s|it was|it remains|remains|is) (?:still |currently |therefore |thus |also )?(?:unclear|not clear|uncertain|unknown|not known|undetermined|unspecified|not specified|not certain|inconclusive) (?:whether|if|what|who|how|when|where|which|why|from|based|given|as to|at this|in the)\b",
+        r"\b(?:cannot|can" + _APOS + r"t|can not|could not|couldn" + _APOS + r"t) (?:be )?(?:definitively |accurately |reliably |conclusively |precisely |clearly |confidently )?(?:be )?(?:determined|answered|confirmed|established|ascertained|known|inferred|concluded|verified|predicted|found)\b",
+        r"\bthe (?:answer|information|question) (?:to (?:this|the|your) question )?(?:is|remains) (?:unknown|unclear|inconclusive|not (?:provided|given|known|available|stated|clear|mentioned|specified|in the|found|included))\b",
+        r"\b(?:is|remains|are|is therefore) (?:inconclusive|undetermined)\b",
+        r"\b(?:is|are|falls?|lies) (?:outside|beyond) (?:the scope|my (?:scope|knowledge|capabilities|abilities|training))\b",
+        r"\bthere is no (?:one|single|simple|definitive|clear|straightforward|exact|specific|universal) answer\b",
+        r"^(?:unknown|unclear|not sure|no answer|n/?a|not available|not known|no information|cannot answer|cannot say|can" + _APOS + r"t say|i don" + _APOS + r"t know|no idea|not specified|not mentioned|not provided|not stated|not found|insufficient information|no data)[.!]?$",
+    ),
+    "de": (
+        # de
+        r"\bich (?:kann|konnte|könnte|vermag)\b[^.!?\n]{0,60}\b(?:nicht|keine[nmrs]?)\b",
+        r"\b(?:kann|konnte|könnte) ich\b[^.!?\n]{0,60}\b(?:nicht|keine[nmrs]?)\b",
+        r"\bich (?:weiß|weiss) (?:es |das |leider )?nicht\b",
+        r"\bich bin (?:mir )?(?:leider )?nicht (?:sicher|in der lage|befugt)\b",
+        r"\bich habe (?:leider )?(?:keine|nicht genug|nicht genügend) (?:informationen|angaben|daten|kenntnis|zugriff|hinweise|antwort)\b",
+        r"\bich (?:fand|finde|habe)\b[^.!?\n]{0,40}\bkeine (?:informationen|angaben|hinweise|daten)\b",
+        r"^(?:es tut mir leid|entschuldigung|leider)\b",
+        r"\b(?:dokumente?n?|unterlagen|quellen?|passagen?|texte?n?|kontext|abschnitte?n?|auszüge?n?|informationen)\b[^.!?\n]{0,40}\b(?:enthalten|nennen|erwähnen|geben|liefern|beantworten|sagen|machen|beinhalten)\b[^.!?\n]{0,40}\b(?:nicht|keine[nmrs]?)\b",
+        r"\b(?:nicht|nirgends) (?:explizit |ausdrücklich |eindeutig |konkret |direkt )?(?:angegeben|erwähnt|genannt|ersichtlich|enthalten|beantwortet|bekannt|spezifiziert|festgelegt|aufgeführt|beschrieben)\b",
+        r"\bkeine (?:konkreten |genauen |näheren |weiteren |relevanten |ausreichenden |spezifischen )?(?:informationen|angaben|hinweise|daten|antwort|erwähnung|aussage)\b",
+        r"\b(?:lässt|liess|ließ) sich\b[^.!?\n]{0,40}\bnicht (?:beantworten|bestimmen|sagen|feststellen|ermitteln|klären)\b",
+        r"\b(?:kann|können) (?:daher |deshalb |leider )?(?:nicht|keine)\b[^.!?\n]{0,40}\b(?:beantwortet|bestimmt|gesagt|festgestellt|ermittelt) werden\b",
+        r"\b(?:ist|bleibt|sind) (?:leider |daher |somit )?(?:unklar|unbekannt|nicht bekannt|nicht klar|nicht möglich)\b",
+        r"\bnicht möglich,? (?:zu|das|dies|diese|die|eine)\b",
+        r"\bdabei kann ich\b[^.!?\n]{0,30}\bnicht helfen\b",
+    ),
+    "fr": (
+        # fr
+        r"\bje ne\b[^.!?\n]{0,50}\b(?:pas|aucune?|point)\b",
+        r"\bje n" + _APOS + r"(?:ai|arrive|étais|avais|trouve)\b[^.!?\n]{0,50}\b(?:pas|aucune?)\b",
+        r"^(?:désolée?|je suis désolée?|malheureusement|hélas|pardon)\b",
+        r"\b(?:documents?|passages?|contexte|sources?|textes?|extraits?|informations)\b[^.!?\n]{0,40}\bne\b[^.!?\n]{0,40}\b(?:pas|aucune?|nulle part)\b",
+        r"\b(?:n" + _APOS + r"(?:est|a)|ne (?:sont|figure|figurent)) (?:pas|nulle part) (?:explicitement |clairement |précisément |directement )?(?:mentionnée?s?|précisée?s?|indiquée?s?|fournie?s?|spécifiée?s?|donnée?s?|connue?s?|claire?s?|été (?:mentionnée?s?|précisée?s?|indiquée?s?|trouvée?s?))\b",
+        r"\baucune? (?:information|mention|donnée|réponse|indication|précision|trace)\b",
+        r"\b(?:il n" + _APOS + r"est pas possible|il est impossible|il est difficile|c" + _APOS + r"est impossible|impossible) (?:de|d" + _APOS + r")\s?(?:déterminer|dire|répondre|savoir|confirmer|trouver|préciser|établir|affirmer|identifier|indiquer)\b",
+        r"\b(?:on ne (?:peut|sait) pas|ne peut pas être (?:déterminée?|confirmée?|établie?))\b",
+        r"\b(?:pas assez|trop peu) d" + _APOS + r"informations?\b|\binformations? insuffisantes?\b",
+        r"\b(?:reste|est|demeure) (?:inconnue?|incertaine?|floue?|pas claire?)\b",
+        r"\bil n" + _APOS + r"y a (?:pas|aucune?)\b[^.!?\n]{0,30}\b(?:information|mention|réponse|donnée|indication|précision)s?\b",
+    ),
+    "es": (
+        # es
+        r"\bno (?:puedo|pude|podría|sé|tengo|encontré|he encontrado|logré|estoy (?:seguro|segura|en condiciones)|dispongo|me es posible|cuento con)\b",
+        r"^(?:lo siento|lo lamento|disculpa|disculpe|lamentablemente|desafortunadamente|perdón)\b",
+        r"\b(?:documentos?|pasajes?|contexto|fuentes?|textos?|fragmentos?|información proporcionada)\b[^.!?\n]{0,40}\bno (?:mencionan?|contienen?|incluyen?|especifican?|indican?|proporcionan?|dicen?|responden?|dan|da|aportan?|ofrecen?|precisan?)\b",
+        r"\bno (?:se (?:menciona|especifica|indica|proporciona|encuentra|dice|precisa|puede (?:determinar|saber|decir|responder|confirmar|establecer))|está (?:claro|especificado|indicado|mencionado)|es posible (?:determinar|saber|decir|responder|confirmar|establecer|precisar)|consta|hay (?:información|datos|suficiente|ninguna (?:información|mención|respuesta|indicación)|mención|respuesta|indicación|detalles))\b",
+        r"\b(?:es|resulta) (?:imposible|difícil) (?:determinar|saber|decir|responder|confirmar|precisar|establecer)\b",
+        r"\b(?:información|datos) insuficientes?\b|\bsin (?:más |suficiente )?información\b",
+        r"\b(?:sigue siendo|es|resulta) (?:desconocido|desconocida|incierto|incierta|poco claro)\b",
+        r"\bninguna (?:información|mención|respuesta|indicación)\b",
+    ),
+    "pt": (
+        # pt
+        r"\bnão (?:posso|pude|consigo|consegui|sei|tenho|encontrei|estou (?:seguro|segura|certo|certa|em condições)|disponho|me é possível)\b",
+        r"^(?:desculpe|desculpa|lamento|infelizmente|sinto muito|peço desculpa)\b",
+        r"\b(?:documentos?|passagens?|contexto|fontes?|textos?|trechos?|excertos?|informações fornecidas)\b[^.!?\n]{0,40}\bnão (?:mencionam?|contêm|contém|incluem?|especificam?|indicam?|fornecem?|dizem|diz|respondem?|trazem?|informam?|apresentam?)\b",
+        r"\bnão (?:é (?:possível|claro) (?:determinar|saber|dizer|responder|confirmar|precisar|estabelecer|afirmar)?|se pode (?:determinar|saber|dizer|responder|confirmar)|está (?:claro|especificado|indicado|mencionado)|há (?:informação|informações|dados|menção|resposta|indicação|detalhes)|existe(?:m)? (?:informação|informações|dados|menção)|é (?:mencionado|mencionada|especificado|especificada|indicado|indicada|informado|informada))\b",
+        r"\b(?:é|seria) (?:impossível|difícil) (?:determinar|saber|dizer|responder|confirmar|precisar|afirmar)\b",
+        r"\binformações insuficientes\b|\bsem (?:mais )?informações\b",
+        r"\b(?:permanece|é|continua) (?:desconhecido|desconhecida|incerto|incerta)\b",
+        r"\bnenhuma (?:informação|menção|resposta|indicação)\b",
+    ),
+    "it": (
+        # it
+        r"\bnon (?:posso|riesco|sono in grado|sono (?:sicuro|sicura|certo|certa)|so|lo so|ho (?:trovato|informazioni|accesso|dati|elementi|modo)|dispongo)\b",
+        r"^(?:mi dispiace|purtroppo|spiacente|mi scuso|scusa|scusi)\b",
+        r"\b(?:documenti|passaggi|passi|contesto|fonti|testi|estratti|informazioni fornite)\b[^.!?\n]{0,40}\bnon (?:menzionano|contengono|includono|specificano|indicano|forniscono|dicono|rispondono|riportano|citano|precisano)\b",
+        r"\bnon (?:è (?:possibile|chiaro|specificato|indicato|menzionato|noto|dato)|si può (?:determinare|dire|sapere|stabilire|rispondere)|(?:viene|vengono) (?:menzionat[oaie]|specificat[oaie]|indicat[oaie]|riportat[oaie])|c" + _APOS + r"è (?:alcuna|nessuna|traccia|menzione|informazione)|ci sono (?:informazioni|dati|elementi))\b",
+        r"\b(?:è )?(?:impossibile|difficile) (?:determinare|dire|rispondere|sapere|stabilire|confermare|precisare)\b",
+        r"\binformazioni insufficienti\b|\bsenza (?:ulteriori )?informazioni\b",
+        r"\b(?:resta|rimane|è) (?:sconosciut[oa]|incert[oa]|poco chiar[oa]|ignot[oa])\b",
+        r"\bnessuna (?:informazione|menzione|risposta|indicazione)\b",
+    ),
+    "nl": (
+        # nl
+        r"\bik (?:kan|kon|weet|heb|vond|vind|ben)\b[^.!?\n]{0,50}\b(?:niet|geen)\b",
+        r"\b(?:kan|kon|weet|heb|vond|vind|ben) ik\b[^.!?\n]{0,50}\b(?:niet|geen)\b",
+        r"^(?:het spijt me|helaas|sorry|excuses)(?:[,.!:]|$| maar\b| ik\b| we\b)",
+        r"\b(?:documenten|passages|context|bronnen|teksten|tekst|fragmenten|informatie)\b[^.!?\n]{0,40}\b(?:vermelden|bevatten|noemen|geven|zeggen|beantwoorden|specificeren|vermeldt|bevat|noemt|geeft|zegt)\b[^.!?\n]{0,30}\b(?:niet|geen)\b",
+        r"\b(?:wordt|worden|staat|is|zijn) (?:niet|nergens) (?:expliciet |duidelijk |specifiek )?(?:vermeld|genoemd|gespecificeerd|aangegeven|beschreven|bekend|duidelijk|te vinden)\b",
+        r"\bgeen (?:specifieke |concrete |verdere |relevante )?(?:informatie|gegevens|vermelding|antwoord|aanwijzing)\b",
+        r"\b(?:niet mogelijk|onmogelijk) (?:om|te)\b[^.!?\n]{0,30}\b(?:bepalen|zeggen|beantwoorden|vast te stellen|weten)\b",
+        r"\bniet (?:te|met zekerheid te) (?:bepalen|zeggen|beantwoorden|achterhalen)\b",
+        r"\bonvoldoende (?:informatie|gegevens)\b",
+        r"\b(?:blijft|is) (?:onbekend|onduidelijk)\b",
+    ),
+}
+# Disclaimers: what the system says about itself, not about the question ("As an AI language
+# model, I do not have access to real-time information"); alone they decline nothing.
+_DISCLAIMER_SOURCES = (
+    r"\b(?:do not|don" + _APOS + r"t|does not|doesn" + _APOS + r"t) have (?:access to |the ability to access |any )?(?:real-?time|current|up-to-date|live|the latest|recent|latest|browsing|personal|the most recent|future|updated)\b",
+    r"\bas an ai(?: language model| assistant| model)?\b",
+    r"\b(?:my|the) (?:knowledge|training) (?:cut-?off|data|ends|only goes|is limited|extends)\b",
+    r"\bi (?:do not|don" + _APOS + r"t|cannot|can" + _APOS + r"t) (?:have the ability to )?(?:browse|access|search) the (?:internet|web)\b",
+    r"\bals (?:ki|künstliche intelligenz|sprachmodell)\b|\ben tant qu" + _APOS + r"(?:ia|intelligence artificielle|modèle de langage)\b|"
+    r"\bcomo (?:ia|modelo de lenguaje|modelo de linguagem|uma ia|una ia)\b|\bin quanto (?:ia|modello linguistico)\b|\bals (?:ai|taalmodel)\b",
+)
+# Sentences that carry no answer: pointers elsewhere and pleasantries.
+_POINTER_SOURCES = (
+    r"\byou (?:can|could|may|might|should|will need to|would need to|need to) (?:try |also |easily |always )?(?:check|visit|consult|contact|look|search|refer|find out|call|ask|verify)\b",
+    r"\b(?:it is|it" + _APOS + r"s|i would|i" + _APOS + r"d) (?:best|recommended|advisable|a good idea|always a good idea|recommend(?:ed)?|suggest(?:ed)?|important) (?:to )?(?:check|consult|contact|verify|refer|look|visit|keep an eye|search|confirm)",
+    r"^(?:please )?(?:check|consult|contact|refer to|visit|look up|search for)\b",
+    r"\b(?:i hope this helps|let me know if|feel free to|if you have (?:any )?(?:other|more|additional|further) questions|happy to help|i would be happy to)\b",
+    r"^(?:sure|certainly|of course)[!.,]",
+    r"\bfor (?:the most )?(?:accurate|up-to-date|current|latest) (?:and up-to-date )?information\b",
+    r"\b(?:sie können|du kannst|bitte (?:prüfen|wenden|schauen|kontaktieren))\b|\bwenden sie sich an\b",
+    r"\b(?:vous pouvez|je vous (?:recommande|conseille|suggère)|veuillez (?:consulter|vérifier|contacter))\b",
+    r"\b(?:puede|puedes|le recomiendo|te recomiendo|le sugiero|consulte|consulta) (?:consultar|revisar|verificar|contactar|el|la|los|las|con)\b",
+    r"\b(?:você pode|recomendo|sugiro|consulte|verifique) (?:consultar|verificar|contatar|o|a|os|as|com)\b",
+    r"\b(?:puoi|può|le consiglio|ti consiglio|consulti|consulta|verifica) (?:consultare|verificare|contattare|il|la|i|le|con)\b",
+    r"\b(?:u kunt|je kunt|raadpleeg|neem contact op|controleer)\b",
+)
+# Declines that hedge rather than refuse: no single / definitive answer, hard to say, not
+# stated explicitly, unclear whether (with _PRECISION_RX: "the exact number is not given").
+_HEDGE_RX = re.compile(
+    r"\bno (?:one|single|simple|definitive|clear|straightforward|exact|universal|direct|conclusive|explicit|definite) (?:answer|evidence|statement|mention|information)\b|"
+    r"\b(?:difficult|hard|challenging|tricky) to\b|\bnot (?:explicitly|specifically|directly|clearly|expressly)\b|"
+    r"\b(?:unclear|uncertain|not clear|inconclusive|not sure|not certain|mixed)\b|"
+    r"\b(?:schwer|schwierig|nicht eindeutig|difficile|pas clair|difícil|no está claro|não está claro|non è chiaro|moeilijk|niet duidelijk)\b", re.I)
+_CONTRAST_RX = re.compile(
+    r"^(?:however|but|though|although|that said|nevertheless|nonetheless|still|yet|even so|instead|on the other hand|"
+    r"aber|jedoch|allerdings|dennoch|trotzdem|mais|cependant|toutefois|néanmoins|pourtant|pero|sin embargo|no obstante|"
+    r"aunque|mas|porém|contudo|no entanto|todavia|embora|ma|tuttavia|però|comunque|eppure|maar|echter|toch|wel)\b", re.I)
+_CONCLUSION_RX = re.compile(
+    r"^(?:therefore|thus|so|hence|overall|in summary|in conclusion|to summarize|in short|ultimately|consequently|as a result|"
+    r"accordingly|based on (?:this|the|these|that)|daher|deshalb|also|somit|insgesamt|folglich|zusammenfassend|donc|par conséquent|"
+    r"en résumé|en conclusion|ainsi|por lo tanto|por tanto|en resumen|en conclusión|así que|portanto|por isso|em resumo|assim|"
+    r"quindi|pertanto|in sintesi|in conclusione|dunque|dus|daarom|kortom|concluderend|samenvattend)\b", re.I)
+_PRECISION_RX = re.compile(
+    r"\b(?:exact|exactly|precise|precisely|definitive|definitively|definite|conclusive|conclusively|"
+    r"certain|certainty|for sure|for certain|100%|"
+    r"genau|genaue[nmrs]?|exakt|exakte[nmrs]?|konkret|konkrete[nmrs]?|sicher|mit sicherheit|précis|précise|précisément|exacte?|exactement|certitude|"
+    r"exacto|exacta|exactamente|preciso|precisa|certeza|específic[oa]|exato|exata|exatamente|precisamente|"
+    r"esatt[oa]|esattamente|precis[oa]|certezza|specific[oa]|precies|precieze|exacte|zekerheid|specifiek)\b", re.I)
+_GENERIC_RX = re.compile(
+    r"\b(?:generally|general|typically|usually|often|vary|varies|varying|depend|depends|depending|various|variety|"
+    r"common|commonly|several|many|some|any time|in most|normally|im allgemeinen|allgemein|normalerweise|hängt|variiert|"
+    r"en général|généralement|dépend|varie|en general|generalmente|depende|varía|em geral|varia|in generale|dipende|"
+    r"in het algemeen|meestal|hangt|varieert)\b", re.I)
+# the refusal token's dress (refusals.token_form): a label before it ("Answer:", "Antwort:", ...);
+# the written set's six dressings of the token (5878f62)
+_TOKEN_LABEL_RX = re.compile(r"^(?:final answer|answer|response|output|result|reply|claim|antwort|réponse|respuesta|resposta|risposta|antwoord)\s*[:\-\u2013\u2014]\s*", re.I)
+# a contrast clause is a sentence unit of its own (refusals.sentences: ", but ...")
+_CLAUSE_RX = re.compile(r"[,;]\s+(?=(?:but|however|though|although|yet|aber|jedoch|mais|cependant|pero|sin embargo|mas|porém|ma|però|tuttavia|maar)\b)", re.I)
+# Trigger words (refusals._decline_rxs): each group of cues runs only on a text holding one of
+# its trigger words (speed: one big alternation costs ~0.3 ms per response).  Justified by: speed,
+# not data (5878f62, 2fe89dc); tests/test_score_eval_refusal.py checks on every labelled and
+# written response that a trigger never hides a cue.  The disclaimer cues' triggers follow.
+_DECLINE_TRIGGERS = {
+    "en_first": "i i'm i\u2019m sorry apologies apologize apologise regrettably unfortunately afraid unable",
+    "en": "nothing only isn't isn\u2019t aren't aren\u2019t wasn't wasn\u2019t not no cannot unable unclear unknown uncertain impossible difficult hard challenging tricky insufficient "
+          "inadequate lack limited without please clarify specify against outside beyond inconclusive undetermined "
+          "none n/a unspecified can't can\u2019t couldn't couldn\u2019t don't don\u2019t doesn't doesn\u2019t didn't "
+          "didn\u2019t",
+    "de": "nicht kein keine keinen keinem keiner keines leid leider entschuldigung unklar unbekannt nirgends",
+    "fr": "ne pas aucun aucune désolé désolée malheureusement hélas pardon impossible difficile insuffisant "
+          "insuffisante insuffisants insuffisantes inconnu inconnue incertain incertaine floue flou",
+    "es": "siento lamento disculpa disculpe lamentablemente desafortunadamente perdón imposible difícil insuficiente "
+          "insuficientes sin desconocido desconocida incierto incierta ninguna puedo pude podría sé tengo encontré "
+          "estoy dispongo cuento se está es consta hay documento documentos pasaje pasajes contexto fuente fuentes "
+          "texto textos fragmento fragmentos",
+    "pt": "não desculpe desculpa lamento infelizmente muito impossível difícil sem desconhecido desconhecida incerto "
+          "incerta nenhuma informações documento documentos passagem passagens contexto fonte fontes texto textos "
+          "trecho trechos excerto excertos",
+    "it": "non dispiace purtroppo spiacente scuso scusa scusi impossibile difficile insufficienti senza sconosciuto "
+          "sconosciuta incerto incerta chiaro chiara ignoto ignota nessuna documenti passaggi passi contesto fonti "
+          "testi estratti",
+    "nl": "niet geen spijt helaas sorry excuses onmogelijk onvoldoende onbekend onduidelijk nergens",
+}
+_DISCLAIMER_TRIGGERS = frozenset("ai ki ia knowledge training sprachmodell taalmodel modelo modello "
+                                 "don't don\u2019t doesn't doesn\u2019t cannot can't can\u2019t not".split())
+# Cue words of REFUSAL_MODEL's features (ba53ba7; the rule above also reads _HEDGE_RX,
+# _PRECISION_RX, _CONTRAST_RX and _CONCLUSION_RX).  Justified by: the model's weights and
+# threshold were fitted on the fit halves above plus the written English rows (make fit-refusal,
+# 5-fold cross-validation by question; docs/refusals.md); which words were tried for each feature
+# is not recorded.  English function words, none a word of de fr es pt it nl: a mixed response
+# is weighed by the model when at least REFUSAL_MODEL["english"] of its words are these.
+_EN_FUNCTION = frozenset("the of and to that it this not be for with are were from have has does there what "
+                         "which by or its their would could should about".split())
+_COMMIT_RX = re.compile(r"\b(?:likely|probably|possibly|appears?|seems?|suggests?|suggesting|indicates?|implies|"
+                        r"approximately|roughly|estimated|around|about|may be|might be|could be|would be)\b", re.I)
+# the content names the sources ("content_sources")
+_PASSAGE_RX = re.compile(r"\b(?:passages?|context|documents?|text|sources?|excerpts?|dokumente?n?|quellen?|fuentes?|fontes?|fonti|documenti|bronnen|documenten)\b", re.I)
+
+# --------------------------------------------------------------------------- grounding (reading 4)
+# Meta-language: words, lead-ins and sentences about the sources or the answer, not about the
+# world (grounding.meta_kind, checked_text), negation and modality (grounding._marks), clock
+# words.  Justified by: written with reading 4 (a661360; INTRO_WORDS with 4167193; "May" the
+# month is no modal, c1e4c05); which data suggested the words is not recorded.  The model over
+# the features they feed (negation_mismatch, modality_mismatch, ...) was fitted on FaithBench's
+# fit half (make fit-grounding); a check of the meta filter on RefChecker's 1,400 real RAG answers
+# (docs/grounding.md: 141 of 4,245 sentences set aside, 842 lead-ins removed).
+# Words about the sources or the answer (not claims about the world): never required.
+META_WORDS = frozenset("""
+passage passages text texts article articles context contexts document documents source sources
+excerpt excerpts snippet snippets summary summarize summarise summarizes summarises summarized summarised
+information info provided provide provides providing given mention mentions mentioned mentioning
+discuss discusses discussed discussing state states stated stating says said say according based
+describe describes described describing detail details detailed highlight highlights highlighted
+note notes noted noting indicate indicates indicated indicating report reports reported reporting
+suggest suggests suggested explain explains explained answer answers question questions therefore
+overall additionally also however furthermore moreover specifically specific regarding available
+retrieved refer refers referenced reference references cite cites cited writes wrote written
+""".split())
+# ... and, in a sentence that ends in a colon (it introduces a list or a summary), these too
+INTRO_WORDS = frozenset("""
+here concise brief short core key main important following below pieces piece points point topics topic
+aspects aspect parts part unrelated separate distinct different two three several overview breakdown
+extract extracted would were
+""".split())
+_LEADIN_RX = re.compile(
+    r"^ ?(?:(?:in summary|to summarize|to summarise|in conclusion|overall|in short|additionally|also|"
+    r"furthermore|moreover|however|therefore|thus|so|yes|no|sure|certainly|of course), )*"
+    r"(?:(?:based (?:on|upon)|according to|as (?:stated|mentioned|described|noted|shown|indicated) in|"
+    r"from|per|in|given) (?:the |these |this |those |my )?(?:provided |given |available |retrieved |above |"
+    r"following |information in the |information (?:provided |given )?(?:in|from) the )?"
+    r"(?:passages?|context|contexts|documents?|sources?|texts?|excerpts?|articles?|information|snippets?|"
+    r"search results?|results?)(?: provided| given| above| available| retrieved)? ?[,:]? ?)?"
+    r"(?:(?:the |this |these )?(?:passages?|context|documents?|sources?|texts?|excerpts?|articles?|summary)"
+    r"(?: provided| given| above)? (?:also )?(?:says?|states?|mentions?|notes?|explains?|indicates?|"
+    r"suggests?|describes?|reports?|shows?|highlights?|discusses?|provides? information (?:about|on)|"
+    r"is about|talks about|tells us)(?: that)? ?[,:]? ?)?", re.IGNORECASE)
+_META_SENT_RX = re.compile(
+    r"\b(?:passages?|context|documents?|sources?|texts?|excerpts?|articles?|information)\b"
+    r"(?: provided| given| available| retrieved| above)? (?:does|do|did) (?:not|n[\x27\u2019]t) "
+    r"(?:mention|say|state|specify|include|contain|provide|discuss|address|cover|give|describe|indicate|"
+    r"explain|answer)|\bno (?:information|mention|details?) (?:is |was |are )?(?:given |provided |available )?"
+    r"(?:about|on|of|regarding|in)\b|\bi hope (?:this|that) helps\b|\blet me know\b|\bfeel free to\b|"
+    r"\bi (?:could not|couldn[\x27\u2019]t|cannot|can[\x27\u2019]t|can not|was unable to|am unable to|"
+    r"do not|don[\x27\u2019]t) (?:find|see|locate|determine|answer|tell|confirm|say|know|provide)\b|"
+    r"\b(?:cannot|can[\x27\u2019]t|can not) be (?:determined|answered|found|confirmed)\b|"
+    r"\b(?:is|are) not (?:mentioned|specified|stated|provided|given|included|discussed) in\b|"
+    r"\bhere(?: is|[\x27\u2019]s| are) (?:a |an |the |my )?(?:[a-z]+ )?(?:[a-z]+ )?(?:summary|summaries|answer|"
+    r"overview|key points?|main points?|breakdown|response)\b", re.IGNORECASE)
+# contrastive connectors: a declining clause before or after one is set aside, the rest checked
+_G_CLAUSE_RX = re.compile(r",? ?\b(?:but|however|although|though|yet|whereas)\b,? ?|; ?", re.IGNORECASE)
+# clock words after a time ("2 pm", "GMT"): no content word (grounding_features)
+_CLOCK = frozenset(("am", "pm", "a.m", "p.m", "gmt", "utc", "bst", "est", "pst", "cet"))
+# negators: "not" on the next content word, and the words near it (grounding._marks, _neg_zone)
+_NEG = frozenset("not no never none nothing nobody neither nor without cannot n't isn't aren't wasn't weren't "
+                 "don't doesn't didn't won't wouldn't can't couldn't shouldn't hasn't haven't hadn't".split())
+# modal words and their class, read in lower case only ("May" is a month or a name, c1e4c05)
+_MODAL = {"must": "must", "shall": "must", "required": "must", "require": "must", "requires": "must",
+          "requiring": "must", "mandatory": "must", "obliged": "must", "obligatory": "must",
+          "may": "may", "might": "may", "could": "may", "possibly": "may", "possible": "may", "perhaps": "may",
+          "maybe": "may", "potential": "may", "potentially": "may", "likely": "may", "probably": "may",
+          "optional": "may", "should": "should", "recommended": "should"}
 
 
 # =========================================================================== referee/registry.py
@@ -1361,11 +1825,8 @@ def _text_line_batches(path: str, errors: _Errors):
 # One splitter for every reading that goes sentence by sentence: the refusal reading (reading 2,
 # ``sentences``: also every line, bullets stripped, contrast clauses apart) and grounding
 # (reading 4, ``answer_sentences``).
-_ABBREV = frozenset("mr mrs ms dr prof st jr sr inc ltd co corp vs etc e.g i.e no nos fig approx u.s "
-                    "u.k jan feb mar apr jun jul aug sep sept oct nov dec gen gov sen rep rev mt ft".split())
 _SPLIT_RX = re.compile(r"[.!?]{1,8}[\"\u201d\u2019')\]]{0,4}\s+|:[ \t\n]{1,8}(?=[A-Z])|\n[ \t]{0,8}\n|"
                        r"\n(?=[ \t]{0,8}(?:[-*\u2022]|\d{1,2}[.)])\s)")
-_NUMBER_ABBREV = frozenset(("no", "nos"))     # abbreviations only before a number
 
 
 def split_sentences(text: str) -> List[Tuple[int, int]]:
@@ -1425,25 +1886,11 @@ def split_sentences(text: str) -> List[Tuple[int, int]]:
 # retrieved chunks.  Anything else that is a marker (an id-like "x#y" that names no chunk,
 # "[7]" with five retrieved) resolves to nothing: a bad marker (F_BADMARK).
 
-CITATION_PATTERNS = (
-    r"\^?\[\^?(?P<ref>[^\[\]\n]{1,200})\]",                     # [1] [1, 3] [1-3] [1][2] [doc#p3] ^[1] [^1]
-    "\u3010(?P<cite>[^\u3010\u3011\\n]{1,200})\u3011",           # 【1†source】
-    r"<sup>(?P<ref>[^<>\n]{1,100})</sup>",                        # <sup>1</sup> <sup>[1]</sup>
-    r"\((?:sources?|references?|refs?|citations?|cited)[ \t]*:[ \t]*(?P<cite>[^()\n]{1,200})\)",   # (Source: X)
-    r"\((?P<ref>(?:sources?|docs?|documents?|passages?|chunks?|contexts?)[ \t]{0,8}(?:#[ \t]{0,8})?\d[^()\n]{0,100})\)",  # (Source 2)
-    r"\((?P<doc>[^()\n,]{1,120}),[ \t]*(?:(?P<abbr>pp?\.?|pg\.?)|pages?)[ \t]*(?P<page>\d{1,5})(?:[ \t]*[-\u2013][ \t]*\d{1,5})?\)",  # (X, p. 3)
-    r"\((?P<ids>[^()\n]{1,200})\)",                              # (doc#p3) (doc#p3, doc#p5)
-    r"(?m)(?:^|(?<=[.!?])[ \t]+)[ \t>*_#]{0,8}(?P<sources>sources?|references?|citations?|works cited)"
-    r"(?:[ \t]+used)?[ \t*_]{0,4}(?::|$)",                       # Sources: / References: list
-)
 _CITE_TRIGGER = re.compile("[\\[(\u3010<:\\n]")    # no such character: the built-in patterns find nothing
 _CITE_TRIGGER_CHARS = "[(\u3010<:\n"      # the same characters, looked for without the regex engine (Scorer.read)
-_CITE_NEEDS = ("[", "\u3010", "<", "(", "(", "(", "(", ":\n")   # per built-in pattern: one of these characters
 _CITE_GROUPS = ("ref", "ids", "cite", "doc", "page", "abbr", "sources")
 _CITE_SPLIT = re.compile(r"([,;&]|\band\b)")
 MAX_ID_JOIN = 8              # an id read whole may hold up to 8 of the separators above ("billing-and-invoicing#p8")
-_CITE_NUM = re.compile(r"(?:(?:sources?|docs?|documents?|passages?|chunks?|contexts?|refs?|references?|citations?)"
-                       r"[ \t]*#?[ \t]*)?([1-9]\d{0,2})(?:[ \t]*[-\u2013\u2014][ \t]*([1-9]\d{0,2}))?", re.I)
 _CITE_ITEM_NUM = re.compile(r"([1-9]\d{0,2})[.)](?:\s|$)")       # "1. Title", "2) Title"
 _CITE_BRACKET_NUM = re.compile(r"\[\^?([1-9]\d{0,2})\]")
 MAX_CITE_RANGE = 20          # "[1-20]" is read; a wider range is a bad marker
@@ -1766,230 +2213,13 @@ REFUSAL_WINDOW = 4000
 KIND_ANSWER, KIND_REFUSAL, KIND_PARTIAL = "answer", "refusal", "partial_refusal"
 READERS = ("builtin", "exact")
 
-_APOS = "['\u2019]"
-# Decline cues: sentences that say the response cannot answer.  English families, and the
-# same families in German, French, Spanish, Portuguese, Italian and Dutch.
-_DECLINE_SOURCES = {
-    "en_first": (
-        # en: first-person inability / lack
-        r"\bi (?:cannot|can ?not|can" + _APOS + r"t|could not|couldn" + _APOS + r"t|was unable to|am unable to|"
-        r"am not able to|was not able to|wasn" + _APOS + r"t able to|(?:would|will) not be able to|won" + _APOS
-        + r"t be able to) (?:answer|provide|find|determine|say|tell|confirm|give|locate|access|know|see|help|"
-        r"assist|comply|share|offer|identify|verify|predict|be certain|be sure|speak|comment|respond|browse|"
-        r"watch|fulfil|fulfill|do that|do this|discuss|support|create|write|generate|accurately)\b",
-        r"\bi" + _APOS + r"m (?:unable|not able) to\b",
-        r"\bunable to (?:answer|determine|provide|find|say|tell|confirm|locate|identify|verify|give|respond|help|assist)\b",
-        r"\bi (?:do not|don" + _APOS + r"t|did not|didn" + _APOS + r"t) (?:know|find|see|have (?:any |enough |sufficient |specific |the |that |this |an |)(?:relevant |specific |precise |exact |reliable |further |more )?(?:information|data|details|knowledge|context|answer|records?)\b)",
-        r"\bi (?:have no|lack|had no) (?:information|knowledge|data|details|access|way|means|context)\b",
-        r"\bi(?: am|" + _APOS + r"m) not (?:sure|certain|aware|able|allowed|permitted|programmed)\b",
-        r"\bi (?:must|have to|will have to) (?:decline|refuse)\b",
-        r"\bi (?:won" + _APOS + r"t|will not|shall not) (?:help|assist|provide|answer|do|comply|create|write|generate|share|give|engage|support)\b",
-        r"\b(?:can" + _APOS + r"t|cannot|can not|unable to) (?:help|assist) (?:you )?with (?:that|this|it|your request|the request)\b",
-        r"\bnot (?:something|a request|a topic) (?:i|that i) can\b",
-        r"\bagainst (?:my|our|the) (?:guidelines|policies|policy|principles|programming|rules)\b",
-        r"^(?:i" + _APOS + r"m|i am) (?:sorry|afraid i|afraid that i|afraid,? but)\b",
-        r"^(?:sorry|apologies|regrettably|i apologi[sz]e)(?:[,.!:]|$| but\b| i\b| we\b| to\b| that\b| for\b)",
-        r"^unfortunately,? (?:i|we|the (?:provided |given )?(?:passages?|context|documents?|text|sources?|information)|there is no|there are no|none of|no )",
-    ),
-    "en": (
-        # en: the sources do not say
-        r"\b(?:passages?|context|documents?|texts?|sources?|excerpts?|articles?|paragraphs?|materials?|search results|"
-        r"information provided|provided information|information given|reference|snippets?|records?|data provided)"
-        r"(?: provided| given| available| available to me| retrieved| supplied| shared)? "
-        r"(?:do|does|did)(?: not|n" + _APOS + r"t) (?:seem to |appear to )?(?:provide|contain|mention|specify|state|include|say|give|"
-        r"answer|address|offer|discuss|describe|indicate|reveal|tell|cover|list|explain|clarify|establish|have|"
-        r"identify|name|confirm|support|show|report|detail|define)\b",
-        r"\bnothing in the (?:provided |given |retrieved |available )?(?:context|documents?|sources?|passages?|texts?|excerpts?) (?:addresses|answers|mentions|covers|says|states|explains)\b",
-        r"\bi can only (?:answer|help|respond)\b",
-        r"\bthere (?:is|are|was|were)n" + _APOS + r"t (?:enough|any|sufficient|much) (?:relevant |specific )?(?:information|context|data|details|mention|evidence)\b",
-        r"\bnone of the (?:provided |given |retrieved |available )?(?:passages?|documents?|sources?|texts?|excerpts?|results?|information)\b",
-        r"\bnot (?:explicitly |specifically |directly |clearly |actually |expressly )?(?:stated|mentioned|specified|provided|given|"
-        r"addressed|listed|included|indicated|described|covered|found|available|present|answered|discussed|defined|named|identified|disclosed|known) "
-        r"(?:in|within|by|from) (?:the|any|these|this|those) (?:provided |given |available |retrieved |above |following )?"
-        r"(?:passages?|context|documents?|texts?|sources?|excerpts?|articles?|paragraphs?|information|materials?|data|search results)\b",
-        r"\b(?:is|are|was|were) not (?:mentioned|specified|stated)\b",
-        r"\b(?:is|are|was|were) not (?:explicitly|specifically|directly|clearly|expressly) (?:stated|mentioned|specified|provided|given|addressed|indicated|described|answered|defined|known)\b",
-        r"\b(?:there is|there" + _APOS + r"s|there are|there was|there were|we have|i have found|i found|i see) (?:no|not (?:enough|any|a|much)|insufficient|little) "
-        r"(?:specific |clear |direct |definitive |explicit |relevant |further |additional |such |precise |exact |conclusive |concrete |definite |single |reliable |mention|information|answer|data|details|indication|record|reference|way|context)",
-        r"\bno (?:specific |relevant |further |additional |clear |definitive |direct |explicit )?(?:information|details|data|mention|answer|record|indication) "
-        r"(?:is |was |were |has been |could be |can be )?(?:available|provided|given|found|mentioned|stated|about|on|regarding|in the|for|to|that|of|was|is|concerning)\b",
-        r"\b(?:not enough|insufficient|inadequate|lack of|limited|no) (?:relevant |specific |sufficient )?(?:information|context|details|data|evidence) (?:to|is|was|in|about|on|for|available|provided|given|regarding)\b",
-        r"\bno (?:clear|direct|conclusive|definitive|explicit) evidence (?:in|from|within) the\b",
-        r"\bwithout (?:more|additional|further|specific|any|the|more specific) (?:information|context|details|data|specifics)\b",
-        r"\b(?:please )?(?:provide|give|share) (?:me )?(?:more|additional|further|some more) (?:information|context|details)\b",
-        r"\b(?:please specify|could you (?:please )?(?:clarify|specify|provide)|can you (?:please )?(?:clarify|specify|provide more))\b",
-        # en: impersonal impossibility
-        r"\b(?:it is|it" + _APOS + r"s|it was|it remains|it would be|this is) (?:not possible|impossible|not clear|unclear|uncertain|unknown|difficult|hard|not feasible|not easy|challenging|tricky) "
-        r"(?:for me )?to (?:determine|say|know|tell|answer|estimate|identify|provide|confirm|conclude|predict|quantify|pinpoint|find|state|ascertain|establish|verify|assess|give|infer|specify|draw)\b",
-        r"\b(?:it is|it" + _APOS + r"s|it was|it remains|remains|is) (?:still |currently |therefore |thus |also )?(?:unclear|not clear|uncertain|unknown|not known|undetermined|unspecified|not specified|not certain|inconclusive) (?:whether|if|what|who|how|when|where|which|why|from|based|given|as to|at this|in the)\b",
-        r"\b(?:cannot|can" + _APOS + r"t|can not|could not|couldn" + _APOS + r"t) (?:be )?(?:definitively |accurately |reliably |conclusively |precisely |clearly |confidently )?(?:be )?(?:determined|answered|confirmed|established|ascertained|known|inferred|concluded|verified|predicted|found)\b",
-        r"\bthe (?:answer|information|question) (?:to (?:this|the|your) question )?(?:is|remains) (?:unknown|unclear|inconclusive|not (?:provided|given|known|available|stated|clear|mentioned|specified|in the|found|included))\b",
-        r"\b(?:is|remains|are|is therefore) (?:inconclusive|undetermined)\b",
-        r"\b(?:is|are|falls?|lies) (?:outside|beyond) (?:the scope|my (?:scope|knowledge|capabilities|abilities|training))\b",
-        r"\bthere is no (?:one|single|simple|definitive|clear|straightforward|exact|specific|universal) answer\b",
-        r"^(?:unknown|unclear|not sure|no answer|n/?a|not available|not known|no information|cannot answer|cannot say|can" + _APOS + r"t say|i don" + _APOS + r"t know|no idea|not specified|not mentioned|not provided|not stated|not found|insufficient information|no data)[.!]?$",
-    ),
-    "de": (
-        # de
-        r"\bich (?:kann|konnte|könnte|vermag)\b[^.!?\n]{0,60}\b(?:nicht|keine[nmrs]?)\b",
-        r"\b(?:kann|konnte|könnte) ich\b[^.!?\n]{0,60}\b(?:nicht|keine[nmrs]?)\b",
-        r"\bich (?:weiß|weiss) (?:es |das |leider )?nicht\b",
-        r"\bich bin (?:mir )?(?:leider )?nicht (?:sicher|in der lage|befugt)\b",
-        r"\bich habe (?:leider )?(?:keine|nicht genug|nicht genügend) (?:informationen|angaben|daten|kenntnis|zugriff|hinweise|antwort)\b",
-        r"\bich (?:fand|finde|habe)\b[^.!?\n]{0,40}\bkeine (?:informationen|angaben|hinweise|daten)\b",
-        r"^(?:es tut mir leid|entschuldigung|leider)\b",
-        r"\b(?:dokumente?n?|unterlagen|quellen?|passagen?|texte?n?|kontext|abschnitte?n?|auszüge?n?|informationen)\b[^.!?\n]{0,40}\b(?:enthalten|nennen|erwähnen|geben|liefern|beantworten|sagen|machen|beinhalten)\b[^.!?\n]{0,40}\b(?:nicht|keine[nmrs]?)\b",
-        r"\b(?:nicht|nirgends) (?:explizit |ausdrücklich |eindeutig |konkret |direkt )?(?:angegeben|erwähnt|genannt|ersichtlich|enthalten|beantwortet|bekannt|spezifiziert|festgelegt|aufgeführt|beschrieben)\b",
-        r"\bkeine (?:konkreten |genauen |näheren |weiteren |relevanten |ausreichenden |spezifischen )?(?:informationen|angaben|hinweise|daten|antwort|erwähnung|aussage)\b",
-        r"\b(?:lässt|liess|ließ) sich\b[^.!?\n]{0,40}\bnicht (?:beantworten|bestimmen|sagen|feststellen|ermitteln|klären)\b",
-        r"\b(?:kann|können) (?:daher |deshalb |leider )?(?:nicht|keine)\b[^.!?\n]{0,40}\b(?:beantwortet|bestimmt|gesagt|festgestellt|ermittelt) werden\b",
-        r"\b(?:ist|bleibt|sind) (?:leider |daher |somit )?(?:unklar|unbekannt|nicht bekannt|nicht klar|nicht möglich)\b",
-        r"\bnicht möglich,? (?:zu|das|dies|diese|die|eine)\b",
-        r"\bdabei kann ich\b[^.!?\n]{0,30}\bnicht helfen\b",
-    ),
-    "fr": (
-        # fr
-        r"\bje ne\b[^.!?\n]{0,50}\b(?:pas|aucune?|point)\b",
-        r"\bje n" + _APOS + r"(?:ai|arrive|étais|avais|trouve)\b[^.!?\n]{0,50}\b(?:pas|aucune?)\b",
-        r"^(?:désolée?|je suis désolée?|malheureusement|hélas|pardon)\b",
-        r"\b(?:documents?|passages?|contexte|sources?|textes?|extraits?|informations)\b[^.!?\n]{0,40}\bne\b[^.!?\n]{0,40}\b(?:pas|aucune?|nulle part)\b",
-        r"\b(?:n" + _APOS + r"(?:est|a)|ne (?:sont|sont|figure|figurent)) (?:pas|nulle part) (?:explicitement |clairement |précisément |directement )?(?:mentionnée?s?|précisée?s?|indiquée?s?|fournie?s?|spécifiée?s?|donnée?s?|connue?s?|claire?s?|été (?:mentionnée?s?|précisée?s?|indiquée?s?|trouvée?s?))\b",
-        r"\baucune? (?:information|mention|donnée|réponse|indication|précision|trace)\b",
-        r"\b(?:il n" + _APOS + r"est pas possible|il est impossible|il est difficile|c" + _APOS + r"est impossible|impossible) (?:de|d" + _APOS + r")\s?(?:déterminer|dire|répondre|savoir|confirmer|trouver|préciser|établir|affirmer|identifier|indiquer)\b",
-        r"\b(?:on ne (?:peut|sait) pas|ne peut pas être (?:déterminée?|confirmée?|établie?))\b",
-        r"\b(?:pas assez|trop peu) d" + _APOS + r"informations?\b|\binformations? insuffisantes?\b",
-        r"\b(?:reste|est|demeure) (?:inconnue?|incertaine?|floue?|pas claire?)\b",
-        r"\bil n" + _APOS + r"y a (?:pas|aucune?)\b[^.!?\n]{0,30}\b(?:information|mention|réponse|donnée|indication|précision)s?\b",
-    ),
-    "es": (
-        # es
-        r"\bno (?:puedo|pude|podría|sé|tengo|encontré|he encontrado|logré|estoy (?:seguro|segura|en condiciones)|dispongo|me es posible|cuento con)\b",
-        r"^(?:lo siento|lo lamento|disculpa|disculpe|lamentablemente|desafortunadamente|perdón)\b",
-        r"\b(?:documentos?|pasajes?|contexto|fuentes?|textos?|fragmentos?|información proporcionada)\b[^.!?\n]{0,40}\bno (?:mencionan?|contienen?|incluyen?|especifican?|indican?|proporcionan?|dicen?|responden?|dan|da|aportan?|ofrecen?|precisan?)\b",
-        r"\bno (?:se (?:menciona|especifica|indica|proporciona|encuentra|dice|precisa|puede (?:determinar|saber|decir|responder|confirmar|establecer))|está (?:claro|especificado|indicado|mencionado)|es posible (?:determinar|saber|decir|responder|confirmar|establecer|precisar)|consta|hay (?:información|datos|suficiente|ninguna (?:información|mención|respuesta|indicación)|mención|respuesta|indicación|detalles))\b",
-        r"\b(?:es|resulta) (?:imposible|difícil) (?:determinar|saber|decir|responder|confirmar|precisar|establecer)\b",
-        r"\b(?:información|datos) insuficientes?\b|\bsin (?:más |suficiente )?información\b",
-        r"\b(?:sigue siendo|es|resulta) (?:desconocido|desconocida|incierto|incierta|poco claro)\b",
-        r"\bninguna (?:información|mención|respuesta|indicación)\b",
-    ),
-    "pt": (
-        # pt
-        r"\bnão (?:posso|pude|consigo|consegui|sei|tenho|encontrei|estou (?:seguro|segura|certo|certa|em condições)|disponho|me é possível)\b",
-        r"^(?:desculpe|desculpa|lamento|infelizmente|sinto muito|peço desculpa)\b",
-        r"\b(?:documentos?|passagens?|contexto|fontes?|textos?|trechos?|excertos?|informações fornecidas)\b[^.!?\n]{0,40}\bnão (?:mencionam?|contêm|contém|incluem?|especificam?|indicam?|fornecem?|dizem|diz|respondem?|trazem?|informam?|apresentam?)\b",
-        r"\bnão (?:é (?:possível|claro) (?:determinar|saber|dizer|responder|confirmar|precisar|estabelecer|afirmar)?|se pode (?:determinar|saber|dizer|responder|confirmar)|está (?:claro|especificado|indicado|mencionado)|há (?:informação|informações|dados|menção|resposta|indicação|detalhes)|existe(?:m)? (?:informação|informações|dados|menção)|é (?:mencionado|mencionada|especificado|especificada|indicado|indicada|informado|informada))\b",
-        r"\b(?:é|seria) (?:impossível|difícil) (?:determinar|saber|dizer|responder|confirmar|precisar|afirmar)\b",
-        r"\binformações insuficientes\b|\bsem (?:mais )?informações\b",
-        r"\b(?:permanece|é|continua) (?:desconhecido|desconhecida|incerto|incerta)\b",
-        r"\bnenhuma (?:informação|menção|resposta|indicação)\b",
-    ),
-    "it": (
-        # it
-        r"\bnon (?:posso|riesco|sono in grado|sono (?:sicuro|sicura|certo|certa)|so|lo so|ho (?:trovato|informazioni|accesso|dati|elementi|modo)|dispongo)\b",
-        r"^(?:mi dispiace|purtroppo|spiacente|mi scuso|scusa|scusi)\b",
-        r"\b(?:documenti|passaggi|passi|contesto|fonti|testi|estratti|informazioni fornite)\b[^.!?\n]{0,40}\bnon (?:menzionano|contengono|includono|specificano|indicano|forniscono|dicono|rispondono|riportano|citano|precisano)\b",
-        r"\bnon (?:è (?:possibile|chiaro|specificato|indicato|menzionato|noto|dato)|si può (?:determinare|dire|sapere|stabilire|rispondere)|(?:viene|vengono) (?:menzionat[oaie]|specificat[oaie]|indicat[oaie]|riportat[oaie])|c" + _APOS + r"è (?:alcuna|nessuna|traccia|menzione|informazione)|ci sono (?:informazioni|dati|elementi))\b",
-        r"\b(?:è )?(?:impossibile|difficile) (?:determinare|dire|rispondere|sapere|stabilire|confermare|precisare)\b",
-        r"\binformazioni insufficienti\b|\bsenza (?:ulteriori )?informazioni\b",
-        r"\b(?:resta|rimane|è) (?:sconosciut[oa]|incert[oa]|poco chiar[oa]|ignot[oa])\b",
-        r"\bnessuna (?:informazione|menzione|risposta|indicazione)\b",
-    ),
-    "nl": (
-        # nl
-        r"\bik (?:kan|kon|weet|heb|vond|vind|ben)\b[^.!?\n]{0,50}\b(?:niet|geen)\b",
-        r"\b(?:kan|kon|weet|heb|vond|vind|ben) ik\b[^.!?\n]{0,50}\b(?:niet|geen)\b",
-        r"^(?:het spijt me|helaas|sorry|excuses)(?:[,.!:]|$| maar\b| ik\b| we\b)",
-        r"\b(?:documenten|passages|context|bronnen|teksten|tekst|fragmenten|informatie)\b[^.!?\n]{0,40}\b(?:vermelden|bevatten|noemen|geven|zeggen|beantwoorden|specificeren|vermeldt|bevat|noemt|geeft|zegt)\b[^.!?\n]{0,30}\b(?:niet|geen)\b",
-        r"\b(?:wordt|worden|staat|is|zijn) (?:niet|nergens) (?:expliciet |duidelijk |specifiek )?(?:vermeld|genoemd|gespecificeerd|aangegeven|beschreven|bekend|duidelijk|te vinden)\b",
-        r"\bgeen (?:specifieke |concrete |verdere |relevante )?(?:informatie|gegevens|vermelding|antwoord|aanwijzing)\b",
-        r"\b(?:niet mogelijk|onmogelijk) (?:om|te)\b[^.!?\n]{0,30}\b(?:bepalen|zeggen|beantwoorden|vast te stellen|weten)\b",
-        r"\bniet (?:te|met zekerheid te) (?:bepalen|zeggen|beantwoorden|achterhalen)\b",
-        r"\bonvoldoende (?:informatie|gegevens)\b",
-        r"\b(?:blijft|is) (?:onbekend|onduidelijk)\b",
-    ),
-}
-# Disclaimers: what the system says about itself, not about the question ("As an AI language
-# model, I do not have access to real-time information"); alone they decline nothing.
-_DISCLAIMER_SOURCES = (
-    r"\b(?:do not|don" + _APOS + r"t|does not|doesn" + _APOS + r"t) have (?:access to |the ability to access |any )?(?:real-?time|current|up-to-date|live|the latest|recent|latest|browsing|personal|the most recent|future|updated)\b",
-    r"\bas an ai(?: language model| assistant| model)?\b",
-    r"\b(?:my|the) (?:knowledge|training) (?:cut-?off|data|ends|only goes|is limited|extends)\b",
-    r"\bi (?:do not|don" + _APOS + r"t|cannot|can" + _APOS + r"t) (?:have the ability to )?(?:browse|access|search) the (?:internet|web)\b",
-    r"\bals (?:ki|künstliche intelligenz|sprachmodell)\b|\ben tant qu" + _APOS + r"(?:ia|intelligence artificielle|modèle de langage)\b|"
-    r"\bcomo (?:ia|modelo de lenguaje|modelo de linguagem|uma ia|una ia)\b|\bin quanto (?:ia|modello linguistico)\b|\bals (?:ai|taalmodel)\b",
-)
-# Sentences that carry no answer: pointers elsewhere and pleasantries.
-_POINTER_SOURCES = (
-    r"\byou (?:can|could|may|might|should|will need to|would need to|need to) (?:try |also |easily |always )?(?:check|visit|consult|contact|look|search|refer|find out|call|ask|verify)\b",
-    r"\b(?:it is|it" + _APOS + r"s|i would|i" + _APOS + r"d) (?:best|recommended|advisable|a good idea|always a good idea|recommend(?:ed)?|suggest(?:ed)?|important) (?:to )?(?:check|consult|contact|verify|refer|look|visit|keep an eye|search|confirm)",
-    r"^(?:please )?(?:check|consult|contact|refer to|visit|look up|search for)\b",
-    r"\b(?:i hope this helps|let me know if|feel free to|if you have (?:any )?(?:other|more|additional|further) questions|happy to help|i would be happy to)\b",
-    r"^(?:sure|certainly|of course)[!.,]",
-    r"\bfor (?:the most )?(?:accurate|up-to-date|current|latest) (?:and up-to-date )?information\b",
-    r"\b(?:sie können|du kannst|bitte (?:prüfen|wenden|schauen|kontaktieren))\b|\bwenden sie sich an\b",
-    r"\b(?:vous pouvez|je vous (?:recommande|conseille|suggère)|veuillez (?:consulter|vérifier|contacter))\b",
-    r"\b(?:puede|puedes|le recomiendo|te recomiendo|le sugiero|consulte|consulta) (?:consultar|revisar|verificar|contactar|el|la|los|las|con)\b",
-    r"\b(?:você pode|recomendo|sugiro|consulte|verifique) (?:consultar|verificar|contatar|o|a|os|as|com)\b",
-    r"\b(?:puoi|può|le consiglio|ti consiglio|consulti|consulta|verifica) (?:consultare|verificare|contattare|il|la|i|le|con)\b",
-    r"\b(?:u kunt|je kunt|raadpleeg|neem contact op|controleer)\b",
-)
-# Declines that hedge rather than refuse: no single / definitive answer, hard to say, not
-# stated explicitly, unclear whether (with _PRECISION_RX: "the exact number is not given").
-_HEDGE_RX = re.compile(
-    r"\bno (?:one|single|simple|definitive|clear|straightforward|exact|universal|direct|conclusive|explicit|definite) (?:answer|evidence|statement|mention|information)\b|"
-    r"\b(?:difficult|hard|challenging|tricky) to\b|\bnot (?:explicitly|specifically|directly|clearly|expressly)\b|"
-    r"\b(?:unclear|uncertain|not clear|inconclusive|not sure|not certain|mixed)\b|"
-    r"\b(?:schwer|schwierig|nicht eindeutig|difficile|pas clair|difícil|no está claro|difícil|não está claro|difficile|non è chiaro|moeilijk|niet duidelijk)\b", re.I)
-_CONTRAST_RX = re.compile(
-    r"^(?:however|but|though|although|that said|nevertheless|nonetheless|still|yet|even so|instead|on the other hand|"
-    r"aber|jedoch|allerdings|dennoch|trotzdem|mais|cependant|toutefois|néanmoins|pourtant|pero|sin embargo|no obstante|"
-    r"aunque|mas|porém|contudo|no entanto|todavia|embora|ma|tuttavia|però|comunque|eppure|maar|echter|toch|wel)\b", re.I)
-_CONCLUSION_RX = re.compile(
-    r"^(?:therefore|thus|so|hence|overall|in summary|in conclusion|to summarize|in short|ultimately|consequently|as a result|"
-    r"accordingly|based on (?:this|the|these|that)|daher|deshalb|also|somit|insgesamt|folglich|zusammenfassend|donc|par conséquent|"
-    r"en résumé|en conclusion|ainsi|por lo tanto|por tanto|en resumen|en conclusión|así que|portanto|por isso|em resumo|assim|"
-    r"quindi|pertanto|in sintesi|in conclusione|dunque|dus|daarom|kortom|concluderend|samenvattend)\b", re.I)
-_PRECISION_RX = re.compile(
-    r"\b(?:exact|exactly|precise|precisely|definitive|definitively|definite|conclusive|conclusively|"
-    r"certain|certainty|for sure|for certain|100%|"
-    r"genau|genaue[nmrs]?|exakt|exakte[nmrs]?|konkret|konkrete[nmrs]?|sicher|mit sicherheit|précis|précise|précisément|exacte?|exactement|certitude|"
-    r"exacto|exacta|exactamente|preciso|precisa|certeza|específic[oa]|exato|exata|exatamente|precisamente|"
-    r"esatt[oa]|esattamente|precis[oa]|certezza|specific[oa]|precies|precieze|exacte|zekerheid|specifiek)\b", re.I)
-_GENERIC_RX = re.compile(
-    r"\b(?:generally|general|typically|usually|often|vary|varies|varying|depend|depends|depending|various|variety|"
-    r"common|commonly|several|many|some|any time|in most|normally|im allgemeinen|allgemein|normalerweise|hängt|variiert|"
-    r"en général|généralement|dépend|varie|en general|generalmente|depende|varía|em geral|varia|in generale|generalmente|dipende|"
-    r"in het algemeen|meestal|hangt|varieert)\b", re.I)
+# The decline, disclaimer and pointer cues, their trigger words and the cue words of
+# REFUSAL_MODEL's features are word data: lexicon.py, with the data that justified them.
 _DIGIT_RX = re.compile(r"\d")
 _PROPER_RX = re.compile(r"(?<=[a-z,;:)] )[A-Z][a-z]+")
 _TOKEN_TRIM_RX = re.compile(r"^[\s*_`~>#\"'\u2018\u2019\u201c\u201d\u00ab\u00bb()\[\]-]+|[\s*_`~\"'\u2018\u2019\u201c\u201d\u00ab\u00bb()\[\].!?,;:-]+$")
-_TOKEN_LABEL_RX = re.compile(r"^(?:final answer|answer|response|output|result|reply|claim|antwort|réponse|respuesta|resposta|risposta|antwoord)\s*[:\-\u2013\u2014]\s*", re.I)
-_CLAUSE_RX = re.compile(r"[,;]\s+(?=(?:but|however|though|although|yet|aber|jedoch|mais|cependant|pero|sin embargo|mas|porém|ma|però|tuttavia|maar)\b)", re.I)
 _WORDS_RX = re.compile(r"[^\W\d_]{2,}")
 _BULLET_RX = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
-# Each group of cues runs only on a text holding one of its trigger words (speed: one big
-# alternation costs ~0.3 ms per response; tests check that a trigger never hides a cue).
-_DECLINE_TRIGGERS = {
-    "en_first": "i i'm i\u2019m sorry apologies apologize apologise regrettably unfortunately afraid unable",
-    "en": "nothing only isn't isn\u2019t aren't aren\u2019t wasn't wasn\u2019t not no cannot unable unclear unknown uncertain impossible difficult hard challenging tricky insufficient "
-          "inadequate lack limited without please clarify specify against outside beyond inconclusive undetermined "
-          "none n/a unspecified can't can\u2019t couldn't couldn\u2019t don't don\u2019t doesn't doesn\u2019t didn't "
-          "didn\u2019t unknown",
-    "de": "nicht kein keine keinen keinem keiner keines leid leider entschuldigung unklar unbekannt nirgends",
-    "fr": "ne pas aucun aucune désolé désolée malheureusement hélas pardon impossible difficile insuffisant "
-          "insuffisante insuffisants insuffisantes inconnu inconnue incertain incertaine floue flou",
-    "es": "siento lamento disculpa disculpe lamentablemente desafortunadamente perdón imposible difícil insuficiente "
-          "insuficientes sin desconocido desconocida incierto incierta ninguna puedo pude podría sé tengo encontré "
-          "estoy dispongo cuento se está es consta hay documento documentos pasaje pasajes contexto fuente fuentes "
-          "texto textos fragmento fragmentos",
-    "pt": "não desculpe desculpa lamento infelizmente muito impossível difícil sem desconhecido desconhecida incerto "
-          "incerta nenhuma informações documento documentos passagem passagens contexto fonte fontes texto textos "
-          "trecho trechos excerto excertos",
-    "it": "non dispiace purtroppo spiacente scuso scusa scusi impossibile difficile insufficienti senza sconosciuto "
-          "sconosciuta incerto incerta chiaro chiara ignoto ignota nessuna documenti passaggi passi contesto fonti "
-          "testi estratti",
-    "nl": "niet geen spijt helaas sorry excuses onmogelijk onvoldoende onbekend onduidelijk nergens",
-}
 _DECLINE_GROUPS: tuple = ()      # (trigger words, compiled cues) per group: compiled when first read
 
 
@@ -2004,13 +2234,10 @@ def _decline_groups() -> tuple:
 
 _POINTER_RX = re.compile("|".join("(?:%s)" % s for s in _POINTER_SOURCES), re.I | re.M)
 _DISCLAIMER_RX = re.compile("|".join("(?:%s)" % s for s in _DISCLAIMER_SOURCES), re.I | re.M)
-_PASSAGE_RX = re.compile(r"\b(?:passages?|context|documents?|text|sources?|excerpts?|dokumente?n?|quellen?|documents?|fuentes?|fontes?|fonti|documenti|bronnen|documenten)\b", re.I)
 
 # Punctuation to spaces (apostrophes and "/" kept: "can't", "n/a"), to split a text into words.
 _SPLIT_TABLE = str.maketrans({c: " " for c in "!\"#$%&()*+,-.:;<=>?@[\\]^_`{|}~\u201c\u201d\u2018\u00ab\u00bb\u2013\u2014\u2026\u00bf\u00a1"})
 _SPLIT_BYTES = bytes(32 if c in _SPLIT_TABLE and c < 128 else c for c in range(256))    # _SPLIT_TABLE on ASCII
-_DISCLAIMER_TRIGGERS = frozenset("ai ki ia knowledge training sprachmodell taalmodel modelo modello "
-                                 "don't don\u2019t doesn't doesn\u2019t cannot can't can\u2019t not".split())
 
 
 _ANY_TRIGGER = frozenset(" ".join(_DECLINE_TRIGGERS.values()).split()) | _DISCLAIMER_TRIGGERS
@@ -2140,10 +2367,6 @@ REFUSAL_MODEL = {"bias": 1.467212, "english": 0.1, "threshold": 0.42,
                              "first_decline": 0.747063, "first_disclaimer": -0.747063,
                              "last_decline": 1.350169, "last_firm": 0.254163,
                              "last_firm_conclusion": 0.090279, "pointer": 0.060465}}
-_EN_FUNCTION = frozenset("the of and to that it this not be for with are were from have has does there what "
-                         "which by or its their would could should about".split())     # none a word of de fr es pt it nl
-_COMMIT_RX = re.compile(r"\b(?:likely|probably|possibly|appears?|seems?|suggests?|suggesting|indicates?|implies|"
-                        r"approximately|roughly|estimated|around|about|may be|might be|could be|would be)\b", re.I)
 _FEATURE_WORD_RX = re.compile(r"[a-z][a-z'’]+")
 
 
@@ -2274,37 +2497,11 @@ ANSWER_PART = 0.5          # fitted: a >= ANSWER_PART_MIN-word gold matches with
 ANSWER_PART_MIN = 3        # ... (and its last key word); fewer words must all be present
 MAX_ANSWER_CHARS = 20000   # limit: characters of a response (and of a gold answer) that are matched
 
-_ONES = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen".split())}
-_TENS = {w: 10 * (i + 2) for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())}
-_SCALES = {"hundred": 100, "thousand": 1000, "million": 10 ** 6, "billion": 10 ** 9, "trillion": 10 ** 12}
-_ORDINALS = {w: str(i + 1) for i, w in enumerate(
-    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth".split())}
-_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
-                "october", "november", "december")
-_MONTHS = dict({m[:3]: m for m in _MONTH_NAMES}, sept="september")
-_MONTH_SET = frozenset(_MONTH_NAMES)
-_UNITS: Dict[str, str] = {}
-for _canon, _spellings in (("km", "km kms kilometre kilometres kilometer kilometers"),
-                       ("m", "metre metres meter meters"), ("cm", "cm centimetre centimetres centimeter centimeters"),
-                       ("mm", "mm millimetre millimetres millimeter millimeters"),
-                       ("kg", "kg kgs kilogram kilograms kilogramme kilogrammes"), ("g", "gram grams gramme grammes"),
-                       ("pound", "lb lbs pound pounds £ gbp"), ("mile", "mi mile miles"), ("ft", "ft foot feet"),
-                       ("percent", "% percent percentage pct"), ("dollar", "$ usd dollar dollars"),
-                       ("euro", "€ eur euro euros"), ("degree", "° degree degrees"), ("celsius", "celsius centigrade"),
-                       ("fahrenheit", "fahrenheit"), ("mph", "mph"), ("kmh", "kmh kph"),
-                       ("hour", "hr hrs hour hours"), ("minute", "min mins minute minutes"), ("year", "yr yrs year years")):
-    for _w in _spellings.split():
-        _UNITS[_w] = _canon
-del _canon, _spellings, _w
-_ARTICLES = frozenset(("a", "an", "the"))
 _GLUE_RX = re.compile(r"(?<=[a-z])(?=[A-Z][a-z])|(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[^\W\d_]{2})")
 _ISO_RX = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
 _POSS_RX = re.compile(r"['\u2019]s\b")
 _ANS_TOKEN_RX = re.compile(r"\d+(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|[^\W\d_]+|[%$€£°]")
 _PAREN_RX = re.compile(r"\([^()]*\)")
-_SUFFIXES = frozenset(("st", "nd", "rd", "th"))
 
 
 def _fold_accents(text: str) -> str:
@@ -2409,8 +2606,8 @@ def answer_tokens(text: str, norms: frozenset = _ALL_NORMS) -> List[str]:
             continue
         if dates and w in _MONTHS:
             w = _MONTHS[w]
-        if units and w in _UNITS:
-            w = _UNITS[w]
+        if units and w in UNITS:
+            w = UNITS[w]
         elif stems:
             w = _light_stem(w)
         out.append(w)
@@ -2545,55 +2742,12 @@ def match_answer(response: str, golds, question: Optional[str] = None,
 GROUNDING_MODES = ("strict", "sentences")
 MAX_GROUND_SENTENCES = 200      # sentences checked per answer (the rest are not read)
 MAX_GROUND_CHARS = 100_000      # characters of one answer, and of one chunk, that grounding reads
+# Meta words and lead-ins, number / month / unit words, negation and modal words: lexicon.py.
 
 # Fitted by `make fit-grounding` (bench/fit_grounding.py; copied from bench/grounding_fit.json).
 GROUNDING_MODEL = {"bias": -0.077089, "share_cut": 0.7, "threshold": 0.455,
                    "weights": [-0.945472, 0.164798, -0.852188, -0.865722, 0.035412, 0.653727, 0.003054]}
 
-# Words about the sources or the answer (not claims about the world): never required.
-META_WORDS = frozenset("""
-passage passages text texts article articles context contexts document documents source sources
-excerpt excerpts snippet snippets summary summarize summarise summarizes summarises summarized summarised
-information info provided provide provides providing given mention mentions mentioned mentioning
-discuss discusses discussed discussing state states stated stating says said say according based
-describe describes described describing detail details detailed highlight highlights highlighted
-note notes noted noting indicate indicates indicated indicating report reports reported reporting
-suggest suggests suggested explain explains explained answer answers question questions therefore
-overall additionally also however furthermore moreover specifically specific regarding available
-retrieved refer refers referenced reference references cite cites cited writes wrote written
-""".split())
-# ... and, in a sentence that ends in a colon (it introduces a list or a summary), these too
-INTRO_WORDS = frozenset("""
-here concise brief short core key main important following below pieces piece points point topics topic
-aspects aspect parts part unrelated separate distinct different two three several overview breakdown
-extract extracted would were
-""".split())
-_LEADIN_RX = re.compile(
-    r"^ ?(?:(?:in summary|to summarize|to summarise|in conclusion|overall|in short|additionally|also|"
-    r"furthermore|moreover|however|therefore|thus|so|yes|no|sure|certainly|of course), )*"
-    r"(?:(?:based (?:on|upon)|according to|as (?:stated|mentioned|described|noted|shown|indicated) in|"
-    r"from|per|in|given) (?:the |these |this |those |my )?(?:provided |given |available |retrieved |above |"
-    r"following |information in the |information (?:provided |given )?(?:in|from) the )?"
-    r"(?:passages?|context|contexts|documents?|sources?|texts?|excerpts?|articles?|information|snippets?|"
-    r"search results?|results?)(?: provided| given| above| available| retrieved)? ?[,:]? ?)?"
-    r"(?:(?:the |this |these )?(?:passages?|context|documents?|sources?|texts?|excerpts?|articles?|summary)"
-    r"(?: provided| given| above)? (?:also )?(?:says?|states?|mentions?|notes?|explains?|indicates?|"
-    r"suggests?|describes?|reports?|shows?|highlights?|discusses?|provides? information (?:about|on)|"
-    r"is about|talks about|tells us)(?: that)? ?[,:]? ?)?", re.IGNORECASE)
-_META_SENT_RX = re.compile(
-    r"\b(?:passages?|context|documents?|sources?|texts?|excerpts?|articles?|information)\b"
-    r"(?: provided| given| available| retrieved| above)? (?:does|do|did) (?:not|n[\x27\u2019]t) "
-    r"(?:mention|say|state|specify|include|contain|provide|discuss|address|cover|give|describe|indicate|"
-    r"explain|answer)|\bno (?:information|mention|details?) (?:is |was |are )?(?:given |provided |available )?"
-    r"(?:about|on|of|regarding|in)\b|\bi hope (?:this|that) helps\b|\blet me know\b|\bfeel free to\b|"
-    r"\bi (?:could not|couldn[\x27\u2019]t|cannot|can[\x27\u2019]t|can not|was unable to|am unable to|"
-    r"do not|don[\x27\u2019]t) (?:find|see|locate|determine|answer|tell|confirm|say|know|provide)\b|"
-    r"\b(?:cannot|can[\x27\u2019]t|can not) be (?:determined|answered|found|confirmed)\b|"
-    r"\b(?:is|are) not (?:mentioned|specified|stated|provided|given|included|discussed) in\b|"
-    r"\bhere(?: is|[\x27\u2019]s| are) (?:a |an |the |my )?(?:[a-z]+ )?(?:[a-z]+ )?(?:summary|summaries|answer|"
-    r"overview|key points?|main points?|breakdown|response)\b", re.IGNORECASE)
-# contrastive connectors: a declining clause before or after one is set aside, the rest checked
-_G_CLAUSE_RX = re.compile(r",? ?\b(?:but|however|although|though|yet|whereas)\b,? ?|; ?", re.IGNORECASE)
 _ENUM_RX = re.compile(r"^\(?\d{1,2}[.)] ")          # a list number that opens a sentence
 _LISTNUM_RX = re.compile(r"(?m)^[ \t]{0,8}(?:[-*\u2022]|\(?\d{1,2}[.)]|\(?[a-z][.)])[ \t]{1,8}")
 
@@ -2604,42 +2758,8 @@ def claim_without_markers(text: str) -> str:
     return read_citations(text, ()).claim
 
 
-_NUM_WORDS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen twenty".split())}
-_NUM_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
-                   "ninety": 90, "hundred": 100, "thousand": 1000, "dozen": 12,
-                   "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
-                   "eighth": 8, "ninth": 9, "tenth": 10, "half": 0.5, "twice": 2, "double": 2})
-_SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9,
-          "b": 1e9, "trillion": 1e12, "tn": 1e12}
-_G_MONTHS = {m: i + 1 for i, m in enumerate("january february march april may june july august september "
-                                             "october november december".split())}
-_G_MONTHS.update({m[:3]: i for m, i in list(_G_MONTHS.items())})
-_G_MONTHS["sept"] = 9
-_G_UNITS = {"$": "usd", "usd": "usd", "dollar": "usd", "dollars": "usd", "\u00a3": "gbp", "gbp": "gbp",
-          "pound": "gbp", "pounds": "gbp", "\u20ac": "eur", "eur": "eur", "euro": "eur", "euros": "eur",
-          "\u00a5": "jpy", "yen": "jpy", "%": "percent", "percent": "percent", "per cent": "percent",
-          "km": "km", "kilometre": "km", "kilometres": "km", "kilometer": "km", "kilometers": "km",
-          "mi": "mile", "mile": "mile", "miles": "mile", "kg": "kg", "kilogram": "kg", "kilograms": "kg",
-          "lb": "lb", "lbs": "lb", "m2": "m2", "ft": "ft", "feet": "ft", "foot": "ft", "cm": "cm", "mm": "mm",
-          "hour": "hour", "hours": "hour", "hr": "hour", "hrs": "hour", "minute": "minute", "minutes": "minute",
-          "min": "minute", "day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month",
-          "months": "month", "year": "year", "years": "year", "yr": "year", "yrs": "year"}
-_NUM_RX = re.compile(
-    r"(?P<cur>[$\u00a3\u20ac\u00a5])?\s?(?P<num>\d{1,3}(?:,\d\d\d)+(?:\.\d+)?|\d+(?:\.\d+)?)"
-    r"(?:\s?(?P<pct>%|percent\b|per cent\b))?(?:\s?(?P<scale>thousand|million|billion|trillion|bn|mn|tn|k|m|b)\b)?",
-    re.IGNORECASE)
 _TIME_RX = re.compile(r"\b(\d{1,2}):(\d{2})\b")
-_CLOCK = frozenset(("am", "pm", "a.m", "p.m", "gmt", "utc", "bst", "est", "pst", "cet"))
 _WORD_RX = re.compile(r"[^\W\d_]+(?:[\x27\u2019-][^\W\d_]+)*")
-_NEG = frozenset("not no never none nothing nobody neither nor without cannot n't isn't aren't wasn't weren't "
-                 "don't doesn't didn't won't wouldn't can't couldn't shouldn't hasn't haven't hadn't".split())
-_MODAL = {"must": "must", "shall": "must", "required": "must", "require": "must", "requires": "must",
-          "requiring": "must", "mandatory": "must", "obliged": "must", "obligatory": "must",
-          "may": "may", "might": "may", "could": "may", "possibly": "may", "possible": "may", "perhaps": "may",
-          "maybe": "may", "potential": "may", "potentially": "may", "likely": "may", "probably": "may",
-          "optional": "may", "should": "should", "recommended": "should"}
 
 
 _FOLDS: Dict[str, str] = {}
@@ -2718,7 +2838,7 @@ def number_values(text: str) -> List[Tuple[str, float, int, str]]:
             continue
         unit = ""
         if m.group("cur"):
-            unit = _G_UNITS[m.group("cur")]
+            unit = UNITS[m.group("cur")]
         elif m.group("pct"):
             unit = "percent"
         scale = (m.group("scale") or "").lower()
@@ -2875,7 +2995,7 @@ def grounding_features(text: str, cs: _Chunkset) -> Tuple[List[float], List[str]
     missing: List[str] = []
     why: List[str] = []
     for raw, value, sig, unit in number_values(text):
-        if unit == "month" and any(cs.words.__contains__(m) for m, v in _G_MONTHS.items() if v == value):
+        if unit == "month" and any(cs.words.__contains__(m) for m, v in MONTH_NUMBERS.items() if v == value):
             continue                               # 2021-03-05 and "March 5, 2021"
         if not _number_supported(value, sig, cs.numbers) and raw not in missing:
             missing.append(raw)
@@ -2899,12 +3019,12 @@ def grounding_features(text: str, cs: _Chunkset) -> Tuple[List[float], List[str]
         ok = f in cs.words or low in cs.words or (low in _NUM_WORDS and _num_key(float(_NUM_WORDS[low])) in cs.words)
         if not ok and "-" in low:
             ok = all(fold_word(p) in cs.words or p in cs.words for p in low.split("-") if p)
-        if not ok and f in _G_MONTHS:
-            ok = any(m in cs.words for m, v in _G_MONTHS.items() if v == _G_MONTHS[f])
+        if not ok and f in MONTH_NUMBERS:
+            ok = any(m in cs.words for m, v in MONTH_NUMBERS.items() if v == MONTH_NUMBERS[f])
         content.append(f)
         if not ok:
             unsup.append(tok)
-            if tok[0].isupper() and not initial and low not in _G_MONTHS or (len(tok) > 1 and tok.isupper()):
+            if tok[0].isupper() and not initial and low not in MONTH_NUMBERS or (len(tok) > 1 and tok.isupper()):
                 missing.append(tok)
     n = len(content)
     fs = frozenset(content)
@@ -3011,6 +3131,416 @@ def ground(claim: str, texts: List[str], model: Optional[dict] = None) -> Ground
     return Grounding(checked, supported, bad, aside)
 
 
+# =========================================================================== referee/treccalc.py
+# trec_eval's measures computed from one topic's relevance list (trec_eval's "res_rels"): the
+# measures of ``-m all_trec`` beyond the ranking core of trec.py (infAP, Rprec_mult, utility,
+# 11pt_avg, binG, G, gain-parameterised ndcg, ndcg_rel, Rndcg, map_cut, relative_P, set_*,
+# num_nonrel_judged_ret, rbp, rbp_resid, unj, relstring).
+
+# --------------------------------------------------------------------------- trec_eval's res_rels
+#
+# Each definition below follows trec_eval 10.0's (its m_<name>.c): written from those
+# definitions, not copied.  A topic is its retrieved documents in trec_eval's order (score
+# descending, then docno descending), cut to -M documents, each mapped to its qrels level:
+# the level (>= 0) when judged, UNJUDGED (-2) when the qrels list it with a negative level
+# (in the pool, not judged), NONPOOL (-1) when the qrels do not list it.  ``rel_level`` (-l)
+# is the least level that is relevant.  Gains (ndcg, ndcg_rel, Rndcg, G, rbp) are the levels
+# unless ``level=gain`` parameters change them; the ideal ordering takes every judged
+# document of the topic by gain, largest first, while the gain is positive.
+
+NONPOOL, UNJUDGED = -1, -2
+INFAP_EPSILON = 0.00001                 # trec_eval's INFAP_EPSILON
+
+
+class TopicRels:
+    """One topic for trec_eval's measures: ``rels`` (each retrieved document's value, see
+    above), ``counts`` (judged documents per level >= 0), the relevant ones (num_rel) and the
+    relevant retrieved ones (num_rel_ret) at ``rel_level``."""
+    __slots__ = ("rels", "counts", "max_level", "rel_level", "num_ret", "num_rel", "num_rel_ret")
+
+    def __init__(self, ranking: List[str], judged: Dict[str, int], rel_level: int = 1) -> None:
+        get = judged.get
+        self.rels = [NONPOOL if g is None else (g if g >= 0 else UNJUDGED) for g in map(get, ranking)]
+        counts: Dict[int, int] = {}
+        for g in judged.values():
+            if g >= 0:
+                counts[g] = counts.get(g, 0) + 1
+        self.counts = counts
+        self.max_level = max(counts) if counts else -1
+        self.rel_level = rel_level
+        self.num_ret = len(self.rels)
+        self.num_rel = sum(c for g, c in counts.items() if g >= rel_level)
+        self.num_rel_ret = sum(1 for r in self.rels if r >= rel_level)
+
+
+def _lround(x: float) -> int:
+    """C's lround for x >= 0: nearest integer, halves away from zero."""
+    whole = math.floor(x)
+    return int(whole) + (1 if x - whole >= 0.5 else 0)
+
+
+def infap(t: TopicRels) -> float:
+    """infAP (Yilmaz and Aslam): at each judged relevant document at 0-based rank j > 0, 1/(j+1)
+    + j/(j+1) * (judged above / j) * (relevant above + eps) / (judged above + 2 eps), where
+    documents outside the pool count in "above" for the first ratio only as rank, and those in
+    the pool but unjudged in neither ratio's judged part; / num_rel."""
+    total = 0.0
+    nonrel = rel = unjudged = 0
+    for j, r in enumerate(t.rels):
+        if r == NONPOOL:
+            continue
+        if r == UNJUDGED:
+            unjudged += 1
+            continue
+        if r < t.rel_level:
+            nonrel += 1
+            continue
+        rel += 1
+        if j == 0:
+            total += 1.0
+        else:
+            fj = float(j)
+            total += 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * ((rel - 1 + nonrel + unjudged) / fj) * \
+                ((rel - 1 + INFAP_EPSILON) / (rel - 1 + nonrel + 2 * INFAP_EPSILON))
+    return total / t.num_rel if t.num_rel else total
+
+
+def bpref_value(t: TopicRels) -> float:
+    """bpref at ``rel_level`` (gm_bpref's per-topic value): judged non-relevant are the levels
+    from 0 below rel_level."""
+    num_nonrel = sum(c for g, c in t.counts.items() if g < t.rel_level)
+    total = 0.0
+    nonrel = 0
+    for r in t.rels:
+        if r < 0:
+            continue
+        if r < t.rel_level:
+            nonrel += 1
+        elif nonrel:
+            total += 1.0 - min(nonrel, t.num_rel) / min(num_nonrel, t.num_rel)
+        else:
+            total += 1.0
+    return total / t.num_rel if t.num_rel else total
+
+
+def rprec_mult(t: TopicRels, mult: float) -> float:
+    """Precision after int(mult * num_rel + 0.9) documents (trec_eval's rounding), documents past
+    the ranking counting as non-relevant; 0 when that cutoff is 0."""
+    cut = int(mult * t.num_rel + 0.9)
+    if cut <= 0:
+        return 0.0
+    top = t.rels[:cut]
+    return sum(1 for r in top if r >= t.rel_level) / cut
+
+
+def utility(t: TopicRels, params: Tuple[float, ...]) -> float:
+    """p1 * relevant retrieved + p2 * non-relevant retrieved + p3 * relevant not retrieved +
+    p4 * (-N 0 + relevant retrieved - retrieved - relevant): trec_eval's contingency utility."""
+    a = t.num_rel_ret
+    return (params[0] * a + params[1] * (t.num_ret - a) + params[2] * (t.num_rel - a)
+            + params[3] * (0 + a - t.num_ret - t.num_rel))
+
+
+def pt_avg(t: TopicRels, levels: Tuple[float, ...]) -> float:
+    """Interpolated precision averaged over recall levels (11pt_avg): level L is reached at
+    lround(L * num_rel) relevant documents; a level past the relevant retrieved adds 0; levels
+    reached add the best precision at or after the rank that reaches them (level 0: the best
+    precision of the ranking)."""
+    cuts = [_lround(p * t.num_rel) for p in levels]
+    cur = len(cuts) - 1
+    while cur >= 0 and cuts[cur] > t.num_rel_ret:
+        cur -= 1
+    best = t.num_rel_ret / t.num_ret if t.num_ret else 0.0
+    found = t.num_rel_ret
+    total = 0.0
+    i = t.num_ret
+    while i > 0 and found > 0:
+        best = max(best, found / i)
+        if t.rels[i - 1] >= t.rel_level:
+            while cur >= 0 and found == cuts[cur]:
+                total += best
+                cur -= 1
+            found -= 1
+        i -= 1
+    for _ in range(cur + 1):                # (one addition each, as trec_eval sums them)
+        total += best
+    return total / len(levels)
+
+
+def bin_g(t: TopicRels) -> float:
+    """binG: mean over the relevant documents of 1 / log2(2 + non-relevant ranked above)."""
+    total = 0.0
+    found = 0
+    for i, r in enumerate(t.rels):
+        if r >= t.rel_level:
+            found += 1
+            total += 1.0 / math.log2(3 + i - found)
+    return total / t.num_rel if found else 0.0
+
+
+class Gains:
+    """Gain per level: the level itself, or a ``level=gain`` parameter; ``ideal`` is the ideal
+    ordering's gains (the topic's judged documents by gain, largest first, while positive),
+    ``top`` the largest gain (where trec_eval's walk down the ideal ordering starts)."""
+    __slots__ = ("gain_of", "ideal", "top", "low", "high")
+
+    def __init__(self, t: TopicRels, pairs: Tuple[Tuple[int, float], ...] = ()) -> None:
+        given = dict(pairs)
+        gain_of = {lvl: float(lvl) for lvl in range(t.max_level + 1) if lvl not in given} \
+            if t.max_level <= 4096 else {lvl: float(lvl) for lvl in t.counts if lvl not in given}
+        gain_of.update(given)
+        entries = sorted(((g, t.counts.get(lvl, 0)) for lvl, g in gain_of.items()), key=lambda e: e[0])
+        ideal: List[float] = []
+        for g, n in reversed(entries):
+            if n and g <= 0:
+                break
+            ideal.extend([g] * n)
+        self.gain_of = gain_of
+        self.ideal = ideal
+        self.top = entries[-1][0] if entries else 0.0
+        self.low = entries[0][0] if entries else 0.0
+        self.high = self.top
+
+    def of(self, r: int) -> float:
+        return self.gain_of.get(r, 0.0)
+
+
+def _dcg_parts(t: TopicRels, gains: Gains) -> Tuple[List[float], List[float]]:
+    """(the ranking's gain at each rank, each rank's discount 1 / log2(rank + 1)) up to
+    max(retrieved, ideal length)."""
+    n = max(t.num_ret, len(gains.ideal))
+    return [gains.of(r) for r in t.rels], [1.0 / math.log2(i + 2) for i in range(n)]
+
+
+def ndcg_gains(t: TopicRels, gains: Gains) -> float:
+    """nDCG with gains: the whole ranking's DCG / the ideal ordering's (0 when the ideal is 0)."""
+    got, _ = _dcg_parts(t, gains)
+    dcg = ideal = 0.0
+    for i, g in enumerate(got):
+        if g != 0:
+            dcg += g / math.log2(i + 2)
+    for i, g in enumerate(gains.ideal):
+        ideal += g / math.log2(i + 2)
+    return dcg / ideal if ideal > 0.0 else 0.0
+
+
+def ndcg_rel(t: TopicRels, gains: Gains) -> float:
+    """nDCG averaged over the relevant documents (positive gain): at each one retrieved, the
+    nDCG at its rank; each one not retrieved, the nDCG at the end of the ranking."""
+    dcg = ideal = total = 0.0
+    n_ideal = len(gains.ideal)
+    n_rel_ret = 0
+    for i, r in enumerate(t.rels):
+        g = gains.of(r)
+        if g != 0:
+            dcg += g / math.log2(i + 2)
+        if i < n_ideal:
+            ideal += gains.ideal[i] / math.log2(i + 2)
+        if g > 0 and ideal > 0.0:
+            total += dcg / ideal
+            n_rel_ret += 1
+    for i in range(t.num_ret, n_ideal):
+        ideal += gains.ideal[i] / math.log2(i + 2)
+    if ideal <= 0.0:
+        return 0.0
+    total += (n_ideal - n_rel_ret) * dcg / ideal
+    return total / n_ideal if total > 0.0 else 0.0
+
+
+def rndcg(t: TopicRels, gains: Gains) -> float:
+    """nDCG averaged at the ranks where the ideal ordering's gain changes (and at the end of
+    the ranking when it ends first); 0 when nothing is relevant."""
+    if t.num_rel == 0:
+        return 0.0
+    ideal_list = gains.ideal
+    n_ideal = len(ideal_list)
+    dcg = ideal = total = 0.0
+    points = 0
+    old = cur = gains.top
+    i = 0
+    while i < t.num_ret and cur > 0.0:
+        cur = ideal_list[i] if i < n_ideal else 0.0
+        if cur != old:
+            if ideal > 0.0:
+                total += dcg / ideal
+                points += 1
+            old = cur
+        g = gains.of(t.rels[i])
+        if g != 0:
+            dcg += g / math.log2(i + 2)
+        if cur > 0.0:
+            ideal += cur / math.log2(i + 2)
+        i += 1
+    if i < t.num_ret:
+        for j in range(i, t.num_ret):
+            g = gains.of(t.rels[j])
+            if g != 0:
+                dcg += g / math.log2(j + 2)
+        if ideal > 0.0:
+            total += dcg / ideal
+            points += 1
+    while cur > 0.0:
+        cur = ideal_list[i] if i < n_ideal else 0.0
+        if cur != old:
+            if ideal > 0.0:
+                total += dcg / ideal
+                points += 1
+            old = cur
+        if cur > 0.0:
+            ideal += cur / math.log2(i + 2)
+        i += 1
+    return total / points if points else 0.0
+
+
+def g_measure(t: TopicRels, gains: Gains) -> float:
+    """G: each retrieved document's gain / log2(2 + ideal cost so far - gain so far), summed,
+    / the ideal ordering's total gain; the cost of a rank is the ideal gain there, at least 1."""
+    ideal_list = gains.ideal
+    n_ideal = len(ideal_list)
+    got = cost = total = ideal_sum = 0.0
+    cur = gains.top
+    i = 0
+    while i < t.num_ret and cur > 0.0:
+        g = gains.of(t.rels[i])
+        got += g
+        cur = ideal_list[i] if i < n_ideal else 0.0
+        if cur > 0.0:
+            ideal_sum += cur
+        cost += cur if cur >= 1.0 else 1.0
+        if g != 0:
+            total += g / math.log2(2 + cost - got)
+        i += 1
+    while i < t.num_ret:
+        g = gains.of(t.rels[i])
+        got += g
+        cost += 1.0
+        if g != 0:
+            total += g / math.log2(2 + cost - got)
+        i += 1
+    for j in range(i, n_ideal):
+        ideal_sum += ideal_list[j]
+    return total / ideal_sum if ideal_sum > 0.0 else 0.0
+
+
+def map_cut(t: TopicRels, k: int) -> float:
+    """Average precision over the top k (relevant documents below k add 0) / num_rel."""
+    if t.num_rel == 0:
+        return 0.0
+    total = 0.0
+    found = 0
+    for i, r in enumerate(t.rels[:k]):
+        if r >= t.rel_level:
+            found += 1
+            total += found / (i + 1)
+    return total / t.num_rel
+
+
+def relative_p(t: TopicRels, k: int) -> float:
+    """Relevant in the top k / min(k, num_rel): precision up to R, recall after."""
+    if t.num_rel == 0:
+        return 0.0
+    return sum(1 for r in t.rels[:k] if r >= t.rel_level) / min(k, t.num_rel)
+
+
+def unjudged_at(t: TopicRels, k: int) -> float:
+    """unj_k: documents in the top k the qrels do not judge (not listed, or listed unjudged) / k."""
+    return sum(1 for r in t.rels[:k] if r < 0) / k
+
+
+def set_measure(t: TopicRels, family: str, x: float = 1.0) -> float:
+    """The unranked measures of the whole retrieved set: set_P, set_relative_P, set_recall,
+    set_map (rel_ret^2 / (ret * rel)) and set_F (x + 1) P R / (x P + R)."""
+    a, ret, rel = t.num_rel_ret, t.num_ret, t.num_rel
+    if family == "set_P":
+        return a / ret if ret else 0.0
+    if family == "set_relative_P":
+        return a / min(ret, rel) if ret and rel else 0.0
+    if family == "set_recall":
+        return a / rel if rel else 0.0
+    if family == "set_map":
+        return (float(a) * float(a)) / (float(ret) * float(rel)) if ret and rel else 0.0
+    if not a:                               # set_F
+        return 0.0
+    p, r = a / ret, a / rel
+    return (x + 1.0) * p * r / (x * p + r)
+
+
+def rbp(t: TopicRels, gains: Gains, p: float) -> float:
+    """Rank-biased precision (1 - p) sum gain * p^(rank - 1), gains scaled to [0, 1] when one
+    lies outside it ((g - least) / (largest - least))."""
+    low, high = min(gains.gain_of.values(), default=0.0), max(gains.gain_of.values(), default=0.0)
+    scale = low < 0 or high > 1
+    total = 0.0
+    weight = 1.0
+    for r in t.rels:
+        g = gains.of(r)
+        if scale and r in gains.gain_of:
+            g = (g - low) / (high - low)
+        if g != 0:
+            total += g * weight
+        weight *= p
+    return (1.0 - p) * total
+
+
+def rbp_resid(t: TopicRels, p: float) -> float:
+    """RBP's residual: p^retrieved + (1 - p) sum over the unjudged retrieved of p^(rank - 1), 0
+    when every retrieved document is judged (trec_eval's definition)."""
+    total = 0.0
+    weight = 1.0
+    unjudged = 0
+    for r in t.rels:
+        if r < 0:
+            unjudged += 1
+            total += weight
+        weight *= p
+    return weight + (1.0 - p) * total if unjudged else 0.0
+
+
+def relstring(t: TopicRels, length: int) -> str:
+    """The first ``length`` retrieved documents' levels, one character each: 0-9, '>' above 9,
+    '-' not in the qrels, '.' listed unjudged."""
+    out = []
+    for r in t.rels[:max(0, length)]:
+        out.append(">" if r > 9 else str(r) if r >= 0 else "-" if r == NONPOOL else ".")
+    return "".join(out)
+
+
+def extra_measure(t: TopicRels, family: str, cut: Optional[float], k: Optional[int], param):
+    """The value of one measure of this module (``param``: the parsed parameters)."""
+    if family == "infAP":
+        return infap(t)
+    if family == "gm_bpref":
+        return bpref_value(t)
+    if family == "Rprec_mult":
+        return rprec_mult(t, cut)
+    if family == "utility":
+        return utility(t, param)
+    if family == "11pt_avg":
+        return pt_avg(t, param)
+    if family == "binG":
+        return bin_g(t)
+    if family in ("G", "ndcg", "ndcg_rel", "Rndcg"):
+        gains = Gains(t, param)
+        return {"G": g_measure, "ndcg": ndcg_gains, "ndcg_rel": ndcg_rel, "Rndcg": rndcg}[family](t, gains)
+    if family == "map_cut":
+        return map_cut(t, k)
+    if family == "relative_P":
+        return relative_p(t, k)
+    if family == "unj":
+        return unjudged_at(t, k)
+    if family.startswith("set_"):
+        return set_measure(t, family, param[0] if param else 1.0)
+    if family == "num_nonrel_judged_ret":
+        return float(sum(1 for r in t.rels if 0 <= r < t.rel_level))
+    if family in ("rbp", "rbp_resid"):
+        levels = tuple((lvl, g) for lvl, g in param if lvl != "p")
+        p = dict((k2, v) for k2, v in param if k2 == "p").get("p", 0.9)
+        return rbp(t, Gains(t, levels), p) if family == "rbp" else rbp_resid(t, p)
+    if family == "relstring":
+        return relstring(t, int(param[0]) if param else 10)
+    raise ValueError("not a measure of treccalc: %r" % family)
+
+
 # =========================================================================== referee/trec.py
 # trec_eval's measures (TREC mode: qrels and a run) and their names.
 
@@ -3019,60 +3549,122 @@ def ground(claim: str, texts: List[str], model: Optional[dict] = None) -> Ground
 # With --qrels/--run the scorer also computes trec_eval's own measures under trec_eval's names
 # (``-m map -m ndcg_cut.10``, ``--measures map,P.5``) and can print them as trec_eval does
 # (``--format trec``: ``measure<TAB>qid|all<TAB>value``, ``-q`` adds one block per query).
-# Conventions are trec_eval's: a document is relevant when its level is >= 1, the ranking is
-# score descending then docno descending, every qrels topic counts (a topic the run forgot
-# scores 0, trec_eval -c), "all" is the mean over topics (the sum for the num_* counts).
+# Conventions are trec_eval's: a document is relevant when its level is >= 1 (-l N: >= N), the
+# ranking is score descending then docno descending (-M N keeps its first N), every qrels
+# topic counts (a topic the run forgot scores 0: trec_eval -c, which -c and --average all
+# ask for and is the default), "all" is the mean over topics (the sum for the num_* counts,
+# the geometric mean for gm_*).  Every measure of trec_eval 10.0's ``-m all_trec`` is here;
+# its output equals trec_eval's expected outputs (tests/data/trec_eval_test) line for line.
 
 
 class TrecMeasure(NamedTuple):
     """One trec_eval measure: its name, default cutoffs (() = none), how "all" is formed
-    ("mean", "sum" or "geomean": trec_eval's geometric mean with each value floored at
-    GM_FLOOR), a one-line description, and whether -q prints it per topic."""
+    ("mean", "sum", "geomean": trec_eval's geometric mean with each value floored at GM_FLOOR,
+    "text": runid, "count": num_q, "none": relstring, printed per topic only), a one-line
+    description, whether -q prints it per topic, its parameters ("" none; "cut": integer
+    cutoffs, NAME_K; "level": decimal cutoffs, NAME_0.20; "list": numbers, "pairs":
+    level=gain, both printed NAME_<parameters as given>), a "list" measure's default numbers,
+    and the direction of a bare gate on it."""
     name: str
     cutoffs: Tuple[float, ...]
     total: str
     description: str
     per_topic: bool = True
+    param: str = ""
+    defaults: Tuple[float, ...] = ()
+    better: str = "higher"
 
 
 _TREC_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 _RECALL_LEVELS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+_R_MULTS = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
 GM_FLOOR = 0.00001                      # trec_eval's MIN_GEO_MEAN
-#: The registry of trec_eval measures, in trec_eval's own output order (its measure table):
-#: lines are printed in this order whatever the order of -m.
+_GAINS = " (gains: the levels, or level=gain parameters, e.g. NAME.1=3,2=9)"
+T = TrecMeasure
+#: The registry of trec_eval measures, in trec_eval 10.0's own output order (its measure
+#: table): lines are printed in this order whatever the order of -m.
 TREC_MEASURES: Tuple[TrecMeasure, ...] = (
-    TrecMeasure("num_ret", (), "sum", "documents retrieved"),
-    TrecMeasure("num_rel", (), "sum", "relevant documents in the qrels (level >= 1)"),
-    TrecMeasure("num_rel_ret", (), "sum", "relevant documents retrieved"),
-    TrecMeasure("map", (), "mean", "average precision: the sum of the precision at the rank of each "
-                "relevant retrieved document / num_rel (0 when num_rel is 0)"),
-    TrecMeasure("gm_map", (), "geomean", "geometric mean over topics of average precision, each floored "
-                "at 0.00001 (all only, as trec_eval)", per_topic=False),
-    TrecMeasure("Rprec", (), "mean", "precision after num_rel documents (0 when num_rel is 0)"),
-    TrecMeasure("bpref", (), "mean", "binary preference: mean over the relevant documents of 1 - "
-                "min(judged non-relevant ranked above it, R) / min(R, N); unretrieved ones add 0"),
-    TrecMeasure("recip_rank", (), "mean", "1 / rank of the first relevant document, 0 when none is retrieved"),
-    TrecMeasure("iprec_at_recall", _RECALL_LEVELS, "mean", "interpolated precision at recall level L (0 to 1): "
-                "the highest precision at any rank holding at least floor(L * num_rel + 0.5) relevant "
-                "documents (trec_eval's rounding), 0 when none"),
-    TrecMeasure("P", _TREC_CUTS, "mean", "relevant documents in the top K / K"),
-    TrecMeasure("recall", _TREC_CUTS, "mean", "relevant documents in the top K / num_rel (0 when num_rel is 0)"),
-    TrecMeasure("ndcg", (), "mean", "sum of level / log2(rank + 1) over the whole ranking, divided by the "
-                "same for the ideal ordering of the qrels (0 when nothing is relevant)"),
-    TrecMeasure("ndcg_cut", _TREC_CUTS, "mean", "sum of level / log2(rank + 1) over the top K, divided "
-                "by the same for the ideal ordering of the qrels (0 when nothing is relevant)"),
-    TrecMeasure("success", (1, 5, 10), "mean", "1 when a relevant document is in the top K, else 0"),
+    T("runid", (), "text", "the run's tag (the 6th field of its last line), all only", per_topic=False),
+    T("num_q", (), "count", "topics evaluated (every qrels topic with --average all), all only", per_topic=False),
+    T("num_ret", (), "sum", "documents retrieved"),
+    T("num_rel", (), "sum", "relevant documents in the qrels (level >= 1, or -l)"),
+    T("num_rel_ret", (), "sum", "relevant documents retrieved"),
+    T("map", (), "mean", "average precision: the sum of the precision at the rank of each "
+      "relevant retrieved document / num_rel (0 when num_rel is 0)"),
+    T("gm_map", (), "geomean", "geometric mean over topics of average precision, each floored "
+      "at 0.00001 (all only, as trec_eval)", per_topic=False),
+    T("Rprec", (), "mean", "precision after num_rel documents (0 when num_rel is 0)"),
+    T("bpref", (), "mean", "binary preference: mean over the relevant documents of 1 - "
+      "min(judged non-relevant ranked above it, R) / min(R, N); unretrieved ones add 0"),
+    T("recip_rank", (), "mean", "1 / rank of the first relevant document, 0 when none is retrieved"),
+    T("iprec_at_recall", _RECALL_LEVELS, "mean", "interpolated precision at recall level L (0 to 1): "
+      "the highest precision at any rank holding at least floor(L * num_rel + 0.5) relevant "
+      "documents (trec_eval's rounding), 0 when none", param="level"),
+    T("P", _TREC_CUTS, "mean", "relevant documents in the top K / K", param="cut"),
+    T("relstring", (), "none", "the levels of the first N (default 10) documents, one character each "
+      "(0-9, > above 9, - not in the qrels, . unjudged), per topic only", param="list", defaults=(10.0,)),
+    T("recall", _TREC_CUTS, "mean", "relevant documents in the top K / num_rel (0 when num_rel is 0)",
+      param="cut"),
+    T("infAP", (), "mean", "inferred average precision (Yilmaz and Aslam) for sampled judgments"),
+    T("gm_bpref", (), "geomean", "geometric mean over topics of bpref, each floored at 0.00001 (all only)",
+      per_topic=False),
+    T("Rprec_mult", _R_MULTS, "mean", "precision after int(M * num_rel + 0.9) documents", param="level"),
+    T("utility", (), "mean", "p1 * relevant retrieved + p2 * non-relevant retrieved + p3 * relevant not "
+      "retrieved + p4 * (-relevant not retrieved - non-relevant retrieved); default 1,-1,0,0",
+      param="list", defaults=(1.0, -1.0, 0.0, 0.0)),
+    T("11pt_avg", (), "mean", "interpolated precision averaged over the recall levels 0, 0.1, ..., 1 "
+      "(or the numbers given), a level reached at lround(L * num_rel) relevant documents",
+      param="list", defaults=_RECALL_LEVELS),
+    T("binG", (), "mean", "mean over the relevant documents of 1 / log2(2 + non-relevant ranked above)"),
+    T("G", (), "mean", "each document's gain / log2(2 + ideal gain so far - gain so far), summed, / the "
+      "ideal total gain" + _GAINS, param="pairs"),
+    T("ndcg", (), "mean", "sum of level / log2(rank + 1) over the whole ranking, divided by the "
+      "same for the ideal ordering of the qrels (0 when nothing is relevant)" + _GAINS, param="pairs"),
+    T("ndcg_rel", (), "mean", "nDCG averaged over the relevant documents (an unretrieved one: the "
+      "nDCG of the whole ranking)" + _GAINS, param="pairs"),
+    T("Rndcg", (), "mean", "nDCG averaged at the ranks where the ideal gain changes" + _GAINS, param="pairs"),
+    T("ndcg_cut", _TREC_CUTS, "mean", "sum of level / log2(rank + 1) over the top K, divided "
+      "by the same for the ideal ordering of the qrels (0 when nothing is relevant)", param="cut"),
+    T("map_cut", _TREC_CUTS, "mean", "average precision over the top K", param="cut"),
+    T("relative_P", _TREC_CUTS, "mean", "relevant documents in the top K / min(K, num_rel)", param="cut"),
+    T("success", (1, 5, 10), "mean", "1 when a relevant document is in the top K, else 0", param="cut"),
+    T("set_P", (), "mean", "relevant retrieved / retrieved"),
+    T("set_relative_P", (), "mean", "relevant retrieved / min(retrieved, num_rel)"),
+    T("set_recall", (), "mean", "relevant retrieved / num_rel"),
+    T("set_map", (), "mean", "relevant retrieved squared / (retrieved * num_rel)"),
+    T("set_F", (), "mean", "(x + 1) P R / (x P + R) of the retrieved set, x 1 by default", param="list",
+      defaults=(1.0,)),
+    T("num_nonrel_judged_ret", (), "sum", "judged non-relevant documents retrieved"),
+    T("rbp", (), "mean", "rank-biased precision (1 - p) sum gain p^(rank - 1), p 0.9 (rbp.p=0.95)" + _GAINS,
+      param="pairs"),
+    T("rbp_resid", (), "mean", "rbp's residual: p^retrieved + (1 - p) sum over the unjudged retrieved of "
+      "p^(rank - 1), 0 when all are judged", param="pairs", better="lower"),
+    T("unj", (5, 10, 20), "mean", "documents in the top K the qrels do not judge / K", param="cut",
+      better="lower"),
 )
+del T
 _TREC_BY_NAME = {m.name: m for m in TREC_MEASURES}
 _TREC_ORDER = {m.name: i for i, m in enumerate(TREC_MEASURES)}
-TREC_DEFAULT = ("num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
-                "iprec_at_recall", "P")
+_BY_LENGTH = sorted(_TREC_BY_NAME, key=len, reverse=True)
+#: trec_eval's nicknames for sets of measures.
+TREC_NICKNAMES: Dict[str, Tuple[str, ...]] = {
+    "official": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+                 "recip_rank", "iprec_at_recall", "P"),
+    "all_trec": tuple(m.name for m in TREC_MEASURES),
+    "set": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall",
+            "set_relative_P", "set_map", "set_F"),
+}
+#: trec_eval's default (no -m): its "official" measures.
+TREC_DEFAULT = TREC_NICKNAMES["official"]
 #: -m all_trec: every measure above with its default cutoffs.
-TREC_ALL = tuple(m.name for m in TREC_MEASURES)
+TREC_ALL = TREC_NICKNAMES["all_trec"]
+#: Measures computed by trec_query itself (the others: treccalc.extra_measure).
+_CORE = frozenset(("num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
+                   "iprec_at_recall", "P", "recall", "ndcg_cut", "success"))
 
 
 def _float_param(measure: TrecMeasure) -> bool:
-    return bool(measure.cutoffs) and any(isinstance(c, float) for c in measure.cutoffs)
+    return measure.param == "level"
 
 
 def trec_name(measure: TrecMeasure, cut: Optional[float]) -> str:
@@ -3082,96 +3674,200 @@ def trec_name(measure: TrecMeasure, cut: Optional[float]) -> str:
     return "%s_%.2f" % (measure.name, cut) if _float_param(measure) else "%s_%d" % (measure.name, cut)
 
 
-def _trec_family(name: str) -> Tuple[str, Optional[float]]:
-    """``P_5`` -> (P, 5); ``iprec_at_recall_0.10`` -> (iprec_at_recall, 0.1); ``map`` -> (map, None)."""
+def _split_output_name(name: str) -> Tuple[Optional[str], str]:
+    """``ndcg_cut_10`` -> (ndcg_cut, "10"); ``utility_2,-1,0,0`` -> (utility, "2,-1,0,0"): the
+    longest measure name the output name starts with, and the rest; (None, "") if none."""
+    for fam in _BY_LENGTH:
+        if name.startswith(fam + "_") and len(name) > len(fam) + 1 and _TREC_BY_NAME[fam].param:
+            return fam, name[len(fam) + 1:]
+    return None, ""
+
+
+def _trec_family(name: str) -> Tuple[str, Any]:
+    """``P_5`` -> (P, 5); ``iprec_at_recall_0.10`` -> (iprec_at_recall, 0.1); ``map`` -> (map,
+    None); ``utility_2,-1,0,0`` -> (utility, "2,-1,0,0")."""
     got = _FAMILY_OF.get(name)
     if got is None:
-        if name in _TREC_BY_NAME:
-            got = (name, None)
-        else:
-            head, _, tail = name.rpartition("_")
-            got = (head, float(tail))
-        if len(_FAMILY_OF) < 4096:         # names come from -m and the registry: few
-            _FAMILY_OF[name] = got
+        got = (name, None)
+        if name not in _TREC_BY_NAME:
+            fam, tail = _split_output_name(name)
+            if fam is not None:
+                kind = _TREC_BY_NAME[fam].param
+                got = (fam, float(tail) if kind in ("cut", "level") else tail)
+        _remember(name, got)
     return got
 
 
-_FAMILY_OF: Dict[str, Tuple[str, Optional[float]]] = {}
+def _remember(name: str, got: Tuple[str, Any]) -> None:
+    if len(_FAMILY_OF) < 4096:         # names come from -m and the registry: few
+        _FAMILY_OF.setdefault(name, got)
+
+
+_FAMILY_OF: Dict[str, Tuple[str, Any]] = {}
 
 
 def trec_sort_key(name: str) -> Tuple[int, float]:
     """trec_eval's line order: the measure's place in TREC_MEASURES, then its cutoff."""
     family, cut = _trec_family(name)
-    return _TREC_ORDER.get(family, len(_TREC_ORDER)), cut if cut is not None else -1.0
+    return _TREC_ORDER.get(family, len(_TREC_ORDER)), cut if isinstance(cut, (int, float)) else -1.0
+
+
+_NUMBER = r"[-+]?(?:[0-9]{1,12}(?:\.[0-9]{0,12})?|\.[0-9]{1,12})"
+
+
+def _numbers(text: str) -> Optional[Tuple[float, ...]]:
+    """``"1,-1,0,0"`` -> (1.0, -1.0, 0.0, 0.0); None when a part is not a plain decimal number."""
+    parts = text.split(",")
+    if not all(re.fullmatch(_NUMBER, p) for p in parts):
+        return None
+    return tuple(float(p) for p in parts)
+
+
+def _pairs(text: str) -> Optional[Tuple[Tuple[Any, float], ...]]:
+    """``"1=3,2=9,p=0.95"`` -> ((1, 3.0), (2, 9.0), ("p", 0.95)); None when malformed or a key repeats."""
+    out = []
+    for part in text.split(","):
+        key, eq, value = part.partition("=")
+        if not eq or not re.fullmatch(_NUMBER, value) or not re.fullmatch(r"[0-9]{1,6}|p", key):
+            return None
+        out.append((key if key == "p" else int(key), float(value)))
+    return tuple(out) if len({k for k, _ in out}) == len(out) else None
+
+
+def _list_ok(measure: TrecMeasure, values: Optional[Tuple[float, ...]]) -> bool:
+    """The numbers a "list" measure takes: utility 4, set_F 1 (>= 0), relstring 1 (0 to 10000),
+    11pt_avg 1 to 100 recall levels from 0 to 1."""
+    if values is None:
+        return False
+    if measure.name == "utility":
+        return len(values) == 4
+    if measure.name == "11pt_avg":
+        return 1 <= len(values) <= 100 and all(0.0 <= v <= 1.0 for v in values)
+    return len(values) == 1 and 0.0 <= values[0] <= (10000.0 if measure.name == "relstring" else 1e6)
+
+
+def _cutoffs(measure: TrecMeasure, params: str) -> Optional[List[float]]:
+    """The cutoffs of ``P.5,10`` (integers from 1, a fraction dropped as trec_eval does:
+    23.4 -> 23) or ``iprec_at_recall..1,.5`` (decimals: recall levels 0 to 1, Rprec_mult's
+    multiples 0 to 1000); None when one is malformed."""
+    cuts: List[float] = []
+    for p in params.split(","):
+        if measure.param == "level":
+            rx = r"(?:0|1)?(?:\.[0-9]{1,6})?" if measure.name == "iprec_at_recall" else r"[0-9]{0,4}(?:\.[0-9]{1,6})?"
+            if not re.fullmatch(rx, p) or p in ("", "."):
+                return None
+            v = float(p)
+            if v > (1.0 if measure.name == "iprec_at_recall" else 1000.0):
+                return None
+            cuts.append(v)
+        elif re.fullmatch(r"[1-9][0-9]{0,5}(?:\.[0-9]*)?", p):
+            cuts.append(int(p.partition(".")[0]))
+        else:
+            return None
+    return cuts
 
 
 def _trec_split(spec: str):
-    """``"P.5,10"`` -> (P, [5, 10]); ``"P_5"`` -> (P, [5]); ``"map"`` -> (map, []);
-    ``"iprec_at_recall..10,.5"`` / ``"iprec_at_recall.0.10"`` -> (iprec_at_recall, [0.1, 0.5]); None
-    when ``spec`` names no measure of TREC_MEASURES (an integer cutoff is 1 to 6 ASCII digits, no
-    leading 0; a recall level is a decimal from 0 to 1)."""
-    name, dot, params = spec.strip().partition(".")
-    if not dot and name not in _TREC_BY_NAME:
-        head, _, tail = name.rpartition("_")
-        if head in _TREC_BY_NAME and tail:
-            name, params = head, tail
+    """``"P.5,10"`` -> (P, [5, 10], ""); ``"P_5"`` -> (P, [5], ""); ``"map"`` -> (map, [], "");
+    ``"iprec_at_recall..10,.5"`` -> (iprec_at_recall, [0.1, 0.5], ""); ``"utility.2,-1,0,0"`` ->
+    (utility, [], "2,-1,0,0"); ``"ndcg.1=3,2=9"`` -> (ndcg, [], "1=3,2=9"); None when ``spec``
+    names no measure of TREC_MEASURES or its parameters are not the measure's."""
+    spec = spec.strip()
+    name, dot, params = spec.partition(".")
     measure = _TREC_BY_NAME.get(name)
-    if measure is None or (dot and not params):
-        return None
-    cuts: List[float] = []
-    for p in params.split(",") if params else []:
-        if measure.cutoffs and _float_param(measure):
-            if not re.fullmatch(r"(?:0|1)?(?:\.[0-9]{1,6})?", p) or p in ("", "."):
-                return None
-            v = float(p)
-            if not 0.0 <= v <= 1.0:
-                return None
-            cuts.append(v)
-            continue
-        if not (p.isascii() and p.isdigit() and p[0] != "0" and len(p) <= 6):
+    if measure is None:                     # the output spelling: P_5, utility_2,-1,0,0
+        fam, params = _split_output_name(spec)
+        if fam is None:
             return None
-        cuts.append(int(p))
-    if cuts and not measure.cutoffs:
+        measure, dot = _TREC_BY_NAME[fam], "."
+    if dot and not params or params and not measure.param:
         return None
-    return measure, cuts
+    if not params:
+        return measure, [], ""
+    if measure.param in ("cut", "level"):
+        cuts = _cutoffs(measure, params)
+        return None if cuts is None else (measure, cuts, "")
+    ok = _pairs(params) is not None if measure.param == "pairs" else _list_ok(measure, _numbers(params))
+    return (measure, [], params) if ok else None
+
+
+def _unknown(spec: str) -> str:
+    close = difflib.get_close_matches(spec.partition(".")[0], list(_TREC_BY_NAME) + list(TREC_NICKNAMES), n=1)
+    measure = _TREC_BY_NAME.get(spec.strip().partition(".")[0])
+    hint = ""
+    if measure is not None and measure.param in ("cut", "level"):
+        hint = " (%s takes %s cutoffs, e.g. %s.%s)" % (measure.name, "decimal" if measure.param == "level"
+                                                    else "integer", measure.name, "0.2,0.5" if measure.param
+                                                    == "level" else "5,10")
+    elif measure is not None and measure.param:
+        hint = " (%s takes %s)" % (measure.name, "level=gain pairs, e.g. %s.1=1,2=3" % measure.name
+                                   if measure.param == "pairs" else "numbers: %s" % trec_help_params(measure))
+    elif measure is not None:
+        hint = " (%s takes no parameters)" % measure.name
+    return "-m: unknown trec_eval measure %r%s%s; known: %s, %s" % (
+        spec, "; did you mean %r?" % close[0] if close and measure is None else "", hint,
+        ", ".join(_TREC_BY_NAME), ", ".join(TREC_NICKNAMES))
+
+
+def trec_help_params(measure: TrecMeasure) -> str:
+    return ",".join("%g" % v for v in measure.defaults)
 
 
 def parse_trec_measures(specs: List[str]) -> List[str]:
-    """trec_eval ``-m`` specs (``map``, ``P.5,10``, ``ndcg_cut.10``; ``P`` alone = its default
-    cutoffs; ``all_trec`` = every measure) -> output names, without repeats, in trec_eval's
-    line order (``trec_sort_key``), whatever the order of the specs.
+    """trec_eval ``-m`` specs (``map``, ``P.5,10``, ``ndcg_cut.10``, ``utility.2,-1,0,0``; a
+    nickname: ``official``, ``all_trec``, ``set``) -> output names, without repeats, in
+    trec_eval's line order (``trec_sort_key``), whatever the order of the specs.  As trec_eval:
+    a measure named without parameters has its defaults (``P``: P_5 ... P_1000); parameters
+    given replace them (several -m of one cutoff measure add up).
 
     >>> parse_trec_measures(["ndcg_cut.10", "P.10,5", "map"])
     ['map', 'P_5', 'P_10', 'ndcg_cut_10']
     """
-    out: List[str] = []
     errors: List[str] = []
-    expanded: List[str] = []
+    marked = set()
+    cuts_of: Dict[str, List[float]] = {}
+    text_of: Dict[str, str] = {}
     for spec in specs:
-        expanded.extend(TREC_ALL if spec.strip() == "all_trec" else [spec])
-    for spec in expanded:
+        if spec.strip() in TREC_NICKNAMES:
+            marked.update(TREC_NICKNAMES[spec.strip()])
+            continue
         parsed = _trec_split(spec)
         if parsed is None:
-            close = difflib.get_close_matches(spec.partition(".")[0], list(_TREC_BY_NAME) + ["all_trec"], n=1)
-            errors.append("-m: unknown trec_eval measure %r%s; known: %s, all_trec" % (
-                spec, "; did you mean %r?" % close[0] if close else "", ", ".join(_TREC_BY_NAME)))
+            errors.append(_unknown(spec))
             continue
-        measure, cuts = parsed
-        cuts = cuts or list(measure.cutoffs)
-        for name in ([trec_name(measure, c) for c in cuts] if measure.cutoffs else [measure.name]):
-            if name not in out:
-                out.append(name)
+        measure, cuts, text = parsed
+        marked.add(measure.name)
+        if cuts:
+            cuts_of.setdefault(measure.name, []).extend(cuts)
+        elif text:
+            if text_of.setdefault(measure.name, text) != text:
+                errors.append("-m: %s is given two sets of parameters, %r and %r; give one" % (
+                    measure.name, text_of[measure.name], text))
     if errors:
         raise ScoreError("\n".join(errors))
+    out: List[str] = []
+    for m in TREC_MEASURES:
+        if m.name not in marked:
+            continue
+        if m.param in ("cut", "level"):
+            for c in cuts_of.get(m.name) or m.cutoffs:
+                name = trec_name(m, c)
+                if name not in out:
+                    out.append(name)
+                    _remember(name, (m.name, c))
+        else:
+            out.append(m.name + "_" + text_of[m.name] if m.name in text_of else m.name)
     return sorted(out, key=trec_sort_key)
 
 
 def _measure_specs(m_flags: Optional[List[str]], measures: Optional[str]) -> List[str]:
-    """``-m`` values, then ``--measures a,b.5,10`` split on commas (a bare number joins the
-    spec before it, so ``P.5,10`` survives the split)."""
+    """``-m`` values, then ``--measures a,b.5,10`` split on commas (a part that is a parameter,
+    a number or ``level=gain``, joins the spec before it, so ``P.5,10`` and
+    ``utility.2,-1,0,0`` survive the split)."""
     specs = list(m_flags or [])
     for part in (measures.split(",") if measures else []):
-        if part.strip().isdigit() and specs and "." in specs[-1]:
+        param = re.fullmatch(r"\s*(?:%s|[0-9]+=\S*|p=\S*)\s*" % _NUMBER, part)
+        if param and specs and "." in specs[-1]:
             specs[-1] += "," + part.strip()
         else:
             specs.append(part.strip())
@@ -3179,37 +3875,50 @@ def _measure_specs(m_flags: Optional[List[str]], measures: Optional[str]) -> Lis
 
 
 def trec_ref(name: str) -> Optional["MetricRef"]:
-    """A gate on one trec_eval measure (``map``, ``ndcg_cut.10`` or ``ndcg_cut_10``), or None."""
+    """A gate on one trec_eval measure (``map``, ``ndcg_cut.10`` or ``ndcg_cut_10``), or None
+    (runid, num_q and relstring are not values to gate)."""
     parsed = _trec_split(name)
-    if parsed is None or len(parsed[1]) != (1 if parsed[0].cutoffs else 0):
+    if parsed is None:
         return None
-    measure, cuts = parsed
-    key = trec_name(measure, cuts[0] if cuts else None)
-    return MetricRef(name, Metric(key, "mean", "higher", measure.description, "qrels, run",
+    measure, cuts, text = parsed
+    if measure.total in ("text", "count", "none") or len(cuts) != (1 if measure.param in ("cut", "level") else 0):
+        return None
+    key = trec_name(measure, cuts[0]) if cuts else measure.name + ("_" + text if text else "")
+    return MetricRef(name, Metric(key, "mean", measure.better, measure.description, "qrels, run",
                                   "0 when the topic has no relevant document", None), None)
 
 
-def trec_plan(names: List[str]) -> List[Tuple[str, str, Optional[float], Optional[int]]]:
-    """(name, family, cutoff, integer cutoff) per measure name (cutoffs None for a measure
-    without one): trec_query's work on the names, done once per run by trec_evaluate."""
+def trec_plan(names: List[str]) -> List[Tuple[str, str, Optional[float], Optional[int], Any]]:
+    """(name, family, cutoff, integer cutoff, parameters) per measure name (cutoffs None for a
+    measure without one; parameters: a "list" measure's numbers, a "pairs" measure's pairs):
+    trec_query's work on the names, done once per run by trec_evaluate."""
     plan = []
     for name in names:
         family, level = _trec_family(name)
-        plan.append((name, family, level, None if level is None else int(level)))
+        measure = _TREC_BY_NAME[family]
+        param: Any = None
+        if measure.param == "list":
+            param = _numbers(level) if isinstance(level, str) else measure.defaults
+        elif measure.param == "pairs":
+            param = _pairs(level) if isinstance(level, str) else ()
+        if isinstance(level, str):
+            level = None
+        plan.append((name, family, level, None if level is None else int(level), param))
     return plan
 
 
 def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str],
-               plan: Optional[list] = None) -> Dict[str, float]:
+               plan: Optional[list] = None, rel_level: int = 1) -> Dict[str, Any]:
     """Every measure of ``names`` for one topic.  ``ranking``: docnos, best first;
-    ``judged``: qrels level per docno (>= 1 relevant, 0 judged non-relevant, < 0 unjudged).
+    ``judged``: qrels level per docno (>= ``rel_level`` relevant, 0 judged non-relevant, < 0
+    unjudged).  relstring's value is its string; runid and num_q are trec_evaluate's.
 
     >>> v = trec_query(["a", "b", "c"], {"a": 0, "b": 1, "d": 2}, ["map", "P_2", "bpref", "ndcg_cut_3"])
     >>> v["map"] == (1 / 2) / 2, v["P_2"], v["bpref"] == (1 - 1 / 1) / 2
     (True, 0.5, True)
     """
-    rel_total = sum(1 for g in judged.values() if g >= 1)
-    nonrel_total = sum(1 for g in judged.values() if g == 0)
+    rel_total = sum(1 for g in judged.values() if g >= rel_level)
+    nonrel_total = sum(1 for g in judged.values() if 0 <= g < rel_level)
     depth = len(ranking)
     positions: List[int] = []    # 0-based ranks of the relevant retrieved documents
     gains: List[int] = []
@@ -3218,20 +3927,26 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str],
     found = nonrel = 0
     for rank in compress(range(1, depth + 1), map(judged.__contains__, ranking)):   # judged documents only
         level = judged[ranking[rank - 1]]
-        if level >= 1:
+        if level >= rel_level:
             found += 1
             ap += found / rank
             points.append((found, found / rank))
             bpref += 1.0 - (min(nonrel, rel_total) / min(rel_total, nonrel_total) if nonrel else 0.0)
             positions.append(rank - 1)
             gains.append(level)
-        elif level == 0:
+        elif level >= 0:
             nonrel += 1
     ideal = ideal_gains(judged.values()) if any(n.startswith("ndcg") for n in names) else []
+    if rel_level != 1 and ideal:            # nDCG's gains are the levels >= 1 whatever -l
+        gpos, ggains = relevant_positions(ranking, {d: g for d, g in judged.items() if g >= 1})
+    else:
+        gpos, ggains = positions, gains
     upto = partial(hits_at, positions)
-
-    out: Dict[str, float] = {}
-    for name, family, level, k in plan or trec_plan(names):
+    topic = None
+    out: Dict[str, Any] = {}
+    for name, family, level, k, param in plan or trec_plan(names):
+        if family in ("runid", "num_q"):
+            continue
         if family == "num_ret":
             v = float(depth)
         elif family == "num_rel":
@@ -3243,8 +3958,8 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str],
         elif family == "iprec_at_recall":     # level L is reached at floor(L * R + 0.5) relevant documents
             need = math.floor(level * rel_total + 0.5)
             v = max((p for f, p in points if f >= need), default=0.0) if rel_total else 0.0
-        elif family == "ndcg":              # the whole ranking against the ideal of every relevant document
-            v = measure_ndcg(positions, gains, depth, ideal_dcg(ideal, len(ideal)))
+        elif family == "ndcg" and not param:  # the whole ranking against the ideal of every relevant document
+            v = measure_ndcg(gpos, ggains, depth, ideal_dcg(ideal, len(ideal)))
         elif family == "Rprec":
             v = upto(rel_total) / rel_total if rel_total else 0.0
         elif family == "bpref":
@@ -3257,75 +3972,105 @@ def trec_query(ranking: List[str], judged: Dict[str, int], names: List[str],
             v = measure_r(upto(k), rel_total)
         elif family == "success":
             v = measure_success(upto(k))
-        else:   # ndcg_cut
-            v = measure_ndcg(positions, gains, k, ideal_dcg(ideal, k))
+        elif family == "ndcg_cut":
+            v = measure_ndcg(gpos, ggains, k, ideal_dcg(ideal, k))
+        else:                                 # trec_eval's other measures (treccalc)
+            topic = topic or TopicRels(ranking, judged, rel_level)
+            v = extra_measure(topic, family, level, k, param)
         out[name] = v
     return out
 
 
 def trec_help() -> str:
     """The ``--help`` lines of the trec_eval measures, from TREC_MEASURES."""
-    lines = ["trec_eval measures (--qrels/--run; -m NAME or -m NAME.K1,K2; --format trec prints NAME_K):"]
+    lines = ["trec_eval measures (--qrels/--run; -m NAME or -m NAME.K1,K2; --format trec prints NAME_K; "
+             "-m official (the default), all_trec, set):"]
     for m in TREC_MEASURES:
-        spec = m.name + (".K (default K: %s)" % ",".join(map(str, m.cutoffs)) if m.cutoffs else "")
-        lines.append("  %-30s %s" % (spec, m.description))
+        spec = m.name + (".K (default K: %s)" % ",".join("%g" % c for c in m.cutoffs) if m.cutoffs else "")
+        extra = " (default %s.%s)" % (m.name, trec_help_params(m)) if m.param == "list" else ""
+        lines.append("  %-30s %s%s" % (spec, m.description, extra))
     return "\n".join(lines)
 
 
-def trec_evaluate(gold: "Gold", run: Dict[str, Tuple[List[float], List[str]]],
-                  names: List[str], average: str = "all") -> Tuple[Dict[str, Dict[str, float]], Dict[str, float]]:
+def trec_evaluate(gold: "Gold", run: Dict[str, Tuple[List[float], List[str]]], names: List[str],
+                  average: str = "all", rel_level: int = 1,
+                  max_docs: Optional[int] = None) -> Tuple[Dict[str, Dict[str, Any]], Dict[str, Any]]:
     """(per topic {name: value} in qrels topic order, "all" {name: value}).
 
     ``average="all"`` (default, trec_eval -c): every qrels topic counts, a topic the run
-    forgot scores 0.  ``"judged"`` (plain trec_eval): only the qrels topics the run has.
-    ``run`` is read_run's: each topic's documents already in trec_eval's order."""
-    per: Dict[str, Dict[str, float]] = {}
+    forgot scores 0 (its utility too, as trec_eval).  ``"judged"`` (plain trec_eval): only
+    the qrels topics the run has.  ``run`` is read_run's: each topic's documents already in
+    trec_eval's order; ``max_docs`` (-M) keeps the first so many of each; ``rel_level`` (-l):
+    the least relevant level.  "all" holds runid (the run's ``runid``) and num_q when asked."""
+    per: Dict[str, Dict[str, Any]] = {}
     plan = trec_plan(names)
+    forgot = [p[0] for p in plan if p[1] == "utility"]
     for qid, judged in zip(gold.qids, gold.judgments):
-        if average == "judged" and qid not in run:
+        got = run.get(qid)
+        if got is None and average == "judged":
             continue
-        per[qid] = trec_query(run.get(qid, ((), []))[1], judged, names, plan)     # read_run's order is trec_eval's
+        ranking = got[1] if got is not None else []           # read_run's order is trec_eval's
+        if max_docs is not None and len(ranking) > max_docs:
+            ranking = ranking[:max_docs]
+        per[qid] = values = trec_query(ranking, judged, names, plan, rel_level)
+        if got is None:
+            values.update(dict.fromkeys(forgot, 0.0))
     n = len(per)
-    total = {}
+    total: Dict[str, Any] = {}
     for name in names:
         kind = _TREC_BY_NAME[_trec_family(name)[0]].total
-        if kind == "geomean":
+        if kind == "text":
+            total[name] = getattr(run, "runid", "")
+        elif kind == "count":
+            total[name] = n
+        elif kind == "geomean":
             total[name] = math.exp(math.fsum(math.log(max(v[name], GM_FLOOR)) for v in per.values()) / n) if n else 0.0
-            continue
-        s = math.fsum(v[name] for v in per.values())
-        total[name] = s if kind == "sum" else (s / n if n else 0.0)
+        elif kind != "none":
+            s = math.fsum(v[name] for v in per.values())
+            total[name] = s if kind == "sum" else (s / n if n else 0.0)
     return per, total
 
 
-def trec_metric_entries(per: Dict[str, Dict[str, float]], total: Dict[str, float]) -> Dict[str, dict]:
-    """Report ``metrics`` entries for the trec measures (mean with a normal 95% interval)."""
+def trec_metric_entries(per: Dict[str, Dict[str, Any]], total: Dict[str, Any]) -> Dict[str, dict]:
+    """Report ``metrics`` entries for the trec measures (mean with a normal 95% interval);
+    runid and num_q are not values (the report's counts hold the topics)."""
     out = {}
     n = len(per)
     for name, value in total.items():
+        if not isinstance(value, float):
+            continue
         values = [v[name] for v in per.values()]
-        ci = None if name.startswith("num_") or name == "gm_map" else _normal_ci(math.fsum(values), math.fsum(x * x for x in values), n)
+        ci = None if name.startswith("num_") or name.startswith("gm_") else \
+            _normal_ci(math.fsum(values), math.fsum(x * x for x in values), n)
+        if ci is not None and _trec_family(name)[0] == "utility":    # not within [0, 1]: not clipped
+            half = Z95 * math.sqrt(max(0.0, math.fsum(x * x for x in values) / n - value * value)
+                                   * n / (n - 1) / n) if n > 1 else 0.0
+            ci = [value - half, value + half]
         out[name] = _entry(value, None, n, ci)
     return out
 
 
-def render_trec(per: Dict[str, Dict[str, float]], total: Dict[str, float], per_query: bool,
-                num_q: bool) -> str:
-    """trec_eval's output: ``"%-22s\\t%s\\t%.4f"`` lines (counts as integers), per topic
-    (sorted as trec_eval sorts them) with ``-q``, then ``all``."""
+def render_trec(per: Dict[str, Dict[str, Any]], total: Dict[str, Any], per_query: bool) -> str:
+    """trec_eval's output: ``"%-22s\\t%s\\t%.4f"`` lines (counts as integers, runid as it is,
+    relstring quoted), per topic (sorted as trec_eval sorts them) with ``-q``, then ``all``;
+    each block in trec_eval's measure order."""
     lines = []
 
     def line(name, qid, v):
-        lines.append("%-22s\t%s\t%s" % (name, qid, "%d" % v if name.startswith("num_") else "%.4f" % v))
+        if isinstance(v, str):
+            text = "'%s'" % v if qid != "all" else v
+        else:
+            text = "%d" % v if name.startswith("num_") else "%.4f" % v
+        lines.append("%-22s\t%s\t%s" % (name, qid, text))
 
     if per_query:
         for qid in sorted(per):
-            for name, v in per[qid].items():
+            values = per[qid]
+            for name in sorted(values, key=trec_sort_key):
                 if _TREC_BY_NAME[_trec_family(name)[0]].per_topic:
-                    line(name, qid, v)
-    if num_q:
-        line("num_q", "all", len(per))
-    for name, v in total.items():
-        line(name, "all", v)
+                    line(name, qid, values[name])
+    for name in sorted(total, key=trec_sort_key):
+        line(name, "all", total[name])
     return "\n".join(lines) + "\n"
 
 
@@ -3418,7 +4163,8 @@ def trec_per_topic(per: Dict[str, Dict[str, float]]) -> Dict[str, Dict[str, floa
     out: Dict[str, Dict[str, float]] = {}
     for qid, values in per.items():
         for name, v in values.items():
-            if _TREC_BY_NAME[_trec_family(name)[0]].per_topic and not name.startswith("num_"):
+            if _TREC_BY_NAME[_trec_family(name)[0]].per_topic and not name.startswith("num_") \
+                    and not isinstance(v, str):
                 out.setdefault(name, {})[qid] = v
     return out
 
@@ -3830,6 +4576,29 @@ def _num(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+#: Means whose values lie in [0, 1], as the rates' do.
+_UNIT_MEANS = frozenset(("faithfulness", "P@K", "R@K", "RR", "RR@K", "nDCG@K", "answer_relevance",
+                         "context_relevance", "answer_f1"))
+
+
+def unit_interval(ref: MetricRef) -> bool:
+    """Whether the gated metric's values lie in [0, 1] (a rate, a [0, 1] mean, a trec_eval measure
+    other than the num_* counts and utility): a threshold outside it is a typo (issue 42)."""
+    m = ref.metric
+    if m in REGISTRY:
+        return m.kind == "rate" or m.name in _UNIT_MEANS
+    family = _trec_family(m.name)[0]
+    return not family.startswith("num_") and family != "utility"
+
+
+def _unit_problem(ref: MetricRef, thr: float) -> str:
+    """'' when ``thr`` may bound ``ref``, else why not."""
+    if 0.0 <= thr <= 1.0 or not unit_interval(ref):
+        return ""
+    return "must be from 0 to 1 (%s is %s), got %s" % (
+        ref.metric.name, "a rate" if ref.metric.kind == "rate" else "a value from 0 to 1", _fmt_num(thr))
+
+
 _GATES_DOCS: Dict[tuple, tuple] = {}
 
 
@@ -3923,6 +4692,8 @@ def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate],
             errors.append("%s: gate %r %s must be a number, got %s" % (loc, key, bounds[0], _show(val[bounds[0]])))
         elif "message" in val and not isinstance(val["message"], str):
             errors.append("%s: gate %r message must be a string, got %s" % (loc, key, _show(val["message"])))
+        elif _unit_problem(ref, float(val[bounds[0]])):
+            errors.append("%s: gate %r %s %s" % (loc, key, bounds[0], _unit_problem(ref, float(val[bounds[0]]))))
         else:
             op = ">=" if bounds[0] == "min" else "<="
             thr = float(val[bounds[0]])
@@ -4450,6 +5221,9 @@ def parse_gates_string(text: str) -> Tuple[List[Gate], Dict[str, str]]:
         except ValueError:
             errors.append("--gates: threshold for %r must be a number, got %r" % (name, value))
             continue
+        if _unit_problem(ref, thr):
+            errors.append("--gates: threshold for %r %s" % (name, _unit_problem(ref, thr)))
+            continue
         if op == "=":
             op = ">=" if ref.metric.better == "higher" else "<="
         key, val = part.split("=", 1) if "=" in part else (part, "")
@@ -4836,12 +5610,19 @@ def read_qrels(path: str, errors: _Errors) -> Gold:
 _INF = float("inf")
 
 
+class RunRankings(dict):
+    """read_run's result: topic -> (scores, docnos); ``runid``: the tag of the run's last line
+    (trec_eval's runid)."""
+    runid = ""
+
+
 def read_run(path: str, errors: _Errors) -> Dict[str, Tuple[List[float], List[str]]]:
     """TREC run ``topic Q0 docno rank score tag [...]``; the rank column is ignored.  Each
     topic's (scores, docnos) in trec_eval's order: score descending, then docno descending.
     (A run has a million lines: one loop over blocks of lines, no generator per line.)"""
     entries: Dict[str, Dict[str, float]] = {}     # topic -> {docno: score}, in the run's order
     last = None
+    tag = ""
     for first, lines in _text_line_batches(path, errors):
         lineno = first - 1
         for line in lines:
@@ -4869,7 +5650,9 @@ def read_run(path: str, errors: _Errors) -> Dict[str, Tuple[List[float], List[st
                 errors.add("%s:%d: duplicate docno for topic %s, got %r" % (path, lineno, topic, doc))
                 continue
             docs[doc] = score
-    run: Dict[str, Tuple[List[float], List[str]]] = {}
+            tag = parts[5]
+    run = RunRankings()
+    run.runid = tag
     for topic, docs in entries.items():
         scores = list(docs.values())
         if all(map(float.__gt__, scores, scores[1:])):    # strictly descending: already in order
@@ -6338,13 +7121,22 @@ def _first_line(head: bytes) -> bytes:
     return head.lstrip(b"\xef\xbb\xbf").split(b"\n", 1)[0]
 
 
+def _score_eval_html(h: bytes) -> bool:
+    return h.startswith(b"<!DOCTYPE html>") and b'content="score_eval"' in h
+
+
 OUTPUT_KINDS = {
     # kind: (what it is, does the head of an existing file look like one?)
-    "report": ("a score_eval JSON report", lambda h: h.lstrip().startswith(b"{") and b'"schema": "score_eval/1"' in h),
+    # (a report's "schema" is a top-level key; mini_rag eval's report.json nests reports deeper)
+    "report": ("a score_eval JSON report", lambda h: h.lstrip().startswith(b"{") and b'\n  "schema": "score_eval/1"' in h),
     "items": ("a score_eval items JSONL file", lambda h: b'"qid"' in _first_line(h) and b'"flags"' in _first_line(h)),
-    "markdown": ("a score_eval Markdown report", lambda h: h.startswith(b"# score_eval report")
-                 or h.startswith(b"# mini_rag eval")),
-    "html": ("a score_eval HTML report", lambda h: h.startswith(b"<!DOCTYPE html>") and b'content="score_eval"' in h),
+    "markdown": ("a score_eval Markdown report", lambda h: h.startswith(b"# score_eval report")),
+    "html": ("a score_eval HTML report", _score_eval_html),
+    "report-html": ("a score_eval HTML report of one run", lambda h: _score_eval_html(h)
+                    and b"<title>score_eval report: " in h),
+    "merged-html": ("a page of merged score_eval HTML reports", lambda h: _score_eval_html(h)
+                    and b"<title>score_eval report</title>" in h),
+    "eval-markdown": ("a mini_rag eval Markdown report", lambda h: h.startswith(b"# mini_rag eval")),
     "junit": ("a JUnit XML report", lambda h: h.startswith(b"<?xml") and b"<testsuites" in h),
     "csv": ("a score_eval CSV file", lambda h: h.startswith(b"qid,category,") or h.startswith(b"metric,value,")),
     "manifest": ("an output-set manifest", lambda h: b'"schema": "output-set/1"' in h),
@@ -6355,6 +7147,29 @@ OUTPUT_KINDS = {
     "eval-report": ("a mini_rag eval report", lambda h: h.lstrip().startswith(b"{") and b'"datasets"' in h),
 }
 REGULAR_KINDS = ("index", "partial")
+#: The command that writes each kind, named when an output would replace another command's file.
+_WRITERS = {
+    "report": "score_eval.py --out", "items": "score_eval.py --items", "markdown": "score_eval.py --markdown",
+    "report-html": "score_eval.py --html", "junit": "score_eval.py --junit", "csv": "score_eval.py --csv",
+    "partial": "score_eval.py --partial", "merged-html": "score_eval.py merge-html (python -m mini_rag eval "
+    "writes its report.html with it)", "eval-report": "python -m mini_rag eval (make eval)",
+    "eval-markdown": "python -m mini_rag eval (make eval)", "manifest": "score_eval.py --manifest or "
+    "python -m mini_rag eval", "trace": "python -m mini_rag run", "perturb": "python -m mini_rag perturb",
+    "index": "python -m mini_rag index",
+}
+
+
+#: The output kinds in the order a file's head is tested against them: the most specific first.
+_SNIFF_ORDER = ("report", "items", "trace", "perturb", "partial", "index", "manifest", "eval-report",
+                "eval-markdown", "markdown", "merged-html", "report-html", "junit", "csv")
+
+
+def _written_by(head: bytes) -> Optional[str]:
+    """The kind of an existing file's head (most specific first), None when it is none of them."""
+    for kind in _SNIFF_ORDER:
+        if OUTPUT_KINDS[kind][1](head):
+            return kind
+    return None
 
 
 def _file_head(path: str, size: int = _SNIFF_BYTES) -> bytes:
@@ -6423,10 +7238,66 @@ def check_outputs(outputs, inputs, force: bool = False) -> None:
         except OSError as exc:
             raise ScoreError("%s %s: cannot read what it holds: %s" % (label, path, exc.strerror or exc)) from None
         if not OUTPUT_KINDS[kind][1](head):
+            found = _written_by(head)
+            hint = "'python -m mini_rag index --force'" if kind == "index" else "--force"
+            if found is not None:
+                raise ScoreError("%s %s: is %s, written by %s; refusing to replace another command's output "
+                                 "(it is not %s): choose another path, or %s to replace it"
+                                 % (label, path, OUTPUT_KINDS[found][0], _WRITERS[found], what, hint))
             raise ScoreError("%s %s: exists and is not %s (it starts %s); refusing to replace it: "
                              "choose another path, or %s to replace it"
-                             % (label, path, what, _show(head[:40].decode("utf-8", "replace"), 60),
-                                "'python -m mini_rag index --force'" if kind == "index" else "--force"))
+                             % (label, path, what, _show(head[:40].decode("utf-8", "replace"), 60), hint))
+
+
+SET_MANIFEST = "manifest.json"     # the name of an output set's manifest (make eval's runs/manifest.json)
+
+
+def check_output_sets(outputs, force: bool = False) -> None:
+    """An existing output listed in the ``manifest.json`` of its folder belongs to the output set
+    another command wrote (make eval's runs/: each file's sha256): replacing it would break
+    that set, so it is refused, naming both, unless ``force`` or that manifest is itself an
+    output of this command (it is rewritten)."""
+    if force:
+        return
+    own = {_identity(p) for _, p, _ in outputs if p and p != "-"}
+    listings: Dict[str, Optional[set]] = {}
+    for label, path, kind in outputs:
+        if not path or path == "-" or kind == "manifest" or not os.path.isfile(path):
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        manifest = os.path.join(folder, SET_MANIFEST)
+        if manifest not in listings:
+            listings[manifest] = None if _identity(manifest) in own else _set_listing(manifest)
+        listed = listings[manifest]
+        if listed and os.path.relpath(os.path.abspath(path), folder).replace(os.sep, "/") in listed:
+            shown = os.path.join(os.path.dirname(path), SET_MANIFEST)
+            raise ScoreError("%s %s: is listed in %s, the output set %s wrote (a sha256 per file); replacing "
+                             "it would break that set: choose another path (a folder of your own, e.g. "
+                             "runs/own/), or --force to replace it" % (label, path, shown, _set_writer(folder, listed)))
+
+
+def _set_listing(manifest: str) -> Optional[set]:
+    """The files an output-set manifest lists (None when it is absent, too big or not one)."""
+    try:
+        if not os.path.isfile(manifest) or os.path.getsize(manifest) > MAX_SMALL_FILE_BYTES:
+            return None
+        with open(manifest, "rb") as fh:
+            doc = json.loads(fh.read().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("schema") != "output-set/1" or not isinstance(doc.get("sha256"), dict):
+        return None
+    return set(doc["sha256"])
+
+
+def _set_writer(folder: str, listed: set) -> str:
+    """Who wrote a set: make eval's lists its combined report.json, a mini_rag eval report."""
+    try:
+        if "report.json" in listed and OUTPUT_KINDS["eval-report"][1](_file_head(os.path.join(folder, "report.json"))):
+            return _WRITERS["eval-report"]
+    except OSError:
+        pass
+    return "a score_eval.py --manifest run"
 
 
 def manifest_listable(outputs) -> None:
@@ -7116,10 +7987,10 @@ def render_junit(report: dict, items: Optional[List[dict]] = None) -> str:
     """JUnit XML: <testsuites> with one <testsuite> (the dataset) holding the block and monitor
     gates, and one ``<dataset>.warnings`` holding the warn gates, one <testcase> per gate.
 
-    A failed block gate is a <failure> in the dataset's suite; a failed warn gate is a
-    <failure type="warn"> in the warnings suite (test reporters show failures, they hide
-    skips; the run's verdict is the dataset suite's and the exit status).  Monitor gates pass
-    and carry their value as properties.  With ``items`` (--junit-items) a ``<dataset>.items``
+    A failed block gate is a <failure> in the dataset's suite.  A warn gate never fails a test
+    (issue 42: a run that exits 0 has failures="0"): it passes with its value, threshold and
+    ``passed`` as properties, and a failed one says so in a <system-out> line.  Monitor gates
+    pass and carry their value as properties.  With ``items`` (--junit-items) a ``<dataset>.items``
     suite has one testcase per item: an item is a <failure> only when one of its failure
     labels counts against a block gate that failed (``MODE_METRICS``); other failing items
     pass with their labels as properties."""
@@ -7137,10 +8008,11 @@ def render_junit(report: dict, items: Optional[List[dict]] = None) -> str:
         if not g["pass"] and g["tier"] == "block":
             fails[group] += 1
             body += '<failure message="%s" type="gate">%s</failure>' % (_x(note), _x(note))
-        elif not g["pass"] and g["tier"] == "warn":
-            fails[group] += 1
-            body += '<failure message="%s" type="warn">%s</failure>' % (
-                _x("warn gate failed (does not block): " + note), _x(note))
+        elif g["tier"] == "warn":
+            body = body.replace("</properties>", '<property name="passed" value="%s"/></properties>'
+                                % ("true" if g["pass"] else "false"))
+            if not g["pass"]:
+                body += "<system-out>%s</system-out>" % _x("warn gate failed (does not block): " + note)
         groups[group].append('    <testcase classname="%s" name="%s">%s</testcase>' % (
             _x("score_eval.%s.%s" % (ds, g["tier"])), _x(g["gate"]), body))
     cases = groups["main"]
@@ -7798,12 +8670,14 @@ def _partial_shape(doc: dict) -> Optional[str]:
 def merged_runs(paths: List[str], errors: "_Errors") -> dict:
     """The rankings of TREC shards (split by topic), read again from the run files their
     partials name, for trec_eval's measures (which the partials do not carry)."""
-    runs: dict = {}
+    runs = RunRankings()
     for p in paths:
         run_path = _read_partial(p)["args"].get("run")
         if not isinstance(run_path, str) or not run_path:
             raise ScoreError("%s: the partial names no run file" % p)
-        runs.update(read_run(run_path, errors))
+        part = read_run(run_path, errors)
+        runs.update(part)
+        runs.runid = part.runid or runs.runid
     if errors.count:
         raise ScoreError(errors.text())
     return runs
@@ -7951,9 +8825,15 @@ def _parse_ks(text: str) -> List[int]:
 def _trec_names(args, trec: bool) -> List[str]:
     """The trec_eval measures to compute (IR mode); the IR-only flags are refused otherwise."""
     if not trec:
-        if args.m or args.measures or args.format == "trec" or args.per_query or args.average != "all":
-            raise ScoreError("usage: -m, --measures, --format trec, -q and --average need --qrels and --run")
+        if args.m or args.measures or args.format == "trec" or args.per_query or args.average != "all" \
+                or args.complete or args.rel_level is not None or args.max_docs is not None:
+            raise ScoreError("usage: -m, --measures, --format trec, -q, -c, -l, -M and --average need --qrels and --run")
         return []
+    if args.complete and args.average != "all":
+        raise ScoreError("usage: -c (average over every qrels topic) contradicts --average %s" % args.average)
+    for flag, value in (("-l", args.rel_level), ("-M", args.max_docs)):
+        if value is not None and not 1 <= value <= 1 << 40:
+            raise ScoreError("%s: must be an integer from 1, got %d" % (flag, value))
     specs = _measure_specs(args.m, args.measures)
     return parse_trec_measures(specs or list(TREC_DEFAULT))
 
@@ -8013,6 +8893,23 @@ def _asked_needs(args, gates, regression, gates_file: Optional[str]) -> set:
         else:
             needs |= needs_for([parse_metric(name)])
     return needs
+
+
+def check_matched(args, gold, stats: dict, trec: bool) -> None:
+    """An empty trace (run), or one whose rows name no gold qid (qrels topic), is an input error
+    whatever the gates (issue 42): there is nothing to score, a verdict would be about nothing."""
+    n = len(gold)
+    if not n or stats["missing"] < n:
+        return
+    path, rows, key = (args.run, "lines", "qrels topic") if trec else (args.trace, "rows", "gold qid")
+    source = args.qrels if trec else args.gold
+    if not stats["rows"]:
+        raise ScoreError("%s: the %s is empty (0 %s): nothing to score against %s"
+                         % (path, "run" if trec else "trace", rows, source))
+    raise ScoreError("%s: no %s names a %s of %s (%d %s; theirs e.g. %s; the %s are e.g. %s): wrong file?"
+                     % (path, rows[:-1], key, source, stats["rows"], rows,
+                        ", ".join(_show(q, 40) for q in stats["unknown_ex"][:3]), key + "s",
+                        ", ".join(_show(q, 40) for q in gold.qids[:3])))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -8082,7 +8979,8 @@ def _add_trec_flags(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("-m", action="append", metavar="MEASURE",
                     help="with --qrels/--run: a trec_eval measure to compute, trec_eval's spelling "
                          "(map, Rprec, bpref, recip_rank, P.5,10, recall.10, ndcg_cut.10, success.1, num_ret, "
-                         "num_rel, num_rel_ret; P alone = its default cutoffs); repeatable")
+                         "utility.2,-1,0,0, ndcg.1=3,2=9 ...; P alone = its default cutoffs; official, all_trec, "
+                         "set: trec_eval's sets; the list is below); repeatable")
     ap.add_argument("--measures", metavar="M1,M2",
                     help="the same as several -m, comma-separated: map,ndcg_cut.10,P.5")
     ap.add_argument("--average", choices=("all", "judged"), default="all",
@@ -8096,6 +8994,16 @@ def _add_trec_flags(ap: argparse.ArgumentParser) -> None:
                          "derived from it without --gold; JSON report (also detected, with a note)")
     ap.add_argument("-q", dest="per_query", action="store_true",
                     help="with --format trec: one line per topic and measure before the 'all' lines (trec_eval -q)")
+    ap.add_argument("-c", dest="complete", action="store_true",
+                    help="with --qrels/--run: trec_eval -c, average over every qrels topic, a topic the run "
+                         "forgot scoring 0 (this tool's default, --average all; accepted for trec_eval's "
+                         "command lines)")
+    ap.add_argument("-l", dest="rel_level", type=int, metavar="N",
+                    help="with --qrels/--run: trec_eval -l, the least qrels level that is relevant for the "
+                         "trec_eval measures (default 1; their nDCG gains stay the levels)")
+    ap.add_argument("-M", dest="max_docs", type=int, metavar="N",
+                    help="with --qrels/--run: trec_eval -M, the trec_eval measures read the first N documents "
+                         "of each topic (in trec_eval's order) and drop the rest")
 
 
 def _add_input_limit_flags(ap: argparse.ArgumentParser) -> None:
@@ -8109,7 +9017,7 @@ def _add_input_limit_flags(ap: argparse.ArgumentParser) -> None:
                     help="longest input line accepted, in bytes (default %d = 16 MiB)" % MAX_LINE_BYTES)
 
 
-_RUN_OUTPUTS = (("out", "report"), ("markdown", "markdown"), ("items", "items"), ("html", "html"),
+_RUN_OUTPUTS = (("out", "report"), ("markdown", "markdown"), ("items", "items"), ("html", "report-html"),
                 ("junit", "junit"), ("csv", "csv"), ("metrics_csv", "csv"), ("partial", "partial"),
                 ("manifest", "manifest"))
 _RUN_INPUTS = ("gold", "trace", "qrels", "run", "chunks", "baseline", "gates_file")
@@ -8127,6 +9035,7 @@ def check_run_outputs(args) -> None:
     inputs += [("partial", p) for p in getattr(args, "merge", None) or []]
     outputs = [(_flag(a), getattr(args, a, None), kind) for a, kind in _RUN_OUTPUTS]
     check_outputs(outputs, inputs, getattr(args, "force", False))
+    check_output_sets(outputs, getattr(args, "force", False))      # e.g. make eval's runs/ (issue 42)
     if getattr(args, "manifest", None):
         manifest_listable([(label, path) for label, path, kind in outputs if kind != "manifest"])
 
@@ -8238,7 +9147,7 @@ def _grounding_rules(rules: Rules, gates, regression: Optional[Regression]) -> R
     return rules
 
 
-def _cutoffs(ks: List[int], trec: bool, gates, regression: Optional[Regression]) -> List[int]:
+def _run_cutoffs(ks: List[int], trec: bool, gates, regression: Optional[Regression]) -> List[int]:
     """--k's cutoffs (the first stays the seed's k), the scorecard's (SCORECARD_K) and those the
     gates name, the added ones sorted."""
     if not trec and SCORECARD_K not in ks:
@@ -8272,7 +9181,7 @@ def configure(args) -> RunSetup:
         if not args.refusal.strip():
             raise ScoreError("--refusal: must be a non-empty string, got %r" % args.refusal)
         refusal = args.refusal
-    ks = _cutoffs(ks, trec, gates, regression)
+    ks = _run_cutoffs(ks, trec, gates, regression)
     needs = _asked_needs(args, gates, regression, gates_file)
     return RunSetup(trec, ks, trec_names, gates, shown, gates_source, refusal, regression, rules,
                     weights, weight_warnings, needs)
@@ -8435,7 +9344,7 @@ def _write_run_outputs(args, report: dict, item_flags: Dict[str, str], scorer: S
     if args.markdown:
         atomic_write(args.markdown, render_markdown(report, _worst(scorer, trec)))
     if args.format == "trec":
-        text = render_trec(trec_result[0], trec_result[1], args.per_query, num_q=not (args.m or args.measures))
+        text = render_trec(trec_result[0], trec_result[1], args.per_query)
     write_reports(args, report, scorer, trec, stages)
     outputs = (args.out, args.items, args.markdown, args.html, args.junit, args.csv, args.metrics_csv)
     if args.manifest:
@@ -8463,6 +9372,7 @@ def run(args, scorer_class: type = Scorer) -> int:
     gold, scorer, stats, runs = _read_and_judge(args, setup, errors, notes, scorer_class)
     if getattr(args, "partial", None):        # a shard run writes its verdicts, no report
         return write_partial(args, gold, scorer, stats, notes)
+    check_matched(args, gold, stats, trec)
     baseline = load_baseline(args.baseline) if args.baseline else None
     # 3. aggregate
     n = len(gold)
@@ -8471,7 +9381,8 @@ def run(args, scorer_class: type = Scorer) -> int:
     if trec:
         if getattr(args, "merge", None):      # trec_eval's measures read the rankings again
             runs = merged_runs(args.merge, errors)
-        trec_per, trec_all = trec_evaluate(gold, runs, setup.trec_names, args.average)
+        trec_per, trec_all = trec_evaluate(gold, runs, setup.trec_names, args.average, args.rel_level or 1,
+                                           args.max_docs)
         metrics.update(trec_metric_entries(trec_per, trec_all))
     categories = _category_metrics(gold, scorer, trec)
     by_flags = Counter(scorer.flags)      # verdicts depend on flags only: count each distinct value once

@@ -91,7 +91,7 @@ def commands(data_dirs):
     return out
 
 
-SHARED = ROOT.parent / "shared" / "data"
+SHARED = Path(os.environ.get("MINI_RAG_DATA") or ROOT.parent / "shared" / "data")   # MINI_RAG_DATA: elsewhere
 LLM_GATES = """[scorer]
 grounding = "sentences"
 

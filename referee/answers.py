@@ -4,9 +4,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from typing import Dict, NamedTuple
+from typing import NamedTuple
 
-from .base import STOPWORDS
+from .lexicon import (STOPWORDS, UNITS, _ARTICLES, _MONTHS, _MONTH_NAMES, _MONTH_SET, _ONES, _ORDINALS,
+    _SCALES, _SUFFIXES, _TENS)
 
 # ---- reading 3: answer normalisation
 # A response is matched against short gold answers (gold ``gold_answers``) after both sides go
@@ -29,37 +30,11 @@ ANSWER_PART = 0.5          # fitted: a >= ANSWER_PART_MIN-word gold matches with
 ANSWER_PART_MIN = 3        # ... (and its last key word); fewer words must all be present
 MAX_ANSWER_CHARS = 20000   # limit: characters of a response (and of a gold answer) that are matched
 
-_ONES = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen".split())}
-_TENS = {w: 10 * (i + 2) for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())}
-_SCALES = {"hundred": 100, "thousand": 1000, "million": 10 ** 6, "billion": 10 ** 9, "trillion": 10 ** 12}
-_ORDINALS = {w: str(i + 1) for i, w in enumerate(
-    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth".split())}
-_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
-                "october", "november", "december")
-_MONTHS = dict({m[:3]: m for m in _MONTH_NAMES}, sept="september")
-_MONTH_SET = frozenset(_MONTH_NAMES)
-_UNITS: Dict[str, str] = {}
-for _canon, _spellings in (("km", "km kms kilometre kilometres kilometer kilometers"),
-                       ("m", "metre metres meter meters"), ("cm", "cm centimetre centimetres centimeter centimeters"),
-                       ("mm", "mm millimetre millimetres millimeter millimeters"),
-                       ("kg", "kg kgs kilogram kilograms kilogramme kilogrammes"), ("g", "gram grams gramme grammes"),
-                       ("pound", "lb lbs pound pounds £ gbp"), ("mile", "mi mile miles"), ("ft", "ft foot feet"),
-                       ("percent", "% percent percentage pct"), ("dollar", "$ usd dollar dollars"),
-                       ("euro", "€ eur euro euros"), ("degree", "° degree degrees"), ("celsius", "celsius centigrade"),
-                       ("fahrenheit", "fahrenheit"), ("mph", "mph"), ("kmh", "kmh kph"),
-                       ("hour", "hr hrs hour hours"), ("minute", "min mins minute minutes"), ("year", "yr yrs year years")):
-    for _w in _spellings.split():
-        _UNITS[_w] = _canon
-del _canon, _spellings, _w
-_ARTICLES = frozenset(("a", "an", "the"))
 _GLUE_RX = re.compile(r"(?<=[a-z])(?=[A-Z][a-z])|(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[^\W\d_]{2})")
 _ISO_RX = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
 _POSS_RX = re.compile(r"['\u2019]s\b")
 _ANS_TOKEN_RX = re.compile(r"\d+(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|[^\W\d_]+|[%$€£°]")
 _PAREN_RX = re.compile(r"\([^()]*\)")
-_SUFFIXES = frozenset(("st", "nd", "rd", "th"))
 
 
 def _fold_accents(text: str) -> str:
@@ -164,8 +139,8 @@ def answer_tokens(text: str, norms: frozenset = _ALL_NORMS) -> List[str]:
             continue
         if dates and w in _MONTHS:
             w = _MONTHS[w]
-        if units and w in _UNITS:
-            w = _UNITS[w]
+        if units and w in UNITS:
+            w = UNITS[w]
         elif stems:
             w = _light_stem(w)
         out.append(w)

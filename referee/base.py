@@ -39,20 +39,6 @@ _LIMITS = {"line_bytes": MAX_LINE_BYTES, "input_bytes": MAX_INPUT_BYTES,
            "input_lines": MAX_INPUT_LINES, "stdin_lines": MAX_STDIN_LINES}   # this run's values (from the options)
 _GROUNDING = {"mode": "strict"}            # this run's [scorer] grounding (the failure label follows it)
 
-# Words that carry no claim of their own; everything else of >= 3 letters in a shipped claim
-# must occur in a cited chunk.  Negations (no, not, never) are deliberately NOT here: a claim
-# that adds "not" to its source says the opposite of it.
-STOPWORDS = frozenset("""
-a about above after again against all also am an and any are as at be because been before
-being below between both but by can could did do does doing down during each either else
-for from further had has have having he her here hers him his how i if in into is it its
-itself just let may me might more most must my nor of off on once only or other ought our
-ours out over own per same shall she should so some such than that the their theirs them
-then there these they this those through thus to too under until up upon us very via was
-we were what when where whether which while who whom whose why will with within without
-would yet you your yours
-""".split())
-
 _TOKEN_RX = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+")
 # _TOKEN_RX on a lower-cased ASCII text without the regex engine (tokens, unsupported_tokens):
 # its words are the runs of a-z (every other byte to a space), its numbers are in the runs of

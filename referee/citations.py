@@ -4,6 +4,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from .lexicon import CITATION_PATTERNS, _CITE_NEEDS, _CITE_NUM
+
 # ---- reading 1: citations in the text
 #
 # An LLM names its sources in its prose: inline markers ("[1]", "[1, 3]", "[doc#p3]",
@@ -31,25 +33,11 @@ from typing import NamedTuple
 # retrieved chunks.  Anything else that is a marker (an id-like "x#y" that names no chunk,
 # "[7]" with five retrieved) resolves to nothing: a bad marker (F_BADMARK).
 
-CITATION_PATTERNS = (
-    r"\^?\[\^?(?P<ref>[^\[\]\n]{1,200})\]",                     # [1] [1, 3] [1-3] [1][2] [doc#p3] ^[1] [^1]
-    "\u3010(?P<cite>[^\u3010\u3011\\n]{1,200})\u3011",           # 【1†source】
-    r"<sup>(?P<ref>[^<>\n]{1,100})</sup>",                        # <sup>1</sup> <sup>[1]</sup>
-    r"\((?:sources?|references?|refs?|citations?|cited)[ \t]*:[ \t]*(?P<cite>[^()\n]{1,200})\)",   # (Source: X)
-    r"\((?P<ref>(?:sources?|docs?|documents?|passages?|chunks?|contexts?)[ \t]{0,8}(?:#[ \t]{0,8})?\d[^()\n]{0,100})\)",  # (Source 2)
-    r"\((?P<doc>[^()\n,]{1,120}),[ \t]*(?:(?P<abbr>pp?\.?|pg\.?)|pages?)[ \t]*(?P<page>\d{1,5})(?:[ \t]*[-\u2013][ \t]*\d{1,5})?\)",  # (X, p. 3)
-    r"\((?P<ids>[^()\n]{1,200})\)",                              # (doc#p3) (doc#p3, doc#p5)
-    r"(?m)(?:^|(?<=[.!?])[ \t]+)[ \t>*_#]{0,8}(?P<sources>sources?|references?|citations?|works cited)"
-    r"(?:[ \t]+used)?[ \t*_]{0,4}(?::|$)",                       # Sources: / References: list
-)
 _CITE_TRIGGER = re.compile("[\\[(\u3010<:\\n]")    # no such character: the built-in patterns find nothing
 _CITE_TRIGGER_CHARS = "[(\u3010<:\n"      # the same characters, looked for without the regex engine (Scorer.read)
-_CITE_NEEDS = ("[", "\u3010", "<", "(", "(", "(", "(", ":\n")   # per built-in pattern: one of these characters
 _CITE_GROUPS = ("ref", "ids", "cite", "doc", "page", "abbr", "sources")
 _CITE_SPLIT = re.compile(r"([,;&]|\band\b)")
 MAX_ID_JOIN = 8              # an id read whole may hold up to 8 of the separators above ("billing-and-invoicing#p8")
-_CITE_NUM = re.compile(r"(?:(?:sources?|docs?|documents?|passages?|chunks?|contexts?|refs?|references?|citations?)"
-                       r"[ \t]*#?[ \t]*)?([1-9]\d{0,2})(?:[ \t]*[-\u2013\u2014][ \t]*([1-9]\d{0,2}))?", re.I)
 _CITE_ITEM_NUM = re.compile(r"([1-9]\d{0,2})[.)](?:\s|$)")       # "1. Title", "2) Title"
 _CITE_BRACKET_NUM = re.compile(r"\[\^?([1-9]\d{0,2})\]")
 MAX_CITE_RANGE = 20          # "[1-20]" is read; a wider range is a bad marker

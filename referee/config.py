@@ -8,9 +8,10 @@ import re
 from typing import Dict, NamedTuple
 
 from .base import MAX_SMALL_FILE_BYTES, REFUSAL, ScoreError, TIERS
-from .registry import F_CUTOFF, F_PROSE, _PAIRED
+from .registry import F_CUTOFF, F_PROSE, REGISTRY, _PAIRED
 from .fmt import _fmt_num
 from .retrieval import MetricRef
+from .trec import _trec_family
 from .tomlsub import _parse_toml_lines
 from .inputs import _show, open_input
 from .citations import citation_pattern_problem
@@ -43,6 +44,29 @@ _RESERVED = ("scorer", "regression", "weights", "policy")
 
 def _num(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+#: Means whose values lie in [0, 1], as the rates' do.
+_UNIT_MEANS = frozenset(("faithfulness", "P@K", "R@K", "RR", "RR@K", "nDCG@K", "answer_relevance",
+                         "context_relevance", "answer_f1"))
+
+
+def unit_interval(ref: MetricRef) -> bool:
+    """Whether the gated metric's values lie in [0, 1] (a rate, a [0, 1] mean, a trec_eval measure
+    other than the num_* counts and utility): a threshold outside it is a typo (issue 42)."""
+    m = ref.metric
+    if m in REGISTRY:
+        return m.kind == "rate" or m.name in _UNIT_MEANS
+    family = _trec_family(m.name)[0]
+    return not family.startswith("num_") and family != "utility"
+
+
+def _unit_problem(ref: MetricRef, thr: float) -> str:
+    """'' when ``thr`` may bound ``ref``, else why not."""
+    if 0.0 <= thr <= 1.0 or not unit_interval(ref):
+        return ""
+    return "must be from 0 to 1 (%s is %s), got %s" % (
+        ref.metric.name, "a rate" if ref.metric.kind == "rate" else "a value from 0 to 1", _fmt_num(thr))
 
 
 _GATES_DOCS: Dict[tuple, tuple] = {}
@@ -138,6 +162,8 @@ def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate],
             errors.append("%s: gate %r %s must be a number, got %s" % (loc, key, bounds[0], _show(val[bounds[0]])))
         elif "message" in val and not isinstance(val["message"], str):
             errors.append("%s: gate %r message must be a string, got %s" % (loc, key, _show(val["message"])))
+        elif _unit_problem(ref, float(val[bounds[0]])):
+            errors.append("%s: gate %r %s %s" % (loc, key, bounds[0], _unit_problem(ref, float(val[bounds[0]]))))
         else:
             op = ">=" if bounds[0] == "min" else "<="
             thr = float(val[bounds[0]])
@@ -664,6 +690,9 @@ def parse_gates_string(text: str) -> Tuple[List[Gate], Dict[str, str]]:
                 raise ValueError
         except ValueError:
             errors.append("--gates: threshold for %r must be a number, got %r" % (name, value))
+            continue
+        if _unit_problem(ref, thr):
+            errors.append("--gates: threshold for %r %s" % (name, _unit_problem(ref, thr)))
             continue
         if op == "=":
             op = ">=" if ref.metric.better == "higher" else "<="

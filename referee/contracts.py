@@ -375,12 +375,19 @@ def read_qrels(path: str, errors: _Errors) -> Gold:
 _INF = float("inf")
 
 
+class RunRankings(dict):
+    """read_run's result: topic -> (scores, docnos); ``runid``: the tag of the run's last line
+    (trec_eval's runid)."""
+    runid = ""
+
+
 def read_run(path: str, errors: _Errors) -> Dict[str, Tuple[List[float], List[str]]]:
     """TREC run ``topic Q0 docno rank score tag [...]``; the rank column is ignored.  Each
     topic's (scores, docnos) in trec_eval's order: score descending, then docno descending.
     (A run has a million lines: one loop over blocks of lines, no generator per line.)"""
     entries: Dict[str, Dict[str, float]] = {}     # topic -> {docno: score}, in the run's order
     last = None
+    tag = ""
     for first, lines in _text_line_batches(path, errors):
         lineno = first - 1
         for line in lines:
@@ -408,7 +415,9 @@ def read_run(path: str, errors: _Errors) -> Dict[str, Tuple[List[float], List[st
                 errors.add("%s:%d: duplicate docno for topic %s, got %r" % (path, lineno, topic, doc))
                 continue
             docs[doc] = score
-    run: Dict[str, Tuple[List[float], List[str]]] = {}
+            tag = parts[5]
+    run = RunRankings()
+    run.runid = tag
     for topic, docs in entries.items():
         scores = list(docs.values())
         if all(map(float.__gt__, scores, scores[1:])):    # strictly descending: already in order

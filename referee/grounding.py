@@ -6,7 +6,8 @@ import re
 import unicodedata
 from typing import Dict, NamedTuple, Tuple
 
-from .base import STOPWORDS
+from .lexicon import (INTRO_WORDS, META_WORDS, MONTH_NUMBERS, STOPWORDS, UNITS, _CLOCK, _G_CLAUSE_RX,
+    _LEADIN_RX, _META_SENT_RX, _MODAL, _NEG, _NUM_RX, _NUM_WORDS, _SCALE)
 from .fmt import _fmt_num
 from .text import split_sentences
 from .citations import read_citations
@@ -34,55 +35,12 @@ from .answers import _ISO_RX
 GROUNDING_MODES = ("strict", "sentences")
 MAX_GROUND_SENTENCES = 200      # sentences checked per answer (the rest are not read)
 MAX_GROUND_CHARS = 100_000      # characters of one answer, and of one chunk, that grounding reads
+# Meta words and lead-ins, number / month / unit words, negation and modal words: lexicon.py.
 
 # Fitted by `make fit-grounding` (bench/fit_grounding.py; copied from bench/grounding_fit.json).
 GROUNDING_MODEL = {"bias": -0.077089, "share_cut": 0.7, "threshold": 0.455,
                    "weights": [-0.945472, 0.164798, -0.852188, -0.865722, 0.035412, 0.653727, 0.003054]}
 
-# Words about the sources or the answer (not claims about the world): never required.
-META_WORDS = frozenset("""
-passage passages text texts article articles context contexts document documents source sources
-excerpt excerpts snippet snippets summary summarize summarise summarizes summarises summarized summarised
-information info provided provide provides providing given mention mentions mentioned mentioning
-discuss discusses discussed discussing state states stated stating says said say according based
-describe describes described describing detail details detailed highlight highlights highlighted
-note notes noted noting indicate indicates indicated indicating report reports reported reporting
-suggest suggests suggested explain explains explained answer answers question questions therefore
-overall additionally also however furthermore moreover specifically specific regarding available
-retrieved refer refers referenced reference references cite cites cited writes wrote written
-""".split())
-# ... and, in a sentence that ends in a colon (it introduces a list or a summary), these too
-INTRO_WORDS = frozenset("""
-here concise brief short core key main important following below pieces piece points point topics topic
-aspects aspect parts part unrelated separate distinct different two three several overview breakdown
-extract extracted would were
-""".split())
-_LEADIN_RX = re.compile(
-    r"^ ?(?:(?:in summary|to summarize|to summarise|in conclusion|overall|in short|additionally|also|"
-    r"furthermore|moreover|however|therefore|thus|so|yes|no|sure|certainly|of course), )*"
-    r"(?:(?:based (?:on|upon)|according to|as (?:stated|mentioned|described|noted|shown|indicated) in|"
-    r"from|per|in|given) (?:the |these |this |those |my )?(?:provided |given |available |retrieved |above |"
-    r"following |information in the |information (?:provided |given )?(?:in|from) the )?"
-    r"(?:passages?|context|contexts|documents?|sources?|texts?|excerpts?|articles?|information|snippets?|"
-    r"search results?|results?)(?: provided| given| above| available| retrieved)? ?[,:]? ?)?"
-    r"(?:(?:the |this |these )?(?:passages?|context|documents?|sources?|texts?|excerpts?|articles?|summary)"
-    r"(?: provided| given| above)? (?:also )?(?:says?|states?|mentions?|notes?|explains?|indicates?|"
-    r"suggests?|describes?|reports?|shows?|highlights?|discusses?|provides? information (?:about|on)|"
-    r"is about|talks about|tells us)(?: that)? ?[,:]? ?)?", re.IGNORECASE)
-_META_SENT_RX = re.compile(
-    r"\b(?:passages?|context|documents?|sources?|texts?|excerpts?|articles?|information)\b"
-    r"(?: provided| given| available| retrieved| above)? (?:does|do|did) (?:not|n[\x27\u2019]t) "
-    r"(?:mention|say|state|specify|include|contain|provide|discuss|address|cover|give|describe|indicate|"
-    r"explain|answer)|\bno (?:information|mention|details?) (?:is |was |are )?(?:given |provided |available )?"
-    r"(?:about|on|of|regarding|in)\b|\bi hope (?:this|that) helps\b|\blet me know\b|\bfeel free to\b|"
-    r"\bi (?:could not|couldn[\x27\u2019]t|cannot|can[\x27\u2019]t|can not|was unable to|am unable to|"
-    r"do not|don[\x27\u2019]t) (?:find|see|locate|determine|answer|tell|confirm|say|know|provide)\b|"
-    r"\b(?:cannot|can[\x27\u2019]t|can not) be (?:determined|answered|found|confirmed)\b|"
-    r"\b(?:is|are) not (?:mentioned|specified|stated|provided|given|included|discussed) in\b|"
-    r"\bhere(?: is|[\x27\u2019]s| are) (?:a |an |the |my )?(?:[a-z]+ )?(?:[a-z]+ )?(?:summary|summaries|answer|"
-    r"overview|key points?|main points?|breakdown|response)\b", re.IGNORECASE)
-# contrastive connectors: a declining clause before or after one is set aside, the rest checked
-_G_CLAUSE_RX = re.compile(r",? ?\b(?:but|however|although|though|yet|whereas)\b,? ?|; ?", re.IGNORECASE)
 _ENUM_RX = re.compile(r"^\(?\d{1,2}[.)] ")          # a list number that opens a sentence
 _LISTNUM_RX = re.compile(r"(?m)^[ \t]{0,8}(?:[-*\u2022]|\(?\d{1,2}[.)]|\(?[a-z][.)])[ \t]{1,8}")
 
@@ -93,42 +51,8 @@ def claim_without_markers(text: str) -> str:
     return read_citations(text, ()).claim
 
 
-_NUM_WORDS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen twenty".split())}
-_NUM_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
-                   "ninety": 90, "hundred": 100, "thousand": 1000, "dozen": 12,
-                   "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
-                   "eighth": 8, "ninth": 9, "tenth": 10, "half": 0.5, "twice": 2, "double": 2})
-_SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9,
-          "b": 1e9, "trillion": 1e12, "tn": 1e12}
-_G_MONTHS = {m: i + 1 for i, m in enumerate("january february march april may june july august september "
-                                             "october november december".split())}
-_G_MONTHS.update({m[:3]: i for m, i in list(_G_MONTHS.items())})
-_G_MONTHS["sept"] = 9
-_G_UNITS = {"$": "usd", "usd": "usd", "dollar": "usd", "dollars": "usd", "\u00a3": "gbp", "gbp": "gbp",
-          "pound": "gbp", "pounds": "gbp", "\u20ac": "eur", "eur": "eur", "euro": "eur", "euros": "eur",
-          "\u00a5": "jpy", "yen": "jpy", "%": "percent", "percent": "percent", "per cent": "percent",
-          "km": "km", "kilometre": "km", "kilometres": "km", "kilometer": "km", "kilometers": "km",
-          "mi": "mile", "mile": "mile", "miles": "mile", "kg": "kg", "kilogram": "kg", "kilograms": "kg",
-          "lb": "lb", "lbs": "lb", "m2": "m2", "ft": "ft", "feet": "ft", "foot": "ft", "cm": "cm", "mm": "mm",
-          "hour": "hour", "hours": "hour", "hr": "hour", "hrs": "hour", "minute": "minute", "minutes": "minute",
-          "min": "minute", "day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month",
-          "months": "month", "year": "year", "years": "year", "yr": "year", "yrs": "year"}
-_NUM_RX = re.compile(
-    r"(?P<cur>[$\u00a3\u20ac\u00a5])?\s?(?P<num>\d{1,3}(?:,\d\d\d)+(?:\.\d+)?|\d+(?:\.\d+)?)"
-    r"(?:\s?(?P<pct>%|percent\b|per cent\b))?(?:\s?(?P<scale>thousand|million|billion|trillion|bn|mn|tn|k|m|b)\b)?",
-    re.IGNORECASE)
 _TIME_RX = re.compile(r"\b(\d{1,2}):(\d{2})\b")
-_CLOCK = frozenset(("am", "pm", "a.m", "p.m", "gmt", "utc", "bst", "est", "pst", "cet"))
 _WORD_RX = re.compile(r"[^\W\d_]+(?:[\x27\u2019-][^\W\d_]+)*")
-_NEG = frozenset("not no never none nothing nobody neither nor without cannot n't isn't aren't wasn't weren't "
-                 "don't doesn't didn't won't wouldn't can't couldn't shouldn't hasn't haven't hadn't".split())
-_MODAL = {"must": "must", "shall": "must", "required": "must", "require": "must", "requires": "must",
-          "requiring": "must", "mandatory": "must", "obliged": "must", "obligatory": "must",
-          "may": "may", "might": "may", "could": "may", "possibly": "may", "possible": "may", "perhaps": "may",
-          "maybe": "may", "potential": "may", "potentially": "may", "likely": "may", "probably": "may",
-          "optional": "may", "should": "should", "recommended": "should"}
 
 
 _FOLDS: Dict[str, str] = {}
@@ -207,7 +131,7 @@ def number_values(text: str) -> List[Tuple[str, float, int, str]]:
             continue
         unit = ""
         if m.group("cur"):
-            unit = _G_UNITS[m.group("cur")]
+            unit = UNITS[m.group("cur")]
         elif m.group("pct"):
             unit = "percent"
         scale = (m.group("scale") or "").lower()
@@ -364,7 +288,7 @@ def grounding_features(text: str, cs: _Chunkset) -> Tuple[List[float], List[str]
     missing: List[str] = []
     why: List[str] = []
     for raw, value, sig, unit in number_values(text):
-        if unit == "month" and any(cs.words.__contains__(m) for m, v in _G_MONTHS.items() if v == value):
+        if unit == "month" and any(cs.words.__contains__(m) for m, v in MONTH_NUMBERS.items() if v == value):
             continue                               # 2021-03-05 and "March 5, 2021"
         if not _number_supported(value, sig, cs.numbers) and raw not in missing:
             missing.append(raw)
@@ -388,12 +312,12 @@ def grounding_features(text: str, cs: _Chunkset) -> Tuple[List[float], List[str]
         ok = f in cs.words or low in cs.words or (low in _NUM_WORDS and _num_key(float(_NUM_WORDS[low])) in cs.words)
         if not ok and "-" in low:
             ok = all(fold_word(p) in cs.words or p in cs.words for p in low.split("-") if p)
-        if not ok and f in _G_MONTHS:
-            ok = any(m in cs.words for m, v in _G_MONTHS.items() if v == _G_MONTHS[f])
+        if not ok and f in MONTH_NUMBERS:
+            ok = any(m in cs.words for m, v in MONTH_NUMBERS.items() if v == MONTH_NUMBERS[f])
         content.append(f)
         if not ok:
             unsup.append(tok)
-            if tok[0].isupper() and not initial and low not in _G_MONTHS or (len(tok) > 1 and tok.isupper()):
+            if tok[0].isupper() and not initial and low not in MONTH_NUMBERS or (len(tok) > 1 and tok.isupper()):
                 missing.append(tok)
     n = len(content)
     fs = frozenset(content)

@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 
-from .base import ScoreError, TMP_SUFFIX
+from .base import MAX_SMALL_FILE_BYTES, ScoreError, TMP_SUFFIX
 from .fmt import _fmt_num
 from .inputs import _file_kind, _show
 
@@ -30,13 +30,22 @@ def _first_line(head: bytes) -> bytes:
     return head.lstrip(b"\xef\xbb\xbf").split(b"\n", 1)[0]
 
 
+def _score_eval_html(h: bytes) -> bool:
+    return h.startswith(b"<!DOCTYPE html>") and b'content="score_eval"' in h
+
+
 OUTPUT_KINDS = {
     # kind: (what it is, does the head of an existing file look like one?)
-    "report": ("a score_eval JSON report", lambda h: h.lstrip().startswith(b"{") and b'"schema": "score_eval/1"' in h),
+    # (a report's "schema" is a top-level key; mini_rag eval's report.json nests reports deeper)
+    "report": ("a score_eval JSON report", lambda h: h.lstrip().startswith(b"{") and b'\n  "schema": "score_eval/1"' in h),
     "items": ("a score_eval items JSONL file", lambda h: b'"qid"' in _first_line(h) and b'"flags"' in _first_line(h)),
-    "markdown": ("a score_eval Markdown report", lambda h: h.startswith(b"# score_eval report")
-                 or h.startswith(b"# mini_rag eval")),
-    "html": ("a score_eval HTML report", lambda h: h.startswith(b"<!DOCTYPE html>") and b'content="score_eval"' in h),
+    "markdown": ("a score_eval Markdown report", lambda h: h.startswith(b"# score_eval report")),
+    "html": ("a score_eval HTML report", _score_eval_html),
+    "report-html": ("a score_eval HTML report of one run", lambda h: _score_eval_html(h)
+                    and b"<title>score_eval report: " in h),
+    "merged-html": ("a page of merged score_eval HTML reports", lambda h: _score_eval_html(h)
+                    and b"<title>score_eval report</title>" in h),
+    "eval-markdown": ("a mini_rag eval Markdown report", lambda h: h.startswith(b"# mini_rag eval")),
     "junit": ("a JUnit XML report", lambda h: h.startswith(b"<?xml") and b"<testsuites" in h),
     "csv": ("a score_eval CSV file", lambda h: h.startswith(b"qid,category,") or h.startswith(b"metric,value,")),
     "manifest": ("an output-set manifest", lambda h: b'"schema": "output-set/1"' in h),
@@ -47,6 +56,29 @@ OUTPUT_KINDS = {
     "eval-report": ("a mini_rag eval report", lambda h: h.lstrip().startswith(b"{") and b'"datasets"' in h),
 }
 REGULAR_KINDS = ("index", "partial")
+#: The command that writes each kind, named when an output would replace another command's file.
+_WRITERS = {
+    "report": "score_eval.py --out", "items": "score_eval.py --items", "markdown": "score_eval.py --markdown",
+    "report-html": "score_eval.py --html", "junit": "score_eval.py --junit", "csv": "score_eval.py --csv",
+    "partial": "score_eval.py --partial", "merged-html": "score_eval.py merge-html (python -m mini_rag eval "
+    "writes its report.html with it)", "eval-report": "python -m mini_rag eval (make eval)",
+    "eval-markdown": "python -m mini_rag eval (make eval)", "manifest": "score_eval.py --manifest or "
+    "python -m mini_rag eval", "trace": "python -m mini_rag run", "perturb": "python -m mini_rag perturb",
+    "index": "python -m mini_rag index",
+}
+
+
+#: The output kinds in the order a file's head is tested against them: the most specific first.
+_SNIFF_ORDER = ("report", "items", "trace", "perturb", "partial", "index", "manifest", "eval-report",
+                "eval-markdown", "markdown", "merged-html", "report-html", "junit", "csv")
+
+
+def _written_by(head: bytes) -> Optional[str]:
+    """The kind of an existing file's head (most specific first), None when it is none of them."""
+    for kind in _SNIFF_ORDER:
+        if OUTPUT_KINDS[kind][1](head):
+            return kind
+    return None
 
 
 def _file_head(path: str, size: int = _SNIFF_BYTES) -> bytes:
@@ -115,10 +147,66 @@ def check_outputs(outputs, inputs, force: bool = False) -> None:
         except OSError as exc:
             raise ScoreError("%s %s: cannot read what it holds: %s" % (label, path, exc.strerror or exc)) from None
         if not OUTPUT_KINDS[kind][1](head):
+            found = _written_by(head)
+            hint = "'python -m mini_rag index --force'" if kind == "index" else "--force"
+            if found is not None:
+                raise ScoreError("%s %s: is %s, written by %s; refusing to replace another command's output "
+                                 "(it is not %s): choose another path, or %s to replace it"
+                                 % (label, path, OUTPUT_KINDS[found][0], _WRITERS[found], what, hint))
             raise ScoreError("%s %s: exists and is not %s (it starts %s); refusing to replace it: "
                              "choose another path, or %s to replace it"
-                             % (label, path, what, _show(head[:40].decode("utf-8", "replace"), 60),
-                                "'python -m mini_rag index --force'" if kind == "index" else "--force"))
+                             % (label, path, what, _show(head[:40].decode("utf-8", "replace"), 60), hint))
+
+
+SET_MANIFEST = "manifest.json"     # the name of an output set's manifest (make eval's runs/manifest.json)
+
+
+def check_output_sets(outputs, force: bool = False) -> None:
+    """An existing output listed in the ``manifest.json`` of its folder belongs to the output set
+    another command wrote (make eval's runs/: each file's sha256): replacing it would break
+    that set, so it is refused, naming both, unless ``force`` or that manifest is itself an
+    output of this command (it is rewritten)."""
+    if force:
+        return
+    own = {_identity(p) for _, p, _ in outputs if p and p != "-"}
+    listings: Dict[str, Optional[set]] = {}
+    for label, path, kind in outputs:
+        if not path or path == "-" or kind == "manifest" or not os.path.isfile(path):
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        manifest = os.path.join(folder, SET_MANIFEST)
+        if manifest not in listings:
+            listings[manifest] = None if _identity(manifest) in own else _set_listing(manifest)
+        listed = listings[manifest]
+        if listed and os.path.relpath(os.path.abspath(path), folder).replace(os.sep, "/") in listed:
+            shown = os.path.join(os.path.dirname(path), SET_MANIFEST)
+            raise ScoreError("%s %s: is listed in %s, the output set %s wrote (a sha256 per file); replacing "
+                             "it would break that set: choose another path (a folder of your own, e.g. "
+                             "runs/own/), or --force to replace it" % (label, path, shown, _set_writer(folder, listed)))
+
+
+def _set_listing(manifest: str) -> Optional[set]:
+    """The files an output-set manifest lists (None when it is absent, too big or not one)."""
+    try:
+        if not os.path.isfile(manifest) or os.path.getsize(manifest) > MAX_SMALL_FILE_BYTES:
+            return None
+        with open(manifest, "rb") as fh:
+            doc = json.loads(fh.read().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("schema") != "output-set/1" or not isinstance(doc.get("sha256"), dict):
+        return None
+    return set(doc["sha256"])
+
+
+def _set_writer(folder: str, listed: set) -> str:
+    """Who wrote a set: make eval's lists its combined report.json, a mini_rag eval report."""
+    try:
+        if "report.json" in listed and OUTPUT_KINDS["eval-report"][1](_file_head(os.path.join(folder, "report.json"))):
+            return _WRITERS["eval-report"]
+    except OSError:
+        pass
+    return "a score_eval.py --manifest run"
 
 
 def manifest_listable(outputs) -> None:

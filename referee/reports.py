@@ -415,10 +415,10 @@ def render_junit(report: dict, items: Optional[List[dict]] = None) -> str:
     """JUnit XML: <testsuites> with one <testsuite> (the dataset) holding the block and monitor
     gates, and one ``<dataset>.warnings`` holding the warn gates, one <testcase> per gate.
 
-    A failed block gate is a <failure> in the dataset's suite; a failed warn gate is a
-    <failure type="warn"> in the warnings suite (test reporters show failures, they hide
-    skips; the run's verdict is the dataset suite's and the exit status).  Monitor gates pass
-    and carry their value as properties.  With ``items`` (--junit-items) a ``<dataset>.items``
+    A failed block gate is a <failure> in the dataset's suite.  A warn gate never fails a test
+    (issue 42: a run that exits 0 has failures="0"): it passes with its value, threshold and
+    ``passed`` as properties, and a failed one says so in a <system-out> line.  Monitor gates
+    pass and carry their value as properties.  With ``items`` (--junit-items) a ``<dataset>.items``
     suite has one testcase per item: an item is a <failure> only when one of its failure
     labels counts against a block gate that failed (``MODE_METRICS``); other failing items
     pass with their labels as properties."""
@@ -436,10 +436,11 @@ def render_junit(report: dict, items: Optional[List[dict]] = None) -> str:
         if not g["pass"] and g["tier"] == "block":
             fails[group] += 1
             body += '<failure message="%s" type="gate">%s</failure>' % (_x(note), _x(note))
-        elif not g["pass"] and g["tier"] == "warn":
-            fails[group] += 1
-            body += '<failure message="%s" type="warn">%s</failure>' % (
-                _x("warn gate failed (does not block): " + note), _x(note))
+        elif g["tier"] == "warn":
+            body = body.replace("</properties>", '<property name="passed" value="%s"/></properties>'
+                                % ("true" if g["pass"] else "false"))
+            if not g["pass"]:
+                body += "<system-out>%s</system-out>" % _x("warn gate failed (does not block): " + note)
         groups[group].append('    <testcase classname="%s" name="%s">%s</testcase>' % (
             _x("score_eval.%s.%s" % (ds, g["tier"])), _x(g["gate"]), body))
     cases = groups["main"]

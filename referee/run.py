@@ -13,7 +13,7 @@ from .base import (DESCRIPTION, DEFAULT_GATES, DEFAULT_GATES_FILE, EXIT_GATE, EX
     ScoreError, _GROUNDING, _LIMITS, __version__)
 from .registry import F_GOLD, F_SHIP, NEEDS, REGISTRY, SEED_ONLY, _BY_NAME, needs_for
 from .fmt import _r, _rounded
-from .inputs import _Errors, _RAGAS_PATHS, ragas_layout
+from .inputs import _Errors, _RAGAS_PATHS, _show, ragas_layout
 from .trec import (TREC_DEFAULT, _measure_specs, parse_trec_measures, render_trec, trec_evaluate,
     trec_help, trec_metric_entries, trec_per_topic, trec_significance)
 from .names import _metric_help, metric_table_markdown, parse_metric
@@ -24,7 +24,7 @@ from .contracts import gold_from_trace, read_chunks, read_gold, read_qrels, read
 from .judge import Scorer, gc_paused, score_run, score_trace
 from .gates import blocking_pass, check_gates, compare, load_baseline, order_by_tier
 from .scorecard import ItemStages, SCORECARD_K, STAGES, resolve_weights, scorecard, scorecard_gaps
-from .outputs import (atomic_write, check_outputs, manifest_listable, remove_output, render_json,
+from .outputs import (atomic_write, check_output_sets, check_outputs, manifest_listable, remove_output, render_json,
     render_markdown, terminal_safe, write_manifest)
 from .reports import _item_lines, _worst, write_reports
 from .shards import merge_partials, merged_runs, write_partial
@@ -47,9 +47,15 @@ def _parse_ks(text: str) -> List[int]:
 def _trec_names(args, trec: bool) -> List[str]:
     """The trec_eval measures to compute (IR mode); the IR-only flags are refused otherwise."""
     if not trec:
-        if args.m or args.measures or args.format == "trec" or args.per_query or args.average != "all":
-            raise ScoreError("usage: -m, --measures, --format trec, -q and --average need --qrels and --run")
+        if args.m or args.measures or args.format == "trec" or args.per_query or args.average != "all" \
+                or args.complete or args.rel_level is not None or args.max_docs is not None:
+            raise ScoreError("usage: -m, --measures, --format trec, -q, -c, -l, -M and --average need --qrels and --run")
         return []
+    if args.complete and args.average != "all":
+        raise ScoreError("usage: -c (average over every qrels topic) contradicts --average %s" % args.average)
+    for flag, value in (("-l", args.rel_level), ("-M", args.max_docs)):
+        if value is not None and not 1 <= value <= 1 << 40:
+            raise ScoreError("%s: must be an integer from 1, got %d" % (flag, value))
     specs = _measure_specs(args.m, args.measures)
     return parse_trec_measures(specs or list(TREC_DEFAULT))
 
@@ -109,6 +115,23 @@ def _asked_needs(args, gates, regression, gates_file: Optional[str]) -> set:
         else:
             needs |= needs_for([parse_metric(name)])
     return needs
+
+
+def check_matched(args, gold, stats: dict, trec: bool) -> None:
+    """An empty trace (run), or one whose rows name no gold qid (qrels topic), is an input error
+    whatever the gates (issue 42): there is nothing to score, a verdict would be about nothing."""
+    n = len(gold)
+    if not n or stats["missing"] < n:
+        return
+    path, rows, key = (args.run, "lines", "qrels topic") if trec else (args.trace, "rows", "gold qid")
+    source = args.qrels if trec else args.gold
+    if not stats["rows"]:
+        raise ScoreError("%s: the %s is empty (0 %s): nothing to score against %s"
+                         % (path, "run" if trec else "trace", rows, source))
+    raise ScoreError("%s: no %s names a %s of %s (%d %s; theirs e.g. %s; the %s are e.g. %s): wrong file?"
+                     % (path, rows[:-1], key, source, stats["rows"], rows,
+                        ", ".join(_show(q, 40) for q in stats["unknown_ex"][:3]), key + "s",
+                        ", ".join(_show(q, 40) for q in gold.qids[:3])))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -178,7 +201,8 @@ def _add_trec_flags(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("-m", action="append", metavar="MEASURE",
                     help="with --qrels/--run: a trec_eval measure to compute, trec_eval's spelling "
                          "(map, Rprec, bpref, recip_rank, P.5,10, recall.10, ndcg_cut.10, success.1, num_ret, "
-                         "num_rel, num_rel_ret; P alone = its default cutoffs); repeatable")
+                         "utility.2,-1,0,0, ndcg.1=3,2=9 ...; P alone = its default cutoffs; official, all_trec, "
+                         "set: trec_eval's sets; the list is below); repeatable")
     ap.add_argument("--measures", metavar="M1,M2",
                     help="the same as several -m, comma-separated: map,ndcg_cut.10,P.5")
     ap.add_argument("--average", choices=("all", "judged"), default="all",
@@ -192,6 +216,16 @@ def _add_trec_flags(ap: argparse.ArgumentParser) -> None:
                          "derived from it without --gold; JSON report (also detected, with a note)")
     ap.add_argument("-q", dest="per_query", action="store_true",
                     help="with --format trec: one line per topic and measure before the 'all' lines (trec_eval -q)")
+    ap.add_argument("-c", dest="complete", action="store_true",
+                    help="with --qrels/--run: trec_eval -c, average over every qrels topic, a topic the run "
+                         "forgot scoring 0 (this tool's default, --average all; accepted for trec_eval's "
+                         "command lines)")
+    ap.add_argument("-l", dest="rel_level", type=int, metavar="N",
+                    help="with --qrels/--run: trec_eval -l, the least qrels level that is relevant for the "
+                         "trec_eval measures (default 1; their nDCG gains stay the levels)")
+    ap.add_argument("-M", dest="max_docs", type=int, metavar="N",
+                    help="with --qrels/--run: trec_eval -M, the trec_eval measures read the first N documents "
+                         "of each topic (in trec_eval's order) and drop the rest")
 
 
 def _add_input_limit_flags(ap: argparse.ArgumentParser) -> None:
@@ -205,7 +239,7 @@ def _add_input_limit_flags(ap: argparse.ArgumentParser) -> None:
                     help="longest input line accepted, in bytes (default %d = 16 MiB)" % MAX_LINE_BYTES)
 
 
-_RUN_OUTPUTS = (("out", "report"), ("markdown", "markdown"), ("items", "items"), ("html", "html"),
+_RUN_OUTPUTS = (("out", "report"), ("markdown", "markdown"), ("items", "items"), ("html", "report-html"),
                 ("junit", "junit"), ("csv", "csv"), ("metrics_csv", "csv"), ("partial", "partial"),
                 ("manifest", "manifest"))
 _RUN_INPUTS = ("gold", "trace", "qrels", "run", "chunks", "baseline", "gates_file")
@@ -223,6 +257,7 @@ def check_run_outputs(args) -> None:
     inputs += [("partial", p) for p in getattr(args, "merge", None) or []]
     outputs = [(_flag(a), getattr(args, a, None), kind) for a, kind in _RUN_OUTPUTS]
     check_outputs(outputs, inputs, getattr(args, "force", False))
+    check_output_sets(outputs, getattr(args, "force", False))      # e.g. make eval's runs/ (issue 42)
     if getattr(args, "manifest", None):
         manifest_listable([(label, path) for label, path, kind in outputs if kind != "manifest"])
 
@@ -334,7 +369,7 @@ def _grounding_rules(rules: Rules, gates, regression: Optional[Regression]) -> R
     return rules
 
 
-def _cutoffs(ks: List[int], trec: bool, gates, regression: Optional[Regression]) -> List[int]:
+def _run_cutoffs(ks: List[int], trec: bool, gates, regression: Optional[Regression]) -> List[int]:
     """--k's cutoffs (the first stays the seed's k), the scorecard's (SCORECARD_K) and those the
     gates name, the added ones sorted."""
     if not trec and SCORECARD_K not in ks:
@@ -368,7 +403,7 @@ def configure(args) -> RunSetup:
         if not args.refusal.strip():
             raise ScoreError("--refusal: must be a non-empty string, got %r" % args.refusal)
         refusal = args.refusal
-    ks = _cutoffs(ks, trec, gates, regression)
+    ks = _run_cutoffs(ks, trec, gates, regression)
     needs = _asked_needs(args, gates, regression, gates_file)
     return RunSetup(trec, ks, trec_names, gates, shown, gates_source, refusal, regression, rules,
                     weights, weight_warnings, needs)
@@ -531,7 +566,7 @@ def _write_run_outputs(args, report: dict, item_flags: Dict[str, str], scorer: S
     if args.markdown:
         atomic_write(args.markdown, render_markdown(report, _worst(scorer, trec)))
     if args.format == "trec":
-        text = render_trec(trec_result[0], trec_result[1], args.per_query, num_q=not (args.m or args.measures))
+        text = render_trec(trec_result[0], trec_result[1], args.per_query)
     write_reports(args, report, scorer, trec, stages)
     outputs = (args.out, args.items, args.markdown, args.html, args.junit, args.csv, args.metrics_csv)
     if args.manifest:
@@ -559,6 +594,7 @@ def run(args, scorer_class: type = Scorer) -> int:
     gold, scorer, stats, runs = _read_and_judge(args, setup, errors, notes, scorer_class)
     if getattr(args, "partial", None):        # a shard run writes its verdicts, no report
         return write_partial(args, gold, scorer, stats, notes)
+    check_matched(args, gold, stats, trec)
     baseline = load_baseline(args.baseline) if args.baseline else None
     # 3. aggregate
     n = len(gold)
@@ -567,7 +603,8 @@ def run(args, scorer_class: type = Scorer) -> int:
     if trec:
         if getattr(args, "merge", None):      # trec_eval's measures read the rankings again
             runs = merged_runs(args.merge, errors)
-        trec_per, trec_all = trec_evaluate(gold, runs, setup.trec_names, args.average)
+        trec_per, trec_all = trec_evaluate(gold, runs, setup.trec_names, args.average, args.rel_level or 1,
+                                           args.max_docs)
         metrics.update(trec_metric_entries(trec_per, trec_all))
     categories = _category_metrics(gold, scorer, trec)
     by_flags = Counter(scorer.flags)      # verdicts depend on flags only: count each distinct value once

@@ -11,7 +11,7 @@ from array import array
 from .base import MAX_K, SCHEMA, ScoreError
 from .inputs import _Errors, JsonLimit, _file_kind, _show, _str_list, json_row, open_input
 from .config import Rules
-from .contracts import Gold, read_gold, read_qrels, read_run
+from .contracts import Gold, RunRankings, read_gold, read_qrels, read_run
 from .judge import Scorer
 from .outputs import PARTIAL_FORMAT, atomic_write
 
@@ -227,12 +227,14 @@ def _partial_shape(doc: dict) -> Optional[str]:
 def merged_runs(paths: List[str], errors: "_Errors") -> dict:
     """The rankings of TREC shards (split by topic), read again from the run files their
     partials name, for trec_eval's measures (which the partials do not carry)."""
-    runs: dict = {}
+    runs = RunRankings()
     for p in paths:
         run_path = _read_partial(p)["args"].get("run")
         if not isinstance(run_path, str) or not run_path:
             raise ScoreError("%s: the partial names no run file" % p)
-        runs.update(read_run(run_path, errors))
+        part = read_run(run_path, errors)
+        runs.update(part)
+        runs.runid = part.runid or runs.runid
     if errors.count:
         raise ScoreError(errors.text())
     return runs

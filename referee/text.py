@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import re
 
+from .lexicon import _ABBREV, _NUMBER_ABBREV
+
 # ---- sentences (readings 2 and 4)
 # One splitter for every reading that goes sentence by sentence: the refusal reading (reading 2,
 # ``sentences``: also every line, bullets stripped, contrast clauses apart) and grounding
 # (reading 4, ``answer_sentences``).
-_ABBREV = frozenset("mr mrs ms dr prof st jr sr inc ltd co corp vs etc e.g i.e no nos fig approx u.s "
-                    "u.k jan feb mar apr jun jul aug sep sept oct nov dec gen gov sen rep rev mt ft".split())
 _SPLIT_RX = re.compile(r"[.!?]{1,8}[\"\u201d\u2019')\]]{0,4}\s+|:[ \t\n]{1,8}(?=[A-Z])|\n[ \t]{0,8}\n|"
                        r"\n(?=[ \t]{0,8}(?:[-*\u2022]|\d{1,2}[.)])\s)")
-_NUMBER_ABBREV = frozenset(("no", "nos"))     # abbreviations only before a number
 
 
 def split_sentences(text: str) -> List[Tuple[int, int]]:

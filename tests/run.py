@@ -18,6 +18,7 @@ one line per skip reason with its count and the tests it skipped, then the closi
 allowed), 1 otherwise, 5 when no test ran.
 """
 import argparse
+import io
 import os
 import sys
 import time
@@ -81,12 +82,14 @@ def main(argv=None):
     by_module = {}
     for t in tests:
         by_module.setdefault(t.id().rsplit(".", 2)[0] if t.id().count(".") >= 2 else t.id(), []).append(t)
-    runner = unittest.TextTestRunner(verbosity=2 if args.verbose else 0, stream=sys.stderr)
-    total = unittest.TestResult()
     failures, errors, skipped, unexpected, run = [], [], [], [], 0
     for module, group in by_module.items():
         cpu, wall = _cpu(), time.monotonic()
-        result = runner.run(unittest.TestSuite(group))
+        stream = sys.stderr if args.verbose else io.StringIO()     # a module's report only when it fails
+        result = unittest.TextTestRunner(verbosity=2 if args.verbose else 0, stream=stream).run(
+            unittest.TestSuite(group))
+        if not args.verbose and not result.wasSuccessful():
+            sys.stderr.write(stream.getvalue())
         print("%s: %d tests, %.1f s CPU, %.1f s wall%s" % (
             module, result.testsRun, _cpu() - cpu, time.monotonic() - wall,
             "" if result.wasSuccessful() else ", FAILED"), flush=True)
@@ -95,7 +98,6 @@ def main(argv=None):
         skipped += result.skipped
         unexpected += result.unexpectedSuccesses
         run += result.testsRun
-    del total
 
     # A failing subTest is reported once per subtest; count each test method once.
     def owner(test):

@@ -304,8 +304,8 @@ def _umask():
 class Inert(Base):
     def test_markdown_escapes_input_text(self):
         g = write(self.path("gold.jsonl"), json.dumps(dict(GOLD, qid="a|b<script>`x`\n# h", category="c|<i>&"))
-                  + "\n")
-        t = write(self.path("trace.jsonl"), "")
+                  + "\n" + json.dumps(GOLD) + "\n")
+        t = write(self.path("trace.jsonl"), json.dumps(TRACE) + "\n")     # Q1 scored, the hostile item missing
         md = self.path("r.md")
         code, _, _, _ = self.run_main(score_eval.main, ["--gold", g, "--trace", t, "--markdown", md,
                                                         "--gates", "precision=0"])
@@ -319,7 +319,8 @@ class Inert(Base):
     def test_terminal_escapes_control_characters(self):
         self.assertEqual(score_eval.terminal_safe("a\x1b[31mb\x9bc\td\ne\x7f"), "a\\x1b[31mb\\x9bc\td\ne\\x7f")
         g = write(self.path("gold.jsonl"), json.dumps(GOLD) + "\n")
-        t = write(self.path("trace.jsonl"), json.dumps(dict(TRACE, qid="\x1b]0;pwned\x07")) + "\n")
+        t = write(self.path("trace.jsonl"), json.dumps(TRACE) + "\n" + json.dumps(dict(TRACE, qid="\x1b]0;pwned\x07"))
+                  + "\n")
         code, _, err, _ = self.run_main(score_eval.main, ["--gold", g, "--trace", t, "--gates", "precision=0"])
         self.assertEqual(code, 0)
         self.assertNotIn("\x1b", err)

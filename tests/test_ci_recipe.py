@@ -61,7 +61,7 @@ class GateScript(unittest.TestCase):
             ("missing trace", None, 2),
             ("empty trace", "", 2),
             ("invalid trace", "{not json\n", 2),
-            ("trace of other questions", jsonl([dict(GOOD[0], qid="Z")]), 1),
+            ("trace of other questions", jsonl([dict(GOOD[0], qid="Z")]), 2),    # nothing to score (issue 42)
         )
         for case, content, want in cases:
             with self.subTest(case=case):

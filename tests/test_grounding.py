@@ -146,7 +146,7 @@ class SentenceVerdicts(unittest.TestCase):
                 self.assertEqual(se.checked_text(sentence), want)
 
     def test_numbers_normalised(self):
-        cases = [("$160 million", 160e6, "usd"), ("£ 575,000", 575000.0, "gbp"), ("20%", 20.0, "percent"),
+        cases = [("$160 million", 160e6, "dollar"), ("£ 575,000", 575000.0, "pound"), ("20%", 20.0, "percent"),
                  ("3.45", 3.45, ""), ("1,200", 1200.0, "")]
         for text, value, unit in cases:
             with self.subTest(text=text):

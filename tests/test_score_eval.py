@@ -248,7 +248,7 @@ class SeedEdgeRules(TempDir):
          [trace_row("A", "anything", [], ["x"]), trace_row("B", "anything", ["x"], ["x"])],
          {"precision": 1 / 2, "chr": 1 / 2}),
         ("a missing trace with empty gold lists is, by the seed, a correct answer",
-         [gold_row("A", True, [], [])], [trace_row("Z", "x")],
+         [gold_row("A", True, [], []), gold_row("B", False)], [trace_row("Z", "x"), trace_row("B", "not in context")],
          {"answered": 1, "precision": 1.0, "chr": 1.0, "recall@k": 1.0}),
         ("substrings shorter than 5 characters never match",
          [gold_row("A", True, ["keys"], ["c"])], [trace_row("A", "keys", ["c"], ["c"])],
@@ -443,7 +443,7 @@ class Gates(TempDir):
 
     def test_thresholds(self):
         cases = [
-            ("precision=1.0", 0), ("precision>=1.01", 1), ("under=0", 0), ("over_refusal<=0", 0),
+            ("precision=1.0", 0), ("under=0", 0), ("over_refusal<=0", 0),
             ("hallucination=0", 0), ("fallback_used_rate_answerable=0.5", 1), ("fallback_used_count=1", 0),
             ("P@3=0.34", 1), ("P@3=0.33", 0), ("recall@k=1", 0), ("nDCG@10=1", 0), ("decision_accuracy=0", 1),
         ]
@@ -452,6 +452,10 @@ class Gates(TempDir):
                 got, rep, _ = self.score(self.GOLD, self.TRACE, gates=gates)
                 self.assertEqual(got, code)
                 self.assertEqual(rep["pass"], code == 0)
+        # a rate threshold above 1 can never pass: a typo, an input error (issue 42)
+        got, rep, err = self.score(self.GOLD, self.TRACE, gates="precision>=1.01")
+        self.assertEqual((got, rep), (2, None))
+        self.assertIn("--gates: threshold for 'precision' must be from 0 to 1 (precision is a rate), got 1.01", err)
 
     def test_not_measured_gate_fails_with_reason(self):
         trace = [trace_row("A", "alpha", ["c"], ["c"]), trace_row("B", "not in context")]

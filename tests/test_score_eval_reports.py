@@ -519,8 +519,9 @@ class Reports(TempDir):
         return rep, ET.parse(str(self.dir / "r.xml")).getroot()
 
     def test_junit_shape(self):
-        """Issue 31 item 6: a failed warn gate is a <failure> in a separate warnings suite (not
-        a hidden <skipped>); items fail only for labels that count against a failed block gate."""
+        """Warn gates sit in a separate warnings suite and never fail a test (issue 42 item 8,
+        replacing issue 31 item 6's <failure type="warn">): properties and a <system-out> line;
+        items fail only for labels that count against a failed block gate."""
         rep, root = self.junit("--junit-items")
         self.assertEqual(root.tag, "testsuites")
         suites = root.findall("testsuite")
@@ -541,7 +542,14 @@ class Reports(TempDir):
         self.assertEqual(props["tier"], "monitor")
         self.assertEqual(props["value"], "%.4f" % rep["metrics"]["nDCG@5"]["value"])
         warns = suites[1].findall("testcase")
-        self.assertEqual([(c.get("name"), c.find("failure").get("type")) for c in warns], [("pass_rate", "warn")])
+        self.assertEqual([(c.get("name"), c.find("failure"), c.find("skipped")) for c in warns],
+                         [("pass_rate", None, None)])
+        self.assertEqual(suites[1].get("failures"), "0")
+        props = {p.get("name"): p.get("value") for p in warns[0].find("properties")}
+        self.assertEqual((props["tier"], props["passed"], props["op"], props["threshold"]), ("warn", "false", ">=", "0.9"))
+        self.assertEqual(warns[0].find("system-out").text,
+                         "warn gate failed (does not block): %s" % [g for g in rep["gate_results"]
+                                                                    if g["gate"] == "pass_rate"][0]["reason"])
         items = suites[2].findall("testcase")
         self.assertEqual(items[1].get("classname"), "score_eval.baseline.items.<i>cat</i>")   # parsed back unescaped
         # H2 ships a claim without its gold substring nor support (claim_miss counts against precision)
@@ -553,6 +561,10 @@ class Reports(TempDir):
         self.GATES = "precision=0.5,warn:pass_rate=0.9"
         rep, root = self.junit("--junit-items")
         self.assertIs(rep["pass"], True)
+        self.assertEqual(rep["warnings_failed"], 1)
+        # exit 0: no failure anywhere (issue 42 item 8), the failed warn gate is said in system-out
+        self.assertEqual([s.get("failures") for s in [root] + root.findall("testsuite")], ["0", "0", "0", "0"])
+        self.assertIsNotNone(root.findall("testsuite")[1].find("testcase").find("system-out"))
         items = root.findall("testsuite")[-1]
         self.assertEqual(items.get("name"), "baseline.items")
         self.assertEqual(items.get("failures"), "0")
@@ -582,7 +594,7 @@ class Reports(TempDir):
                 "[[c.name, [type(r).__name__ for r in c.result]] for c in s]])\nprint(json.dumps(out))\n")
         got = run_peer(exe, code, str(self.dir / "r.xml"))
         self.assertEqual(got[0], ["baseline", 2, 1, 0, [["precision", ["Failure"]], ["nDCG@5", []]]])
-        self.assertEqual(got[1], ["baseline.warnings", 1, 1, 0, [["pass_rate", ["Failure"]]]])
+        self.assertEqual(got[1], ["baseline.warnings", 1, 0, 0, [["pass_rate", []]]])
         self.assertEqual(got[2][:3], ["baseline.items", 3, 1])
 
     def test_csv_files(self):

@@ -29,9 +29,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(ROOT, "referee")
 # The stages, in the order data flows; a module may import only modules listed before it.
 MODULES = (
-    "base", "registry", "fmt", "stats", "retrieval", "tomlsub", "inputs",
+    "base", "lexicon", "registry", "fmt", "stats", "retrieval", "tomlsub", "inputs",
     "text", "citations", "refusals", "answers", "grounding",
-    "trec", "names", "aggregate", "config", "contracts", "judge",
+    "treccalc", "trec", "names", "aggregate", "config", "contracts", "judge",
     "gates", "scorecard", "outputs", "reports", "calibration", "shards", "run", "cli",
 )
 BANNER = "# " + "=" * 75 + " referee/%s.py"
