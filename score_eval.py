@@ -99,16 +99,16 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 #   4153  referee/names.py
 #   4215  referee/aggregate.py
 #   4510  referee/config.py
-#   5207  referee/contracts.py
-#   5628  referee/judge.py
-#   6580  referee/gates.py
-#   6807  referee/scorecard.py
-#   7066  referee/outputs.py
-#   7558  referee/reports.py
-#   8191  referee/calibration.py
-#   8420  referee/shards.py
-#   8769  referee/run.py
-#   9423  referee/cli.py
+#   5209  referee/contracts.py
+#   5630  referee/judge.py
+#   6582  referee/gates.py
+#   6809  referee/scorecard.py
+#   7068  referee/outputs.py
+#   7560  referee/reports.py
+#   8194  referee/calibration.py
+#   8423  referee/shards.py
+#   8772  referee/run.py
+#   9427  referee/cli.py
 
 
 
@@ -748,8 +748,8 @@ REGISTRY: Tuple[Metric, ...] = (
       "content word (>= 3 letters, not a stopword) found in no cited chunk's text / |S|",
       "answer_json, retrieved_ids, cited_chunks or --chunks",
       "0.0 when nothing shipped; null (gate fails) without chunk text", 0.0, gold=False),
-    # Issue 29: grounding of generated text, sentence by sentence (reading 4).  Computed when
-    # [scorer] grounding = "sentences" or a gate / regression names one of them.
+    # Issue 29: grounding of generated text, sentence by sentence (reading 4).  Computed unless
+    # the gates file says [scorer] grounding = "strict" and no gate / regression names one (issue 41).
     M("faithfulness", "mean", "higher",
       "supported sentences / checked sentences of a shipped answer (meta sentences set aside; each "
       "sentence matched to the cited chunks, the retrieved ones when none is cited), mean over shipped "
@@ -4771,7 +4771,9 @@ class Rules(NamedTuple):
     policies: tuple = ()      # (name, message, ((source, regex), ...)), in file order
     reader: str = "builtin"
     grounding: str = "strict"  # issue 29: what a hallucination gate checks ("strict" | "sentences")
-    ground: bool = False       # grounding computed although grounding = "strict" (a gate names it)
+    # issue 41: sentence grounding computed with "strict" too: by default (no gates file, or one
+    # without [scorer] grounding), or because a gate names it; off when the file says "strict"
+    ground: bool = True
     citations: Optional[tuple] = None   # [scorer] citation_patterns; None: CITATION_PATTERNS
 
     def refuses(self, claim: str) -> int:
@@ -5184,7 +5186,7 @@ def load_rules(path: str) -> Rules:
     if errors:
         raise ScoreError("\n".join(errors))
     return Rules(pats.get("refusal_patterns", ()), pats.get("cutoff_patterns", ()), tuple(policies), reader, grounding,
-                 citations=pats.get("citation_patterns"))
+                 ground="grounding" not in scorer, citations=pats.get("citation_patterns"))
 
 
 def parse_gates_string(text: str) -> Tuple[List[Gate], Dict[str, str]]:
@@ -7947,6 +7949,7 @@ MODE_METRICS: Dict[str, Tuple[str, ...]] = {
     "false_acceptance": ("false_accept_rate", "rejection_calibration", "pass_rate", "decision_accuracy"),
     "citation_not_retrieved": ("citation_validity", "precision", "chr", "pass_rate"),
     "hallucination": ("hallucination",),
+    "unsupported_answer": ("unsupported_answer_rate", "faithfulness"),
     "retrieval_miss": ("recall@K", "P@K", "R@K", "Success@K", "RR", "RR@K", "nDCG@K", "context_relevance"),
     "over_refusal": ("over_refusal", "incorrect_refusal", "pass_rate", "refusal_rate", "false_refuse_rate",
                      "rejection_calibration"),
@@ -9139,8 +9142,9 @@ def _regression_refs(regression: Optional[Regression]) -> list:
 
 
 def _grounding_rules(rules: Rules, gates, regression: Optional[Regression]) -> Rules:
-    """issue 29: grounding sentence by sentence costs a pass over each answer's sentences; it is
-    computed only when [scorer] grounding = "sentences" or a gate / regression names it."""
+    """issue 29: grounding sentence by sentence costs a pass over each answer's sentences; a gates
+    file that says [scorer] grounding = "strict" turns it off unless a gate / regression names it
+    (issue 41: computed by default, with no gates file or no [scorer] grounding)."""
     named = {g.ref.metric.name for g in gates} | {r.metric.name for r in _regression_refs(regression)}
     if named & {"faithfulness", "unsupported_answer_rate"}:
         rules = rules._replace(ground=True)

@@ -109,8 +109,8 @@ REGISTRY: Tuple[Metric, ...] = (
       "content word (>= 3 letters, not a stopword) found in no cited chunk's text / |S|",
       "answer_json, retrieved_ids, cited_chunks or --chunks",
       "0.0 when nothing shipped; null (gate fails) without chunk text", 0.0, gold=False),
-    # Issue 29: grounding of generated text, sentence by sentence (reading 4).  Computed when
-    # [scorer] grounding = "sentences" or a gate / regression names one of them.
+    # Issue 29: grounding of generated text, sentence by sentence (reading 4).  Computed unless
+    # the gates file says [scorer] grounding = "strict" and no gate / regression names one (issue 41).
     M("faithfulness", "mean", "higher",
       "supported sentences / checked sentences of a shipped answer (meta sentences set aside; each "
       "sentence matched to the cited chunks, the retrieved ones when none is cited), mean over shipped "
