@@ -8,8 +8,10 @@ file given with ``--config FILE`` overrides any subset of them::
     min_similarity = 0.15
 
 Rules: a section or key that is not below is an error that names the closest known one;
-a value must have the type of its default (an int is accepted where a float is expected);
-paths are relative to the working directory.  The ``[expansion.NAME]`` tables are query
+a value must have the type of its default (an int is accepted where a float is expected),
+a number must be inside its range (:data:`RANGES`), a choice one of :data:`CHOICES`, a path
+or the refusal token not empty, list items not empty (:func:`check_setting`); each error
+names the file and the key (exit 2); paths are relative to the working directory.  The ``[expansion.NAME]`` tables are query
 expansion rules, each ``match = "phrase"`` and ``add = ["phrase", ...]``.
 
 Python 3.11+ reads TOML with ``tomllib``; 3.9 and 3.10 use the small reader of the
@@ -18,9 +20,11 @@ documented TOML subset in ``score_eval.py`` (the scorer's, so both read one dial
 from __future__ import annotations
 
 import copy
+import datetime
 import difflib
 import math
 import os
+import re
 import sys
 from typing import Any, Dict, Optional, Tuple
 
@@ -162,10 +166,10 @@ NUMBER_BOUND = 1e9
 # Shares, weights and similarities: from 0 to 1.
 _SHARES = {
     "index": "b",
-    "retrieval": "min_similarity mmr_lambda fallback_min_similarity derivation_weight synonym_weight",
+    "retrieval": "min_similarity mmr_lambda fallback_min_similarity derivation_weight synonym_weight fusion_alpha",
     "answer": "min_fact_overlap dedup_jaccard key_idf_ratio min_key_coverage min_key_coverage_typed "
               "min_question_share scope_min_key_coverage weight_coverage weight_type weight_proximity weight_retrieval "
-              "confidence_high confidence_medium confidence_margin",
+              "confidence_high confidence_medium confidence_margin min_score extra_sentence_margin",
     "guards": "conflict_min_agreement variant_min_overlap parallel_min_similarity conflict_min_subject",
 }
 RANGES: Dict[Tuple[str, str], Tuple[float, float]] = {
@@ -175,6 +179,10 @@ RANGES.update({
     ("index", "k1"): (0.0, 1000.0),
     ("retrieval", "top_k"): (1, 10_000),
     ("retrieval", "max_context_chunks"): (1, 10_000),
+    ("retrieval", "rrf_k"): (0, 1_000_000),
+    ("retrieval", "fusion_depth"): (1, 1_000_000),
+    ("embed", "max_seq_length"): (0, 512),        # 0: the model's own; 1 is refused below
+    ("embed", "batch_size"): (1, 4096),
     ("answer", "max_sentences"): (1, 1000),
     ("answer", "generator_timeout"): (0.001, 86400.0),
     ("answer", "max_extra_sentences"): (0, 1000),
@@ -185,6 +193,60 @@ RANGES.update({
     ("guards", "conflict_min_shared_terms"): (0, 1000),
     ("clarify", "vague_max_terms"): (0, 1000),
 })
+
+
+#: Settings that take one of a few values.  The modules that read them own the lists
+#: (text/analysis.py, indexing/index.py SCORINGS, embed/hybrid.py MODES and FUSIONS,
+#: answer/generator.py GENERATORS); tests/test_config.py checks these equal them.
+CHOICES: Dict[Tuple[str, str], Tuple[str, ...]] = {
+    ("analysis", "stopwords"): ("english", "none"),
+    ("analysis", "stemmer"): ("english", "none"),
+    ("retrieval", "scoring"): ("bm25", "tfidf"),
+    ("retrieval", "mode"): ("bm25", "dense", "hybrid"),
+    ("retrieval", "fusion"): ("rrf", "convex"),
+    ("answer", "generator"): ("command", "extractive"),
+}
+#: Strings that must hold something other than white space (a path, the refusal token).
+NON_EMPTY = frozenset((("corpus", "path"), ("index", "path"), ("answer", "refusal")))
+_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def check_setting(where: str, section: str, key: str, value: Any) -> Any:
+    """The rules a value's type and range do not say (issue 44: these used to exit 0 or to
+    fail later without naming the file): a choice among :data:`CHOICES`, a non-empty path or
+    token, list items that are not empty, ``[embed] sha256`` (64 hex digits or ""), ``[guards]
+    as_of`` (a date YYYY-MM-DD or "") and ``[embed] max_seq_length`` (0 or from 2)."""
+    choices = CHOICES.get((section, key))
+    if choices is not None and value not in choices:
+        same = [c for c in choices if c.casefold() == str(value).strip().casefold()]
+        raise MiniRagError("%s must be one of %s, got %r%s" % (where, ", ".join(choices), value,
+                                                               "; did you mean %r?" % same[0] if same
+                                                               else _suggest(str(value), choices)))
+    if (section, key) in NON_EMPTY and not value.strip():
+        raise MiniRagError("%s must not be empty" % where)
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            if not item.strip():
+                raise MiniRagError("%s[%d] must not be empty, got %r" % (where, i, item))
+    if (section, key) == ("embed", "sha256") and value and not _SHA256.fullmatch(value):
+        raise MiniRagError("%s must be 64 hexadecimal digits (or \"\" to skip the check), got %r" % (where, value))
+    if (section, key) == ("guards", "as_of") and value.strip() and not _is_date(value.strip()):
+        raise MiniRagError("%s must be a date YYYY-MM-DD (or \"\": the newest document date), got %r"
+                           % (where, value))
+    if (section, key) == ("embed", "max_seq_length") and value == 1:
+        raise MiniRagError("%s must be 0 (the model's) or from 2 to 512, got 1" % where)
+    return value
+
+
+def _is_date(text: str) -> bool:
+    if not _DATE.fullmatch(text):
+        return False
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def check_range(where: str, section: str, key: str, value: Any) -> Any:
@@ -279,14 +341,17 @@ def merge(base: Dict[str, Any], override: Dict[str, Any], origin: str) -> Dict[s
                     raise MiniRagError("%s needs both match and add" % where)
                 out["expansion"][name] = {k: _check_value("%s %s" % (where, k), _RULE_KEYS[k], rule[k])
                                           for k in ("match", "add")}
+                if not out["expansion"][name]["match"].strip():
+                    raise MiniRagError("%s match must not be empty" % where)
+                check_setting("%s add" % where, "expansion", "add", out["expansion"][name]["add"])
             continue
         for key, value in table.items():
             if key not in DEFAULTS[section]:
                 raise MiniRagError("%s: unknown key %r in [%s]%s"
                                    % (origin, key, section, _suggest(key, DEFAULTS[section])))
             where = "%s: [%s] %s" % (origin, section, key)
-            out[section][key] = check_range(where, section, key,
-                                            _check_value(where, DEFAULTS[section][key], value))
+            value = check_range(where, section, key, _check_value(where, DEFAULTS[section][key], value))
+            out[section][key] = check_setting(where, section, key, value)
     return out
 
 

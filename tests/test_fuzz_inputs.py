@@ -23,7 +23,8 @@ class QuickSuite(unittest.TestCase):
         kinds, total = fuzz_inputs.summary(results)
         self.assertGreaterEqual(total["cases"], 150)
         self.assertEqual(set(kinds), {"output-on-input", "output-foreign", "output-special", "regex", "partial",
-                                      "index"})
+                                      "index", "config", "http", "generator"})
+        self.assertGreaterEqual(sum(kinds[k]["cases"] for k in ("config", "http", "generator")), 30)
         bad = [r for r in results if not r["ok"]]
         self.assertEqual(bad, [], bad[:5])
         self.assertEqual((total["data_lost"], total["hangs"], total["exit_3"]), (0, 0, 0))

@@ -2,7 +2,11 @@
 the command protocol and its failures, and validation of any generator's output."""
 import copy
 import json
+import os
+import shutil
 import sys
+import tempfile
+import time
 import unittest
 
 from mini_rag.config import DEFAULTS
@@ -117,15 +121,83 @@ class CommandTest(unittest.TestCase):
             ("print('not json')", 20, "generator command %s: stdout is not JSON, got 'not json'" % exe),
             ("print('[1, 2]')", 20, "generator command %s: stdout must be one JSON object, got '[1, 2]'" % exe),
             ("import time; time.sleep(5)", 0.3, "generator command %s: no answer within 0.3 seconds" % exe),
+            # issue 44: hostile output is a GeneratorError, never an exception out of generate()
+            ("print('[' * 500000)", 20, "generator command %s: stdout is JSON nested too deeply" % exe),
+            ("print('{\"page\": ' + '7' * 5000 + '}')", 20,
+             "generator command %s: stdout has a number of more than 100 digits" % exe),
+            ("print('{\"page\": -' + '7' * 101 + '}')", 20,
+             "generator command %s: stdout has a number of more than 100 digits" % exe),
         ]
         for script, timeout, message in cases:
             with self.subTest(script=script):
                 with self.assertRaises(MiniRagError) as cm:
                     CommandGenerator(command(script), timeout).generate(Q, FACTS, context())
                 self.assertEqual(str(cm.exception), message)
+        payload = CommandGenerator(command("print('{\"page\": -' + '7' * 100 + '}')"), 20).generate(Q, FACTS, context())
+        self.assertEqual(payload, {"page": -int("7" * 100)})             # 100 digits are read
         with self.assertRaises(MiniRagError) as cm:
             CommandGenerator(["/nonexistent/mini-rag-generator"]).generate(Q, FACTS, context())
         self.assertEqual(str(cm.exception), "generator command '/nonexistent/mini-rag-generator': not found")
+
+
+
+def _alive(pid):
+    """True while ``pid`` is a running (not zombie) process."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open("/proc/%d/stat" % pid) as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+@unittest.skipUnless(hasattr(os, "killpg") and shutil.which("sh"), "POSIX process groups and sh")
+class TimeoutKillsGroupTest(unittest.TestCase):
+    """Issue 44 item 3: the timeout kills the program's whole process group and returns on time."""
+
+    def run_for(self, script, timeout):
+        start = time.monotonic()
+        with self.assertRaises(MiniRagError) as cm:
+            CommandGenerator(["sh", "-c", script], timeout).generate(Q, FACTS, context())
+        return time.monotonic() - start, cm.exception
+
+    def test_shell_child_does_not_hold_the_timeout(self):
+        elapsed, exc = self.run_for("sleep 30", 1)
+        self.assertEqual((exc.kind, str(exc)), ("timeout", "generator command 'sh': no answer within 1 seconds"))
+        self.assertGreaterEqual(elapsed, 1.0)
+        self.assertLess(elapsed, 4.0)
+
+    def test_grandchild_is_killed(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            pidfile = os.path.join(tmp, "pid")
+            elapsed, exc = self.run_for("sleep 30 & echo $! > %s; wait" % pidfile, 1)
+            with open(pidfile) as fh:
+                pid = int(fh.read())
+        self.assertEqual(exc.kind, "timeout")
+        self.assertLess(elapsed, 4.0)
+        for _ in range(50):                     # reaped by init shortly after the kill
+            if not _alive(pid):
+                break
+            time.sleep(0.05)
+        self.assertFalse(_alive(pid), "sleep %d outlived the generator's timeout" % pid)
+
+    def test_child_holding_stdout_after_exit(self):
+        # the program exits at once but leaves a child holding stdout: its output never ends
+        elapsed, exc = self.run_for("echo '{}'; sleep 30 &", 1)
+        self.assertEqual(exc.kind, "timeout")
+        self.assertLess(elapsed, 4.0)
+
+    def test_clean_exit_is_not_delayed(self):
+        start = time.monotonic()
+        payload = CommandGenerator(["sh", "-c", "cat > /dev/null; echo '{\"k\": 1}'"], 20).generate(
+            Q, FACTS, context())
+        self.assertEqual(payload, {"k": 1})
+        self.assertLess(time.monotonic() - start, 4.0)
 
 
 if __name__ == "__main__":

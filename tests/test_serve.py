@@ -236,7 +236,7 @@ class Errors(ServeTest):
     def test_400(self):
         cases = [
             ("bad JSON", "/answer", b'{"query": ', "body is not JSON"),
-            ("not an object", "/answer", b'["query"]', "the body must be one JSON object, got list"),
+            ("not an object", "/answer", b'["query"]', "the body must be one JSON object, got array"),
             ("missing field", "/answer", b'{}', "missing field 'query'"),
             ("wrong type", "/answer", b'{"query": 3}', "query must be a string, got 3"),
             ("empty query", "/answer", b'{"query": " "}', "query must be a non-empty string, got ' '"),
@@ -496,6 +496,285 @@ class Issue31Server(unittest.TestCase):
                 self.assertEqual(status, 200, got)
                 op = spec["paths"][path.split("?")[0]][method.lower()]
                 _check_schema(self, got, op["responses"]["200"]["content"]["application/json"]["schema"])
+
+
+
+def raw_request(server, data, source="127.0.0.1", timeout=20):
+    """Send ``data`` on a new connection from ``source``; (status, headers, body) of the answer.
+    A reset or a closed connection without an answer raises (ConnectionError, ValueError)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.bind((source, 0))
+        s.connect((server.host, server.port))
+        s.sendall(data)
+        buf = b""
+        while True:
+            head, sep, rest = buf.partition(b"\r\n\r\n")
+            if sep:
+                headers = {}
+                for line in head.split(b"\r\n")[1:]:
+                    k, _, v = line.partition(b":")
+                    headers[k.strip().lower().decode()] = v.strip().decode()
+                if len(rest) >= int(headers.get("content-length", 0)):
+                    return int(head.split(b" ")[1]), headers, rest
+            block = s.recv(65536)
+            if not block:
+                raise ValueError("connection closed unanswered after %d bytes" % len(buf))
+            buf += block
+
+
+def post(path, body):
+    data = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
+    return (b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+            % (path.encode(), len(data))) + data
+
+
+def depth_by_hand(text):
+    """Deepest nesting of [ and { outside strings, by a character-by-character state machine
+    (an independent implementation of serve._too_deep's measure); in a string a backslash
+    escapes the next character."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for c in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth = max(0, depth - 1)                # a close with nothing open closes nothing
+    return deepest
+
+
+class CountedStr(str):
+    """A string that counts the equality tests made on it (a list membership test makes one per
+    element; a set or dict lookup none unless hashes collide)."""
+    calls = [0]
+    __hash__ = str.__hash__
+
+    def __eq__(self, other):
+        CountedStr.calls[0] += 1
+        return str.__eq__(self, other)
+
+
+class Issue44Bodies(ServeTest):
+    """Issue 44 item 4: bodies that are JSON but not an object, nested JSON, /validate's cost."""
+
+    def test_json_but_not_an_object_is_400_at_once(self):
+        for raw, kind in ((b"null", "null"), (b"3", "number"), (b"-0.5e3", "number"), (b'"x"', "string"),
+                          (b"[]", "array"), (b"true", "boolean"), (b"false", "boolean")):
+            for path in ("/answer", "/validate"):
+                with self.subTest(body=raw, path=path):
+                    t0 = time.monotonic()
+                    status, _, body = raw_request(self.server, post(path, raw))
+                    self.assertEqual((status, json.loads(body)),
+                                     (400, {"error": "the body must be one JSON object, got %s" % kind}))
+                    self.assertLess(time.monotonic() - t0, 2.0)       # was 408 after 10 s for null
+
+    def test_deep_json_is_400(self):
+        from mini_rag.commands.serve import MAX_JSON_DEPTH
+        want = {"error": "body nests arrays and objects more than %d deep" % MAX_JSON_DEPTH}
+        for name, raw in (("500k arrays", b"[" * 500000 + b"]" * 500000),
+                          ("in a field", b'{"query": ' + b"[" * 100000 + b"]" * 100000 + b"}"),
+                          ("objects", b'{"a":' * 50000 + b"1" + b"}" * 50000),
+                          ("unclosed", b"[" * 200000),
+                          ("unclosed after a string", b'["x", ' + b"{" * 200000 + b'"y'),
+                          ("just over", b'{"query": ' + b"[" * MAX_JSON_DEPTH + b"]" * MAX_JSON_DEPTH + b"}")):
+            with self.subTest(name):
+                status, _, body = raw_request(self.server, post("/answer", raw))
+                self.assertEqual((status, json.loads(body)), (400, want))
+        # at the limit, and brackets inside strings (escaped quotes too), are not nesting
+        for raw, error in ((b'{"query": ' + b"[" * (MAX_JSON_DEPTH - 1) + b"]" * (MAX_JSON_DEPTH - 1) + b"}",
+                            "query must be a string, got [[[["),
+                           (b'{"query": "[[[[\\"[[[[' + b"[" * 3000 + b'"}', None)):
+            with self.subTest(raw=raw[:30]):
+                status, _, body = raw_request(self.server, post("/answer", raw))
+                if error:
+                    self.assertEqual(status, 400)
+                    self.assertTrue(json.loads(body)["error"].startswith(error), body[:100])
+                else:
+                    self.assertEqual(status, 200, body[:200])
+
+    def test_depth_check_agrees_with_a_state_machine(self):
+        import random
+        from mini_rag.commands.serve import _too_deep
+        rng = random.Random(44)
+
+        def value(depth):
+            if depth == 0 or rng.random() < 0.3:
+                return rng.choice(["a[", '"]{', "\\", "\\\"[", "x" * rng.randint(0, 3), 1, None, True, "é["])
+            if rng.random() < 0.5:
+                return [value(depth - 1) for _ in range(rng.randint(0, 3))]
+            return {rng.choice(["k", "[", "{\\"]) + str(i): value(depth - 1) for i in range(rng.randint(0, 3))}
+        documents = [json.dumps(value(rng.randint(0, 9))) for _ in range(2000)]
+        documents += ['"[[[["', '"\\"[[[["', '"\\\\"', '[["]"]]', "[" * 10 + "]" * 10, "[]" * 40 + "[[[]]]"]
+        for text in documents:                       # JSON: exact
+            for limit in (1, 2, 3, 5):
+                with self.subTest(text=text[:60], limit=limit):
+                    self.assertEqual(_too_deep(text, limit), depth_by_hand(text) > limit)
+        alphabet = ['[', ']', '{', '}', '"', '\\', 'a', ',', ':', '1']
+        for _ in range(3000):                        # any text: never refused at or under the limit,
+            text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))   # always over twice it
+            for limit in (1, 2, 3, 5):
+                deepest = depth_by_hand(text)
+                if deepest <= limit:
+                    self.assertFalse(_too_deep(text, limit), (text, limit))
+                if deepest > 2 * limit:
+                    self.assertTrue(_too_deep(text, limit), (text, limit))
+
+    def test_validate_is_linear_in_citations(self):
+        # equality tests on the citations: a list membership test per citation made n*(n-1)/2
+        service = self.server.service
+        counts = {}
+        for n in (500, 2000):
+            cits = [CountedStr("c%06d" % i) for i in range(n)]
+            CountedStr.calls[0] = 0
+            out = service.validate({"answer": "x", "citations": cits,
+                                    "retrieved_chunks": [{"chunk_id": "c000001", "text": "x"}]})
+            counts[n] = CountedStr.calls[0]
+            self.assertEqual(len(out["errors"]), (n - 1) + 1)           # n-1 unmatched + over max_citations
+        self.assertLessEqual(counts[2000], 4 * counts[500] + 100, counts)
+        self.assertLess(counts[2000], 2000 * 5, counts)                 # the list made 1,999,000
+
+    def test_validate_90000_citations(self):
+        cits = ["c%06d" % i for i in range(90000)]
+        t0 = time.monotonic()
+        status, _, body = raw_request(self.server, post("/validate", {
+            "answer": "x", "citations": cits, "retrieved_chunks": [{"chunk_id": "c000001", "text": "x"}]}), timeout=60)
+        out = json.loads(body)
+        self.assertEqual((status, out["citation_valid"], len(out["errors"])), (200, False, 90000))
+        self.assertEqual(out["errors"][-1], "90000 citations, at most 5 allowed")
+        self.assertLess(time.monotonic() - t0, 20)                      # was 72-95 s
+
+
+class Issue44Connections(unittest.TestCase):
+    """Issue 44 item 4: the caps count work, not sockets; /health is never refused; idle
+    connections time out or make room; a burst gets 200 or 503 with Retry-After, never a reset."""
+
+    def setUp(self):
+        self.socks = []
+        self.addCleanup(lambda: [s.close() for s in self.socks])
+
+    def start(self, **options):
+        server = Server(**options)
+        self.addCleanup(server.close)
+        return server
+
+    def idle(self, server, n, source="127.0.0.1"):
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.settimeout(10)
+            s.bind((source, 0))
+            s.connect((server.host, server.port))
+            self.socks.append(s)
+        deadline = time.monotonic() + 5                  # bounded: until the server has them all
+        while len(server.httpd._conns) < n and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self.socks[-n:]
+
+    def test_idle_connections_do_not_count(self):
+        server = self.start(max_per_client=4)
+        self.idle(server, 40)                            # 10x the per-client cap, all from 127.0.0.1
+        self.assertEqual(len(server.httpd._conns), 40)
+        for path, body in (("/health", None), ("/answer", {"query": ANSWER_Q}), ("/docs", None)):
+            with self.subTest(path=path):
+                self.assertEqual(server.call("POST" if body else "GET", path, body)[0], 200)
+
+    def test_work_cap_per_address_and_health(self):
+        gen = Blocking()
+        server = self.start(generator=gen, max_per_client=2)
+        try:
+            held = []
+            threads = [threading.Thread(target=lambda: held.append(raw_request(
+                server, post("/answer", {"query": ANSWER_Q}), timeout=40))) for _ in range(2)]
+            for t in threads:
+                t.start()
+            deadline = time.monotonic() + 10
+            while server.httpd._work.get("127.0.0.1", 0) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            status, headers, body = raw_request(server, post("/validate", {
+                "answer": "x", "citations": [], "retrieved_chunks": []}))
+            self.assertEqual((status, headers.get("retry-after"), json.loads(body)),
+                             (503, "1", {"error": "too many requests in progress from 127.0.0.1 (at most 2)"}))
+            for _ in range(20):                          # liveness is never counted nor refused
+                self.assertEqual(raw_request(server, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")[0], 200)
+            status, _, _ = raw_request(server, post("/validate", {"answer": "x", "citations": [],
+                                                                 "retrieved_chunks": []}), source="127.0.0.2")
+            self.assertEqual(status, 200)                # another address has its own budget
+        finally:
+            gen.release.set()
+        for t in threads:
+            t.join(40)
+        self.assertEqual(sorted(r[0] for r in held), [200, 200])
+        deadline = time.monotonic() + 5                  # the handler gives its unit back just after
+        while server.httpd._work and time.monotonic() < deadline:   # the client has its answer
+            time.sleep(0.01)
+        self.assertEqual(server.httpd._work, {})
+
+    def test_idle_connections_time_out(self):
+        server = self.start(header_timeout=0.5)
+        s, = self.idle(server, 1)
+        t0 = time.monotonic()
+        self.assertEqual(s.recv(100), b"")
+        self.assertLess(time.monotonic() - t0, 4)
+        deadline = time.monotonic() + 5
+        while server.httpd._conns and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.assertEqual(len(server.httpd._conns), 0)
+
+    def test_connection_cap_closes_the_oldest_idle(self):
+        server = self.start(max_connections=8)
+        socks = self.idle(server, 8)
+        status, _, _ = raw_request(server, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertEqual(status, 200)
+        self.assertEqual(socks[0].recv(100), b"")        # the oldest made room
+        self.assertLessEqual(len(server.httpd._conns), 8)
+
+    def burst(self, server, n=200):
+        results, go = [], threading.Event()
+
+        def one():
+            go.wait(10)
+            try:
+                status, headers, _ = raw_request(server, post("/answer", {"query": ANSWER_Q}), timeout=60)
+                results.append((status, headers.get("retry-after")))
+            except (OSError, ValueError) as exc:
+                results.append((type(exc).__name__, None))
+        threads = [threading.Thread(target=one) for _ in range(n)]
+        for t in threads:
+            t.start()
+        go.set()
+        return results, threads
+
+    def test_burst_gets_200_or_503_never_a_reset(self):
+        server = self.start(access_log=False)
+        results, threads = self.burst(server)
+        for t in threads:
+            t.join(90)
+        self.assertEqual(len(results), 200)
+        self.assertEqual({r for r in results if r not in ((200, None), (503, "1"))}, set())
+
+    def test_burst_over_the_work_cap(self):
+        gen = Blocking()
+        server = self.start(generator=gen, access_log=False)     # 16 per address, 64 slots
+        try:
+            results, threads = self.burst(server)
+            deadline = time.monotonic() + 60             # the 184 refused answer while 16 are held
+            while len(results) < 184 and time.monotonic() < deadline:
+                time.sleep(0.02)
+        finally:
+            gen.release.set()
+        for t in threads:
+            t.join(90)
+        import collections
+        self.assertEqual(collections.Counter(results), {(503, "1"): 184, (200, None): 16})
 
 
 if __name__ == "__main__":

@@ -45,8 +45,9 @@ The command protocol: the program gets one JSON object on stdin, ``{"question": 
 "facts": [{"quote", "pdf", "page", "chunk_id", "score"}, ...], "max_sentences": int,
 "max_citations": int}``,
 and must print one phase C JSON object on stdout and exit 0.  It runs without a shell,
-in the current directory, with the current environment; after ``timeout`` seconds it is
-killed.  A failure to start, a non-zero exit, a timeout or output that is not one JSON
+in the current directory, with the current environment, in a process group of its own;
+after ``timeout`` seconds (the program's exit and the end of its output) the whole group is
+killed, so a shell's children die with it and the call returns on time.  A failure to start, a non-zero exit, a timeout or output that is not one JSON
 object raises :class:`GeneratorError` (a MiniRagError with a ``kind``: ``not_found``,
 ``not_executable``, ``cannot_run``, ``timeout``, ``exit_status``, ``unparsable_output``);
 the pipeline makes it that item's BLOCK ``generator_error:<kind>``, and ``run`` goes on
@@ -59,6 +60,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
+import signal
 import subprocess
 from typing import Any, Dict, List, Tuple
 
@@ -151,7 +154,12 @@ class CommandGenerator(Generator):
                                  % (where, proc.returncode, (": " + tail[0][:200]) if tail[0] else ""))
         text = proc.stdout.decode("utf-8", "replace").strip()
         try:
-            payload = json.loads(text)
+            payload = json.loads(text, parse_int=_bounded_int)
+        except _LongNumber:
+            raise GeneratorError("unparsable_output", "%s: stdout has a number of more than %d digits"
+                                 % (where, MAX_NUMBER_DIGITS)) from None
+        except RecursionError:                 # arrays nested deeper than the interpreter recurses
+            raise GeneratorError("unparsable_output", "%s: stdout is JSON nested too deeply" % where) from None
         except ValueError:
             raise GeneratorError("unparsable_output", "%s: stdout is not JSON, got %r" % (where, text[:60])) from None
         if not isinstance(payload, dict):
@@ -165,31 +173,57 @@ class CommandGenerator(Generator):
 MAX_GENERATOR_OUTPUT = 4 << 20
 
 
+#: Most digits of an integer in a command generator's output (a page number needs a few;
+#: Python 3.11+ refuses over 4,300, 3.9 parses any: one limit for every version).
+MAX_NUMBER_DIGITS = 100
+
+
 class _TooMuch(Exception):
     pass
 
 
+class _LongNumber(ValueError):
+    pass
+
+
+def _bounded_int(text: str) -> int:
+    """json's ``parse_int``: an integer of at most MAX_NUMBER_DIGITS digits."""
+    if len(text) > MAX_NUMBER_DIGITS + 1 and len(text.lstrip("-")) > MAX_NUMBER_DIGITS:
+        raise _LongNumber(text[:20])
+    return int(text)
+
+
 def _run_bounded(argv: List[str], data: bytes, timeout: float, limit: int) -> subprocess.CompletedProcess:
     """``subprocess.run`` with stdout and stderr each read up to ``limit`` bytes: a program
-    printing more is killed (_TooMuch), one running past ``timeout`` too (TimeoutExpired)."""
+    printing more is killed (_TooMuch), one running past ``timeout`` too (TimeoutExpired).
+
+    The program runs in its own process group (session) and a kill ends the whole group, so
+    a shell's children die with it (issue 44: ``sh -c "sleep 300"`` with a 30 s timeout used
+    to answer after 301 s, the kill reaching ``sh`` but not ``sleep``, which held the pipes).
+    ``timeout`` bounds everything: the program's exit *and* the end of its output (a child
+    left behind holding stdout open is killed at the deadline too)."""
     import threading
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    import time
+    deadline = time.monotonic() + timeout
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            **_new_group())
     bufs = {"out": bytearray(), "err": bytearray()}
     over = []
 
     def pump(src, buf) -> None:
         while True:
-            block = src.read1(65536) if hasattr(src, "read1") else src.read(65536)
+            try:
+                block = src.read1(65536) if hasattr(src, "read1") else src.read(65536)
+            except (OSError, ValueError):
+                return
             if not block:
                 return
             if len(buf) + len(block) > limit:
                 over.append(True)
-                proc.kill()
+                _kill_group(proc)
                 return
             buf += block
 
-    readers = [threading.Thread(target=pump, args=(proc.stdout, bufs["out"]), daemon=True),
-               threading.Thread(target=pump, args=(proc.stderr, bufs["err"]), daemon=True)]
     def feed() -> None:                   # in a thread: a program that never reads cannot block us
         try:
             proc.stdin.write(data)
@@ -197,30 +231,69 @@ def _run_bounded(argv: List[str], data: bytes, timeout: float, limit: int) -> su
         except (BrokenPipeError, OSError, ValueError):
             pass
 
-    readers.append(threading.Thread(target=feed, daemon=True))
+    readers = [threading.Thread(target=pump, args=(proc.stdout, bufs["out"]), daemon=True),
+               threading.Thread(target=pump, args=(proc.stderr, bufs["err"]), daemon=True),
+               threading.Thread(target=feed, daemon=True)]
     for t in readers:
         t.start()
+    timed_out = False
     try:
         try:
-            proc.wait(timeout)
+            proc.wait(max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            raise
+            timed_out = True
         for t in readers:
-            t.join(timeout)
+            t.join(max(0.0, deadline - time.monotonic()))
+        if any(t.is_alive() for t in readers):
+            timed_out = True                    # exited, but something still holds its pipes
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for fh in (proc.stdout, proc.stderr):
-            try:
-                fh.close()
-            except OSError:
-                pass
+        _kill_group(proc)                       # leftovers of the group, even after a clean exit
+        proc.wait()
+        for t in readers:                       # the pipes close once the group is dead
+            t.join(_GRACE)
+        if not any(t.is_alive() for t in readers):
+            for fh in (proc.stdout, proc.stderr):
+                try:
+                    fh.close()
+                except OSError:
+                    pass
+        # else: a process that left the group (setsid) still holds a pipe; closing the file
+        # would block on the reader's lock, so the daemon thread keeps it until that process ends
     if over:
         raise _TooMuch()
+    if timed_out:
+        raise subprocess.TimeoutExpired(argv, timeout)
     return subprocess.CompletedProcess(argv, proc.returncode, bytes(bufs["out"]), bytes(bufs["err"]))
+
+
+#: Seconds to wait for the pipe readers once the process group is killed.
+_GRACE = 2.0
+
+
+def _new_group() -> Dict[str, Any]:
+    """Popen arguments that put the program in a process group of its own."""
+    if hasattr(os, "killpg"):
+        return {"start_new_session": True}
+    flag = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)  # Windows: no killpg, kill() the program
+    return {"creationflags": flag} if flag else {}
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the program's process group (the program was its leader); without killpg
+    (Windows), kill the program itself."""
+    if hasattr(os, "killpg"):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+            return
+        except (ProcessLookupError, PermissionError):
+            pass                                # group already gone
+        except OSError:
+            pass
+    if proc.poll() is None:
+        try:
+            proc.kill()
+        except OSError:
+            pass
 
 
 #: name -> class; ``[answer] generator`` must be one of these.

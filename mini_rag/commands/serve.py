@@ -37,10 +37,13 @@ A request that changes one of them is answered by a pipeline built for those val
 over the same index (at most :data:`MAX_VARIANTS` are kept, least recently used first
 out).  Unknown fields and parameters are errors, with the closest known name.
 
-Errors are JSON ``{"error": "..."}``: 400 bad JSON, a missing or wrongly typed field,
-an unknown parameter; 404 unknown path; 405 known path, other method (``Allow`` says
-which); 411 a POST without ``Content-Length``; 413 a body over ``--max-body`` bytes
-(default 1 MiB); 503 more than ``--max-requests`` requests in flight; 500 anything
+Errors are JSON ``{"error": "..."}``: 400 bad JSON, a body that is not one JSON object
+or nests arrays and objects more than :data:`MAX_JSON_DEPTH` deep, a missing or wrongly
+typed field, an unknown parameter; 404 unknown path; 405 known path, other method
+(``Allow`` says which); 411 a POST without ``Content-Length``; 413 a body over
+``--max-body`` bytes (default 1 MiB); 503 (with ``Retry-After``) more than
+``--max-requests`` requests in flight, or more than ``--max-per-client`` in progress from
+one address (``/health`` is never refused); 500 anything
 else, logged with its traceback on stderr, never sent to the client.  The server binds
 to loopback unless ``--host`` says otherwise; a client that sends nothing for
 ``--timeout`` seconds is disconnected.  One access-log line per request on stderr
@@ -70,24 +73,37 @@ from ..guard import guards
 from ..errors import MiniRagError
 from ..pipeline import Pipeline, retrieval_half, conflict_json, question_first
 from ..search.retrieve import dated_as_of
+from .serve_api import (DEBUG_PATHS, ERROR_STATUSES, MAX_TOP_K, OPEN_PATHS,  # noqa: F401
+                        RESPONSES, ROUTES, openapi)
 
 __all__ = ["ROUTES", "Service", "ApiError", "make_server", "openapi", "register", "cmd_serve"]
 
 DEFAULT_MAX_BODY = 1 << 20
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_REQUESTS = 64
-#: Connection budgets (issue 33): a request's line and headers must arrive within
+#: Connection budgets (issues 33 and 44): a request's line and headers must arrive within
 #: HEADER_TIMEOUT seconds (an idle keep-alive connection is closed then), its body within
-#: BODY_TIMEOUT (else 408), at most MAX_HEAD_BYTES of them (else 431); one client address
-#: holds at most DEFAULT_MAX_PER_CLIENT connections (more get 503 at once).  Bodies are read
-#: before a request takes one of the --max-requests slots, and /health, /docs and
-#: /openapi.json take none: slow or hostile clients cannot starve them.
+#: BODY_TIMEOUT (else 408), at most MAX_HEAD_BYTES of them (else 431).  The caps count work,
+#: not sockets: a request is work once its body is read; one client address has at most
+#: DEFAULT_MAX_PER_CLIENT requests in work (more get 503 with Retry-After), /health is never
+#: counted nor refused, and /health, /docs and /openapi.json take none of the --max-requests
+#: slots.  At most DEFAULT_MAX_CONNECTIONS connections are open: a new one closes the oldest
+#: that is not working (idle first), so idle or slow sockets cannot lock anyone out.
 HEADER_TIMEOUT = 10.0
 BODY_TIMEOUT = 10.0
 MAX_HEAD_BYTES = 64 * 1024
 DEFAULT_MAX_PER_CLIENT = 16
+DEFAULT_MAX_CONNECTIONS = 256
+#: Listen backlog: a burst of connections waits in the kernel's queue, never reset (issue 44).
+LISTEN_BACKLOG = 1024
+#: Seconds a refused or timed-out client has for its unread bytes to be drained before the
+#: socket closes (closing with unread bytes makes the kernel send a reset, losing the answer).
+LINGER_SECONDS = 2.0
+#: Seconds a client told 503 is asked to wait (Retry-After).
+RETRY_AFTER = 1
+#: Deepest nesting of arrays and objects accepted in a body (the API's bodies need 3).
+MAX_JSON_DEPTH = 32
 _SLOTLESS = ("health", "docs", "openapi")
-MAX_TOP_K = 100
 MAX_QUERY_CHARS = 4000
 MAX_VARIANTS = 8
 PARAMS = ("top_k", "freshness_days", "doc_scope")
@@ -367,7 +383,7 @@ def _int_field(raw: Dict[str, Any], name: str, low: int, high: int) -> Optional[
 
 def _check_fields(body: Any, required: Dict[str, type], optional) -> None:
     if not isinstance(body, dict):
-        raise ApiError(400, "the body must be one JSON object, got %s" % type(body).__name__)
+        raise ApiError(400, "the body must be one JSON object, got %s" % _json_type(body))
     known = set(required) | set(optional)
     for name in body:
         if name not in known:
@@ -378,157 +394,6 @@ def _check_fields(body: Any, required: Dict[str, type], optional) -> None:
         if not isinstance(body[name], typ):
             raise ApiError(400, "%s must be a %s, got %s" % (name, {str: "string", list: "list"}[typ],
                                                               _short(body[name])))
-
-
-# ------------------------------------------------------------------ routes and OpenAPI
-
-_Q_PARAMS = [
-    {"name": "q", "in": "query", "required": True, "schema": {"type": "string"}, "description": "the question"},
-    {"name": "top_k", "in": "query", "required": False,
-     "schema": {"type": "integer", "minimum": 1, "maximum": MAX_TOP_K}, "description": "candidates retrieved"},
-    {"name": "freshness_days", "in": "query", "required": False,
-     "schema": {"type": "integer", "minimum": 1, "maximum": 36500},
-     "description": "age in days after which an effective date is stale"},
-    {"name": "doc_scope", "in": "query", "required": False, "schema": {"type": "string"},
-     "description": "MIXED or one authority (GET /docs lists them)"},
-]
-_ANSWER_BODY = {"type": "object", "required": ["query"], "additionalProperties": False, "properties": {
-    "query": {"type": "string"}, "top_k": {"type": "integer", "minimum": 1, "maximum": MAX_TOP_K},
-    "freshness_days": {"type": "integer", "minimum": 1, "maximum": 36500}, "doc_scope": {"type": "string"}}}
-_VALIDATE_BODY = {"type": "object", "required": ["answer", "citations", "retrieved_chunks"],
-                  "additionalProperties": False, "properties": {
-                      "answer": {"type": "string"}, "citations": {"type": "array", "items": {"type": "string"}},
-                      "retrieved_chunks": {"type": "array", "items": {
-                          "type": "object", "required": ["chunk_id"],
-                          "properties": {"chunk_id": {"type": "string"}, "text": {"type": "string"}}}}}}
-
-_STR_LIST = {"type": "array", "items": {"type": "string"}}
-_NULL_STR = {"type": "string", "nullable": True}
-_NUM = {"type": "number", "nullable": True}
-_CHUNK = {"type": "object", "required": ["doc_id", "chunk_id", "rank", "similarity", "text"], "properties": {
-    "doc_id": {"type": "string"}, "chunk_id": {"type": "string"}, "rank": {"type": "integer"},
-    "timestamp": _NULL_STR, "similarity": {"type": "number"}, "title": {"type": "string"},
-    "heading": {"type": "string"}, "section": _STR_LIST, "text": {"type": "string"}}}
-_RETRIEVAL = {"type": "object", "required": ["top_k", "doc_scope", "chunks"], "properties": {
-    "top_k": {"type": "integer"}, "doc_scope": {"type": "string"}, "chunks": {"type": "array", "items": _CHUNK}}}
-_QUALITY = {"type": "object", "required": ["confidence", "freshness", "top_doc_ids", "top_timestamps"], "properties": {
-    "confidence": {"type": "object", "properties": {"max": _NUM, "mean": _NUM, "gap": _NUM,
-                                                    "hit_count": {"type": "integer", "nullable": True}}},
-    "freshness": {"type": "object", "properties": {
-        "oldest_timestamp": _NULL_STR, "newest_timestamp": _NULL_STR,
-        "freshness_violation_count": {"type": "integer"}, "freshness_violation": {"type": "boolean"},
-        "freshness_days": {"type": "integer", "nullable": True}, "as_of": _NULL_STR,
-        "stale": {"type": "array", "items": {"type": "object", "required": ["chunk_id", "doc_id", "rule"],
-                                             "properties": {"chunk_id": {"type": "string"},
-                                                            "doc_id": {"type": "string"},
-                                                            "rule": {"type": "string"},
-                                                            "by": {"type": "string"}}}}}},
-    "top_doc_ids": _STR_LIST, "top_timestamps": {"type": "array", "items": _NULL_STR}}}
-_VALIDATION = {"type": "object", "required": ["citation_valid", "errors", "warnings"], "properties": {
-    "citation_valid": {"type": "boolean"}, "errors": _STR_LIST, "warnings": _STR_LIST}}
-_CONFLICTS = {"type": "object", "required": ["conflict_detected", "pairs", "summary"], "properties": {
-    "conflict_detected": {"type": "boolean"}, "conflict_type": _NULL_STR, "summary": {"type": "string"},
-    "pairs": {"type": "array", "items": {"type": "object", "properties": {
-        "chunk_a": {"type": "object"}, "chunk_b": {"type": "object"}, "reason": {"type": "string"},
-        "evidence_snippets": {"type": "object"}, "conflict_type": {"type": "string"}, "axis": {"type": "string"}}}}}}
-_RISK = {"type": "object", "required": ["risk_level", "matched_keywords"], "properties": {
-    "risk_level": {"type": "string"}, "matched_keywords": _STR_LIST}}
-_SIGNALS = {"type": "object", "properties": {"retrieval_confidence_max": _NUM,
-                                             "retrieval_hit_count": {"type": "integer", "nullable": True},
-                                             "freshness_violation": {"type": "boolean"}}}
-_DECISIONS = ["ANSWER", "ABSTAIN", "CLARIFY", "BLOCK"]
-#: The 200 response body of each route (typed: the client generators' and tests' contract).
-RESPONSES: Dict[str, Dict[str, Any]] = {
-    "answer": {"type": "object", "required": ["query", "decision", "answer", "citations", "confidence", "retrieval",
-                                              "retrieval_quality", "validation", "conflicts", "reasons", "message",
-                                              "decided_by", "signals", "risk"], "properties": {
-        "query": {"type": "string"}, "decision": {"type": "string", "enum": _DECISIONS},
-        "answer": {"type": "string"}, "citations": _STR_LIST, "confidence": {"type": "string"},
-        "retrieval": _RETRIEVAL, "retrieval_quality": _QUALITY, "validation": _VALIDATION,
-        "conflicts": _CONFLICTS, "reasons": _STR_LIST, "message": {"type": "string"},
-        "decided_by": {"type": "string"}, "signals": _SIGNALS, "risk": _RISK}},
-    "validate": _VALIDATION,
-    "debug_retrieval": {"type": "object", "required": ["query", "retrieval", "retrieval_quality"], "properties": {
-        "query": {"type": "string"}, "retrieval": _RETRIEVAL, "retrieval_quality": _QUALITY}},
-    "debug_conflicts": {"type": "object", "required": ["query", "retrieval", "retrieval_quality", "conflicts"],
-                        "properties": {"query": {"type": "string"}, "retrieval": _RETRIEVAL,
-                                       "retrieval_quality": _QUALITY, "conflicts": _CONFLICTS}},
-    "debug_decision": {"type": "object", "required": ["query", "retrieval", "retrieval_quality", "conflicts", "risk",
-                                                      "decision_result", "question_analysis"], "properties": {
-        "query": {"type": "string"}, "retrieval": _RETRIEVAL, "retrieval_quality": _QUALITY,
-        "conflicts": _CONFLICTS, "risk": _RISK, "validation": {"type": "object", "nullable": True},
-        "decision_result": {"type": "object", "properties": {
-            "decision": {"type": "string", "enum": _DECISIONS, "nullable": True},
-            "decided_by": _NULL_STR, "reasons": _STR_LIST, "user_message": {"type": "string"},
-            "would_call_generator": {"type": "boolean"}, "phase_b_facts": _STR_LIST,
-            "thresholds": {"type": "object"}, "signals": _SIGNALS, "risk": _RISK}},
-        "question_analysis": {"type": "object"}}},
-    "health": {"type": "object", "required": ["status", "documents", "chunks", "generator"], "properties": {
-        "status": {"type": "string", "enum": ["ok"]}, "documents": {"type": "integer"},
-        "chunks": {"type": "integer"}, "generator": {"type": "string"}}},
-    "docs": {"type": "object", "required": ["count", "authorities", "documents"], "properties": {
-        "count": {"type": "integer"}, "authorities": _STR_LIST,
-        "documents": {"type": "array", "items": {"type": "object", "required": ["doc_id", "title", "chunks"],
-                                                 "properties": {"doc_id": {"type": "string"},
-                                                                "title": {"type": "string"},
-                                                                "effective": {"type": "string"},
-                                                                "authority": {"type": "string"},
-                                                                "chunks": {"type": "integer"}}}}}},
-    "openapi": {"type": "object", "required": ["openapi", "info", "paths"], "properties": {
-        "openapi": {"type": "string"}, "info": {"type": "object"}, "paths": {"type": "object"}}},
-}
-#: Routes served only with ``serve --debug-routes`` (they show retrieval internals and chunk texts).
-DEBUG_PATHS = frozenset(("/debug/retrieval", "/debug/conflicts", "/debug/decision"))
-#: Routes answered without the bearer token (``--token-file``): liveness only.
-OPEN_PATHS = frozenset(("/health",))
-
-#: (method, path) -> (handler name on the request handler, summary, OpenAPI details).
-ROUTES: Dict[Tuple[str, str], Tuple[str, str, Dict[str, Any]]] = {
-    ("POST", "/answer"): ("answer", "Answer a question: retrieval, guards, generator, decision (seed 000 shape)",
-                          {"requestBody": _ANSWER_BODY}),
-    ("POST", "/validate"): ("validate", "Validate citations against retrieved chunks (seed 000/003 rules)",
-                            {"requestBody": _VALIDATE_BODY}),
-    ("GET", "/debug/retrieval"): ("debug_retrieval", "Retrieval and its quality signals; no generator call",
-                                  {"parameters": _Q_PARAMS}),
-    ("GET", "/debug/conflicts"): ("debug_conflicts", "Retrieval, quality signals and conflicts among the "
-                                                     "phase B evidence; no generator call", {"parameters": _Q_PARAMS}),
-    ("GET", "/debug/decision"): ("debug_decision", "Risk, conflicts and the retrieval half's decision; "
-                                                   "no generator call", {"parameters": _Q_PARAMS}),
-    ("GET", "/health"): ("health", "Liveness: documents and chunks loaded", {}),
-    ("GET", "/docs"): ("docs", "The documents loaded: ids, titles, dates, authorities, chunk counts", {}),
-    ("GET", "/openapi.json"): ("openapi", "This description", {}),
-}
-ERROR_STATUSES = {400: "bad request: bad JSON, a missing, unknown or wrongly typed field",
-                  401: "missing or wrong bearer token (serve --token-file)",
-                  404: "unknown path (the debug routes without serve --debug-routes)", 405: "method not allowed on this path",
-                  411: "POST without Content-Length", 413: "body over the size limit",
-                  500: "internal error (logged on the server)", 503: "too many requests in flight"}
-
-
-def openapi() -> Dict[str, Any]:
-    """The OpenAPI 3.0 description of :data:`ROUTES` (tests check the two agree)."""
-    paths: Dict[str, Dict[str, Any]] = {}
-    error = {"description": "", "content": {"application/json": {"schema": {
-        "type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}}}}}
-    for (method, path), (name, summary, extra) in sorted(ROUTES.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        op: Dict[str, Any] = {"operationId": name, "summary": summary,
-                              "responses": {"200": {"description": "OK", "content": {
-                                  "application/json": {"schema": RESPONSES[name]}}}}}
-        if path not in OPEN_PATHS:
-            op["security"] = [{}, {"bearer": []}]        # the token only when the server has one
-        if "parameters" in extra:
-            op["parameters"] = extra["parameters"]
-        if "requestBody" in extra:
-            op["requestBody"] = {"required": True, "content": {"application/json": {"schema": extra["requestBody"]}}}
-        for status, why in sorted(ERROR_STATUSES.items()):
-            op["responses"][str(status)] = dict(error, description=why)
-        paths.setdefault(path, {})[method.lower()] = op
-    return {"openapi": "3.0.3",
-            "info": {"title": "mini_rag serve", "version": "1",
-                     "description": "Seed 000's RAG API: answers with citations, guards and decisions. "
-                                    "The /debug routes exist only with serve --debug-routes."},
-            "paths": paths,
-            "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}}}
 
 
 # ------------------------------------------------------------------ HTTP
@@ -547,23 +412,6 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self._pending = b""
-        self._counted = self.server.enter(self.client_address[0])
-
-    def finish(self) -> None:
-        try:
-            super().finish()
-        finally:
-            if self._counted:
-                self.server.leave(self.client_address[0])
-
-    def handle(self) -> None:
-        if not self._counted:
-            self._started = time.perf_counter()
-            self.command, self.path, self.request_version = None, "-", "HTTP/1.0"
-            self._send(503, {"error": "too many connections from %s (at most %d)"
-                             % (self.client_address[0], self.server.max_per_client)}, close=True)
-            return
-        super().handle()
 
     def _recv(self, deadline: float) -> bytes:
         left = deadline - time.monotonic()
@@ -578,6 +426,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._started = time.perf_counter()
         deadline = time.monotonic() + min(self.header_timeout, self.timeout or self.header_timeout)
         buf = self._pending
+        self.server.mark(self.connection, "reading" if buf else "idle")
         end = _HEAD_END.search(buf)
         try:
             while end is None:
@@ -588,6 +437,8 @@ class _Handler(BaseHTTPRequestHandler):
                 data = self._recv(deadline)
                 if not data:
                     return
+                if not buf:
+                    self.server.mark(self.connection, "reading")
                 buf += data
                 end = _HEAD_END.search(buf)
         except (socket.timeout, OSError):
@@ -648,9 +499,17 @@ class _Handler(BaseHTTPRequestHandler):
         except ApiError as exc:
             self._send(exc.status, {"error": str(exc)}, close=not self._consumed or exc.status == 408)
             return
+        addr = self.client_address[0]
+        counted = path != "/health"                      # liveness is never counted nor refused
+        if counted and not self.server.begin_work(self.connection, addr):
+            self._send(503, {"error": "too many requests in progress from %s (at most %d)"
+                             % (addr, self.server.max_per_client)}, close=not self._consumed, retry=True)
+            return
         if slot and not self.slots.acquire(blocking=False):
+            if counted:
+                self.server.end_work(self.connection, addr)
             self._send(503, {"error": "server busy: more than %d requests in flight" % self.server.max_requests},
-                       close=True)
+                       close=True, retry=True)
             return
         try:
             if route is None:
@@ -675,6 +534,8 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             if slot:
                 self.slots.release()
+            if counted:
+                self.server.end_work(self.connection, addr)
 
     def _authorize(self, path: str) -> None:
         """404 for a debug route the server does not serve; 401 without the bearer token."""
@@ -690,10 +551,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ---- routes
     def _route_answer(self) -> Dict[str, Any]:
-        return self.service.answer(self._body if self._body is not None else self._json_body())
+        return self.service.answer(self._body if self._consumed else self._json_body())
 
     def _route_validate(self) -> Dict[str, Any]:
-        return self.service.validate(self._body if self._body is not None else self._json_body())
+        return self.service.validate(self._body if self._consumed else self._json_body())
 
     def _route_debug_retrieval(self) -> Dict[str, Any]:
         return self.service.debug("retrieval", self._query_args())
@@ -733,11 +594,20 @@ class _Handler(BaseHTTPRequestHandler):
         if len(data) != n:
             raise ApiError(400, "body ended after %d of %d bytes" % (len(data), n))
         try:
-            return json.loads(data.decode("utf-8"))
+            text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise ApiError(400, "body must be UTF-8") from None
+        if _too_deep(text, MAX_JSON_DEPTH):
+            raise ApiError(400, "body nests arrays and objects more than %d deep" % MAX_JSON_DEPTH)
+        try:
+            body = json.loads(text)
+        except RecursionError:                           # not expected under the depth check
+            raise ApiError(400, "body nests arrays and objects more than %d deep" % MAX_JSON_DEPTH) from None
         except ValueError as exc:
             raise ApiError(400, "body is not JSON: %s" % exc) from None
+        if not isinstance(body, dict):                   # at once: never read the body twice
+            raise ApiError(400, "the body must be one JSON object, got %s" % _json_type(body))
+        return body
 
     def _query_args(self) -> Dict[str, str]:
         query = urlsplit(self.path).query
@@ -754,7 +624,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ---- output
     def _send(self, status: int, body: Any, allow: Optional[List[str]] = None, close: bool = False,
-              authenticate: bool = False) -> None:
+              authenticate: bool = False, retry: bool = False) -> None:
         data = (json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
@@ -763,6 +633,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Allow", ", ".join(allow))
         if authenticate:
             self.send_header("WWW-Authenticate", 'Bearer realm="mini_rag"')
+        if retry:
+            self.send_header("Retry-After", str(RETRY_AFTER))
         if close:
             self.send_header("Connection", "close")
             self.close_connection = True
@@ -802,35 +674,143 @@ def _printable(text: str) -> str:
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
 
 
+#: A JSON string: a quote, then characters that are not a quote or a backslash, or a backslash
+#: and any character, then the closing quote when there is one (so a match never fails once
+#: started, and the scan is linear); the first characters of the two branches are disjoint.
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"?', re.S)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_OPEN_CLOSE = str.maketrans("[{]}", "(())")
+
+
+def _too_deep(text: str, limit: int) -> bool:
+    """Whether JSON ``text`` nests arrays and objects more than ``limit`` deep, found in
+    linear time before parsing (json.loads recurses, and a 500k-deep body used to end the
+    connection unanswered, issue 44): strings dropped, brackets kept, then innermost pairs
+    removed ``limit`` times; a pair left, or more than ``limit`` brackets never closed, means
+    deeper.  Exact on JSON; on text that is not JSON, json.loads then recurses at most
+    ``2 * limit`` deep before it refuses the text."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    pairs = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text)).translate(_OPEN_CLOSE)
+    for _ in range(limit):
+        shorter = pairs.replace("()", "")
+        if len(shorter) == len(pairs):
+            break
+        pairs = shorter
+    return "()" in pairs or pairs.count("(") > limit
+
+
+def _json_type(value: Any) -> str:
+    """JSON's name for a parsed value's type (null, boolean, number, string, array, object)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {str: "string", list: "array"}.get(type(value), "object")
+
+
 class _Server(ThreadingHTTPServer):
+    """The HTTP server with issue 44's connection accounting: the open connections (oldest
+    first, each ``idle``, ``reading`` or ``working``) and the requests in work per address."""
     daemon_threads = True
     access_log = True
     max_requests = DEFAULT_MAX_REQUESTS
     debug_routes = False                  # serve --debug-routes
     token: Optional[str] = None           # serve --token-file
     max_per_client = DEFAULT_MAX_PER_CLIENT
+    max_connections = DEFAULT_MAX_CONNECTIONS
+    request_queue_size = LISTEN_BACKLOG
 
     def __init__(self, *a, **kw) -> None:
         super().__init__(*a, **kw)
-        self._clients: Dict[str, int] = {}
+        self._conns: "collections.OrderedDict[Any, str]" = collections.OrderedDict()
+        self._work: Dict[str, int] = {}
         self._clients_lock = threading.Lock()
 
-    def enter(self, addr: str) -> bool:
-        """Count a connection of ``addr``; False (not counted) when it already has the most."""
+    # ---- connections: at most max_connections open, the oldest not working closed first
+    def process_request(self, request: Any, client_address: Any) -> None:
         with self._clients_lock:
-            n = self._clients.get(addr, 0)
+            if len(self._conns) >= self.max_connections:
+                victim = self._victim()
+                if victim is not None:
+                    self._conns.pop(victim)
+                    try:
+                        victim.shutdown(socket.SHUT_RDWR)   # its thread sees the end and finishes
+                    except OSError:
+                        pass
+            self._conns[request] = "idle"
+        super().process_request(request, client_address)
+
+    def _victim(self) -> Any:
+        """The oldest idle connection, else the oldest still reading a request; None when all work."""
+        for wanted in ("idle", "reading"):
+            for conn, state in self._conns.items():
+                if state == wanted:
+                    return conn
+        return None
+
+    def mark(self, conn: Any, state: str) -> None:
+        with self._clients_lock:
+            if conn in self._conns:
+                self._conns[conn] = state
+
+    def shutdown_request(self, request: Any) -> None:
+        """Forget the connection, send our end, drain what the client still sends (bounded), close."""
+        with self._clients_lock:
+            self._conns.pop(request, None)
+        try:
+            request.shutdown(socket.SHUT_WR)
+            _linger(request, LINGER_SECONDS, MAX_HEAD_BYTES + self.RequestHandlerClass.max_body)
+        except OSError:
+            pass
+        self.close_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (reset, broken pipe, closed for a newer one) is no error to
+        print; anything else is logged with its traceback."""
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        stream = getattr(self.RequestHandlerClass, "log_stream", None) or sys.stderr
+        stream.write("mini_rag serve: internal error with %s\n%s" % (client_address[0], traceback.format_exc()))
+
+    # ---- work: requests past their body, per client address
+    def begin_work(self, conn: Any, addr: str) -> bool:
+        """Count a request of ``addr`` in work; False (not counted) when it already has the most."""
+        with self._clients_lock:
+            n = self._work.get(addr, 0)
             if n >= self.max_per_client:
                 return False
-            self._clients[addr] = n + 1
+            self._work[addr] = n + 1
+            if conn in self._conns:
+                self._conns[conn] = "working"
             return True
 
-    def leave(self, addr: str) -> None:
+    def end_work(self, conn: Any, addr: str) -> None:
         with self._clients_lock:
-            n = self._clients.get(addr, 0) - 1
+            n = self._work.get(addr, 0) - 1
             if n > 0:
-                self._clients[addr] = n
+                self._work[addr] = n
             else:
-                self._clients.pop(addr, None)
+                self._work.pop(addr, None)
+            if conn in self._conns:
+                self._conns[conn] = "idle"
+
+
+def _linger(sock: Any, seconds: float, most: int) -> None:
+    """Read and drop what the peer sends until it closes, ``seconds`` pass or ``most`` bytes came."""
+    deadline = time.monotonic() + seconds
+    got = 0
+    while got < most:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        sock.settimeout(left)
+        block = sock.recv(65536)
+        if not block:
+            return
+        got += len(block)
 
 
 def make_server(service: Service, host: str = "127.0.0.1", port: int = 8000,
@@ -838,7 +818,8 @@ def make_server(service: Service, host: str = "127.0.0.1", port: int = 8000,
                 max_requests: int = DEFAULT_MAX_REQUESTS, access_log: bool = True,
                 log_stream: Any = None, debug_routes: bool = False,
                 token: Optional[str] = None, max_per_client: int = DEFAULT_MAX_PER_CLIENT,
-                header_timeout: float = HEADER_TIMEOUT, body_timeout: float = BODY_TIMEOUT) -> ThreadingHTTPServer:
+                header_timeout: float = HEADER_TIMEOUT, body_timeout: float = BODY_TIMEOUT,
+                max_connections: int = DEFAULT_MAX_CONNECTIONS) -> ThreadingHTTPServer:
     """A bound server (``port=0``: any free port, see ``server.server_address``); call
     ``serve_forever()`` to run it and ``shutdown()`` then ``server_close()`` to stop."""
     handler = type("Handler", (_Handler,), {
@@ -852,6 +833,7 @@ def make_server(service: Service, host: str = "127.0.0.1", port: int = 8000,
     server.debug_routes = bool(debug_routes)
     server.token = token or None
     server.max_per_client = int(max_per_client)
+    server.max_connections = max(1, int(max_connections))
     return server
 
 
@@ -887,8 +869,11 @@ def register(subparsers) -> None:
                    help="requests in flight at once; more get 503 (default: %d)" % DEFAULT_MAX_REQUESTS)
     s.add_argument("--quiet", action="store_true", help="no access log on stderr")
     s.add_argument("--max-per-client", type=int, default=DEFAULT_MAX_PER_CLIENT, metavar="N",
-                   help="connections one client address may hold; more get 503 (default: %d)"
-                        % DEFAULT_MAX_PER_CLIENT)
+                   help="requests one client address may have in progress (idle connections and /health "
+                        "do not count); more get 503 (default: %d)" % DEFAULT_MAX_PER_CLIENT)
+    s.add_argument("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS, metavar="N",
+                   help="open connections; a new one past this closes the oldest idle one (default: %d)"
+                        % DEFAULT_MAX_CONNECTIONS)
     s.set_defaults(func=cmd_serve)
 
 
@@ -953,7 +938,8 @@ def cmd_serve(args) -> int:
     try:
         server = make_server(service, args.host, args.port, args.max_body, args.timeout, args.max_requests,
                              access_log=not args.quiet, debug_routes=args.debug_routes, token=token,
-                             max_per_client=max(1, args.max_per_client))
+                             max_per_client=max(1, args.max_per_client),
+                             max_connections=max(1, args.max_connections))
     except OSError as exc:
         raise MiniRagError("cannot listen on %s:%d: %s" % (args.host, args.port, exc.strerror or exc)) from None
     if warning:
