@@ -84,31 +84,31 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 #     77  referee/base.py
 #    129  referee/lexicon.py
 #    605  referee/registry.py
-#    915  referee/fmt.py
-#    948  referee/stats.py
-#    995  referee/retrieval.py
-#   1095  referee/tomlsub.py
-#   1375  referee/inputs.py
-#   1782  referee/text.py
-#   1821  referee/citations.py
-#   2150  referee/refusals.py
-#   2438  referee/answers.py
-#   2683  referee/grounding.py
-#   3096  referee/treccalc.py
-#   3506  referee/trec.py
-#   4153  referee/names.py
-#   4215  referee/aggregate.py
-#   4510  referee/config.py
-#   5209  referee/contracts.py
-#   5630  referee/judge.py
-#   6582  referee/gates.py
-#   6809  referee/scorecard.py
-#   7068  referee/outputs.py
-#   7560  referee/reports.py
-#   8194  referee/calibration.py
-#   8423  referee/shards.py
-#   8772  referee/run.py
-#   9427  referee/cli.py
+#    998  referee/fmt.py
+#   1031  referee/stats.py
+#   1078  referee/retrieval.py
+#   1178  referee/tomlsub.py
+#   1458  referee/inputs.py
+#   1865  referee/text.py
+#   1904  referee/citations.py
+#   2233  referee/refusals.py
+#   2521  referee/answers.py
+#   2766  referee/grounding.py
+#   3179  referee/treccalc.py
+#   3589  referee/trec.py
+#   4236  referee/names.py
+#   4318  referee/aggregate.py
+#   4579  referee/config.py
+#   5277  referee/contracts.py
+#   5698  referee/judge.py
+#   6650  referee/gates.py
+#   6877  referee/scorecard.py
+#   7136  referee/outputs.py
+#   7628  referee/reports.py
+#   8262  referee/calibration.py
+#   8491  referee/shards.py
+#   8840  referee/run.py
+#   9501  referee/cli.py
 
 
 
@@ -641,16 +641,44 @@ _MODAL = {"must": "must", "shall": "must", "required": "must", "require": "must"
 
 
 # =========================================================================== referee/registry.py
-# The metric registry: one entry per measure (name, kind, direction, definition, fields read),
-# the per-item verdict flags and the per-item predicates that pair two runs' items.
+# The measures: one object per measure (name, definition, direction, what it reads from the
+# per-item verdicts, how it aggregates, its empty value and why), the registry that lists them
+# in the order of the docs, and the per-item verdict flags the measures read.
 
-# --------------------------------------------------------------------------- metric registry
+# --------------------------------------------------------------------------- measures
+#
+# A run judges each item once (judge.Scorer: verdict flags and per-item values); a measure
+# then says which of those it reads and how it sums them over a set of items (the whole gold
+# set, one category).  aggregate.aggregate carries out the declarations below; the docs' metric
+# table, the --help list and the README table are printed from them (names.py).
 
 
-class Metric(NamedTuple):
-    """One registry entry.  ``K`` in a name is a rank cutoff filled from ``--k`` or a gate."""
+class Measure(NamedTuple):
+    """One measure.  ``K`` in a name is a rank cutoff filled from ``--k`` or a gate.
+
+    What it reads, one of:
+      ``items``   (denominator, numerator) predicates on an item's verdict flags: a yes/no
+                  verdict per item (the ones --baseline pairs item by item, see PAIRED);
+      ``values``  the Scorer's per-item values (an array, NaN where the item has none; a dict of
+                  arrays by cutoff for a ``@K`` family; "hits": hit counts by cutoff; "seed_rec":
+                  seed 002's recall by cutoff); ``over`` chooses the items ("gold": with gold
+                  citations, "answerable"; "": every item with a value), ``hit`` a flag that
+                  counts an item of a rate over values.
+    How it aggregates (``kind``): "rate" = count / n with a Wilson 95% interval; "mean" = the
+    mean with a normal 95% interval (none when ``ci`` is false); "quantile" = nearest rank at
+    ``quantile``; "count" = how many items (no interval).
+    When it is not measured, the value is None and ``reason`` says why: ``requires`` (a Scorer
+    attribute that must be true, and the reason when it is not), ``lacks`` (a Scorer map item ->
+    chunk id of items without chunk text, and the reason while one of the items is in it), then
+    ``why_empty`` when nothing was measured and ``empty`` is None (``empty`` is the value of an
+    empty denominator otherwise).
+    ``needs`` names per-row work beyond the seed's verdicts (a key of NEEDS): a run does it only
+    when something asks for one of its measures, and a measure not computed is left out of
+    the report.  ``group`` is its place in the report (0: the seed's verdicts and retrieval, 1:
+    issue 20 and 29's measures, 2: answer correctness), ``ir`` whether IR mode (--qrels/--run)
+    has it too."""
     name: str
-    kind: str        # "rate" (binary per item, Wilson CI), "mean" (per-item mean, normal CI), "count"
+    kind: str        # "rate", "mean", "quantile" or "count" (see above)
     better: str      # "higher" or "lower": the direction of a bare ``--gates name=value``
     definition: str
     fields: str      # input fields read
@@ -658,6 +686,18 @@ class Metric(NamedTuple):
     empty: object    # ... and as a value (None = not measured)
     gold: bool = True   # needs gold labels; False = reference-free (scored from a trace alone)
     needs: str = ""     # per-row work beyond the seed's verdicts (a key of NEEDS); "" = always computed
+    items: Optional[tuple] = None   # (denominator, numerator) predicates on an item's flags
+    values: str = ""    # else the Scorer's per-item values it aggregates
+    over: str = ""      # "gold", "answerable" or "" (every item with a value)
+    hit: int = 0        # a rate over values: the flag that counts an item
+    quantile: float = 0.0
+    ci: bool = True     # a mean: with a normal interval
+    why_empty: str = ""             # the reason when nothing was measured (``empty`` None)
+    requires: tuple = ()            # (Scorer attribute, reason when it is false)
+    lacks: tuple = ()               # (Scorer map of items without chunk text, reason template)
+    hint: tuple = ()                # (Scorer attribute, text added to why_empty when it is false)
+    group: int = 0
+    ir: bool = False
 
 
 # Per-item verdict flags (bits).  The report's "items" map stores them as letters so that a
@@ -712,242 +752,285 @@ FLAG_MEANINGS = (
     ("U", "unsupported answer: at least one checked sentence is not supported by the chunks"),
 )
 
-M = Metric
-REGISTRY: Tuple[Metric, ...] = (
+def _has(bits: int):
+    """The predicate "every bit of ``bits`` is set" on an item's flags."""
+    return lambda f: f & bits == bits
+
+
+def _all(f: int) -> bool:
+    return True
+
+
+def _shipped(f: int) -> bool:
+    return bool(f & F_SHIP)
+
+
+def _refused(f: int) -> bool:
+    return not f & F_SHIP
+
+
+# The reasons shared by several measures.
+_NO_GOLD_CITATIONS = "not measured: no item has gold citations"
+_NO_FALLBACK = "not measured: no trace row carries fallback_used"
+_GROUNDING_OFF = ('not computed: set [scorer] grounding = "sentences" in the gates file, or gate faithfulness / '
+                  'unsupported_answer_rate (tier = "monitor" to report only)')
+_GROUNDING_LACKS = ("ground_no_text", "not measured: no chunk text for %(lack)d shipped answers (first: qid %(qid)s, "
+                    "chunk %(chunk)s); give the trace cited_chunks or --chunks FILE")
+
+M = Measure
+REGISTRY: Tuple[Measure, ...] = (
     M("precision", "rate", "higher",
       "shipped answerable items with containment and citation hit / shipped items |S|",
       "answer_json.claim, citations, retrieved_ids; gold answerable, gold_claim_substr, gold_citations",
-      "1.0 when nothing shipped", 1.0),
+      "1.0 when nothing shipped", 1.0, items=(_shipped, _has(F_ANS | F_CONT | F_HIT))),
     M("chr", "rate", "higher",
       "shipped answerable items with a citation hit / all shipped items |S| (seed 002)",
       "answer_json.citations, retrieved_ids; gold answerable, gold_citations",
-      "1.0 when nothing shipped", 1.0),
+      "1.0 when nothing shipped", 1.0, items=(_shipped, _has(F_ANS | F_HIT))),
     M("under_refusal", "rate", "lower",
       "unanswerable items that shipped an answer / unanswerable items |U|",
-      "answer_json.claim; gold answerable", "0.0 when no unanswerable item", 0.0),
+      "answer_json.claim; gold answerable", "0.0 when no unanswerable item", 0.0,
+      items=(lambda f: not f & F_ANS, _shipped)),
     M("over_refusal", "rate", "lower",
       "answerable items refused / answerable items |A|",
-      "answer_json.claim; gold answerable", "0.0 when no answerable item", 0.0),
+      "answer_json.claim; gold answerable", "0.0 when no answerable item", 0.0,
+      items=(_has(F_ANS), _refused)),
+    # the seed's recall is read from Scorer.seed_rec at every cutoff; its flag (F_REC) is the
+    # first cutoff's, which --baseline pairs
     M("recall@K", "rate", "higher",
       "seed 002, all-or-nothing: answerable items whose gold citations are ALL in the first K "
       "retrieved_ids (trace order; vacuously true for []) / |A|; `recall@k` is K = first --k",
-      "retrieved_ids; gold answerable, gold_citations", "0.0 when no answerable item", 0.0),
+      "retrieved_ids; gold answerable, gold_citations", "0.0 when no answerable item", 0.0,
+      items=(_has(F_ANS), _has(F_REC)), values="seed_rec", over="answerable"),
     M("pass_rate", "rate", "higher",
       "items that pass / all items; answerable passes when shipped with containment and "
       "citation hit, unanswerable when refused (QA contract)",
-      "answer_json; gold answerable, gold_claim_substr, gold_citations", "never empty", None),
+      "answer_json; gold answerable, gold_claim_substr, gold_citations", "never empty", None,
+      items=(_all, _has(F_PASS)), why_empty="not measured: no items"),
     M("correct_refusal", "rate", "higher",
       "refusals of unanswerable items / all refusals |R| (refusal precision)",
-      "answer_json.claim; gold answerable", "1.0 when nothing refused", 1.0),
+      "answer_json.claim; gold answerable", "1.0 when nothing refused", 1.0,
+      items=(_refused, lambda f: not f & F_ANS)),
     M("incorrect_refusal", "rate", "lower",
       "refusals of answerable items / all refusals |R| (share of refusals that were wrong; "
       "over_refusal divides by |A| instead)",
-      "answer_json.claim; gold answerable", "0.0 when nothing refused", 0.0),
+      "answer_json.claim; gold answerable", "0.0 when nothing refused", 0.0,
+      items=(_refused, _has(F_ANS))),
     M("hallucination", "rate", "lower",
       "shipped claims with no citation, a citation outside retrieved_ids, or a number or "
       "content word (>= 3 letters, not a stopword) found in no cited chunk's text / |S|",
       "answer_json, retrieved_ids, cited_chunks or --chunks",
-      "0.0 when nothing shipped; null (gate fails) without chunk text", 0.0, gold=False),
+      "0.0 when nothing shipped; null (gate fails) without chunk text", 0.0, gold=False,
+      items=(_shipped, _has(F_HALL)),
+      lacks=("no_text", "not measured: no chunk text for %(lack)d of %(n)d shipped claims (first: qid %(qid)s, "
+                        "chunk %(chunk)s); give the trace cited_chunks or --chunks FILE")),
     # Issue 29: grounding of generated text, sentence by sentence (reading 4).  Computed unless
     # the gates file says [scorer] grounding = "strict" and no gate / regression names one (issue 41).
     M("faithfulness", "mean", "higher",
       "supported sentences / checked sentences of a shipped answer (meta sentences set aside; each "
       "sentence matched to the cited chunks, the retrieved ones when none is cited), mean over shipped "
       "answers with a checked sentence", "answer_json, retrieved_ids, cited_chunks or --chunks",
-      "null when no shipped answer has a checked sentence, or without chunk text", None, gold=False),
+      "null when no shipped answer has a checked sentence, or without chunk text", None, gold=False,
+      values="faith", requires=("grounding_on", _GROUNDING_OFF), lacks=_GROUNDING_LACKS,
+      why_empty="not measured: no shipped answer has a checked sentence", group=1),
     M("unsupported_answer_rate", "rate", "lower",
       "shipped answers with at least one unsupported sentence (a number or name found in no chunk, "
       "negation or modality changed, or a support score at or below the fitted bar) / checked answers",
       "answer_json, retrieved_ids, cited_chunks or --chunks",
-      "0.0 when nothing shipped; null (gate fails) without chunk text", 0.0, gold=False),
+      "0.0 when nothing shipped; null (gate fails) without chunk text", 0.0, gold=False,
+      items=(_has(F_GMEAS), _has(F_UNSUP)), requires=("grounding_on", _GROUNDING_OFF), lacks=_GROUNDING_LACKS,
+      group=1),
     M("citation_validity", "rate", "higher",
       "shipped answers whose citations are unique, at most 5 and all in retrieved_ids, and whose "
       "text holds no citation marker that resolves to nothing / |S| (seed 000)",
       "answer_json.citations (empty or absent: the markers in the claim), retrieved_ids",
-      "1.0 when nothing shipped", 1.0, gold=False),
+      "1.0 when nothing shipped", 1.0, gold=False, items=(_shipped, _has(F_VALID))),
     M("false_accept_rate", "rate", "lower",
       "shipped among items expected to refuse (expected_decision != ANSWER, else answerable "
       "false) / items expected to refuse (seed 000)",
-      "answer_json.claim; gold expected_decision, answerable", "0.0 when none expected to refuse", 0.0),
+      "answer_json.claim; gold expected_decision, answerable", "0.0 when none expected to refuse", 0.0,
+      items=(_has(F_EXPREF), _shipped)),
     M("false_refuse_rate", "rate", "lower",
       "refused among items expected to answer / items expected to answer (seed 000)",
-      "answer_json.claim; gold expected_decision, answerable", "0.0 when none expected to answer", 0.0),
+      "answer_json.claim; gold expected_decision, answerable", "0.0 when none expected to answer", 0.0,
+      items=(lambda f: not f & F_EXPREF, _refused)),
     M("decision_accuracy", "rate", "higher",
       "trace decision == gold expected_decision / items having both",
-      "decision; gold expected_decision", "null (not measured) when no item has both", None),
+      "decision; gold expected_decision", "null (not measured) when no item has both", None,
+      items=(_has(F_DEC), _has(F_DECOK)),
+      why_empty="not measured: no item has both gold expected_decision and trace decision"),
     M("fallback_used_count", "count", "lower",
       "items whose trace says fallback_used = true (QA contract)",
-      "fallback_used", "null (not measured) when no trace carries fallback_used", None, gold=False),
+      "fallback_used", "null (not measured) when no trace carries fallback_used", None, gold=False,
+      items=(_has(F_FB), _has(F_FBUSED)), why_empty=_NO_FALLBACK),
     M("fallback_used_rate", "rate", "lower",
       "fallback_used true / items whose trace carries fallback_used",
-      "fallback_used", "null (not measured) when no trace carries fallback_used", None, gold=False),
+      "fallback_used", "null (not measured) when no trace carries fallback_used", None, gold=False,
+      items=(_has(F_FB), _has(F_FBUSED)), why_empty=_NO_FALLBACK),
     M("fallback_used_rate_answerable", "rate", "lower",
       "fallback_used true / answerable items whose trace carries fallback_used",
-      "fallback_used; gold answerable", "null (not measured) when no answerable trace carries it", None),
+      "fallback_used; gold answerable", "null (not measured) when no answerable trace carries it", None,
+      items=(_has(F_FB | F_ANS), _has(F_FBUSED)),
+      why_empty="not measured: no answerable item's trace carries fallback_used"),
+    # The rank measures (retrieval.py computes them per item, for QA and IR mode alike).
     M("P@K", "mean", "higher",
       "trec_eval P_K: gold citations in the top K of the ranking / K, mean over items with gold "
       "citations", "retrieved_ids, retrieved_scores; gold_citations",
-      "null when no item has gold citations", None),
+      "null when no item has gold citations", None, needs="ranks", values="hits", over="gold",
+      why_empty=_NO_GOLD_CITATIONS, ir=True),
     M("R@K", "mean", "higher",
       "trec_eval recall_K: fraction of the item's gold citations in the top K (not seed's "
       "all-or-nothing recall@K)", "retrieved_ids, retrieved_scores; gold_citations",
-      "null when no item has gold citations", None),
+      "null when no item has gold citations", None, needs="ranks", values="rec", over="gold",
+      why_empty=_NO_GOLD_CITATIONS, ir=True),
     M("Success@K", "rate", "higher",
       "trec_eval success_K: any gold citation in the top K", "retrieved_ids, retrieved_scores; gold_citations",
-      "null when no item has gold citations", None),
+      "null when no item has gold citations", None, needs="ranks", values="hits", over="gold",
+      why_empty=_NO_GOLD_CITATIONS, ir=True),
     M("RR", "mean", "higher",
       "trec_eval recip_rank: 1 / rank of the first gold citation, 0 when none is retrieved",
-      "retrieved_ids, retrieved_scores; gold_citations", "null when no item has gold citations", None),
+      "retrieved_ids, retrieved_scores; gold_citations", "null when no item has gold citations", None,
+      needs="ranks", values="rr", over="gold", why_empty=_NO_GOLD_CITATIONS, ir=True),
     M("RR@K", "mean", "higher",
       "reciprocal rank counting only the top K", "retrieved_ids, retrieved_scores; gold_citations",
-      "null when no item has gold citations", None),
+      "null when no item has gold citations", None, needs="ranks", values="rrk", over="gold",
+      why_empty=_NO_GOLD_CITATIONS, ir=True),
     M("nDCG@K", "mean", "higher",
       "trec_eval ndcg_cut_K: sum gain/log2(rank+1) over the top K, divided by the same for the "
       "ideal order of all gold citations (gain 1; qrels relevance level with --qrels)",
-      "retrieved_ids, retrieved_scores; gold_citations", "null when no item has gold citations", None),
+      "retrieved_ids, retrieved_scores; gold_citations", "null when no item has gold citations", None,
+      needs="ranks", values="ndcg", over="gold", why_empty=_NO_GOLD_CITATIONS, ir=True),
     # Issue 20: prose refusals, reference-free metrics, policies, decisions for the right reason,
-    # latency and cost.  Computed by _extra_metrics (below the judging code).
+    # latency and cost.
     M("refusal_rate", "rate", "lower",
       "items refused (the refusal token in any dress, or a response whose bottom line is that it cannot "
       "answer: the refusal reader, docs/refusals.md) / all items", "answer_json.claim",
-      "null when there are no items", None, gold=False),
+      "null when there are no items", None, gold=False, items=(_all, _refused),
+      why_empty="not measured: no items", group=1),
     M("partial_refusal_rate", "rate", "lower",
       "items whose response answers part of the question and declines the rest (shipped: an answer for "
-      "every other metric) / all items", "answer_json.claim", "null when there are no items", None, gold=False),
+      "every other metric) / all items", "answer_json.claim", "null when there are no items", None, gold=False,
+      items=(_all, _has(F_PARTIAL)), why_empty="not measured: no items", group=1),
     M("rejection_calibration", "rate", "higher",
       "items whose answer/refuse behaviour matches the label (expected_behavior, else "
       "expected_decision != ANSWER, else answerable false means refuse) / labelled items (seed 004)",
       "answer_json.claim; gold expected_behavior, expected_decision, answerable",
-      "null when no item is labelled", None),
+      "null when no item is labelled", None,
+      items=(lambda f: not f & F_NOLAB, lambda f: bool(f & F_SHIP) != bool(f & F_EXPREF)),
+      why_empty="not measured: no item is labelled", group=1),
     M("policy_compliance", "rate", "higher",
       "judged items without a policy violation / judged items; judged = shipped items plus items "
       "gold says to reject for a policy (expected_behavior reject + rejection_reason); a violation "
       "is a shipped claim matching a [policy.*] pattern, or a policy rejection that shipped",
       "answer_json.claim; [policy.*] patterns; gold expected_behavior, rejection_reason",
       "1.0 when nothing is judged; null when no [policy.*] is configured and no gold policy "
-      "rejection exists", 1.0, gold=False),
+      "rejection exists", 1.0, gold=False,
+      items=(lambda f: f & (F_SHIP | F_POLREJ), lambda f: not f & F_POLV),
+      requires=("policy_measured", "not measured: no [policy.*] patterns in the gates file and no gold policy "
+                                   "rejection"), group=1),
     M("source_policy_compliance", "rate", "higher",
       "shipped items without a source-policy violation / shipped items: a quote_only chunk's "
       "sentences must be verbatim, a no_use chunk may be neither cited nor reproduced (8+ "
       "consecutive words)", "answer_json, retrieved_ids, cited_chunks {text, policy} or --chunks "
-      "policy", "1.0 when nothing shipped (a chunk without policy is summarize)", 1.0, gold=False),
+      "policy", "1.0 when nothing shipped (a chunk without policy is summarize)", 1.0, gold=False,
+      items=(_shipped, lambda f: not f & F_SRCV), group=1),
     M("answer_relevance", "mean", "higher",
       "share of the question's content terms (numbers, words of >= 3 letters not stopwords; final "
       "s folded) that occur in the shipped claim, mean over shipped items (lexical)",
       "q, answer_json.claim", "null when no shipped item has a question with content terms",
-      None, gold=False, needs="relevance"),
+      None, gold=False, needs="relevance", values="answer_rel",
+      why_empty="not measured: no shipped item has a question (q) with content terms", group=1),
     M("context_relevance", "mean", "higher",
       "share of retrieved chunks sharing a content term with the question, mean over items whose "
       "retrieved chunks' texts are all known", "q, retrieved_ids, cited_chunks or --chunks",
       "null when no item has a question, retrieved chunks and all their texts", None, gold=False,
-      needs="relevance"),
+      needs="relevance", values="context_rel",
+      why_empty="not measured: no item has a question, retrieved chunks and all their texts (give --chunks)",
+      group=1),
     M("citation_coverage", "rate", "higher",
       "items whose citations name every document of gold required_citation_doc_ids (doc id = "
       "chunk id before '#') / items listing them (seed 000)",
       "answer_json.citations; gold required_citation_doc_ids",
-      "null when no item lists required_citation_doc_ids", None),
+      "null when no item lists required_citation_doc_ids", None, items=(_has(F_REQDOCS), _has(F_OKDOCS)),
+      why_empty="not measured: no gold item lists required_citation_doc_ids", group=1),
     M("conflict_correct_rate", "rate", "higher",
       "must_surface_conflict items with the right decision (expected_decision or "
       "acceptable_decisions; without a trace decision: refused) and a reason whose code (text "
       "before ':') starts with 'conflict' / those items (seed 000)",
       "decision, reasons, answer_json.claim; gold required_behavior, expected_decision, "
-      "acceptable_decisions", "null when no item requires it", None),
+      "acceptable_decisions", "null when no item requires it", None, items=(_has(F_REQCONF), _has(F_OKCONF)),
+      why_empty="not measured: no gold item has required_behavior must_surface_conflict", group=1),
     M("staleness_correct_rate", "rate", "higher",
       "must_detect_staleness items with the right decision and a reason whose code starts with "
       "'stale' / those items (seed 000)",
       "decision, reasons, answer_json.claim; gold required_behavior, expected_decision, "
-      "acceptable_decisions", "null when no item requires it", None),
+      "acceptable_decisions", "null when no item requires it", None, items=(_has(F_REQSTALE), _has(F_OKSTALE)),
+      why_empty="not measured: no gold item has required_behavior must_detect_staleness", group=1),
     M("clarify_correct_rate", "rate", "higher",
       "must_clarify items with the right decision and a CLARIFY decision or a reason whose code "
       "starts with 'ambiguous' or 'clarif' / those items",
       "decision, reasons; gold required_behavior, expected_decision, acceptable_decisions",
-      "null when no item requires it", None),
+      "null when no item requires it", None, items=(_has(F_REQCLAR), _has(F_OKCLAR)),
+      why_empty="not measured: no gold item has required_behavior must_clarify", group=1),
     M("latency_p50", "quantile", "lower",
       "median of timings_ms.total in ms (nearest rank: the ceil(0.50 n)-th smallest)",
-      "timings_ms.total", "null when no trace row carries timings_ms.total", None, gold=False),
+      "timings_ms.total", "null when no trace row carries timings_ms.total", None, gold=False,
+      values="latency", quantile=0.50, why_empty="not measured: no trace row carries timings_ms.total", group=1),
     M("latency_p95", "quantile", "lower",
       "95th percentile of timings_ms.total in ms (nearest rank: the ceil(0.95 n)-th smallest)",
-      "timings_ms.total", "null when no trace row carries timings_ms.total", None, gold=False),
+      "timings_ms.total", "null when no trace row carries timings_ms.total", None, gold=False,
+      values="latency", quantile=0.95, why_empty="not measured: no trace row carries timings_ms.total", group=1),
     M("cost_per_item", "mean", "lower",
       "sum of cost / trace rows carrying cost (any currency unit, as written)",
-      "cost", "null when no trace row carries cost", None, gold=False),
+      "cost", "null when no trace row carries cost", None, gold=False, values="cost", ci=False,
+      why_empty="not measured: no trace row carries cost", group=1),
     # Issue 28: answer correctness beyond the substring (reading 3, docs/answer_correctness.md).
+    # Both are over the items with an answer_f1 (NaN: refused, or nothing to match).
     M("answer_correct_rate", "rate", "higher",
       "shipped answers that match a gold answer after normalisation (answer_correct) / shipped "
       "items with gold_answers; when a gate names answer_correct_rate or answer_f1, shipped "
       "answerable items without gold_answers are matched on gold_claim_substr too (no partial match)",
       "answer_json.claim; gold gold_answers, question (gold_claim_substr, answerable)",
-      "null when no shipped item has gold answers", None),
+      "null when no shipped item has gold answers", None, values="answer_f1", hit=F_ANSOK,
+      why_empty="not measured: no shipped item has gold_answers",
+      hint=("answer_substr", " (gate answer_correct_rate to match gold_claim_substr)"), group=2),
     M("answer_f1", "mean", "higher",
       "token F1 of the shipped claim against its best gold answer (normalised words), mean over the "
       "items of answer_correct_rate",
       "answer_json.claim; gold gold_answers (gold_claim_substr)",
-      "null when no shipped item has gold answers", None),
+      "null when no shipped item has gold answers", None, values="answer_f1",
+      why_empty="not measured: no shipped item has gold_answers",
+      hint=("answer_substr", " (gate answer_correct_rate to match gold_claim_substr)"), group=2),
 )
 del M
 _BY_NAME = {m.name: m for m in REGISTRY}
+#: The order of a report's metrics: the registry's, group by group.
+REPORT_ORDER: Tuple[Measure, ...] = tuple(sorted(REGISTRY, key=lambda m: m.group))
 ALIASES = {"under": "under_refusal", "over": "over_refusal"}   # seed 002's --gates names
 _FAMILIES = ("P", "R", "Success", "RR", "nDCG", "recall")
 _PARAM_RX = re.compile(r"(P|R|Success|RR|nDCG|recall)@([1-9][0-9]{0,5})")
-# Per-row work that only some metrics read (a registry entry's ``needs``).  The seed's metrics
-# are always computed; a need is computed when something asks for one of its metrics: a gate, a
-# [regression] metric, a [weights] stage of the gates file or --weights, a per-item output
-# (--items, --html, --csv, --junit-items), --compute, a --baseline comparison, a --partial
-# shard, or reference-free mode (no gold labels: these are what there is to measure).
-NEEDS = {"relevance": "content terms of q, the claim and the retrieved chunks' texts"}
+# Per-row work that only some measures read (a measure's ``needs``), done when something asks
+# for one of its measures: a gate, a [regression] metric, a [weights] stage of the scorecard when
+# the scorecard is reported, --compute, an output beside the JSON report (--items, --markdown,
+# --html, --csv, --metrics-csv, --junit), a --baseline comparison, a --partial shard, or
+# reference-free mode (no gold labels: these are what there is to measure).  Seed 002's command
+# asks for none (issue 40).
+NEEDS = {"relevance": "content terms of q, the claim and the retrieved chunks' texts",
+         "ranks": "the rank measures of each item's retrieved_ids against its gold citations, at every cutoff"}
 NOT_COMPUTED = ("not computed: nothing asked for it (a gate, [regression], a [weights] stage, --items/--html/"
                 "--csv, or --compute %s)")
 
 
 def needs_for(metrics) -> set:
-    """The NEEDS keys of the registry entries ``metrics`` (Metric or MetricRef)."""
+    """The NEEDS keys of the measures ``metrics`` (Measure or MetricRef)."""
     return {getattr(m, "metric", m).needs for m in metrics} - {""}
 
 
-SEED_ONLY = ("precision", "chr", "under_refusal", "over_refusal", "pass_rate", "correct_refusal",
-             "incorrect_refusal", "hallucination", "citation_validity", "false_accept_rate",
-             "false_refuse_rate", "decision_accuracy", "fallback_used_count", "fallback_used_rate",
-             "fallback_used_rate_answerable")
-
-# --------------------------------------------------------------------------- aggregation
-
-
-def _has(bits: int):
-    return lambda f: f & bits == bits
-
-
-# name -> (denominator predicate, numerator predicate) on an item's flags
-_PAIRED = {
-    "precision": (_has(F_SHIP), _has(F_ANS | F_CONT | F_HIT)),
-    "chr": (_has(F_SHIP), _has(F_ANS | F_HIT)),
-    "under_refusal": (lambda f: not f & F_ANS, _has(F_SHIP)),
-    "over_refusal": (_has(F_ANS), lambda f: not f & F_SHIP),
-    "pass_rate": (lambda f: True, _has(F_PASS)),
-    "correct_refusal": (lambda f: not f & F_SHIP, lambda f: not f & F_ANS),
-    "incorrect_refusal": (lambda f: not f & F_SHIP, _has(F_ANS)),
-    "hallucination": (_has(F_SHIP), _has(F_HALL)),
-    "citation_validity": (_has(F_SHIP), _has(F_VALID)),
-    "false_accept_rate": (_has(F_EXPREF), _has(F_SHIP)),
-    "false_refuse_rate": (lambda f: not f & F_EXPREF, lambda f: not f & F_SHIP),
-    "decision_accuracy": (_has(F_DEC), _has(F_DECOK)),
-    "fallback_used_rate": (_has(F_FB), _has(F_FBUSED)),
-    "fallback_used_rate_answerable": (_has(F_FB | F_ANS), _has(F_FBUSED)),
-    "recall@K": (_has(F_ANS), _has(F_REC)),      # paired only at the first k
-}
-
-# name -> (denominator predicate, numerator predicate), like _PAIRED
-_EXTRA_RATES = {
-    "refusal_rate": (lambda f: True, lambda f: not f & F_SHIP),
-    "partial_refusal_rate": (lambda f: True, _has(F_PARTIAL)),
-    "rejection_calibration": (lambda f: not f & F_NOLAB, lambda f: bool(f & F_SHIP) != bool(f & F_EXPREF)),
-    "policy_compliance": (lambda f: f & (F_SHIP | F_POLREJ), lambda f: not f & F_POLV),
-    "source_policy_compliance": (_has(F_SHIP), lambda f: not f & F_SRCV),
-    "citation_coverage": (_has(F_REQDOCS), _has(F_OKDOCS)),
-    "conflict_correct_rate": (_has(F_REQCONF), _has(F_OKCONF)),
-    "staleness_correct_rate": (_has(F_REQSTALE), _has(F_OKSTALE)),
-    "clarify_correct_rate": (_has(F_REQCLAR), _has(F_OKCLAR)),
-    "unsupported_answer_rate": (_has(F_GMEAS), _has(F_UNSUP)),
-}
+#: The measures that need answers (--gold/--trace): an IR run (--qrels/--run) refuses a gate on one.
+SEED_ONLY = tuple(m.name for m in REGISTRY if m.group == 0 and not m.ir and m.name != "recall@K")
+#: name -> (denominator, numerator) of the measures with a yes/no verdict per item: --baseline pairs
+#: them item by item, the scorecard scores an item by them.
+_PAIRED = {m.name: m.items for m in REGISTRY if m.items is not None and m.kind == "rate"}
 
 
 # =========================================================================== referee/fmt.py
@@ -1120,7 +1203,7 @@ def measure_ndcg(positions: List[int], gains: List[int], k: int, idcg: float) ->
 class MetricRef(NamedTuple):
     """A parsed metric name: registry entry plus cutoff (None for 'recall@k' = first --k)."""
     spelled: str
-    metric: Metric
+    metric: Measure
     k: Optional[int]
 
     def key(self, k0: int) -> str:
@@ -3884,8 +3967,8 @@ def trec_ref(name: str) -> Optional["MetricRef"]:
     if measure.total in ("text", "count", "none") or len(cuts) != (1 if measure.param in ("cut", "level") else 0):
         return None
     key = trec_name(measure, cuts[0]) if cuts else measure.name + ("_" + text if text else "")
-    return MetricRef(name, Metric(key, "mean", measure.better, measure.description, "qrels, run",
-                                  "0 when the topic has no relevant document", None), None)
+    return MetricRef(name, Measure(key, "mean", measure.better, measure.description, "qrels, run",
+                                   "0 when the topic has no relevant document", None), None)
 
 
 def trec_plan(names: List[str]) -> List[Tuple[str, str, Optional[float], Optional[int], Any]]:
@@ -4230,228 +4313,214 @@ def _suggest(name: str) -> str:
     return "; did you mean %r?" % close[0] if close else ""
 
 
+def aggregates(m) -> str:
+    """How the measure ``m`` sums its items, in words (the metric table's "kind" column)."""
+    if m.kind == "rate":
+        return "rate, Wilson 95% CI"
+    if m.kind == "mean":
+        return "mean, normal 95% CI" if m.ci else "mean"
+    return "quantile (nearest rank)" if m.kind == "quantile" else m.kind
+
+
+def computed_when(m) -> str:
+    """When a run computes the measure ``m`` (the metric table's "computed" column)."""
+    if m.needs:
+        return "when asked (%s)" % m.needs
+    if m.requires and m.requires[0] == "grounding_on":
+        return "when asked (grounding)"
+    return "always"
+
+
 def metric_table_markdown() -> str:
-    """The README metric table, generated from the registry (tests keep the README in sync)."""
-    rows = ["| metric | kind | better | needs gold | definition | fields read | when undefined |",
-            "|---|---|---|---|---|---|---|"]
+    """The metric table of README.md and docs/design.md, generated from the registry
+    (tools/metric_tables.py writes it there; tests keep both in sync)."""
+    rows = ["| metric | kind | better | needs gold | computed | definition | fields read | when undefined |",
+            "|---|---|---|---|---|---|---|---|"]
     for m in REGISTRY:
-        rows.append("| `%s` | %s | %s | %s | %s | %s | %s |" % (
-            m.name, m.kind, m.better, "yes" if m.gold else "no", m.definition.replace("|", "\\|"), m.fields,
-            m.undefined))
+        rows.append("| `%s` | %s | %s | %s | %s | %s | %s | %s |" % (
+            m.name, aggregates(m), m.better, "yes" if m.gold else "no", computed_when(m),
+            m.definition.replace("|", "\\|"), m.fields, m.undefined))
     return "\n".join(rows) + "\n"
 
 
 def _metric_help() -> str:
-    lines = ["metrics (K = any cutoff, e.g. P@5; seed aliases: under, over, recall@k):"]
+    lines = ["metrics (K = any cutoff, e.g. P@5; seed aliases: under, over, recall@k; * computed only when asked: "
+             "a gate, --compute, the scorecard or an output beside the JSON report):"]
     for m in REGISTRY:
-        lines.append("  %-30s %s" % (m.name, m.definition))
+        lines.append("  %-30s %s" % (m.name + (" *" if computed_when(m) != "always" else ""), m.definition))
     lines.append("")
     lines.append("exit status: 0 all gates pass, 1 a gate failed, 2 usage or input error")
     return "\n".join(lines)
 
 
 # =========================================================================== referee/aggregate.py
-# Aggregation: per-item verdicts summed into rates and means with intervals, categories and
-# failure modes.
+# Aggregation: the measures of the registry carried out over a set of items (rates and means
+# with intervals, quantiles, counts); categories and failure modes.
 
 # --------------------------------------------------------------------------- aggregation
+#
+# aggregate() asks every measure of the run (REPORT_ORDER, families at every cutoff) for its
+# entry over the items ``idx``; how a measure is summed follows from what it reads (its
+# ``items`` predicates on the flags, or its ``values``) and its ``kind``.  _Items holds what
+# several measures share (the flags counted, the items with gold citations, ...), computed once.
+
+ANSWER_METRICS = tuple(m.name for m in REGISTRY if m.group == 2)
+EXTRA_METRICS = tuple(m.name for m in REGISTRY if m.group == 1)
+_SKIPPED = "skipped: needs gold labels (reference-free mode: no --gold, or gold rows without labels)"
 
 
-def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
-    """Every registry metric (families at every k) over the items ``idx``; unrounded."""
-    flags = scorer.flags
-    combos = Counter(map(flags.__getitem__, idx))
+def aggregate(scorer: Scorer, idx, trec: bool, memo: Optional[dict] = None) -> Dict[str, dict]:
+    """Every measure this run computes (families at every k) over the items ``idx``; unrounded.
+    IR mode (``trec``) has the rank measures only; a measure whose ``needs`` the run did not
+    compute is left out.  ``memo``: a dict the calls of one run share (the whole gold set first,
+    then its categories), so that a per-item value no item has is not looked for again."""
+    items = _Items(scorer, idx, {} if memo is None else memo)
     out: Dict[str, dict] = {}
+    for m in REPORT_ORDER:
+        if (trec and not m.ir) or (m.needs and m.needs not in scorer.needs):
+            continue
+        if "@K" not in m.name:
+            out[m.name] = items.entry(m, None)
+            continue
+        for k in scorer.ks:
+            out[m.name.replace("@K", "@%d" % k)] = items.entry(m, k)
+    if not trec and scorer.gold.unlabelled:
+        _skip_gold_metrics(out)
+    return out
 
-    def rate(name: str):
-        den, num = _PAIRED[name]
+
+def not_computed(scorer: Scorer) -> Dict[str, dict]:
+    """The entries of the measures this run did not compute (their ``needs`` not asked for):
+    the scorecard says why a stage that weighs one is left out."""
+    return {m.name: _entry(None, None, 0, None, NOT_COMPUTED % m.name)
+            for m in REGISTRY if m.needs and m.needs not in scorer.needs and "@K" not in m.name}
+
+
+class _Items:
+    """The items of one aggregate() call, and what several measures read of them."""
+
+    def __init__(self, scorer: Scorer, idx, memo: dict):
+        self.scorer, self.idx, self.memo = scorer, idx, memo
+        flags = scorer.flags
+        self.whole = idx == range(len(flags))      # every item: the arrays are read as they are
+        self.combos = Counter(flags if self.whole else map(flags.__getitem__, idx))   # each distinct flags value, counted
+        self.subsets: Dict[str, list] = {}
+        self.hits: Dict[int, Counter] = {}     # k -> how many items have each number of hits (P@K, Success@K)
+        self.vals: Dict[str, list] = {}
+
+    def entry(self, m: Measure, k: Optional[int]) -> dict:
+        if m.values in ("", "seed_rec") and m.items is not None:
+            return self._flags(m, k)
+        if m.over == "gold":
+            return self._ranks(m, k)
+        return self._values(m)
+
+    def subset(self, over: str) -> list:
+        """The items with gold citations ("gold") or answerable ("answerable"), in order."""
+        got = self.subsets.get(over)
+        if got is None:
+            bit = F_GOLD if over == "gold" else F_ANS
+            flags = self.scorer.flags
+            got = self.subsets[over] = list(compress(self.idx, map(bit.__and__, flags if self.whole else
+                                                                    map(flags.__getitem__, self.idx))))
+        return got
+
+    def count(self, den, num) -> Tuple[int, int]:
+        """(items meeting ``num`` among those meeting ``den``, items meeting ``den``)."""
         n = c = 0
-        for f, cnt in combos.items():
+        for f, cnt in self.combos.items():
             if den(f):
                 n += cnt
                 if num(f):
                     c += cnt
         return c, n
 
-    gidx = list(compress(idx, map(F_GOLD.__and__, map(flags.__getitem__, idx))))
-    ng = len(gidx)
-    aidx = None   # answerable items, for the seed's recall@K
-    hits_at_k: Dict[int, Counter] = {}     # k -> how many items have each number of hits (P@K, Success@K)
-    for m in REGISTRY:
-        if m.name in EXTRA_METRICS or m.name in ANSWER_METRICS:
-            continue
-        if m.name in SEED_ONLY or m.name == "recall@K":
-            names = [m.name] if m.name != "recall@K" else ["recall@%d" % k for k in scorer.ks]
-            for name in names:
-                if trec:    # --qrels/--run carry no answers: only retrieval metrics exist
-                    continue
-                if name.startswith("recall@"):
-                    if aidx is None:
-                        aidx = list(compress(idx, map(F_ANS.__and__, map(flags.__getitem__, idx))))
-                    c, n = sum(map(scorer.seed_rec[int(name[7:])].__getitem__, aidx)), len(aidx)
-                    out[name] = _entry(c / n if n else m.empty, c, n, wilson(c, n))
-                    continue
-                if name == "fallback_used_count":
-                    with_field = sum(cnt for f, cnt in combos.items() if f & F_FB)
-                    c = sum(cnt for f, cnt in combos.items() if f & F_FBUSED)
-                    out[name] = (_entry(c, c, with_field, None) if with_field else
-                                 _entry(None, None, 0, None, "not measured: no trace row carries fallback_used"))
-                    continue
-                c, n = rate(name)
-                reason = None
-                value = c / n if n else m.empty
-                if name == "hallucination":
-                    unmeasured = sum(cnt for f, cnt in combos.items() if f & F_SHIP and not f & F_HMEAS)
-                    if unmeasured:
-                        first = min((i for i in idx if i in scorer.no_text), default=None)
-                        where = "" if first is None else " (first: qid %s, chunk %s)" % (
-                            scorer.gold.qids[first], scorer.no_text[first])
-                        reason = ("not measured: no chunk text for %d of %d shipped claims%s; give the trace "
-                                  "cited_chunks or --chunks FILE" % (unmeasured, n, where))
-                        value = None
-                elif name.startswith("fallback_used_rate") and n == 0:
-                    reason = ("not measured: no trace row carries fallback_used" if name == "fallback_used_rate"
-                              else "not measured: no answerable item's trace carries fallback_used")
-                elif name == "decision_accuracy" and n == 0:
-                    reason = "not measured: no item has both gold expected_decision and trace decision"
-                elif name == "pass_rate" and n == 0:
-                    reason = "not measured: no items"
-                out[name] = _entry(value if reason is None else None, c, n,
-                                   wilson(c, n) if reason is None else None, reason)
-            continue
-        # retrieval families over items with gold citations
-        base = m.name.split("@")[0]
-        ks = [None] if m.name == "RR" else scorer.ks
-        for k in ks:
-            name = m.name if k is None else "%s@%d" % (base, k)
-            if ng == 0:
-                out[name] = _entry(None, None, 0, None, "not measured: no item has gold citations")
-                continue
-            if base in ("P", "Success"):     # hits per item: a few small integers, counted
-                hits = hits_at_k.get(k)
-                if hits is None:
-                    hits = hits_at_k[k] = Counter(map(scorer.hits[k].__getitem__, gidx))
-                if base == "Success":
-                    c = ng - hits[0]        # measure_success: 1 for hits > 0
-                    out[name] = _entry(c / ng, c, ng, wilson(c, ng))
-                else:
-                    total, sq = _counted_sums({measure_p(h, k): c for h, c in hits.items()})
-                    out[name] = _entry(total / ng, None, ng, _normal_ci(total, sq, ng))
-                continue
-            if base == "R":
-                vals = list(map(scorer.rec[k].__getitem__, gidx))
-            elif base == "nDCG":
-                vals = list(map(scorer.ndcg[k].__getitem__, gidx))
-            else:  # RR
-                vals = list(map((scorer.rr if k is None else scorer.rrk[k]).__getitem__, gidx))
-            total = math.fsum(vals)
-            out[name] = _entry(total / ng, None, ng, _sample_ci(vals, total))
-    if not trec:
-        out.update(_extra_metrics(scorer, idx, combos))
-        out.update(_answer_metrics(scorer, idx))
-        if scorer.gold.unlabelled:
-            _skip_gold_metrics(out)
-    return out
+    def unmeasured(self, m: Measure, n: int) -> Optional[str]:
+        """Why ``m`` has no value although items entered it (``requires``, ``lacks``), or None."""
+        sc = self.scorer
+        if m.requires and not getattr(sc, m.requires[0]):
+            return m.requires[1]
+        missing = getattr(sc, m.lacks[0]) if m.lacks else None
+        if missing:
+            lack = [i for i in self.idx if i in missing]
+            if lack:
+                return m.lacks[1] % {"lack": len(lack), "n": n, "qid": sc.gold.qids[lack[0]], "chunk": missing[lack[0]]}
+        return None
 
+    def _flags(self, m: Measure, k: Optional[int]) -> dict:
+        """A yes/no verdict per item: a rate (Wilson interval) or a count."""
+        if m.values == "seed_rec":       # seed 002's recall at cutoff k, over the answerable items
+            aidx = self.subset(m.over)
+            c, n = sum(map(self.scorer.seed_rec[k].__getitem__, aidx)), len(aidx)
+        else:
+            c, n = self.count(*m.items)
+        if m.kind == "count":
+            return _entry(c, c, n, None) if n else _entry(None, None, 0, None, m.why_empty)
+        reason = self.unmeasured(m, n)
+        if reason is None and not n and m.empty is None:
+            reason = m.why_empty
+        if reason is not None:
+            return _entry(None, c, n, None, reason)
+        return _entry(c / n if n else m.empty, c, n, wilson(c, n))
 
-ANSWER_METRICS = ("answer_correct_rate", "answer_f1")
+    def _ranks(self, m: Measure, k: Optional[int]) -> dict:
+        """A rank measure over the items with gold citations: a mean (normal interval), or
+        Success@K's rate; P@K and Success@K from the items counted by their number of hits."""
+        gidx = self.subset("gold")
+        ng = len(gidx)
+        if ng == 0:
+            return _entry(None, None, 0, None, m.why_empty)
+        if m.values == "hits":
+            hits = self.hits.get(k)
+            if hits is None:
+                hits = self.hits[k] = Counter(map(self.scorer.hits[k].__getitem__, gidx))
+            if m.kind == "rate":
+                c = ng - hits[0]        # measure_success: 1 for hits > 0
+                return _entry(c / ng, c, ng, wilson(c, ng))
+            total, sq = _counted_sums({measure_p(h, k): c for h, c in hits.items()})
+            return _entry(total / ng, None, ng, _normal_ci(total, sq, ng))
+        arr = getattr(self.scorer, m.values)
+        vals = list(map((arr if k is None else arr[k]).__getitem__, gidx))
+        total = math.fsum(vals)
+        return _entry(total / ng, None, ng, _sample_ci(vals, total))
 
-
-def _answer_metrics(scorer: Scorer, idx) -> Dict[str, dict]:
-    """Issue 28: answer_correct_rate and answer_f1 over the measured items of ``idx``."""
-    flags, f1s = scorer.flags, scorer.answer_f1
-    measured = list(compress(idx, map(math.isfinite, map(f1s.__getitem__, idx))))   # NaN: not measured
-    n = len(measured)
-    if not n:
-        why = ("not measured: no shipped item has gold_answers" +
-               ("" if scorer.answer_substr else " (gate answer_correct_rate to match gold_claim_substr)"))
-        return {name: _entry(None, None, 0, None, why) for name in ANSWER_METRICS}
-    c = sum(1 for i in measured if flags[i] & F_ANSOK)
-    vals = [f1s[i] for i in measured]
-    total = math.fsum(vals)
-    return {"answer_correct_rate": _entry(c / n, c, n, wilson(c, n)),
-            "answer_f1": _entry(total / n, None, n, _sample_ci(vals, total))}
-
-
-EXTRA_METRICS = ("faithfulness", "unsupported_answer_rate",
-                 "refusal_rate", "partial_refusal_rate", "rejection_calibration", "policy_compliance", "source_policy_compliance",
-                 "answer_relevance", "context_relevance", "citation_coverage", "conflict_correct_rate",
-                 "staleness_correct_rate", "clarify_correct_rate", "latency_p50", "latency_p95", "cost_per_item")
-
-_PAIRED.update(_EXTRA_RATES)     # per-item yes/no verdicts: --baseline pairs them too
-_EMPTY_WHY = {"refusal_rate": "no items", "partial_refusal_rate": "no items", "rejection_calibration": "no item is labelled",
-              "citation_coverage": "no gold item lists required_citation_doc_ids",
-              "conflict_correct_rate": "no gold item has required_behavior must_surface_conflict",
-              "staleness_correct_rate": "no gold item has required_behavior must_detect_staleness",
-              "clarify_correct_rate": "no gold item has required_behavior must_clarify"}
-_SKIPPED = "skipped: needs gold labels (reference-free mode: no --gold, or gold rows without labels)"
+    def _values(self, m: Measure) -> dict:
+        """A per-item value (NaN: none): a mean, a quantile, or a rate of the items whose flags
+        have ``m.hit`` among those with a value."""
+        vals = self.vals.get(m.values)
+        if vals is None:
+            arr = getattr(self.scorer, m.values)
+            if self.memo.get(m.values) is False:     # no item of the run has a value
+                vals = []
+            elif self.whole:
+                vals = list(filterfalse(math.isnan, arr))
+                self.memo[m.values] = bool(vals)
+            else:
+                vals = list(filterfalse(math.isnan, map(arr.__getitem__, self.idx)))
+            self.vals[m.values] = vals
+        n = len(vals)
+        reason = self.unmeasured(m, n)
+        if reason is not None:
+            return _entry(None, None, n, None, reason)
+        if not n:
+            hint = m.hint and not getattr(self.scorer, m.hint[0])
+            return _entry(None, None, 0, None, m.why_empty + (m.hint[1] if hint else ""))
+        if m.kind == "quantile":
+            srt = self.vals.get("sorted " + m.values)
+            if srt is None:
+                srt = self.vals["sorted " + m.values] = sorted(vals)
+            return _entry(nearest_rank(srt, m.quantile), None, n, None)
+        if m.kind == "rate":
+            arr, flags = getattr(self.scorer, m.values), self.scorer.flags
+            c = sum(1 for i in self.idx if flags[i] & m.hit and arr[i] == arr[i])
+            return _entry(c / n, c, n, wilson(c, n))
+        total = math.fsum(vals)
+        return _entry(total / n, None, n, _sample_ci(vals, total) if m.ci else None)
 
 
 def nearest_rank(sorted_values: List[float], p: float) -> float:
     """The ceil(p * n)-th smallest value (1-based; p in (0, 1]); the list must be non-empty."""
     return sorted_values[max(1, math.ceil(p * len(sorted_values) - 1e-9)) - 1]
-
-
-def _extra_metrics(scorer: Scorer, idx, combos: Counter) -> Dict[str, dict]:
-    """Issue 20's metrics over the items ``idx`` (``combos``: their flags, counted)."""
-    out: Dict[str, dict] = {}
-    for name, (den, num) in _EXTRA_RATES.items():
-        n = c = 0
-        for f, cnt in combos.items():
-            if den(f):
-                n += cnt
-                if num(f):
-                    c += cnt
-        m = _BY_NAME[name]
-        if name == "unsupported_answer_rate":
-            out[name] = _grounding_entry(scorer, idx, c, n)
-        elif name == "policy_compliance" and not scorer.policy_measured:
-            out[name] = _entry(None, c, n, None, "not measured: no [policy.*] patterns in the gates file "
-                                                 "and no gold policy rejection")
-        elif n == 0 and m.empty is None:
-            out[name] = _entry(None, 0, 0, None, "not measured: " + _EMPTY_WHY[name])
-        else:
-            out[name] = _entry(c / n if n else m.empty, c, n, wilson(c, n))
-    for name, arr, what in (("answer_relevance", scorer.answer_rel, "no shipped item has a question (q) with content terms"),
-                            ("context_relevance", scorer.context_rel, "no item has a question, retrieved chunks and all "
-                                                                      "their texts (give --chunks)")):
-        if _BY_NAME[name].needs not in scorer.needs:
-            out[name] = _entry(None, None, 0, None, NOT_COMPUTED % name)
-            continue
-        vals = list(filterfalse(math.isnan, map(arr.__getitem__, idx)))     # NaN: not measured
-        total = math.fsum(vals)
-        out[name] = (_entry(total / len(vals), None, len(vals), _sample_ci(vals, total))
-                     if vals else _entry(None, None, 0, None, "not measured: " + what))
-    vals = list(filterfalse(math.isnan, map(scorer.faith.__getitem__, idx)))
-    total = math.fsum(vals)
-    out["faithfulness"] = _grounding_entry(scorer, idx, None, len(vals), total / len(vals) if vals else None,
-                                           _sample_ci(vals, total))
-    lat = sorted(filterfalse(math.isnan, map(scorer.latency.__getitem__, idx)))
-    for name, p in (("latency_p50", 0.50), ("latency_p95", 0.95)):
-        out[name] = (_entry(nearest_rank(lat, p), None, len(lat), None) if lat else
-                     _entry(None, None, 0, None, "not measured: no trace row carries timings_ms.total"))
-    cost = list(filterfalse(math.isnan, map(scorer.cost.__getitem__, idx)))
-    out["cost_per_item"] = (_entry(math.fsum(cost) / len(cost), None, len(cost), None) if cost else
-                            _entry(None, None, 0, None, "not measured: no trace row carries cost"))
-    return {m.name: out[m.name] for m in REGISTRY if m.name in out}
-
-
-def _grounding_entry(scorer: Scorer, idx, c, n, value=None, ci=None) -> dict:
-    """faithfulness (c None) or unsupported_answer_rate: null when grounding was not computed
-    or some shipped answer's chunk text is unknown (fail closed, like hallucination)."""
-    if not scorer.grounding_on:
-        return _entry(None, c, n, None, 'not computed: set [scorer] grounding = "sentences" in the gates file, '
-                                        'or gate faithfulness / unsupported_answer_rate (tier = "monitor" to report only)')
-    lack = [i for i in idx if i in scorer.ground_no_text]
-    if lack:
-        return _entry(None, c, n, None, "not measured: no chunk text for %d shipped answers (first: qid %s, chunk %s); "
-                      "give the trace cited_chunks or --chunks FILE" % (
-                          len(lack), scorer.gold.qids[lack[0]], scorer.ground_no_text[lack[0]]))
-    if c is None:
-        if not n:
-            return _entry(None, None, 0, None, "not measured: no shipped answer has a checked sentence")
-        return _entry(value, None, n, ci)
-    return _entry(c / n if n else 0.0, c, n, wilson(c, n))
 
 
 def _skip_gold_metrics(out: Dict[str, dict]) -> None:
@@ -4631,6 +4700,15 @@ def gates_doc(path: str) -> Tuple[dict, Dict[Tuple[str, ...], int]]:
     return cached
 
 
+def key_line(path: str, lines: Dict[tuple, int], *key: str) -> str:
+    """``path:line`` of the longest prefix of the TOML key ``key`` that ``lines`` (key -> line)
+    knows, else ``path`` alone: where an error about that key points."""
+    for n in range(len(key), 0, -1):
+        if key[:n] in lines:
+            return "%s:%d" % (path, lines[key[:n]])
+    return path
+
+
 def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate], Optional[Regression]]:
     """Read gates.toml: [scorer] refusal, one [<dataset>] table of gates, [regression].
 
@@ -4638,12 +4716,7 @@ def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate],
     token and the regression section."""
     doc, lines = gates_doc(path)
     errors: List[str] = []
-
-    def where(*key: str) -> str:
-        for n in range(len(key), 0, -1):
-            if key[:n] in lines:
-                return "%s:%d" % (path, lines[key[:n]])
-        return path
+    where = partial(key_line, path, lines)
 
     refusal = REFUSAL
     for top, val in doc.items():
@@ -5136,12 +5209,7 @@ def load_rules(path: str) -> Rules:
     """``[scorer] refusal_patterns / cutoff_patterns`` and ``[policy.<name>]`` of a gates file."""
     doc, lines = gates_doc(path)
     errors: List[str] = []
-
-    def where(*key: str) -> str:
-        for n in range(len(key), 0, -1):
-            if key[:n] in lines:
-                return "%s:%d" % (path, lines[key[:n]])
-        return path
+    where = partial(key_line, path, lines)
 
     scorer = doc.get("scorer") if isinstance(doc.get("scorer"), dict) else {}
     pats = {k: _compile_patterns(scorer[k], where("scorer", k), "[scorer] " + k, errors)
@@ -5936,7 +6004,7 @@ class Scorer:
                 self.seed_rec[k][i] = need <= k
             if need <= self.k0:
                 f |= F_REC
-        if rel:     # (QA mode: whether the ids are distinct is known from retset)
+        if rel and "ranks" in self.needs:     # when asked (NEEDS); QA mode: retset tells whether the ids are distinct
             self._retrieval(i, rel, ret, scores, len(set(ret) if gold.trec else retset) == len(ret))
             if gold.trec and ret:
                 f |= F_GOLDRET if not set(rel).isdisjoint(ret) else 0
@@ -8874,28 +8942,28 @@ def _check_gate_modes(gates, trec: bool, trec_names: List[str]) -> None:
         raise ScoreError("\n".join(errors))
 
 
-def _asked_needs(args, gates, regression, gates_file: Optional[str]) -> set:
-    """The NEEDS this run must compute: those of the metrics named by gates, [regression],
-    the scorecard's weighted stages (seed 004's defaults, the gates file's [weights] or --weights),
-    --compute; all of them with a per-item output, --baseline or --partial."""
-    if (args.items or args.html or args.csv or args.junit_items or args.baseline
-            or getattr(args, "partial", None) or getattr(args, "merge", None)):
-        return set(NEEDS)
-    refs = [g.ref for g in gates]
-    if regression:
-        refs += [r for r, _ in regression.max_drop] + list(regression.slice_metrics)
-    needs = needs_for(refs)
-    # the overall score always weighs its stages (seed 004's defaults or the configured ones):
-    # what they need is computed, so one trace gets one overall whoever scores it
-    weights, _ = resolve_weights(gates_file, args.weights, gates)
-    needs |= needs_for(_BY_NAME[s.metric] for s in STAGES if weights[s.name] > 0 and s.metric in _BY_NAME)
-    for name in (args.compute.split(",") if args.compute else []):
-        name = name.strip()
-        if name == "all":
-            needs |= set(NEEDS)
-        else:
-            needs |= needs_for([parse_metric(name)])
-    return needs
+def _asked(args, gates, regression, gates_file: Optional[str], weights: Dict[str, float],
+           trec: bool) -> Tuple[set, bool]:
+    """What this run computes beyond the seed's verdicts (issue 40): the NEEDS of the measures
+    named by its gates, [regression] and --compute, and whether it reports the weighted
+    scorecard (then also the NEEDS of its weighted stages, so one trace gets one overall score
+    whoever computes it).  The scorecard is asked for by a gates file, --weights, or --compute
+    scorecard; everything by --compute all, an output beside the JSON report (--items,
+    --markdown, --html, --csv, --metrics-csv, --junit, $GITHUB_STEP_SUMMARY), --baseline or a
+    --partial shard.  Seed 002's command (--gates, no gates file) asks for nothing: its JSON
+    report holds every measure read off the verdicts, none of the others.  IR mode (``trec``)
+    measures rankings only: its rank measures and scorecard are always computed."""
+    names = [n.strip() for n in args.compute.split(",")] if args.compute else []
+    refs = [parse_metric(n) for n in names if n not in ("all", "scorecard")] + [g.ref for g in gates]
+    if (trec or "all" in names or args.items or args.markdown or args.html or args.csv or args.junit
+            or args.metrics_csv or args.baseline or os.environ.get("GITHUB_STEP_SUMMARY")
+            or getattr(args, "partial", None)):
+        return set(NEEDS), True
+    needs = needs_for(refs + _regression_refs(regression))
+    card = gates_file is not None or args.weights is not None or "scorecard" in names
+    if card:
+        needs |= needs_for(_BY_NAME[s.metric] for s in STAGES if weights[s.name] > 0 and s.metric in _BY_NAME)
+    return needs, card
 
 
 def check_matched(args, gold, stats: dict, trec: bool) -> None:
@@ -8943,9 +9011,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--full", action="store_true", help="stdout: the whole JSON report even with --out")
     ap.add_argument("--markdown", help="write a human report (gates, metrics, categories, failure modes, worst items)")
     ap.add_argument("--items", help="write one JSON line per gold item with its verdicts")
-    ap.add_argument("--compute", metavar="NAMES", help="also compute these optional metrics (comma-separated, or "
-                    "'all'): those not every run needs, e.g. answer_relevance, context_relevance (computed anyway "
-                    "when a gate, [regression], a [weights] stage or a per-item output names them)")
+    ap.add_argument("--compute", metavar="NAMES", help="also compute these optional measures (comma-separated), "
+                    "which seed 002's command does not: e.g. answer_relevance, nDCG@10; 'scorecard' (the weighted "
+                    "scorecard), 'all'; a gate, [regression], the scorecard or an output beside the JSON asks too")
     ap.add_argument("--weights", help="JSON object of stage weights for the scorecard, e.g. '{\"faithfulness\": 0.4}' "
                                       "(over the gates file's [weights], over seed 004's defaults)")
     ap.add_argument("--html", help="write a self-contained HTML report (no JavaScript, no network)")
@@ -9058,6 +9126,7 @@ class RunSetup(NamedTuple):
     weights: dict                   # the scorecard's stage weights
     weight_warnings: List[str]      # what resolving the weights warned about
     needs: set                      # the NEEDS computed (registry)
+    card: bool                      # whether the scorecard is reported (asked for)
 
 
 def _run_mode(args) -> bool:
@@ -9186,9 +9255,9 @@ def configure(args) -> RunSetup:
             raise ScoreError("--refusal: must be a non-empty string, got %r" % args.refusal)
         refusal = args.refusal
     ks = _run_cutoffs(ks, trec, gates, regression)
-    needs = _asked_needs(args, gates, regression, gates_file)
+    needs, card = _asked(args, gates, regression, gates_file, weights, trec)
     return RunSetup(trec, ks, trec_names, gates, shown, gates_source, refusal, regression, rules,
-                    weights, weight_warnings, needs)
+                    weights, weight_warnings, needs, card)
 
 
 def _read_and_judge(args, setup: RunSetup, errors: _Errors, notes: List[str], scorer_class: type):
@@ -9202,6 +9271,7 @@ def _read_and_judge(args, setup: RunSetup, errors: _Errors, notes: List[str], sc
         chunks = read_chunks(args.chunks, errors, notes, chunk_policies)
     if getattr(args, "merge", None):          # shards' partials (merge_partials)
         gold, scorer, stats = merge_partials(args.merge, args, ks, refusal, errors, notes, rules)
+        scorer.needs = set(NEEDS) if gold.unlabelled else setup.needs     # the shards computed everything
     elif setup.trec:
         gold = read_qrels(args.qrels, errors)
         runs = read_run(args.run, errors) if not errors.count else {}
@@ -9234,14 +9304,14 @@ def _read_and_judge(args, setup: RunSetup, errors: _Errors, notes: List[str], sc
     return gold, scorer, stats, runs
 
 
-def _category_metrics(gold, scorer: Scorer, trec: bool) -> Dict[str, dict]:
-    """Each category's items and metrics, categories sorted by name."""
+def _category_metrics(gold, scorer: Scorer, trec: bool, memo: dict) -> Dict[str, dict]:
+    """Each category's items and metrics, categories sorted by name (``memo``: aggregate's)."""
     order = sorted(range(len(gold)), key=gold.cat.__getitem__)     # items by category, file order within one
     categories: Dict[str, dict] = {}
     start = 0
     for cid, size in sorted(Counter(gold.cat).items()):
         idx = order[start:start + size]
-        categories[gold.categories[cid]] = {"items": len(idx), "metrics": aggregate(scorer, idx, trec)}
+        categories[gold.categories[cid]] = {"items": len(idx), "metrics": aggregate(scorer, idx, trec, memo)}
         start += size
     return {c: categories[c] for c in sorted(categories)}
 
@@ -9342,7 +9412,7 @@ def _write_run_outputs(args, report: dict, item_flags: Dict[str, str], scorer: S
         remove_output(args.manifest)
     if args.out:
         atomic_write(args.out, text)
-    stages = ItemStages(scorer, report["scorecard"], setup.weights)
+    stages = ItemStages(scorer, report["scorecard"], setup.weights) if "scorecard" in report else None
     if args.items:
         atomic_write(args.items, "".join(_item_lines(scorer, trec, stages)))
     if args.markdown:
@@ -9380,7 +9450,8 @@ def run(args, scorer_class: type = Scorer) -> int:
     baseline = load_baseline(args.baseline) if args.baseline else None
     # 3. aggregate
     n = len(gold)
-    metrics = aggregate(scorer, range(n), trec)
+    memo: dict = {}         # what the aggregate calls over the gold set and its categories share
+    metrics = aggregate(scorer, range(n), trec, memo)
     trec_per = trec_all = None
     if trec:
         if getattr(args, "merge", None):      # trec_eval's measures read the rankings again
@@ -9388,7 +9459,7 @@ def run(args, scorer_class: type = Scorer) -> int:
         trec_per, trec_all = trec_evaluate(gold, runs, setup.trec_names, args.average, args.rel_level or 1,
                                            args.max_docs)
         metrics.update(trec_metric_entries(trec_per, trec_all))
-    categories = _category_metrics(gold, scorer, trec)
+    categories = _category_metrics(gold, scorer, trec, memo)
     by_flags = Counter(scorer.flags)      # verdicts depend on flags only: count each distinct value once
     failure_modes = _failure_modes(by_flags, trec)
     gate_results = check_gates(setup.gates, metrics, k0, setup.rules.grounding)
@@ -9421,8 +9492,9 @@ def run(args, scorer_class: type = Scorer) -> int:
                    "regression": regression_block,
                    "warnings": warnings})
     report["warnings_failed"] = sum(1 for g in gate_results if g["tier"] == "warn" and not g["pass"])
-    report["scorecard"] = scorecard(setup.weights, metrics, SCORECARD_K if not trec else k0, scorecard_gaps(scorer),
-                                    setup.rules.grounding)
+    if setup.card or gold.unlabelled:      # (reference-free mode: what there is to measure, all of it)
+        report["scorecard"] = scorecard(setup.weights, {**not_computed(scorer), **metrics}, SCORECARD_K if not trec
+                                        else k0, scorecard_gaps(scorer), setup.rules.grounding)
     if trec:
         report["trec_per_topic"] = trec_per_topic(trec_per)
     else:
@@ -9438,7 +9510,7 @@ def render_summary(report: dict, outputs: Tuple[Optional[str], ...] = ()) -> str
     verdict, each gate's value and verdict, the overall score with its k, counts, and the
     files written.  A few dozen lines whatever the number of items."""
     names = ("out", "items", "markdown", "html", "junit", "csv", "metrics_csv")
-    card = report.get("scorecard") or {}
+    card = report.get("scorecard")
     short = {"pass": report["pass"], "dataset": report.get("dataset"), "schema": report.get("schema"),
              "version": report.get("version"),
              "counts": {k: report["counts"][k] for k in ("gold_items", "trace_rows", "missing_traces")
@@ -9447,8 +9519,10 @@ def render_summary(report: dict, outputs: Tuple[Optional[str], ...] = ()) -> str
                        for g in report.get("gate_results") or []],
              "failed": ["%s%s: %s" % ("(warn) " if g["tier"] == "warn" else "", g["gate"], g["reason"])
                         for g in report.get("gate_results") or [] if not g["pass"] and g["tier"] != "monitor"],
-             "overall": card.get("overall"), "overall_k": card.get("k"),
+             "overall": (card or {}).get("overall"), "overall_k": (card or {}).get("k"),
              "files": {n: p for n, p in zip(names, outputs) if p}}
+    if card is None:        # the run did not ask for the scorecard (see _asked)
+        del short["overall"], short["overall_k"]
     lines = ["{"]
     keys = list(short)
     for i, k in enumerate(keys):

@@ -25,8 +25,16 @@ summary, trec_eval's format), the exit status and the files written (--out, --it
 
 ``--before FILE`` is another version of the scorer (e.g. ``git show main:score_eval.py >
 /tmp/before.py``).  Prints one line per command and exits 1 when any output differs.
+
+The one difference allowed (issue 40): a run computes only the measures its gates, outputs and
+flags ask for, so seed 002's command (no gates file) leaves out of its JSON report the measures
+computed only on request (those with ``needs`` in the --after scorer's registry: answer and
+context relevance, the rank measures) and the scorecard; every value still reported must be
+the same, in the same order ("identical but for ..." below), and the same command with
+``--compute all`` must give the same bytes as before.
 """
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -57,6 +65,9 @@ def commands(data_dirs):
         out.append(("eval %s, gates.toml" % tag, base, None))
         out.append(("eval %s, seed 002's command" % tag,
                     ["--gold", str(g), "--trace", str(trace), "--k", "5", "--gates", SEED_GATES], "@"))
+        out.append(("eval %s, seed 002's command --compute all" % tag,
+                    ["--gold", str(g), "--trace", str(trace), "--k", "5", "--gates", SEED_GATES, "--compute", "all"],
+                    "@"))
         out.append(("eval %s, reference-free (trace alone)" % tag, ["--trace", str(trace), "--gates", "none"], "@"))
     seed = ROOT / "examples" / "seed"
     out.append(("examples/seed, [seed] of gates.toml",
@@ -87,6 +98,7 @@ def commands(data_dirs):
         common = ["--gold", str(d / "gold.jsonl"), "--trace", str(d / "trace.jsonl"), "--k", "5", "--gates",
                   SEED_GATES, "--quiet"]
         out.append(("%s: seed 002's command" % d.name, common, "@"))
+        out.append(("%s: seed 002's command --compute all" % d.name, common + ["--compute", "all"], "@"))
         out.append(("%s: seed 002's command + gates.toml" % d.name, common + ["--gates-file", r + "/gates.toml"], "@"))
     return out
 
@@ -159,6 +171,8 @@ def shared_commands(sets):
     for name, d in sets:
         common = ["--gold", str(d / "gold.jsonl"), "--trace", str(d / "trace.jsonl"), "--quiet"]
         out.append(("shared %s: seed 002's command" % name, common + ["--k", "5", "--gates", SEED_GATES], "@"))
+        out.append(("shared %s: seed 002's command --compute all" % name,
+                    common + ["--k", "5", "--gates", SEED_GATES, "--compute", "all"], "@"))
         out.append(("shared %s: LLM gates, report + items" % name,
                     common + ["--gates-file", str(d / "gates.toml"), "--dataset", "llm", "--out", "@report.json",
                               "--items", "@items.jsonl", "--markdown", "@report.md", "--junit", "@junit.xml",
@@ -181,6 +195,54 @@ def run_one(script: str, argv, cwd, tmp: Path):
     return proc.returncode, proc.stdout.replace(str(tmp).encode(), b"@"), files, proc.stderr
 
 
+def on_request(script: str) -> set:
+    """The measure names (families as their prefix, e.g. "nDCG@") the scorer ``script`` computes
+    only when asked (a registry entry with ``needs``)."""
+    spec = importlib.util.spec_from_file_location("after_scorer", script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return {m.name.replace("@K", "@") for m in mod.REGISTRY if getattr(m, "needs", "")}
+
+
+def _optional(name: str, names: set) -> bool:
+    return name in names or (name.partition("@")[0] + "@" in names and name.partition("@")[2].isdigit())
+
+
+def _prune(before, names: set, after):
+    """``before`` (a JSON report as nested lists of pairs) without what ``after`` left out and
+    the allowance permits: the scorecard, on-request measures in metrics and categories, and
+    warnings about them."""
+    have = dict(after)
+
+    def kept(pairs, present):
+        return [(k, v) for k, v in pairs if k in dict(present or []) or not _optional(k, names)]
+
+    out = []
+    for key, val in before:
+        if key == "scorecard" and key not in have:
+            continue
+        if key == "metrics":
+            val = kept(val, have.get(key))
+        elif key == "categories" and isinstance(val, list):
+            cats = dict(have.get(key) or [])
+            val = [(c, [(k, kept(v, dict(cats.get(c) or []).get("metrics")) if k == "metrics" else v)
+                        for k, v in block]) for c, block in val]
+        elif key == "warnings":
+            val = [w for w in val if w in (have.get(key) or []) or not _optional(w.split(":", 1)[0], names)]
+        out.append((key, val))
+    return out
+
+
+def only_on_request(before: bytes, after: bytes, names: set) -> bool:
+    """Whether the JSON report ``after`` is ``before`` without fields computed only on request."""
+    try:
+        hook = dict(object_pairs_hook=lambda pairs: pairs)
+        b, a = json.loads(before, **hook), json.loads(after, **hook)
+    except ValueError:
+        return False
+    return isinstance(b, list) and isinstance(a, list) and _prune(b, names, a) == a
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", required=True, help="the other score_eval.py")
@@ -190,6 +252,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only-shared", action="store_true", help="only the labelled sets of ../shared/data")
     args = ap.parse_args(argv)
     bad = 0
+    names = on_request(args.after)
     with tempfile.TemporaryDirectory(prefix="bench_identical_") as tmp:
         cmds = [] if args.only_shared else commands(args.data)
         if args.shared or args.only_shared:
@@ -209,8 +272,12 @@ def main(argv=None) -> int:
             if a[3].replace(str(Path(tmp) / ("%d-before" % n)).encode(), b"@") != \
                     b[3].replace(str(Path(tmp) / ("%d-after" % n)).encode(), b"@"):
                 diff.append("stderr")
-            print("%-60s %s (exit %d, %d bytes)" % (name, "identical" if not diff else "DIFFERS: " + ", ".join(diff),
-                                                    b[0], len(b[1]) + sum(len(v or b"") for v in fb.values())),
+            verdict = "identical" if not diff else "DIFFERS: " + ", ".join(diff)
+            if diff and set(diff) <= {"stdout", "stderr"} and only_on_request(a[1], b[1], names) and all(
+                    line in b[3].splitlines() or _optional(line.split(b"warning: ", 1)[-1].split(b":")[0].decode(), names)
+                    for line in a[3].splitlines()):
+                verdict, diff = "identical but for fields computed on request", []
+            print("%-60s %s (exit %d, %d bytes)" % (name, verdict, b[0], len(b[1]) + sum(len(v or b"") for v in fb.values())),
                   flush=True)
             bad += bool(diff)
     print("outputs identical: %s" % ("yes" if not bad else "NO (%d commands differ)" % bad))

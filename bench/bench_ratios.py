@@ -14,9 +14,11 @@ machine inflates wall time more than these; each figure is the best of ``--round
 
 ``--before FILE`` adds the same rows for another score_eval.py (e.g. ``git show
 HEAD~5:score_eval.py > /tmp/old.py``) from the same run, for a before/after table, and says
-whether the two reports (the whole JSON, items included) are byte-identical;
+whether the two reports (the whole JSON, items included) are byte-identical (or identical but
+for the fields computed only on request, issue 40: bench_identical.only_on_request);
 bench/bench_identical.py does the same on the committed traces.
-The load average (1, 5, 15 min) is printed at the start and at the end.
+The load average (1, 5, 15 min) is printed at the start and at the end, and the 1-minute load
+after each scorer row's runs (ours / the reference's) in the table.
 """
 import argparse
 import json
@@ -26,6 +28,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_identical  # noqa: E402
 import bench_scorer  # noqa: E402
 import bench_trec  # noqa: E402
 
@@ -57,10 +60,14 @@ def main(argv=None) -> int:
                 stamp.write_text("")
             res = bench_scorer.compare(folder, args.rounds, args.before)
             if args.before:     # the whole JSON report (items included) byte for byte
+                optional = bench_identical.on_request(str(bench_scorer.ROOT / "score_eval.py"))
                 for name in ("score_eval", "score_eval+gates.toml"):
                     other = "before" + name[len("score_eval"):]
-                    same = (folder / (name + ".json")).read_bytes() == (folder / (other + ".json")).read_bytes()
-                    identical.append("%dk rows, %s: %s" % (n // 1000, name, "identical" if same else "DIFFERS"))
+                    ours, theirs = (folder / (name + ".json")).read_bytes(), (folder / (other + ".json")).read_bytes()
+                    same = "identical" if ours == theirs else (
+                        "identical but for fields computed on request"
+                        if bench_identical.only_on_request(theirs, ours, optional) else "DIFFERS")
+                    identical.append("%dk rows, %s: %s" % (n // 1000, name, same))
             ref = res["runs"]["reference"]
             for name, target in (("score_eval", 1.0), ("score_eval+gates.toml", 1.25), ("before", 1.0),
                                  ("before+gates.toml", 1.25)):
@@ -69,7 +76,8 @@ def main(argv=None) -> int:
                     rows.append({"what": "scorer %dk rows: %s" % (n // 1000, name), "ours_cpu_s": round(o[3], 2),
                                  "peer": "seed 002 reference", "peer_cpu_s": round(ref[3], 2),
                                  "ratio": round(o[3] / ref[3], 2), "target": target,
-                                 "memory_ratio": round(o[2] / ref[2], 2), "agree": res["agree"]})
+                                 "memory_ratio": round(o[2] / ref[2], 2), "agree": res["agree"],
+                                 "load": "%.2f / %.2f" % (res["load"][name], res["load"]["reference"])})
         folder = base / "trec"
         folder.mkdir(parents=True, exist_ok=True)
         stamp = folder / "q1000-d1000-s11"
@@ -83,15 +91,17 @@ def main(argv=None) -> int:
                 o = res["runs"][name]
                 rows.append({"what": "TREC mode 1000 q x 1000 docs: %s" % name, "ours_cpu_s": round(o[2], 2),
                              "peer": "pytrec_eval", "peer_cpu_s": round(peer[2], 2), "ratio": round(o[2] / peer[2], 2),
-                             "target": 1.5, "memory_ratio": round(o[3] / peer[3], 2), "agree": res["agree"]})
+                             "target": 1.5, "memory_ratio": round(o[3] / peer[3], 2), "agree": res["agree"],
+                             "load": ""})
     end_load = load()
     print()
-    print("| what | ours CPU s | peer | peer CPU s | ratio | target | memory ratio | values agree |")
-    print("|---|---:|---|---:|---:|---:|---:|---|")
+    print("| what | ours CPU s | peer | peer CPU s | ratio | target | memory ratio | values agree | load after ours / peer |")
+    print("|---|---:|---|---:|---:|---:|---:|---|---|")
     for r in rows:
-        print("| %s | %.2f | %s | %.2f | %.2fx | <= %.2fx%s | %.2f | %s |" % (
+        print("| %s | %.2f | %s | %.2f | %.2fx | <= %.2fx%s | %.2f | %s | %s |" % (
             r["what"], r["ours_cpu_s"], r["peer"], r["peer_cpu_s"], r["ratio"], r["target"],
-            "" if r["ratio"] <= r["target"] else " (missed)", r["memory_ratio"], "yes" if r["agree"] else "NO"))
+            "" if r["ratio"] <= r["target"] else " (missed)", r["memory_ratio"], "yes" if r["agree"] else "NO",
+            r["load"]))
     print()
     print("load average: %s at start, %s at end (1, 5, 15 min); CPU time of child processes" % (start_load, end_load))
     if identical:

@@ -6,7 +6,9 @@ Usage: python3 bench/bench_scorer.py [--rows 1000000] [--seed 7] [--keep DIR]
 1. Generates ``--rows`` gold rows and as many trace rows (seeded random, so every run sees the
    same bytes) in a temporary directory.  Trace rows carry everything the full metric suite
    reads: retrieved_ids with retrieved_scores, answer_json, cited_chunks (hallucination),
-   decision (decision accuracy), fallback_used; gold rows carry category and
+   decision (decision accuracy), fallback_used, and ``q``, the gold row's question: a question
+   with content words (make_question), so the reference-free figures that read it (answer and
+   context relevance) do their work when a run asks for them; gold rows carry category and
    expected_decision.  About 1% of trace rows are duplicates and 1% of gold items have no trace.
 2. Extracts the reference scorer from the seed (the ```python block of
    ../shared/seeds/002_080cdb9eab6f891d.txt) into that directory at run time; it is never
@@ -54,6 +56,19 @@ def chunk_text(rng: random.Random) -> str:
     return " ".join(words).capitalize() + "."
 
 
+QUESTIONS = ("What is the %s for %s?", "How many days does the %s %s take?", "When does the %s apply to %s %s?",
+             "Which %s covers %s?", "Who approves a %s %s?", "What does the policy say about %s %s?")
+
+
+def make_question(rng: random.Random, text) -> str:
+    """A question with content words, as a user writes one: for an answerable item mostly words
+    of its gold chunk's text (so answer and context relevance have terms to find), otherwise
+    (and for a quarter of answerable items) words of the vocabulary at large."""
+    form = rng.choice(QUESTIONS)
+    pool = [w for w in text.lower().rstrip(".").split() if w.isalpha()] if text and rng.random() < 0.75 else WORDS
+    return form % tuple(rng.choice(pool) for _ in range(form.count("%s")))
+
+
 def generate(folder: Path, rows: int, seed: int) -> None:
     rng = random.Random(seed)
     n_chunks = max(100, rows // 4)
@@ -77,7 +92,8 @@ def generate(folder: Path, rows: int, seed: int) -> None:
                 if answerable else []
             sub = " ".join(text_of(gold_cits[0]).lower().rstrip(".").split()[2:5]) if answerable else None
             expected = "ANSWER" if answerable else rng.choice(("ABSTAIN", "ABSTAIN", "CLARIFY", "BLOCK"))
-            g.write(json.dumps({"qid": qid, "question": "What does the policy say about %s?" % rng.choice(WORDS),
+            question = make_question(rng, text_of(gold_cits[0]) if answerable else None)
+            g.write(json.dumps({"qid": qid, "question": question,
                                 "answerable": answerable, "gold_claim_substr": [sub] if sub else [],
                                 "gold_citations": gold_cits, "category": rng.choice(cats[:4] if answerable else cats[4:]),
                                 "expected_decision": expected}) + "\n")
@@ -103,7 +119,7 @@ def generate(folder: Path, rows: int, seed: int) -> None:
                 answer = {"claim": "not in context", "citations": []}
                 chunks = {}
                 decision = expected if not answerable else "ABSTAIN"
-            row = {"qid": qid, "q": "question %d" % n, "retrieved_ids": retrieved, "retrieved_scores": scores,
+            row = {"qid": qid, "q": question, "retrieved_ids": retrieved, "retrieved_scores": scores,
                    "answer_json": answer, "cited_chunks": chunks, "decision": decision,
                    "fallback_used": rng.random() < 0.1, "timings_ms": {"retrieve": 3.1, "answer": 0.4}}
             line = json.dumps(row) + "\n"
@@ -136,8 +152,9 @@ def measure(cmd, out_path: Path, cwd=None):
 def compare(folder: Path, rounds: int = 1, before: str = "") -> dict:
     """Run the reference, score_eval without a gates file (run in ``folder``, where none is
     found) and score_eval with the repository's gates.toml, back to back, ``rounds`` times;
-    return {name: (exit, wall, rss, cpu)} with each figure the minimum over the rounds, and
-    whether the seed's keys agree."""
+    return {name: (exit, wall, rss, cpu)} with each figure the minimum over the rounds, whether
+    the seed's keys agree, and the 1-minute load average after each command's best round
+    ("load": other processes share the cores; CPU time is what they inflate least)."""
     gold, trace = str(folder / "gold.jsonl"), str(folder / "trace.jsonl")
     ref = folder / "reference_score_eval.py"
     if not ref.exists():
@@ -153,10 +170,13 @@ def compare(folder: Path, rounds: int = 1, before: str = "") -> dict:
         runs["before"] = [py, before] + common
         runs["before+gates.toml"] = [py, before] + common + ["--gates-file", str(ROOT / "gates.toml")]
     best: dict = {}
+    load: dict = {}
     for _ in range(rounds):
         for name, cmd in runs.items():
             r = measure(cmd, folder / (name + ".json"), cwd=folder)
             old = best.get(name)
+            if old is None or r[3] < old[3]:
+                load[name] = os.getloadavg()[0]
             best[name] = r if old is None else (r[0], min(old[1], r[1]), min(old[2], r[2]), min(old[3], r[3]))
     ref_out = json.loads((folder / "reference.json").read_text())
     agree = True
@@ -168,7 +188,7 @@ def compare(folder: Path, rounds: int = 1, before: str = "") -> dict:
         if diff:
             print("seed keys differ (%s): %s" % (name, ", ".join(diff)))
             agree = False
-    return {"runs": best, "agree": agree}
+    return {"runs": best, "agree": agree, "load": load}
 
 
 def main(argv=None) -> int:
@@ -197,7 +217,8 @@ def main(argv=None) -> int:
             print("generated %d gold rows + trace rows (%.0f MiB) in %.1fs" % (args.rows, size, time.perf_counter() - t0))
         res = compare(folder, args.rounds, args.before)
         for name, (code, wall, rss, cpu) in res["runs"].items():
-            print("%-22s exit %d  wall %7.2fs  CPU %7.2fs  peak RSS %8.1f MiB" % (name, code, wall, cpu, rss))
+            print("%-22s exit %d  wall %7.2fs  CPU %7.2fs  peak RSS %8.1f MiB  load %.2f"
+                  % (name, code, wall, cpu, rss, res["load"][name]))
         r = res["runs"]["reference"]
         for name in [n for n in res["runs"] if n != "reference"]:
             o = res["runs"][name]

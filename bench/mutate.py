@@ -43,7 +43,8 @@ SOURCE = ROOT / "score_eval.py"
 TARGETS = (
     "_disc", "relevant_positions", "hits_at", "measure_p", "measure_r", "measure_success", "measure_rr",
     "ideal_gains", "ideal_dcg", "measure_ndcg", "strictly_decreasing", "Scorer._retrieval", "trec_plan", "trec_query", "trec_evaluate",
-    "trec_metric_entries", "wilson", "_normal_ci", "aggregate", "nearest_rank", "_extra_metrics",
+    "trec_metric_entries", "wilson", "_normal_ci", "aggregate", "nearest_rank", "_Items.count",
+    "_Items.unmeasured", "_Items._flags", "_Items._ranks", "_Items._values",
 )
 # Most specific first: fail-fast stops at the first module with a failing test.
 TEST_MODULES = (

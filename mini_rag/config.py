@@ -106,6 +106,8 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         "quantities": True,              # bridge one length of time in other units (a fortnight ~ 14 days), see synonyms.quantity_bridges
         "asked_value": True,             # rule 3b of synthesize.py: the asked kind of value near the question's focus (asked.py)
         "answerability": False,          # the fitted model chooses the sentence and whether to ship (answerability.py; off: see docs/answering.md)
+        "answerability_threshold": -1.0,        # the lexical model ships at P >= this; -1: its fitted threshold (calibrate sets it)
+        "answerability_embed_threshold": -1.0,  # the same for the model with embeddings; -1: its fitted threshold
         "synonym_groups": [],            # more groups, each "word, word, phrase" (synonyms.py format)
         "dedup_jaccard": 0.9,            # word-set Jaccard at which two facts are near-identical
         # synthesize.py (phase C), rules in its docstring
@@ -156,6 +158,9 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         "dimension_nouns": ["plan", "tier", "edition", "region", "package", "market"],
         "possessives": ["our", "my", "your"],
     },
+    # Where the [answer] operating point came from: empty, or the record `calibrate` writes
+    # (mini_rag/calibration.py; read by eval, which says which operating point it used).
+    "calibration": {},
 }
 
 _RULE_KEYS = {"match": "", "add": [""]}
@@ -191,6 +196,8 @@ RANGES.update({
     ("guards", "freshness_days_high_risk"): (0, 1_000_000),
     ("guards", "freshness_days"): (0, 1_000_000),
     ("guards", "conflict_min_shared_terms"): (0, 1000),
+    ("answer", "answerability_threshold"): (-1.0, 1.0),
+    ("answer", "answerability_embed_threshold"): (-1.0, 1.0),
     ("clarify", "vague_max_terms"): (0, 1000),
 })
 
@@ -329,6 +336,10 @@ def merge(base: Dict[str, Any], override: Dict[str, Any], origin: str) -> Dict[s
             raise MiniRagError("%s: unknown section [%s]%s" % (origin, section, _suggest(section, DEFAULTS)))
         if not isinstance(table, dict):
             raise MiniRagError("%s: [%s] must be a table, got %r" % (origin, section, table))
+        if section == "calibration":
+            from .calibration import check_record
+            out["calibration"] = check_record(origin, table)
+            continue
         if section == "expansion":
             for name, rule in table.items():
                 where = "%s: [expansion.%s]" % (origin, name)

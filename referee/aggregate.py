@@ -1,5 +1,5 @@
-"""Aggregation: per-item verdicts summed into rates and means with intervals, categories and
-failure modes."""
+"""Aggregation: the measures of the registry carried out over a set of items (rates and means
+with intervals, quantiles, counts); categories and failure modes."""
 from __future__ import annotations
 
 import math
@@ -7,212 +7,178 @@ from collections import Counter
 from itertools import compress, filterfalse
 
 from .base import _GROUNDING
-from .registry import (FLAG_LETTERS, F_ANS, F_ANSOK, F_CONT, F_CUTOFF, F_DEC, F_DECOK, F_EXPREF,
-    F_FB, F_FBUSED, F_GOLD, F_GOLDRET, F_HALL, F_HIT, F_HMEAS, F_NOLAB, F_NOTRET, F_OKCLAR,
-    F_OKCONF, F_OKDOCS, F_OKSTALE, F_POLV, F_REQCLAR, F_REQCONF, F_REQDOCS, F_REQSTALE, F_SHIP,
-    F_SRCV, F_TRACE, F_UNSUP, NOT_COMPUTED, REGISTRY, SEED_ONLY, _BY_NAME, _EXTRA_RATES, _PAIRED)
+from .registry import (FLAG_LETTERS, F_ANS, F_CONT, F_CUTOFF, F_DEC, F_DECOK, F_EXPREF, F_GOLD,
+    F_GOLDRET, F_HALL, F_HIT, F_NOLAB, F_NOTRET, F_OKCLAR, F_OKCONF, F_OKDOCS, F_OKSTALE, F_POLV,
+    F_REQCLAR, F_REQCONF, F_REQDOCS, F_REQSTALE, F_SHIP, F_SRCV, F_TRACE, F_UNSUP, NOT_COMPUTED, REGISTRY,
+    REPORT_ORDER, Measure)
 from .stats import _counted_sums, _entry, _normal_ci, _sample_ci, wilson
 from .retrieval import measure_p
 from .names import parse_metric
 
 # --------------------------------------------------------------------------- aggregation
+#
+# aggregate() asks every measure of the run (REPORT_ORDER, families at every cutoff) for its
+# entry over the items ``idx``; how a measure is summed follows from what it reads (its
+# ``items`` predicates on the flags, or its ``values``) and its ``kind``.  _Items holds what
+# several measures share (the flags counted, the items with gold citations, ...), computed once.
+
+ANSWER_METRICS = tuple(m.name for m in REGISTRY if m.group == 2)
+EXTRA_METRICS = tuple(m.name for m in REGISTRY if m.group == 1)
+_SKIPPED = "skipped: needs gold labels (reference-free mode: no --gold, or gold rows without labels)"
 
 
-def aggregate(scorer: Scorer, idx, trec: bool) -> Dict[str, dict]:
-    """Every registry metric (families at every k) over the items ``idx``; unrounded."""
-    flags = scorer.flags
-    combos = Counter(map(flags.__getitem__, idx))
+def aggregate(scorer: Scorer, idx, trec: bool, memo: Optional[dict] = None) -> Dict[str, dict]:
+    """Every measure this run computes (families at every k) over the items ``idx``; unrounded.
+    IR mode (``trec``) has the rank measures only; a measure whose ``needs`` the run did not
+    compute is left out.  ``memo``: a dict the calls of one run share (the whole gold set first,
+    then its categories), so that a per-item value no item has is not looked for again."""
+    items = _Items(scorer, idx, {} if memo is None else memo)
     out: Dict[str, dict] = {}
+    for m in REPORT_ORDER:
+        if (trec and not m.ir) or (m.needs and m.needs not in scorer.needs):
+            continue
+        if "@K" not in m.name:
+            out[m.name] = items.entry(m, None)
+            continue
+        for k in scorer.ks:
+            out[m.name.replace("@K", "@%d" % k)] = items.entry(m, k)
+    if not trec and scorer.gold.unlabelled:
+        _skip_gold_metrics(out)
+    return out
 
-    def rate(name: str):
-        den, num = _PAIRED[name]
+
+def not_computed(scorer: Scorer) -> Dict[str, dict]:
+    """The entries of the measures this run did not compute (their ``needs`` not asked for):
+    the scorecard says why a stage that weighs one is left out."""
+    return {m.name: _entry(None, None, 0, None, NOT_COMPUTED % m.name)
+            for m in REGISTRY if m.needs and m.needs not in scorer.needs and "@K" not in m.name}
+
+
+class _Items:
+    """The items of one aggregate() call, and what several measures read of them."""
+
+    def __init__(self, scorer: Scorer, idx, memo: dict):
+        self.scorer, self.idx, self.memo = scorer, idx, memo
+        flags = scorer.flags
+        self.whole = idx == range(len(flags))      # every item: the arrays are read as they are
+        self.combos = Counter(flags if self.whole else map(flags.__getitem__, idx))   # each distinct flags value, counted
+        self.subsets: Dict[str, list] = {}
+        self.hits: Dict[int, Counter] = {}     # k -> how many items have each number of hits (P@K, Success@K)
+        self.vals: Dict[str, list] = {}
+
+    def entry(self, m: Measure, k: Optional[int]) -> dict:
+        if m.values in ("", "seed_rec") and m.items is not None:
+            return self._flags(m, k)
+        if m.over == "gold":
+            return self._ranks(m, k)
+        return self._values(m)
+
+    def subset(self, over: str) -> list:
+        """The items with gold citations ("gold") or answerable ("answerable"), in order."""
+        got = self.subsets.get(over)
+        if got is None:
+            bit = F_GOLD if over == "gold" else F_ANS
+            flags = self.scorer.flags
+            got = self.subsets[over] = list(compress(self.idx, map(bit.__and__, flags if self.whole else
+                                                                    map(flags.__getitem__, self.idx))))
+        return got
+
+    def count(self, den, num) -> Tuple[int, int]:
+        """(items meeting ``num`` among those meeting ``den``, items meeting ``den``)."""
         n = c = 0
-        for f, cnt in combos.items():
+        for f, cnt in self.combos.items():
             if den(f):
                 n += cnt
                 if num(f):
                     c += cnt
         return c, n
 
-    gidx = list(compress(idx, map(F_GOLD.__and__, map(flags.__getitem__, idx))))
-    ng = len(gidx)
-    aidx = None   # answerable items, for the seed's recall@K
-    hits_at_k: Dict[int, Counter] = {}     # k -> how many items have each number of hits (P@K, Success@K)
-    for m in REGISTRY:
-        if m.name in EXTRA_METRICS or m.name in ANSWER_METRICS:
-            continue
-        if m.name in SEED_ONLY or m.name == "recall@K":
-            names = [m.name] if m.name != "recall@K" else ["recall@%d" % k for k in scorer.ks]
-            for name in names:
-                if trec:    # --qrels/--run carry no answers: only retrieval metrics exist
-                    continue
-                if name.startswith("recall@"):
-                    if aidx is None:
-                        aidx = list(compress(idx, map(F_ANS.__and__, map(flags.__getitem__, idx))))
-                    c, n = sum(map(scorer.seed_rec[int(name[7:])].__getitem__, aidx)), len(aidx)
-                    out[name] = _entry(c / n if n else m.empty, c, n, wilson(c, n))
-                    continue
-                if name == "fallback_used_count":
-                    with_field = sum(cnt for f, cnt in combos.items() if f & F_FB)
-                    c = sum(cnt for f, cnt in combos.items() if f & F_FBUSED)
-                    out[name] = (_entry(c, c, with_field, None) if with_field else
-                                 _entry(None, None, 0, None, "not measured: no trace row carries fallback_used"))
-                    continue
-                c, n = rate(name)
-                reason = None
-                value = c / n if n else m.empty
-                if name == "hallucination":
-                    unmeasured = sum(cnt for f, cnt in combos.items() if f & F_SHIP and not f & F_HMEAS)
-                    if unmeasured:
-                        first = min((i for i in idx if i in scorer.no_text), default=None)
-                        where = "" if first is None else " (first: qid %s, chunk %s)" % (
-                            scorer.gold.qids[first], scorer.no_text[first])
-                        reason = ("not measured: no chunk text for %d of %d shipped claims%s; give the trace "
-                                  "cited_chunks or --chunks FILE" % (unmeasured, n, where))
-                        value = None
-                elif name.startswith("fallback_used_rate") and n == 0:
-                    reason = ("not measured: no trace row carries fallback_used" if name == "fallback_used_rate"
-                              else "not measured: no answerable item's trace carries fallback_used")
-                elif name == "decision_accuracy" and n == 0:
-                    reason = "not measured: no item has both gold expected_decision and trace decision"
-                elif name == "pass_rate" and n == 0:
-                    reason = "not measured: no items"
-                out[name] = _entry(value if reason is None else None, c, n,
-                                   wilson(c, n) if reason is None else None, reason)
-            continue
-        # retrieval families over items with gold citations
-        base = m.name.split("@")[0]
-        ks = [None] if m.name == "RR" else scorer.ks
-        for k in ks:
-            name = m.name if k is None else "%s@%d" % (base, k)
-            if ng == 0:
-                out[name] = _entry(None, None, 0, None, "not measured: no item has gold citations")
-                continue
-            if base in ("P", "Success"):     # hits per item: a few small integers, counted
-                hits = hits_at_k.get(k)
-                if hits is None:
-                    hits = hits_at_k[k] = Counter(map(scorer.hits[k].__getitem__, gidx))
-                if base == "Success":
-                    c = ng - hits[0]        # measure_success: 1 for hits > 0
-                    out[name] = _entry(c / ng, c, ng, wilson(c, ng))
-                else:
-                    total, sq = _counted_sums({measure_p(h, k): c for h, c in hits.items()})
-                    out[name] = _entry(total / ng, None, ng, _normal_ci(total, sq, ng))
-                continue
-            if base == "R":
-                vals = list(map(scorer.rec[k].__getitem__, gidx))
-            elif base == "nDCG":
-                vals = list(map(scorer.ndcg[k].__getitem__, gidx))
-            else:  # RR
-                vals = list(map((scorer.rr if k is None else scorer.rrk[k]).__getitem__, gidx))
-            total = math.fsum(vals)
-            out[name] = _entry(total / ng, None, ng, _sample_ci(vals, total))
-    if not trec:
-        out.update(_extra_metrics(scorer, idx, combos))
-        out.update(_answer_metrics(scorer, idx))
-        if scorer.gold.unlabelled:
-            _skip_gold_metrics(out)
-    return out
+    def unmeasured(self, m: Measure, n: int) -> Optional[str]:
+        """Why ``m`` has no value although items entered it (``requires``, ``lacks``), or None."""
+        sc = self.scorer
+        if m.requires and not getattr(sc, m.requires[0]):
+            return m.requires[1]
+        missing = getattr(sc, m.lacks[0]) if m.lacks else None
+        if missing:
+            lack = [i for i in self.idx if i in missing]
+            if lack:
+                return m.lacks[1] % {"lack": len(lack), "n": n, "qid": sc.gold.qids[lack[0]], "chunk": missing[lack[0]]}
+        return None
 
+    def _flags(self, m: Measure, k: Optional[int]) -> dict:
+        """A yes/no verdict per item: a rate (Wilson interval) or a count."""
+        if m.values == "seed_rec":       # seed 002's recall at cutoff k, over the answerable items
+            aidx = self.subset(m.over)
+            c, n = sum(map(self.scorer.seed_rec[k].__getitem__, aidx)), len(aidx)
+        else:
+            c, n = self.count(*m.items)
+        if m.kind == "count":
+            return _entry(c, c, n, None) if n else _entry(None, None, 0, None, m.why_empty)
+        reason = self.unmeasured(m, n)
+        if reason is None and not n and m.empty is None:
+            reason = m.why_empty
+        if reason is not None:
+            return _entry(None, c, n, None, reason)
+        return _entry(c / n if n else m.empty, c, n, wilson(c, n))
 
-ANSWER_METRICS = ("answer_correct_rate", "answer_f1")
+    def _ranks(self, m: Measure, k: Optional[int]) -> dict:
+        """A rank measure over the items with gold citations: a mean (normal interval), or
+        Success@K's rate; P@K and Success@K from the items counted by their number of hits."""
+        gidx = self.subset("gold")
+        ng = len(gidx)
+        if ng == 0:
+            return _entry(None, None, 0, None, m.why_empty)
+        if m.values == "hits":
+            hits = self.hits.get(k)
+            if hits is None:
+                hits = self.hits[k] = Counter(map(self.scorer.hits[k].__getitem__, gidx))
+            if m.kind == "rate":
+                c = ng - hits[0]        # measure_success: 1 for hits > 0
+                return _entry(c / ng, c, ng, wilson(c, ng))
+            total, sq = _counted_sums({measure_p(h, k): c for h, c in hits.items()})
+            return _entry(total / ng, None, ng, _normal_ci(total, sq, ng))
+        arr = getattr(self.scorer, m.values)
+        vals = list(map((arr if k is None else arr[k]).__getitem__, gidx))
+        total = math.fsum(vals)
+        return _entry(total / ng, None, ng, _sample_ci(vals, total))
 
-
-def _answer_metrics(scorer: Scorer, idx) -> Dict[str, dict]:
-    """Issue 28: answer_correct_rate and answer_f1 over the measured items of ``idx``."""
-    flags, f1s = scorer.flags, scorer.answer_f1
-    measured = list(compress(idx, map(math.isfinite, map(f1s.__getitem__, idx))))   # NaN: not measured
-    n = len(measured)
-    if not n:
-        why = ("not measured: no shipped item has gold_answers" +
-               ("" if scorer.answer_substr else " (gate answer_correct_rate to match gold_claim_substr)"))
-        return {name: _entry(None, None, 0, None, why) for name in ANSWER_METRICS}
-    c = sum(1 for i in measured if flags[i] & F_ANSOK)
-    vals = [f1s[i] for i in measured]
-    total = math.fsum(vals)
-    return {"answer_correct_rate": _entry(c / n, c, n, wilson(c, n)),
-            "answer_f1": _entry(total / n, None, n, _sample_ci(vals, total))}
-
-
-EXTRA_METRICS = ("faithfulness", "unsupported_answer_rate",
-                 "refusal_rate", "partial_refusal_rate", "rejection_calibration", "policy_compliance", "source_policy_compliance",
-                 "answer_relevance", "context_relevance", "citation_coverage", "conflict_correct_rate",
-                 "staleness_correct_rate", "clarify_correct_rate", "latency_p50", "latency_p95", "cost_per_item")
-
-_PAIRED.update(_EXTRA_RATES)     # per-item yes/no verdicts: --baseline pairs them too
-_EMPTY_WHY = {"refusal_rate": "no items", "partial_refusal_rate": "no items", "rejection_calibration": "no item is labelled",
-              "citation_coverage": "no gold item lists required_citation_doc_ids",
-              "conflict_correct_rate": "no gold item has required_behavior must_surface_conflict",
-              "staleness_correct_rate": "no gold item has required_behavior must_detect_staleness",
-              "clarify_correct_rate": "no gold item has required_behavior must_clarify"}
-_SKIPPED = "skipped: needs gold labels (reference-free mode: no --gold, or gold rows without labels)"
+    def _values(self, m: Measure) -> dict:
+        """A per-item value (NaN: none): a mean, a quantile, or a rate of the items whose flags
+        have ``m.hit`` among those with a value."""
+        vals = self.vals.get(m.values)
+        if vals is None:
+            arr = getattr(self.scorer, m.values)
+            if self.memo.get(m.values) is False:     # no item of the run has a value
+                vals = []
+            elif self.whole:
+                vals = list(filterfalse(math.isnan, arr))
+                self.memo[m.values] = bool(vals)
+            else:
+                vals = list(filterfalse(math.isnan, map(arr.__getitem__, self.idx)))
+            self.vals[m.values] = vals
+        n = len(vals)
+        reason = self.unmeasured(m, n)
+        if reason is not None:
+            return _entry(None, None, n, None, reason)
+        if not n:
+            hint = m.hint and not getattr(self.scorer, m.hint[0])
+            return _entry(None, None, 0, None, m.why_empty + (m.hint[1] if hint else ""))
+        if m.kind == "quantile":
+            srt = self.vals.get("sorted " + m.values)
+            if srt is None:
+                srt = self.vals["sorted " + m.values] = sorted(vals)
+            return _entry(nearest_rank(srt, m.quantile), None, n, None)
+        if m.kind == "rate":
+            arr, flags = getattr(self.scorer, m.values), self.scorer.flags
+            c = sum(1 for i in self.idx if flags[i] & m.hit and arr[i] == arr[i])
+            return _entry(c / n, c, n, wilson(c, n))
+        total = math.fsum(vals)
+        return _entry(total / n, None, n, _sample_ci(vals, total) if m.ci else None)
 
 
 def nearest_rank(sorted_values: List[float], p: float) -> float:
     """The ceil(p * n)-th smallest value (1-based; p in (0, 1]); the list must be non-empty."""
     return sorted_values[max(1, math.ceil(p * len(sorted_values) - 1e-9)) - 1]
-
-
-def _extra_metrics(scorer: Scorer, idx, combos: Counter) -> Dict[str, dict]:
-    """Issue 20's metrics over the items ``idx`` (``combos``: their flags, counted)."""
-    out: Dict[str, dict] = {}
-    for name, (den, num) in _EXTRA_RATES.items():
-        n = c = 0
-        for f, cnt in combos.items():
-            if den(f):
-                n += cnt
-                if num(f):
-                    c += cnt
-        m = _BY_NAME[name]
-        if name == "unsupported_answer_rate":
-            out[name] = _grounding_entry(scorer, idx, c, n)
-        elif name == "policy_compliance" and not scorer.policy_measured:
-            out[name] = _entry(None, c, n, None, "not measured: no [policy.*] patterns in the gates file "
-                                                 "and no gold policy rejection")
-        elif n == 0 and m.empty is None:
-            out[name] = _entry(None, 0, 0, None, "not measured: " + _EMPTY_WHY[name])
-        else:
-            out[name] = _entry(c / n if n else m.empty, c, n, wilson(c, n))
-    for name, arr, what in (("answer_relevance", scorer.answer_rel, "no shipped item has a question (q) with content terms"),
-                            ("context_relevance", scorer.context_rel, "no item has a question, retrieved chunks and all "
-                                                                      "their texts (give --chunks)")):
-        if _BY_NAME[name].needs not in scorer.needs:
-            out[name] = _entry(None, None, 0, None, NOT_COMPUTED % name)
-            continue
-        vals = list(filterfalse(math.isnan, map(arr.__getitem__, idx)))     # NaN: not measured
-        total = math.fsum(vals)
-        out[name] = (_entry(total / len(vals), None, len(vals), _sample_ci(vals, total))
-                     if vals else _entry(None, None, 0, None, "not measured: " + what))
-    vals = list(filterfalse(math.isnan, map(scorer.faith.__getitem__, idx)))
-    total = math.fsum(vals)
-    out["faithfulness"] = _grounding_entry(scorer, idx, None, len(vals), total / len(vals) if vals else None,
-                                           _sample_ci(vals, total))
-    lat = sorted(filterfalse(math.isnan, map(scorer.latency.__getitem__, idx)))
-    for name, p in (("latency_p50", 0.50), ("latency_p95", 0.95)):
-        out[name] = (_entry(nearest_rank(lat, p), None, len(lat), None) if lat else
-                     _entry(None, None, 0, None, "not measured: no trace row carries timings_ms.total"))
-    cost = list(filterfalse(math.isnan, map(scorer.cost.__getitem__, idx)))
-    out["cost_per_item"] = (_entry(math.fsum(cost) / len(cost), None, len(cost), None) if cost else
-                            _entry(None, None, 0, None, "not measured: no trace row carries cost"))
-    return {m.name: out[m.name] for m in REGISTRY if m.name in out}
-
-
-def _grounding_entry(scorer: Scorer, idx, c, n, value=None, ci=None) -> dict:
-    """faithfulness (c None) or unsupported_answer_rate: null when grounding was not computed
-    or some shipped answer's chunk text is unknown (fail closed, like hallucination)."""
-    if not scorer.grounding_on:
-        return _entry(None, c, n, None, 'not computed: set [scorer] grounding = "sentences" in the gates file, '
-                                        'or gate faithfulness / unsupported_answer_rate (tier = "monitor" to report only)')
-    lack = [i for i in idx if i in scorer.ground_no_text]
-    if lack:
-        return _entry(None, c, n, None, "not measured: no chunk text for %d shipped answers (first: qid %s, chunk %s); "
-                      "give the trace cited_chunks or --chunks FILE" % (
-                          len(lack), scorer.gold.qids[lack[0]], scorer.ground_no_text[lack[0]]))
-    if c is None:
-        if not n:
-            return _entry(None, None, 0, None, "not measured: no shipped answer has a checked sentence")
-        return _entry(value, None, n, ci)
-    return _entry(c / n if n else 0.0, c, n, wilson(c, n))
 
 
 def _skip_gold_metrics(out: Dict[str, dict]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from functools import partial
 from typing import Dict, NamedTuple
 
 from .base import MAX_SMALL_FILE_BYTES, REFUSAL, ScoreError, TIERS
@@ -101,6 +102,15 @@ def gates_doc(path: str) -> Tuple[dict, Dict[Tuple[str, ...], int]]:
     return cached
 
 
+def key_line(path: str, lines: Dict[tuple, int], *key: str) -> str:
+    """``path:line`` of the longest prefix of the TOML key ``key`` that ``lines`` (key -> line)
+    knows, else ``path`` alone: where an error about that key points."""
+    for n in range(len(key), 0, -1):
+        if key[:n] in lines:
+            return "%s:%d" % (path, lines[key[:n]])
+    return path
+
+
 def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate], Optional[Regression]]:
     """Read gates.toml: [scorer] refusal, one [<dataset>] table of gates, [regression].
 
@@ -108,12 +118,7 @@ def load_gates_file(path: str, dataset: Optional[str]) -> Tuple[str, List[Gate],
     token and the regression section."""
     doc, lines = gates_doc(path)
     errors: List[str] = []
-
-    def where(*key: str) -> str:
-        for n in range(len(key), 0, -1):
-            if key[:n] in lines:
-                return "%s:%d" % (path, lines[key[:n]])
-        return path
+    where = partial(key_line, path, lines)
 
     refusal = REFUSAL
     for top, val in doc.items():
@@ -606,12 +611,7 @@ def load_rules(path: str) -> Rules:
     """``[scorer] refusal_patterns / cutoff_patterns`` and ``[policy.<name>]`` of a gates file."""
     doc, lines = gates_doc(path)
     errors: List[str] = []
-
-    def where(*key: str) -> str:
-        for n in range(len(key), 0, -1):
-            if key[:n] in lines:
-                return "%s:%d" % (path, lines[key[:n]])
-        return path
+    where = partial(key_line, path, lines)
 
     scorer = doc.get("scorer") if isinstance(doc.get("scorer"), dict) else {}
     pats = {k: _compile_patterns(scorer[k], where("scorer", k), "[scorer] " + k, errors)

@@ -294,7 +294,7 @@ class Scorer:
                 self.seed_rec[k][i] = need <= k
             if need <= self.k0:
                 f |= F_REC
-        if rel:     # (QA mode: whether the ids are distinct is known from retset)
+        if rel and "ranks" in self.needs:     # when asked (NEEDS); QA mode: retset tells whether the ids are distinct
             self._retrieval(i, rel, ret, scores, len(set(ret) if gold.trec else retset) == len(ret))
             if gold.trec and ret:
                 f |= F_GOLDRET if not set(rel).isdisjoint(ret) else 0

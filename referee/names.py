@@ -48,21 +48,41 @@ def _suggest(name: str) -> str:
     return "; did you mean %r?" % close[0] if close else ""
 
 
+def aggregates(m) -> str:
+    """How the measure ``m`` sums its items, in words (the metric table's "kind" column)."""
+    if m.kind == "rate":
+        return "rate, Wilson 95% CI"
+    if m.kind == "mean":
+        return "mean, normal 95% CI" if m.ci else "mean"
+    return "quantile (nearest rank)" if m.kind == "quantile" else m.kind
+
+
+def computed_when(m) -> str:
+    """When a run computes the measure ``m`` (the metric table's "computed" column)."""
+    if m.needs:
+        return "when asked (%s)" % m.needs
+    if m.requires and m.requires[0] == "grounding_on":
+        return "when asked (grounding)"
+    return "always"
+
+
 def metric_table_markdown() -> str:
-    """The README metric table, generated from the registry (tests keep the README in sync)."""
-    rows = ["| metric | kind | better | needs gold | definition | fields read | when undefined |",
-            "|---|---|---|---|---|---|---|"]
+    """The metric table of README.md and docs/design.md, generated from the registry
+    (tools/metric_tables.py writes it there; tests keep both in sync)."""
+    rows = ["| metric | kind | better | needs gold | computed | definition | fields read | when undefined |",
+            "|---|---|---|---|---|---|---|---|"]
     for m in REGISTRY:
-        rows.append("| `%s` | %s | %s | %s | %s | %s | %s |" % (
-            m.name, m.kind, m.better, "yes" if m.gold else "no", m.definition.replace("|", "\\|"), m.fields,
-            m.undefined))
+        rows.append("| `%s` | %s | %s | %s | %s | %s | %s | %s |" % (
+            m.name, aggregates(m), m.better, "yes" if m.gold else "no", computed_when(m),
+            m.definition.replace("|", "\\|"), m.fields, m.undefined))
     return "\n".join(rows) + "\n"
 
 
 def _metric_help() -> str:
-    lines = ["metrics (K = any cutoff, e.g. P@5; seed aliases: under, over, recall@k):"]
+    lines = ["metrics (K = any cutoff, e.g. P@5; seed aliases: under, over, recall@k; * computed only when asked: "
+             "a gate, --compute, the scorecard or an output beside the JSON report):"]
     for m in REGISTRY:
-        lines.append("  %-30s %s" % (m.name, m.definition))
+        lines.append("  %-30s %s" % (m.name + (" *" if computed_when(m) != "always" else ""), m.definition))
     lines.append("")
     lines.append("exit status: 0 all gates pass, 1 a gate failed, 2 usage or input error")
     return "\n".join(lines)

@@ -7,7 +7,7 @@ from bisect import bisect_left
 from itertools import compress
 from typing import List, NamedTuple
 
-from .registry import Metric
+from .registry import Measure
 
 # --------------------------------------------------------------------------- retrieval measures
 #
@@ -95,7 +95,7 @@ def measure_ndcg(positions: List[int], gains: List[int], k: int, idcg: float) ->
 class MetricRef(NamedTuple):
     """A parsed metric name: registry entry plus cutoff (None for 'recall@k' = first --k)."""
     spelled: str
-    metric: Metric
+    metric: Measure
     k: Optional[int]
 
     def key(self, k0: int) -> str:

@@ -18,7 +18,7 @@ from .trec import (TREC_DEFAULT, _measure_specs, parse_trec_measures, render_tre
     trec_help, trec_metric_entries, trec_per_topic, trec_significance)
 from .names import _metric_help, metric_table_markdown, parse_metric
 from .aggregate import (ANSWER_METRICS, EXTRA_METRICS, MODE_ORDER, _SKIPPED, aggregate,
-    failure_mode, flag_string)
+    failure_mode, flag_string, not_computed)
 from .config import Regression, Rules, _GATES_DOCS, gates_doc, load_gates_file, load_rules, parse_gates_string
 from .contracts import gold_from_trace, read_chunks, read_gold, read_qrels, read_run
 from .judge import Scorer, gc_paused, score_run, score_trace
@@ -93,28 +93,28 @@ def _check_gate_modes(gates, trec: bool, trec_names: List[str]) -> None:
         raise ScoreError("\n".join(errors))
 
 
-def _asked_needs(args, gates, regression, gates_file: Optional[str]) -> set:
-    """The NEEDS this run must compute: those of the metrics named by gates, [regression],
-    the scorecard's weighted stages (seed 004's defaults, the gates file's [weights] or --weights),
-    --compute; all of them with a per-item output, --baseline or --partial."""
-    if (args.items or args.html or args.csv or args.junit_items or args.baseline
-            or getattr(args, "partial", None) or getattr(args, "merge", None)):
-        return set(NEEDS)
-    refs = [g.ref for g in gates]
-    if regression:
-        refs += [r for r, _ in regression.max_drop] + list(regression.slice_metrics)
-    needs = needs_for(refs)
-    # the overall score always weighs its stages (seed 004's defaults or the configured ones):
-    # what they need is computed, so one trace gets one overall whoever scores it
-    weights, _ = resolve_weights(gates_file, args.weights, gates)
-    needs |= needs_for(_BY_NAME[s.metric] for s in STAGES if weights[s.name] > 0 and s.metric in _BY_NAME)
-    for name in (args.compute.split(",") if args.compute else []):
-        name = name.strip()
-        if name == "all":
-            needs |= set(NEEDS)
-        else:
-            needs |= needs_for([parse_metric(name)])
-    return needs
+def _asked(args, gates, regression, gates_file: Optional[str], weights: Dict[str, float],
+           trec: bool) -> Tuple[set, bool]:
+    """What this run computes beyond the seed's verdicts (issue 40): the NEEDS of the measures
+    named by its gates, [regression] and --compute, and whether it reports the weighted
+    scorecard (then also the NEEDS of its weighted stages, so one trace gets one overall score
+    whoever computes it).  The scorecard is asked for by a gates file, --weights, or --compute
+    scorecard; everything by --compute all, an output beside the JSON report (--items,
+    --markdown, --html, --csv, --metrics-csv, --junit, $GITHUB_STEP_SUMMARY), --baseline or a
+    --partial shard.  Seed 002's command (--gates, no gates file) asks for nothing: its JSON
+    report holds every measure read off the verdicts, none of the others.  IR mode (``trec``)
+    measures rankings only: its rank measures and scorecard are always computed."""
+    names = [n.strip() for n in args.compute.split(",")] if args.compute else []
+    refs = [parse_metric(n) for n in names if n not in ("all", "scorecard")] + [g.ref for g in gates]
+    if (trec or "all" in names or args.items or args.markdown or args.html or args.csv or args.junit
+            or args.metrics_csv or args.baseline or os.environ.get("GITHUB_STEP_SUMMARY")
+            or getattr(args, "partial", None)):
+        return set(NEEDS), True
+    needs = needs_for(refs + _regression_refs(regression))
+    card = gates_file is not None or args.weights is not None or "scorecard" in names
+    if card:
+        needs |= needs_for(_BY_NAME[s.metric] for s in STAGES if weights[s.name] > 0 and s.metric in _BY_NAME)
+    return needs, card
 
 
 def check_matched(args, gold, stats: dict, trec: bool) -> None:
@@ -162,9 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--full", action="store_true", help="stdout: the whole JSON report even with --out")
     ap.add_argument("--markdown", help="write a human report (gates, metrics, categories, failure modes, worst items)")
     ap.add_argument("--items", help="write one JSON line per gold item with its verdicts")
-    ap.add_argument("--compute", metavar="NAMES", help="also compute these optional metrics (comma-separated, or "
-                    "'all'): those not every run needs, e.g. answer_relevance, context_relevance (computed anyway "
-                    "when a gate, [regression], a [weights] stage or a per-item output names them)")
+    ap.add_argument("--compute", metavar="NAMES", help="also compute these optional measures (comma-separated), "
+                    "which seed 002's command does not: e.g. answer_relevance, nDCG@10; 'scorecard' (the weighted "
+                    "scorecard), 'all'; a gate, [regression], the scorecard or an output beside the JSON asks too")
     ap.add_argument("--weights", help="JSON object of stage weights for the scorecard, e.g. '{\"faithfulness\": 0.4}' "
                                       "(over the gates file's [weights], over seed 004's defaults)")
     ap.add_argument("--html", help="write a self-contained HTML report (no JavaScript, no network)")
@@ -277,6 +277,7 @@ class RunSetup(NamedTuple):
     weights: dict                   # the scorecard's stage weights
     weight_warnings: List[str]      # what resolving the weights warned about
     needs: set                      # the NEEDS computed (registry)
+    card: bool                      # whether the scorecard is reported (asked for)
 
 
 def _run_mode(args) -> bool:
@@ -405,9 +406,9 @@ def configure(args) -> RunSetup:
             raise ScoreError("--refusal: must be a non-empty string, got %r" % args.refusal)
         refusal = args.refusal
     ks = _run_cutoffs(ks, trec, gates, regression)
-    needs = _asked_needs(args, gates, regression, gates_file)
+    needs, card = _asked(args, gates, regression, gates_file, weights, trec)
     return RunSetup(trec, ks, trec_names, gates, shown, gates_source, refusal, regression, rules,
-                    weights, weight_warnings, needs)
+                    weights, weight_warnings, needs, card)
 
 
 def _read_and_judge(args, setup: RunSetup, errors: _Errors, notes: List[str], scorer_class: type):
@@ -421,6 +422,7 @@ def _read_and_judge(args, setup: RunSetup, errors: _Errors, notes: List[str], sc
         chunks = read_chunks(args.chunks, errors, notes, chunk_policies)
     if getattr(args, "merge", None):          # shards' partials (merge_partials)
         gold, scorer, stats = merge_partials(args.merge, args, ks, refusal, errors, notes, rules)
+        scorer.needs = set(NEEDS) if gold.unlabelled else setup.needs     # the shards computed everything
     elif setup.trec:
         gold = read_qrels(args.qrels, errors)
         runs = read_run(args.run, errors) if not errors.count else {}
@@ -453,14 +455,14 @@ def _read_and_judge(args, setup: RunSetup, errors: _Errors, notes: List[str], sc
     return gold, scorer, stats, runs
 
 
-def _category_metrics(gold, scorer: Scorer, trec: bool) -> Dict[str, dict]:
-    """Each category's items and metrics, categories sorted by name."""
+def _category_metrics(gold, scorer: Scorer, trec: bool, memo: dict) -> Dict[str, dict]:
+    """Each category's items and metrics, categories sorted by name (``memo``: aggregate's)."""
     order = sorted(range(len(gold)), key=gold.cat.__getitem__)     # items by category, file order within one
     categories: Dict[str, dict] = {}
     start = 0
     for cid, size in sorted(Counter(gold.cat).items()):
         idx = order[start:start + size]
-        categories[gold.categories[cid]] = {"items": len(idx), "metrics": aggregate(scorer, idx, trec)}
+        categories[gold.categories[cid]] = {"items": len(idx), "metrics": aggregate(scorer, idx, trec, memo)}
         start += size
     return {c: categories[c] for c in sorted(categories)}
 
@@ -561,7 +563,7 @@ def _write_run_outputs(args, report: dict, item_flags: Dict[str, str], scorer: S
         remove_output(args.manifest)
     if args.out:
         atomic_write(args.out, text)
-    stages = ItemStages(scorer, report["scorecard"], setup.weights)
+    stages = ItemStages(scorer, report["scorecard"], setup.weights) if "scorecard" in report else None
     if args.items:
         atomic_write(args.items, "".join(_item_lines(scorer, trec, stages)))
     if args.markdown:
@@ -599,7 +601,8 @@ def run(args, scorer_class: type = Scorer) -> int:
     baseline = load_baseline(args.baseline) if args.baseline else None
     # 3. aggregate
     n = len(gold)
-    metrics = aggregate(scorer, range(n), trec)
+    memo: dict = {}         # what the aggregate calls over the gold set and its categories share
+    metrics = aggregate(scorer, range(n), trec, memo)
     trec_per = trec_all = None
     if trec:
         if getattr(args, "merge", None):      # trec_eval's measures read the rankings again
@@ -607,7 +610,7 @@ def run(args, scorer_class: type = Scorer) -> int:
         trec_per, trec_all = trec_evaluate(gold, runs, setup.trec_names, args.average, args.rel_level or 1,
                                            args.max_docs)
         metrics.update(trec_metric_entries(trec_per, trec_all))
-    categories = _category_metrics(gold, scorer, trec)
+    categories = _category_metrics(gold, scorer, trec, memo)
     by_flags = Counter(scorer.flags)      # verdicts depend on flags only: count each distinct value once
     failure_modes = _failure_modes(by_flags, trec)
     gate_results = check_gates(setup.gates, metrics, k0, setup.rules.grounding)
@@ -640,8 +643,9 @@ def run(args, scorer_class: type = Scorer) -> int:
                    "regression": regression_block,
                    "warnings": warnings})
     report["warnings_failed"] = sum(1 for g in gate_results if g["tier"] == "warn" and not g["pass"])
-    report["scorecard"] = scorecard(setup.weights, metrics, SCORECARD_K if not trec else k0, scorecard_gaps(scorer),
-                                    setup.rules.grounding)
+    if setup.card or gold.unlabelled:      # (reference-free mode: what there is to measure, all of it)
+        report["scorecard"] = scorecard(setup.weights, {**not_computed(scorer), **metrics}, SCORECARD_K if not trec
+                                        else k0, scorecard_gaps(scorer), setup.rules.grounding)
     if trec:
         report["trec_per_topic"] = trec_per_topic(trec_per)
     else:
@@ -657,7 +661,7 @@ def render_summary(report: dict, outputs: Tuple[Optional[str], ...] = ()) -> str
     verdict, each gate's value and verdict, the overall score with its k, counts, and the
     files written.  A few dozen lines whatever the number of items."""
     names = ("out", "items", "markdown", "html", "junit", "csv", "metrics_csv")
-    card = report.get("scorecard") or {}
+    card = report.get("scorecard")
     short = {"pass": report["pass"], "dataset": report.get("dataset"), "schema": report.get("schema"),
              "version": report.get("version"),
              "counts": {k: report["counts"][k] for k in ("gold_items", "trace_rows", "missing_traces")
@@ -666,8 +670,10 @@ def render_summary(report: dict, outputs: Tuple[Optional[str], ...] = ()) -> str
                        for g in report.get("gate_results") or []],
              "failed": ["%s%s: %s" % ("(warn) " if g["tier"] == "warn" else "", g["gate"], g["reason"])
                         for g in report.get("gate_results") or [] if not g["pass"] and g["tier"] != "monitor"],
-             "overall": card.get("overall"), "overall_k": card.get("k"),
+             "overall": (card or {}).get("overall"), "overall_k": (card or {}).get("k"),
              "files": {n: p for n, p in zip(names, outputs) if p}}
+    if card is None:        # the run did not ask for the scorecard (see _asked)
+        del short["overall"], short["overall_k"]
     lines = ["{"]
     keys = list(short)
     for i, k in enumerate(keys):

@@ -10,7 +10,7 @@ from itertools import compress
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from .base import ScoreError, Z95
-from .registry import Metric
+from .registry import Measure
 from .fmt import _r
 from .stats import _entry, _normal_ci
 from .retrieval import (MetricRef, hits_at, ideal_dcg, ideal_gains, measure_ndcg, measure_p,
@@ -357,8 +357,8 @@ def trec_ref(name: str) -> Optional["MetricRef"]:
     if measure.total in ("text", "count", "none") or len(cuts) != (1 if measure.param in ("cut", "level") else 0):
         return None
     key = trec_name(measure, cuts[0]) if cuts else measure.name + ("_" + text if text else "")
-    return MetricRef(name, Metric(key, "mean", measure.better, measure.description, "qrels, run",
-                                  "0 when the topic has no relevant document", None), None)
+    return MetricRef(name, Measure(key, "mean", measure.better, measure.description, "qrels, run",
+                                   "0 when the topic has no relevant document", None), None)
 
 
 def trec_plan(names: List[str]) -> List[Tuple[str, str, Optional[float], Optional[int], Any]]:

@@ -154,7 +154,7 @@ class Eval(CliTest):
         self.assertEqual(list(report), ["pass", "datasets", "as_of"])
         self.assertEqual(list(report["datasets"]), ["baseline", "perturb"])
         self.assertIs(report["pass"], True)
-        self.assertEqual(list(short), ["pass", "version", "as_of", "failed_gates", "datasets", "reports"])
+        self.assertEqual(list(short), ["pass", "version", "as_of", "failed_gates", "datasets", "reports", "operating_point"])
         self.assertIs(short["pass"], True)
         self.assertEqual(short["reports"]["json"], os.path.join(runs, "report.json"))
         base = report["datasets"]["baseline"]

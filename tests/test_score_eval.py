@@ -557,16 +557,23 @@ class Outputs(TempDir):
 
     def test_compact_stdout_with_out_or_summary(self):
         """Issue 31 item 6: with --out (or --summary) stdout is the compact summary, the same
-        verdict, gates and overall score as the full report, a few lines whatever the items."""
+        verdict, gates and overall score as the full report, a few lines whatever the items.
+        Issue 40: the overall score only when the run asks for the scorecard."""
         out = self.dir / "r.json"
         gold = [gold_row("A%d" % i, True, ["alpha"], ["c"]) for i in range(300)]
         trace = [trace_row("A%d" % i, "alpha", ["c"], ["c"]) for i in range(300)]
-        for extra in (["--out", out], ["--summary"]):
+        keys = {"pass", "dataset", "schema", "version", "counts", "gates", "failed", "files"}
+        for extra in (["--out", out], ["--summary"], ["--out", out, "--compute", "scorecard"],
+                      ["--summary", "--compute", "scorecard"]):
             with self.subTest(extra=extra):
                 code, short, _ = self.score(gold, trace, *extra)
+                if "--out" not in extra:
+                    self.score(gold, trace, "--out", out, *extra[1:])
                 full = json.loads(out.read_text())
-                self.assertEqual(set(short), {"pass", "dataset", "schema", "version", "counts", "gates", "failed",
-                                              "overall", "overall_k", "files"})
+                if "scorecard" not in extra:
+                    self.assertEqual((set(short), "scorecard" in full), (keys, False))
+                    continue
+                self.assertEqual(set(short), keys | {"overall", "overall_k"})
                 self.assertEqual((short["pass"], short["overall"], short["overall_k"]),
                                  (full["pass"], full["scorecard"]["overall"], 5))
                 self.assertEqual([g["gate"] for g in short["gates"]], [g["gate"] for g in full["gate_results"]])
@@ -576,7 +583,8 @@ class Outputs(TempDir):
         """One overall score for one trace: make eval's --k 1,5,10 and a plain --k 5 agree."""
         gold = [gold_row("A", True, ["alpha"], ["c"]), gold_row("B", True, ["beta"], ["d"])]
         trace = [trace_row("A", "alpha", ["x", "y", "c"], ["c"]), trace_row("B", "beta", ["d"], ["d"])]
-        cards = [self.score(gold, trace, "--k", k)[1]["scorecard"] for k in ("1,5,10", "5", "1", "3")]
+        cards = [self.score(gold, trace, "--k", k, "--compute", "scorecard")[1]["scorecard"]
+                 for k in ("1,5,10", "5", "1", "3")]
         self.assertEqual({(c["overall"], c["k"], c["stages"]["retrieval"]["metric"]) for c in cards},
                          {(cards[1]["overall"], 5, "recall@5")})
 
@@ -627,14 +635,15 @@ class Docs(unittest.TestCase):
                 self.assertTrue(action.help)
 
     def test_readme_metric_table_in_sync(self):
-        readme = ROOT / "README.md"
-        self.assertTrue(readme.exists(), "README.md is missing")
-        text = readme.read_text(encoding="utf-8")
+        """README.md's and docs/design.md's metric tables are the registry's (issue 40)."""
         begin, end = "<!-- metrics:begin -->", "<!-- metrics:end -->"
-        self.assertIn(begin, text)
-        section = text.split(begin, 1)[1].split(end, 1)[0]
-        self.assertIn(score_eval.metric_table_markdown(), section,
-                      "regenerate with: python3 score_eval.py --print-metric-table")
+        for name in ("README.md", "docs/design.md"):
+            with self.subTest(file=name):
+                text = (ROOT / name).read_text(encoding="utf-8")
+                self.assertEqual((text.count(begin), text.count(end)), (1, 1))
+                section = text.split(begin, 1)[1].split(end, 1)[0]
+                self.assertEqual(section, "\n" + score_eval.metric_table_markdown(),
+                                 "regenerate with: python3 tools/metric_tables.py")
 
     def test_metric_names_parse(self):
         cases = {"precision": ("precision", None), "under": ("under_refusal", None), "over": ("over_refusal", None),

@@ -198,48 +198,100 @@ if __name__ == "__main__":
 
 
 class Needs(unittest.TestCase):
-    """answer_relevance / context_relevance (registry needs = "relevance") are computed only when
-    something asks for them; where computed, their values are the hand-derived ones."""
+    """Issue 40: a run computes only the measures its gates, outputs and flags ask for.  The
+    registry's ``needs``: answer_relevance / context_relevance ("relevance") and the rank
+    measures P@K, R@K, Success@K, RR, RR@K, nDCG@K ("ranks"); a measure not computed is left out
+    of the report, and the scorecard is reported only when asked for.  Where computed, values
+    are the hand-derived ones."""
     # content terms (final s folded): q1 {refund, window}, claim 1 has both -> 1; q2 {approve,
     # exception}, claim 2 {manager, approve} -> 1/2; mean 3/4.
     GOLD = [gold_row("q1", True, ["refund window"], ["c1"]), gold_row("q2", True, ["approve"], ["c2"])]
-    TRACE = [dict(trace_row("q1", "The refund window is 30 days.", ["c1"], ["c1"]), q="What is the refund window?"),
-             dict(trace_row("q2", "Managers approve them.", ["c2"], ["c2"]), q="Who approves exceptions?")]
+    # ranks at K = 1: q1 retrieves c1 first (RR 1), q2 retrieves c2 second (RR 1/2, nothing in the top 1)
+    TRACE = [dict(trace_row("q1", "The refund window is 30 days.", ["c1"], ["c1", "x"]), q="What is the refund window?"),
+             dict(trace_row("q2", "Managers approve them.", ["c2"], ["y", "c2"]), q="Who approves exceptions?")]
+    RANKS = {"P@1": 0.5, "R@1": 0.5, "Success@1": 0.5, "RR": 0.75, "RR@1": 0.5, "nDCG@1": 0.5}
 
-    def run_case(self, *args):
-        folder = Path(tempfile.mkdtemp(prefix="score_eval_needs_"))
-        self.addCleanup(shutil.rmtree, folder, True)
+    def run_case(self, *args, folder=None):
+        if folder is None:
+            folder = Path(tempfile.mkdtemp(prefix="score_eval_needs_"))
+            self.addCleanup(shutil.rmtree, folder, True)
+        (folder / "g.toml").write_text('[baseline]\nprecision = { min = 0 }\n', encoding="utf-8")
         argv = ["--gold", write_jsonl(folder / "g.jsonl", self.GOLD), "--trace", write_jsonl(folder / "t.jsonl", self.TRACE),
                 "--k", "1"] + [a.replace("FOLDER", str(folder)) for a in args]
         return run_cli(argv, cwd=folder)
 
     def test_computed_only_when_asked(self):
         cases = [
-            # args, computed?
-            (["--gates", "precision=0"], True),     # seed 004's default weights give it a stage
-            (["--gates", "none"], True),
-            (["--gates", "answer_relevance=0.5"], True),
-            (["--gates", "precision=0", "--compute", "answer_relevance"], True),
+            # args, relevance computed?, scorecard reported?
+            (["--gates", "precision=0"], False, False),      # seed 002's command asks for neither
+            (["--gates", "none"], False, False),
+            (["--gates", "answer_relevance=0.5"], True, False),
+            (["--gates", "precision=0", "--compute", "answer_relevance"], True, False),
+            (["--gates", "precision=0", "--compute", "scorecard"], True, True),   # seed 004's weights weigh it
+            (["--gates-file", "FOLDER/g.toml"], True, True),   # a gates file asks for the scorecard
+            (["--gates", "precision=0", "--compute", "all"], True, True),
+            (["--gates", "precision=0", "--items", "FOLDER/items.jsonl"], True, True),
+            (["--gates", "precision=0", "--markdown", "FOLDER/r.md"], True, True),
+            (["--gates", "precision=0", "--weights", '{"answer_relevance": 0.2}'], True, True),
+            (["--gates", "precision=0", "--weights", '{"answer_relevance": 0, "context_relevance": 0}'], False, True),
+        ]
+        for args, computed, card in cases:
+            with self.subTest(args=args):
+                code, rep, err = self.run_case(*args)
+                self.assertIn(code, (0, 1), err)
+                self.assertEqual("scorecard" in rep, card)
+                if computed:
+                    ar = rep["metrics"]["answer_relevance"]
+                    self.assertEqual((ar["value"], ar["n"]), (0.75, 2))
+                    self.assertIn("context_relevance", rep["metrics"])
+                else:
+                    self.assertNotIn("answer_relevance", rep["metrics"])
+                    self.assertNotIn("context_relevance", rep["metrics"])
+                    self.assertNotIn("answer_relevance", rep["categories"]["(none)"]["metrics"])
+                if card and not computed:
+                    stage = rep["scorecard"]["stages"]["answer_relevance"]
+                    self.assertIsNone(stage["score"])
+                    self.assertTrue(stage["reason"].startswith("not computed: nothing asked for it"), stage["reason"])
+                    self.assertIn("answer_relevance", rep["scorecard"]["not_measured"])
+                # the seed's metrics never depend on it
+                self.assertEqual(rep["metrics"]["precision"]["value"], 1.0)
+
+    def test_ranks_only_when_asked(self):
+        cases = [
+            # args, rank measures computed?
+            (["--gates", "precision=0"], False),
+            (["--gates", "precision=0", "--compute", "scorecard"], False),   # its retrieval stage is recall@5
+            (["--gates-file", "FOLDER/g.toml"], False),
+            (["--gates", "R@1=0"], True),                  # one of the family asks for them all
+            (["--gates", "precision=0", "--compute", "nDCG@1"], True),
             (["--gates", "precision=0", "--compute", "all"], True),
-            (["--gates", "precision=0", "--items", "FOLDER/items.jsonl"], True),
-            (["--gates", "precision=0", "--weights", '{"answer_relevance": 0.2}'], True),
-            (["--gates", "precision=0", "--weights", '{"answer_relevance": 0, "context_relevance": 0}'], False),
+            (["--gates", "precision=0", "--csv", "FOLDER/items.csv"], True),
         ]
         for args, computed in cases:
             with self.subTest(args=args):
                 code, rep, err = self.run_case(*args)
                 self.assertIn(code, (0, 1), err)
-                ar = rep["metrics"]["answer_relevance"]
-                if computed:
-                    self.assertEqual((ar["value"], ar["n"]), (0.75, 2))
-                else:
-                    self.assertEqual((ar["value"], ar["n"]), (None, 0))
-                    self.assertTrue(ar["reason"].startswith("not computed"), ar["reason"])
-                    stage = rep["scorecard"]["stages"]["answer_relevance"]
-                    self.assertIsNone(stage["score"])
-                    self.assertIn("answer_relevance", rep["scorecard"]["not_measured"])
-                # the seed's metrics never depend on it
-                self.assertEqual(rep["metrics"]["precision"]["value"], 1.0)
+                got = {name: rep["metrics"][name]["value"] for name in self.RANKS if name in rep["metrics"]}
+                self.assertEqual(got, self.RANKS if computed else {})
+                # the seed's recall@k (at --k and the scorecard's 5) is always there
+                self.assertEqual((rep["metrics"]["recall@1"]["value"], rep["metrics"]["recall@5"]["value"]), (0.5, 1.0))
+
+    def test_default_report_is_the_asked_one_without_the_optional_fields(self):
+        """Seed 002's command: every value it reports is the one --compute all reports, in the
+        same order; what it leaves out is the on-request measures and the scorecard."""
+        folder = Path(tempfile.mkdtemp(prefix="score_eval_needs_"))
+        self.addCleanup(shutil.rmtree, folder, True)
+        _, small, _ = self.run_case("--gates", "precision=0", folder=folder)
+        _, full, _ = self.run_case("--gates", "precision=0", "--compute", "all", folder=folder)
+        # (the families at --k 1 and at the scorecard's cutoff 5, always among the cutoffs)
+        optional = set(self.RANKS) | {n.replace("@1", "@5") for n in self.RANKS} | {"answer_relevance", "context_relevance"}
+        self.assertEqual(set(full) - set(small), {"scorecard"})
+        self.assertEqual(set(full["metrics"]) - set(small["metrics"]), optional)
+        for block in (full["metrics"], full["categories"]["(none)"]["metrics"]):
+            for name in optional:
+                del block[name]
+        del full["scorecard"]
+        self.assertEqual(json.dumps(full), json.dumps(small))      # the same values in the same order
 
     def test_unknown_compute_name(self):
         code, rep, err = self.run_case("--gates", "precision=0", "--compute", "answer_relevence")
@@ -247,9 +299,11 @@ class Needs(unittest.TestCase):
         self.assertIn("unknown metric 'answer_relevence'", err)
 
     def test_registry_declares_needs(self):
-        self.assertEqual({m.name for m in score_eval.REGISTRY if m.needs},
+        self.assertEqual({m.name for m in score_eval.REGISTRY if m.needs == "relevance"},
                          {"answer_relevance", "context_relevance"})
-        self.assertTrue(all(m.needs in score_eval.NEEDS for m in score_eval.REGISTRY if m.needs))
+        self.assertEqual({m.name for m in score_eval.REGISTRY if m.needs == "ranks"},
+                         {"P@K", "R@K", "Success@K", "RR", "RR@K", "nDCG@K"})
+        self.assertEqual(set(score_eval.NEEDS), {"relevance", "ranks"})
 
 
 class RetrievalByHand(unittest.TestCase):
@@ -370,18 +424,18 @@ class EdgeCounts(unittest.TestCase):
                  trace_row("q1", "not in context", retrieved=["y"])]
         code, rep, err = run_cli(["--gold", write_jsonl(folder / "g.jsonl", gold),
                                   "--trace", write_jsonl(folder / "t.jsonl", trace),
-                                  "--k", "2", "--gates", "none"], cwd=folder)
+                                  "--k", "2", "--gates", "none", "--compute", "all"], cwd=folder)
         self.assertEqual(code, 0, err)
         self.assertEqual((rep["metrics"]["R@2"]["value"], rep["metrics"]["R@2"]["n"]), (1.0, 1))
         self.assertEqual(rep["metrics"]["RR"]["value"], 0.5)
-        # relevance is computed (the scorecard weighs it) but without --chunks nothing has the
-        # chunks' texts: context relevance is not measured, over n = 0
+        # relevance is computed (--compute all) but without --chunks nothing has the chunks'
+        # texts: context relevance is not measured, over n = 0
         entry = rep["metrics"]["context_relevance"]
         self.assertEqual((entry["value"], entry["n"], entry["reason"][:13]), (None, 0, "not measured:"))
         # no item with gold citations: not measured, over n = 0
         code, rep, err = run_cli(["--gold", write_jsonl(folder / "g0.jsonl", gold[1:]),
                                   "--trace", write_jsonl(folder / "t0.jsonl", trace[1:]),
-                                  "--k", "2", "--gates", "none"], cwd=folder)
+                                  "--k", "2", "--gates", "none", "--compute", "all"], cwd=folder)
         self.assertEqual(code, 0, err)
         entry = rep["metrics"]["R@2"]
         self.assertEqual((entry["value"], entry["n"], entry["reason"]),

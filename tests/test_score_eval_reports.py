@@ -192,7 +192,7 @@ class Weights(TempDir):
     def test_unmeasured_stage_renormalized_away(self):
         trace = [dict(r) for r in CARD_TRACE]
         del trace[0]["cited_chunks"]          # no chunk text for A1: hallucination is not measured
-        card, _ = self.card(trace=trace)
+        card, _ = self.card("--compute", "scorecard", trace=trace)
         self.assertIsNone(card["stages"]["faithfulness"]["score"])
         self.assertIn("faithfulness", card["not_measured"])
         # source_policy stays 1 (no chunk has a policy, so no text is needed): retrieval, citation,

@@ -82,7 +82,8 @@ from ..records import Retrieval
 from .synthesize import Answer, AnswerSentence, echo_words, question_type, split_sentences, value_match
 
 __all__ = ["FEATURES", "GATE_FEATURES", "EMBED_FEATURES", "Candidate", "Model", "candidates", "load_model",
-           "decide", "embed_scorer", "MODEL_PATH", "EMBED_MODEL_PATH"]
+           "decide", "embed_scorer", "MODEL_PATH", "EMBED_MODEL_PATH", "THRESHOLD_KEYS", "threshold_of",
+           "deciding_model"]
 
 FEATURES = ("bias", "cov", "wcov", "chunk_wcov", "rare", "absent", "sim", "top", "margin", "typed",
             "novel", "prox", "short", "miss_chunk", "names_missing", "negation", "bigram",
@@ -355,6 +356,29 @@ def _add_cosines(question: str, hits: Sequence[Any], cands: List[Candidate], cos
         c.features["chunk_cos"] = float(sims[chunk_text[c.chunk_id]])
 
 
+#: The ``[answer]`` key that overrides each model's fitted threshold (-1: the file's own).
+THRESHOLD_KEYS = {"model": "answerability_threshold", "model+embed": "answerability_embed_threshold"}
+
+
+def threshold_of(model: Model, config: Optional[Dict[str, Any]]) -> float:
+    """The threshold ``model`` ships at: ``[answer] answerability_threshold`` (the lexical
+    model) or ``answerability_embed_threshold`` (the model with embeddings) when it is 0 or
+    more (``calibrate`` writes it), else the threshold fitted into the model's file."""
+    key = THRESHOLD_KEYS["model+embed" if model.embed is not None else "model"]
+    value = float(((config or {}).get("answer") or {}).get(key, -1.0))
+    return value if value >= 0.0 else model.threshold
+
+
+def deciding_model(config: Optional[Dict[str, Any]]) -> str:
+    """Which fitted model :func:`decide` reads under ``config``: ``"model+embed"`` when an
+    embedding model is configured (numpy installed) and is the encoder the embedding model
+    was fitted with, else ``"model"`` (the lexical one).  Loads the encoder when configured."""
+    encoder = embed_scorer(config)
+    if encoder is not None and _matches(load_model(EMBED_MODEL_PATH), encoder):
+        return "model+embed"
+    return "model"
+
+
 def decide(question: str, retrieval: Retrieval, answer: Answer, index: Any, analyzer: Any,
            model: Optional[Model] = None, config: Optional[Dict[str, Any]] = None,
            qa: Any = None) -> Answer:
@@ -382,7 +406,7 @@ def decide(question: str, retrieval: Retrieval, answer: Answer, index: Any, anal
     p = model.prob(gate_feats) if i is not None else 0.0
     detail = dict(answer.detail)
     detail["answerability"] = round(p, 4) if i is not None else None
-    if i is None or p < model.threshold:
+    if i is None or p < threshold_of(model, config):
         return Answer(sentences=[], confidence="Low", refused=True, reasons=["below_answerability"],
                       detail=detail)
     best = cands[i]

@@ -5,6 +5,8 @@ Each command lives with the stage it drives; this module only gathers them:
 * ``cmd_retrieval``: ``index``, ``search``
 * ``cmd_answer``: ``ask``, ``run``, ``eval``, ``compare``
 * ``cmd_gold``: ``check-gold``, ``perturb``
+* ``cmd_init``: ``init``
+* ``cmd_calibrate``: ``calibrate`` (the answer/refuse operating point on a labelled sample)
 * ``serve``: ``serve`` (the HTTP API)
 
 A command module exposes ``register(subparsers)`` which adds its parsers with
@@ -24,9 +26,9 @@ from typing import List, Optional
 from ..errors import MiniRagError
 from ..fileio import scorer, terminal_safe
 
-COMMAND_MODULES = ("cmd_retrieval", "cmd_answer", "cmd_gold", "cmd_init", "serve")
+COMMAND_MODULES = ("cmd_retrieval", "cmd_answer", "cmd_gold", "cmd_init", "cmd_calibrate", "serve")
 # Commands that open a retriever, hence may need the embedding model ([retrieval] mode).
-EMBED_COMMANDS = ("index", "search", "ask", "run", "eval", "compare", "serve")
+EMBED_COMMANDS = ("index", "search", "ask", "run", "eval", "compare", "calibrate", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:

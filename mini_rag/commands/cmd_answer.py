@@ -23,7 +23,9 @@
     ``make eval``: see :mod:`mini_rag.eval.evaluate`.  Prints a compact JSON summary on stdout
     (``evaluate.summary``: verdict, each dataset's metrics with n and intervals, failed
     gates, the paths of the full reports under ``runs/``) and a short human summary on
-    stderr.  ``ask``, ``run`` and ``eval`` take ``--corpus``, ``--index`` and ``--quiet``
+    stderr; both say which answer/refuse operating point was used (``operating_point``: the committed
+    defaults, values set in the config, or a calibration written by ``calibrate``, issue 43).
+    ``ask``, ``run`` and ``eval`` take ``--corpus``, ``--index`` and ``--quiet``
     (:mod:`mini_rag.commands.runconfig`: a corpus of one's own gets corpus-neutral defaults).
 ``python -m mini_rag compare --candidate FILE [--baseline-config FILE]``
     ``make compare``: both configurations on both gold sets, the candidate gated against
@@ -269,6 +271,8 @@ def cmd_eval(args) -> int:
     status, combined = evaluate(config, runs=args.runs, gold=args.gold, perturb=args.perturb,
                                 gates=gates, quiet=args.quiet, seed=args.dataset == "seed")
     short = summary(combined, args.runs)
+    if args.dataset != "seed":
+        short["operating_point"] = operating_point_of(config)
     if not args.quiet:
         sys.stderr.write(summary_text(short))
     sys.stdout.write(json_terminal_safe(summary_json(short)) + "\n")
@@ -285,6 +289,21 @@ def default_runs(own_corpus, own_gold, seed: bool) -> str:
     if own_corpus or own_gold:
         return own_runs_dir(own_corpus or own_gold)
     return "runs"
+
+
+def operating_point_of(config: Dict[str, Any]) -> Dict[str, Any]:
+    """Which answer/refuse operating point ``eval`` ran at (issue 43): the committed defaults, values
+    set in the config, or a calibration (``mini_rag.calibration.operating_point``), with its one-line
+    description (``text``)."""
+    from ..calibration import describe, operating_point
+    from ..config import DEFAULTS
+    decider = None
+    if config["answer"].get("answerability", False):
+        from ..answer.answerability import deciding_model
+        decider = deciding_model(config)
+    op = operating_point(config, DEFAULTS, decider)
+    op["text"] = describe(op)
+    return op
 
 
 def own_runs_dir(corpus: str) -> str:

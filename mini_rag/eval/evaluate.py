@@ -411,6 +411,8 @@ def summary_text(short: Dict[str, Any]) -> str:
                                   ", ".join("%s %s" % (n, "passes" if short["datasets"][n]["pass"] else "fails")
                                             for n in names),
                                   "; as_of %s" % short["as_of"] if short.get("as_of") else "")]
+    if short.get("operating_point"):
+        lines.append("  " + short["operating_point"]["text"])
     gated = []
     for n in names:
         gated += [m for m, e in short["datasets"][n]["metrics"].items() if "gate" in e and m not in gated]
