@@ -81,34 +81,35 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 # Contents: generated from referee/ by tools/build_single_file.py (make single-file); edit
 # the modules there, never this file.  Each module starts at the line given:
 #
-#     77  referee/base.py
-#    129  referee/lexicon.py
-#    605  referee/registry.py
-#    998  referee/fmt.py
-#   1031  referee/stats.py
-#   1078  referee/retrieval.py
-#   1178  referee/tomlsub.py
-#   1458  referee/inputs.py
-#   1865  referee/text.py
-#   1904  referee/citations.py
-#   2233  referee/refusals.py
-#   2521  referee/answers.py
-#   2766  referee/grounding.py
-#   3179  referee/treccalc.py
-#   3589  referee/trec.py
-#   4236  referee/names.py
-#   4318  referee/aggregate.py
-#   4579  referee/config.py
-#   5277  referee/contracts.py
-#   5698  referee/judge.py
-#   6650  referee/gates.py
-#   6877  referee/scorecard.py
-#   7136  referee/outputs.py
-#   7628  referee/reports.py
-#   8262  referee/calibration.py
-#   8491  referee/shards.py
-#   8840  referee/run.py
-#   9501  referee/cli.py
+#     78  referee/base.py
+#    130  referee/lexicon.py
+#    606  referee/registry.py
+#    999  referee/fmt.py
+#   1032  referee/stats.py
+#   1079  referee/retrieval.py
+#   1179  referee/tomlsub.py
+#   1459  referee/inputs.py
+#   1866  referee/text.py
+#   1905  referee/citations.py
+#   2234  referee/refusals.py
+#   2522  referee/answers.py
+#   2769  referee/grounding.py
+#   3186  referee/treccalc.py
+#   3596  referee/trec.py
+#   4243  referee/names.py
+#   4325  referee/aggregate.py
+#   4586  referee/config.py
+#   5284  referee/contracts.py
+#   5705  referee/response.py
+#   5843  referee/judge.py
+#   6790  referee/gates.py
+#   7017  referee/scorecard.py
+#   7276  referee/outputs.py
+#   7768  referee/reports.py
+#   8402  referee/calibration.py
+#   8631  referee/shards.py
+#   8980  referee/run.py
+#   9641  referee/cli.py
 
 
 
@@ -708,7 +709,7 @@ FLAG_LETTERS = "tsachpvxmedofugnzr" + "lwkjyqCDSTLMRV" + "PXIAKGU"
  F_NOLAB, F_PROSE, F_CUTOFF, F_POLREJ, F_POLV, F_SRCV, F_REQCONF, F_OKCONF, F_REQSTALE, F_OKSTALE,
  F_REQCLAR, F_OKCLAR, F_REQDOCS, F_OKDOCS,
  F_PARTIAL, F_CITTEXT, F_BADMARK, F_GANS, F_ANSOK, F_GMEAS, F_UNSUP) = [1 << i for i in range(len(FLAG_LETTERS))]
-F_REFUSED = 1 << 62        # internal: Scorer.read_claim's "not shipped" (never stored in the flags)
+F_REFUSED = 1 << 62        # internal: reading 2's "not shipped" (Refusal.flags; never stored in the flags)
 FLAG_MEANINGS = (
     ("t", "a trace row exists for the item"),
     ("s", "shipped: the claim is not the refusal token (a missing trace or null claim ships)"),
@@ -2745,7 +2746,8 @@ class AnswerMatch(NamedTuple):
 
 
 def match_answer(response: str, golds, question: Optional[str] = None,
-                 norms: frozenset = _ALL_NORMS, partial: bool = True) -> AnswerMatch:
+                 norms: frozenset = _ALL_NORMS, partial: bool = True,
+                 words: Optional[List[str]] = None) -> AnswerMatch:
     """The response against short gold answers (the rule of docs/answer_correctness.md).
 
     A gold answer (or one of its variants) matches when, no date in the response contradicting
@@ -2759,8 +2761,9 @@ def match_answer(response: str, golds, question: Optional[str] = None,
       4. (``partial``) it names a year (not a word of the question) and the response names it
          and no other month or day of that year ("2005" for "May 3, 2005", not "May 30, 2017" for "January 2017").
     Rules 2-3 also need every number of the gold in the response.  Best gold: correct first,
-    then recall, then F1."""
-    a = answer_tokens(response, norms)
+    then recall, then F1.  ``words``: answer_tokens(response, norms) when the caller has them
+    (the scorer: Response.answer_words)."""
+    a = answer_tokens(response, norms) if words is None else words
     aset = set(a)
     pre = ANSWER_PREFIX if "prefix" in norms else 0
     apre = {t[:pre] for t in a if pre and len(t) >= pre and not t[0].isdigit()} if pre else set()
@@ -2835,10 +2838,11 @@ _ENUM_RX = re.compile(r"^\(?\d{1,2}[.)] ")          # a list number that opens a
 _LISTNUM_RX = re.compile(r"(?m)^[ \t]{0,8}(?:[-*\u2022]|\(?\d{1,2}[.)]|\(?[a-z][.)])[ \t]{1,8}")
 
 
-def claim_without_markers(text: str) -> str:
+def claim_without_markers(text: str, patterns: Optional[tuple] = None) -> str:
     """The claim without citation markers and a sources list, for grounding: reading 1's
-    reader (the scorer hands ``ground`` a claim it has already read; this is for direct calls)."""
-    return read_citations(text, ()).claim
+    reader with ``patterns`` (None: the built-in ones; (): none).  The scorer grounds a claim
+    it has already read (Response.sentences: nothing read again); this is for direct calls."""
+    return read_citations(text, (), (), patterns).claim
 
 
 _TIME_RX = re.compile(r"\b(\d{1,2}):(\d{2})\b")
@@ -3161,11 +3165,12 @@ def _blank(m) -> str:
     return " " * len(m.group(0))
 
 
-def answer_sentences(claim: str) -> List[Tuple[int, int, str, Optional[str]]]:
+def answer_sentences(claim: str, patterns: Optional[tuple] = None) -> List[Tuple[int, int, str, Optional[str]]]:
     """(start, end, sentence, checked text or None when set aside) of each sentence of an
-    answer, offsets into the claim as read by reading 1 (markers and a sources list removed; list
-    numbers blanked, not removed; the two are the same text when the claim holds no marker)."""
-    body = claim_without_markers(claim[:MAX_GROUND_CHARS])
+    answer, offsets into the claim as read by reading 1 with ``patterns`` (markers and a sources
+    list removed; list numbers blanked, not removed; the two are the same text when the claim
+    holds no marker).  ``patterns`` as in claim_without_markers: () for a claim already read."""
+    body = claim_without_markers(claim[:MAX_GROUND_CHARS], patterns)
     body = _LISTNUM_RX.sub(_blank, body)
     out = []
     for s, e in split_sentences(body)[:MAX_GROUND_SENTENCES]:
@@ -3181,13 +3186,15 @@ class Grounding(NamedTuple):
     set_aside: int
 
 
-def ground(claim: str, texts: List[str], model: Optional[dict] = None) -> Grounding:
-    """Check each sentence of ``claim`` against ``texts`` (the evidence chunks)."""
+def ground(claim: str, texts: List[str], model: Optional[dict] = None, sentences=None) -> Grounding:
+    """Check each sentence of ``claim`` against ``texts`` (the evidence chunks).
+    ``sentences``: answer_sentences of the claim when the caller has read them (the scorer:
+    Response.sentences, of a claim read with the [scorer] citation patterns), else read here."""
     model = model or GROUNDING_MODEL
     cs = chunkset(texts)
     checked = supported = aside = 0
     bad: List[dict] = []
-    for _, _, sent, text in answer_sentences(claim):
+    for _, _, sent, text in (answer_sentences(claim) if sentences is None else sentences):
         if text is None:
             aside += 1
             continue
@@ -5733,6 +5740,144 @@ def read_run(path: str, errors: _Errors) -> Dict[str, Tuple[List[float], List[st
     return run
 
 
+# =========================================================================== referee/response.py
+# The response record: what a system wrote in one trace row, read once; every verdict reads it.
+
+# ---- the response record
+# ``ResponseReader.read`` is the one place a trace row's claim is read.  It runs the readings in
+# order: reading 1 (citations in the text, with the [scorer] citation_patterns) gives the claim
+# without markers that every later reading and verdict reads; reading 2 (the refusal reading:
+# the token, the built-in reader or the exact one, the [scorer] decline and cutoff patterns);
+# reading 3 (answer normalisation) and reading 4 (sentences and what grounding checks of each)
+# are read on first use, since most rows match no gold answer and most runs ground nothing.
+# The numbers and words of the claim (judge.tokens: the hallucination check and answer
+# relevance) are kept on the record by the first verdict that needs them.
+
+
+class Refusal(NamedTuple):
+    """Reading 2 of a response: whether it declines."""
+    kind: str = KIND_ANSWER          # answer / refusal / partial_refusal
+    reason: str = ""                 # why ("" for an answer read without a caveat)
+    flags: int = 0                   # as judge's flags: F_REFUSED (not shipped) | F_PROSE | F_CUTOFF | F_PARTIAL
+    cutoff: Optional[str] = None     # the training-cutoff excuse's words (F_CUTOFF)
+
+
+_READ_AS_ANSWER = Refusal()
+_THE_TOKEN = Refusal(KIND_REFUSAL, "the refusal token", F_REFUSED)
+_EXACT_TOKEN = Refusal(KIND_REFUSAL, "", F_REFUSED)        # the exact reader gives no reason
+
+
+class Response:
+    """One trace row's response as every verdict reads it (built by ``ResponseReader.read``)."""
+    __slots__ = ("claim", "low", "citations", "text_citations", "bad_marks", "refusal", "tokens",
+                 "_words", "_sentences")
+
+    def __init__(self, claim: str, citations: List[str], text_citations: Optional[List[str]], bad_marks):
+        self.claim = claim                    # without citation markers and sources list, stripped
+        self.low = claim.lower()
+        self.citations = citations            # the row's list, else the citations read from the text
+        self.text_citations = text_citations  # the citations read when they replaced an empty list, else None
+        self.bad_marks = bad_marks            # markers that resolve to nothing, as written
+        self.refusal: Refusal = _READ_AS_ANSWER    # reading 2 (ResponseReader.read sets it)
+        self.tokens: Optional[set] = None     # judge.tokens(claim), kept by the first verdict that reads them
+        # _words and _sentences: set on first use (answer_words, sentences)
+
+    @property
+    def answer_words(self) -> List[str]:
+        """Reading 3: the claim's normalised words (``answer_tokens``), read on first use."""
+        try:
+            return self._words
+        except AttributeError:
+            self._words = answer_tokens(self.claim)
+            return self._words
+
+    @property
+    def sentences(self) -> List[Tuple[int, int, str, Optional[str]]]:
+        """Reading 4: ``answer_sentences`` of the claim (its markers are already out: none is
+        read again), read on first use."""
+        try:
+            return self._sentences
+        except AttributeError:
+            self._sentences = answer_sentences(self.claim, ())
+            return self._sentences
+
+
+class ResponseReader:
+    """The settings of every reading of a response: the [scorer] citation patterns, the known
+    chunk ids (--chunks), the refusal token and the refusal reader with its patterns."""
+
+    def __init__(self, refusal: str, rules: Optional[Rules] = None, chunks: Optional[Dict[str, str]] = None):
+        self.rules = rules = rules or Rules()
+        self.cite_patterns = rules.citations          # None: the built-in patterns; (): none
+        self.chunks = chunks
+        self.token = refusal.strip().lower()
+        self.token_first = self.token.split(None, 1)[0] if self.token else ""   # plain_answer's
+        self.prose_rules = bool(rules.refusal or rules.cutoff)
+        self.declines = rules.refusal + rules.cutoff  # decline wordings for the built-in reader
+
+    def read(self, claim: Optional[str], cits: Optional[List[str]], ret, cited, present: bool = True) -> Response:
+        """The record of one row: its ``answer_json`` claim and citations (None when absent),
+        ``retrieved_ids`` and ``cited_chunks``; ``present``: False for an item without a row."""
+        resp = None
+        # reading 1: the claim loses its markers and sources list; an empty or absent citations
+        # list is replaced by the citations read from the text (with each bad marker as written:
+        # a citation outside retrieved_ids)
+        pats = self.cite_patterns
+        if claim and pats != () and (pats is not None or any(map(claim.__contains__, _CITE_TRIGGER_CHARS))):
+            rd = read_citations(claim, ret, (cited, self.chunks), pats)
+            if rd.citations or rd.bad:
+                resp = (Response(rd.claim, cits, None, rd.bad) if cits else
+                        Response(rd.claim, rd.citations + rd.bad, rd.citations, rd.bad))
+        if resp is None:
+            resp = Response((claim or "").strip(), cits or [], None, ())
+        # reading 2, of the claim reading 1 left; readings 3 and 4 on first use (Response)
+        resp.refusal = self.refusal(resp.claim, resp.low, present)
+        return resp
+
+    def refusal(self, claim: str, low: str, present: bool) -> Refusal:
+        """Reading 2 of a claim read by reading 1 (``low``: lower-cased).  An item without a
+        row is read only by the exact reader (seed 002: an empty claim)."""
+        rules = self.rules
+        if rules.reader == "exact":
+            if low == self.token:
+                return _EXACT_TOKEN
+            bits = rules.refuses(claim) if self.prose_rules else 0     # issue 20: matched anywhere
+            if not bits:
+                return _READ_AS_ANSWER
+            return Refusal(KIND_REFUSAL, "", bits | F_REFUSED, self._cutoff_words(claim) if bits & F_CUTOFF else None)
+        if not present:
+            return _READ_AS_ANSWER
+        if low == self.token:       # fast path: exactly the token (read_refusal's first case)
+            return _THE_TOKEN
+        extra = self.declines
+        # [scorer] patterns a claim cannot match (none of their required literals; a claim the
+        # reader reads whole) are left out of the reading: they would mark nothing
+        if extra and len(claim) <= REFUSAL_WINDOW and _literals_absent(extra, claim):
+            extra = ()
+        if not extra and plain_answer(claim, low, self.token, self.token_first):
+            return _READ_AS_ANSWER     # fast path: no decline cue can apply (read_refusal's "none" case)
+        kind, reason, pat = read_refusal(claim, self.token, extra)
+        if reason and pat:
+            reason = "%s [pattern %d]" % (reason, pat)
+        if kind == KIND_ANSWER:
+            return Refusal(kind, reason)
+        if kind == KIND_PARTIAL:
+            return Refusal(kind, reason, F_PARTIAL)
+        if reason == "the refusal token":
+            return _THE_TOKEN
+        cutoff = self._cutoff_words(claim) if rules.cutoff else None
+        return Refusal(kind, reason, F_REFUSED | F_PROSE | (F_CUTOFF if cutoff is not None else 0), cutoff)
+
+    def _cutoff_words(self, claim: str) -> Optional[str]:
+        """The words of the first [scorer] cutoff pattern that matches (its first 80
+        characters), None when none does."""
+        for _, rx in self.rules.cutoff:
+            m = rx.search(claim)
+            if m:
+                return m.group(0)[:80]
+        return None
+
+
 # =========================================================================== referee/judge.py
 # Judging: per-item verdicts (flags) from one gold row and one trace row; no I/O.
 
@@ -5820,18 +5965,24 @@ _WORD_GOES_ON = frozenset("abcdefghijklmnopqrstuvwxyz")      # a word token goes
 _NUMBER_GOES_ON = frozenset("0123456789.,")                  # a number may (_TOKEN_RX)
 
 
-def copied_from(claim: str, texts: List[str]) -> bool:
+def copied_from(claim: str, texts: List[str], low: Optional[str] = None) -> bool:
     """Whether ``_copied`` shows that an ASCII ``claim`` is copied from one of ``texts`` (then
-    none of its tokens is unsupported: nothing to tokenize).  False proves nothing."""
-    return claim.isascii() and any(_copied(claim, t) for t in texts)
+    none of its tokens is unsupported: nothing to tokenize).  False proves nothing.
+    ``low``: claim.lower() when the caller has it (Response.low)."""
+    if not claim.isascii():
+        return False
+    core = (claim.lower() if low is None else low).strip(_NOT_ALNUM)
+    for t in texts:
+        if _copied(core, t):
+            return True
+    return False
 
 
-def _copied(claim: str, text: str) -> bool:
-    """Whether every token of an ASCII ``claim`` is one of tokens(text), shown the cheap way:
-    the claim without its leading and trailing non-alphanumerics (which hold no token) occurs in
-    the ASCII ``text`` (case folded) between characters that cannot go on its first and last
-    token.  False proves nothing."""
-    core = claim.lower().strip(_NOT_ALNUM)
+def _copied(core: str, text: str) -> bool:
+    """Whether every token of an ASCII claim is one of tokens(text), shown the cheap way: its
+    ``core`` (lower-cased, without its leading and trailing non-alphanumerics, which hold no
+    token) occurs in the ASCII ``text`` (case folded) between characters that cannot go on its
+    first and last token.  False proves nothing."""
     if not core or not text.isascii():
         return False
     low = text.lower()
@@ -5885,12 +6036,14 @@ class Scorer:
     def __init__(self, gold: Gold, ks: List[int], refusal: str, chunks: Optional[Dict[str, str]],
                  rules: Optional[Rules] = None, chunk_policies: Optional[Dict[str, str]] = None):
         n = len(gold)
-        self.gold, self.ks, self.refusal = gold, ks, refusal.strip().lower()
-        self.refusal_first = self.refusal.split(None, 1)[0] if self.refusal else ""   # plain_answer's
+        self.gold, self.ks = gold, ks
         self.chunks = chunks
         self.chunk_tokens: dict = {}
         self.k0 = ks[0]
         self.flags = array("Q", bytes(8 * n))
+        # readings 1-4 of a row, with the [scorer] patterns: respond(claim, cits, ret, cited) -> Response
+        self.reader = ResponseReader(refusal, rules, chunks)
+        self.respond = self.reader.read
         self._init_extra(rules, chunk_policies)
         self._init_answers()
         self.seed_rec = {k: bytearray(n) for k in ks}
@@ -5902,7 +6055,6 @@ class Scorer:
         self.rr = array("d", bytes(8 * n))
         self.unsupported: Dict[int, List[str]] = {}
         self.no_text: Dict[int, str] = {}
-        self.cite_patterns = (rules or Rules()).citations     # reading 1 (None: the built-in patterns)
         self.text_cits: Dict[int, List[str]] = {}             # citations read from the text, by item
         self.bad_marks: Dict[int, List[str]] = {}             # markers that resolve to nothing, by item
         self.idcg: Dict[Tuple[int, int], float] = {}
@@ -5910,7 +6062,10 @@ class Scorer:
         _disc(max(ks) + 1)
 
     # ---- one item
-    def judge(self, i: int, claim, cits, ret, scores, cited, decision, fallback, present: bool) -> None:
+    def judge(self, i: int, resp: Optional[Response], ret, scores, cited, decision, fallback, present: bool) -> None:
+        """The seed's verdicts on item ``i`` (flags, rank measures, answer correctness) from its
+        row's response record ``resp`` (score_trace), or from no row (``present`` False: an
+        empty claim, seed 002; ``resp`` None, built here) or a TREC ranking (``resp`` None)."""
         gold = self.gold
         f = gold.base[i]
         if i in self.no_text:       # a later (duplicate) row replaces an earlier verdict
@@ -5921,104 +6076,125 @@ class Scorer:
             f |= F_TRACE
         rel = gold.rel[i]
         ret = ret or []
-        if not gold.trec:
-            claim = (claim or "").strip()
-            cits = cits or []
-            retset = set(ret)
-            in_ret = retset.issuperset(cits)
-            prose = self.read_claim(i, claim, present)      # the refusal reading (issue 28)
-            shipped = not prose & F_REFUSED
-            f |= prose & ~F_REFUSED
-            # seed 002: hit needs citations within retrieved_ids and overlap with gold; with no
-            # gold citations only an empty citation list hits.
-            if rel:
-                hit = in_ret and not set(cits).isdisjoint(rel)
-            else:
-                hit = in_ret and not cits
-            subs = gold.subs[i]
-            if subs is True:
-                cont = True
-            elif subs:
-                low = claim.lower()
-                cont = any(map(low.__contains__, subs))
-            else:
-                cont = False
-            if rel and not retset.isdisjoint(rel):
-                f |= F_GOLDRET
-            if shipped:
-                f |= F_SHIP
-                if cont:
-                    f |= F_CONT
-                if hit:
-                    f |= F_HIT
-                if not in_ret:
-                    f |= F_NOTRET
-                if in_ret and len(cits) <= MAX_CITATIONS and len(set(cits)) == len(cits):
-                    f |= F_VALID
-                if not cits or not in_ret:
-                    f |= F_HALL | F_HMEAS
-                else:
-                    texts = []
-                    cache = None
-                    for c in dict.fromkeys(cits):
-                        t = cited.get(c) if cited else None
-                        if t is None and self.chunks is not None:
-                            t = self.chunks.get(c)
-                            cache = self.chunk_tokens
-                        if t is None:
-                            self.no_text[i] = c
-                            break
-                        texts.append(t)
-                    else:
-                        f |= F_HMEAS
-                        # a claim copied from a cited text is not tokenized (judge_extra then
-                        # looks its question's terms up in it: terms_in_text)
-                        if not copied_from(claim, texts):
-                            bad = unsupported_tokens(claim, texts, cache, self._claim_tokens(claim), True)
-                            if bad:
-                                f |= F_HALL
-                                self.unsupported[i] = bad
-                if f & F_ANS and cont and hit:
-                    f |= F_PASS
-            elif not f & F_ANS:
-                f |= F_PASS
-            exp = gold.expected[i]
-            if exp and decision is not None:
-                f |= F_DEC
-                dec = decision.strip().upper()
-                if dec == DECISIONS[exp - 1] or dec in gold.acceptable.get(i, ()):
-                    f |= F_DECOK
-            if fallback is not None:
-                f |= F_FB
-                if fallback:
-                    f |= F_FBUSED
-            # seed recall at k: every gold citation among the first k retrieved_ids (trace order),
-            # vacuously for none: whether the last one to appear appears within k
-            if not rel:
-                need = 0
-            elif retset.issuperset(rel):
-                need = max(map(ret.index, rel)) + 1 if len(rel) > 1 else ret.index(rel[0]) + 1
-            else:
-                need = math.inf
-            for k in self.ks:
-                self.seed_rec[k][i] = need <= k
-            if need <= self.k0:
-                f |= F_REC
-        if rel and "ranks" in self.needs:     # when asked (NEEDS); QA mode: retset tells whether the ids are distinct
-            self._retrieval(i, rel, ret, scores, len(set(ret) if gold.trec else retset) == len(ret))
-            if gold.trec and ret:
-                f |= F_GOLDRET if not set(rel).isdisjoint(ret) else 0
-        if not gold.trec and (gold.answers or self.answer_substr):    # else nothing to match: K never set
-            f = self._judge_answer(i, claim, f)
+        if gold.trec:
+            self.flags[i] = self._judge_ranking(i, f, rel, ret, scores)
+            return
+        if resp is None:
+            resp = self.respond(None, None, ret, cited, present)
+        reason, refused = resp.refusal.reason, resp.refusal.flags      # reading 2: shipped or not, and why
+        if i in self.refusal_reason:
+            del self.refusal_reason[i]
+        if reason:
+            self.refusal_reason[i] = reason
+        f |= refused & ~F_REFUSED
+        cits = resp.citations
+        citset = set(cits)
+        retset = set(ret)
+        in_ret = retset.issuperset(citset)
+        # seed 002: hit needs citations within retrieved_ids and overlap with gold; with no
+        # gold citations only an empty citation list hits.
+        if rel:
+            hit = in_ret and not citset.isdisjoint(rel)
+        else:
+            hit = in_ret and not cits
+        subs = gold.subs[i]
+        if subs is True:
+            cont = True
+        elif subs:
+            cont = any(map(resp.low.__contains__, subs))
+        else:
+            cont = False
+        if rel and not retset.isdisjoint(rel):
+            f |= F_GOLDRET
+        if not refused & F_REFUSED:
+            f = self._judge_shipped(i, f, resp, citset, in_ret, hit, cont, cited)
+        elif not f & F_ANS:
+            f |= F_PASS
+        exp = gold.expected[i]
+        if exp and decision is not None:
+            f |= F_DEC
+            dec = decision.strip().upper()
+            if dec == DECISIONS[exp - 1] or dec in gold.acceptable.get(i, ()):
+                f |= F_DECOK
+        if fallback is not None:
+            f |= F_FB
+            if fallback:
+                f |= F_FBUSED
+        # seed recall at k: every gold citation among the first k retrieved_ids (trace order),
+        # vacuously for none: whether the last one to appear appears within k
+        if not rel:
+            need = 0
+        elif retset.issuperset(rel):
+            need = max(map(ret.index, rel)) + 1 if len(rel) > 1 else ret.index(rel[0]) + 1
+        else:
+            need = math.inf
+        for k in self.ks:
+            self.seed_rec[k][i] = need <= k
+        if need <= self.k0:
+            f |= F_REC
+        if rel and "ranks" in self.needs:     # when asked (NEEDS); retset tells whether the ids are distinct
+            self._retrieval(i, rel, ret, scores, len(retset) == len(ret))
+        if gold.answers or self.answer_substr:    # else nothing to match: K never set
+            f = self._judge_answer(i, resp, f)
+        if resp.text_citations is not None or resp.bad_marks or self.text_cits or self.bad_marks:
+            f = self._mark_read(i, resp, f)
         self.flags[i] = f
 
-    def _claim_tokens(self, claim: str) -> set:
-        """tokens(claim), computed once per row: the hallucination check and answer_relevance
-        read the same claim."""
-        last = self._last_tokens
-        if last[0] != claim:
-            last = self._last_tokens = (claim, tokens(claim))
-        return last[1]
+    def _judge_ranking(self, i: int, f: int, rel, ret: List[str], scores) -> int:
+        """TREC mode: the rank measures of item ``i``'s ranking, and whether it retrieved a
+        relevant document (F_GOLDRET)."""
+        if rel and "ranks" in self.needs:     # when asked (NEEDS)
+            self._retrieval(i, rel, ret, scores, len(set(ret)) == len(ret))
+            if ret and not set(rel).isdisjoint(ret):
+                f |= F_GOLDRET
+        return f
+
+    def _judge_shipped(self, i: int, f: int, resp: Response, citset: set, in_ret: bool, hit: bool, cont: bool,
+                       cited) -> int:
+        """The seed's flags of a shipped response: content, citation hit and validity, and
+        hallucination: its numbers and content words against the cited texts (F_HMEAS, F_HALL
+        with ``unsupported[i]``; not measured when a cited chunk has no text: ``no_text[i]``)."""
+        cits = resp.citations
+        f |= F_SHIP
+        if cont:
+            f |= F_CONT
+        if hit:
+            f |= F_HIT
+        if not in_ret:
+            f |= F_NOTRET
+        if in_ret and len(cits) <= MAX_CITATIONS and len(citset) == len(cits):
+            f |= F_VALID
+        if f & F_ANS and cont and hit:
+            f |= F_PASS
+        if not cits or not in_ret:
+            return f | F_HALL | F_HMEAS
+        texts = []
+        cache = None
+        for c in dict.fromkeys(cits):
+            t = cited.get(c) if cited else None
+            if t is None and self.chunks is not None:
+                t = self.chunks.get(c)
+                cache = self.chunk_tokens
+            if t is None:
+                self.no_text[i] = c
+                return f
+            texts.append(t)
+        f |= F_HMEAS
+        # a claim copied from a cited text is not tokenized (judge_extra then looks its
+        # question's terms up in it: terms_in_text)
+        if not copied_from(resp.claim, texts, resp.low):
+            bad = unsupported_tokens(resp.claim, texts, cache, self._claim_tokens(resp), True)
+            if bad:
+                f |= F_HALL
+                self.unsupported[i] = bad
+        return f
+
+    def _claim_tokens(self, resp: Response) -> set:
+        """tokens(claim), kept on the record: the hallucination check and answer_relevance
+        read the same numbers and words."""
+        if resp.tokens is None:
+            resp.tokens = tokens(resp.claim)
+        return resp.tokens
 
     # ---- issue 28: answer correctness (reading 3)
     def _init_answers(self) -> None:
@@ -6030,7 +6206,7 @@ class Scorer:
         # metric (run() sets this); gold_answers are always matched.
         self.answer_substr = False
 
-    def _judge_answer(self, i: int, claim: str, f: int) -> int:
+    def _judge_answer(self, i: int, resp: Response, f: int) -> int:
         """answer_correct of item ``i``'s shipped claim (flags K; answer_f1/answer_recall)."""
         self.answer_f1[i] = self.answer_recall[i] = math.nan
         f &= ~F_ANSOK
@@ -6038,49 +6214,27 @@ class Scorer:
             return f
         golds = self.gold.answers.get(i)
         if golds is not None:
-            m = match_answer(claim, golds, self.gold.questions.get(i))
+            m = match_answer(resp.claim, golds, self.gold.questions.get(i), words=resp.answer_words)
         elif self.answer_substr and f & F_ANS and type(self.gold.subs[i]) is tuple and self.gold.subs[i]:
-            m = match_answer(claim, self.gold.subs[i], None, partial=False)
+            m = match_answer(resp.claim, self.gold.subs[i], None, partial=False, words=resp.answer_words)
         else:
             return f
         self.answer_f1[i] = m.f1
         self.answer_recall[i] = m.recall
         return f | F_ANSOK if m.correct else f
 
-    def read(self, claim, cits, ret, cited):
-        """Reading 1 of a trace row: ``(claim, citations, reading)`` for judge / judge_extra.
-        The claim loses its markers and sources list; an empty or absent citations list is
-        replaced by the citations read from the text (with each bad marker as written, a
-        citation outside retrieved_ids).  ``reading`` (None when the text holds no marker)
-        goes to mark_read."""
-        if not claim or self.cite_patterns == ():
-            return claim, cits, None
-        if self.cite_patterns is None and not any(map(claim.__contains__, _CITE_TRIGGER_CHARS)):
-            return claim, cits, None        # no character a built-in marker starts with: nothing to read
-        rd = read_citations(claim, ret, (cited, self.chunks), self.cite_patterns)
-        if not rd.citations and not rd.bad:
-            return claim, cits, None
-        from_text = not cits
-        if from_text:
-            cits = rd.citations + rd.bad
-        return rd.claim, cits, (rd, from_text)
-
-    def mark_read(self, i: int, reading) -> None:
-        """F_CITTEXT / F_BADMARK of item ``i`` after ``judge`` (a bad marker makes the
-        citations invalid even when the row's own list is used)."""
+    def _mark_read(self, i: int, resp: Response, f: int) -> int:
+        """F_CITTEXT / F_BADMARK of item ``i`` from reading 1 (a bad marker makes the citations
+        invalid even when the row's own list is used); an earlier row's reading goes."""
         self.text_cits.pop(i, None)
         self.bad_marks.pop(i, None)
-        if reading is None:
-            return
-        rd, from_text = reading
-        f = self.flags[i]
-        if from_text:
+        if resp.text_citations is not None:
             f |= F_CITTEXT
-            self.text_cits[i] = rd.citations
-        if rd.bad:
+            self.text_cits[i] = resp.text_citations
+        if resp.bad_marks:
             f = (f | F_BADMARK) & ~F_VALID
-            self.bad_marks[i] = rd.bad
-        self.flags[i] = f
+            self.bad_marks[i] = resp.bad_marks
+        return f
 
     def _retrieval(self, i: int, rel, ret, scores, distinct: bool) -> None:
         """The rank measures of item ``i`` at every k; ``distinct``: whether ``ret``'s ids are
@@ -6131,49 +6285,10 @@ class Scorer:
                           measure_rr(positions, k)))
         return measure_rr(positions), tuple(per_k)
 
-    def read_claim(self, i: int, claim: str, present: bool) -> int:
-        """F_REFUSED (not shipped) | F_PROSE | F_CUTOFF | F_PARTIAL for item ``i``'s claim: the one
-        place a refusal is read (the token, the built-in reader, the [scorer] patterns)."""
-        if i in self.refusal_reason:
-            del self.refusal_reason[i]
-        if self.rules.reader == "exact":
-            if claim.lower() == self.refusal:
-                return F_REFUSED
-            bits = self.rules.refuses(claim) if self.prose_rules else 0   # issue 20: matched anywhere
-            return bits | F_REFUSED if bits else 0
-        if not present:
-            return 0
-        low = claim.lower()
-        if low == self.refusal:       # fast path: exactly the token (read_refusal's first case)
-            self.refusal_reason[i] = "the refusal token"
-            return F_REFUSED
-        extra = self.extra_declines
-        # [scorer] patterns a claim cannot match (none of their required literals; a claim the
-        # reader reads whole) are left out of the reading: they would mark nothing
-        if extra and len(claim) <= REFUSAL_WINDOW and _literals_absent(extra, claim):
-            extra = ()
-        if not extra and plain_answer(claim, low, self.refusal, self.refusal_first):
-            return 0                  # fast path: no decline cue can apply (read_refusal's "none" case)
-        kind, reason, pat = read_refusal(claim, self.refusal, extra)
-        if reason:
-            self.refusal_reason[i] = reason if pat == 0 else "%s [pattern %d]" % (reason, pat)
-        if kind == KIND_ANSWER:
-            return 0
-        if kind == KIND_PARTIAL:
-            return F_PARTIAL
-        if reason == "the refusal token":
-            return F_REFUSED
-        bits = F_REFUSED | F_PROSE
-        if self.rules.cutoff and any(rx.search(claim) for _, rx in self.rules.cutoff):
-            bits |= F_CUTOFF
-        return bits
-
     # ---- issue 20: policies, decisions for the right reason, reference-free measures
     def _init_extra(self, rules: Optional[Rules], chunk_policies: Optional[Dict[str, str]]) -> None:
         n = len(self.gold)
         self.rules = rules or Rules()
-        self.prose_rules = bool(self.rules.refusal or self.rules.cutoff)
-        self.extra_declines = self.rules.refusal + self.rules.cutoff     # decline wordings for the reader
         self.refusal_reason: Dict[int, str] = {}     # why an item was read as it was (refusals, caveats)
         self.chunk_policies = chunk_policies or {}
         self.evidence: Dict[int, List[dict]] = {}       # violations, by item (only failing items)
@@ -6183,7 +6298,6 @@ class Scorer:
         self.latency = nan * n
         self.cost = nan * n
         self.term_cache: Dict[str, frozenset] = {}
-        self._last_tokens: Tuple[Optional[str], set] = (None, set())     # _claim_tokens
         self.needs = set(NEEDS)      # what run() found asked for (see NEEDS); everything by default
         self.flags_seen = bytearray(n)
         # issue 29: grounding sentence by sentence (reading 4)
@@ -6199,8 +6313,9 @@ class Scorer:
         # (_literals_absent) matches no policy
         self.policy_patterns = tuple(p for _, _, pats in self.rules.policies for p in pats)
 
-    def judge_extra(self, i: int, claim, cits, ret, cited, cited_pol, decision, extra) -> None:
-        """Issue 20's per-item verdicts, after ``judge`` set the seed flags of item ``i``."""
+    def judge_extra(self, i: int, resp: Response, ret, cited, cited_pol, decision, extra) -> None:
+        """Issue 20's per-item verdicts, after ``judge`` set the seed flags of item ``i`` from
+        the same response record ``resp``."""
         q, reasons, total, cost = extra
         f = self.flags[i]
         if i in self.evidence:
@@ -6211,17 +6326,50 @@ class Scorer:
             self.unsup_sents.pop(i, None)
             self.ground_no_text.pop(i, None)
         self.flags_seen[i] = 1
-        claim = (claim or "").strip()
-        cits = cits or []
         ret = ret or []
         if total is not None:
             self.latency[i] = total
         if cost is not None:
             self.cost[i] = cost
+        if f & F_CUTOFF or (f & F_SHIP and (self.rules.policies or f & F_POLREJ or cited_pol or self.chunk_policies)):
+            f = self._violations(i, f, resp, ret, cited, cited_pol)      # evidence[i]
+        if f & (F_REQCONF | F_REQSTALE | F_REQCLAR | F_REQDOCS):
+            f = self._right_reasons(i, f, resp.citations, decision, reasons)
+        # reference-free relevance (lexical)
+        self.context_lack[i] = 0
+        if not q or "relevance" not in self.needs:
+            pass
+        elif not f & F_SHIP and not (ret and (self.chunks is not None or (cited and len(cited) >= len(ret)))):
+            # no answer relevance and no context relevance to measure: whether q has a term
+            # decides context_lack alone (has_content_terms: cheaper than the terms)
+            if ret and has_content_terms(q):
+                self.context_lack[i] = 1
+        else:
+            qt = content_terms(q)
+            if qt and f & F_SHIP:
+                toks = resp.tokens      # the claim's tokens when judge read them, else a lookup
+                found_terms = terms_in(qt, toks) if toks is not None else terms_in_text(qt, resp.claim, resp.low)
+                self.answer_rel[i] = found_terms / len(qt)
+            # context relevance needs every retrieved chunk's text: --chunks, or all of them cited
+            if qt and ret and (self.chunks is not None or (cited and len(cited) >= len(ret))):
+                texts = self._texts(cited, ret, ())
+                if len(texts) == len(set(ret)):
+                    hit = sum(1 for c in ret if not qt.isdisjoint(self._terms(texts[c])))
+                    self.context_rel[i] = hit / len(ret)
+            if qt and ret and self.context_rel[i] != self.context_rel[i]:
+                self.context_lack[i] = 1
+        if self.grounding_on and f & F_SHIP:
+            f = self._ground(i, f, resp, ret, cited)
+        self.flags[i] = f
+
+    def _violations(self, i: int, f: int, resp: Response, ret: List[str], cited, cited_pol) -> int:
+        """The failure modes of item ``i`` (``evidence[i]``): the training-cutoff excuse (reading
+        2's words), a shipped answer's [policy.*] matches and a gold policy rejection (F_POLV),
+        source policies (F_SRCV)."""
         found: List[dict] = []
+        claim = resp.claim
         if f & F_CUTOFF:
-            m = next(rx.search(claim) for _, rx in self.rules.cutoff if rx.search(claim))
-            found.append({"mode": "training_cutoff_excuse", "words": m.group(0)[:80]})
+            found.append({"mode": "training_cutoff_excuse", "words": resp.refusal.cutoff})
         if f & F_SHIP:
             policies = self.rules.policies
             if policies and _literals_absent(self.policy_patterns, claim):
@@ -6241,12 +6389,19 @@ class Scorer:
             if found and any(e["mode"] == "policy_violation" for e in found):
                 f |= F_POLV
             if cited_pol or self.chunk_policies:
+                cits = resp.citations
                 src_found = source_violations(claim, cits, ret, self._texts(cited, cits, ret),
                                               self._policies(cited_pol, cits, ret))
                 if src_found:
                     f |= F_SRCV
                     found.extend(src_found)
-        # decisions for the right reason (seed 000): the right outcome, and the reason code
+        if found:
+            self.evidence[i] = found
+        return f
+
+    def _right_reasons(self, i: int, f: int, cits: List[str], decision, reasons) -> int:
+        """Decisions for the right reason (seed 000): the right outcome and the reason code
+        (F_OKCONF / F_OKSTALE / F_OKCLAR); the required documents cited (F_OKDOCS)."""
         if f & (F_REQCONF | F_REQSTALE | F_REQCLAR):
             dec = decision.strip().upper() if decision is not None else None
             if dec is not None and self.gold.expected[i]:
@@ -6264,41 +6419,15 @@ class Scorer:
                 f |= F_OKCLAR
         if f & F_REQDOCS and self.gold.req_docs[i] <= {c.split("#", 1)[0] for c in cits}:
             f |= F_OKDOCS
-        # reference-free relevance (lexical)
-        self.context_lack[i] = 0
-        if not q or "relevance" not in self.needs:
-            pass
-        elif not f & F_SHIP and not (ret and (self.chunks is not None or (cited and len(cited) >= len(ret)))):
-            # no answer relevance and no context relevance to measure: whether q has a term
-            # decides context_lack alone (has_content_terms: cheaper than the terms)
-            if ret and has_content_terms(q):
-                self.context_lack[i] = 1
-        else:
-            qt = content_terms(q)
-            if qt and f & F_SHIP:
-                last = self._last_tokens      # the claim's tokens when judge needed them, else a lookup
-                found_terms = terms_in(qt, last[1]) if last[0] == claim else terms_in_text(qt, claim)
-                self.answer_rel[i] = found_terms / len(qt)
-            # context relevance needs every retrieved chunk's text: --chunks, or all of them cited
-            if qt and ret and (self.chunks is not None or (cited and len(cited) >= len(ret))):
-                texts = self._texts(cited, ret, ())
-                if len(texts) == len(set(ret)):
-                    hit = sum(1 for c in ret if not qt.isdisjoint(self._terms(texts[c])))
-                    self.context_rel[i] = hit / len(ret)
-            if qt and ret and self.context_rel[i] != self.context_rel[i]:
-                self.context_lack[i] = 1
-        if found:
-            self.evidence[i] = found
-        if self.grounding_on and f & F_SHIP:
-            f = self._ground(i, f, claim, cits, ret, cited)
-        self.flags[i] = f
+        return f
 
-    def _ground(self, i: int, f: int, claim: str, cits, ret, cited) -> int:
-        """Issue 29: each sentence of a shipped answer against its cited chunks (retrieved
-        ones when none is cited); sets F_GMEAS / F_UNSUP, faith[i] and unsup_sents[i]."""
+    def _ground(self, i: int, f: int, resp: Response, ret, cited) -> int:
+        """Issue 29: each sentence of a shipped answer (reading 4: Response.sentences) against its
+        cited chunks (retrieved ones when none is cited); sets F_GMEAS / F_UNSUP, faith[i] and
+        unsup_sents[i]."""
         texts = []
         # a marker that resolves to nothing (citation_validity already fails it) is no evidence
-        cits = [c for c in cits or () if c not in self.bad_marks.get(i, ())]
+        cits = [c for c in resp.citations if c not in resp.bad_marks]
         for c in dict.fromkeys(cits or ret):
             t = cited.get(c) if cited else None
             if t is None and self.chunks is not None:
@@ -6307,7 +6436,7 @@ class Scorer:
                 self.ground_no_text[i] = c
                 return f
             texts.append(t)
-        g = ground(claim, texts)
+        g = ground(resp.claim, texts, sentences=resp.sentences)
         f |= F_GMEAS
         if g.checked:
             self.faith[i] = g.supported / g.checked
@@ -6395,11 +6524,12 @@ def terms_in(terms: frozenset, toks: set) -> int:
     return n
 
 
-def terms_in_text(terms: frozenset, text: str) -> int:
+def terms_in_text(terms: frozenset, text: str, low: Optional[str] = None) -> int:
     """terms_in(terms, tokens(text)) without tokenizing an ASCII text: each term, and the term
     + "s" when that folds to it, looked up with ``_token_in`` (tokens() decides a number in a
-    text with a comma)."""
-    low = text.lower()
+    text with a comma).  ``low``: text.lower() when the caller has it (Response.low)."""
+    if low is None:
+        low = text.lower()
     if not low.isascii():
         return terms_in(terms, tokens(text))
     n = 0
@@ -6531,11 +6661,69 @@ def gc_paused():
             gc.enable()
 
 
+def _trace_fields(row: dict, path: str, lineno: int, errors: _Errors):
+    """(qid, claim, citations, retrieved_ids, retrieved_scores, cited_chunks texts, their
+    policies, _trace_extras, decision, fallback_used) of one trace row, checked; None when a
+    field is bad (reported to ``errors``)."""
+    get = row.get
+    qid = get("qid") or get("q_id")    # seed 002 accepts either spelling
+    if type(qid) is not str:
+        if not qid:
+            errors.add("%s:%d: missing \"qid\" (or \"q_id\"), got %s" % (path, lineno, _show(row, 60)))
+        else:
+            errors.add("%s:%d: \"qid\" must be a string, got %s" % (path, lineno, _show(qid)))
+        return None
+    aj = get("answer_json")
+    claim = cits = None
+    if aj is not None:
+        if type(aj) is not dict:
+            errors.add("%s:%d: \"answer_json\" must be an object, got %s" % (path, lineno, _show(aj)))
+            return None
+        claim = aj.get("claim")
+        cits = aj.get("citations")
+        if claim is not None and type(claim) is not str:
+            errors.add("%s:%d: \"answer_json.claim\" must be a string, got %s" % (path, lineno, _show(claim)))
+            return None
+        if cits is not None and not (type(cits) is list and all(map(_IS_STR, cits))):     # _str_list inline: per row
+            errors.add("%s:%d: \"answer_json.citations\" must be a list of strings, got %s" % (path, lineno, _show(cits)))
+            return None
+    ret = get("retrieved_ids")
+    if ret is not None and not (type(ret) is list and all(map(_IS_STR, ret))):
+        errors.add("%s:%d: \"retrieved_ids\" must be a list of strings, got %s" % (path, lineno, _show(ret)))
+        return None
+    scores = get("retrieved_scores")
+    if scores is not None and (not _num_list(scores) or len(scores) != len(ret or ())):
+        errors.add("%s:%d: \"retrieved_scores\" must be a list of numbers as long as \"retrieved_ids\" (%d), got %s"
+                   % (path, lineno, len(ret or ()), _show(scores)))
+        return None
+    cited = get("cited_chunks")
+    cited_pol = None
+    if cited is not None and (type(cited) is not dict or not all(map(_IS_STR, cited.values()))):
+        cited, cited_pol = _cited_with_policies(cited)     # issue 20: {"text", "policy"} values
+        if cited is None:
+            errors.add("%s:%d: \"cited_chunks\" must be an object of id -> text or {\"text\", \"policy\"} "
+                       "(policy one of %s), got %s" % (path, lineno, ", ".join(SOURCE_POLICIES), _show(cited_pol)))
+            return None
+    extra = _trace_extras(row, path, lineno, errors)
+    if extra is None:
+        return None
+    decision = get("decision")
+    if decision is not None and type(decision) is not str:
+        errors.add("%s:%d: \"decision\" must be a string, got %s" % (path, lineno, _show(decision)))
+        return None
+    fallback = get("fallback_used")
+    if fallback is not None and type(fallback) is not bool:
+        errors.add("%s:%d: \"fallback_used\" must be true or false, got %s" % (path, lineno, _show(fallback)))
+        return None
+    return qid, claim, cits, ret, scores, cited, cited_pol, extra, decision, fallback
+
+
 def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) -> Dict[str, object]:
-    """Stream the trace file once, judging each row against its gold item (last row wins)."""
+    """Stream the trace file once, judging each row against its gold item (last row wins):
+    each row is checked (_trace_fields), read once into a Response (scorer.respond) and judged."""
     index = scorer.gold.index
     seen = bytearray(len(scorer.gold))
-    read, judge, judge_extra = scorer.read, scorer.judge, scorer.judge_extra     # bound once, not per row
+    respond, judge, judge_extra = scorer.respond, scorer.judge, scorer.judge_extra     # bound once, not per row
     rows = unknown = dup = 0
     unknown_ex: List[str] = []
     dup_ex: List[str] = []
@@ -6544,56 +6732,10 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
         if progress is not None and rows and rows & 0x3FFF == 0:
             progress.tick(rows)         # after the row ``rows`` (as _progress_rows does)
         rows += 1
-        get = row.get
-        qid = get("qid") or get("q_id")    # seed 002 accepts either spelling
-        if type(qid) is not str:
-            if not qid:
-                errors.add("%s:%d: missing \"qid\" (or \"q_id\"), got %s" % (path, lineno, _show(row, 60)))
-            else:
-                errors.add("%s:%d: \"qid\" must be a string, got %s" % (path, lineno, _show(qid)))
+        fields = _trace_fields(row, path, lineno, errors)
+        if fields is None:
             continue
-        aj = get("answer_json")
-        claim = cits = None
-        if aj is not None:
-            if type(aj) is not dict:
-                errors.add("%s:%d: \"answer_json\" must be an object, got %s" % (path, lineno, _show(aj)))
-                continue
-            claim = aj.get("claim")
-            cits = aj.get("citations")
-            if claim is not None and type(claim) is not str:
-                errors.add("%s:%d: \"answer_json.claim\" must be a string, got %s" % (path, lineno, _show(claim)))
-                continue
-            if cits is not None and not _str_list(cits):
-                errors.add("%s:%d: \"answer_json.citations\" must be a list of strings, got %s" % (path, lineno, _show(cits)))
-                continue
-        ret = get("retrieved_ids")
-        if ret is not None and not _str_list(ret):
-            errors.add("%s:%d: \"retrieved_ids\" must be a list of strings, got %s" % (path, lineno, _show(ret)))
-            continue
-        scores = get("retrieved_scores")
-        if scores is not None and (not _num_list(scores) or len(scores) != len(ret or ())):
-            errors.add("%s:%d: \"retrieved_scores\" must be a list of numbers as long as \"retrieved_ids\" (%d), got %s"
-                       % (path, lineno, len(ret or ()), _show(scores)))
-            continue
-        cited = get("cited_chunks")
-        cited_pol = None
-        if cited is not None and (type(cited) is not dict or not all(map(_IS_STR, cited.values()))):
-            cited, cited_pol = _cited_with_policies(cited)     # issue 20: {"text", "policy"} values
-            if cited is None:
-                errors.add("%s:%d: \"cited_chunks\" must be an object of id -> text or {\"text\", \"policy\"} "
-                           "(policy one of %s), got %s" % (path, lineno, ", ".join(SOURCE_POLICIES), _show(cited_pol)))
-                continue
-        extra = _trace_extras(row, path, lineno, errors)
-        if extra is None:
-            continue
-        decision = get("decision")
-        if decision is not None and type(decision) is not str:
-            errors.add("%s:%d: \"decision\" must be a string, got %s" % (path, lineno, _show(decision)))
-            continue
-        fallback = get("fallback_used")
-        if fallback is not None and type(fallback) is not bool:
-            errors.add("%s:%d: \"fallback_used\" must be true or false, got %s" % (path, lineno, _show(fallback)))
-            continue
+        qid, claim, cits, ret, scores, cited, cited_pol, extra, decision, fallback = fields
         i = index.get(qid)
         if i is None:
             unknown += 1
@@ -6605,11 +6747,9 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
             if len(dup_ex) < 5:
                 dup_ex.append(qid)
         seen[i] = 1
-        claim, cits, reading = read(claim, cits, ret, cited)     # reading 1: citations in the text
-        judge(i, claim, cits, ret, scores, cited, decision, fallback, True)
-        if reading is not None or scorer.text_cits or scorer.bad_marks:
-            scorer.mark_read(i, reading)
-        judge_extra(i, claim, cits, ret, cited, cited_pol, decision, extra)
+        resp = respond(claim, cits, ret, cited)       # readings 1-4 (response.py), once per row
+        judge(i, resp, ret, scores, cited, decision, fallback, True)
+        judge_extra(i, resp, ret, cited, cited_pol, decision, extra)
     if progress is not None:
         if rows and rows & 0x3FFF == 0:
             progress.tick(rows)
@@ -6620,7 +6760,7 @@ def score_trace(path: str, scorer: Scorer, errors: _Errors, notes: List[str]) ->
     i = seen.find(0)
     while i >= 0:
         missing += 1
-        judge(i, None, None, None, None, None, None, None, False)
+        judge(i, None, None, None, None, None, None, False)
         i = seen.find(0, i + 1)
     return {"rows": rows, "unknown": unknown, "unknown_ex": unknown_ex,
             "duplicates": dup, "duplicate_ex": dup_ex, "missing": missing}
@@ -6678,9 +6818,9 @@ def score_run(run: Dict[str, Tuple[List[float], List[str]]], scorer: Scorer) -> 
         entry = run.get(qid)
         if entry is None:
             missing += 1   # the qrels own the query set: a forgotten topic scores 0 (trec_eval -c)
-            scorer.judge(i, None, None, [], None, None, None, None, False)
+            scorer.judge(i, None, [], None, None, None, None, False)
         else:
-            scorer.judge(i, None, None, entry[1], None, None, None, None, True)   # read_run's order is trec_eval's
+            scorer.judge(i, None, entry[1], None, None, None, None, True)   # read_run's order is trec_eval's
     return {"rows": sum(len(v[1]) for v in run.values()), "unknown": len(unknown), "unknown_ex": unknown[:5],
             "duplicates": 0, "duplicate_ex": [], "missing": missing}
 
@@ -8819,7 +8959,7 @@ def _judge_unseen(scorer: Scorer, seen: bytearray, trec: bool) -> int:
     i = seen.find(0)
     while i >= 0:
         missing += 1
-        scorer.judge(i, None, None, None if not trec else [], None, None, None, None, False)
+        scorer.judge(i, None, None if not trec else [], None, None, None, None, False)
         i = seen.find(0, i + 1)
     return missing
 

@@ -195,7 +195,8 @@ class AnswerMatch(NamedTuple):
 
 
 def match_answer(response: str, golds, question: Optional[str] = None,
-                 norms: frozenset = _ALL_NORMS, partial: bool = True) -> AnswerMatch:
+                 norms: frozenset = _ALL_NORMS, partial: bool = True,
+                 words: Optional[List[str]] = None) -> AnswerMatch:
     """The response against short gold answers (the rule of docs/answer_correctness.md).
 
     A gold answer (or one of its variants) matches when, no date in the response contradicting
@@ -209,8 +210,9 @@ def match_answer(response: str, golds, question: Optional[str] = None,
       4. (``partial``) it names a year (not a word of the question) and the response names it
          and no other month or day of that year ("2005" for "May 3, 2005", not "May 30, 2017" for "January 2017").
     Rules 2-3 also need every number of the gold in the response.  Best gold: correct first,
-    then recall, then F1."""
-    a = answer_tokens(response, norms)
+    then recall, then F1.  ``words``: answer_tokens(response, norms) when the caller has them
+    (the scorer: Response.answer_words)."""
+    a = answer_tokens(response, norms) if words is None else words
     aset = set(a)
     pre = ANSWER_PREFIX if "prefix" in norms else 0
     apre = {t[:pre] for t in a if pre and len(t) >= pre and not t[0].isdigit()} if pre else set()

@@ -45,10 +45,11 @@ _ENUM_RX = re.compile(r"^\(?\d{1,2}[.)] ")          # a list number that opens a
 _LISTNUM_RX = re.compile(r"(?m)^[ \t]{0,8}(?:[-*\u2022]|\(?\d{1,2}[.)]|\(?[a-z][.)])[ \t]{1,8}")
 
 
-def claim_without_markers(text: str) -> str:
+def claim_without_markers(text: str, patterns: Optional[tuple] = None) -> str:
     """The claim without citation markers and a sources list, for grounding: reading 1's
-    reader (the scorer hands ``ground`` a claim it has already read; this is for direct calls)."""
-    return read_citations(text, ()).claim
+    reader with ``patterns`` (None: the built-in ones; (): none).  The scorer grounds a claim
+    it has already read (Response.sentences: nothing read again); this is for direct calls."""
+    return read_citations(text, (), (), patterns).claim
 
 
 _TIME_RX = re.compile(r"\b(\d{1,2}):(\d{2})\b")
@@ -371,11 +372,12 @@ def _blank(m) -> str:
     return " " * len(m.group(0))
 
 
-def answer_sentences(claim: str) -> List[Tuple[int, int, str, Optional[str]]]:
+def answer_sentences(claim: str, patterns: Optional[tuple] = None) -> List[Tuple[int, int, str, Optional[str]]]:
     """(start, end, sentence, checked text or None when set aside) of each sentence of an
-    answer, offsets into the claim as read by reading 1 (markers and a sources list removed; list
-    numbers blanked, not removed; the two are the same text when the claim holds no marker)."""
-    body = claim_without_markers(claim[:MAX_GROUND_CHARS])
+    answer, offsets into the claim as read by reading 1 with ``patterns`` (markers and a sources
+    list removed; list numbers blanked, not removed; the two are the same text when the claim
+    holds no marker).  ``patterns`` as in claim_without_markers: () for a claim already read."""
+    body = claim_without_markers(claim[:MAX_GROUND_CHARS], patterns)
     body = _LISTNUM_RX.sub(_blank, body)
     out = []
     for s, e in split_sentences(body)[:MAX_GROUND_SENTENCES]:
@@ -391,13 +393,15 @@ class Grounding(NamedTuple):
     set_aside: int
 
 
-def ground(claim: str, texts: List[str], model: Optional[dict] = None) -> Grounding:
-    """Check each sentence of ``claim`` against ``texts`` (the evidence chunks)."""
+def ground(claim: str, texts: List[str], model: Optional[dict] = None, sentences=None) -> Grounding:
+    """Check each sentence of ``claim`` against ``texts`` (the evidence chunks).
+    ``sentences``: answer_sentences of the claim when the caller has read them (the scorer:
+    Response.sentences, of a claim read with the [scorer] citation patterns), else read here."""
     model = model or GROUNDING_MODEL
     cs = chunkset(texts)
     checked = supported = aside = 0
     bad: List[dict] = []
-    for _, _, sent, text in answer_sentences(claim):
+    for _, _, sent, text in (answer_sentences(claim) if sentences is None else sentences):
         if text is None:
             aside += 1
             continue

@@ -69,7 +69,7 @@ FLAG_LETTERS = "tsachpvxmedofugnzr" + "lwkjyqCDSTLMRV" + "PXIAKGU"
  F_NOLAB, F_PROSE, F_CUTOFF, F_POLREJ, F_POLV, F_SRCV, F_REQCONF, F_OKCONF, F_REQSTALE, F_OKSTALE,
  F_REQCLAR, F_OKCLAR, F_REQDOCS, F_OKDOCS,
  F_PARTIAL, F_CITTEXT, F_BADMARK, F_GANS, F_ANSOK, F_GMEAS, F_UNSUP) = [1 << i for i in range(len(FLAG_LETTERS))]
-F_REFUSED = 1 << 62        # internal: Scorer.read_claim's "not shipped" (never stored in the flags)
+F_REFUSED = 1 << 62        # internal: reading 2's "not shipped" (Refusal.flags; never stored in the flags)
 FLAG_MEANINGS = (
     ("t", "a trace row exists for the item"),
     ("s", "shipped: the claim is not the refusal token (a missing trace or null claim ships)"),

@@ -305,7 +305,7 @@ def _judge_unseen(scorer: Scorer, seen: bytearray, trec: bool) -> int:
     i = seen.find(0)
     while i >= 0:
         missing += 1
-        scorer.judge(i, None, None, None if not trec else [], None, None, None, None, False)
+        scorer.judge(i, None, None if not trec else [], None, None, None, None, False)
         i = seen.find(0, i + 1)
     return missing
 

@@ -260,6 +260,69 @@ class Verdicts(TempDir):
         self.assertEqual((self.dir / "a.jsonl").read_text(), (self.dir / "b.jsonl").read_text())
 
 
+class ConfiguredPatternsReachEveryReading(TempDir):
+    """The [scorer] citation_patterns reach grounding too (issue 40 item 2): the claim is read
+    once, with the user's patterns, and grounding checks that claim; it does not read the
+    built-in markers out of it again.  With ``{{N}}`` as the only marker, "[7]" is text: a
+    number the chunk does not hold ("Section 3 ...") makes the sentence unsupported, and
+    "[3]" (a number it holds) keeps it supported.  Worked out by hand: one sentence checked
+    each time, so faithfulness is 0/1 or 1/1."""
+
+    CHUNKS = [{"id": c, "text": "Section 3 of the act sets the fee at 25 euros." if c == "doc#p3" else "Other text."}
+              for c in RET]
+
+    def one(self, scorer_lines, claim):
+        g = self.gates("[scorer]\n%sgrounding = \"sentences\"\n[baseline]\nprecision = { min = 0 }\n" % scorer_lines)
+        ch = write_jsonl(self.dir / "chunks.jsonl", self.CHUNKS)
+        gold = [gold_row("Q1", True, ["25 euros"], ["doc#p3"])]
+        code, out, err = self.score(gold, [trace_row("Q1", claim, [], RET)], "--gates-file", g, "--chunks", ch,
+                                    "--items", self.dir / "items.jsonl", gates=None)
+        self.assertEqual(code, 0, err)
+        return json.loads((self.dir / "items.jsonl").read_text().splitlines()[0])
+
+    def gates(self, body):
+        p = self.dir / "gates.toml"
+        p.write_text(body, encoding="utf-8")
+        return p
+
+    BRACES = "citation_patterns = ['\\{\\{(?P<ref>[^{}]{1,40})\\}\\}']\n"
+
+    def test_the_record_holds_the_claim_read_with_the_patterns(self):
+        rules = score_eval.load_rules(str(self.gates("[scorer]\n" + self.BRACES + "[baseline]\nprecision = { min = 0 }\n")))
+        sc = score_eval.Scorer(score_eval.Gold(), [5], "not in context", None, rules)
+        resp = sc.respond("Section [7] of the act sets the fee at 25 euros {{1}}.", [], RET, None)
+        self.assertEqual(resp.claim, "Section [7] of the act sets the fee at 25 euros.")
+        self.assertEqual((resp.citations, resp.text_citations, resp.bad_marks), (["doc#p3"], ["doc#p3"], []))
+        self.assertEqual([s[2:] for s in resp.sentences],
+                         [("Section [7] of the act sets the fee at 25 euros.",
+                           "Section [7] of the act sets the fee at 25 euros.")])
+        self.assertEqual(resp.refusal.kind, score_eval.KIND_ANSWER)
+
+    def test_a_bracketed_number_is_text_to_grounding(self):
+        item = self.one(self.BRACES, "Section [7] of the act sets the fee at 25 euros {{1}}.")
+        self.assertEqual((item["citations_from"], item["citations_read"], item["bad_markers"]),
+                         ("text", ["doc#p3"], []))
+        self.assertEqual((item["unsupported_answer"], item["faithfulness"]), (True, 0.0))
+        [bad] = item["unsupported_sentences"]
+        self.assertEqual((bad["sentence"], bad["missing"]),
+                         ("Section [7] of the act sets the fee at 25 euros.", ["7"]))
+        self.assertTrue(bad["why"].startswith("7 found in no chunk"), bad["why"])
+        # the strict check read the same claim: "7" is in no cited text either
+        self.assertEqual(item["unsupported"], ["7"])
+
+    def test_the_number_the_chunk_holds_is_supported(self):
+        item = self.one(self.BRACES, "Section [3] of the act sets the fee at 25 euros {{1}}.")
+        self.assertEqual((item["unsupported_answer"], item["faithfulness"], item["unsupported_sentences"]),
+                         (False, 1.0, []))
+
+    def test_no_patterns_no_marker_for_grounding_either(self):
+        # citation_patterns = []: "[1]" is text everywhere; no citation is read, so grounding
+        # checks the sentence against every retrieved chunk, and none holds the number 1
+        item = self.one("citation_patterns = []\n", "The fee is 25 euros [1].")
+        self.assertEqual((item["unsupported_answer"], item["faithfulness"]), (True, 0.0))
+        self.assertEqual(item["unsupported_sentences"][0]["missing"], ["1"])
+
+
 def rewrite(trace_path, style):
     """The seed example's answers as an LLM writes them: a lead-in, an inline citation in
     ``style`` and no citations list (refusals unchanged)."""

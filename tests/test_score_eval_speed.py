@@ -123,11 +123,7 @@ class SameVerdicts(unittest.TestCase):
 
 class RefusalFastPath(unittest.TestCase):
     def scorer(self, rules=None):
-        gold = score_eval.Gold()
-        gold.qids.append("q1")
-        gold.index["q1"] = 0
-        gold.base.append(0)
-        return score_eval.Scorer(gold, [5], "not in context", None, rules)
+        return score_eval.Scorer(_judged_gold(1), [5], "not in context", None, rules)
 
     def test_same_as_reader(self):
         cutoff = score_eval._compile_patterns([r"\bmy training data\b", r"(?m)^as of my\b"], "t", "cutoff", [])
@@ -139,11 +135,15 @@ class RefusalFastPath(unittest.TestCase):
             for r in (None, rules):
                 with self.subTest(claim=claim, rules=r is not None):
                     sc = self.scorer(r)
-                    bits = sc.read_claim(0, claim, True)
-                    kind, reason, pat = score_eval.read_refusal(claim, "not in context", sc.extra_declines)
+                    resp = sc.respond(claim, None, [], None)
+                    bits = resp.refusal.flags
+                    kind, reason, pat = score_eval.read_refusal(claim, "not in context", sc.reader.declines)
+                    self.assertEqual(resp.refusal.kind, kind)
                     self.assertEqual(bool(bits & score_eval.F_REFUSED), kind == score_eval.KIND_REFUSAL)
                     self.assertEqual(bool(bits & score_eval.F_PARTIAL), kind == score_eval.KIND_PARTIAL)
                     want = reason if pat == 0 else "%s [pattern %d]" % (reason, pat)
+                    self.assertEqual(resp.refusal.reason, want)
+                    sc.judge(0, resp, [], None, None, None, None, True)      # the reason the items file shows
                     self.assertEqual(sc.refusal_reason.get(0, ""), want)
 
 
@@ -208,7 +208,7 @@ class ThirdRound(unittest.TestCase):
     def test_copied_table(self):
         for claim, text, want in COPIED:
             with self.subTest(claim=claim, text=text):
-                self.assertIs(score_eval._copied(claim, text), want)
+                self.assertIs(score_eval.copied_from(claim, [text]), want)
                 if want:        # then nothing is unsupported, by the definition too
                     self.assertEqual(_set_unsupported(claim, [text]), [])
 
@@ -239,7 +239,7 @@ class ThirdRound(unittest.TestCase):
                 self.assertEqual(score_eval._decline_rxs(low), want)
 
     def test_cite_trigger_characters(self):
-        # Scorer.read looks for these characters with str.__contains__ instead of _CITE_TRIGGER
+        # ResponseReader.citations looks for these characters with str.__contains__ instead of _CITE_TRIGGER
         for c in range(0x3100):
             ch = chr(c)
             if 0xD800 <= c < 0xE000:
@@ -253,8 +253,8 @@ class ThirdRound(unittest.TestCase):
         for claim, want in (("Refunds take 48 hours.", None), ("Refunds take 48 hours [1].", ["a"]),
                             ("Refunds take 48 hours (doc a).", None), ("Sources:\n1. a", ["a"])):
             with self.subTest(claim=claim):
-                got = sc.read(claim, None, ["a", "b"], {})
-                self.assertEqual(got[1], want)
+                got = sc.respond(claim, None, ["a", "b"], {})
+                self.assertEqual(got.text_citations, want)
 
     def test_json_row(self):
         for text in ['{"a": 1, "b": [1.5, "x"]}', '{"a": 1}\n', '{"a": 1}  \r\n', '{"a": {"b": null}} ',
@@ -371,7 +371,7 @@ class FourthRound(unittest.TestCase):
         ks = [2, 1, 3, 4, 10]
         sc = score_eval.Scorer(gold, ks, "not in context", None)
         for n, (rel, ret) in enumerate(cases):
-            sc.judge(n, "an answer", None, ret, None, None, None, None, True)
+            sc.judge(n, sc.respond("an answer", None, ret, None), ret, None, None, None, None, True)
             for k in ks:
                 with self.subTest(rel=rel, ret=ret, k=k):
                     want = all(c in ret[:k] for c in rel)
@@ -498,8 +498,9 @@ def _judged_gold(n):
 
 def _refused_row(sc, i, q, ret):
     """judge + judge_extra of a row that refuses with the token (no answer relevance)."""
-    sc.judge(i, "not in context", [], ret, None, {}, None, None, True)
-    sc.judge_extra(i, "not in context", [], ret, {}, None, None, (q, None, None, None))
+    resp = sc.respond("not in context", [], ret, {})
+    sc.judge(i, resp, ret, None, {}, None, None, True)
+    sc.judge_extra(i, resp, ret, {}, None, None, (q, None, None, None))
 
 
 PLAIN = [
@@ -563,7 +564,7 @@ class FifthRound(unittest.TestCase):
                                ("The refund is paid within 48 hours.", False)):
             with self.subTest(claim=claim):
                 sc = score_eval.Scorer(_gold_of(1), [5], "unanswerable", None)
-                bits = sc.read_claim(0, claim, True)
+                bits = sc.respond(claim, None, [], None).refusal.flags
                 kind, _, _ = score_eval.read_refusal(claim, "unanswerable")
                 self.assertEqual(kind == score_eval.KIND_REFUSAL, refused)
                 self.assertEqual(bool(bits & score_eval.F_REFUSED), refused)
@@ -671,8 +672,10 @@ class FifthRound(unittest.TestCase):
         # a shipped claim copied from its chunk: answer relevance from the lookups, as from its tokens
         sc = score_eval.Scorer(_judged_gold(1), [5], "not in context", None)
         claim = "Refunds are paid within 48 hours."
-        sc.judge(0, claim, ["a"], ["a"], None, {"a": claim + " More."}, None, None, True)
-        sc.judge_extra(0, claim, ["a"], ["a"], {"a": claim + " More."}, None, None, ("refund within 48 days", None, None, None))
+        resp = sc.respond(claim, ["a"], ["a"], {"a": claim + " More."})
+        sc.judge(0, resp, ["a"], None, {"a": claim + " More."}, None, None, True)
+        self.assertIsNone(resp.tokens)                  # copied from its chunk: never tokenized
+        sc.judge_extra(0, resp, ["a"], {"a": claim + " More."}, None, None, ("refund within 48 days", None, None, None))
         self.assertEqual(sc.answer_rel[0], 2 / 3)       # refund, 48 of refund, 48, day ("within" is a stopword)
 
 

@@ -31,7 +31,7 @@ PACKAGE = os.path.join(ROOT, "referee")
 MODULES = (
     "base", "lexicon", "registry", "fmt", "stats", "retrieval", "tomlsub", "inputs",
     "text", "citations", "refusals", "answers", "grounding",
-    "treccalc", "trec", "names", "aggregate", "config", "contracts", "judge",
+    "treccalc", "trec", "names", "aggregate", "config", "contracts", "response", "judge",
     "gates", "scorecard", "outputs", "reports", "calibration", "shards", "run", "cli",
 )
 BANNER = "# " + "=" * 75 + " referee/%s.py"
