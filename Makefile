@@ -4,7 +4,7 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval test test-all single-file metric-tables check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean bench-refusal eval-seed bench-doctree bench-grounding fit-grounding fit-refusal bench-scorer-llm bench-badinputs bench-ratios bench-trec mutate bench-answer-speed check-fits bench-calibrate bench-independence
+.PHONY: eval validate test test-all single-file metric-tables check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean bench-refusal eval-seed bench-doctree bench-grounding fit-grounding fit-refusal bench-scorer-llm bench-badinputs bench-ratios bench-trec mutate bench-answer-speed check-fits bench-calibrate bench-independence
 
 eval:
 	@$(PYTHON) -m mini_rag eval
@@ -16,6 +16,12 @@ eval-seed:
 
 test:
 	@$(PYTHON) tests/run.py
+
+# Every verdict (refusal, grounding, answer correctness) against people's labels on every shared
+# labelled set of ../shared/data, fit and held-out halves, next to the baselines and the published
+# figures, in one table from one run; rewrites docs/validation.md's table (skips without the data).
+validate:
+	@$(PYTHON) bench/validate.py --docs docs/validation.md
 
 # Every test: the fast suite and the slow tier of tests/slow.txt (figures recomputed from
 # ../shared/data, peers, kills, regex timing, whole-pipeline runs).  .ci/run runs this.

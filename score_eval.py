@@ -92,25 +92,25 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 #   1460  referee/inputs.py
 #   1867  referee/text.py
 #   1994  referee/citations.py
-#   2315  referee/refusals.py
-#   2614  referee/answers.py
-#   2887  referee/grounding.py
-#   3415  referee/treccalc.py
-#   3825  referee/trec.py
-#   4472  referee/names.py
-#   4554  referee/aggregate.py
-#   4815  referee/config.py
-#   5671  referee/contracts.py
-#   6092  referee/response.py
-#   6237  referee/judge.py
-#   7192  referee/gates.py
-#   7419  referee/scorecard.py
-#   7678  referee/outputs.py
-#   8215  referee/reports.py
-#   8848  referee/calibration.py
-#   9077  referee/shards.py
-#   9426  referee/run.py
-#  10086  referee/cli.py
+#   2384  referee/refusals.py
+#   2683  referee/answers.py
+#   2956  referee/grounding.py
+#   3484  referee/treccalc.py
+#   3894  referee/trec.py
+#   4541  referee/names.py
+#   4623  referee/aggregate.py
+#   4884  referee/config.py
+#   5742  referee/contracts.py
+#   6163  referee/response.py
+#   6308  referee/judge.py
+#   7263  referee/gates.py
+#   7490  referee/scorecard.py
+#   7749  referee/outputs.py
+#   8286  referee/reports.py
+#   8920  referee/calibration.py
+#   9149  referee/shards.py
+#   9498  referee/run.py
+#  10159  referee/cli.py
 
 
 
@@ -826,8 +826,8 @@ REGISTRY: Tuple[Measure, ...] = (
       items=(_shipped, _has(F_HALL)),
       lacks=("no_text", "not measured: no chunk text for %(lack)d of %(n)d shipped claims (first: qid %(qid)s, "
                         "chunk %(chunk)s); give the trace cited_chunks or --chunks FILE")),
-    # Issue 29: grounding of generated text, sentence by sentence (reading 4).  Computed when
-    # [scorer] grounding = "sentences" or a gate / regression names one of them.
+    # Issue 29: grounding of generated text, sentence by sentence (reading 4).  Computed unless
+    # the gates file says [scorer] grounding = "strict" and no gate / regression names one (issue 41).
     M("faithfulness", "mean", "higher",
       "supported sentences / checked sentences of a shipped answer (meta sentences set aside; each "
       "sentence matched to the cited chunks, the retrieved ones when none is cited), mean over shipped "
@@ -2052,7 +2052,9 @@ def _ascii_digit(m) -> str:
 #            has the shape of a reference.
 # A pattern without these groups is explicit: its first group (else the whole match) is
 # the reference.  A reference resolves to: a retrieved id or a known chunk id (cited_chunks,
-# --chunks) as written; a number N (1 to 3 digits, "Doc N", "Source N", a range "N-M" of at
+# --chunks) as written, read whole whatever words and signs it holds ("[billing-and-invoicing#p8]",
+# "[docs/a.md#p2, https://x.org/?a=1&b=2#p4]": a list is split at , ; & "and" only where the
+# pieces do not join into a chunk or document id); a number N (1 to 3 digits, "Doc N", "Source N", a range "N-M" of at
 # most 20) to the N-th of retrieved_ids; a document id (the chunk id before "#") to its
 # retrieved chunks.  Anything else that is a marker (an id-like "x#y" that names no chunk,
 # "[7]" with five retrieved) resolves to nothing: a bad marker (F_BADMARK).
@@ -2060,7 +2062,8 @@ def _ascii_digit(m) -> str:
 _CITE_TRIGGER = re.compile("[\\[(\u3010<:\\n]")    # no such character: the built-in patterns find nothing
 _CITE_TRIGGER_CHARS = "[(\u3010<:\n\uff3b\uff08\uff1a"   # the same and their fullwidth forms (text_form), looked for without the regex engine (Scorer.read)
 _CITE_GROUPS = ("ref", "ids", "cite", "doc", "page", "abbr", "sources")
-_CITE_SPLIT = re.compile(r"[,;&]|\band\b")
+_CITE_SPLIT = re.compile(r"([,;&]|\band\b)")
+MAX_ID_JOIN = 8              # an id read whole may hold up to 8 of the separators above ("billing-and-invoicing#p8")
 _CITE_ITEM_NUM = re.compile(r"([1-9]\d{0,2})[.)](?:\s|$)")       # "1. Title", "2) Title"
 _CITE_BRACKET_NUM = re.compile(r"\[\^?([1-9]\d{0,2})\]")
 MAX_CITE_RANGE = 20          # "[1-20]" is read; a wider range is a bad marker
@@ -2263,16 +2266,83 @@ class _Resolver:
             return [(False, piece.strip())]       # names a chunk that was not retrieved
         return None
 
+    def whole(self, span: str):
+        """[(True, id)] when ``span`` names a retrieved or known chunk or a retrieved
+        document as written, whatever words and signs it holds; else None."""
+        p = span.strip().strip("[]^\"'`*").strip()
+        if not p:
+            return None
+        if self.chunk(p):
+            return [(True, p)]
+        ids = self.doc(p) if "#" not in p else []
+        return [(True, c) for c in ids] or None
+
+    def pieces(self, body: str, numbers: bool = True):
+        """(written, references or None), one by one, of a reference list.  It is split at
+        commas, semicolons, "&" and "and" unless it names a chunk or document whole; when a
+        piece resolves to nothing, pieces joined across up to MAX_ID_JOIN separators that name
+        a chunk or document as written are one id ("[billing-and-invoicing#p8, 2]"), the
+        longest first, and an unresolved piece joined by "and" or "&" to its neighbours
+        without blanks into an id-like "x#y" ("[q-and-a#p9]") is one unresolved id."""
+        parts = _CITE_SPLIT.split(body)            # piece, separator, piece, ...
+        if len(parts) > 1:
+            r = self.whole(body)
+            if r is not None:
+                yield body.strip(), r
+                return
+        simple = []
+        for piece in parts[::2]:
+            r = self.ref(piece, numbers) if piece.strip() else []      # "6, 7, and 9"
+            if r is None or not all(ok for ok, _ in r):
+                break
+            if r:
+                simple.append((piece.strip(), r))
+        else:
+            yield from simple
+            return
+        yield from self._joined(parts, numbers)
+
+    def _joined(self, parts, numbers):
+        i, n = 0, len(parts)
+        while i < n:
+            hit = None
+            for j in range(min(n - 1, i + 2 * MAX_ID_JOIN), i, -2):
+                span = "".join(parts[i:j + 1])
+                r = self.whole(span)
+                if r is not None:
+                    hit = (j, span, r)
+                    break
+            if hit is None and not parts[i].strip():
+                i += 2
+                continue
+            if hit is None:
+                r = self.ref(parts[i], numbers)
+                hit = (i, parts[i], r) if r is not None else (_id_like(parts, i) or (i, parts[i], None))
+            yield hit[1].strip(), hit[2]
+            i = hit[0] + 2
+
     def refs(self, body: str, numbers: bool = True):
         out = []
-        for piece in _CITE_SPLIT.split(body):
-            if not piece.strip():
-                continue                          # "6, 7, and 9"
-            r = self.ref(piece, numbers)
+        for _, r in self.pieces(body, numbers):
             if r is None:
                 return None
             out.extend(r)
         return out or None
+
+
+def _id_like(parts, i):
+    """(index of the last piece, span, [(False, span)]) for the longest span from piece i whose
+    pieces are joined by "and" or "&" without blanks into an id's shape ("x#y"), or None."""
+    best = None
+    for j in range(i + 2, min(len(parts), i + 2 * MAX_ID_JOIN + 1), 2):
+        if parts[j - 1].strip().lower() not in ("&", "and"):
+            break
+        span = "".join(parts[i:j + 1]).strip()
+        if any(ch.isspace() for ch in span):
+            break
+        if "#" in span and not span.startswith("#") and not span.endswith("#"):
+            best = (j, span, [(False, span)])
+    return best
 
 
 def _marker_refs(m, res: _Resolver):
@@ -2296,9 +2366,8 @@ def _marker_refs(m, res: _Resolver):
     if body is None:
         body = m.group(1) if m.re.groups else m.group(0)
     out = []
-    for piece in _CITE_SPLIT.split(body):
-        if piece.strip():
-            out.extend(res.ref(piece) or [(False, piece.strip())])
+    for piece, r in res.pieces(body):
+        out.extend(r or [(False, piece)])
     return out or [(False, written)]
 
 
@@ -5080,7 +5149,9 @@ class Rules(NamedTuple):
     policies: tuple = ()      # (name, message, ((source, regex), ...)), in file order
     reader: str = "builtin"
     grounding: str = "strict"  # issue 29: what a hallucination gate checks ("strict" | "sentences")
-    ground: bool = False       # grounding computed although grounding = "strict" (a gate names it)
+    # issue 41: sentence grounding computed with "strict" too: by default (no gates file, or one
+    # without [scorer] grounding), or because a gate names it; off when the file says "strict"
+    ground: bool = True
     citations: Optional[tuple] = None   # [scorer] citation_patterns; None: CITATION_PATTERNS
 
     def refuses(self, claim: str) -> int:
@@ -5648,7 +5719,7 @@ def load_rules(path: str) -> Rules:
     if errors:
         raise ScoreError("\n".join(errors))
     return Rules(pats.get("refusal_patterns", ()), pats.get("cutoff_patterns", ()), tuple(policies), reader, grounding,
-                 citations=pats.get("citation_patterns"))
+                 ground="grounding" not in scorer, citations=pats.get("citation_patterns"))
 
 
 def parse_gates_string(text: str) -> Tuple[List[Gate], Dict[str, str]]:
@@ -8604,6 +8675,7 @@ MODE_METRICS: Dict[str, Tuple[str, ...]] = {
     "false_acceptance": ("false_accept_rate", "rejection_calibration", "pass_rate", "decision_accuracy"),
     "citation_not_retrieved": ("citation_validity", "precision", "chr", "pass_rate"),
     "hallucination": ("hallucination",),
+    "unsupported_answer": ("unsupported_answer_rate", "faithfulness"),
     "retrieval_miss": ("recall@K", "P@K", "R@K", "Success@K", "RR", "RR@K", "nDCG@K", "context_relevance"),
     "over_refusal": ("over_refusal", "incorrect_refusal", "pass_rate", "refusal_rate", "false_refuse_rate",
                      "rejection_calibration"),
@@ -9797,8 +9869,9 @@ def _regression_refs(regression: Optional[Regression]) -> list:
 
 
 def _grounding_rules(rules: Rules, gates, regression: Optional[Regression]) -> Rules:
-    """issue 29: grounding sentence by sentence costs a pass over each answer's sentences; it is
-    computed only when [scorer] grounding = "sentences" or a gate / regression names it."""
+    """issue 29: grounding sentence by sentence costs a pass over each answer's sentences; a gates
+    file that says [scorer] grounding = "strict" turns it off unless a gate / regression names it
+    (issue 41: computed by default, with no gates file or no [scorer] grounding)."""
     named = {g.ref.metric.name for g in gates} | {r.metric.name for r in _regression_refs(regression)}
     if named & {"faithfulness", "unsupported_answer_rate"}:
         rules = rules._replace(ground=True)

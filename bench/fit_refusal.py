@@ -57,7 +57,20 @@ def group_of(rid: str) -> int:
     return int(rid.split("-")[2])
 
 
-def fit_rows(extra: bool = False):
+CHATGPT = os.path.join("chatgpt_refusals", "fit.jsonl")
+
+
+def chatgpt_fit_half():
+    """(id number, text, label) of chatgpt_refusals' fit half for the refusal verdict: the shared
+    file holds the even ids; id number divisible by 4 = fit (the other even ids are the held-out
+    half of docs/validation.md); rows whose refusal_strict is null (grey tones) left out."""
+    with open(os.path.join(rd.DATA, CHATGPT), encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh if line.strip()]
+    return [(int(r["id"].rsplit("-", 1)[1]), r["text"], "refusal" if r["refusal_strict"] else "answer")
+            for r in rows if int(r["id"].rsplit("-", 1)[1]) % 4 == 0 and r["refusal_strict"] is not None]
+
+
+def fit_rows(extra: bool = False, chatgpt: bool = False):
     """(fold, label, weighed, features, rule_kind) of every fit row: weighed when the model decides it."""
     out = []
     items = []
@@ -67,6 +80,9 @@ def fit_rows(extra: bool = False):
     if extra:
         for rid, _, text, label in rd.labelled_extra():
             items.append((group_of(rid) % FOLDS, text, label, "extra"))
+    if chatgpt:
+        for num, text, label in chatgpt_fit_half():
+            items.append(((num // 4) % FOLDS, text, label, True))
     for n, r in enumerate(rd.written()):
         if r["lang"] == "en":
             items.append((n % FOLDS, r["text"], r["label"], False))
@@ -180,8 +196,8 @@ def cross_validate(rows, l2, min_df):
     return probs
 
 
-def fit(verbose: bool = False, extra: bool = False) -> dict:
-    rows = fit_rows(extra)
+def fit(verbose: bool = False, extra: bool = False, chatgpt: bool = False) -> dict:
+    rows = fit_rows(extra, chatgpt)
     real = [n for n, r in enumerate(rows) if r["real"] is True]        # the fit half of the figures
     tried = []
     best = None
@@ -202,6 +218,8 @@ def fit(verbose: bool = False, extra: bool = False) -> dict:
     n_ref = sum(1 for r in y_real if r["y"] == 1.0)
     rmiss, rfp = errors(y_real, [probs[n] for n in real], t)
     files = [os.path.join(rd.DATA, rd.SETS[name][0]) for name in sorted(rd.SETS)] + [rd.WRITTEN]
+    if chatgpt:
+        files.append(os.path.join(rd.DATA, CHATGPT))
     return {
         "what": "score_eval.py REFUSAL_MODEL: logistic probability that a mixed English response (decline cues "
                 "and content) is a refusal, over refusal_features; refusal when it reaches threshold",
@@ -213,6 +231,7 @@ def fit(verbose: bool = False, extra: bool = False) -> dict:
                  "rows": len(rows), "weighed_rows": sum(1 for r in rows if r["weighed"]),
                  "weighed_refusals": int(sum(r["y"] for r in rows if r["weighed"]))},
         **({"extra_rows": sum(1 for r in rows if r["real"] == "extra")} if extra else {}),
+        **({"chatgpt_fit_rows": len(chatgpt_fit_half())} if chatgpt else {}),
         "choice": {"l2": l2, "min_df": min_df, "grid": tried},
         "cross_validated_fit_half": {"refusals": n_ref, "missed": rmiss,
                                      "answers": len(y_real) - n_ref, "answers_as_refusals": rfp},
@@ -243,8 +262,9 @@ def code_block(model: dict) -> str:
 
 
 def embed(model: dict) -> None:
-    """Rewrite score_eval.py's REFUSAL_MODEL block with ``model``."""
-    path = os.path.join(ROOT, "score_eval.py")
+    """Rewrite referee/refusals.py's REFUSAL_MODEL block with ``model`` and rebuild score_eval.py
+    from the package (tools/build_single_file.py: score_eval.py is generated)."""
+    path = os.path.join(ROOT, "referee", "refusals.py")
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
     start = text.index("REFUSAL_MODEL = {")
@@ -253,6 +273,8 @@ def embed(model: dict) -> None:
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(text[:start] + code_block(model) + text[end:])
     os.replace(tmp, path)
+    import subprocess
+    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "build_single_file.py")], check=True)
 
 
 def main(argv=None) -> int:
@@ -262,12 +284,14 @@ def main(argv=None) -> int:
     ap.add_argument("--verbose", action="store_true", help="print each grid point's cross-validated errors")
     ap.add_argument("--extra", action="store_true", help="add the extra EVOUNA fit rows (refusal_evouna_extra.jsonl); "
                     "an experiment, not the committed model (docs/refusals.md)")
+    ap.add_argument("--chatgpt", action="store_true", help="add chatgpt_refusals' fit half (id number divisible "
+                    "by 4); an experiment, not the committed model (docs/refusals.md, issue 41)")
     ap.add_argument("--embed", action="store_true", help="also rewrite score_eval.py's REFUSAL_MODEL with the fit")
     args = ap.parse_args(argv)
     if not (rd.available("refchecker") and rd.available("evouna")):
         print("fit_refusal: %s not found: skipped" % rd.DATA, file=sys.stderr)
         return 0
-    text = render(fit(args.verbose, args.extra))
+    text = render(fit(args.verbose, args.extra, args.chatgpt))
     model = json.loads(text)["model"]
     same_code = model_text(se.REFUSAL_MODEL) == model_text(model)
     if args.check:
@@ -283,7 +307,7 @@ def main(argv=None) -> int:
     print("fit_refusal: wrote %s" % args.out)
     if args.embed and not same_code:
         embed(model)
-        print("fit_refusal: rewrote score_eval.py's REFUSAL_MODEL")
+        print("fit_refusal: rewrote referee/refusals.py's REFUSAL_MODEL and rebuilt score_eval.py")
     elif not same_code:
         print("fit_refusal: score_eval.py's REFUSAL_MODEL differs: run with --embed (make fit-refusal does)",
               file=sys.stderr)

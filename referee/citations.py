@@ -29,7 +29,9 @@ from .text import problem_text, read_problem, text_form
 #            has the shape of a reference.
 # A pattern without these groups is explicit: its first group (else the whole match) is
 # the reference.  A reference resolves to: a retrieved id or a known chunk id (cited_chunks,
-# --chunks) as written; a number N (1 to 3 digits, "Doc N", "Source N", a range "N-M" of at
+# --chunks) as written, read whole whatever words and signs it holds ("[billing-and-invoicing#p8]",
+# "[docs/a.md#p2, https://x.org/?a=1&b=2#p4]": a list is split at , ; & "and" only where the
+# pieces do not join into a chunk or document id); a number N (1 to 3 digits, "Doc N", "Source N", a range "N-M" of at
 # most 20) to the N-th of retrieved_ids; a document id (the chunk id before "#") to its
 # retrieved chunks.  Anything else that is a marker (an id-like "x#y" that names no chunk,
 # "[7]" with five retrieved) resolves to nothing: a bad marker (F_BADMARK).
@@ -37,7 +39,8 @@ from .text import problem_text, read_problem, text_form
 _CITE_TRIGGER = re.compile("[\\[(\u3010<:\\n]")    # no such character: the built-in patterns find nothing
 _CITE_TRIGGER_CHARS = "[(\u3010<:\n\uff3b\uff08\uff1a"   # the same and their fullwidth forms (text_form), looked for without the regex engine (Scorer.read)
 _CITE_GROUPS = ("ref", "ids", "cite", "doc", "page", "abbr", "sources")
-_CITE_SPLIT = re.compile(r"[,;&]|\band\b")
+_CITE_SPLIT = re.compile(r"([,;&]|\band\b)")
+MAX_ID_JOIN = 8              # an id read whole may hold up to 8 of the separators above ("billing-and-invoicing#p8")
 _CITE_ITEM_NUM = re.compile(r"([1-9]\d{0,2})[.)](?:\s|$)")       # "1. Title", "2) Title"
 _CITE_BRACKET_NUM = re.compile(r"\[\^?([1-9]\d{0,2})\]")
 MAX_CITE_RANGE = 20          # "[1-20]" is read; a wider range is a bad marker
@@ -240,16 +243,83 @@ class _Resolver:
             return [(False, piece.strip())]       # names a chunk that was not retrieved
         return None
 
+    def whole(self, span: str):
+        """[(True, id)] when ``span`` names a retrieved or known chunk or a retrieved
+        document as written, whatever words and signs it holds; else None."""
+        p = span.strip().strip("[]^\"'`*").strip()
+        if not p:
+            return None
+        if self.chunk(p):
+            return [(True, p)]
+        ids = self.doc(p) if "#" not in p else []
+        return [(True, c) for c in ids] or None
+
+    def pieces(self, body: str, numbers: bool = True):
+        """(written, references or None), one by one, of a reference list.  It is split at
+        commas, semicolons, "&" and "and" unless it names a chunk or document whole; when a
+        piece resolves to nothing, pieces joined across up to MAX_ID_JOIN separators that name
+        a chunk or document as written are one id ("[billing-and-invoicing#p8, 2]"), the
+        longest first, and an unresolved piece joined by "and" or "&" to its neighbours
+        without blanks into an id-like "x#y" ("[q-and-a#p9]") is one unresolved id."""
+        parts = _CITE_SPLIT.split(body)            # piece, separator, piece, ...
+        if len(parts) > 1:
+            r = self.whole(body)
+            if r is not None:
+                yield body.strip(), r
+                return
+        simple = []
+        for piece in parts[::2]:
+            r = self.ref(piece, numbers) if piece.strip() else []      # "6, 7, and 9"
+            if r is None or not all(ok for ok, _ in r):
+                break
+            if r:
+                simple.append((piece.strip(), r))
+        else:
+            yield from simple
+            return
+        yield from self._joined(parts, numbers)
+
+    def _joined(self, parts, numbers):
+        i, n = 0, len(parts)
+        while i < n:
+            hit = None
+            for j in range(min(n - 1, i + 2 * MAX_ID_JOIN), i, -2):
+                span = "".join(parts[i:j + 1])
+                r = self.whole(span)
+                if r is not None:
+                    hit = (j, span, r)
+                    break
+            if hit is None and not parts[i].strip():
+                i += 2
+                continue
+            if hit is None:
+                r = self.ref(parts[i], numbers)
+                hit = (i, parts[i], r) if r is not None else (_id_like(parts, i) or (i, parts[i], None))
+            yield hit[1].strip(), hit[2]
+            i = hit[0] + 2
+
     def refs(self, body: str, numbers: bool = True):
         out = []
-        for piece in _CITE_SPLIT.split(body):
-            if not piece.strip():
-                continue                          # "6, 7, and 9"
-            r = self.ref(piece, numbers)
+        for _, r in self.pieces(body, numbers):
             if r is None:
                 return None
             out.extend(r)
         return out or None
+
+
+def _id_like(parts, i):
+    """(index of the last piece, span, [(False, span)]) for the longest span from piece i whose
+    pieces are joined by "and" or "&" without blanks into an id's shape ("x#y"), or None."""
+    best = None
+    for j in range(i + 2, min(len(parts), i + 2 * MAX_ID_JOIN + 1), 2):
+        if parts[j - 1].strip().lower() not in ("&", "and"):
+            break
+        span = "".join(parts[i:j + 1]).strip()
+        if any(ch.isspace() for ch in span):
+            break
+        if "#" in span and not span.startswith("#") and not span.endswith("#"):
+            best = (j, span, [(False, span)])
+    return best
 
 
 def _marker_refs(m, res: _Resolver):
@@ -273,9 +343,8 @@ def _marker_refs(m, res: _Resolver):
     if body is None:
         body = m.group(1) if m.re.groups else m.group(0)
     out = []
-    for piece in _CITE_SPLIT.split(body):
-        if piece.strip():
-            out.extend(res.ref(piece) or [(False, piece.strip())])
+    for piece, r in res.pieces(body):
+        out.extend(r or [(False, piece)])
     return out or [(False, written)]
 
 

@@ -246,7 +246,9 @@ class Rules(NamedTuple):
     policies: tuple = ()      # (name, message, ((source, regex), ...)), in file order
     reader: str = "builtin"
     grounding: str = "strict"  # issue 29: what a hallucination gate checks ("strict" | "sentences")
-    ground: bool = False       # grounding computed although grounding = "strict" (a gate names it)
+    # issue 41: sentence grounding computed with "strict" too: by default (no gates file, or one
+    # without [scorer] grounding), or because a gate names it; off when the file says "strict"
+    ground: bool = True
     citations: Optional[tuple] = None   # [scorer] citation_patterns; None: CITATION_PATTERNS
 
     def refuses(self, claim: str) -> int:
@@ -814,7 +816,7 @@ def load_rules(path: str) -> Rules:
     if errors:
         raise ScoreError("\n".join(errors))
     return Rules(pats.get("refusal_patterns", ()), pats.get("cutoff_patterns", ()), tuple(policies), reader, grounding,
-                 citations=pats.get("citation_patterns"))
+                 ground="grounding" not in scorer, citations=pats.get("citation_patterns"))
 
 
 def parse_gates_string(text: str) -> Tuple[List[Gate], Dict[str, str]]:

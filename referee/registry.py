@@ -185,8 +185,8 @@ REGISTRY: Tuple[Measure, ...] = (
       items=(_shipped, _has(F_HALL)),
       lacks=("no_text", "not measured: no chunk text for %(lack)d of %(n)d shipped claims (first: qid %(qid)s, "
                         "chunk %(chunk)s); give the trace cited_chunks or --chunks FILE")),
-    # Issue 29: grounding of generated text, sentence by sentence (reading 4).  Computed when
-    # [scorer] grounding = "sentences" or a gate / regression names one of them.
+    # Issue 29: grounding of generated text, sentence by sentence (reading 4).  Computed unless
+    # the gates file says [scorer] grounding = "strict" and no gate / regression names one (issue 41).
     M("faithfulness", "mean", "higher",
       "supported sentences / checked sentences of a shipped answer (meta sentences set aside; each "
       "sentence matched to the cited chunks, the retrieved ones when none is cited), mean over shipped "

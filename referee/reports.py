@@ -375,6 +375,7 @@ MODE_METRICS: Dict[str, Tuple[str, ...]] = {
     "false_acceptance": ("false_accept_rate", "rejection_calibration", "pass_rate", "decision_accuracy"),
     "citation_not_retrieved": ("citation_validity", "precision", "chr", "pass_rate"),
     "hallucination": ("hallucination",),
+    "unsupported_answer": ("unsupported_answer_rate", "faithfulness"),
     "retrieval_miss": ("recall@K", "P@K", "R@K", "Success@K", "RR", "RR@K", "nDCG@K", "context_relevance"),
     "over_refusal": ("over_refusal", "incorrect_refusal", "pass_rate", "refusal_rate", "false_refuse_rate",
                      "rejection_calibration"),

@@ -362,8 +362,9 @@ def _regression_refs(regression: Optional[Regression]) -> list:
 
 
 def _grounding_rules(rules: Rules, gates, regression: Optional[Regression]) -> Rules:
-    """issue 29: grounding sentence by sentence costs a pass over each answer's sentences; it is
-    computed only when [scorer] grounding = "sentences" or a gate / regression names it."""
+    """issue 29: grounding sentence by sentence costs a pass over each answer's sentences; a gates
+    file that says [scorer] grounding = "strict" turns it off unless a gate / regression names it
+    (issue 41: computed by default, with no gates file or no [scorer] grounding)."""
     named = {g.ref.metric.name for g in gates} | {r.metric.name for r in _regression_refs(regression)}
     if named & {"faithfulness", "unsupported_answer_rate"}:
         rules = rules._replace(ground=True)

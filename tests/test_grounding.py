@@ -205,7 +205,7 @@ TRACE = [
 ]
 
 
-class Scorer(unittest.TestCase):
+class _Files(unittest.TestCase):
     def setUp(self):
         self.dir = Path(tempfile.mkdtemp(prefix="grounding_test_"))
         self.addCleanup(shutil.rmtree, self.dir, True)
@@ -218,6 +218,9 @@ class Scorer(unittest.TestCase):
                      encoding="utf-8")
         return p
 
+
+
+class Scorer(_Files):
     def run_score(self, gates, *more):
         items = self.dir / "items.jsonl"
         code, out, err = call(["--gold", self.gold, "--trace", self.trace, "--gates-file", gates,
@@ -295,6 +298,62 @@ class Scorer(unittest.TestCase):
             parts.append(p)
         merged = call(["merge"] + parts + ["--trace", self.trace, "--gates-file", gates], self.dir)
         self.assertEqual(json.loads(merged[1])["metrics"], json.loads(one[1])["metrics"])
+
+
+class DefaultOn(_Files):
+    """Issue 41 item 1: with no gates file, and with the gates `mini_rag init` writes, every
+    shipped answer whose chunk texts are known is checked sentence by sentence; hallucination
+    keeps its strict meaning (the gate, the failure label and the scorecard stage); a gates file
+    that says grounding = "strict" turns the check off (make eval's gates.toml)."""
+
+    def run_default(self, *more):
+        items = self.dir / "items.jsonl"
+        code, out, err = call(["--gold", self.gold, "--trace", self.trace, "--items", items] + list(more), self.dir)
+        rows = [json.loads(line) for line in items.read_text(encoding="utf-8").splitlines()]
+        return code, json.loads(out), err, {r["qid"]: r for r in rows}
+
+    def check_on(self, rep, items):
+        m = rep["metrics"]
+        self.assertEqual([items[q]["unsupported_answer"] for q in ("Q1", "Q2", "Q3", "Q4")], [False, True, None, None])
+        self.assertEqual([b["sentence"] for b in items["Q2"]["unsupported_sentences"]], ["The yearly fee is $38,900."])
+        self.assertEqual((m["unsupported_answer_rate"]["count"], m["unsupported_answer_rate"]["n"]), (1, 2))
+        self.assertEqual(m["faithfulness"]["value"], 0.75)          # (2/2 + 1/2) / 2
+        # hallucination keeps its extractive meaning: Q1's lead-in words are in no chunk
+        self.assertEqual((m["hallucination"]["count"], m["hallucination"]["n"]), (2, 2))
+        self.assertEqual(items["Q1"]["failure_mode"], "hallucination")
+        self.assertEqual(rep["scorecard"]["stages"]["faithfulness"]["metric"], "hallucination")
+
+    def test_no_gates_file(self):
+        self.assertFalse((self.dir / "gates.toml").exists())
+        code, rep, err, items = self.run_default()
+        self.assertIn("no gates file", err)
+        self.check_on(rep, items)
+
+    def test_gates_mini_rag_init_writes(self):
+        gates = self.dir / "user_gates.toml"
+        shutil.copy(str(ROOT / "mini_rag" / "data" / "user_gates.toml"), str(gates))
+        code, rep, err, items = self.run_default("--gates-file", gates)
+        self.check_on(rep, items)
+        gate = [g for g in rep["gate_results"] if g["gate"] == "hallucination"]
+        self.assertEqual(gate, [])                                  # init's file gates no hallucination
+
+    def test_unknown_chunk_text(self):
+        # Q1's chunk text unknown: Q1 is not checked, Q2 still is; both metrics fail closed (null)
+        write_jsonl(self.trace, [dict(TRACE[0], cited_chunks={})] + TRACE[1:])
+        code, rep, err, items = self.run_default()
+        self.assertEqual([items[q]["unsupported_answer"] for q in ("Q1", "Q2")], [None, True])
+        self.assertIsNone(rep["metrics"]["faithfulness"]["value"])
+        self.assertIn("no chunk text for 1 shipped answers", rep["metrics"]["unsupported_answer_rate"]["reason"])
+
+    def test_strict_in_the_file_turns_it_off(self):
+        code, rep, err, items = self.run_default("--gates-file", self.gates("strict"))
+        self.assertIsNone(items["Q2"]["unsupported_answer"])
+        self.assertIn("not computed", rep["metrics"]["faithfulness"]["reason"])
+        # a file without the key: on
+        p = self.dir / "plain.toml"
+        p.write_text("[baseline]\nprecision = { min = 0.0 }\n", encoding="utf-8")
+        code, rep, err, items = self.run_default("--gates-file", p)
+        self.check_on(rep, items)
 
 
 def _documented(half: str) -> dict:

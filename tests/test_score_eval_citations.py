@@ -241,8 +241,10 @@ class Verdicts(TempDir):
         trace = [trace_row("Q1", "Refunds take 30 days [7]."), trace_row("Q1", "Refunds take 30 days.", ["doc#p3"], RET)]
         code, out, _ = self.score(self.GOLD, trace, "--chunks", ch, "--items", self.dir / "i.jsonl")
         item = json.loads((self.dir / "i.jsonl").read_text())
-        self.assertEqual(out["items"]["Q1"], "tsachpvmgzr")
+        # G: the answer's sentences were checked against doc#p3's text (issue 41: on by default)
+        self.assertEqual(out["items"]["Q1"], "tsachpvmgzrG")
         self.assertEqual((item["citations_from"], item["bad_markers"]), ("trace", []))
+        self.assertEqual((item["unsupported_answer"], item["faithfulness"]), (False, 1.0))
 
     def test_partial_and_merge_keep_the_reading(self):
         trace = [trace_row("Q1", "Refunds take 30 days [1][7].", [], RET)]

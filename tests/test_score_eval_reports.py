@@ -569,13 +569,17 @@ class Reports(TempDir):
         self.assertEqual(items.get("name"), "baseline.items")
         self.assertEqual(items.get("failures"), "0")
         props = {p.get("name"): p.get("value") for p in items.findall("testcase")[1].find("properties")}
-        self.assertEqual(props, {"labels": "hallucination, claim_miss", "blocks": "false"})
+        # issue 41: no gates file, so grounding is checked: the item's answer is also unsupported
+        self.assertEqual(props, {"labels": "hallucination, unsupported_answer, claim_miss", "blocks": "false"})
 
     def test_block_relevant_table(self):
         import score_eval
         for labels, failed, want in (
                 (["claim_miss"], {"precision"}, ["claim_miss"]),
                 (["claim_miss"], {"hallucination"}, []),
+                # issue 41: an unsupported answer counts against the grounding gates, not precision
+                (["unsupported_answer"], {"precision"}, []),
+                (["hallucination", "unsupported_answer"], {"unsupported_answer_rate"}, ["unsupported_answer"]),
                 (["retrieval_miss", "over_refusal"], {"recall@K"}, ["retrieval_miss"]),
                 (["over_refusal"], set(), []),
                 (["some_new_label"], {"chr"}, ["some_new_label"]),      # unknown: counts (fail closed)

@@ -198,6 +198,29 @@ class StageOrder(unittest.TestCase):
                  for a, b in upward(self.graph)]
         self.assertEqual(found, [])
 
+    def test_the_scorer_only_by_its_package_public_names(self):
+        """mini_rag reaches the scorer through ``import referee`` and its public names (issue 40
+        item 6): never a module loaded from a path, never a private name of the package."""
+        import referee
+        public = set(referee.__all__) | {"__file__", "__version__"}
+        found = []
+        for mod, path in sorted(self.files.items()):
+            with open(path, encoding="utf-8") as fh:
+                tree = ast.parse(fh.read(), path)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Attribute) and node.attr in ("spec_from_file_location", "run_path"):
+                    found.append("%s:%d loads a module from a path" % (mod, node.lineno))
+                if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "referee":
+                    if node.module != "referee" or any(a.name not in public for a in node.names):
+                        found.append("%s:%d imports %s" % (mod, node.lineno, node.module))
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call) and \
+                        getattr(node.value.func, "id", "") == "scorer" and node.attr not in public:
+                    found.append("%s:%d uses the private scorer().%s" % (mod, node.lineno, node.attr))
+                if isinstance(node, ast.Attribute) and getattr(node.value, "id", "") in ("se", "referee") and \
+                        node.attr not in public:
+                    found.append("%s:%d uses %s.%s" % (mod, node.lineno, node.value.id, node.attr))
+        self.assertEqual(found, [])
+
 
 if __name__ == "__main__":
     sys.exit(unittest.main())

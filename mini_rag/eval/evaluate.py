@@ -68,7 +68,19 @@ GENERATED_PERTURB = "gold_perturb.generated.jsonl"     # the perturbation set ev
 SUMMARY_METRICS = ("pass_rate", "precision", "chr", "under_refusal", "over_refusal", "hallucination",
                    "incorrect_refusal", "fallback_used_rate_answerable", "decision_accuracy",
                    "recall@5", "recall@10")
-SCORER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "score_eval.py")
+# The scorer runs as a command in a process of its own (its limits, signal handlers and exit
+# status are its own): this interpreter running the package ``referee``, the command that
+# ``score_eval.py`` is built from (tests/test_package_file_same.py: the same bytes out).
+SCORER = [sys.executable, "-m", "referee"]
+
+
+def _scorer_env() -> Dict[str, str]:
+    """The environment of a scorer process: the folder holding ``referee`` first on its path."""
+    import referee
+    root = os.path.dirname(os.path.dirname(os.path.abspath(referee.__file__)))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
 
 
 # ------------------------------------------------------------------ gold and runs
@@ -129,7 +141,7 @@ def score(dataset: str, gold: str, trace: str, out_dir: str, gates: str, refusal
           baseline: Optional[str] = None, chunks: Optional[str] = None,
           tag: Optional[str] = None, warned: Optional[set] = None,
           quiet: bool = False) -> Tuple[int, Dict[str, Any]]:
-    """Run ``score_eval.py`` in a subprocess (``sys.executable``) and read its JSON report.
+    """Run the scorer in a subprocess (``python -m referee``) and read its JSON report.
 
     Writes ``report.<tag>.json``, ``report.<tag>.md`` and ``items.<tag>.jsonl`` in
     ``out_dir`` (``tag`` defaults to ``dataset``).  Returns (exit status 0 or 1, report).
@@ -137,10 +149,8 @@ def score(dataset: str, gold: str, trace: str, out_dir: str, gates: str, refusal
     with ``quiet``); its exit 2 raises MiniRagError.
     """
     tag = tag or dataset
-    if not os.path.isfile(SCORER):
-        raise MiniRagError("%s: the scorer is missing (needed to score traces)" % SCORER)
     out = os.path.join(out_dir, "report.%s.json" % tag)
-    argv = [sys.executable, SCORER, "--gold", gold, "--trace", trace, "--dataset", dataset]
+    argv = SCORER + ["--gold", gold, "--trace", trace, "--dataset", dataset]
     argv += ["--gates", "none"] if gates == NONE else ["--gates-file", gates]
     argv += ["--k", K_VALUES, "--out", out,
             "--markdown", os.path.join(out_dir, "report.%s.md" % tag),
@@ -151,7 +161,7 @@ def score(dataset: str, gold: str, trace: str, out_dir: str, gates: str, refusal
     if chunks:
         argv += ["--chunks", chunks]
     os.makedirs(out_dir, exist_ok=True)
-    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False, env=_scorer_env())
     err = proc.stderr.decode("utf-8", "replace")
     if proc.returncode == 2:
         raise MiniRagError("score_eval.py exited with status %d for %s:\n%s"
@@ -190,7 +200,8 @@ def pass_on(err: str, warned: set, quiet: bool = False, stream=None, dataset: st
 
 def merge_html(out: str, pages: List[str]) -> None:
     """``runs/report.html``: the scorer's per-dataset HTML reports on one page."""
-    proc = subprocess.run([sys.executable, SCORER, "merge-html", out] + pages, stderr=subprocess.PIPE, check=False)
+    proc = subprocess.run(SCORER + ["merge-html", out] + pages, stderr=subprocess.PIPE, check=False,
+                          env=_scorer_env())
     if proc.returncode != 0:
         raise MiniRagError("score_eval.py merge-html failed:\n%s" % proc.stderr.decode("utf-8", "replace").strip())
 
