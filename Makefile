@@ -195,7 +195,7 @@ clean:
 		fi; \
 	done
 	find . -path ./.git -prune -o -name '.sections.*.tmp' -type f -exec rm -f {} +
-	@$(PYTHON) -c "import os; from referee.outputs import own_temp_pid; [os.remove(os.path.join(d, n)) for d, _, fs in os.walk('.') if not d.startswith('./.git') for n in fs if own_temp_pid(n)]"
+	@$(PYTHON) -c "import os, importlib.util as u; own = u.find_spec('referee') and __import__('referee.outputs', fromlist=['x']).own_temp_pid; [os.remove(os.path.join(d, n)) for d, _, fs in os.walk('.') if own and not d.startswith('./.git') for n in fs if own(n)]"
 
 # Refit mini_rag/data/asked_value.json (issue 30: the asked value's window and guarded kinds) on
 # the external fit halves and gold/gold.jsonl; --check compares without writing.
