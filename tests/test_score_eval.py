@@ -670,7 +670,7 @@ class Docs(unittest.TestCase):
             "__future__", "argparse", "array", "base64", "collections", "difflib", "hashlib", "itertools", "json",
             "math", "os", "re", "sys", "tempfile", "time", "typing", "csv", "html", "io", "random", "stat", "traceback",
             "bisect", "functools", "operator", "signal", "threading", "unicodedata", "zlib", "contextlib", "fractions",
-            "gc"}
+            "gc", "heapq", "secrets"}
         stdlib.add("tomllib")   # 3.11+; score_eval imports it inside try/except ImportError
         found = set()
         for node in ast.walk(tree):

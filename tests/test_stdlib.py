@@ -21,7 +21,7 @@ STDLIB_39 = set("""
 __future__ abc argparse array ast base64 bisect codecs collections contextlib copy csv dataclasses
 datetime decimal difflib enum errno fnmatch fractions functools gc glob gzip hashlib heapq hmac
 importlib io itertools json keyword locale math numbers operator os pathlib platform pprint queue
-random re resource select shlex shutil signal stat statistics string struct subprocess sys tempfile
+random re resource secrets select shlex shutil signal stat statistics string struct subprocess sys tempfile
 textwrap threading time tomllib traceback tracemalloc types typing unicodedata unittest uuid warnings
 weakref zipfile zlib
 html http ipaddress socket socketserver traceback urllib
