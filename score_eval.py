@@ -85,32 +85,32 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 #     79  referee/base.py
 #    131  referee/lexicon.py
 #    607  referee/registry.py
-#   1000  referee/fmt.py
-#   1033  referee/stats.py
-#   1080  referee/retrieval.py
-#   1180  referee/tomlsub.py
-#   1460  referee/inputs.py
-#   1867  referee/text.py
-#   1994  referee/citations.py
-#   2384  referee/refusals.py
-#   2683  referee/answers.py
-#   2956  referee/grounding.py
-#   3484  referee/treccalc.py
-#   3894  referee/trec.py
-#   4541  referee/names.py
-#   4623  referee/aggregate.py
-#   4884  referee/config.py
-#   5742  referee/contracts.py
-#   6163  referee/response.py
-#   6308  referee/judge.py
-#   7263  referee/gates.py
-#   7490  referee/scorecard.py
-#   7749  referee/outputs.py
-#   8286  referee/reports.py
-#   8920  referee/calibration.py
-#   9149  referee/shards.py
-#   9498  referee/run.py
-#  10159  referee/cli.py
+#   1003  referee/fmt.py
+#   1036  referee/stats.py
+#   1083  referee/retrieval.py
+#   1183  referee/tomlsub.py
+#   1463  referee/inputs.py
+#   1870  referee/text.py
+#   1997  referee/citations.py
+#   2387  referee/refusals.py
+#   2686  referee/answers.py
+#   2959  referee/grounding.py
+#   3487  referee/treccalc.py
+#   3897  referee/trec.py
+#   4544  referee/names.py
+#   4626  referee/aggregate.py
+#   4887  referee/config.py
+#   5745  referee/contracts.py
+#   6166  referee/response.py
+#   6311  referee/judge.py
+#   7266  referee/gates.py
+#   7493  referee/scorecard.py
+#   7752  referee/outputs.py
+#   8289  referee/reports.py
+#   8923  referee/calibration.py
+#   9152  referee/shards.py
+#   9501  referee/run.py
+#  10166  referee/cli.py
 
 
 
@@ -827,21 +827,22 @@ REGISTRY: Tuple[Measure, ...] = (
       lacks=("no_text", "not measured: no chunk text for %(lack)d of %(n)d shipped claims (first: qid %(qid)s, "
                         "chunk %(chunk)s); give the trace cited_chunks or --chunks FILE")),
     # Issue 29: grounding of generated text, sentence by sentence (reading 4).  Computed unless
-    # the gates file says [scorer] grounding = "strict" and no gate / regression names one (issue 41).
+    # the gates file says [scorer] grounding = "strict" and no gate / regression names one (issue 41);
+    # without a gates file, when something asks for it (``needs``: issue 40's seed command does not).
     M("faithfulness", "mean", "higher",
       "supported sentences / checked sentences of a shipped answer (meta sentences set aside; each "
       "sentence matched to the cited chunks, the retrieved ones when none is cited), mean over shipped "
       "answers with a checked sentence", "answer_json, retrieved_ids, cited_chunks or --chunks",
       "null when no shipped answer has a checked sentence, or without chunk text", None, gold=False,
       values="faith", requires=("grounding_on", _GROUNDING_OFF), lacks=_GROUNDING_LACKS,
-      why_empty="not measured: no shipped answer has a checked sentence", group=1),
+      why_empty="not measured: no shipped answer has a checked sentence", group=1, needs="grounding"),
     M("unsupported_answer_rate", "rate", "lower",
       "shipped answers with at least one unsupported sentence (a number or name found in no chunk, "
       "negation or modality changed, or a support score at or below the fitted bar) / checked answers",
       "answer_json, retrieved_ids, cited_chunks or --chunks",
       "0.0 when nothing shipped; null (gate fails) without chunk text", 0.0, gold=False,
       items=(_has(F_GMEAS), _has(F_UNSUP)), requires=("grounding_on", _GROUNDING_OFF), lacks=_GROUNDING_LACKS,
-      group=1),
+      group=1, needs="grounding"),
     M("citation_validity", "rate", "higher",
       "shipped answers whose citations are unique, at most 5 and all in retrieved_ids, and whose "
       "text holds no citation marker that resolves to nothing / |S| (seed 000)",
@@ -1018,7 +1019,9 @@ _PARAM_RX = re.compile(r"(P|R|Success|RR|nDCG|recall)@([1-9][0-9]{0,5})")
 # reference-free mode (no gold labels: these are what there is to measure).  Seed 002's command
 # asks for none (issue 40).
 NEEDS = {"relevance": "content terms of q, the claim and the retrieved chunks' texts",
-         "ranks": "the rank measures of each item's retrieved_ids against its gold citations, at every cutoff"}
+         "ranks": "the rank measures of each item's retrieved_ids against its gold citations, at every cutoff",
+         "grounding": "each shipped answer's sentences matched against its chunks' texts (a gates file asks "
+                      "for it unless it says [scorer] grounding = \"strict\")"}
 NOT_COMPUTED = ("not computed: nothing asked for it (a gate, [regression], a [weights] stage, --items/--html/"
                 "--csv, or --compute %s)")
 
@@ -9618,6 +9621,8 @@ def _asked(args, gates, regression, gates_file: Optional[str], weights: Dict[str
             or getattr(args, "partial", None)):
         return set(NEEDS), True
     needs = needs_for(refs + _regression_refs(regression))
+    if gates_file is not None:          # grounding by default (issue 41), "strict" in the file turns it off
+        needs.add("grounding")
     card = gates_file is not None or args.weights is not None or "scorecard" in names
     if card:
         needs |= needs_for(_BY_NAME[s.metric] for s in STAGES if weights[s.name] > 0 and s.metric in _BY_NAME)
@@ -9914,6 +9919,8 @@ def configure(args) -> RunSetup:
         refusal = args.refusal
     ks = _run_cutoffs(ks, trec, gates, regression)
     needs, card = _asked(args, gates, regression, gates_file, weights, trec)
+    if "grounding" not in needs:        # nothing asks for the sentence check (seed 002's command)
+        rules = rules._replace(ground=False)
     return RunSetup(trec, ks, trec_names, gates, shown, gates_source, refusal, regression, rules,
                     weights, weight_warnings, needs, card)
 

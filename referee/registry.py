@@ -186,21 +186,22 @@ REGISTRY: Tuple[Measure, ...] = (
       lacks=("no_text", "not measured: no chunk text for %(lack)d of %(n)d shipped claims (first: qid %(qid)s, "
                         "chunk %(chunk)s); give the trace cited_chunks or --chunks FILE")),
     # Issue 29: grounding of generated text, sentence by sentence (reading 4).  Computed unless
-    # the gates file says [scorer] grounding = "strict" and no gate / regression names one (issue 41).
+    # the gates file says [scorer] grounding = "strict" and no gate / regression names one (issue 41);
+    # without a gates file, when something asks for it (``needs``: issue 40's seed command does not).
     M("faithfulness", "mean", "higher",
       "supported sentences / checked sentences of a shipped answer (meta sentences set aside; each "
       "sentence matched to the cited chunks, the retrieved ones when none is cited), mean over shipped "
       "answers with a checked sentence", "answer_json, retrieved_ids, cited_chunks or --chunks",
       "null when no shipped answer has a checked sentence, or without chunk text", None, gold=False,
       values="faith", requires=("grounding_on", _GROUNDING_OFF), lacks=_GROUNDING_LACKS,
-      why_empty="not measured: no shipped answer has a checked sentence", group=1),
+      why_empty="not measured: no shipped answer has a checked sentence", group=1, needs="grounding"),
     M("unsupported_answer_rate", "rate", "lower",
       "shipped answers with at least one unsupported sentence (a number or name found in no chunk, "
       "negation or modality changed, or a support score at or below the fitted bar) / checked answers",
       "answer_json, retrieved_ids, cited_chunks or --chunks",
       "0.0 when nothing shipped; null (gate fails) without chunk text", 0.0, gold=False,
       items=(_has(F_GMEAS), _has(F_UNSUP)), requires=("grounding_on", _GROUNDING_OFF), lacks=_GROUNDING_LACKS,
-      group=1),
+      group=1, needs="grounding"),
     M("citation_validity", "rate", "higher",
       "shipped answers whose citations are unique, at most 5 and all in retrieved_ids, and whose "
       "text holds no citation marker that resolves to nothing / |S| (seed 000)",
@@ -377,7 +378,9 @@ _PARAM_RX = re.compile(r"(P|R|Success|RR|nDCG|recall)@([1-9][0-9]{0,5})")
 # reference-free mode (no gold labels: these are what there is to measure).  Seed 002's command
 # asks for none (issue 40).
 NEEDS = {"relevance": "content terms of q, the claim and the retrieved chunks' texts",
-         "ranks": "the rank measures of each item's retrieved_ids against its gold citations, at every cutoff"}
+         "ranks": "the rank measures of each item's retrieved_ids against its gold citations, at every cutoff",
+         "grounding": "each shipped answer's sentences matched against its chunks' texts (a gates file asks "
+                      "for it unless it says [scorer] grounding = \"strict\")"}
 NOT_COMPUTED = ("not computed: nothing asked for it (a gate, [regression], a [weights] stage, --items/--html/"
                 "--csv, or --compute %s)")
 

@@ -111,6 +111,8 @@ def _asked(args, gates, regression, gates_file: Optional[str], weights: Dict[str
             or getattr(args, "partial", None)):
         return set(NEEDS), True
     needs = needs_for(refs + _regression_refs(regression))
+    if gates_file is not None:          # grounding by default (issue 41), "strict" in the file turns it off
+        needs.add("grounding")
     card = gates_file is not None or args.weights is not None or "scorecard" in names
     if card:
         needs |= needs_for(_BY_NAME[s.metric] for s in STAGES if weights[s.name] > 0 and s.metric in _BY_NAME)
@@ -407,6 +409,8 @@ def configure(args) -> RunSetup:
         refusal = args.refusal
     ks = _run_cutoffs(ks, trec, gates, regression)
     needs, card = _asked(args, gates, regression, gates_file, weights, trec)
+    if "grounding" not in needs:        # nothing asks for the sentence check (seed 002's command)
+        rules = rules._replace(ground=False)
     return RunSetup(trec, ks, trec_names, gates, shown, gates_source, refusal, regression, rules,
                     weights, weight_warnings, needs, card)
 

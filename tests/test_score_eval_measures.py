@@ -284,7 +284,8 @@ class Needs(unittest.TestCase):
         _, small, _ = self.run_case("--gates", "precision=0", folder=folder)
         _, full, _ = self.run_case("--gates", "precision=0", "--compute", "all", folder=folder)
         # (the families at --k 1 and at the scorecard's cutoff 5, always among the cutoffs)
-        optional = set(self.RANKS) | {n.replace("@1", "@5") for n in self.RANKS} | {"answer_relevance", "context_relevance"}
+        optional = set(self.RANKS) | {n.replace("@1", "@5") for n in self.RANKS} | {"answer_relevance", "context_relevance",
+                                                                                    "faithfulness", "unsupported_answer_rate"}
         self.assertEqual(set(full) - set(small), {"scorecard"})
         self.assertEqual(set(full["metrics"]) - set(small["metrics"]), optional)
         for block in (full["metrics"], full["categories"]["(none)"]["metrics"]):
@@ -303,7 +304,43 @@ class Needs(unittest.TestCase):
                          {"answer_relevance", "context_relevance"})
         self.assertEqual({m.name for m in score_eval.REGISTRY if m.needs == "ranks"},
                          {"P@K", "R@K", "Success@K", "RR", "RR@K", "nDCG@K"})
-        self.assertEqual(set(score_eval.NEEDS), {"relevance", "ranks"})
+        self.assertEqual({m.name for m in score_eval.REGISTRY if m.needs == "grounding"},
+                         {"faithfulness", "unsupported_answer_rate"})
+        self.assertEqual(set(score_eval.NEEDS), {"relevance", "ranks", "grounding"})
+
+    def test_grounding_by_default_when_asked(self):
+        """Issue 41's default grounding is per-row work: seed 002's command (a --gates string, no
+        gates file, no per-item output) leaves it out; a gate naming it, --compute, --items or a
+        gates file that does not say "strict" computes it."""
+        folder = Path(tempfile.mkdtemp(prefix="score_eval_ground_"))
+        self.addCleanup(shutil.rmtree, folder, True)
+        (folder / "g.toml").write_text("[baseline]\nprecision = { min = 0.0 }\n", encoding="utf-8")
+        (folder / "strict.toml").write_text('[scorer]\ngrounding = "strict"\n[baseline]\nprecision = { min = 0.0 }\n',
+                                            encoding="utf-8")
+        cases = [((("--gates", "precision=0"),), False),
+                 ((("--gates", "precision=0,monitor:faithfulness"),), True),
+                 ((("--gates", "precision=0", "--compute", "unsupported_answer_rate"),), True),
+                 ((("--gates", "precision=0", "--items", str(folder / "i.jsonl")),), True),
+                 ((("--gates-file", str(folder / "g.toml")),), True),
+                 ((("--gates-file", str(folder / "strict.toml")),), None)]   # asked for, turned off
+        # q1's claim is its chunk's sentence (supported); q2's adds a number no chunk holds
+        # (unsupported): unsupported_answer_rate 1 / 2 where it is computed.
+        trace = [dict(self.TRACE[0], cited_chunks={"c1": "The refund window is 30 days."}),
+                 dict(trace_row("q2", "Managers approve 45 exceptions.", ["c2"], ["y", "c2"]),
+                      q="Who approves exceptions?", cited_chunks={"c2": "Managers approve exceptions."})]
+        for (args,), computed in cases:
+            with self.subTest(args=args):
+                argv = ["--gold", write_jsonl(folder / "g.jsonl", self.GOLD),
+                        "--trace", write_jsonl(folder / "t.jsonl", trace), "--k", "1"] + list(args)
+                code, rep, err = run_cli(argv, cwd=folder)
+                self.assertIn(code, (0, 1), err)
+                entry = rep["metrics"].get("unsupported_answer_rate")
+                if computed is False:
+                    self.assertIsNone(entry)
+                elif computed is None:
+                    self.assertIn("not computed", entry["reason"])
+                else:
+                    self.assertEqual((entry["value"], entry["count"], entry["n"]), (0.5, 1, 2))
 
 
 class RetrievalByHand(unittest.TestCase):
