@@ -26,6 +26,9 @@ Designs:
 * ``question rows``: the model reads only rows that carry a question (evouna, chatgpt_refusals);
   a row without one keeps score_eval's reader (so RefChecker's rows and the written set read
   as today).
+* ``question residual``: as ``question rows``, the features added to the committed model: its
+  logit (less its threshold's) is each row's fixed offset, the new weights and the bias are
+  penalised (1, 3, 10, 30), the threshold is on that logit (-3.0 ... 3.0 by 0.1).
 
 Features (``question_features``): score_eval.refusal_features' structural ones; the number of
 sentences; where the last decline sits; the share of sentences, and of words, that are content
@@ -75,6 +78,8 @@ _SELF_RX = re.compile(r"\b(?:i|i'm|i\u2019m|my|me)\b", re.I)
 LECTURE_RX = re.compile(r"\b(?:should|important|appropriate|inappropriate|respect|respectful|ethical|unethical|harmful|"
                         r"harm|offensive|encourage|recommend)\b", re.I)
 PENALTIES = (0.3, 1.0, 3.0)
+RESIDUAL_PENALTIES = (1.0, 3.0, 10.0, 30.0)
+RESIDUAL_THRESHOLDS = [round(-3.0 + 0.1 * i, 1) for i in range(61)]     # logit above the committed boundary
 
 
 def content_stems(text: str) -> list:
@@ -202,20 +207,68 @@ def prepare(rows: list, feats) -> list:
         case, sents, kinds, _ = se.refusal_layout(r["text"])
         weighed = se.weighed_layout(case, sents, kinds, fr.ENGLISH)
         out.append(dict(r, weighed=weighed, feats=feats(sents, kinds, r["q"]) if weighed else None,
+                        structural=se.refusal_features(sents, kinds) if weighed else None,
                         rule=se.read_refusal(r["text"], model=fr.REFUSAL_OFF)[0] == "refusal"))
     return out
 
 
-def train(rows: list, l2: float) -> dict:
-    vocab = sorted(set(k for r in rows for k in r["feats"]))
+def train(rows: list, l2: float, residual: bool = False) -> dict:
+    """The model of ``rows``' features; ``residual``: fitted on top of the committed model (its
+    logit, less its threshold's, is each row's offset; its 17 features are left out here)."""
+    vocab = sorted(set(k for r in rows for k in _own(r["feats"], residual)))
     index = {k: i for i, k in enumerate(vocab)}
-    xs = [sorted((index[k], v) for k, v in r["feats"].items() if v) for r in rows]
-    bias, weights = fr.fit_logistic(xs, [1.0 if r["y"] else 0.0 for r in rows], l2)
-    return {"bias": bias, "weights": dict(zip(vocab, weights))}
+    xs = [sorted((index[k], v) for k, v in _own(r["feats"], residual).items() if v) for r in rows]
+    ys = [1.0 if r["y"] else 0.0 for r in rows]
+    if residual:
+        bias, weights = fit_offset(xs, [committed_offset(r) for r in rows], ys, l2)
+    else:
+        bias, weights = fr.fit_logistic(xs, ys, l2)
+    return {"bias": bias, "weights": dict(zip(vocab, weights)), "residual": residual}
 
 
-def score(feats: dict, model: dict) -> float:
-    z = model["bias"] + sum(model["weights"].get(k, 0.0) * v for k, v in feats.items())
+def _own(feats: dict, residual: bool) -> dict:
+    return {k: v for k, v in feats.items() if k not in STRUCTURAL} if residual else feats
+
+
+def _logit(p: float) -> float:
+    return math.log(p / (1.0 - p))
+
+
+def committed_offset(r: dict) -> float:
+    """The committed model's logit of a weighed row less its threshold's: 0 on its decision boundary."""
+    return _logit(se.refusal_score(r["structural"])) - _logit(se.REFUSAL_MODEL["threshold"])
+
+
+def fit_offset(xs, offsets, ys, l2: float, iters: int = 30):
+    """(bias, weights) of an L2-penalised logistic regression with a fixed offset per row, Newton;
+    the bias is penalised too (the fit stays near the offset's model)."""
+    d = 1 + max((i for x in xs for i, _ in x), default=-1) + 1
+    w = [0.0] * d
+    for _ in range(iters):
+        g = [0.0] * d
+        h = [[0.0] * d for _ in range(d)]
+        for x, off, y in zip(xs, offsets, ys):
+            xx = [(0, 1.0)] + [(i + 1, v) for i, v in x]
+            p = 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, off + math.fsum(w[i] * v for i, v in xx)))))
+            for i, vi in xx:
+                g[i] += (p - y) * vi
+                for j, vj in xx:
+                    h[i][j] += p * (1 - p) * vi * vj
+        for i in range(d):
+            g[i] += l2 * w[i]
+            h[i][i] += l2
+        step = fr._solve(h, g)
+        w = [a - b for a, b in zip(w, step)]
+        if max(abs(x) for x in step) < 1e-10:
+            break
+    return w[0], w[1:]
+
+
+def score(r: dict, model: dict) -> float:
+    """The probability of a refusal; for a residual model, the logit above the committed boundary."""
+    z = model["bias"] + sum(model["weights"].get(k, 0.0) * v for k, v in _own(r["feats"], model["residual"]).items())
+    if model["residual"]:
+        return committed_offset(r) + z
     return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
 
@@ -223,22 +276,22 @@ def verdict(r: dict, p, t: float) -> bool:
     return (p >= t) if r["weighed"] else r["rule"]
 
 
-def cross_validate(rows: list, l2: float) -> list:
+def cross_validate(rows: list, l2: float, residual: bool) -> list:
     probs = [None] * len(rows)
     for k in range(fr.FOLDS):
-        model = train([r for r in rows if r["weighed"] and r["fold"] != k], l2)
+        model = train([r for r in rows if r["weighed"] and r["fold"] != k], l2, residual)
         for n, r in enumerate(rows):
             if r["weighed"] and r["fold"] == k:
-                probs[n] = score(r["feats"], model)
+                probs[n] = score(r, model)
     return probs
 
 
-def choose(rows: list):
-    """(penalty, threshold, out-of-fold probabilities) with the fewest cross-validated errors."""
+def choose(rows: list, residual: bool = False):
+    """(penalty, threshold, out-of-fold scores) with the fewest cross-validated errors."""
     best = None
-    for l2 in PENALTIES:
-        probs = cross_validate(rows, l2)
-        for t in fr.THRESHOLDS:
+    for l2 in (RESIDUAL_PENALTIES if residual else PENALTIES):
+        probs = cross_validate(rows, l2, residual)
+        for t in (RESIDUAL_THRESHOLDS if residual else fr.THRESHOLDS):
             miss = sum(1 for r, p in zip(rows, probs) if r["y"] and not verdict(r, p, t))
             fp = sum(1 for r, p in zip(rows, probs) if not r["y"] and verdict(r, p, t))
             if best is None or (miss + fp, fp) < best[0]:
@@ -260,7 +313,7 @@ def structural(sents: list, kinds: list, question) -> dict:
     return {k: v for k, v in se.refusal_features(sents, kinds).items() if ":" not in k}
 
 
-DESIGNS = (     # (name, rows the model reads: "all" or "question", features)
+DESIGNS = (     # (name, rows the model reads: "all" or "question" (+ " residual"), features)
     ("all rows: structural (the reader's 17 features), refitted", "all", structural),
     ("all rows: + layout and question features", "all", question_features),
     ("all rows: + layout, question and lecture features", "all",
@@ -269,7 +322,10 @@ DESIGNS = (     # (name, rows the model reads: "all" or "question", features)
     ("question rows: + layout and question features", "question", question_features),
     ("question rows: + layout, question and lecture features", "question",
      lambda s, k, q: question_features(s, k, q, lecture=True)),
+    ("question rows: the committed model + layout and question features (residual)", "question residual",
+     question_features),
 )
+STRUCTURAL = frozenset(se.REFUSAL_MODEL["weights"])     # the committed model's 17 features
 
 
 def reader(r: dict) -> bool:
@@ -280,10 +336,11 @@ def run_design(feats, rows_read: str, fit: dict, held: dict, written: list) -> d
     """Penalty, threshold and the figures of one design: cross-validated on each fit set, then
     the final model (refitted on every fit row it reads) once on each held-out set and the written rows."""
     reads = (lambda r: True) if rows_read == "all" else (lambda r: r["q"] is not None)
+    residual = rows_read.endswith("residual")
     train_rows = [r for name in sorted(fit) for r in fit[name] if reads(r)] + (written if rows_read == "all" else [])
     rows = prepare(train_rows, feats)
-    l2, t, probs = choose(rows)
-    model = train([r for r in rows if r["weighed"]], l2)
+    l2, t, probs = choose(rows, residual)
+    model = train([r for r in rows if r["weighed"]], l2, residual)
     oof = {(r["src"], r["id"]): verdict(r, p, t) for r, p in zip(rows, probs)}
     out = {"penalty": l2, "threshold": t}
     for name, part in sorted(fit.items()):
@@ -293,7 +350,7 @@ def run_design(feats, rows_read: str, fit: dict, held: dict, written: list) -> d
         if not reads(r):
             return reader(r)
         p = prepare([r], feats)[0]
-        return verdict(p, score(p["feats"], model) if p["weighed"] else None, t)
+        return verdict(p, score(p, model) if p["weighed"] else None, t)
     for name, part in sorted(held.items()):
         out["held " + name] = rate([(r["y"], final(r)) for r in part])
     out["written"] = rate([(r["y"], final(r)) for r in written])
@@ -325,7 +382,7 @@ def table() -> str:
         lines.append("| %s | | | %s |" % (name, " | ".join(_cell(f[c]) for c in COLUMNS)))
     for name, rows_read, feats in DESIGNS:
         f = run_design(feats, rows_read, fit, held, written)
-        lines.append("| %s | %s | %.2f | %s |" % (name, f["penalty"], f["threshold"], " | ".join(_cell(f[c]) for c in COLUMNS)))
+        lines.append("| %s | %s | %s | %s |" % (name, f["penalty"], f["threshold"], " | ".join(_cell(f[c]) for c in COLUMNS)))
         sys.stderr.write(".")
         sys.stderr.flush()
     sys.stderr.write("\n")

@@ -118,6 +118,19 @@ class Features(unittest.TestCase):
         self.check(f, {"last_decline_pos": 1.0, "after_share": 1 / 3})
 
 
+class FitOffset(unittest.TestCase):
+    def test_saturated_model_by_hand(self):
+        # one 0/1 feature: at x = 0 one refusal and one answer (log-odds 0), at x = 1 three refusals
+        # and one answer (log-odds log 3); a fixed offset of 0.5 on every row is taken back by the
+        # bias: bias = 0 - 0.5, weight = log 3 - 0 (a penalty of 1e-9 moves them by less than 1e-6)
+        import math
+        xs = [[], [], [(0, 1.0)], [(0, 1.0)], [(0, 1.0)], [(0, 1.0)]]
+        ys = [1.0, 0.0, 1.0, 1.0, 1.0, 0.0]
+        bias, (w,) = rq.fit_offset(xs, [0.5] * 6, ys, 1e-9)
+        self.assertAlmostEqual(bias, -0.5, places=6)
+        self.assertAlmostEqual(w, math.log(3), places=6)
+
+
 class Rate(unittest.TestCase):
     def test_counts(self):
         pairs = [(True, True), (True, False), (False, True), (False, False), (False, False)]
