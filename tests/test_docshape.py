@@ -29,6 +29,14 @@ class Readers(unittest.TestCase):
             with self.subTest(text=text):
                 self.assertEqual(docshape.is_lead_in(text), want)
 
+    def test_is_synopsis(self):
+        cases = [("$ pip install Jinja2", True), ("$ python -m venv .env", True),
+                 ("$ pip install x\n$ x --version", False), ("pip install x", False),
+                 ("$5 per seat", False), ("$ " + "x" * 199, False)]
+        for text, want in cases:
+            with self.subTest(text=text):
+                self.assertEqual(docshape.is_synopsis(text), want)
+
     def test_asks_literal(self):
         cases = [("Which option turns off the cache?", True),
                  ("What is the command to install it?", True),
@@ -115,6 +123,19 @@ Inside of a for-loop block, you can access some special variables:
 No option should disable the caching of downloads unless you cache at a higher level.
 The caching of downloads is disabled by passing the `--no-cache-dir` option.
 """,
+    "install.md": """# Installation
+
+Install the most recent version with pip:
+
+```text
+$ pip install Widget
+```
+
+```text
+$ pip install Widget
+$ widget --version
+```
+""",
     "signer.md": """# Signing
 
 A serializer wraps a signer to sign other data besides bytes.
@@ -176,6 +197,14 @@ class EndToEnd(unittest.TestCase):
         self.assertEqual(decision, "ANSWER")
         self.assertIn("number of iterations from the end", claim)
         self.assertEqual(cites, ["loop#p2"])
+
+    def test_synopsis_line(self):
+        # install#p2 is the one-line block, shipped as text; install#p3 (two lines) never is
+        decision, claim, cites = self.answer("What is the command to install Widget with pip?")
+        self.assertEqual(decision, "ANSWER")
+        self.assertIn("pip install Widget", claim)
+        self.assertIn("install#p2", cites)
+        self.assertNotIn("install#p3", cites)
 
     def test_own_definition_preferred(self):
         # "A serializer wraps a signer ..." names the signer too; the signer's own definition wins

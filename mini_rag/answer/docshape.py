@@ -22,7 +22,10 @@ test question):
                                filter, ... ("which option ...", "what is the command to ..."),
                                or how to do something ("how do I ...")
 ``has_literal(text)``          the unit writes a literal: an inline code span, ``--flag``,
-                               ``name()``, ``ENV_NAME``
+                               ``name()``, ``ENV_NAME``, or is a synopsis line
+``is_synopsis(text)``          a one-line code block after a shell prompt (``$ pip install
+                               x``): phase B keeps it as a fact (relevance.py), other code
+                               blocks are never shipped
 ``asked_subject(question)``    X of "what does X do / what is X / what are X"
 ``defines_subject(text, ...)`` the unit opens with X and goes on to say what it is: X then
                                ``is`` / ``are`` / a verb in ``-s`` / ``:`` / a dash, or a table
@@ -40,7 +43,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ..text.markup import plain_text
 
-__all__ = ["is_item", "is_lead_in", "lead_in_of", "entry_label", "asks_literal", "has_literal", "asked_subject",
+__all__ = ["is_item", "is_lead_in", "lead_in_of", "entry_label", "is_synopsis", "asks_literal", "has_literal", "asked_subject",
            "defines_subject"]
 
 _ITEM = re.compile(r"^\s{0,8}(?:[-*+\u2022]|\d{1,3}[.)]|[a-z][.)])[ \t]+\S")
@@ -120,6 +123,17 @@ def entry_label(text: str) -> str:
     return labels[0].group(1) or labels[0].group(2) or ""
 
 
+_PROMPT = re.compile(r"^\$[ \t]{1,4}[A-Za-z_.]")
+
+
+def is_synopsis(text: str) -> bool:
+    """A command synopsis: a code block of one line written after a shell prompt (``$ pip
+    install Jinja2``), at most 200 characters.  It may be shipped as the answer's text, as a
+    sentence is; a code block of more lines never is."""
+    t = text.strip()
+    return "\n" not in t and len(t) <= 200 and bool(_PROMPT.match(t))
+
+
 def asks_literal(question: str) -> bool:
     """Does the question ask for a name written as code (module docstring)?"""
     if _HOW.match(question):
@@ -133,7 +147,7 @@ def asks_literal(question: str) -> bool:
 
 def has_literal(text: str) -> bool:
     """Does the unit write a literal: a code span, ``--flag``, ``name()`` or ``ENV_NAME``?"""
-    return bool(_LITERAL.search(text))
+    return bool(_LITERAL.search(text)) or is_synopsis(text)
 
 
 def asked_subject(question: str) -> Optional[str]:
