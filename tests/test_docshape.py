@@ -37,6 +37,37 @@ class Readers(unittest.TestCase):
             with self.subTest(text=text):
                 self.assertEqual(docshape.is_synopsis(text), want)
 
+    def test_lead_in_of_and_introduces_list(self):
+        from types import SimpleNamespace as C
+        chunks = [C(chunk_id="a#p0", doc_id="a", kind="text", text="Configure it in three ways:"),
+                  C(chunk_id="a#p1", doc_id="a", kind="text", text="- with an option"),
+                  C(chunk_id="a#p2", doc_id="a", kind="text", text="- in a file"),
+                  C(chunk_id="a#p3", doc_id="a", kind="text", text="The values are:"),
+                  C(chunk_id="a#p4", doc_id="a", kind="table", text="Name: x; Value: 1"),
+                  C(chunk_id="b#p0", doc_id="b", kind="text", text="- an item of another page"),
+                  C(chunk_id="b#p1", doc_id="b", kind="text", text="It ends here:")]
+        ids = [c.chunk_id for c in chunks]
+        index = C(chunks=chunks, position=lambda cid: ids.index(cid) if cid in ids else -1)
+        # a#p2 walks back over a#p1 to the lead-in; b#p0 has none (the page starts with it)
+        self.assertEqual(docshape.lead_in_of(["a#p2", "a#p4", "b#p0", "a#p0"], index),
+                         {0: "Configure it in three ways:", 1: "The values are:"})
+        self.assertTrue(docshape.introduces_list("Configure it in three ways:", chunks[0].text, "a#p0", index))
+        self.assertTrue(docshape.introduces_list("The values are:", chunks[3].text, "a#p3", index))
+        self.assertFalse(docshape.introduces_list("It ends here:", chunks[6].text, "b#p1", index))  # last chunk
+        self.assertTrue(docshape.introduces_list("Two ways:", "Two ways:\n- one\n- two", "x#p0", index))
+        self.assertFalse(docshape.introduces_list("Two ways:", "Two ways:\nSee below.", "x#p0", index))
+        self.assertEqual(docshape.lead_in_of(["a#p2"], C()), {})     # an index without chunk order
+
+    def test_entry_label(self):
+        cases = [("`truncate.leeway`: Configures the leeway. The default is `5`.", "truncate.leeway"),
+                 ("**Legal hold**: an instruction to preserve records.", "Legal hold"),
+                 ("**A**: one. **B**: two.", ""),          # two entries in one chunk: no label
+                 ("See `x`: it is fine.", ""),              # the label must open the chunk
+                 ("Plain text: no label.", "")]
+        for text, want in cases:
+            with self.subTest(text=text):
+                self.assertEqual(docshape.entry_label(text), want)
+
     def test_asks_literal(self):
         cases = [("Which option turns off the cache?", True),
                  ("What is the command to install it?", True),

@@ -16,6 +16,9 @@ test question):
                                chunk is (```name`: ...``, ``**Name**: ...``, one label in the
                                chunk): its sentences after the first carry the label's words
 ``is_lead_in(text)``           a unit ending with one ``:`` (not a literal block's ``::``)
+``introduces_list(...)``       a lead-in followed by its list (or table): phase C never ships
+                               it alone; with no item of its list in the evidence, the next
+                               candidate is the answer
 ``is_item(text)``              a list item (``-``, ``*``, ``+``, ``\u2022``, ``1.``, ``a)``)
 ``asks_literal(question)``     the question asks for a name written as code: an option,
                                flag, command, argument, setting, variable, method, function,
@@ -43,7 +46,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ..text.markup import plain_text
 
-__all__ = ["is_item", "is_lead_in", "lead_in_of", "entry_label", "is_synopsis", "asks_literal", "has_literal", "asked_subject",
+__all__ = ["is_item", "is_lead_in", "introduces_list", "lead_in_of", "entry_label", "is_synopsis", "asks_literal", "has_literal", "asked_subject",
            "defines_subject"]
 
 _ITEM = re.compile(r"^\s{0,8}(?:[-*+\u2022]|\d{1,3}[.)]|[a-z][.)])[ \t]+\S")
@@ -108,6 +111,27 @@ def lead_in_of(chunk_ids: Sequence[str], index: Any, limit: int = 40) -> Dict[in
             if is_lead_in(last):
                 out[i] = last
     return out
+
+
+def introduces_list(unit: str, chunk_text: str, chunk_id: str, index: Any) -> bool:
+    """Is the lead-in ``unit`` (of the chunk ``chunk_id``) followed by its list: item lines
+    after it in its chunk, or, when it ends the chunk, a list-item or table chunk next in the
+    same document?"""
+    if not is_lead_in(unit):
+        return False
+    at = chunk_text.rfind(unit.strip())
+    rest = [ln for ln in chunk_text[at + len(unit.strip()):].split("\n") if ln.strip()] if at >= 0 else []
+    if rest:
+        return is_item(rest[0])
+    chunks = getattr(index, "chunks", None)
+    position = getattr(index, "position", None)
+    if chunks is None or position is None:
+        return False
+    pos = position(chunk_id)
+    if pos < 0 or pos + 1 >= len(chunks) or chunks[pos + 1].doc_id != chunks[pos].doc_id:
+        return False
+    nxt = chunks[pos + 1]
+    return is_item(nxt.text) or getattr(nxt, "kind", "text") == "table"
 
 
 _LABEL = re.compile(r"`([^`\n]{1,80})`[ \t]{0,3}:[ \t]|\*\*([^*\n]{1,80})\*\*[ \t]{0,3}:[ \t]")

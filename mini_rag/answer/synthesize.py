@@ -1198,6 +1198,10 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
                 out["outcome"] = "asked_value_missing"
                 return out
             best = pick
+    if docshape.introduces_list(best[3].text, infos[best[1]].fact.quote, infos[best[1]].fact.chunk_id, index) \
+            and not _list_after(best, scored, infos, index):
+        # a lead-in whose list is not in the evidence says nothing: the next candidate answers
+        best = next((s for s in pool if not docshape.is_lead_in(s[3].text)), best)
     runner = next((s[0] for s in scored if s is not best), 0.0)
     out["best_score"] = _r(best[0])
     out["runner_up"] = _r(runner)
