@@ -46,7 +46,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ..text.markup import plain_text
 
-__all__ = ["is_item", "is_lead_in", "introduces_list", "lead_in_of", "entry_label", "is_synopsis", "asks_literal", "has_literal", "asked_subject",
+__all__ = ["shaped", "list_after", "is_item", "is_lead_in", "introduces_list", "lead_in_of", "entry_label", "is_synopsis", "asks_literal", "has_literal", "asked_subject",
            "defines_subject"]
 
 _ITEM = re.compile(r"^\s{0,8}(?:[-*+\u2022]|\d{1,3}[.)]|[a-z][.)])[ \t]+\S")
@@ -234,3 +234,44 @@ def shape_bonus(units: List[Any], literal: bool, subject_terms: Sequence[str],
             (bool(subject_terms) and defines_subject(u.text, subject_terms, analyzer))
         out[id(u)] = 1.0 if hit else 0.0
     return out if any(out.values()) else {}
+
+
+def shaped(part: str, scored: List[tuple], analyzer: Any, wt: float) -> List[tuple]:
+    """Phase C's candidates ``(score, fact_idx, sent_idx, unit, type_match)`` with the shapes
+    read: a question asking for a literal gives the units writing one the type weight
+    (``wt``) once more; "what does X do" gives it to X's own one-line
+    definition (which then also counts as a definition).  Only when some unit has the shape."""
+    literal = asks_literal(part)
+    subject = asked_subject(part)
+    subject_terms = analyzer.analyze(subject) if subject and analyzer is not None else []
+    if not scored or not (literal or subject_terms):
+        return scored
+    bonus = shape_bonus([s[3] for s in scored], literal, subject_terms, analyzer)
+    if not bonus:
+        return scored
+    return [(s[0] + wt * bonus[id(s[3])], s[1], s[2], s[3],
+             max(s[4], bonus[id(s[3])]) if subject_terms else s[4]) for s in scored]
+
+
+def list_after(best: tuple, scored: List[tuple], infos: List[Any], index: Any) -> List[tuple]:
+    """The scored list items right after the lead-in ``best``, in text order: the items after it
+    in its own chunk, and the units of the list-item or table chunks whose lead-in it is
+    (``lead_in`` of synthesize's ``_FactInfo``).  ``scored``: phase C's candidates."""
+    lead = best[3].text.strip()
+    doc = infos[best[1]].fact.pdf
+    position = getattr(index, "position", None)
+    units = infos[best[1]].units
+    same = []
+    for u in units[units.index(best[3]) + 1:] if best[3] in units else []:
+        if not is_item(u.text):
+            break
+        same.append(u)
+    out = []
+    for s in scored:
+        info = infos[s[1]]
+        if s[1] == best[1] and s[3] in same:
+            out.append(s)
+        elif s[1] != best[1] and info.fact.pdf == doc and info.lead_in and info.lead_in.strip().endswith(lead):
+            out.append(s)       # an item, or a row of the table, the lead-in introduces
+    pos = (lambda cid: position(cid)) if position is not None else (lambda cid: 0)
+    return sorted(out, key=lambda s: (pos(infos[s[1]].fact.chunk_id), s[1], s[2]))

@@ -1039,46 +1039,6 @@ def _asked_pick(pool: List[tuple], kind: str, key: Sequence[str], analyzer: Any,
     return None
 
 
-def _shaped(part: str, kind: Optional[str], scored: List[tuple], analyzer: Any, wt: float) -> List[tuple]:
-    """Documentation shapes (docshape.py): a question asking for a literal gives the units
-    writing one the type weight once more; "what does X do" gives it to X's own one-line
-    definition (which then also counts as a definition).  Only when some unit has the shape."""
-    literal = docshape.asks_literal(part)
-    subject = docshape.asked_subject(part)
-    subject_terms = analyzer.analyze(subject) if subject and analyzer is not None else []
-    if not scored or not (literal or subject_terms):
-        return scored
-    bonus = docshape.shape_bonus([s[3] for s in scored], literal, subject_terms, analyzer)
-    if not bonus:
-        return scored
-    return [(s[0] + wt * bonus[id(s[3])], s[1], s[2], s[3],
-             max(s[4], bonus[id(s[3])]) if subject_terms else s[4]) for s in scored]
-
-
-def _list_after(best: tuple, scored: List[tuple], infos: List[_FactInfo], index: Any) -> List[tuple]:
-    """The scored list items right after the lead-in ``best``, in text order: the items after it
-    in its own chunk, and the units of the list-item or table chunks whose lead-in it is
-    (``_FactInfo.lead_in``)."""
-    lead = best[3].text.strip()
-    doc = infos[best[1]].fact.pdf
-    position = getattr(index, "position", None)
-    units = infos[best[1]].units
-    same = []
-    for u in units[units.index(best[3]) + 1:] if best[3] in units else []:
-        if not docshape.is_item(u.text):
-            break
-        same.append(u)
-    out = []
-    for s in scored:
-        info = infos[s[1]]
-        if s[1] == best[1] and s[3] in same:
-            out.append(s)
-        elif s[1] != best[1] and info.fact.pdf == doc and info.lead_in and info.lead_in.strip().endswith(lead):
-            out.append(s)       # an item, or a row of the table, the lead-in introduces
-    pos = (lambda cid: position(cid)) if position is not None else (lambda cid: 0)
-    return sorted(out, key=lambda s: (pos(infos[s[1]].fact.chunk_id), s[1], s[2]))
-
-
 def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: Any,
                  bridges: Bridges, cfg: Dict[str, Any], analyzed: Any = None,
                  others: Optional[Callable[[], Sequence[frozenset]]] = None) -> Dict[str, Any]:
@@ -1172,7 +1132,7 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
             prox = _proximity(stand_ins, unit.terms)
             score = wc * cov + wt * tm + wp * prox + wr * max(0.0, min(1.0, info.fact.score))
             scored.append((score, unit.fact_idx, unit.sent_idx, unit, tm))
-    scored = _shaped(part, kind, scored, analyzer, wt)
+    scored = docshape.shaped(part, scored, analyzer, wt)
     scored.sort(key=lambda s: (-s[0], s[1], s[2]))
     if not scored:
         out["outcome"] = "key_terms_not_covered"
@@ -1199,7 +1159,7 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
                 return out
             best = pick
     if docshape.introduces_list(best[3].text, infos[best[1]].fact.quote, infos[best[1]].fact.chunk_id, index) \
-            and not _list_after(best, scored, infos, index):
+            and not docshape.list_after(best, scored, infos, index):
         # a lead-in whose list is not in the evidence says nothing: the next candidate answers
         best = next((s for s in pool if not docshape.is_lead_in(s[3].text)), best)
     runner = next((s[0] for s in scored if s is not best), 0.0)
@@ -1224,7 +1184,7 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
         items = sorted((s for s in scored if s[1] == best[1] and _LIST_ITEM.match(s[3].text)),
                        key=lambda s: s[2])[:int(cfg["max_sentences"])]
         chosen = items if best in items else [best] + items[:-1]
-    listed = [] if enumerated or not docshape.is_lead_in(best[3].text) else _list_after(best, scored, infos, index)
+    listed = [] if enumerated or not docshape.is_lead_in(best[3].text) else docshape.list_after(best, scored, infos, index)
     if listed:
         # a lead-in is shipped with its list: the list asked for whole, else its best item
         enumerated = is_enumeration(part) if analyzed is None else analyzed.enumeration
