@@ -1,0 +1,152 @@
+"""Background term weights (issue 43 item 2): a term's weight does not change when unrelated
+documents are added to the index.
+
+Expected values are derived by hand from the committed ``mini_rag/data/background_en.txt``
+(SCOWL levels; tools/build_background.py): it lists 52,923 terms, 2,099 at level 10, 3,092 at
+20, 10,476 at 35, 2,021 at 40, 7,752 at 50, 2,627 at 55, 4,365 at 60 and 20,491 at 70.  SCOWL
+puts "agreement" and "court" at level 10, "confidential" at 20, "subpoena" at 40.  So
+"agreement" ranks 2,099 / 2 = 1,049.5 and weighs ln(1,050.5); "subpoena" ranks 2,099 + 3,092 +
+10,476 + 2,021 / 2 = 16,677.5 and weighs ln(16,678.5); an unlisted term ranks 2 x 52,923 =
+105,846 and weighs ln(105,847).
+"""
+import copy
+import json
+import math
+import os
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from mini_rag.config import DEFAULTS  # noqa: E402
+from mini_rag.errors import MiniRagError  # noqa: E402
+from mini_rag.indexing.background import BackgroundIndex, answer_index, level_idf, load_levels  # noqa: E402
+from mini_rag.indexing.index import build_index  # noqa: E402
+from mini_rag.pipeline import Pipeline  # noqa: E402
+from mini_rag.search.retrieve import Retriever  # noqa: E402
+from mini_rag.text.analysis import Analyzer  # noqa: E402
+from mini_rag.text.corpus import load_chunks  # noqa: E402
+
+NDA = {"_id": "nda", "title": "", "text": (
+    "The Recipient shall keep the Confidential Information secret.\n\n"
+    "The Recipient may disclose Confidential Information when a court issues a subpoena, after notice.\n\n"
+    "This agreement ends after three years.")}
+# Unrelated documents that use the question's words (court, subpoena, agreement, witness) often.
+OTHERS = [
+    {"_id": "court-1", "title": "", "text": "A court may issue a subpoena to a witness. The court keeps the agreement."},
+    {"_id": "court-2", "title": "", "text": "Every subpoena names a court. A witness answers the subpoena in court."},
+    {"_id": "court-3", "title": "", "text": "The court reads the agreement of the parties about the subpoena."},
+]
+QUESTION = "May the Recipient disclose Confidential Information to a witness under a subpoena from a court?"
+
+
+def _index(docs):
+    d = tempfile.mkdtemp()
+    path = os.path.join(d, "corpus.jsonl")
+    with open(path, "w", encoding="utf-8") as fh:
+        for row in docs:
+            fh.write(json.dumps(row) + "\n")
+    return path, build_index(load_chunks(path))
+
+
+def _pipeline(docs, **answer):
+    path, index = _index(docs)
+    cfg = copy.deepcopy(DEFAULTS)
+    cfg["corpus"]["path"] = path
+    cfg["answer"].update(answer)
+    return Pipeline(cfg, retriever=Retriever(index, cfg))
+
+
+class Levels(unittest.TestCase):
+
+    def test_committed_file(self):
+        levels = load_levels()
+        self.assertEqual(len(levels), 52923)
+        counts = {}
+        for level in levels.values():
+            counts[level] = counts.get(level, 0) + 1
+        self.assertEqual(counts, {10: 2099, 20: 3092, 35: 10476, 40: 2021, 50: 7752, 55: 2627, 60: 4365, 70: 20491})
+        self.assertEqual((levels["agreement"], levels["court"], levels["confidenti"], levels["subpoena"]),
+                         (10, 10, 20, 40))
+
+    def test_weights(self):
+        w = BackgroundIndex(None)
+        self.assertAlmostEqual(w.idf("agreement"), math.log(1050.5), places=12)
+        self.assertAlmostEqual(w.idf("subpoena"), math.log(16678.5), places=12)
+        self.assertAlmostEqual(w.idf("cnli99"), math.log(105847.0), places=12)
+        self.assertEqual(level_idf({"a": 10, "b": 10, "c": 35}), {10: math.log(2.0), 35: math.log(3.5)})
+
+    def test_other_analyzer_reads_the_default_terms(self):
+        # an index analyzed without stemming holds "subpoenas"; the table is keyed by "subpoena"
+        plain = Analyzer(stemmer="none")
+        self.assertEqual(plain.analyze("subpoenas"), ["subpoenas"])
+
+        class Unstemmed:
+            analyzer = plain
+        w = BackgroundIndex(Unstemmed())
+        self.assertEqual(w.level("subpoenas"), 40)
+        self.assertAlmostEqual(w.idf("subpoenas"), math.log(16678.5), places=12)
+
+    def test_bad_line_names_the_file_and_line(self):
+        d = tempfile.mkdtemp()
+        path = os.path.join(d, "bg.txt")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write("# notice\n10 a b\nten c\n")
+        with self.assertRaises(MiniRagError) as cm:
+            load_levels(path)
+        self.assertIn("bg.txt:3:", str(cm.exception))
+
+    def test_default_is_the_index(self):
+        _, index = _index([NDA])
+        self.assertIs(answer_index(index, DEFAULTS), index)
+        self.assertIsInstance(answer_index(index, {"answer": {"term_weights": "background"}}), BackgroundIndex)
+
+
+class Independence(unittest.TestCase):
+    """The same scoped question, asked of an index of its contract alone and of one with three
+    unrelated documents added."""
+
+    def test_weights_do_not_move(self):
+        _, alone = _index([NDA])
+        _, crowded = _index([NDA] + OTHERS)
+        a, b = BackgroundIndex(alone), BackgroundIndex(crowded)
+        for term in ("court", "subpoena", "agreement", "confidenti", "recipi", "disclos", "wit"):
+            self.assertEqual(a.idf(term), b.idf(term))
+        # "witness" is no chunk of the contract, but an English word: known in both
+        self.assertEqual((alone.doc_freq("wit"), crowded.doc_freq("wit")), (0, 2))
+        self.assertEqual((a.doc_freq("wit"), b.doc_freq("wit")), (1, 2))
+        # the index's own idf does move: the test could fail
+        self.assertNotEqual(alone.idf("subpoena"), crowded.idf("subpoena"))
+
+    def test_same_decision(self):
+        one = _pipeline([NDA], term_weights="background").answer(QUESTION, doc_scope="nda")
+        many = _pipeline([NDA] + OTHERS, term_weights="background").answer(QUESTION, doc_scope="nda")
+        p1, p2 = one.answer.detail["parts"][0], many.answer.detail["parts"][0]
+        self.assertEqual(p1["idf"], p2["idf"])
+        self.assertEqual(p1["key_terms"], p2["key_terms"])
+        self.assertEqual(one.row["answer_json"], many.row["answer_json"])
+        self.assertEqual(one.row["decision"], many.row["decision"])
+
+    def test_index_weights_differ(self):
+        one = _pipeline([NDA]).answer(QUESTION, doc_scope="nda")
+        many = _pipeline([NDA] + OTHERS).answer(QUESTION, doc_scope="nda")
+        self.assertNotEqual(one.answer.detail["parts"][0]["idf"], many.answer.detail["parts"][0]["idf"])
+
+    def test_english_word_is_no_typo(self):
+        # "count" is not in the index; the index's "counti" is one edit away
+        docs = [{"_id": "d", "title": "", "text": "The counties keep the register of every county."}]
+        path, index = _index(docs)
+        cfg = copy.deepcopy(DEFAULTS)
+        fixes = {}
+        Retriever(index, cfg).query_terms("count", fixes)
+        self.assertEqual(fixes, {"count": "counti"})
+        cfg["answer"]["term_weights"] = "background"
+        fixes = {}
+        self.assertEqual(Retriever(index, cfg).query_terms("count", fixes), ["count"])
+        self.assertEqual(fixes, {})
+
+
+if __name__ == "__main__":
+    unittest.main()
