@@ -134,6 +134,33 @@ class Independence(unittest.TestCase):
         many = _pipeline([NDA] + OTHERS).answer(QUESTION, doc_scope="nda")
         self.assertNotEqual(one.answer.detail["parts"][0]["idf"], many.answer.detail["parts"][0]["idf"])
 
+    def test_scoped_view_is_the_document_alone(self):
+        _, alone = _index([NDA])
+        _, crowded = _index([NDA] + OTHERS)
+        a, b = BackgroundIndex(alone), BackgroundIndex(crowded).scoped("nda")
+        self.assertEqual([c.chunk_id for c in b.chunks], ["nda#p0", "nda#p1", "nda#p2"])
+        # subpoena: nda#p1 only (the index: also court-1, court-2, court-3); witness: no chunk
+        # of nda, an English word; cnli99: nowhere, no English word
+        for term, want in (("subpoena", 1), ("court", 1), ("recipi", 2), ("wit", 1), ("cnli99", 0)):
+            self.assertEqual((a.doc_freq(term), b.doc_freq(term)), (want, want), term)
+        self.assertEqual(crowded.doc_freq("subpoena"), 4)
+        w = BackgroundIndex(crowded)
+        self.assertIs(w.scoped("nda"), w.scoped("nda"))             # built once per document
+
+    def test_other_documents_examples_do_not_bridge(self):
+        # court-4 lists examples of "parties" ("third parties, such as agents, consultants and
+        # advisors"): with the index's weights the question's "agents" and "consultants" (two of
+        # its examples, and not the class word) are bridged to
+        # "parties" in the crowded index only; with background weights in neither
+        example = {"_id": "court-4", "title": "", "text": (
+            "The court may hear third parties, such as agents, consultants and advisors.")}
+        question = "May the Recipient tell agents and consultants about the Confidential Information?"
+        for weights, differ in (("index", True), ("background", False)):
+            one = _pipeline([NDA], term_weights=weights).analyze(question, "nda")
+            many = _pipeline([NDA, example], term_weights=weights).analyze(question, "nda")
+            self.assertEqual(one.bridges != many.bridges, differ, weights)
+            self.assertNotIn("agent", one.bridges)
+
     def test_english_word_is_no_typo(self):
         # "count" is not in the index; the index's "counti" is one edit away
         docs = [{"_id": "d", "title": "", "text": "The counties keep the register of every county."}]

@@ -19,6 +19,12 @@ through :class:`BackgroundIndex` instead:
   the asker's noise, whether or not another document of the index happens to use it.
 * everything else (chunks, analyzer, the glossary tables) is the index's.
 
+A question scoped to one document (``doc_scope``) reads :meth:`BackgroundIndex.scoped`: the
+same weights, and the document's own ``chunks`` (so the corpus's glossary definitions, listed
+examples and abbreviations that bridge its terms are that document's) and ``doc_freq`` (the
+number of the document's chunks holding the term, at least 1 for a background word).  An
+index of that document alone gives the same view, whatever else another index holds.
+
 Retrieval keeps the index's BM25 weights; with the option on, its typo correction leaves a
 word of the background alone (``known``): "count" is not a typo of another document's
 "counti".
@@ -110,6 +116,8 @@ class BackgroundIndex:
         self._to_default = _default_term(getattr(index, "analyzer", None))
         self._idf = level_idf(self.levels)
         self._unlisted = math.log(1.0 + 2.0 * len(self.levels))
+        self._lock = threading.Lock()
+        self._scoped: Dict[str, "ScopedBackground"] = {}
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name == "_index":
@@ -133,6 +141,55 @@ class BackgroundIndex:
     def doc_freq(self, term: str) -> int:
         df = int(self._index.doc_freq(term))
         return 1 if df == 0 and self.known(term) else df
+
+    def scoped(self, doc_id: str) -> "ScopedBackground":
+        """The view of one document (module docstring), built once per document; the last
+        :data:`SCOPED_KEEP` are kept."""
+        with self._lock:
+            got = self._scoped.pop(doc_id, None)
+            if got is None:
+                got = ScopedBackground(self, doc_id)
+            self._scoped[doc_id] = got            # most recently used last
+            while len(self._scoped) > SCOPED_KEEP:
+                del self._scoped[next(iter(self._scoped))]
+            return got
+
+
+#: Scoped views kept per :class:`BackgroundIndex` (each holds one document's term counts).
+SCOPED_KEEP = 64
+
+
+class ScopedBackground(BackgroundIndex):
+    """One document of the index, as :meth:`BackgroundIndex.scoped` says."""
+
+    def __init__(self, parent: BackgroundIndex, doc_id: str) -> None:
+        self._index = parent._index
+        self.levels = parent.levels
+        self._to_default = parent._to_default
+        self._idf = parent._idf
+        self._unlisted = parent._unlisted
+        self.doc_id = doc_id
+        index = self._index
+        chunks, df = [], {}                       # type: ignore[var-annotated]
+        for pos, chunk in enumerate(getattr(index, "chunks", None) or ()):
+            if chunk.doc_id == doc_id:
+                chunks.append(chunk)
+                for term in index.terms(pos):
+                    df[term] = df.get(term, 0) + 1
+        self.chunks = chunks
+        self._df: Dict[str, int] = df
+
+    def doc_freq(self, term: str) -> int:
+        df = self._df.get(term, 0)
+        return 1 if df == 0 and self.known(term) else df
+
+
+def scoped_index(weights: Any, doc_scope: Optional[str]) -> Any:
+    """What a question scoped to ``doc_scope`` reads: the scoped view of background weights
+    (:meth:`BackgroundIndex.scoped`), else ``weights`` itself."""
+    if doc_scope and isinstance(weights, BackgroundIndex) and not isinstance(weights, ScopedBackground):
+        return weights.scoped(doc_scope)
+    return weights
 
 
 def answer_index(index: Any, config: Dict[str, Any]) -> Any:

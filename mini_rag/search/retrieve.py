@@ -360,6 +360,11 @@ class Retriever:
                 raise MiniRagError("[retrieval] %s must be a number from 0 to 1, got %r" % (key, w))
             self._alt_weights[key] = float(w)
         self._extra_groups = tuple((config.get("answer") or {}).get("synonym_groups") or ())
+        # [answer] term_weights = "background": a general-English word is never a typo (issue 43)
+        self._background = None
+        if (config.get("answer") or {}).get("term_weights", "index") == "background":
+            from ..indexing.background import BackgroundIndex
+            self._background = BackgroundIndex(index)
         # Pruned top-k (exact, see _pruned_scores); False scores every chunk that shares a term.
         self.pruning = bool(r.get("pruning", True))
         # Below this many postings the exhaustive sum (all C-level) is faster than pruning's
@@ -1029,7 +1034,8 @@ class Retriever:
         has_term = self.index.has_term
         for tok in tokenize(text, analyzer.lowercase):
             terms = analyzer.analyze(tok)
-            if not all(has_term(t) for t in terms):
+            if not all(has_term(t) for t in terms) and not (
+                    self._background is not None and terms and all(self._background.known(t) for t in terms)):
                 fix = self.correct(tok)
                 if fix is not None:
                     corrections[tok] = " ".join(fix)
