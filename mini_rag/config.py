@@ -110,8 +110,9 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         "answerability_embed_threshold": -1.0,  # the same for the model with embeddings; -1: its fitted threshold
         "synonym_groups": [],            # more groups, each "word, word, phrase" (synonyms.py format)
         "dedup_jaccard": 0.9,            # word-set Jaccard at which two facts are near-identical
-        # "index": the answering stages weigh terms by the index's idf; "background": by general
-        # English (indexing/background.py), the same whatever else the index holds (issue 43)
+        # "document": a question scoped to one document weighs terms by general English and that
+        # document's own idf (indexing/background.py), the same whatever else the index holds
+        # (issue 43); "index": by the index's idf, as every unscoped question does
         "term_weights": "index",
         # synthesize.py (phase C), rules in its docstring
         "key_idf_ratio": 0.6,            # key terms: idf >= this * the question's largest idf
@@ -215,7 +216,7 @@ CHOICES: Dict[Tuple[str, str], Tuple[str, ...]] = {
     ("retrieval", "mode"): ("bm25", "dense", "hybrid"),
     ("retrieval", "fusion"): ("rrf", "convex"),
     ("answer", "generator"): ("command", "extractive"),
-    ("answer", "term_weights"): ("index", "background"),
+    ("answer", "term_weights"): ("index", "document"),
 }
 #: Strings that must hold something other than white space (a path, the refusal token).
 NON_EMPTY = frozenset((("corpus", "path"), ("index", "path"), ("answer", "refusal")))

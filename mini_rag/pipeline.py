@@ -65,7 +65,7 @@ from .question import QuestionAnalysis, analyze_question
 from .records import Fact, Hit, Retrieval
 from .answer.relevance import analyzer_of, phase_b
 from .answer.synthesize import Answer
-from .indexing.background import answer_index, scoped_index
+from .indexing.background import answer_index, scoped_index, scoped_retriever
 from .trace import build_row
 
 __all__ = ["Pipeline", "Result", "conflict_json", "open_pipeline", "question_first", "retrieval_half",
@@ -169,11 +169,11 @@ class Pipeline:
             retriever = open_retriever(config)
         self.retriever = retriever
         self.index = getattr(retriever, "index", None)
-        # what the answering stages read as the index: itself, or its background term weights
-        # ([answer] term_weights, indexing/background.py); retrieval keeps the index's own
+        # what the answering stages read as the index: itself, or per question the view of its
+        # document ([answer] term_weights, indexing/background.scoped_index); retrieval keeps the index
         self.weights = answer_index(self.index, config)
         self.analyzer = analyzer_of(self.index, config)
-        self.generator = generator if generator is not None else get_generator(config, self.weights)
+        self.generator = generator if generator is not None else get_generator(config, self.index)
         self.refusal = config["answer"]["refusal"]
         guards.parse_date(config["guards"]["as_of"], "config [guards] as_of")   # fail early
         self._markup: Optional[frozenset] = None
@@ -192,7 +192,7 @@ class Pipeline:
         :meth:`answer` builds first, with this pipeline's analyzer, index (its term weights for
         ``doc_scope``: ``background.scoped_index``) and retriever."""
         return analyze_question(question, self.analyzer, scoped_index(self.weights, doc_scope), self.config,
-                                retriever=self.retriever)
+                                retriever=scoped_retriever(self.retriever, self.weights, doc_scope))
 
     def _retrieve(self, qa: QuestionAnalysis,
                   doc_scope: Optional[str]) -> Tuple[Retrieval, QuestionAnalysis]:
@@ -217,15 +217,16 @@ class Pipeline:
         return facts_a, _version_facts(question, facts_b, retrieval.hits, self.config["guards"])
 
     def conflicts(self, question: str, facts_a: List[Fact], retrieval: Retrieval,
-                  qa: QuestionAnalysis, citations: List[str]) -> List[Any]:
+                  qa: QuestionAnalysis, citations: List[str], doc_scope: Optional[str] = None) -> List[Any]:
         """The conflict guard's pairs among every accepted hit (phase A), about what the
         answer cites (``citations``), with the version and subject rules of conflicts.py."""
         cfg = self.config
+        weights = scoped_index(self.weights, doc_scope)
         return conflicts_mod.find_conflicts(
             qa.terms, facts_a, self.analyzer, cfg["guards"], cfg["clarify"],
             context={h.chunk_id: "%s\n%s" % (h.heading, h.title) for h in retrieval.hits},
             question=question, anchor=citations, versions=_versions(retrieval.hits), bridges=qa.bridges,
-            doc_versions=conflicts_mod.doc_versions(retrieval.hits), idf=getattr(self.weights, "idf", None))
+            doc_versions=conflicts_mod.doc_versions(retrieval.hits), idf=getattr(weights, "idf", None))
 
     def answer(self, question: str, qid: str = "", timings: bool = False,
                doc_scope: Optional[str] = None) -> Result:
@@ -284,7 +285,7 @@ class Pipeline:
             chunk_texts={cid: h.text for cid, h in hits_by_id.items()}, analyzer=self.analyzer)
         q_terms, bridges = qa.terms, qa.bridges
         citations = answer.citations()
-        pairs = self.conflicts(question, facts_a, retrieval, qa, citations)
+        pairs = self.conflicts(question, facts_a, retrieval, qa, citations, doc_scope)
         risk = guards.classify_risk(question, self.analyzer, cfg["risk"], terms=qa.analyzed)
         cited = [(cid, hits_by_id[cid].doc_id, hits_by_id[cid].effective, hits_by_id[cid].metadata)
                  for cid in citations if cid in hits_by_id]

@@ -8,6 +8,11 @@ puts "agreement" and "court" at level 10, "confidential" at 20, "subpoena" at 40
 "agreement" ranks 2,099 / 2 = 1,049.5 and weighs ln(1,050.5); "subpoena" ranks 2,099 + 3,092 +
 10,476 + 2,021 / 2 = 16,677.5 and weighs ln(16,678.5); an unlisted term ranks 2 x 52,923 =
 105,846 and weighs ln(105,847).
+
+A question scoped to a document adds 1.25 (``DOC_IDF_WEIGHT``) x the term's BM25 idf within
+the document, ln(1 + (n - df + 0.5) / (df + 0.5)): in the three-chunk NDA below "subpoena" is in
+one chunk (ln(1 + 2.5 / 1.5) = ln(8 / 3)), "recipient" in two (ln(1.6)), "witness" in none
+(ln(8)).
 """
 import copy
 import json
@@ -22,7 +27,8 @@ sys.path.insert(0, ROOT)
 
 from mini_rag.config import DEFAULTS  # noqa: E402
 from mini_rag.errors import MiniRagError  # noqa: E402
-from mini_rag.indexing.background import BackgroundIndex, answer_index, level_idf, load_levels  # noqa: E402
+from mini_rag.indexing.background import (DOC_IDF_WEIGHT, Background, DocumentView, answer_index,  # noqa: E402
+                                          level_idf, load_levels, scoped_index, scoped_retriever)
 from mini_rag.indexing.index import build_index  # noqa: E402
 from mini_rag.pipeline import Pipeline  # noqa: E402
 from mini_rag.search.retrieve import Retriever  # noqa: E402
@@ -71,11 +77,11 @@ class Levels(unittest.TestCase):
         self.assertEqual((levels["agreement"], levels["court"], levels["confidenti"], levels["subpoena"]),
                          (10, 10, 20, 40))
 
-    def test_weights(self):
-        w = BackgroundIndex(None)
-        self.assertAlmostEqual(w.idf("agreement"), math.log(1050.5), places=12)
-        self.assertAlmostEqual(w.idf("subpoena"), math.log(16678.5), places=12)
-        self.assertAlmostEqual(w.idf("cnli99"), math.log(105847.0), places=12)
+    def test_background_weights(self):
+        w = Background(None)
+        self.assertAlmostEqual(w.background_idf("agreement"), math.log(1050.5), places=12)
+        self.assertAlmostEqual(w.background_idf("subpoena"), math.log(16678.5), places=12)
+        self.assertAlmostEqual(w.background_idf("cnli99"), math.log(105847.0), places=12)
         self.assertEqual(level_idf({"a": 10, "b": 10, "c": 35}), {10: math.log(2.0), 35: math.log(3.5)})
 
     def test_other_analyzer_reads_the_default_terms(self):
@@ -85,9 +91,9 @@ class Levels(unittest.TestCase):
 
         class Unstemmed:
             analyzer = plain
-        w = BackgroundIndex(Unstemmed())
+        w = Background(Unstemmed())
         self.assertEqual(w.level("subpoenas"), 40)
-        self.assertAlmostEqual(w.idf("subpoenas"), math.log(16678.5), places=12)
+        self.assertAlmostEqual(w.background_idf("subpoenas"), math.log(16678.5), places=12)
 
     def test_bad_line_names_the_file_and_line(self):
         d = tempfile.mkdtemp()
@@ -98,31 +104,53 @@ class Levels(unittest.TestCase):
             load_levels(path)
         self.assertIn("bg.txt:3:", str(cm.exception))
 
-    def test_default_is_the_index(self):
+    def test_modes(self):
         _, index = _index([NDA])
         self.assertIs(answer_index(index, DEFAULTS), index)
-        self.assertIsInstance(answer_index(index, {"answer": {"term_weights": "background"}}), BackgroundIndex)
+        self.assertIs(scoped_index(index, "nda"), index)
+        w = answer_index(index, {"answer": {"term_weights": "document"}})
+        self.assertIsInstance(w, Background)
+        self.assertIsInstance(scoped_index(w, "nda"), DocumentView)
+        self.assertIs(scoped_index(w, None), index)          # an unscoped question reads the index
 
 
 class Independence(unittest.TestCase):
     """The same scoped question, asked of an index of its contract alone and of one with three
     unrelated documents added."""
 
+    def test_document_weights(self):
+        _, crowded = _index([NDA] + OTHERS)
+        v = Background(crowded).view("nda")
+        self.assertEqual(DOC_IDF_WEIGHT, 1.25)
+        # "recipient" and "witness" are at level 20: rank 2,099 + 3,092 / 2 = 3,645
+        for term, bg, own in (("subpoena", 16678.5, 8 / 3), ("recipi", 3646.0, 1.6), ("wit", 3646.0, 8.0)):
+            self.assertAlmostEqual(v.idf(term), math.log(bg) + 1.25 * math.log(own), places=12)
+
     def test_weights_do_not_move(self):
         _, alone = _index([NDA])
         _, crowded = _index([NDA] + OTHERS)
-        a, b = BackgroundIndex(alone), BackgroundIndex(crowded)
-        for term in ("court", "subpoena", "agreement", "confidenti", "recipi", "disclos", "wit"):
-            self.assertEqual(a.idf(term), b.idf(term))
-        # "witness" is no chunk of the contract, but an English word: known in both
-        self.assertEqual((alone.doc_freq("wit"), crowded.doc_freq("wit")), (0, 2))
-        self.assertEqual((a.doc_freq("wit"), b.doc_freq("wit")), (1, 2))
+        a, b = Background(alone).view("nda"), Background(crowded).view("nda")
+        for term in ("court", "subpoena", "agreement", "confidenti", "recipi", "disclos", "wit", "cnli99"):
+            self.assertEqual(a.idf(term), b.idf(term), term)
+            self.assertEqual(a.doc_freq(term), b.doc_freq(term), term)
         # the index's own idf does move: the test could fail
         self.assertNotEqual(alone.idf("subpoena"), crowded.idf("subpoena"))
 
+    def test_view_is_the_document_alone(self):
+        _, crowded = _index([NDA] + OTHERS)
+        w = Background(crowded)
+        v = w.view("nda")
+        self.assertEqual([c.chunk_id for c in v.chunks], ["nda#p0", "nda#p1", "nda#p2"])
+        # subpoena: nda#p1 only (the index: also court-1, court-2, court-3); witness: no chunk
+        # of nda but an English word; cnli99: nowhere, no English word
+        for term, want in (("subpoena", 1), ("court", 1), ("recipi", 2), ("wit", 1), ("cnli99", 0)):
+            self.assertEqual(v.doc_freq(term), want, term)
+        self.assertEqual((crowded.doc_freq("subpoena"), crowded.doc_freq("wit")), (4, 2))
+        self.assertIs(w.view("nda"), v)                     # built once per document
+
     def test_same_decision(self):
-        one = _pipeline([NDA], term_weights="background").answer(QUESTION, doc_scope="nda")
-        many = _pipeline([NDA] + OTHERS, term_weights="background").answer(QUESTION, doc_scope="nda")
+        one = _pipeline([NDA], term_weights="document").answer(QUESTION, doc_scope="nda")
+        many = _pipeline([NDA] + OTHERS, term_weights="document").answer(QUESTION, doc_scope="nda")
         p1, p2 = one.answer.detail["parts"][0], many.answer.detail["parts"][0]
         self.assertEqual(p1["idf"], p2["idf"])
         self.assertEqual(p1["key_terms"], p2["key_terms"])
@@ -134,28 +162,20 @@ class Independence(unittest.TestCase):
         many = _pipeline([NDA] + OTHERS).answer(QUESTION, doc_scope="nda")
         self.assertNotEqual(one.answer.detail["parts"][0]["idf"], many.answer.detail["parts"][0]["idf"])
 
-    def test_scoped_view_is_the_document_alone(self):
-        _, alone = _index([NDA])
-        _, crowded = _index([NDA] + OTHERS)
-        a, b = BackgroundIndex(alone), BackgroundIndex(crowded).scoped("nda")
-        self.assertEqual([c.chunk_id for c in b.chunks], ["nda#p0", "nda#p1", "nda#p2"])
-        # subpoena: nda#p1 only (the index: also court-1, court-2, court-3); witness: no chunk
-        # of nda, an English word; cnli99: nowhere, no English word
-        for term, want in (("subpoena", 1), ("court", 1), ("recipi", 2), ("wit", 1), ("cnli99", 0)):
-            self.assertEqual((a.doc_freq(term), b.doc_freq(term)), (want, want), term)
-        self.assertEqual(crowded.doc_freq("subpoena"), 4)
-        w = BackgroundIndex(crowded)
-        self.assertIs(w.scoped("nda"), w.scoped("nda"))             # built once per document
+    def test_unscoped_question_reads_the_index(self):
+        a = _pipeline([NDA] + OTHERS).answer(QUESTION)
+        b = _pipeline([NDA] + OTHERS, term_weights="document").answer(QUESTION)
+        self.assertEqual(a.answer.detail["parts"][0]["idf"], b.answer.detail["parts"][0]["idf"])
 
     def test_other_documents_examples_do_not_bridge(self):
         # court-4 lists examples of "parties" ("third parties, such as agents, consultants and
         # advisors"): with the index's weights the question's "agents" and "consultants" (two of
-        # its examples, and not the class word) are bridged to
-        # "parties" in the crowded index only; with background weights in neither
+        # its examples, and not the class word) are bridged to "parties" in the crowded index
+        # only; with the document's view in neither
         example = {"_id": "court-4", "title": "", "text": (
             "The court may hear third parties, such as agents, consultants and advisors.")}
         question = "May the Recipient tell agents and consultants about the Confidential Information?"
-        for weights, differ in (("index", True), ("background", False)):
+        for weights, differ in (("index", True), ("document", False)):
             one = _pipeline([NDA], term_weights=weights).analyze(question, "nda")
             many = _pipeline([NDA, example], term_weights=weights).analyze(question, "nda")
             self.assertEqual(one.bridges != many.bridges, differ, weights)
@@ -169,10 +189,16 @@ class Independence(unittest.TestCase):
         fixes = {}
         Retriever(index, cfg).query_terms("count", fixes)
         self.assertEqual(fixes, {"count": "counti"})
-        cfg["answer"]["term_weights"] = "background"
         fixes = {}
-        self.assertEqual(Retriever(index, cfg).query_terms("count", fixes), ["count"])
+        known = scoped_retriever(Retriever(index, cfg), Background(index), "d")
+        self.assertEqual(known.query_terms("count", fixes), ["count"])
         self.assertEqual(fixes, {})
+        # "cuonty" is no English word: corrected as before
+        self.assertEqual(known.query_terms("cuonty", fixes), ["counti"])
+        self.assertEqual(fixes, {"cuonty": "counti"})
+        # an unscoped question, or index weights: the retriever itself
+        self.assertIsInstance(scoped_retriever(Retriever(index, cfg), Background(index), None), Retriever)
+        self.assertIsInstance(scoped_retriever(Retriever(index, cfg), index, "d"), Retriever)
 
 
 if __name__ == "__main__":

@@ -265,7 +265,7 @@ class Service:
         facts_a, facts_b = p.facts(asked, retrieval, qa, doc)
         q_terms = qa.terms
         # as the pipeline computes them for an answer that cites nothing (no generator here)
-        pairs = p.conflicts(asked, facts_a, retrieval, qa, [])
+        pairs = p.conflicts(asked, facts_a, retrieval, qa, [], doc)
         pairs = question_first(pairs, q_terms, p.analyzer, [])
         out["conflicts"] = _conflicts_json([conflict_json(c) for c in pairs],
                                            {h.chunk_id: h.doc_id for h in retrieval.hits})

@@ -3,38 +3,42 @@
 The answering stages weigh a question's terms by the index's idf (``Index.idf``) and call a
 term no chunk holds *unknown* (``doc_freq == 0``).  Both change when unrelated documents are
 added: a question scoped to one contract gets other key terms, and other refusals, in an index
-of one contract than in an index of 33.  With ``[answer] term_weights = "background"`` the
-answering stages (question analysis, phase B, phase C, the conflict guard) read the index
-through :class:`BackgroundIndex` instead:
+of one contract than in an index of 33.  With ``[answer] term_weights = "document"`` a question
+scoped to one document (``doc_scope``) is answered from that document's own view of the index,
+:class:`DocumentView` (question analysis, phase B, phase C and the conflict guard read it;
+retrieval keeps the index's BM25 weights):
 
-* ``idf(t)``: the term's rarity in general English, from SCOWL's size levels
-  (``mini_rag/data/background_en.txt``, built by ``tools/build_background.py``; its source and
-  licence are in its header; 10: the commonest words ... 70: a large dictionary's).  A term's
-  *rank* is the number of listed terms of lower levels plus half of those of its own level
-  (its median rank, the terms of one level taken as equally common); a term of no level (a
-  name, a code, jargon) ranks at twice the number of listed terms.  ``idf(t) = ln(1 + rank)``,
-  as Zipf's law gives ``-ln p`` up to a constant.  Nothing about the index enters it.
-* ``doc_freq(t)``: the index's document frequency, but at least 1 for a term of the background
-  (``known``): an English word the documents do not use is a word the question is about, not
-  the asker's noise, whether or not another document of the index happens to use it.
-* everything else (chunks, analyzer, the glossary tables) is the index's.
+* ``idf(t) = background(t) + DOC_IDF_WEIGHT * ln(1 + (n - df + 0.5) / (df + 0.5))``, ``n``
+  the document's chunks and ``df`` those holding ``t`` (BM25's idf within the document: a term
+  the document repeats in every clause, "Confidential Information" in an NDA, says little about
+  which clause answers).  ``background(t)`` is the term's rarity in general English, from
+  SCOWL's size levels (``mini_rag/data/background_en.txt``, built by
+  ``tools/build_background.py``; its source and licence are in its header; 10: the commonest
+  words ... 70: a large dictionary's).  A term's *rank* is the number of listed terms of lower
+  levels plus half of those of its own level (its median rank, the terms of one level taken as
+  equally common); a term of no level (a name, a code, jargon) ranks at twice the number of
+  listed terms; ``background(t) = ln(1 + rank)``, as Zipf's law gives ``-ln p`` up to a
+  constant.
+* ``doc_freq(t)``: ``df``, but at least 1 for a term of the background (``known``): an English
+  word the document does not use is a word the question is about, not the asker's noise,
+  whether or not another document of the index happens to use it.
+* ``chunks``: the document's, so the corpus's glossary definitions, listed examples and
+  abbreviations that bridge the question's terms are the document's own.
+* everything else (analyzer, ``chunk(id)``) is the index's.
 
-A question scoped to one document (``doc_scope``) reads :meth:`BackgroundIndex.scoped`: the
-same weights, and the document's own ``chunks`` (so the corpus's glossary definitions, listed
-examples and abbreviations that bridge its terms are that document's) and ``doc_freq`` (the
-number of the document's chunks holding the term, at least 1 for a background word).  An
-index of that document alone gives the same view, whatever else another index holds.
-
-Retrieval keeps the index's BM25 weights; with the option on, its typo correction leaves a
-word of the background alone (``known``): "count" is not a typo of another document's
+An index of that document alone gives the same view, whatever else another index holds.  Rule
+2b of synthesize.py (a scoped question compared with the other documents' best hits) is off
+under it: it reads the other documents by design.  An unscoped question reads the index as
+before (its scope is the whole index).  A scoped question's typo correction leaves a word of
+the background alone (:class:`KnownWords`): "count" is not a typo of another document's
 "counti".
 
 The table is keyed by the default analyzer's terms (Snowball stop words, Porter2); with other
 analyzer settings a term is looked up by the default analyzer's term of it.
 
 >>> levels = {"inform": 10, "parti": 10, "subpoena": 40, "court": 10}
->>> w = BackgroundIndex(None, levels=levels)
->>> [round(w.idf(t), 4) for t in ("inform", "subpoena", "xq9")]   # ln(1 + 1.5), ln(1 + 3.5), ln(1 + 8)
+>>> w = Background(None, levels=levels)
+>>> [round(w.background_idf(t), 4) for t in ("inform", "subpoena", "xq9")]   # ln(1 + 1.5), ln(1 + 3.5), ln(1 + 8)
 [0.9163, 1.5041, 2.1972]
 """
 from __future__ import annotations
@@ -48,7 +52,7 @@ from ..errors import MiniRagError
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "background_en.txt")
 #: The ``[answer] term_weights`` values.
-TERM_WEIGHTS = ("index", "background")
+TERM_WEIGHTS = ("index", "document")
 
 _LOCK = threading.Lock()
 _LEVELS: Dict[str, Dict[str, int]] = {}
@@ -104,25 +108,21 @@ def _default_term(analyzer: Any) -> Any:
     return lookup
 
 
-class BackgroundIndex:
-    """The index, with ``idf`` and ``doc_freq`` as the module docstring says.
+class Background:
+    """The background weights over ``index`` (which may be None) and the per-document views.
 
-    ``levels``: ``{term: level}`` (default: :func:`load_levels`).  Read-only after
-    construction, so one instance serves every thread of ``serve``."""
+    ``levels``: ``{term: level}`` (default: :func:`load_levels`).  Thread-safe: the views are
+    built under a lock and read-only once built, so one instance serves every thread of
+    ``serve``."""
 
     def __init__(self, index: Any, levels: Optional[Dict[str, int]] = None) -> None:
-        self._index = index
+        self.index = index
         self.levels = load_levels() if levels is None else levels
         self._to_default = _default_term(getattr(index, "analyzer", None))
         self._idf = level_idf(self.levels)
         self._unlisted = math.log(1.0 + 2.0 * len(self.levels))
         self._lock = threading.Lock()
-        self._scoped: Dict[str, "ScopedBackground"] = {}
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name == "_index":
-            raise AttributeError(name)
-        return getattr(self._index, name)
+        self._views: Dict[str, DocumentView] = {}
 
     def level(self, term: str) -> Optional[int]:
         """The background level of ``term``, None when the background does not list it."""
@@ -132,45 +132,43 @@ class BackgroundIndex:
         return got
 
     def known(self, term: str) -> bool:
+        """Is ``term`` a general-English word (listed by the background)?"""
         return self.level(term) is not None
 
-    def idf(self, term: str) -> float:
+    def background_idf(self, term: str) -> float:
         got = self.level(term)
         return self._unlisted if got is None else self._idf[got]
 
-    def doc_freq(self, term: str) -> int:
-        df = int(self._index.doc_freq(term))
-        return 1 if df == 0 and self.known(term) else df
-
-    def scoped(self, doc_id: str) -> "ScopedBackground":
+    def view(self, doc_id: str) -> "DocumentView":
         """The view of one document (module docstring), built once per document; the last
-        :data:`SCOPED_KEEP` are kept."""
+        :data:`VIEWS_KEPT` are kept."""
         with self._lock:
-            got = self._scoped.pop(doc_id, None)
+            got = self._views.pop(doc_id, None)
             if got is None:
-                got = ScopedBackground(self, doc_id)
-            self._scoped[doc_id] = got            # most recently used last
-            while len(self._scoped) > SCOPED_KEEP:
-                del self._scoped[next(iter(self._scoped))]
+                got = DocumentView(self, doc_id)
+            self._views[doc_id] = got            # most recently used last
+            while len(self._views) > VIEWS_KEPT:
+                del self._views[next(iter(self._views))]
             return got
 
 
-#: Scoped views kept per :class:`BackgroundIndex` (each holds one document's term counts).
-SCOPED_KEEP = 64
+#: The weight of the document's own idf next to the background's (the module docstring's
+#: ``DOC_IDF_WEIGHT``).  Fitted on ContractNLI's fit half (even contracts) at the committed
+#: thresholds, for the best pass rate (see docs/answering.md: 0.5 .. 2 tried).
+DOC_IDF_WEIGHT = 1.25
+#: Document views kept per :class:`Background` (each holds one document's term counts).
+VIEWS_KEPT = 64
 
 
-class ScopedBackground(BackgroundIndex):
-    """One document of the index, as :meth:`BackgroundIndex.scoped` says."""
+class DocumentView:
+    """One document of the index, as the module docstring says."""
 
-    def __init__(self, parent: BackgroundIndex, doc_id: str) -> None:
-        self._index = parent._index
-        self.levels = parent.levels
-        self._to_default = parent._to_default
-        self._idf = parent._idf
-        self._unlisted = parent._unlisted
+    def __init__(self, background: Background, doc_id: str) -> None:
+        self._background = background
+        self._index = background.index
         self.doc_id = doc_id
-        index = self._index
         chunks, df = [], {}                       # type: ignore[var-annotated]
+        index = self._index
         for pos, chunk in enumerate(getattr(index, "chunks", None) or ()):
             if chunk.doc_id == doc_id:
                 chunks.append(chunk)
@@ -179,22 +177,62 @@ class ScopedBackground(BackgroundIndex):
         self.chunks = chunks
         self._df: Dict[str, int] = df
 
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_index", "_background"):
+            raise AttributeError(name)
+        return getattr(self._index, name)
+
+    def known(self, term: str) -> bool:
+        return self._background.known(term)
+
+    def idf(self, term: str) -> float:
+        n, df = len(self.chunks), self._df.get(term, 0)
+        return self._background.background_idf(term) + DOC_IDF_WEIGHT * math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
     def doc_freq(self, term: str) -> int:
         df = self._df.get(term, 0)
-        return 1 if df == 0 and self.known(term) else df
+        return 1 if df == 0 and self._background.known(term) else df
+
+
+class KnownWords:
+    """A retriever whose typo correction leaves a general-English word alone (a scoped
+    question's, under ``[answer] term_weights = "document"``): "count" is no typo of another
+    document's "counti".  Everything else is the retriever's."""
+
+    def __init__(self, retriever: Any, background: Background) -> None:
+        self._retriever = retriever
+        self._known = background.known
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_retriever", "_known"):
+            raise AttributeError(name)
+        return getattr(self._retriever, name)
+
+    def query_terms(self, text: str, corrections: Optional[Dict[str, str]] = None) -> Any:
+        return self._retriever.query_terms(text, corrections, keep=self._known)
+
+
+def scoped_retriever(retriever: Any, weights: Any, doc_scope: Optional[str]) -> Any:
+    """The retriever a question's analysis reads: :class:`KnownWords` over ``retriever`` for a
+    scoped question under a :class:`Background` (one that corrects typos), else ``retriever``."""
+    if doc_scope and isinstance(weights, Background) and callable(getattr(retriever, "query_terms", None)):
+        return KnownWords(retriever, weights)
+    return retriever
 
 
 def scoped_index(weights: Any, doc_scope: Optional[str]) -> Any:
-    """What a question scoped to ``doc_scope`` reads: the scoped view of background weights
-    (:meth:`BackgroundIndex.scoped`), else ``weights`` itself."""
-    if doc_scope and isinstance(weights, BackgroundIndex) and not isinstance(weights, ScopedBackground):
-        return weights.scoped(doc_scope)
+    """What a question reads as the index: with ``weights`` a :class:`Background` (``[answer]
+    term_weights = "document"``), the view of ``doc_scope``'s document, or the index itself for
+    an unscoped question; else ``weights`` (the index)."""
+    if isinstance(weights, Background):
+        return weights.view(doc_scope) if doc_scope else weights.index
     return weights
 
 
 def answer_index(index: Any, config: Dict[str, Any]) -> Any:
-    """What the answering stages read as the index under ``config``'s ``[answer] term_weights``."""
+    """What the pipeline keeps for the answering stages under ``config``'s ``[answer]
+    term_weights``: a :class:`Background` over ``index`` ("document"), else ``index``."""
     mode = config.get("answer", {}).get("term_weights", "index")
-    if mode == "background" and index is not None:
-        return BackgroundIndex(index)
+    if mode == "document" and index is not None:
+        return Background(index)
     return index

@@ -131,7 +131,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from itertools import compress, islice, repeat
 from operator import add, itemgetter, mul
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..errors import MiniRagError
 from ..text.analysis import ENGLISH_STOPWORDS, tokenize
@@ -360,11 +360,6 @@ class Retriever:
                 raise MiniRagError("[retrieval] %s must be a number from 0 to 1, got %r" % (key, w))
             self._alt_weights[key] = float(w)
         self._extra_groups = tuple((config.get("answer") or {}).get("synonym_groups") or ())
-        # [answer] term_weights = "background": a general-English word is never a typo (issue 43)
-        self._background = None
-        if (config.get("answer") or {}).get("term_weights", "index") == "background":
-            from ..indexing.background import BackgroundIndex
-            self._background = BackgroundIndex(index)
         # Pruned top-k (exact, see _pruned_scores); False scores every chunk that shares a term.
         self.pruning = bool(r.get("pruning", True))
         # Below this many postings the exhaustive sum (all C-level) is faster than pruning's
@@ -1024,9 +1019,11 @@ class Retriever:
                     best = (key, terms)
         return best[1] if best else None
 
-    def query_terms(self, text: str, corrections: Optional[Dict[str, str]] = None) -> List[str]:
+    def query_terms(self, text: str, corrections: Optional[Dict[str, str]] = None,
+                    keep: Optional[Callable[[str], bool]] = None) -> List[str]:
         """Analyzed terms of ``text``; with ``corrections`` (a dict), typos are corrected
-        and recorded in it as ``token -> "term ..."``."""
+        and recorded in it as ``token -> "term ..."``; a token whose terms ``keep`` all
+        accepts is never a typo (``background.KnownWords``: a general-English word)."""
         analyzer = self.index.analyzer
         if corrections is None or not self.config["retrieval"].get("typo_correction", True):
             return analyzer.analyze(text)
@@ -1034,8 +1031,7 @@ class Retriever:
         has_term = self.index.has_term
         for tok in tokenize(text, analyzer.lowercase):
             terms = analyzer.analyze(tok)
-            if not all(has_term(t) for t in terms) and not (
-                    self._background is not None and terms and all(self._background.known(t) for t in terms)):
+            if not all(has_term(t) for t in terms) and not (keep is not None and terms and all(keep(t) for t in terms)):
                 fix = self.correct(tok)
                 if fix is not None:
                     corrections[tok] = " ".join(fix)
