@@ -113,7 +113,7 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         # "document": a question scoped to one document weighs terms by general English and that
         # document's own idf (indexing/background.py), the same whatever else the index holds
         # (issue 43); "index": by the index's idf, as every unscoped question does
-        "term_weights": "index",
+        "term_weights": "document",
         # synthesize.py (phase C), rules in its docstring
         "key_idf_ratio": 0.6,            # key terms: idf >= this * the question's largest idf
         "min_key_coverage": 0.7,         # IDF-weighted share of key terms the evidence chunk must contain

@@ -106,9 +106,10 @@ class Levels(unittest.TestCase):
 
     def test_modes(self):
         _, index = _index([NDA])
-        self.assertIs(answer_index(index, DEFAULTS), index)
+        self.assertIs(answer_index(index, {"answer": {"term_weights": "index"}}), index)
         self.assertIs(scoped_index(index, "nda"), index)
-        w = answer_index(index, {"answer": {"term_weights": "document"}})
+        self.assertEqual(DEFAULTS["answer"]["term_weights"], "document")
+        w = answer_index(index, DEFAULTS)
         self.assertIsInstance(w, Background)
         self.assertIsInstance(scoped_index(w, "nda"), DocumentView)
         self.assertIs(scoped_index(w, None), index)          # an unscoped question reads the index
@@ -158,12 +159,12 @@ class Independence(unittest.TestCase):
         self.assertEqual(one.row["decision"], many.row["decision"])
 
     def test_index_weights_differ(self):
-        one = _pipeline([NDA]).answer(QUESTION, doc_scope="nda")
-        many = _pipeline([NDA] + OTHERS).answer(QUESTION, doc_scope="nda")
+        one = _pipeline([NDA], term_weights="index").answer(QUESTION, doc_scope="nda")
+        many = _pipeline([NDA] + OTHERS, term_weights="index").answer(QUESTION, doc_scope="nda")
         self.assertNotEqual(one.answer.detail["parts"][0]["idf"], many.answer.detail["parts"][0]["idf"])
 
     def test_unscoped_question_reads_the_index(self):
-        a = _pipeline([NDA] + OTHERS).answer(QUESTION)
+        a = _pipeline([NDA] + OTHERS, term_weights="index").answer(QUESTION)
         b = _pipeline([NDA] + OTHERS, term_weights="document").answer(QUESTION)
         self.assertEqual(a.answer.detail["parts"][0]["idf"], b.answer.detail["parts"][0]["idf"])
 
