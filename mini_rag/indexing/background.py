@@ -117,18 +117,35 @@ class Background:
 
     def __init__(self, index: Any, levels: Optional[Dict[str, int]] = None) -> None:
         self.index = index
-        self.levels = load_levels() if levels is None else levels
+        self._levels = levels
         self._to_default = _default_term(getattr(index, "analyzer", None))
-        self._idf = level_idf(self.levels)
-        self._unlisted = math.log(1.0 + 2.0 * len(self.levels))
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()              # the views
+        self._table_lock = threading.Lock()        # the weights
         self._views: Dict[str, DocumentView] = {}
+        self._table: Optional[tuple] = None
+
+    def _weights(self) -> tuple:
+        """(levels, {level: weight}, an unlisted term's weight), read when first needed (an
+        index whose questions are never scoped never reads the file)."""
+        table = self._table
+        if table is None:
+            with self._table_lock:
+                if self._table is None:
+                    levels = load_levels() if self._levels is None else self._levels
+                    self._table = (levels, level_idf(levels), math.log(1.0 + 2.0 * len(levels)))
+                table = self._table
+        return table
+
+    @property
+    def levels(self) -> Dict[str, int]:
+        return self._weights()[0]
 
     def level(self, term: str) -> Optional[int]:
         """The background level of ``term``, None when the background does not list it."""
-        got = self.levels.get(term)
+        levels = self._weights()[0]
+        got = levels.get(term)
         if got is None and self._to_default is not None:
-            got = self.levels.get(self._to_default(term))
+            got = levels.get(self._to_default(term))
         return got
 
     def known(self, term: str) -> bool:
@@ -137,7 +154,8 @@ class Background:
 
     def background_idf(self, term: str) -> float:
         got = self.level(term)
-        return self._unlisted if got is None else self._idf[got]
+        _, weights, unlisted = self._weights()
+        return unlisted if got is None else weights[got]
 
     def view(self, doc_id: str) -> "DocumentView":
         """The view of one document (module docstring), built once per document; the last
