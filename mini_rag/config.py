@@ -110,6 +110,10 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         "answerability_embed_threshold": -1.0,  # the same for the model with embeddings; -1: its fitted threshold
         "synonym_groups": [],            # more groups, each "word, word, phrase" (synonyms.py format)
         "dedup_jaccard": 0.9,            # word-set Jaccard at which two facts are near-identical
+        # "document": a question scoped to one document weighs terms by general English and that
+        # document's own idf (indexing/background.py), the same whatever else the index holds
+        # (issue 43); "index": by the index's idf, as every unscoped question does
+        "term_weights": "document",
         # synthesize.py (phase C), rules in its docstring
         "key_idf_ratio": 0.6,            # key terms: idf >= this * the question's largest idf
         "min_key_coverage": 0.7,         # IDF-weighted share of key terms the evidence chunk must contain
@@ -204,7 +208,7 @@ RANGES.update({
 
 #: Settings that take one of a few values.  The modules that read them own the lists
 #: (text/analysis.py, indexing/index.py SCORINGS, embed/hybrid.py MODES and FUSIONS,
-#: answer/generator.py GENERATORS); tests/test_config.py checks these equal them.
+#: answer/generator.py GENERATORS, indexing/background.py TERM_WEIGHTS); tests/test_config.py checks these equal them.
 CHOICES: Dict[Tuple[str, str], Tuple[str, ...]] = {
     ("analysis", "stopwords"): ("english", "none"),
     ("analysis", "stemmer"): ("english", "none"),
@@ -212,6 +216,7 @@ CHOICES: Dict[Tuple[str, str], Tuple[str, ...]] = {
     ("retrieval", "mode"): ("bm25", "dense", "hybrid"),
     ("retrieval", "fusion"): ("rrf", "convex"),
     ("answer", "generator"): ("command", "extractive"),
+    ("answer", "term_weights"): ("index", "document"),
 }
 #: Strings that must hold something other than white space (a path, the refusal token).
 NON_EMPTY = frozenset((("corpus", "path"), ("index", "path"), ("answer", "refusal")))
