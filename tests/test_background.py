@@ -149,6 +149,29 @@ class Independence(unittest.TestCase):
         self.assertEqual((crowded.doc_freq("subpoena"), crowded.doc_freq("wit")), (4, 2))
         self.assertIs(w.view("nda"), v)                     # built once per document
 
+    def test_view_positions_are_its_own(self):
+        """The view's positions index its own chunks, and its terms are the index's terms of the
+        same chunk (a reader walking chunks by position, as docshape's list reader does, stays in
+        the document: a document after others once gave positions past the view's end)."""
+        _, crowded = _index(OTHERS + [NDA])
+        v = Background(crowded).view("nda")
+        self.assertEqual([v.position(c) for c in ("nda#p0", "nda#p1", "nda#p2", "court-1#p0")], [0, 1, 2, -1])
+        self.assertEqual(crowded.position("nda#p1"), 4)          # court-1 has 2 chunks, court-2 and -3 one each
+        self.assertEqual(v.chunks[v.position("nda#p1")].chunk_id, "nda#p1")
+        self.assertEqual(v.terms(1), crowded.terms(4))
+        self.assertIn("subpoena", v.terms(1))
+
+    def test_list_after_other_documents(self):
+        """A scoped question whose document (after two others) has a list under its lead-in is
+        answered as in an index of that document alone."""
+        doc = {"_id": "guide", "title": "", "text": (
+            "The tool supports these output formats:\n\n- JSON lines for machines\n\n- Markdown tables for people")}
+        question = "Which output formats does the tool support?"
+        one = _pipeline([doc], term_weights="document").answer(question, doc_scope="guide")
+        many = _pipeline(OTHERS[:2] + [doc], term_weights="document").answer(question, doc_scope="guide")
+        self.assertEqual(one.row["answer_json"], many.row["answer_json"])
+        self.assertEqual(one.row["decision"], many.row["decision"])
+
     def test_same_decision(self):
         one = _pipeline([NDA], term_weights="document").answer(QUESTION, doc_scope="nda")
         many = _pipeline([NDA] + OTHERS, term_weights="document").answer(QUESTION, doc_scope="nda")

@@ -46,7 +46,7 @@ from __future__ import annotations
 import math
 import os
 import threading
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from ..errors import MiniRagError
 
@@ -187,16 +187,28 @@ class DocumentView:
         self.doc_id = doc_id
         chunks, df = [], {}                       # type: ignore[var-annotated]
         index = self._index
+        self._at: List[int] = []                  # the index position of each of the view's chunks
         for pos, chunk in enumerate(getattr(index, "chunks", None) or ()):
             if chunk.doc_id == doc_id:
                 chunks.append(chunk)
+                self._at.append(pos)
                 for term in index.terms(pos):
                     df[term] = df.get(term, 0) + 1
         self.chunks = chunks
+        self._where = {chunk.chunk_id: i for i, chunk in enumerate(chunks)}
         self._df: Dict[str, int] = df
 
+    def position(self, chunk_id: str) -> int:
+        """The chunk's position in the view's ``chunks`` (-1 when it is not of this document):
+        positions and ``chunks`` agree, as in an index of this document alone."""
+        return self._where.get(chunk_id, -1)
+
+    def terms(self, position: int) -> Dict[str, int]:
+        """The terms of the view's chunk at ``position`` (a position of :meth:`position`)."""
+        return self._index.terms(self._at[position])
+
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("_index", "_background"):
+        if name.startswith("__") or name in ("_index", "_background", "_at", "_where"):
             raise AttributeError(name)
         return getattr(self._index, name)
 
