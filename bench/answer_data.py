@@ -41,7 +41,7 @@ from bench_squad import answer_substrings, doc_id_of  # noqa: E402
 from mini_rag.errors import MiniRagError  # noqa: E402
 from mini_rag.fileio import atomic_write_text, dumps_jsonl  # noqa: E402
 
-DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
+DATA = os.environ.get("MINI_RAG_DATA") or os.path.join(os.path.dirname(ROOT), "shared", "data")
 SQUAD = os.path.join(DATA, "squad2", "dev-v2.0.explorer-derived.json")
 CNLI_CORPUS = os.path.join(DATA, "contractnli", "corpus_dev.jsonl")
 CNLI_GOLD = os.path.join(DATA, "contractnli", "gold_dev.jsonl")

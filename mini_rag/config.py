@@ -109,6 +109,11 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         "answerability_threshold": -1.0,        # the lexical model ships at P >= this; -1: its fitted threshold (calibrate sets it)
         "answerability_embed_threshold": -1.0,  # the same for the model with embeddings; -1: its fitted threshold
         "synonym_groups": [],            # more groups, each "word, word, phrase" (synonyms.py format)
+        "wordnet": "",                   # WordNet's folder, or "auto" ($MINI_RAG_WORDNET, else /usr/share/wordnet if there); "": off (query/wordnet.py)
+        "wordnet_senses": 1,             # ... a word's first senses whose synonyms bridge it
+        "wordnet_tagged": True,          # ... only senses seen in WordNet's sense-tagged texts
+        "wordnet_derived": False,        # ... also the derivationally related forms of the word's sense
+        "wordnet_mutual": True,          # ... only words whose own first senses hold that sense too
         "dedup_jaccard": 0.9,            # word-set Jaccard at which two facts are near-identical
         # synthesize.py (phase C), rules in its docstring
         "key_idf_ratio": 0.6,            # key terms: idf >= this * the question's largest idf
@@ -191,6 +196,7 @@ RANGES.update({
     ("answer", "max_sentences"): (1, 1000),
     ("answer", "generator_timeout"): (0.001, 86400.0),
     ("answer", "max_extra_sentences"): (0, 1000),
+    ("answer", "wordnet_senses"): (1, 100),
     ("guards", "max_citations"): (1, 1000),
     ("guards", "min_chunks"): (0, 10_000),
     ("guards", "freshness_days_high_risk"): (0, 1_000_000),
