@@ -25,7 +25,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from mini_rag.errors import MiniRagError                                            # noqa: E402
 from mini_rag.text.analysis import Analyzer                                         # noqa: E402
 from mini_rag.query.synonyms import Synonym                                          # noqa: E402
-from mini_rag.query.wordnet import WordNet, configured_bridges, open_wordnet, wordnet_bridges   # noqa: E402
+from mini_rag.query.wordnet import (WordNet, configured_bridges, open_wordnet, spelling_variant,   # noqa: E402
+                                    wordnet_bridges)
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "wordnet")
 AN = Analyzer()
@@ -78,10 +79,22 @@ class Reader(unittest.TestCase):
         self.assertEqual(self.wn.related("share", 1, mutual=True), ())
         self.assertEqual(self.wn.related("share", 2, mutual=True), ("portion",))
         self.assertEqual(self.wn.related("portion", 1, mutual=True), ("part",))
-        # licence has no tagged sense; license and permit do
-        self.assertEqual(self.wn.related("licence", 1, tagged=True), ())
+        # licence has no tagged sense, license and permit do; another spelling of the word
+        # counts whatever its senses
+        self.assertEqual(self.wn.senses("n", "licence", tagged=True), ())
+        self.assertEqual(self.wn.related("licence", 1, tagged=True), ("license",))
         self.assertEqual(self.wn.related("license", 1, tagged=True), ("licence", "permit"))
-        self.assertEqual(self.wn.related("license", 1, tagged=True, mutual=True), ("permit",))
+        self.assertEqual(self.wn.related("license", 1, tagged=True, mutual=True), ("permit", "licence"))
+
+    def test_spelling_variant(self):
+        # difflib ratio 2M/T: licence/license M = 5 + 1, T = 14 -> 0.857; catalogue/catalog
+        # 14/16 = 0.875; minimise/minimum 10/15 = 0.667; tag/tab: other first three letters;
+        # holdfast/hold: four letters longer
+        cases = [("licence", "license", True), ("catalogue", "catalog", True), ("adviser", "advisor", True),
+                 ("minimise", "minimum", False), ("tag", "tab", False), ("holdfast", "hold", False),
+                 ("court_order", "court_orders", False), ("keep", "keep", False)]
+        for a, b, want in cases:
+            self.assertEqual(spelling_variant(a, b), want, (a, b))
 
 
 class Bridges(unittest.TestCase):

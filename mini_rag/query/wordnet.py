@@ -15,8 +15,9 @@ empty or the folder is absent every answer is what it is without it.
 ``open_wordnet(spec)``  a :class:`WordNet` for ``""`` / ``"auto"`` / a folder, or None
 ``WordNet.lemmas``      the base forms of a word (``morphy``: exception lists, then
                         WordNet's suffix rules), per part of speech
-``WordNet.related``     a word's synonyms (its first ``senses`` synsets) and, with
-                        ``derived``, their derivationally related forms
+``WordNet.related``     a word's synonyms (its first ``senses`` synsets), with
+                        ``derived`` their derivationally related forms, and its other
+                        spellings in any sense (``spelling_variant``: licence / license)
 ``wordnet_bridges``     ``{question term: [alternative term sets]}`` for the answering
                         stage and retrieval, like ``synonyms.synonym_bridges``
 =====================  ===========================================================
@@ -39,6 +40,7 @@ parse is an error naming the file and the byte offset.
 """
 from __future__ import annotations
 
+import difflib
 import functools
 import os
 import re
@@ -47,7 +49,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 from ..errors import MiniRagError
 from .synonyms import Synonym
 
-__all__ = ["WordNet", "open_wordnet", "wordnet_bridges", "configured_bridges", "DEBIAN_PATH", "ENV_PATH", "POS"]
+__all__ = ["WordNet", "open_wordnet", "spelling_variant", "wordnet_bridges", "configured_bridges", "DEBIAN_PATH", "ENV_PATH", "POS"]
 
 #: Where Debian's and Ubuntu's ``wordnet-base`` installs the database.
 DEBIAN_PATH = "/usr/share/wordnet"
@@ -227,7 +229,27 @@ class WordNet:
                         targets = self._synset(p, off)[0]
                         if 0 < target <= len(targets):
                             offer(p, off, targets[target - 1])
+        for pos, base in lemmas:                 # spellings of the same word, in any of its senses
+            for offset in self.senses(pos, base):
+                for w in self._synset(pos, offset)[0]:
+                    if spelling_variant(base, w):
+                        out.setdefault(w)
         return tuple(w for w in out if w not in own and w.replace(" ", "_") not in own)
+
+
+def spelling_variant(a: str, b: str) -> bool:
+    """``b`` is another spelling of ``a``: two words of one synset (the caller's part) that
+    begin alike (three letters), differ in length by at most two letters and share at least
+    80% of their letters in order (``difflib``'s ratio): "licence" / "license", "colour" /
+    "color", "analyse" / "analyze", "centre" / "center", "catalogue" / "catalog".  Phrases
+    are not spellings.
+
+    >>> [spelling_variant("licence", w) for w in ("license", "permit", "licence")]
+    [True, False, False]
+    """
+    if a == b or "_" in a + b or a[:3] != b[:3] or abs(len(a) - len(b)) > 2:
+        return False
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio() >= 0.8
 
 
 def open_wordnet(spec: str) -> Optional[WordNet]:
