@@ -229,7 +229,8 @@ def check_setting(where: str, section: str, key: str, value: Any) -> Any:
     """The rules a value's type and range do not say (issue 44: these used to exit 0 or to
     fail later without naming the file): a choice among :data:`CHOICES`, a non-empty path or
     token, list items that are not empty, ``[embed] sha256`` (64 hex digits or ""), ``[guards]
-    as_of`` (a date YYYY-MM-DD or "") and ``[embed] max_seq_length`` (0 or from 2)."""
+    as_of`` (a date YYYY-MM-DD or ""), ``[embed] max_seq_length`` (0 or from 2) and ``[answer]
+    wordnet`` ("", "auto" or a folder holding a WordNet index file)."""
     choices = CHOICES.get((section, key))
     if choices is not None and value not in choices:
         same = [c for c in choices if c.casefold() == str(value).strip().casefold()]
@@ -249,6 +250,10 @@ def check_setting(where: str, section: str, key: str, value: Any) -> Any:
                            % (where, value))
     if (section, key) == ("embed", "max_seq_length") and value == 1:
         raise MiniRagError("%s must be 0 (the model's) or from 2 to 512, got 1" % where)
+    if (section, key) == ("answer", "wordnet") and value not in ("", "auto") and not any(
+            os.path.isfile(os.path.join(value, "index." + pos)) for pos in ("noun", "verb", "adj", "adv")):
+        raise MiniRagError("%s must be \"\", \"auto\" or a folder of WordNet's database (index.noun, "
+                           "data.noun, ...), got %r" % (where, value))
     return value
 
 

@@ -178,6 +178,15 @@ class Optional(unittest.TestCase):
 
 
 class Pipeline(unittest.TestCase):
+    def test_config_names_file_and_key(self):
+        from mini_rag.config import check_setting
+        self.assertEqual(check_setting("c.toml: [answer] wordnet", "answer", "wordnet", DATA), DATA)
+        self.assertEqual(check_setting("c.toml: [answer] wordnet", "answer", "wordnet", "auto"), "auto")
+        with tempfile.TemporaryDirectory() as empty:
+            with self.assertRaises(MiniRagError) as cm:
+                check_setting("c.toml: [answer] wordnet", "answer", "wordnet", empty)
+        self.assertTrue(str(cm.exception).startswith("c.toml: [answer] wordnet must be"))
+
     def test_off_by_default(self):
         from mini_rag.config import DEFAULTS
         self.assertEqual(DEFAULTS["answer"]["wordnet"], "")
