@@ -4,7 +4,7 @@
 PYTHON ?= python3
 CANDIDATE ?= configs/candidate_min_similarity.toml
 
-.PHONY: eval validate test test-all single-file metric-tables check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean bench-refusal eval-seed bench-doctree bench-grounding fit-grounding fit-refusal bench-scorer-llm bench-badinputs bench-ratios bench-trec mutate bench-answer-speed check-fits bench-calibrate bench-independence
+.PHONY: eval validate test test-all single-file metric-tables check-gold gold-perturb index bench bench-scorer bench-retrieval bench-squad bench-answer bench-serve bench-scale bench-embed bench-answer-correct example-dask serve fit compare clean bench-refusal eval-seed bench-doctree bench-grounding fit-grounding fit-refusal bench-scorer-llm bench-badinputs bench-ratios bench-trec mutate bench-answer-speed check-fits bench-calibrate bench-calibrate-windows bench-independence
 
 eval:
 	@$(PYTHON) -m mini_rag eval
@@ -96,6 +96,11 @@ bench-answer:
 # Slow the first time (pipeline rows cached in runs/bench/calibrate/).
 bench-calibrate:
 	@$(PYTHON) bench/bench_calibrate.py
+
+# Issue 43 item 1: where a threshold can land inside naive's box on each half, and where
+# calibration's objectives put it (the model, with and without MiniLM; rows cached as above).
+bench-calibrate-windows:
+	@$(PYTHON) bench/calibrate_windows.py
 
 # Issue 43 item 2: ContractNLI's held-out questions answered with one index per contract and with one
 # index over all the held-out contracts; how many decisions differ, and each arrangement's figures.

@@ -10,12 +10,15 @@ contract with ``doc_scope``) is answered twice with the same configuration:
 The bench prints how many questions get a different decision (shipped vs refused), a different
 answer (claim or citations), and each arrangement's precision / under- / over-refusal / pass rate
 (``score_eval.py``, k 5), with the naive baseline (``naive_baseline.py``) arranged the same way.
-``--set KEY=VALUE`` (repeatable; ``answer.min_key_coverage=0.6``, JSON values) runs a variant.
+``--set KEY=VALUE`` (repeatable; ``answer.min_key_coverage=0.6``, JSON values) runs a variant:
+``--set 'answer.term_weights="index"'`` the index's idf for scoped questions too (before issue 43
+item 2; the default ``"document"`` weighs a scoped question's terms by general English and its
+document's own idf, ``mini_rag/indexing/background.py``).
 
 Indexes and traces are kept under ``runs/bench/independence/`` (an index is rebuilt only when
 its corpus or settings change).
 
-    python3 bench/bench_index_independence.py [--set answer.scope_relative=false] [--tag NAME]
+    python3 bench/bench_index_independence.py [--set 'answer.term_weights="index"'] [--tag NAME] [--squad]
 """
 from __future__ import annotations
 
@@ -48,24 +51,12 @@ def _retriever(cfg):
     return Retriever(build_or_load(cfg, log=io.StringIO()), cfg)
 
 
-BACKGROUND = None
-
-
 def answer_all(retriever, cfg, gold):
     from mini_rag.pipeline import Pipeline
     pipe = Pipeline(cfg, retriever=retriever)
-    view = None
-    if BACKGROUND:
-        from mini_rag.answer.generator import get_generator
-        from background_view import BackgroundView
-        view = BackgroundView(pipe.index, known_by_background=not BACKGROUND.endswith("-noknown"))
-        pipe.index = view
-        pipe.generator = get_generator(cfg, view)
     naive = Naive(retriever, cfg["answer"]["refusal"])
     rows, nrows = {}, {}
     for _, g in gold:
-        if view is not None:
-            view.scope = g.get("doc_scope") if BACKGROUND.startswith("scope") else None
         rows[g["qid"]] = pipe.answer(g["question"], qid=g["qid"], doc_scope=g.get("doc_scope")).row
         nrows[g["qid"]] = naive.answer(g["question"], g["qid"], g.get("doc_scope"))
     return rows, nrows
@@ -151,20 +142,9 @@ def main(argv=None) -> int:
     ap.add_argument("--tag", default="default", help="name of this variant's traces")
     ap.add_argument("--config", default=None)
     ap.add_argument("--out", default=OUT)
-    ap.add_argument("--background", default="", choices=("", "scope", "scope-noknown", "index", "index-noknown"),
-                    help="the answering stages weigh terms by a general-English background list (background_view.py; "
-                         "scope: a scoped question's known terms are its document's; index: the index's)")
     ap.add_argument("--squad", action="store_true",
                     help="also answer SQuAD's half of the same name (one index, unscoped) and score it with naive")
     args = ap.parse_args(argv)
-    global BACKGROUND
-    BACKGROUND = args.background
-    if BACKGROUND:
-        import background_view
-        if not background_view.available():
-            print("bench-independence: --background skipped: no %s (pip download --no-deps wordninja==2.0.0 -d "
-                  "runs/wheels)" % background_view.SDIST, file=sys.stderr)
-            return 0
     from mini_rag.commands.cmd_answer import resolve_config
     over = parse_sets(args.set)
     base = _merge(resolve_config(args.config), over)

@@ -115,6 +115,10 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         "wordnet_derived": False,        # ... also the derivationally related forms of the word's sense
         "wordnet_mutual": True,          # ... only words whose own first senses hold that sense too
         "dedup_jaccard": 0.9,            # word-set Jaccard at which two facts are near-identical
+        # "document": a question scoped to one document weighs terms by general English and that
+        # document's own idf (indexing/background.py), the same whatever else the index holds
+        # (issue 43); "index": by the index's idf, as every unscoped question does
+        "term_weights": "document",
         # synthesize.py (phase C), rules in its docstring
         "key_idf_ratio": 0.6,            # key terms: idf >= this * the question's largest idf
         "min_key_coverage": 0.7,         # IDF-weighted share of key terms the evidence chunk must contain
@@ -210,7 +214,7 @@ RANGES.update({
 
 #: Settings that take one of a few values.  The modules that read them own the lists
 #: (text/analysis.py, indexing/index.py SCORINGS, embed/hybrid.py MODES and FUSIONS,
-#: answer/generator.py GENERATORS); tests/test_config.py checks these equal them.
+#: answer/generator.py GENERATORS, indexing/background.py TERM_WEIGHTS); tests/test_config.py checks these equal them.
 CHOICES: Dict[Tuple[str, str], Tuple[str, ...]] = {
     ("analysis", "stopwords"): ("english", "none"),
     ("analysis", "stemmer"): ("english", "none"),
@@ -218,6 +222,7 @@ CHOICES: Dict[Tuple[str, str], Tuple[str, ...]] = {
     ("retrieval", "mode"): ("bm25", "dense", "hybrid"),
     ("retrieval", "fusion"): ("rrf", "convex"),
     ("answer", "generator"): ("command", "extractive"),
+    ("answer", "term_weights"): ("index", "document"),
 }
 #: Strings that must hold something other than white space (a path, the refusal token).
 NON_EMPTY = frozenset((("corpus", "path"), ("index", "path"), ("answer", "refusal")))

@@ -65,6 +65,7 @@ from .question import QuestionAnalysis, analyze_question
 from .records import Fact, Hit, Retrieval
 from .answer.relevance import analyzer_of, phase_b
 from .answer.synthesize import Answer
+from .indexing.background import answer_index, scoped_index, scoped_retriever
 from .trace import build_row
 
 __all__ = ["Pipeline", "Result", "conflict_json", "open_pipeline", "question_first", "retrieval_half",
@@ -168,6 +169,9 @@ class Pipeline:
             retriever = open_retriever(config)
         self.retriever = retriever
         self.index = getattr(retriever, "index", None)
+        # what the answering stages read as the index: itself, or per question the view of its
+        # document ([answer] term_weights, indexing/background.scoped_index); retrieval keeps the index
+        self.weights = answer_index(self.index, config)
         self.analyzer = analyzer_of(self.index, config)
         self.generator = generator if generator is not None else get_generator(config, self.index)
         self.refusal = config["answer"]["refusal"]
@@ -183,10 +187,12 @@ class Pipeline:
             self._markup = markup_documents(self.config["index"]["path"])
         return self._markup
 
-    def analyze(self, question: str) -> QuestionAnalysis:
+    def analyze(self, question: str, doc_scope: Optional[str] = None) -> QuestionAnalysis:
         """The :class:`~mini_rag.question.QuestionAnalysis` of ``question`` (as asked) that
-        :meth:`answer` builds first, with this pipeline's analyzer, index and retriever."""
-        return analyze_question(question, self.analyzer, self.index, self.config, retriever=self.retriever)
+        :meth:`answer` builds first, with this pipeline's analyzer, index (its term weights for
+        ``doc_scope``: ``background.scoped_index``) and retriever."""
+        return analyze_question(question, self.analyzer, scoped_index(self.weights, doc_scope), self.config,
+                                retriever=scoped_retriever(self.retriever, self.weights, doc_scope))
 
     def _retrieve(self, qa: QuestionAnalysis,
                   doc_scope: Optional[str]) -> Tuple[Retrieval, QuestionAnalysis]:
@@ -198,28 +204,29 @@ class Pipeline:
             kwargs["qa"] = qa
         retrieval = self.retriever.retrieve(qa.text, **kwargs)
         if retrieval.corrections != qa.corrections:
-            qa = analyze_question(qa.asked, self.analyzer, self.index, self.config,
+            qa = analyze_question(qa.asked, self.analyzer, scoped_index(self.weights, doc_scope), self.config,
                                   corrections=retrieval.corrections)
         return retrieval, qa
 
-    def facts(self, question: str, retrieval: Retrieval,
-              qa: QuestionAnalysis) -> Tuple[List[Fact], List[Fact]]:
+    def facts(self, question: str, retrieval: Retrieval, qa: QuestionAnalysis,
+              doc_scope: Optional[str] = None) -> Tuple[List[Fact], List[Fact]]:
         """Steps 2-3: phase A's facts, and phase B's without the versions the question did
         not ask for (:func:`_version_facts`)."""
         facts_a = phase_a(retrieval)
-        facts_b = phase_b(question, facts_a, retrieval, self.index, self.config, qa=qa)
+        facts_b = phase_b(question, facts_a, retrieval, scoped_index(self.weights, doc_scope), self.config, qa=qa)
         return facts_a, _version_facts(question, facts_b, retrieval.hits, self.config["guards"])
 
     def conflicts(self, question: str, facts_a: List[Fact], retrieval: Retrieval,
-                  qa: QuestionAnalysis, citations: List[str]) -> List[Any]:
+                  qa: QuestionAnalysis, citations: List[str], doc_scope: Optional[str] = None) -> List[Any]:
         """The conflict guard's pairs among every accepted hit (phase A), about what the
         answer cites (``citations``), with the version and subject rules of conflicts.py."""
         cfg = self.config
+        weights = scoped_index(self.weights, doc_scope)
         return conflicts_mod.find_conflicts(
             qa.terms, facts_a, self.analyzer, cfg["guards"], cfg["clarify"],
             context={h.chunk_id: "%s\n%s" % (h.heading, h.title) for h in retrieval.hits},
             question=question, anchor=citations, versions=_versions(retrieval.hits), bridges=qa.bridges,
-            doc_versions=conflicts_mod.doc_versions(retrieval.hits), idf=getattr(self.index, "idf", None))
+            doc_versions=conflicts_mod.doc_versions(retrieval.hits), idf=getattr(weights, "idf", None))
 
     def answer(self, question: str, qid: str = "", timings: bool = False,
                doc_scope: Optional[str] = None) -> Result:
@@ -229,13 +236,13 @@ class Pipeline:
         t0 = clock()
         asked = question
         # 0. the question, analyzed once ("Hi there! ... Thanks!" stripped: framing.py)
-        qa = self.analyze(asked)
+        qa = self.analyze(asked, doc_scope)
         question = qa.text
         # 1. retrieve
         retrieval, qa = self._retrieve(qa, doc_scope)
         t1 = clock()
         # 2-3. phase A, phase B
-        facts_a, facts_b = self.facts(question, retrieval, qa)
+        facts_a, facts_b = self.facts(question, retrieval, qa, doc_scope)
         # 4. the retrieval half decides first: the generator is only called when it may answer
         early = retrieval_half(len(retrieval.hits), facts_b, cfg["guards"])
         # 5. phase C through the generator, raw output kept
@@ -247,10 +254,13 @@ class Pipeline:
                             reasons=[] if facts_b else ["no_evidence"])
         else:
             try:
-                context: Dict[str, Any] = {"retrieval": retrieval, "config": cfg, "analysis": qa}
-                if doc_scope and cfg["answer"].get("scope_relative", True) and self.generator.name == "extractive":
+                context: Dict[str, Any] = {"retrieval": retrieval, "config": cfg, "analysis": qa,
+                                           "index": scoped_index(self.weights, doc_scope)}
+                if doc_scope and cfg["answer"].get("scope_relative", True) and self.generator.name == "extractive" \
+                        and self.weights is self.index:
                     # rule 2b of synthesize.py: the question retrieved over the whole corpus, for
-                    # what the other documents hold of it (retrieved only if rule 2 asks)
+                    # what the other documents hold of it (retrieved only if rule 2 asks); not
+                    # with background term weights, whose decisions do not depend on other documents
                     context["reference"] = lambda: self._retrieve(qa, None)[0]
                 answer, validator_errors = generate_answer(
                     recorder, question, facts_b, context, int(cfg["answer"]["max_sentences"]))
@@ -275,7 +285,7 @@ class Pipeline:
             chunk_texts={cid: h.text for cid, h in hits_by_id.items()}, analyzer=self.analyzer)
         q_terms, bridges = qa.terms, qa.bridges
         citations = answer.citations()
-        pairs = self.conflicts(question, facts_a, retrieval, qa, citations)
+        pairs = self.conflicts(question, facts_a, retrieval, qa, citations, doc_scope)
         risk = guards.classify_risk(question, self.analyzer, cfg["risk"], terms=qa.analyzed)
         cited = [(cid, hits_by_id[cid].doc_id, hits_by_id[cid].effective, hits_by_id[cid].metadata)
                  for cid in citations if cid in hits_by_id]

@@ -150,11 +150,13 @@ class BadSettings(unittest.TestCase):
         from mini_rag.indexing.index import SCORINGS
         from mini_rag.embed.hybrid import FUSIONS, MODES
         from mini_rag.answer.generator import GENERATORS
+        from mini_rag.indexing.background import TERM_WEIGHTS
         self.assertEqual(CHOICES, {("analysis", "stopwords"): tuple(_CHOICES["stopwords"]),
                                    ("analysis", "stemmer"): tuple(_CHOICES["stemmer"]),
                                    ("retrieval", "scoring"): tuple(SCORINGS), ("retrieval", "mode"): tuple(MODES),
                                    ("retrieval", "fusion"): tuple(FUSIONS),
-                                   ("answer", "generator"): tuple(sorted(GENERATORS))})
+                                   ("answer", "generator"): tuple(sorted(GENERATORS)),
+                                   ("answer", "term_weights"): tuple(TERM_WEIGHTS)})
 
 
 if __name__ == "__main__":

@@ -41,6 +41,12 @@ class Blocks(unittest.TestCase):
         ("rst", ".. note::\n\n   Keep it.\n\n.. code-block:: shell\n\n   ls -l\n\n.. _target:\n\n.. toctree::\n   a\n   b\n\nEnd.",
          [("text", ["Keep it."], 0), ("code", ["ls -l"], 0), ("text", ["End."], 0)]),
         ("txt", "A\nB\n\n\nC", [("text", ["A", "B"], 0), ("text", ["C"], 0)]),
+        # Sphinx shows a "~" target's last part and drops a "!" (its cross-reference syntax)
+        ("rst", "Call :meth:`~pluggy.PluginManager.get_plugins` or :func:`!raw.name`.",
+         [("text", ["Call get_plugins or raw.name."], 0)]),
+        ("rst", "See :py:class:`~a.B` and :class:`C <x.C>` and :func:`plain.f()`.",
+         [("text", ["See B and C and plain.f()."], 0)]),
+        ("md", "Use {py:meth}`~pkg.Mod.run()` and {code}`~x.y`.", [("text", ["Use run() and `~x.y`."], 0)]),
     )
 
     def test_cases(self):

@@ -41,6 +41,7 @@ def _pipeline(docs, **answer):
             fh.write(json.dumps(row) + "\n")
     cfg = copy.deepcopy(DEFAULTS)
     cfg["corpus"]["path"] = path
+    cfg["answer"]["term_weights"] = "index"    # rule 2b reads the other documents: index weights only
     cfg["answer"].update(answer)
     return Pipeline(cfg, retriever=Retriever(build_index(load_chunks(path)), cfg))
 
@@ -74,6 +75,13 @@ class ScopeRelative(unittest.TestCase):
         self.assertAlmostEqual(part["other_key_coverage"], 1.0)
         self.assertEqual(part["outcome"], "key_terms_not_covered")
         self.assertEqual(res.row["answer_json"]["citations"], [])
+
+    def test_off_under_document_weights(self):
+        # [answer] term_weights = "document" (the default, issue 43): a scoped question's decision
+        # does not depend on the other documents, so rule 2b never reads them
+        part = _part(_pipeline(PARAPHRASED, term_weights="document").answer(QUESTION, doc_scope="one"))
+        self.assertNotIn("other_key_coverage", part)
+        self.assertEqual(part["outcome"], "key_terms_not_covered")
 
     def test_switched_off(self):
         part = _part(_pipeline(PARAPHRASED, scope_relative=False).answer(QUESTION, doc_scope="one"))

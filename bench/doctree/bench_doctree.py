@@ -21,6 +21,9 @@ Trees (bench/doctree/README.md):
   first trees not by the Pallets team; questions written blind in session 16.
 * ``anyio`` (4.4.0, MIT) and ``attrs`` (24.2.0, MIT): the same, each with 12 unanswerable
   questions as well.
+* ``itsdangerous`` (2.2.0, BSD-3-Clause), ``pluggy`` (1.5.0, MIT) and ``jinja2`` (3.1.4,
+  BSD-3-Clause): the same, 20 answerable and 12 unanswerable questions each, written blind
+  for issue 43 (documentation-shaped answers).
 
 A tree may also have ``<tree>_unanswerable.jsonl``: questions its documents do not answer
 (written the same way, after the answerable ones); right = refused.  They are counted apart.
@@ -83,6 +86,9 @@ SDISTS = {
     "structlog": ("24.4.0", "b27bfecede327a6d2da5fbc96bd859f114ecc398a6389d664f62085ee7ae6fc4"),
     "anyio": ("4.4.0", "5aadc6a1bbb7cdb0bede386cac5e2940f5e2ff3aa20277e991cf028e0585ce94"),
     "attrs": ("24.2.0", "5cfb1b9148b5b086569baec03f20d7b6bf3bcacc9a42bebf87ffaaca362f6346"),
+    "itsdangerous": ("2.2.0", "e0050c0b7da1eea53ffaf149c0cfbb5c6e2e2b69c4bef22c81fa6eb73e5f6173"),
+    "pluggy": ("1.5.0", "2cffa88e94fdc978c4c574f15f9e59b7f4201d439195c3715ca9e2486f1d0cf1"),
+    "jinja2": ("3.1.4", "4a3aee7acbbe7303aede8e9648d13b8bf88a429282aa6122a993f0ac800cb369"),
 }
 
 

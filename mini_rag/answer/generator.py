@@ -112,7 +112,10 @@ class ExtractiveGenerator(Generator):
         from ..records import Retrieval
         retrieval = context.get("retrieval") or Retrieval(question=question, hits=[])
         config = context.get("config") or self.config
-        return phase_c(question, facts, retrieval, self.index, config, qa=context.get("analysis"),
+        index = context.get("index")       # a question's own view of the index (background.scoped_index)
+        if index is None:
+            index = self.index
+        return phase_c(question, facts, retrieval, index, config, qa=context.get("analysis"),
                        reference=context.get("reference")).to_json()
 
 

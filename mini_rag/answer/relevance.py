@@ -32,7 +32,9 @@ Steps, in order (``reason`` in parentheses):
       with ``#``; or at most 8 words, no ``. ! ? ; :`` at its end, and numbered, in
       capitals, or in title case).
    d'. ``chunk_kind`` (``code``): the chunk is a code block (fenced, literal or a code
-      directive; ``Chunk.kind``): found by retrieval, never shipped as a sentence.
+      directive; ``Chunk.kind``): found by retrieval, never shipped as a sentence; but a
+      command synopsis, one line after a shell prompt (``$ pip install Jinja2``,
+      ``docshape.is_synopsis``), is kept: its line may be the answer.
    e. ``is_revision_table`` (``revision_table``): a table (most lines start with ``|``)
       whose header row names revisions/versions/changes/authors, or any fact under a
       ``Revision history`` / ``Change log`` / ``Document history`` heading; kept when
@@ -97,6 +99,7 @@ from ..records import Fact, Hit, Retrieval
 from ..query.synonyms import Synonym, comparative_bridges, number_bridges, synonym_bridges, unit_bridges
 from ..query.synonyms import quantity_bridges
 from ..query.wordnet import configured_bridges
+from .docshape import is_synopsis
 
 __all__ = ["phase_b", "phase_b_detail", "asks_revisions", "question_terms", "corrected_terms", "split_question", "term_weights",
            "expansion_bridges", "covered", "weighted_share", "analyzer_of", "chunk_context", "is_artifact",
@@ -596,7 +599,7 @@ def phase_b_detail(question: str, facts: List[Fact], retrieval: Retrieval, index
             reason = "boilerplate"
         elif is_bare_heading(fact.quote, is_heading):
             reason = "heading"
-        elif chunk_kind(fact.chunk_id, index) == "code":
+        elif chunk_kind(fact.chunk_id, index) == "code" and not is_synopsis(fact.quote):
             reason = "code"
         elif (is_revision_table(fact.quote, heading, question, chunk_kind(fact.chunk_id, index)) if qa is None
               else not qa.asks_revisions and is_revision_table(fact.quote, heading, kind=chunk_kind(fact.chunk_id, index))):

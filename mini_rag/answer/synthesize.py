@@ -169,6 +169,7 @@ from .relevance import (_AUX, Bridges, _hit_map, _scaffold, analyzer_of, chunk_c
 from ..query.glossary import entry_term, scope_table
 from ..query.synonyms import Equivalent, Synonym, range_bridges
 from . import asked as asked_mod
+from . import docshape
 from .values import (CALENDAR_DATE as _CALENDAR_DATE, CURRENCY as _CURRENCY, DATE as _DATE, DURATION as _DURATION,
                      FREQUENCY as _FREQUENCY, NUMBER as _NUMBER, PERCENT as _PERCENT, POLARITY as _POLARITY,
                      PRICE_WORD as _PRICE_WORD, PROPER as _PROPER, ROLE as _ROLE)
@@ -696,6 +697,7 @@ class _FactInfo:
     chunk_terms: frozenset
     units: List[_Unit]
     scope_terms: frozenset = frozenset()     # the chunk's heading, document title and scope statement
+    lead_in: str = ""                        # the lead-in of the list the chunk is part of (docshape)
 
 
 def _corpus_bridged(term: str, bridges: Optional[Bridges], evidence: Sequence[frozenset] = ()) -> bool:
@@ -951,13 +953,23 @@ def _prepare(facts: Sequence[Fact], retrieval: Retrieval, index: Any, analyzer) 
         scope_terms = frozenset(analyzer.analyze(heading + "\n" + title)) | scopes.get(fact.pdf, frozenset())
         chunk_terms = frozenset(analyzer.analyze(fact.quote)) | scope_terms
         units = []
+        label = docshape.entry_label(fact.quote)
+        label_terms = frozenset(analyzer.analyze(label)) if label else frozenset()
         for si, (a, b) in enumerate(sentence_spans(fact.quote)):
             text = fact.quote[a:b]
             if not _is_candidate(text) or _is_table_header(fact.quote, b):
                 continue
             terms = analyzer.analyze(text)
-            units.append(_Unit(fi, si, a, text, terms, frozenset(terms)))
+            # an entry's later sentences are about its label ("The default is `5`.")
+            units.append(_Unit(fi, si, a, text, terms, frozenset(terms) | (label_terms if si else frozenset())))
         infos.append(_FactInfo(fact, chunk_terms, units, scope_terms))
+    # a list's items carry their lead-in's words, as they carry their heading's (docshape.py)
+    for fi, lead in docshape.lead_in_of([f.chunk_id for f in facts], index).items():
+        lead_terms = frozenset(analyzer.analyze(lead))
+        info = infos[fi]
+        info.scope_terms = info.scope_terms | lead_terms
+        info.chunk_terms = info.chunk_terms | lead_terms
+        info.lead_in = lead
     return infos
 
 
@@ -1120,6 +1132,7 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
             prox = _proximity(stand_ins, unit.terms)
             score = wc * cov + wt * tm + wp * prox + wr * max(0.0, min(1.0, info.fact.score))
             scored.append((score, unit.fact_idx, unit.sent_idx, unit, tm))
+    scored = docshape.shaped(part, scored, analyzer, wt)
     scored.sort(key=lambda s: (-s[0], s[1], s[2]))
     if not scored:
         out["outcome"] = "key_terms_not_covered"
@@ -1145,6 +1158,10 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
                 out["outcome"] = "asked_value_missing"
                 return out
             best = pick
+    if docshape.introduces_list(best[3].text, infos[best[1]].fact.quote, infos[best[1]].fact.chunk_id, index) \
+            and not docshape.list_after(best, scored, infos, index):
+        # a lead-in whose list is not in the evidence says nothing: the next candidate answers
+        best = next((s for s in pool if not docshape.is_lead_in(s[3].text)), best)
     runner = next((s[0] for s in scored if s is not best), 0.0)
     out["best_score"] = _r(best[0])
     out["runner_up"] = _r(runner)
@@ -1167,6 +1184,13 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
         items = sorted((s for s in scored if s[1] == best[1] and _LIST_ITEM.match(s[3].text)),
                        key=lambda s: s[2])[:int(cfg["max_sentences"])]
         chosen = items if best in items else [best] + items[:-1]
+    listed = [] if enumerated or not docshape.is_lead_in(best[3].text) else docshape.list_after(best, scored, infos, index)
+    if listed:
+        # a lead-in is shipped with its list: the list asked for whole, else its best item
+        enumerated = is_enumeration(part) if analyzed is None else analyzed.enumeration
+        chosen = [best] + (listed[:int(cfg["max_sentences"]) - 1] if enumerated else
+                           [min(listed, key=lambda s: (-s[0], s[1], s[2]))])
+        enumerated = True
     have = set(t for t in key if covered(t, best[3].term_set, bridges))
     for cand in scored:
         if enumerated or len(chosen) > int(cfg["max_extra_sentences"]):

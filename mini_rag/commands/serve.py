@@ -253,19 +253,19 @@ class Service:
         query = _query(query_args["q"])
         p = self.pipeline_for(query_args)
         cfg = p.config
-        qa = p.analyze(query)                  # the question analyzed once, as Pipeline.answer does
-        asked = qa.text
         doc = self.document_scope(query_args)
+        qa = p.analyze(query, doc)             # the question analyzed once, as Pipeline.answer does
+        asked = qa.text
         retrieval, qa = p._retrieve(qa, doc)
         risk = guards.classify_risk(asked, p.analyzer, cfg["risk"], terms=qa.analyzed)
         out: Dict[str, Any] = {"query": query}
         out.update(_retrieval_json(p, retrieval, risk.level, asked))
         if what == "retrieval":
             return out
-        facts_a, facts_b = p.facts(asked, retrieval, qa)
+        facts_a, facts_b = p.facts(asked, retrieval, qa, doc)
         q_terms = qa.terms
         # as the pipeline computes them for an answer that cites nothing (no generator here)
-        pairs = p.conflicts(asked, facts_a, retrieval, qa, [])
+        pairs = p.conflicts(asked, facts_a, retrieval, qa, [], doc)
         pairs = question_first(pairs, q_terms, p.analyzer, [])
         out["conflicts"] = _conflicts_json([conflict_json(c) for c in pairs],
                                            {h.chunk_id: h.doc_id for h in retrieval.hits})

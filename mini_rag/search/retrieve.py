@@ -131,7 +131,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from itertools import compress, islice, repeat
 from operator import add, itemgetter, mul
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..errors import MiniRagError
 from ..text.analysis import ENGLISH_STOPWORDS, tokenize
@@ -1019,9 +1019,11 @@ class Retriever:
                     best = (key, terms)
         return best[1] if best else None
 
-    def query_terms(self, text: str, corrections: Optional[Dict[str, str]] = None) -> List[str]:
+    def query_terms(self, text: str, corrections: Optional[Dict[str, str]] = None,
+                    keep: Optional[Callable[[str], bool]] = None) -> List[str]:
         """Analyzed terms of ``text``; with ``corrections`` (a dict), typos are corrected
-        and recorded in it as ``token -> "term ..."``."""
+        and recorded in it as ``token -> "term ..."``; a token whose terms ``keep`` all
+        accepts is never a typo (``background.KnownWords``: a general-English word)."""
         analyzer = self.index.analyzer
         if corrections is None or not self.config["retrieval"].get("typo_correction", True):
             return analyzer.analyze(text)
@@ -1029,7 +1031,7 @@ class Retriever:
         has_term = self.index.has_term
         for tok in tokenize(text, analyzer.lowercase):
             terms = analyzer.analyze(tok)
-            if not all(has_term(t) for t in terms):
+            if not all(has_term(t) for t in terms) and not (keep is not None and terms and all(keep(t) for t in terms)):
                 fix = self.correct(tok)
                 if fix is not None:
                     corrections[tok] = " ".join(fix)

@@ -36,7 +36,8 @@ Rules by syntax:
   (``.. _label:``, ``.. toctree::``, ``.. image::``) is dropped.  A paragraph ending in
   ``::`` keeps one ``:`` (none when ``::`` stands alone) and the indented lines after it
   are a literal block.  Inline markup is unwrapped: ````code```` reads ```code```,
-  ``:role:`text <target>``` and ```text <url>`_`` read ``text``.
+  ``:role:`text <target>``` and ```text <url>`_`` read ``text``; ``:role:`~a.b.c``` reads ``c``
+  and ``:role:`!x``` reads ``x``, as Sphinx shows them (:func:`role_text`).
   An object description (:data:`OBJECT_DIRECTIVES` or any ``domain:name`` directive,
   ``.. option:: --proxy``) is prose labelled by its signature.  Tables: a grid table
   (``+---+`` borders, ``+===+`` under the header), a simple table (``=== ===`` borders, the
@@ -71,7 +72,7 @@ import re
 import unicodedata
 from typing import Dict, List, NamedTuple, Tuple
 
-__all__ = ["Block", "blocks", "PROSE_DIRECTIVES", "CODE_DIRECTIVES", "is_table", "read_table", "plain_text"]
+__all__ = ["Block", "blocks", "PROSE_DIRECTIVES", "CODE_DIRECTIVES", "is_table", "read_table", "plain_text", "role_text"]
 
 
 class Block(NamedTuple):
@@ -290,9 +291,19 @@ def _md(lines: List[str], offset: int) -> List[Block]:
     return out
 
 
+def role_text(content: str) -> str:
+    """What Sphinx shows of a role's content: ``~a.b.c()`` shows its last part ``c()``, ``!x``
+    shows ``x`` (Sphinx's cross-reference syntax; a title with ``<target>`` is already cut off)."""
+    if content.startswith("!"):
+        content = content[1:]
+    if content.startswith("~"):
+        content = content[1:].rsplit(".", 1)[-1]
+    return content
+
+
 def _myst_inline(line: str) -> str:
     return _MYST_ROLE.sub(lambda m: "`%s`" % m.group(1) if m.group(0).startswith(("{code}", "{literal}"))
-                          else m.group(1), line) if "}`" in line else line
+                          else role_text(m.group(1)), line) if "}`" in line else line
 
 
 # ------------------------------------------------------------------ reStructuredText
@@ -301,7 +312,7 @@ def rst_inline(line: str) -> str:
     """reST inline markup unwrapped (module docstring)."""
     if "`" not in line:
         return line
-    line = _RST_ROLE.sub(lambda m: m.group(1), line)
+    line = _RST_ROLE.sub(lambda m: role_text(m.group(1)), line)
     line = _RST_LITERAL.sub(lambda m: "`%s`" % m.group(1), line)
     line = _RST_LINK.sub(lambda m: m.group(1), line)
     return line

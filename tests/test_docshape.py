@@ -1,0 +1,249 @@
+"""Documentation-shaped answers (mini_rag/answer/docshape.py, issue 43 item 4): the shape
+readers on hand-written units, and phase C end to end on small Markdown and reST pages whose
+right answer is a list item, a definition-list entry, a table row or an inline code span.
+Every expected value is read off the snippet by hand."""
+import io
+import os
+import shutil
+import tempfile
+import unittest
+from contextlib import redirect_stderr
+
+from mini_rag.text.analysis import Analyzer
+from mini_rag.answer import docshape
+
+
+class Readers(unittest.TestCase):
+    def test_is_item(self):
+        cases = [("- run it", True), ("* run it", True), ("+ run it", True), ("\u2022 run it", True),
+                 ("1. run it", True), ("2) run it", True), ("a. run it", True), ("-run it", False),
+                 ("--proxy is an option", False), ("Run it.", False), ("12.5 days", False)]
+        for text, want in cases:
+            with self.subTest(text=text):
+                self.assertEqual(docshape.is_item(text), want)
+
+    def test_is_lead_in(self):
+        cases = [("pip can be configured in various ways:", True), ("Example::", False),
+                 ("Run it.", False), (":", False), ("Each item in the list can be:  ", True)]
+        for text, want in cases:
+            with self.subTest(text=text):
+                self.assertEqual(docshape.is_lead_in(text), want)
+
+    def test_is_synopsis(self):
+        cases = [("$ pip install Jinja2", True), ("$ python -m venv .env", True),
+                 ("$ pip install x\n$ x --version", False), ("pip install x", False),
+                 ("$5 per seat", False), ("$ " + "x" * 199, False)]
+        for text, want in cases:
+            with self.subTest(text=text):
+                self.assertEqual(docshape.is_synopsis(text), want)
+
+    def test_lead_in_of_and_introduces_list(self):
+        from types import SimpleNamespace as C
+        chunks = [C(chunk_id="a#p0", doc_id="a", kind="text", text="Configure it in three ways:"),
+                  C(chunk_id="a#p1", doc_id="a", kind="text", text="- with an option"),
+                  C(chunk_id="a#p2", doc_id="a", kind="text", text="- in a file"),
+                  C(chunk_id="a#p3", doc_id="a", kind="text", text="The values are:"),
+                  C(chunk_id="a#p4", doc_id="a", kind="table", text="Name: x; Value: 1"),
+                  C(chunk_id="b#p0", doc_id="b", kind="text", text="- an item of another page"),
+                  C(chunk_id="b#p1", doc_id="b", kind="text", text="It ends here:")]
+        ids = [c.chunk_id for c in chunks]
+        index = C(chunks=chunks, position=lambda cid: ids.index(cid) if cid in ids else -1)
+        # a#p2 walks back over a#p1 to the lead-in; b#p0 has none (the page starts with it)
+        self.assertEqual(docshape.lead_in_of(["a#p2", "a#p4", "b#p0", "a#p0"], index),
+                         {0: "Configure it in three ways:", 1: "The values are:"})
+        self.assertTrue(docshape.introduces_list("Configure it in three ways:", chunks[0].text, "a#p0", index))
+        self.assertTrue(docshape.introduces_list("The values are:", chunks[3].text, "a#p3", index))
+        self.assertFalse(docshape.introduces_list("It ends here:", chunks[6].text, "b#p1", index))  # last chunk
+        self.assertTrue(docshape.introduces_list("Two ways:", "Two ways:\n- one\n- two", "x#p0", index))
+        self.assertFalse(docshape.introduces_list("Two ways:", "Two ways:\nSee below.", "x#p0", index))
+        self.assertEqual(docshape.lead_in_of(["a#p2"], C()), {})     # an index without chunk order
+
+    def test_entry_label(self):
+        cases = [("`truncate.leeway`: Configures the leeway. The default is `5`.", "truncate.leeway"),
+                 ("**Legal hold**: an instruction to preserve records.", "Legal hold"),
+                 ("**A**: one. **B**: two.", ""),          # two entries in one chunk: no label
+                 ("See `x`: it is fine.", ""),              # the label must open the chunk
+                 ("Plain text: no label.", "")]
+        for text, want in cases:
+            with self.subTest(text=text):
+                self.assertEqual(docshape.entry_label(text), want)
+
+    def test_asks_literal(self):
+        cases = [("Which option turns off the cache?", True),
+                 ("What is the command to install it?", True),
+                 ("Which context setting do I use for -h?", True),
+                 ("How do I start the server on another port?", True),
+                 ("How can I tell where a value came from?", True),
+                 ("How long are logs kept?", False),
+                 ("Which team owns the runbook?", False),
+                 ("What happens when the key changes?", False)]
+        for question, want in cases:
+            with self.subTest(question=question):
+                self.assertEqual(docshape.asks_literal(question), want)
+
+    def test_has_literal(self):
+        cases = [("Use the `--python` option.", True), ("pass --no-cache-dir to pip", True),
+                 ("call enable_tracing() first", True), ("set PIP_CONFIG_FILE to a path", True),
+                 ("A well-known co-operative option.", False), ("It is - as said - fine.", False),
+                 ("Use Python 3.10 or newer.", False)]
+        for text, want in cases:
+            with self.subTest(text=text):
+                self.assertEqual(docshape.has_literal(text), want)
+
+    def test_asked_subject(self):
+        cases = [("What does a Signer do?", "Signer"), ("What is pluggy?", "pluggy"),
+                 ("In its terms, what is the host program?", "host program"),
+                 ("What does RPO stand for?", "RPO"), ("What does the sandbox do for me?", "sandbox"),
+                 ("What does it return?", None), ("How long is it?", None),
+                 ("What is the thing that one uses for a very long time?", None)]
+        for question, want in cases:
+            with self.subTest(question=question):
+                self.assertEqual(docshape.asked_subject(question), want)
+
+    def test_defines_subject(self):
+        an = Analyzer()
+        signer = an.analyze("Signer")
+        cases = [("The `Signer` signs a given bytes value.", True),      # article, then a verb in -s
+                 ("Signer: the basic signing system", True),             # an entry labelled X
+                 ("- ``Signer`` - the basic system", True),              # a list item with a dash
+                 ("Signer is the basic system.", True),
+                 ("Signer is issued by the server.", False),             # "is" + a participle: no definition
+                 ("Use a serializer, not a Signer.", False),             # X is not where the unit opens
+                 ("Signer", False),                                      # nothing said of it
+                 ("Variable: Signer; Description: signs bytes", True)]   # a table row read with its header
+        for text, want in cases:
+            with self.subTest(text=text):
+                self.assertEqual(docshape.defines_subject(text, signer, an), want)
+
+
+PAGES = {
+    "proxy.rst": """Proxy Server
+============
+
+When installing packages, pip requires internet access through a proxy server.
+
+pip can be configured to connect through a proxy server in various ways:
+
+* using the ``--proxy`` command-line option to specify a proxy
+* using ``proxy`` in a config file
+* by setting the environment variables ``http_proxy`` and ``https_proxy``.
+""",
+    "policies.rst": """Policies
+========
+
+The policies change how filters behave.
+
+``truncate.leeway``:
+    Configures the leeway default for the truncate filter.  The default
+    is `5`.
+
+``urlize.rel``:
+    A string that defines the rel attribute of links.  The default is `noopener`.
+""",
+    "loop.md": """# Loop variables
+
+Inside of a for-loop block, you can access some special variables:
+
+| Variable | Description |
+|---|---|
+| `loop.index` | The current iteration of the loop, counted from 1. |
+| `loop.revindex` | The number of iterations from the end of the loop. |
+""",
+    "caching.md": """# Caching
+
+No option should disable the caching of downloads unless you cache at a higher level.
+The caching of downloads is disabled by passing the `--no-cache-dir` option.
+""",
+    "install.md": """# Installation
+
+Install the most recent version with pip:
+
+```text
+$ pip install Widget
+```
+
+```text
+$ pip install Widget
+$ widget --version
+```
+""",
+    "signer.md": """# Signing
+
+A serializer wraps a signer to sign other data besides bytes.
+
+The signer is the basic system that signs a given bytes value.
+""",
+}
+
+
+class EndToEnd(unittest.TestCase):
+    """A small documentation tree answered by the pipeline with its defaults."""
+
+    @classmethod
+    def setUpClass(cls):
+        from mini_rag.commands.runconfig import resolve
+        from mini_rag.pipeline import open_pipeline
+        cls.tmp = tempfile.mkdtemp()
+        docs = os.path.join(cls.tmp, "docs")
+        os.makedirs(docs)
+        for name, text in PAGES.items():
+            with open(os.path.join(docs, name), "w", encoding="utf-8") as fh:
+                fh.write(text)
+        with redirect_stderr(io.StringIO()):
+            config = resolve(None, docs, os.path.join(cls.tmp, "idx.json.gz"), quiet=True)
+            cls.pipeline = open_pipeline(config, quiet=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def answer(self, question):
+        row = self.pipeline.answer(question).row
+        return row["decision"], row["answer_json"].get("claim") or "", row["answer_json"].get("citations") or []
+
+    def test_list_item_not_its_lead_in(self):
+        # the lead-in (proxy#p2) covers "connect", "proxy", "server"; the item (proxy#p3) holds
+        # the option: the item carries the lead-in's words and is the one shipped
+        decision, claim, cites = self.answer("Which command-line option makes pip connect through a proxy server?")
+        self.assertEqual(decision, "ANSWER")
+        self.assertIn("--proxy", claim)
+        self.assertIn("proxy#p3", cites)
+
+    def test_inline_code_for_an_option_question(self):
+        # both sentences of caching#p1 hold every question word; the first comes first, the
+        # second writes the option and is shipped
+        decision, claim, cites = self.answer("Which option disables the caching of downloads?")
+        self.assertEqual(decision, "ANSWER")
+        self.assertIn("--no-cache-dir", claim)
+        self.assertNotIn("higher level", claim)
+
+    def test_definition_list_entry(self):
+        decision, claim, cites = self.answer("What is the default of the urlize.rel policy?")
+        self.assertEqual(decision, "ANSWER")
+        self.assertIn("noopener", claim)
+        self.assertEqual(cites, ["policies#p3"])
+
+    def test_table_row(self):
+        decision, claim, cites = self.answer("What is loop.revindex?")
+        self.assertEqual(decision, "ANSWER")
+        self.assertIn("number of iterations from the end", claim)
+        self.assertEqual(cites, ["loop#p2"])
+
+    def test_synopsis_line(self):
+        # install#p2 is the one-line block, shipped as text; install#p3 (two lines) never is
+        decision, claim, cites = self.answer("What is the command to install Widget with pip?")
+        self.assertEqual(decision, "ANSWER")
+        self.assertIn("pip install Widget", claim)
+        self.assertIn("install#p2", cites)
+        self.assertNotIn("install#p3", cites)
+
+    def test_own_definition_preferred(self):
+        # "A serializer wraps a signer ..." names the signer too; the signer's own definition wins
+        decision, claim, cites = self.answer("What does the signer do?")
+        self.assertEqual(decision, "ANSWER")
+        self.assertIn("signs a given bytes value", claim)
+        self.assertNotIn("wraps", claim)
+
+
+if __name__ == "__main__":
+    unittest.main()
