@@ -135,6 +135,9 @@ class WordNet:
         for f in list(self._index.values()) + list(self._exc.values()) + list(self._data.values()):
             f.close()
 
+    def __del__(self) -> None:
+        self.close()
+
     def senses(self, pos: str, lemma: str, tagged: bool = False) -> Tuple[int, ...]:
         """The synset offsets of ``lemma`` in ``pos``, most frequent sense first (none: ());
         with ``tagged``, only the senses seen in WordNet's sense-tagged texts (the index's
