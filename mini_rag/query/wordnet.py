@@ -9,7 +9,8 @@ another ("oral" / "orally", "disclose" / "disclosure") are all there.  This modu
 database where it lies; nothing of it is committed (its licence is in
 ``docs/wordnet.md``).  It is optional, like the MiniLM wheel: ``[answer] wordnet`` names the
 folder (``"auto"``: ``$MINI_RAG_WORDNET``, else the Debian folder), and when the setting is
-empty or the folder is absent every answer is what it is without it.
+empty or the folder is absent every answer is what it is without it.  Off by default: on
+the held-out halves it does not pay (``docs/wordnet.md``).
 
 =====================  ===========================================================
 ``open_wordnet(spec)``  a :class:`WordNet` for ``""`` / ``"auto"`` / a folder, or None
@@ -19,7 +20,8 @@ empty or the folder is absent every answer is what it is without it.
                         ``derived`` their derivationally related forms, and its other
                         spellings in any sense (``spelling_variant``: licence / license)
 ``wordnet_bridges``     ``{question term: [alternative term sets]}`` for the answering
-                        stage and retrieval, like ``synonyms.synonym_bridges``
+                        stage (``relevance.expansion_bridges``), like
+                        ``synonyms.synonym_bridges``; retrieval does not use them
 =====================  ===========================================================
 
 Reading: ``index.noun`` / ``.verb`` / ``.adj`` / ``.adv`` are sorted text files, one lemma a
