@@ -109,6 +109,11 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
         "answerability_threshold": -1.0,        # the lexical model ships at P >= this; -1: its fitted threshold (calibrate sets it)
         "answerability_embed_threshold": -1.0,  # the same for the model with embeddings; -1: its fitted threshold
         "synonym_groups": [],            # more groups, each "word, word, phrase" (synonyms.py format)
+        "wordnet": "",                   # WordNet's folder, or "auto" ($MINI_RAG_WORDNET, else /usr/share/wordnet if there); "": off (query/wordnet.py)
+        "wordnet_senses": 1,             # ... a word's first senses whose synonyms bridge it
+        "wordnet_tagged": True,          # ... only senses seen in WordNet's sense-tagged texts
+        "wordnet_derived": False,        # ... also the derivationally related forms of the word's sense
+        "wordnet_mutual": True,          # ... only words whose own first senses hold that sense too
         "dedup_jaccard": 0.9,            # word-set Jaccard at which two facts are near-identical
         # "document": a question scoped to one document weighs terms by general English and that
         # document's own idf (indexing/background.py), the same whatever else the index holds
@@ -195,6 +200,7 @@ RANGES.update({
     ("answer", "max_sentences"): (1, 1000),
     ("answer", "generator_timeout"): (0.001, 86400.0),
     ("answer", "max_extra_sentences"): (0, 1000),
+    ("answer", "wordnet_senses"): (1, 100),
     ("guards", "max_citations"): (1, 1000),
     ("guards", "min_chunks"): (0, 10_000),
     ("guards", "freshness_days_high_risk"): (0, 1_000_000),
@@ -228,7 +234,8 @@ def check_setting(where: str, section: str, key: str, value: Any) -> Any:
     """The rules a value's type and range do not say (issue 44: these used to exit 0 or to
     fail later without naming the file): a choice among :data:`CHOICES`, a non-empty path or
     token, list items that are not empty, ``[embed] sha256`` (64 hex digits or ""), ``[guards]
-    as_of`` (a date YYYY-MM-DD or "") and ``[embed] max_seq_length`` (0 or from 2)."""
+    as_of`` (a date YYYY-MM-DD or ""), ``[embed] max_seq_length`` (0 or from 2) and ``[answer]
+    wordnet`` ("", "auto" or a folder holding a WordNet index file)."""
     choices = CHOICES.get((section, key))
     if choices is not None and value not in choices:
         same = [c for c in choices if c.casefold() == str(value).strip().casefold()]
@@ -248,6 +255,10 @@ def check_setting(where: str, section: str, key: str, value: Any) -> Any:
                            % (where, value))
     if (section, key) == ("embed", "max_seq_length") and value == 1:
         raise MiniRagError("%s must be 0 (the model's) or from 2 to 512, got 1" % where)
+    if (section, key) == ("answer", "wordnet") and value not in ("", "auto") and not any(
+            os.path.isfile(os.path.join(value, "index." + pos)) for pos in ("noun", "verb", "adj", "adv")):
+        raise MiniRagError("%s must be \"\", \"auto\" or a folder of WordNet's database (index.noun, "
+                           "data.noun, ...), got %r" % (where, value))
     return value
 
 

@@ -98,6 +98,7 @@ from ..query.glossary import definition_bridges, definition_table, example_bridg
 from ..records import Fact, Hit, Retrieval
 from ..query.synonyms import Synonym, comparative_bridges, number_bridges, synonym_bridges, unit_bridges
 from ..query.synonyms import quantity_bridges
+from ..query.wordnet import configured_bridges
 from .docshape import is_synopsis
 
 __all__ = ["phase_b", "phase_b_detail", "asks_revisions", "question_terms", "corrected_terms", "split_question", "term_weights",
@@ -259,8 +260,10 @@ def expansion_bridges(question: str, config: Optional[Dict[str, Any]], analyzer:
         _abbreviation_bridges(terms, abbreviation_table(index), bridges)
     synonyms: Bridges = {}
     if use_synonyms:
-        for term, alts in synonym_bridges(question, terms, analyzer,
-                                          answer_cfg.get("synonym_groups", ())).items():
+        groups = synonym_bridges(question, terms, analyzer, answer_cfg.get("synonym_groups", ()))
+        for term, alts in configured_bridges(question, terms, analyzer, answer_cfg).items():
+            groups[term] = groups.get(term, []) + [a for a in alts if a not in groups.get(term, [])]
+        for term, alts in groups.items():
             for alt in alts:
                 synonyms.setdefault(term, []).append(alt)
                 if len(alt) == 1 and df is not None and answer_cfg.get("derivations", True):

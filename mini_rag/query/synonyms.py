@@ -3,7 +3,7 @@
 People ask in everyday words; policies and guidance are written in formal ones.  The
 groups below pair the two registers the way plain-language writing guides list them
 ("retain" -> "keep", "terminate" -> "end", "prior to" -> "before"), plus a few phrasal
-verbs ("hang on to", "sign off", "cut off") and everyday nouns with their formal
+verbs ("hold on to", "cut off", "give back") and everyday nouns with their formal
 equivalents ("staff" / "personnel"), the short forms people type ("app", "min", "info")
 and British and American spellings that stemming keeps apart ("licence" / "license").
 They are general English, written for this module, never derived from a corpus or a
@@ -23,13 +23,13 @@ in the evidence covers no question about gifts.
 (``relevance.expansion_bridges``) its bridges: a question term of a group is also
 covered by a sentence holding every term of another member of that group.  A member of
 several words is a *phrase*: it bridges only when it appears in the question as written
-("sign off" names approval, "sign" alone does not), and it covers a question term only
-when none of its words is a stop word (``make sure`` can, ``sign off`` cannot).
+("cut off" names revoking, "cut" alone does not), and it covers a question term only
+when none of its words is a stop word (``make sure`` can, ``cut off`` cannot).
 ``number_bridges`` does the same for numbers: "five thousand" is covered by "5,000" and
 "72" by "seventy-two" (``spelled_numbers``: a small count with no unit after it, as in
 "the four elements", is left alone).
 A line ``narrow, ... > broad, ...`` lists *kinds*: a card is a payment method, a
-staging environment a non-production one, a higher or longer one an increase.  A rule stated for the broad word covers the
+test environment a non-production one, a higher or longer one an increase.  A rule stated for the broad word covers the
 narrow one ("refunds go back to the original payment method" answers "... on my card?"),
 never the other way round, and two narrow words are not each other.
 ``unit_bridges``: a length of time asked without a number ("unpaid for weeks", "how many
@@ -62,7 +62,7 @@ GROUPS = """
 begin, start, commence, initiate
 finish, complete, conclude
 end, terminate, cease, discontinue
-keep, kept, retain, preserve, hang on to, hold on to
+keep, kept, retain, preserve, hold on to
 tell, inform, notify, report
 ask, request, inquire, enquire
 get, got, obtain, acquire
@@ -81,7 +81,6 @@ choose, chose, chosen, select, pick, opt
 need, require
 mandatory, compulsory, obligatory, required
 allow, permit
-approve, sign off
 ban, prohibit, forbid, forbidden
 delete, erase, purge, get rid of
 revoke, cut off, take away
@@ -134,7 +133,7 @@ phone, mobile phone, smartphone, cell phone
 email, e-mail
 salary, wage, remuneration
 law, legislation, statute
-internet, public network, public networks
+internet, public network
 regulator, supervisory authority, regulatory authority, data protection authority
 discount, price reduction, rebate, reduced price
 refund, money back
@@ -162,9 +161,9 @@ management, mgmt
 account, acct
 promotion, promotional, promo
 # kinds: "narrow > broad", a rule about the broad word covers the narrow one, not back
-card, credit card, debit card, bank card, bank transfer, wire transfer, direct debit > payment method
+card, credit card, debit card, bank card, bank transfer, wire transfer > payment method
 laptop, phone, smartphone, tablet, desktop > device
-staging, staging environment, test environment, development environment, sandbox > non-production, non-production environment
+staging, test environment, development environment, sandbox > non-production, non-production environment
 penetration test, penetration testing, pentest, vulnerability scan > security test, security testing
 higher, greater, larger, bigger, faster > increase
 lower, smaller, slower, fewer > decrease, reduction
@@ -172,7 +171,7 @@ present, presents > gift, gifts
 threaten, endanger, jeopardise, jeopardize > harm
 design, designed > nominal
 half-price, half price, half off > discount
-raise as, raised as, log as, logged as > record, recorded
+raise as, raised as, log as > record, recorded
 # abbreviations everyone writes without spelling out
 mfa, multi-factor authentication, multifactor authentication
 2fa, two-factor authentication
