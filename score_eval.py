@@ -95,22 +95,22 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 #   2387  referee/refusals.py
 #   2686  referee/answers.py
 #   2959  referee/grounding.py
-#   3487  referee/treccalc.py
-#   3897  referee/trec.py
-#   4544  referee/names.py
-#   4626  referee/aggregate.py
-#   4887  referee/config.py
-#   5745  referee/contracts.py
-#   6166  referee/response.py
-#   6311  referee/judge.py
-#   7266  referee/gates.py
-#   7493  referee/scorecard.py
-#   7752  referee/outputs.py
-#   8289  referee/reports.py
-#   8923  referee/calibration.py
-#   9152  referee/shards.py
-#   9501  referee/run.py
-#  10166  referee/cli.py
+#   3635  referee/treccalc.py
+#   4045  referee/trec.py
+#   4692  referee/names.py
+#   4774  referee/aggregate.py
+#   5035  referee/config.py
+#   5893  referee/contracts.py
+#   6314  referee/response.py
+#   6459  referee/judge.py
+#   7414  referee/gates.py
+#   7641  referee/scorecard.py
+#   7900  referee/outputs.py
+#   8437  referee/reports.py
+#   9071  referee/calibration.py
+#   9300  referee/shards.py
+#   9649  referee/run.py
+#  10314  referee/cli.py
 
 
 
@@ -3024,8 +3024,11 @@ GROUND_WORK = 50                # limit: chunk-sentence look-ups per character a
 # Meta words and lead-ins, number / month / unit words, negation and modal words: lexicon.py.
 
 # Fitted by `make fit-grounding` (bench/fit_grounding.py; copied from bench/grounding_fit.json).
-GROUNDING_MODEL = {"bias": -0.077089, "share_cut": 0.7, "threshold": 0.455,
-                   "weights": [-0.945472, 0.164798, -0.852188, -0.865722, 0.035412, 0.653727, 0.003054]}
+GROUNDING_MODEL = {"bias": -1.075577, "share_cut": 0.6, "threshold": 0.46,
+                   "weights": [-0.798433, 0.146558, -0.789178, -0.252742, 0.047479, 0.659302, 0.010067, 0.903203],
+                   "structured": {"bias": -4.058498, "share_cut": 0.7, "threshold": 0.2,
+                                  "weights": [-0.109346, 0.136241, -0.22074, 0.505312, 1.090751, -0.104038,
+                                              -0.105165, 2.675667]}}
 
 _ENUM_RX = re.compile(r"^\(?\d{1,2}[.)] ")          # a list number that opens a sentence
 _LISTNUM_RX = re.compile(r"(?m)^[ \t]{0,8}(?:[-*\u2022]|\(?\d{1,2}[.)]|\(?[a-z][.)])[ \t]{1,8}")
@@ -3170,16 +3173,22 @@ class _Chunkset:
     a sentence written twice kept once; ``index``: each folded word's chunk sentences (their
     numbers in ``sents``), so a sentence of the answer is compared with the chunk sentences
     that share a word with it, never with all of them."""
-    __slots__ = ("words", "numbers", "sents", "pairs", "index")
+    __slots__ = ("words", "numbers", "sents", "pairs", "index", "acronyms", "structured")
 
     def __init__(self, texts: List[str]):
         self.words: set = set()
         self.numbers: List[float] = []
         self.sents: List[Tuple[frozenset, Dict[str, frozenset], frozenset]] = []
         self.index: Dict[str, List[int]] = {}
+        self.acronyms: set = set()
+        self.pairs: set = set()         # adjacent content words (folded) of each chunk sentence
         seen = set()
+        self.structured = False         # a chunk is a JSON record: the answer is data-to-text
         for t in texts:
-            t = t[:MAX_GROUND_CHARS]
+            t0 = t[:MAX_GROUND_CHARS]
+            t = structured_text(t0)
+            self.structured = self.structured or t is not t0
+            self.acronyms |= _acronyms(t)
             self.numbers.extend(v for _, v, _, _ in number_values(t))
             for s, e in split_sentences(t):
                 sent = t[s:e]
@@ -3187,6 +3196,8 @@ class _Chunkset:
                 folded = frozenset(fold_word(w) for w in low)
                 self.words |= folded
                 self.words.update(w for w in low)
+                seq = _content_seq(sent)
+                self.pairs.update(zip(seq, seq[1:]))
                 entry = (folded, _marks(sent), _neg_zone(low))
                 key = (folded, frozenset(entry[1].items()), entry[2])
                 if key in seen:         # the same sentence again aligns no better and pairs nothing new
@@ -3202,6 +3213,137 @@ class _Chunkset:
 
         self.numbers = sorted(set(self.numbers))
         self.words.update(_num_key(v) for v in self.numbers)
+
+
+_CAMEL_RX = re.compile(r"(?<=[a-z])(?=[A-Z])|_+")
+_HM_RX = re.compile(r"\b([01]?\d|2[0-3]):([0-5]?\d)\b")
+MAX_STRUCT_DEPTH = 20           # levels of a JSON chunk read as fields (deeper values are left out)
+
+
+def structured_text(text: str) -> str:
+    """A chunk that is a JSON object or array (a record, as data-to-text answers are written
+    from) read as sentences, one per field: "<key words>: <value>." with the path's keys split
+    into words ("OutdoorSeating" -> "Outdoor Seating", with the joined pair "outdoorseating"
+    dropped in as "takeout" for "Take Out"), true as "yes", false as "no <key words>" (a
+    negation an answer must not drop), null left out, a 24-hour clock time also written as
+    its 12-hour time ("16:30" -> "16:30 4:30 pm"); any other text unchanged."""
+    head = text.lstrip()[:1]
+    if head not in ("{", "["):
+        return text
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    out: List[str] = []
+    _fields(data, [], out, 0)
+    return "\n\n".join(out) if out else text
+
+
+def _key_words(key: str) -> str:
+    parts = [p for p in _CAMEL_RX.split(key) if p]
+    joined = ["%s%s" % (a.lower(), b.lower()) for a, b in zip(parts, parts[1:])]
+    return " ".join(parts + joined)
+
+
+def _clock12(m) -> str:
+    h, mi = int(m.group(1)), int(m.group(2))
+    return "%d:%02d %d:%02d %s" % (h, mi, h % 12 or 12, mi, "am" if h < 12 else "pm")
+
+
+def _fields(x, path: List[str], out: List[str], depth: int) -> None:
+    """Append the sentences of value ``x`` at ``path`` (key words) to ``out``."""
+    if depth > MAX_STRUCT_DEPTH or x is None:
+        return
+    if isinstance(x, dict):
+        for k, v in x.items():
+            _fields(v, path + [_key_words(str(k))], out, depth + 1)
+    elif isinstance(x, list):
+        for v in x:
+            _fields(v, path, out, depth + 1)
+    elif isinstance(x, bool):
+        keys = path[-1] if path else ""
+        out.append("%s: %s." % (" ".join(path[:-1]), ("no " + keys) if not x else (keys + " yes")))
+    else:
+        value = str(x)
+        if isinstance(x, str):
+            value = _HM_RX.sub(_clock12, value) if len(value) < 40 else value
+            if value.strip().lower() in ("no", "none", "false"):
+                _fields(False, path, out, depth)
+                return
+        out.append("%s: %s" % (" ".join(path), value) + ("" if value.rstrip().endswith((".", "!", "?")) else "."))
+
+
+def _content_seq(text: str) -> List[str]:
+    """The folded content words of ``text`` in order, as grounding_features reads a sentence's
+    (numbers, stopwords, meta, negation, modal and clock words and short words left out)."""
+    out = []
+    for tok in _WORD_RX.findall(_NUM_RX.sub(" ", text)):
+        low = _plain(tok)
+        if low in _CLOCK or low in STOPWORDS or low in META_WORDS or len(low) < 3 and not tok.isupper():
+            continue
+        if low in _NEG or low in _MODAL:
+            continue
+        out.append(fold_word(low))
+    return out
+
+
+_RUN_JOINERS = frozenset(("of", "and", "the", "for", "de"))
+MAX_ACRONYM = 6         # letters of an acronym read from a run of capitalised words
+
+
+def _acronyms(text: str) -> set:
+    """The acronyms a text's names support, lower case: the initials of each run of 2 to
+    MAX_ACRONYM capitalised words separated by spaces only ("United Nations Security
+    Council" -> "un", "unsc", "nsc", ...), with and without the joining words of, and, the,
+    for, de ("Department of Justice" -> "doj" and "dj")."""
+    out: set = set()
+    run: List[Tuple[str, bool]] = []       # (initial, joining word)
+    end = -1
+    for m in _WORD_RX.finditer(text):
+        w = m.group(0)
+        joined = end >= 0 and m.start() > end and text[end:m.start()].isspace()
+        if not joined:
+            _run_acronyms(run, out)
+            run = []
+        if w[0].isupper() and not w.isupper() or (w.isupper() and len(w) == 1):
+            run.append((w[0].lower(), False))
+        elif w in _RUN_JOINERS and run:
+            run.append((w[0], True))
+        else:
+            _run_acronyms(run, out)
+            run = []
+        end = m.end()
+    _run_acronyms(run, out)
+    return out
+
+
+def _run_acronyms(run: List[Tuple[str, bool]], out: set) -> None:
+    while run and run[-1][1]:
+        run = run[:-1]
+    run = run[:4 * MAX_ACRONYM]
+    for i in range(len(run)):
+        if run[i][1]:
+            continue
+        for j in range(i + 2, min(len(run), i + 2 * MAX_ACRONYM) + 1):
+            if run[j - 1][1]:
+                continue
+            part = run[i:j]
+            full = "".join(c for c, _ in part)
+            caps = "".join(c for c, joiner in part if not joiner)
+            for a in (full, caps):
+                if 2 <= len(a) <= MAX_ACRONYM:
+                    out.add(a)
+
+
+def _name_found(tok: str, low: str, cs: "_Chunkset") -> bool:
+    """Whether a capitalised word found in no chunk is still a name the chunks hold: an
+    acronym of a run of their capitalised words ("UN" for "United Nations"), or a form
+    derived from a chunk word of at least five letters by at most three more letters making
+    up at most 30% of it ("Venezuelan" / "Venezuela", "Pennsylvanians" / "Pennsylvania")."""
+    if tok.isupper() and low in cs.acronyms:
+        return True
+    n = len(low)
+    return any(low[:n - k] in cs.words for k in (1, 2, 3) if n - k >= 5 and n - k >= 0.7 * n)
 
 
 def _marks(text: str) -> Dict[str, frozenset]:
@@ -3297,7 +3439,7 @@ def checked_text(sentence: str) -> Optional[str]:
 ALIGNED_SHARE = 0.6     # share of a sentence's content words in one chunk sentence that makes it "copied"
 # feature order of GROUNDING_MODEL["weights"]
 GROUND_FEATURES = ("unsupported_share", "unsupported_words", "best_sentence_share", "pair_share",
-                   "negation_mismatch", "modality_mismatch", "content_words")
+                   "negation_mismatch", "modality_mismatch", "content_words", "novel_pairs")
 
 
 class _Budget(Exception):
@@ -3394,6 +3536,8 @@ def grounding_features(text: str, cs: _Chunkset, work: Optional[list] = None) ->
             ok = all(fold_word(p) in cs.words or p in cs.words for p in low.split("-") if p)
         if not ok and f in MONTH_NUMBERS:
             ok = any(m in cs.words for m, v in MONTH_NUMBERS.items() if v == MONTH_NUMBERS[f])
+        if not ok and tok[0].isupper():
+            ok = _name_found(tok, low, cs)
         content.append(f)
         if not ok:
             unsup.append(tok)
@@ -3435,7 +3579,9 @@ def grounding_features(text: str, cs: _Chunkset, work: Optional[list] = None) ->
                 mod_mis = 1.0
                 why.append("modality of %r differs from the chunk (%s / %s)" % (
                     head, "+".join(sorted(a - {"not"})) or "none", "+".join(sorted(b - {"not"})) or "none"))
-    feats = [len(unsup) / n if n else 0.0, float(len(unsup)), best, pair, neg_mis, mod_mis, float(n)]
+    adjacent = [(a, b) for a, b in zip(content, content[1:])]
+    novel = sum(1 for ab in adjacent if ab not in cs.pairs) / len(adjacent) if adjacent else 0.0
+    feats = [len(unsup) / n if n else 0.0, float(len(unsup)), best, pair, neg_mis, mod_mis, float(n), novel]
     return feats, missing, unsup, why
 
 
@@ -3492,6 +3638,8 @@ def _ground(claim: str, texts: List[str], model: Optional[dict], sentences) -> G
     the answer and the chunks it reads (a cap no real answer comes near)."""
     model = model or GROUNDING_MODEL
     cs = chunkset(texts)
+    if cs.structured and "structured" in model:
+        model = model["structured"]      # its own operating point: written from a record, not prose
     checked = supported = aside = 0
     bad: List[dict] = []
     work = [GROUND_WORK * (min(len(claim), MAX_GROUND_CHARS) + sum(min(len(t), MAX_GROUND_CHARS) for t in texts)) + 10000]
