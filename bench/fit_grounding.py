@@ -315,7 +315,8 @@ def main(argv=None) -> int:
     os.replace(tmp, args.out)
     print("fit_grounding: wrote %s: %s" % (args.out, json.dumps(model, sort_keys=True)))
     if json.dumps(se.GROUNDING_MODEL, sort_keys=True) != json.dumps(model, sort_keys=True):
-        print("fit_grounding: copy the model into score_eval.py's GROUNDING_MODEL", file=sys.stderr)
+        print("fit_grounding: copy the model into referee/grounding.py's GROUNDING_MODEL, then make single-file",
+              file=sys.stderr)
     return 0
 
 

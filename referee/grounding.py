@@ -30,8 +30,10 @@ from .answers import _ISO_RX
 # with the chunk sentence that supports the sentence best.  A number or a name found in no
 # chunk makes the sentence unsupported whatever its score; otherwise the sentence is
 # unsupported when GROUNDING_MODEL's logistic score (probability that people would flag it)
-# reaches its threshold.  The weights and the threshold are fitted on the fit half of
-# FaithBench (people's hallucination spans) by ``make fit-grounding``
+# reaches its threshold.  A chunk that is a JSON record is read field by field
+# (structured_text), and an answer written from one (data-to-text) gets the model's
+# "structured" weights and operating point.  The weights and thresholds are fitted on the fit
+# halves of FaithBench and RAGTruth (people's hallucination spans) by ``make fit-grounding``
 # (bench/fit_grounding.py, which writes bench/grounding_fit.json; ``--check`` refits and
 # verifies the numbers below byte for byte).  Figures: docs/grounding.md.
 
@@ -46,9 +48,9 @@ GROUND_WORK = 50                # limit: chunk-sentence look-ups per character a
 # Fitted by `make fit-grounding` (bench/fit_grounding.py; copied from bench/grounding_fit.json).
 GROUNDING_MODEL = {"bias": -1.075577, "share_cut": 0.6, "threshold": 0.46,
                    "weights": [-0.798433, 0.146558, -0.789178, -0.252742, 0.047479, 0.659302, 0.010067, 0.903203],
-                   "structured": {"bias": -4.058498, "share_cut": 0.7, "threshold": 0.2,
-                                  "weights": [-0.109346, 0.136241, -0.22074, 0.505312, 1.090751, -0.104038,
-                                              -0.105165, 2.675667]}}
+                   "structured": {"bias": -4.368732, "share_cut": 0.7, "threshold": 0.18,
+                                  "weights": [0.090379, 0.184617, 0.398492, -0.091483, 2.283528, -0.097746,
+                                              -0.109913, 2.513362]}}
 
 _ENUM_RX = re.compile(r"^\(?\d{1,2}[.)] ")          # a list number that opens a sentence
 _LISTNUM_RX = re.compile(r"(?m)^[ \t]{0,8}(?:[-*\u2022]|\(?\d{1,2}[.)]|\(?[a-z][.)])[ \t]{1,8}")
@@ -193,14 +195,15 @@ class _Chunkset:
     a sentence written twice kept once; ``index``: each folded word's chunk sentences (their
     numbers in ``sents``), so a sentence of the answer is compared with the chunk sentences
     that share a word with it, never with all of them."""
-    __slots__ = ("words", "numbers", "sents", "pairs", "index", "acronyms", "structured")
+    __slots__ = ("words", "numbers", "sents", "pairs", "index", "acronyms", "structured", "texts")
 
     def __init__(self, texts: List[str]):
         self.words: set = set()
         self.numbers: List[float] = []
         self.sents: List[Tuple[frozenset, Dict[str, frozenset], frozenset]] = []
         self.index: Dict[str, List[int]] = {}
-        self.acronyms: set = set()
+        self.acronyms: Optional[set] = None      # read when a sentence first has an all-capitals word in no chunk
+        self.texts: List[str] = []
         self.pairs: set = set()         # adjacent content words (folded) of each chunk sentence
         seen = set()
         self.structured = False         # a chunk is a JSON record: the answer is data-to-text
@@ -208,7 +211,7 @@ class _Chunkset:
             t0 = t[:MAX_GROUND_CHARS]
             t = structured_text(t0)
             self.structured = self.structured or t is not t0
-            self.acronyms |= _acronyms(t)
+            self.texts.append(t)
             self.numbers.extend(v for _, v, _, _ in number_values(t))
             for s, e in split_sentences(t):
                 sent = t[s:e]
@@ -259,10 +262,11 @@ def structured_text(text: str) -> str:
     return "\n\n".join(out) if out else text
 
 
-def _key_words(key: str) -> str:
+def _key_words(key: str) -> Tuple[List[str], List[str]]:
+    """A key's words ("OutdoorSeating" -> Outdoor, Seating) and its adjacent words joined
+    ("outdoorseating")."""
     parts = [p for p in _CAMEL_RX.split(key) if p]
-    joined = ["%s%s" % (a.lower(), b.lower()) for a, b in zip(parts, parts[1:])]
-    return " ".join(parts + joined)
+    return parts, ["%s%s" % (a.lower(), b.lower()) for a, b in zip(parts, parts[1:])]
 
 
 def _clock12(m) -> str:
@@ -270,41 +274,60 @@ def _clock12(m) -> str:
     return "%d:%02d %d:%02d %s" % (h, mi, h % 12 or 12, mi, "am" if h < 12 else "pm")
 
 
-def _fields(x, path: List[str], out: List[str], depth: int) -> None:
-    """Append the sentences of value ``x`` at ``path`` (key words) to ``out``."""
+def _fields(x, path: List[Tuple[List[str], List[str]]], out: List[str], depth: int) -> None:
+    """Append the sentences of value ``x`` at ``path`` (each key's words and joined words) to
+    ``out``; a false field's negation bears on its key's last word, the head of the compound
+    ("Outdoor outdoorseating no Seating")."""
     if depth > MAX_STRUCT_DEPTH or x is None:
         return
     if isinstance(x, dict):
         for k, v in x.items():
             _fields(v, path + [_key_words(str(k))], out, depth + 1)
-    elif isinstance(x, list):
+        return
+    if isinstance(x, list):
         for v in x:
             _fields(v, path, out, depth + 1)
-    elif isinstance(x, bool):
-        keys = path[-1] if path else ""
-        out.append("%s: %s." % (" ".join(path[:-1]), ("no " + keys) if not x else (keys + " yes")))
-    else:
-        value = str(x)
-        if isinstance(x, str):
-            value = _HM_RX.sub(_clock12, value) if len(value) < 40 else value
-            if value.strip().lower() in ("no", "none", "false"):
-                _fields(False, path, out, depth)
-                return
-        out.append("%s: %s" % (" ".join(path), value) + ("" if value.rstrip().endswith((".", "!", "?")) else "."))
+        return
+    words = [w for parts, joined in path for w in parts + joined]
+    if isinstance(x, str) and x.strip().lower() in ("no", "none", "false"):
+        x = False
+    if isinstance(x, bool):
+        parts, joined = path[-1] if path else ([], [])
+        head = [w for p, j in path[:-1] for w in p + j]
+        if x:
+            out.append("%s." % " ".join(words + ["yes"]))
+        else:
+            out.append("%s." % " ".join(head + parts[:-1] + joined + ["no"] + parts[-1:]))
+        return
+    value = str(x)
+    if isinstance(x, str) and len(value) < 40:
+        value = _HM_RX.sub(_clock12, value)
+    if words:
+        value = "%s: %s" % (" ".join(words), value)
+    out.append(value + ("" if value.rstrip().endswith((".", "!", "?")) else "."))
 
 
 def _content_seq(text: str) -> List[str]:
     """The folded content words of ``text`` in order, as grounding_features reads a sentence's
     (numbers, stopwords, meta, negation, modal and clock words and short words left out)."""
+    if _DIGIT_RX.search(text):
+        text = _NUM_RX.sub(" ", text)
     out = []
-    for tok in _WORD_RX.findall(_NUM_RX.sub(" ", text)):
-        low = _plain(tok)
-        if low in _CLOCK or low in STOPWORDS or low in META_WORDS or len(low) < 3 and not tok.isupper():
-            continue
-        if low in _NEG or low in _MODAL:
-            continue
-        out.append(fold_word(low))
+    for tok in _WORD_RX.findall(text):
+        got = _CONTENT.get(tok, 0)
+        if got == 0:
+            if len(_CONTENT) > 200000:          # bounded, as _FOLDS
+                _CONTENT.clear()
+            low = _plain(tok)
+            skip = low in _CLOCK or low in STOPWORDS or low in META_WORDS or len(low) < 3 and not tok.isupper() \
+                or low in _NEG or low in _MODAL
+            got = _CONTENT[tok] = None if skip else fold_word(low)
+        if got is not None:
+            out.append(got)
     return out
+
+
+_CONTENT: Dict[str, Optional[str]] = {}
 
 
 _RUN_JOINERS = frozenset(("of", "and", "the", "for", "de"))
@@ -360,8 +383,11 @@ def _name_found(tok: str, low: str, cs: "_Chunkset") -> bool:
     acronym of a run of their capitalised words ("UN" for "United Nations"), or a form
     derived from a chunk word of at least five letters by at most three more letters making
     up at most 30% of it ("Venezuelan" / "Venezuela", "Pennsylvanians" / "Pennsylvania")."""
-    if tok.isupper() and low in cs.acronyms:
-        return True
+    if tok.isupper():
+        if cs.acronyms is None:
+            cs.acronyms = set().union(*[_acronyms(t) for t in cs.texts])
+        if low in cs.acronyms:
+            return True
     n = len(low)
     return any(low[:n - k] in cs.words for k in (1, 2, 3) if n - k >= 5 and n - k >= 0.7 * n)
 
@@ -556,8 +582,7 @@ def grounding_features(text: str, cs: _Chunkset, work: Optional[list] = None) ->
             ok = all(fold_word(p) in cs.words or p in cs.words for p in low.split("-") if p)
         if not ok and f in MONTH_NUMBERS:
             ok = any(m in cs.words for m, v in MONTH_NUMBERS.items() if v == MONTH_NUMBERS[f])
-        if not ok and tok[0].isupper():
-            ok = _name_found(tok, low, cs)
+        ok = ok or tok[0].isupper() and _name_found(tok, low, cs)
         content.append(f)
         if not ok:
             unsup.append(tok)
@@ -565,9 +590,7 @@ def grounding_features(text: str, cs: _Chunkset, work: Optional[list] = None) ->
                 missing.append(tok)
     n = len(content)
     fs = frozenset(content)
-    best = 0.0
-    bsent = None
-    pair = 0.0
+    best, bsent, pair = 0.0, None, 0.0
     if fs:
         best, bsent = _best_sentence(fs, cs, work)
         pairs = [(a, b) for a, b in zip(content, content[1:]) if a != b]
@@ -599,10 +622,16 @@ def grounding_features(text: str, cs: _Chunkset, work: Optional[list] = None) ->
                 mod_mis = 1.0
                 why.append("modality of %r differs from the chunk (%s / %s)" % (
                     head, "+".join(sorted(a - {"not"})) or "none", "+".join(sorted(b - {"not"})) or "none"))
-    adjacent = [(a, b) for a, b in zip(content, content[1:])]
-    novel = sum(1 for ab in adjacent if ab not in cs.pairs) / len(adjacent) if adjacent else 0.0
-    feats = [len(unsup) / n if n else 0.0, float(len(unsup)), best, pair, neg_mis, mod_mis, float(n), novel]
+    feats = [len(unsup) / n if n else 0.0, float(len(unsup)), best, pair, neg_mis, mod_mis, float(n),
+             _novel_share(content, cs)]
     return feats, missing, unsup, why
+
+
+def _novel_share(content: List[str], cs: _Chunkset) -> float:
+    """novel_pairs: the share of adjacent content words (folded, in order) that are adjacent in
+    no chunk sentence (0.0 without a pair)."""
+    pairs = list(zip(content, content[1:]))
+    return sum(1 for ab in pairs if ab not in cs.pairs) / len(pairs) if pairs else 0.0
 
 
 def _model_score(feats: List[float], model: dict) -> float:
