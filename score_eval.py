@@ -95,22 +95,22 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 #   2387  referee/refusals.py
 #   2686  referee/answers.py
 #   2959  referee/grounding.py
-#   3664  referee/treccalc.py
-#   4074  referee/trec.py
-#   4721  referee/names.py
-#   4803  referee/aggregate.py
-#   5064  referee/config.py
-#   5922  referee/contracts.py
-#   6343  referee/response.py
-#   6488  referee/judge.py
-#   7443  referee/gates.py
-#   7670  referee/scorecard.py
-#   7929  referee/outputs.py
-#   8466  referee/reports.py
-#   9100  referee/calibration.py
-#   9329  referee/shards.py
-#   9678  referee/run.py
-#  10343  referee/cli.py
+#   3699  referee/treccalc.py
+#   4109  referee/trec.py
+#   4756  referee/names.py
+#   4838  referee/aggregate.py
+#   5099  referee/config.py
+#   5957  referee/contracts.py
+#   6378  referee/response.py
+#   6523  referee/judge.py
+#   7478  referee/gates.py
+#   7705  referee/scorecard.py
+#   7964  referee/outputs.py
+#   8501  referee/reports.py
+#   9135  referee/calibration.py
+#   9364  referee/shards.py
+#   9713  referee/run.py
+#  10378  referee/cli.py
 
 
 
@@ -3184,7 +3184,7 @@ class _Chunkset:
         self.index: Dict[str, List[int]] = {}
         self.acronyms: Optional[set] = None      # read when a sentence first has an all-capitals word in no chunk
         self.texts: List[str] = []
-        self.pairs: set = set()         # adjacent content words (folded) of each chunk sentence
+        self.pairs: set = set()         # adjacent content words (folded, _pair_keys) of each chunk sentence
         seen = set()
         self.structured = False         # a chunk is a JSON record: the answer is data-to-text
         for t in texts:
@@ -3194,15 +3194,11 @@ class _Chunkset:
             self.texts.append(t)
             self.numbers.extend(v for _, v, _, _ in number_values(t))
             for s, e in split_sentences(t):
-                sent = t[s:e]
-                low = _words(sent)
-                folded = frozenset(fold_word(w) for w in low)
+                low, entry, key, pairs = _chunk_sentence(t[s:e])
+                folded = entry[0]
                 self.words |= folded
-                self.words.update(w for w in low)
-                seq = _content_seq(sent)
-                self.pairs.update(zip(seq, seq[1:]))
-                entry = (folded, _marks(sent), _neg_zone(low))
-                key = (folded, frozenset(entry[1].items()), entry[2])
+                self.words.update(low)
+                self.pairs.update(pairs)
                 if key in seen:         # the same sentence again aligns no better and pairs nothing new
                     continue
                 seen.add(key)
@@ -3219,6 +3215,7 @@ class _Chunkset:
 
 
 _CAMEL_RX = re.compile(r"(?<=[a-z])(?=[A-Z])|_+")
+_RECORD_RX = re.compile(r"\s*[\[{]")
 _HM_RX = re.compile(r"\b([01]?\d|2[0-3]):([0-5]?\d)\b")
 MAX_STRUCT_DEPTH = 20           # levels of a JSON chunk read as fields (deeper values are left out)
 
@@ -3230,8 +3227,7 @@ def structured_text(text: str) -> str:
     dropped in as "takeout" for "Take Out"), true as "yes", false as "no <key words>" (a
     negation an answer must not drop), null left out, a 24-hour clock time also written as
     its 12-hour time ("16:30" -> "16:30 4:30 pm"); any other text unchanged."""
-    head = text.lstrip()[:1]
-    if head not in ("{", "["):
+    if not _RECORD_RX.match(text):
         return text
     try:
         data = json.loads(text)
@@ -3287,27 +3283,60 @@ def _fields(x, path: List[Tuple[List[str], List[str]]], out: List[str], depth: i
     out.append(value + ("" if value.rstrip().endswith((".", "!", "?")) else "."))
 
 
+def _chunk_sentence(sent: str) -> tuple:
+    """What one chunk sentence supports: (its words, (folded words, negation / modality marks,
+    negation zone), the key of that entry, its adjacent content-word pairs)."""
+    low = _words(sent)
+    entry = (frozenset(fold_word(w) for w in low), _marks(sent), _neg_zone(low))
+    return low, entry, (entry[0], frozenset(entry[1].items()), entry[2]), _pair_keys(_content_seq(sent))
+
+
 def _content_seq(text: str) -> List[str]:
     """The folded content words of ``text`` in order, as grounding_features reads a sentence's
     (numbers, stopwords, meta, negation, modal and clock words and short words left out)."""
     if _DIGIT_RX.search(text):
-        text = _NUM_RX.sub(" ", text)
-    out = []
-    for tok in _WORD_RX.findall(text):
-        got = _CONTENT.get(tok, 0)
-        if got == 0:
-            if len(_CONTENT) > 200000:          # bounded, as _FOLDS
-                _CONTENT.clear()
-            low = _plain(tok)
-            skip = low in _CLOCK or low in STOPWORDS or low in META_WORDS or len(low) < 3 and not tok.isupper() \
-                or low in _NEG or low in _MODAL
-            got = _CONTENT[tok] = None if skip else fold_word(low)
-        if got is not None:
-            out.append(got)
-    return out
+        text = _without_numbers(text)
+    toks = _WORD_RX.findall(text)
+    if len(_CONTENT) > 200000:          # bounded, as _FOLDS
+        _CONTENT.clear()
+    for tok in toks:
+        if tok not in _CONTENT:
+            _CONTENT[tok] = _content_word(tok)
+    return [c for c in map(_CONTENT.__getitem__, toks) if c]
 
 
-_CONTENT: Dict[str, Optional[str]] = {}
+_DIGITS_RX = re.compile(r"\d+")
+
+
+def _without_numbers(text: str) -> str:
+    """``_NUM_RX.sub(" ", text)`` for the words it leaves: each number (with its percent and
+    scale words) blanked, the pattern tried only where a run of digits starts (left to right,
+    as sub finds them), not at every character."""
+    parts = []
+    pos = 0
+    for d in _DIGITS_RX.finditer(text):
+        if d.start() < pos:
+            continue
+        m = _NUM_RX.match(text, d.start())
+        if m is None:
+            continue
+        parts.append(text[pos:m.start()])
+        parts.append(" ")
+        pos = m.end()
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def _content_word(tok: str) -> str:
+    """A word's folded form when it is a content word, else ""."""
+    low = _plain(tok)
+    if low in _CLOCK or low in STOPWORDS or low in META_WORDS or len(low) < 3 and not tok.isupper() \
+            or low in _NEG or low in _MODAL:
+        return ""
+    return fold_word(low)
+
+
+_CONTENT: Dict[str, str] = {}
 
 
 _RUN_JOINERS = frozenset(("of", "and", "the", "for", "de"))
@@ -3610,8 +3639,14 @@ def grounding_features(text: str, cs: _Chunkset, work: Optional[list] = None) ->
 def _novel_share(content: List[str], cs: _Chunkset) -> float:
     """novel_pairs: the share of adjacent content words (folded, in order) that are adjacent in
     no chunk sentence (0.0 without a pair)."""
-    pairs = list(zip(content, content[1:]))
+    pairs = _pair_keys(content)
     return sum(1 for ab in pairs if ab not in cs.pairs) / len(pairs) if pairs else 0.0
+
+
+def _pair_keys(seq: List[str]) -> List[str]:
+    """Adjacent words as one string each ("a b": a folded word holds no space), not tuples:
+    strings are not tracked by the garbage collector, and chunk sets hold many."""
+    return list(map(" ".join, zip(seq, seq[1:])))
 
 
 def _model_score(feats: List[float], model: dict) -> float:
