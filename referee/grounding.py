@@ -46,12 +46,11 @@ GROUND_WORK = 50                # limit: chunk-sentence look-ups per character a
 # Meta words and lead-ins, number / month / unit words, negation and modal words: lexicon.py.
 
 # Fitted by `make fit-grounding` (bench/fit_grounding.py; copied from bench/grounding_fit.json).
-GROUNDING_MODEL = {"bias": -0.88817, "share_cut": 0.9, "threshold": 0.52,
-                   "weights": [-0.182382, 0.115574, -0.333721, 0.220975, 0.045179, 0.665233,
-                               0.012829, 0.905811, -1.200583],
-                   "structured": {"bias": -4.186958, "share_cut": 0.9, "threshold": 0.19,
-                                  "weights": [0.166613, 0.190711, 0.470151, -0.059508, 2.311728,
-                                            -0.100716, -0.119557, 2.557379, -0.333312]}}
+GROUNDING_MODEL = {"bias": -1.075577, "share_cut": 0.6, "threshold": 0.46,
+                   "weights": [-0.798433, 0.146558, -0.789178, -0.252742, 0.047479, 0.659302, 0.010067, 0.903203],
+                   "structured": {"bias": -4.368732, "share_cut": 0.7, "threshold": 0.18,
+                                  "weights": [0.090379, 0.184617, 0.398492, -0.091483, 2.283528, -0.097746,
+                                              -0.109913, 2.513362]}}
 
 _ENUM_RX = re.compile(r"^\(?\d{1,2}[.)] ")          # a list number that opens a sentence
 _LISTNUM_RX = re.compile(r"(?m)^[ \t]{0,8}(?:[-*\u2022]|\(?\d{1,2}[.)]|\(?[a-z][.)])[ \t]{1,8}")
@@ -515,7 +514,7 @@ def checked_text(sentence: str) -> Optional[str]:
 ALIGNED_SHARE = 0.6     # share of a sentence's content words in one chunk sentence that makes it "copied"
 # feature order of GROUNDING_MODEL["weights"]
 GROUND_FEATURES = ("unsupported_share", "unsupported_words", "best_sentence_share", "pair_share",
-                   "negation_mismatch", "modality_mismatch", "content_words", "novel_pairs", "name_context")
+                   "negation_mismatch", "modality_mismatch", "content_words", "novel_pairs")
 
 
 class _Budget(Exception):
@@ -593,13 +592,13 @@ def grounding_features(text: str, cs: _Chunkset, work: Optional[list] = None) ->
     stripped = _NUM_RX.sub(" ", text)
     toks = _WORD_RX.findall(stripped)
     content: List[str] = []
-    named: List[bool] = []      # for name_context: a capitalised content word after the first word
     unsup: List[str] = []
+    first = True
     caps = sum(1 for t in toks if t[0].isupper())
     title = caps > 3 and caps * 2 > len(toks)          # a heading in title case: no names read
-    for i, tok in enumerate(toks):
+    for tok in toks:
         low = _plain(tok)
-        initial = i == 0 or title
+        initial, first = first or title, False
         if low in _CLOCK:
             continue
         if low in STOPWORDS or low in META_WORDS or len(low) < 3 and not tok.isupper():
@@ -614,7 +613,6 @@ def grounding_features(text: str, cs: _Chunkset, work: Optional[list] = None) ->
             ok = any(m in cs.words for m, v in MONTH_NUMBERS.items() if v == MONTH_NUMBERS[f])
         ok = ok or tok[0].isupper() and _name_found(tok, low, cs)
         content.append(f)
-        named.append(i > 0 and tok[0].isupper())
         if not ok:
             unsup.append(tok)
             if tok[0].isupper() and not initial and low not in MONTH_NUMBERS or (len(tok) > 1 and tok.isupper()):
@@ -654,7 +652,7 @@ def grounding_features(text: str, cs: _Chunkset, work: Optional[list] = None) ->
                 why.append("modality of %r differs from the chunk (%s / %s)" % (
                     head, "+".join(sorted(a - {"not"})) or "none", "+".join(sorted(b - {"not"})) or "none"))
     feats = [len(unsup) / n if n else 0.0, float(len(unsup)), best, pair, neg_mis, mod_mis, float(n),
-             _novel_share(content, cs), _name_context(content, named, cs, work)]
+             _novel_share(content, cs)]
     return feats, missing, unsup, why
 
 
@@ -663,18 +661,6 @@ def _novel_share(content: List[str], cs: _Chunkset) -> float:
     no chunk sentence (0.0 without a pair)."""
     pairs = _pair_keys(content)
     return sum(1 for ab in pairs if ab not in cs.pairs) / len(pairs) if pairs else 0.0
-
-
-NAME_WINDOW = 4     # content words either side of a name that name_context pairs it with
-
-
-def _name_context(content: List[str], named: List[bool], cs: _Chunkset, work: Optional[list]) -> float:
-    """name_context: of the pairs (a name, a content word at most NAME_WINDOW content words
-    from it, another word), the share found together in one chunk sentence; 1.0 without a
-    name or a pair ("Brooks co-wrote" when no chunk sentence has both is a relation moved)."""
-    pairs = [(a, b) for i, a in enumerate(content) if named[i]
-             for b in content[max(0, i - NAME_WINDOW):i + NAME_WINDOW + 1] if b != a]
-    return sum(1 for a, b in pairs if _together(a, b, cs, work)) / len(pairs) if pairs else 1.0
 
 
 def _pair_keys(seq: List[str]) -> List[str]:
