@@ -138,8 +138,9 @@ check-fits:
 # others from their sdists, fetched once; bench/doctree/README.md).
 bench-doctree:
 	@$(PYTHON) bench/doctree/bench_doctree.py
-# score_eval.py's grounding model (issue 29): refit on FaithBench's fit half (../shared/data/faithbench),
-# rewriting bench/grounding_fit.json; copy its "model" into score_eval.py's GROUNDING_MODEL.
+# score_eval.py's grounding model (issues 29, 41): refit on the fit halves of FaithBench and RAGTruth
+# (../shared/data/faithbench, ../shared/data/ragtruth_gen), rewriting bench/grounding_fit.json; copy its
+# "model" into referee/grounding.py's GROUNDING_MODEL and run `make single-file`.
 # `python3 bench/fit_grounding.py --check` refits and verifies both byte for byte.
 fit-grounding:
 	@$(PYTHON) bench/fit_grounding.py

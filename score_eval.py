@@ -95,22 +95,22 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 #   2387  referee/refusals.py
 #   2686  referee/answers.py
 #   2959  referee/grounding.py
-#   3487  referee/treccalc.py
-#   3897  referee/trec.py
-#   4544  referee/names.py
-#   4626  referee/aggregate.py
-#   4887  referee/config.py
-#   5745  referee/contracts.py
-#   6166  referee/response.py
-#   6311  referee/judge.py
-#   7266  referee/gates.py
-#   7493  referee/scorecard.py
-#   7752  referee/outputs.py
-#   8289  referee/reports.py
-#   8923  referee/calibration.py
-#   9152  referee/shards.py
-#   9501  referee/run.py
-#  10166  referee/cli.py
+#   3699  referee/treccalc.py
+#   4109  referee/trec.py
+#   4756  referee/names.py
+#   4838  referee/aggregate.py
+#   5099  referee/config.py
+#   5957  referee/contracts.py
+#   6378  referee/response.py
+#   6523  referee/judge.py
+#   7478  referee/gates.py
+#   7705  referee/scorecard.py
+#   7964  referee/outputs.py
+#   8501  referee/reports.py
+#   9135  referee/calibration.py
+#   9364  referee/shards.py
+#   9713  referee/run.py
+#  10378  referee/cli.py
 
 
 
@@ -3010,8 +3010,10 @@ def _match_answer(response: str, golds, question: Optional[str], norms: frozense
 # with the chunk sentence that supports the sentence best.  A number or a name found in no
 # chunk makes the sentence unsupported whatever its score; otherwise the sentence is
 # unsupported when GROUNDING_MODEL's logistic score (probability that people would flag it)
-# reaches its threshold.  The weights and the threshold are fitted on the fit half of
-# FaithBench (people's hallucination spans) by ``make fit-grounding``
+# reaches its threshold.  A chunk that is a JSON record is read field by field
+# (structured_text), and an answer written from one (data-to-text) gets the model's
+# "structured" weights and operating point.  The weights and thresholds are fitted on the fit
+# halves of FaithBench and RAGTruth (people's hallucination spans) by ``make fit-grounding``
 # (bench/fit_grounding.py, which writes bench/grounding_fit.json; ``--check`` refits and
 # verifies the numbers below byte for byte).  Figures: docs/grounding.md.
 
@@ -3024,8 +3026,11 @@ GROUND_WORK = 50                # limit: chunk-sentence look-ups per character a
 # Meta words and lead-ins, number / month / unit words, negation and modal words: lexicon.py.
 
 # Fitted by `make fit-grounding` (bench/fit_grounding.py; copied from bench/grounding_fit.json).
-GROUNDING_MODEL = {"bias": -0.077089, "share_cut": 0.7, "threshold": 0.455,
-                   "weights": [-0.945472, 0.164798, -0.852188, -0.865722, 0.035412, 0.653727, 0.003054]}
+GROUNDING_MODEL = {"bias": -1.075577, "share_cut": 0.6, "threshold": 0.46,
+                   "weights": [-0.798433, 0.146558, -0.789178, -0.252742, 0.047479, 0.659302, 0.010067, 0.903203],
+                   "structured": {"bias": -4.368732, "share_cut": 0.7, "threshold": 0.18,
+                                  "weights": [0.090379, 0.184617, 0.398492, -0.091483, 2.283528, -0.097746,
+                                              -0.109913, 2.513362]}}
 
 _ENUM_RX = re.compile(r"^\(?\d{1,2}[.)] ")          # a list number that opens a sentence
 _LISTNUM_RX = re.compile(r"(?m)^[ \t]{0,8}(?:[-*\u2022]|\(?\d{1,2}[.)]|\(?[a-z][.)])[ \t]{1,8}")
@@ -3170,25 +3175,30 @@ class _Chunkset:
     a sentence written twice kept once; ``index``: each folded word's chunk sentences (their
     numbers in ``sents``), so a sentence of the answer is compared with the chunk sentences
     that share a word with it, never with all of them."""
-    __slots__ = ("words", "numbers", "sents", "pairs", "index")
+    __slots__ = ("words", "numbers", "sents", "pairs", "index", "acronyms", "structured", "texts")
 
     def __init__(self, texts: List[str]):
         self.words: set = set()
         self.numbers: List[float] = []
         self.sents: List[Tuple[frozenset, Dict[str, frozenset], frozenset]] = []
         self.index: Dict[str, List[int]] = {}
+        self.acronyms: Optional[set] = None      # read when a sentence first has an all-capitals word in no chunk
+        self.texts: List[str] = []
+        self.pairs: set = set()         # adjacent content words (folded, _pair_keys) of each chunk sentence
         seen = set()
+        self.structured = False         # a chunk is a JSON record: the answer is data-to-text
         for t in texts:
-            t = t[:MAX_GROUND_CHARS]
+            t0 = t[:MAX_GROUND_CHARS]
+            t = structured_text(t0)
+            self.structured = self.structured or t is not t0
+            self.texts.append(t)
             self.numbers.extend(v for _, v, _, _ in number_values(t))
             for s, e in split_sentences(t):
-                sent = t[s:e]
-                low = _words(sent)
-                folded = frozenset(fold_word(w) for w in low)
+                low, entry, key, pairs = _chunk_sentence(t[s:e])
+                folded = entry[0]
                 self.words |= folded
-                self.words.update(w for w in low)
-                entry = (folded, _marks(sent), _neg_zone(low))
-                key = (folded, frozenset(entry[1].items()), entry[2])
+                self.words.update(low)
+                self.pairs.update(pairs)
                 if key in seen:         # the same sentence again aligns no better and pairs nothing new
                     continue
                 seen.add(key)
@@ -3202,6 +3212,193 @@ class _Chunkset:
 
         self.numbers = sorted(set(self.numbers))
         self.words.update(_num_key(v) for v in self.numbers)
+
+
+_CAMEL_RX = re.compile(r"(?<=[a-z])(?=[A-Z])|_+")
+_RECORD_RX = re.compile(r"\s*[\[{]")
+_HM_RX = re.compile(r"\b([01]?\d|2[0-3]):([0-5]?\d)\b")
+MAX_STRUCT_DEPTH = 20           # levels of a JSON chunk read as fields (deeper values are left out)
+
+
+def structured_text(text: str) -> str:
+    """A chunk that is a JSON object or array (a record, as data-to-text answers are written
+    from) read as sentences, one per field: "<key words>: <value>." with the path's keys split
+    into words ("OutdoorSeating" -> "Outdoor Seating", with the joined pair "outdoorseating"
+    dropped in as "takeout" for "Take Out"), true as "yes", false as "no <key words>" (a
+    negation an answer must not drop), null left out, a 24-hour clock time also written as
+    its 12-hour time ("16:30" -> "16:30 4:30 pm"); any other text unchanged."""
+    if not _RECORD_RX.match(text):
+        return text
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    out: List[str] = []
+    _fields(data, [], out, 0)
+    return "\n\n".join(out) if out else text
+
+
+def _key_words(key: str) -> Tuple[List[str], List[str]]:
+    """A key's words ("OutdoorSeating" -> Outdoor, Seating) and its adjacent words joined
+    ("outdoorseating")."""
+    parts = [p for p in _CAMEL_RX.split(key) if p]
+    return parts, ["%s%s" % (a.lower(), b.lower()) for a, b in zip(parts, parts[1:])]
+
+
+def _clock12(m) -> str:
+    h, mi = int(m.group(1)), int(m.group(2))
+    return "%d:%02d %d:%02d %s" % (h, mi, h % 12 or 12, mi, "am" if h < 12 else "pm")
+
+
+def _fields(x, path: List[Tuple[List[str], List[str]]], out: List[str], depth: int) -> None:
+    """Append the sentences of value ``x`` at ``path`` (each key's words and joined words) to
+    ``out``; a false field's negation bears on its key's last word, the head of the compound
+    ("Outdoor outdoorseating no Seating")."""
+    if depth > MAX_STRUCT_DEPTH or x is None:
+        return
+    if isinstance(x, dict):
+        for k, v in x.items():
+            _fields(v, path + [_key_words(str(k))], out, depth + 1)
+        return
+    if isinstance(x, list):
+        for v in x:
+            _fields(v, path, out, depth + 1)
+        return
+    words = [w for parts, joined in path for w in parts + joined]
+    if isinstance(x, str) and x.strip().lower() in ("no", "none", "false"):
+        x = False
+    if isinstance(x, bool):
+        parts, joined = path[-1] if path else ([], [])
+        head = [w for p, j in path[:-1] for w in p + j]
+        if x:
+            out.append("%s." % " ".join(words + ["yes"]))
+        else:
+            out.append("%s." % " ".join(head + parts[:-1] + joined + ["no"] + parts[-1:]))
+        return
+    value = str(x)
+    if isinstance(x, str) and len(value) < 40:
+        value = _HM_RX.sub(_clock12, value)
+    if words:
+        value = "%s: %s" % (" ".join(words), value)
+    out.append(value + ("" if value.rstrip().endswith((".", "!", "?")) else "."))
+
+
+def _chunk_sentence(sent: str) -> tuple:
+    """What one chunk sentence supports: (its words, (folded words, negation / modality marks,
+    negation zone), the key of that entry, its adjacent content-word pairs)."""
+    low = _words(sent)
+    entry = (frozenset(fold_word(w) for w in low), _marks(sent), _neg_zone(low))
+    return low, entry, (entry[0], frozenset(entry[1].items()), entry[2]), _pair_keys(_content_seq(sent))
+
+
+def _content_seq(text: str) -> List[str]:
+    """The folded content words of ``text`` in order, as grounding_features reads a sentence's
+    (numbers, stopwords, meta, negation, modal and clock words and short words left out)."""
+    if _DIGIT_RX.search(text):
+        text = _without_numbers(text)
+    toks = _WORD_RX.findall(text)
+    if len(_CONTENT) > 200000:          # bounded, as _FOLDS
+        _CONTENT.clear()
+    for tok in toks:
+        if tok not in _CONTENT:
+            _CONTENT[tok] = _content_word(tok)
+    return [c for c in map(_CONTENT.__getitem__, toks) if c]
+
+
+_DIGITS_RX = re.compile(r"\d+")
+
+
+def _without_numbers(text: str) -> str:
+    """``_NUM_RX.sub(" ", text)`` for the words it leaves: each number (with its percent and
+    scale words) blanked, the pattern tried only where a run of digits starts (left to right,
+    as sub finds them), not at every character."""
+    parts = []
+    pos = 0
+    for d in _DIGITS_RX.finditer(text):
+        if d.start() < pos:
+            continue
+        m = _NUM_RX.match(text, d.start())
+        if m is None:
+            continue
+        parts.append(text[pos:m.start()])
+        parts.append(" ")
+        pos = m.end()
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def _content_word(tok: str) -> str:
+    """A word's folded form when it is a content word, else ""."""
+    low = _plain(tok)
+    if low in _CLOCK or low in STOPWORDS or low in META_WORDS or len(low) < 3 and not tok.isupper() \
+            or low in _NEG or low in _MODAL:
+        return ""
+    return fold_word(low)
+
+
+_CONTENT: Dict[str, str] = {}
+
+
+_RUN_JOINERS = frozenset(("of", "and", "the", "for", "de"))
+MAX_ACRONYM = 6         # letters of an acronym read from a run of capitalised words
+
+
+def _acronyms(text: str) -> set:
+    """The acronyms a text's names support, lower case: the initials of each run of 2 to
+    MAX_ACRONYM capitalised words separated by spaces only ("United Nations Security
+    Council" -> "un", "unsc", "nsc", ...), with and without the joining words of, and, the,
+    for, de ("Department of Justice" -> "doj" and "dj")."""
+    out: set = set()
+    run: List[Tuple[str, bool]] = []       # (initial, joining word)
+    end = -1
+    for m in _WORD_RX.finditer(text):
+        w = m.group(0)
+        joined = end >= 0 and m.start() > end and text[end:m.start()].isspace()
+        if not joined:
+            _run_acronyms(run, out)
+            run = []
+        if w[0].isupper() and not w.isupper() or (w.isupper() and len(w) == 1):
+            run.append((w[0].lower(), False))
+        elif w in _RUN_JOINERS and run:
+            run.append((w[0], True))
+        else:
+            _run_acronyms(run, out)
+            run = []
+        end = m.end()
+    _run_acronyms(run, out)
+    return out
+
+
+def _run_acronyms(run: List[Tuple[str, bool]], out: set) -> None:
+    while run and run[-1][1]:
+        run = run[:-1]
+    run = run[:4 * MAX_ACRONYM]
+    for i in range(len(run)):
+        if run[i][1]:
+            continue
+        for j in range(i + 2, min(len(run), i + 2 * MAX_ACRONYM) + 1):
+            if run[j - 1][1]:
+                continue
+            part = run[i:j]
+            full = "".join(c for c, _ in part)
+            caps = "".join(c for c, joiner in part if not joiner)
+            for a in (full, caps):
+                if 2 <= len(a) <= MAX_ACRONYM:
+                    out.add(a)
+
+
+def _name_found(tok: str, low: str, cs: "_Chunkset") -> bool:
+    """Whether a capitalised word found in no chunk is still a name the chunks hold: an
+    acronym of a run of their capitalised words ("UN" for "United Nations"), or a form
+    derived from a chunk word of at least five letters by at most three more letters making
+    up at most 30% of it ("Venezuelan" / "Venezuela", "Pennsylvanians" / "Pennsylvania")."""
+    if tok.isupper():
+        if cs.acronyms is None:
+            cs.acronyms = set().union(*[_acronyms(t) for t in cs.texts])
+        if low in cs.acronyms:
+            return True
+    n = len(low)
+    return any(low[:n - k] in cs.words for k in (1, 2, 3) if n - k >= 5 and n - k >= 0.7 * n)
 
 
 def _marks(text: str) -> Dict[str, frozenset]:
@@ -3297,7 +3494,7 @@ def checked_text(sentence: str) -> Optional[str]:
 ALIGNED_SHARE = 0.6     # share of a sentence's content words in one chunk sentence that makes it "copied"
 # feature order of GROUNDING_MODEL["weights"]
 GROUND_FEATURES = ("unsupported_share", "unsupported_words", "best_sentence_share", "pair_share",
-                   "negation_mismatch", "modality_mismatch", "content_words")
+                   "negation_mismatch", "modality_mismatch", "content_words", "novel_pairs")
 
 
 class _Budget(Exception):
@@ -3394,6 +3591,7 @@ def grounding_features(text: str, cs: _Chunkset, work: Optional[list] = None) ->
             ok = all(fold_word(p) in cs.words or p in cs.words for p in low.split("-") if p)
         if not ok and f in MONTH_NUMBERS:
             ok = any(m in cs.words for m, v in MONTH_NUMBERS.items() if v == MONTH_NUMBERS[f])
+        ok = ok or tok[0].isupper() and _name_found(tok, low, cs)
         content.append(f)
         if not ok:
             unsup.append(tok)
@@ -3401,9 +3599,7 @@ def grounding_features(text: str, cs: _Chunkset, work: Optional[list] = None) ->
                 missing.append(tok)
     n = len(content)
     fs = frozenset(content)
-    best = 0.0
-    bsent = None
-    pair = 0.0
+    best, bsent, pair = 0.0, None, 0.0
     if fs:
         best, bsent = _best_sentence(fs, cs, work)
         pairs = [(a, b) for a, b in zip(content, content[1:]) if a != b]
@@ -3435,8 +3631,22 @@ def grounding_features(text: str, cs: _Chunkset, work: Optional[list] = None) ->
                 mod_mis = 1.0
                 why.append("modality of %r differs from the chunk (%s / %s)" % (
                     head, "+".join(sorted(a - {"not"})) or "none", "+".join(sorted(b - {"not"})) or "none"))
-    feats = [len(unsup) / n if n else 0.0, float(len(unsup)), best, pair, neg_mis, mod_mis, float(n)]
+    feats = [len(unsup) / n if n else 0.0, float(len(unsup)), best, pair, neg_mis, mod_mis, float(n),
+             _novel_share(content, cs)]
     return feats, missing, unsup, why
+
+
+def _novel_share(content: List[str], cs: _Chunkset) -> float:
+    """novel_pairs: the share of adjacent content words (folded, in order) that are adjacent in
+    no chunk sentence (0.0 without a pair)."""
+    pairs = _pair_keys(content)
+    return sum(1 for ab in pairs if ab not in cs.pairs) / len(pairs) if pairs else 0.0
+
+
+def _pair_keys(seq: List[str]) -> List[str]:
+    """Adjacent words as one string each ("a b": a folded word holds no space), not tuples:
+    strings are not tracked by the garbage collector, and chunk sets hold many."""
+    return list(map(" ".join, zip(seq, seq[1:])))
 
 
 def _model_score(feats: List[float], model: dict) -> float:
@@ -3492,6 +3702,8 @@ def _ground(claim: str, texts: List[str], model: Optional[dict], sentences) -> G
     the answer and the chunks it reads (a cap no real answer comes near)."""
     model = model or GROUNDING_MODEL
     cs = chunkset(texts)
+    if cs.structured and "structured" in model:
+        model = model["structured"]      # its own operating point: written from a record, not prose
     checked = supported = aside = 0
     bad: List[dict] = []
     work = [GROUND_WORK * (min(len(claim), MAX_GROUND_CHARS) + sum(min(len(t), MAX_GROUND_CHARS) for t in texts)) + 10000]

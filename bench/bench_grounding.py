@@ -138,9 +138,12 @@ def render(results: dict) -> str:
             out.append("| %s | %d | %s |" % (kind, v["sentences"], "-" if v["flagged_share"] is None
                                               else "%.3f" % v["flagged_share"]))
         out.append("")
-        out.append("All checked sentences of the fit half: %d, flagged %d (%.3f). Model: %s."
-                   % (fit["data"]["checked_sentences"], fit["data"]["flagged_sentences"],
-                      fit["data"]["flagged_sentences"] / fit["data"]["checked_sentences"],
+        fb = fit["data"]["faithbench"]
+        rt = fit["data"]["ragtruth"]
+        out.append("All checked sentences of the fit half: %d, flagged %d (%.3f); RAGTruth's data-to-text fit half "
+                   "(the record model): %d, flagged %d. Model: %s."
+                   % (fb["checked_sentences"], fb["flagged_sentences"], fb["flagged_sentences"] / fb["checked_sentences"],
+                      rt["record_checked_sentences"], rt["record_flagged_sentences"],
                       json.dumps(fit["model"], sort_keys=True)))
         out.append("")
     c = results["cost"]
