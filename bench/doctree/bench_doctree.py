@@ -139,14 +139,14 @@ def is_right(claim: str, citations, q) -> bool:
             and any(cites_doc(c, q["doc"]) for c in citations))
 
 
-def run_tree(tree: str, docs: str, work: str, quiet_files: str) -> dict:
+def run_tree(tree: str, docs: str, work: str, quiet_files: str, config_path: str = None) -> dict:
     """Index ``work`` afresh and answer the tree's questions; prints a line per question."""
     from mini_rag.commands.runconfig import resolve
     from mini_rag.pipeline import open_pipeline
     index = os.path.join(os.path.dirname(work), "index-%s.json.gz" % os.path.basename(work))
     if os.path.exists(index):
         os.remove(index)                      # always built afresh by the code under test
-    config = resolve(None, work, index, quiet=True)
+    config = resolve(config_path, work, index, quiet=True)
     pipeline = open_pipeline(config, quiet=True)
     rows = []
     with open(os.path.join(HERE, "%s_questions.jsonl" % tree), encoding="utf-8") as fh:
@@ -198,6 +198,8 @@ def main(argv=None) -> int:
     ap.add_argument("--docs", default="/usr/share/doc/python3-pip/html", help="pip's installed docs")
     ap.add_argument("--work", help="where a tree is copied (default runs/doctree/<tree>)")
     ap.add_argument("--out", help="write the per-question results as JSON")
+    ap.add_argument("--config", help="a mini_rag config for the answerer (default: the committed defaults); "
+                    "its corpus and index are the tree's")
     args = ap.parse_args(argv)
     trees = ("pip",) + tuple(SDISTS) if args.tree == "all" else (args.tree,)
     results, code = {}, 0
@@ -215,7 +217,7 @@ def main(argv=None) -> int:
             print("bench_doctree: %s" % e, file=sys.stderr)
             code = 2
             continue
-        results[tree] = run_tree(tree, args.docs, work, files)
+        results[tree] = run_tree(tree, args.docs, work, files, args.config)
     if len(results) > 1:
         print("total: " + ", ".join("%s %d/%d" % (t, r["right"], r["n"]) for t, r in results.items()))
         print("naive: " + ", ".join("%s %d/%d" % (t, r["naive_right"], r["n"]) for t, r in results.items()))
