@@ -35,6 +35,11 @@ test question):
                                row or definition entry labelled X
 =============================  ==============================================================
 
+``is_item``, ``is_lead_in`` (and ``last_unit``) live in the text stage (``text/shape.py``),
+where retrieval reads them too: a retrieved lead-in brings the chunks of its list into the
+evidence right after it (``search/retrieve.py`` step 7, ``Retrieval.joined``), so the list is
+there to be shipped with its lead-in even when it shares no word with the question.
+
 The literal and definition readings only rank: a unit that has the shape gets the type
 weight once more, and only when some on-topic unit has it (so evidence without code spans,
 as in SQuAD or the gold policies, is scored as before).
