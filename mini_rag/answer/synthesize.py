@@ -1274,7 +1274,8 @@ def phase_c(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
             if not found:
                 ref = reference()
                 scoped = {f.pdf for f in facts}
-                other_facts = [f for f in phase_a(ref) if f.pdf not in scoped]
+                joined = getattr(ref, "joined", None) or {}   # a joined list was not ranked
+                other_facts = [f for f in phase_a(ref) if f.pdf not in scoped and f.chunk_id not in joined]
                 found.append([info.chunk_terms for info in _prepare(other_facts, ref, index, analyzer)])
             return found[0]
     parts = []
