@@ -134,6 +134,7 @@ class Retrieval:
     corrections: Dict[str, str] = field(default_factory=dict)  # query token -> index term used
     alternatives: Dict[str, List[str]] = field(default_factory=dict)  # query term -> other terms that counted
     signals: Dict[str, Any] = field(default_factory=dict)  # max, mean, gap, hit_count, freshness...
+    joined: Dict[str, str] = field(default_factory=dict)   # a hit joined after its lead-in (not ranked) -> the lead-in's chunk id
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -58,6 +58,42 @@ class Readers(unittest.TestCase):
         self.assertFalse(docshape.introduces_list("Two ways:", "Two ways:\nSee below.", "x#p0", index))
         self.assertEqual(docshape.lead_in_of(["a#p2"], C()), {})     # an index without chunk order
 
+    def test_list_after(self):
+        # text.shape.list_after: the chunks of the list (or table) a lead-in ending its chunk
+        # introduces, as retrieval joins them (retrieve.py step 7); each expected list read off
+        # the stub page by hand
+        from types import SimpleNamespace as C
+        from mini_rag.text import shape
+
+        def page(*specs):
+            return [C(chunk_id="%s#p%d" % (d, n), doc_id=d, kind=k, text=t) for n, (d, k, t) in enumerate(specs)]
+        lead = ("a", "text", "Some words first.\nIt can be set in these ways:")
+        item = ("a", "text", "- with an option\n- in a file")
+        cases = [
+            ("a list chunk after the lead-in", page(lead, item, ("a", "text", "Done.")), 0, 3, [1]),
+            ("items go on up to the cap", page(lead, item, item, item, item), 0, 3, [1, 2, 3]),
+            ("an enumerated list", page(lead, ("a", "text", "1. first"), ("a", "text", "a) second")), 0, 3, [1, 2]),
+            ("the document ends the list", page(lead, item, ("b", "text", "- another page")), 0, 3, [1]),
+            ("a table, and nothing after it", page(lead, ("a", "table", "Name: x; Value: 1"), item), 0, 3, [1]),
+            ("an item ending with its own lead-in", page(lead, ("a", "text", "- one\n- two, as follows:"), item), 0, 3, [1]),
+            ("the lead-in is not the chunk's last line", page(("a", "text", "These ways:\nSee below."), item), 0, 3, []),
+            ("a literal block's ::", page(("a", "text", "For example::"), item), 0, 3, []),
+            ("a contract's (a) is no list item", page(lead, ("a", "text", "(a) the first party")), 0, 3, []),
+            ("code that looks like a list", page(lead, ("a", "code", "- name: x\n  value: 1")), 0, 3, []),
+            ("a heading is no lead-in", page(("a", "heading", "Ways:"), item), 0, 3, []),
+            ("the last chunk of the index", page(item, lead), 1, 3, []),
+            ("a position outside the index", page(lead, item), 5, 3, []),
+        ]
+        for name, chunks, pos, limit, want in cases:
+            with self.subTest(name):
+                self.assertEqual(shape.list_after(chunks, pos, limit), want)
+                if want:
+                    # the answering stage reads the same lead-in for every joined chunk
+                    ids = [c.chunk_id for c in chunks]
+                    index = C(chunks=chunks, position=lambda cid, ids=ids: ids.index(cid) if cid in ids else -1)
+                    got = docshape.lead_in_of([chunks[k].chunk_id for k in want], index)
+                    self.assertEqual(got, {i: "It can be set in these ways:" for i in range(len(want))})
+
     def test_entry_label(self):
         cases = [("`truncate.leeway`: Configures the leeway. The default is `5`.", "truncate.leeway"),
                  ("**Legal hold**: an instruction to preserve records.", "Legal hold"),
@@ -243,6 +279,103 @@ class EndToEnd(unittest.TestCase):
         self.assertEqual(decision, "ANSWER")
         self.assertIn("signs a given bytes value", claim)
         self.assertNotIn("wraps", claim)
+
+
+#: issue 43's defect: a lead-in whose list shares no word with the question
+GUIDE = {"guide.md": "# Output\n\nThe tool supports these output formats:\n\n- JSON lines for machines\n"
+                     "- Markdown tables for people\n",
+         "other.md": "# Install\n\nRun the installer to set up the tool on your machine.\n"}
+GUIDE_RST = {"guide.rst": "Output\n======\n\nThe tool supports these output formats:\n\n* JSON lines for machines\n"
+                          "* Markdown tables for people\n",
+             "other.rst": "Install\n=======\n\nRun the installer to set up the tool on your machine.\n"}
+STATUS = {"status.md": "# Exit status\n\nWhen it stops, the tool returns one of these codes:\n\n| code | meaning |\n"
+                       "|---|---|\n| 0 | every file was read |\n| 3 | a file could not be parsed |\n",
+          "other.md": GUIDE["other.md"]}
+CERTS = {"certs.md": "# Certificates\n\nThe tool verifies certificates with the bundled certifi store by default.\n\n"
+                     "In order to use system trust stores, you need to:\n\n- Use Python 3.10 or newer.\n"
+                     "- Install the truststore package in the environment you run the tool in.\n",
+         "other.md": GUIDE["other.md"]}
+
+
+def open_tree(pages):
+    """A pipeline with its defaults over ``pages`` ({file name: text}) in a fresh folder."""
+    from mini_rag.commands.runconfig import resolve
+    from mini_rag.pipeline import open_pipeline
+    tmp = tempfile.mkdtemp()
+    docs = os.path.join(tmp, "docs")
+    os.makedirs(docs)
+    for name, text in pages.items():
+        with open(os.path.join(docs, name), "w", encoding="utf-8") as fh:
+            fh.write(text)
+    with redirect_stderr(io.StringIO()):
+        config = resolve(None, docs, os.path.join(tmp, "idx.json.gz"), quiet=True)
+        return tmp, open_pipeline(config, quiet=True)
+
+
+class LeadInLists(unittest.TestCase):
+    """A retrieved lead-in brings its list into the evidence (retrieve.py step 7), and the
+    lead-in is shipped with its items.  Each expected answer is read off the pages by hand:
+    a lead-in is shipped with its best item (the items that hold no question word tie, and
+    the first wins), the whole list when the question asks for a list."""
+
+    def run_case(self, pages, question):
+        tmp, pipeline = open_tree(pages)
+        try:
+            result = pipeline.answer(question)
+        finally:
+            shutil.rmtree(tmp)
+        row = result.row
+        cites = row["answer_json"].get("citations") or []
+        # the scorer checks citations against the retrieved chunks
+        self.assertTrue(set(cites) <= set(row["retrieved_ids"]), (cites, row["retrieved_ids"]))
+        return row["decision"], row["answer_json"].get("claim") or "", cites, result.retrieval
+
+    def test_lead_in_shipped_with_its_items(self):
+        cases = [
+            ("Markdown list", GUIDE, "Which output formats does the tool support?",
+             "The tool supports these output formats: JSON lines for machines", ["guide#p1", "guide#p2"]),
+            ("reST list", GUIDE_RST, "Which output formats does the tool support?",
+             "The tool supports these output formats: JSON lines for machines", ["guide#p1", "guide#p2"]),
+            ("Markdown table", STATUS, "What does the tool return when it stops?",
+             "When it stops, the tool returns one of these codes: code: 0; meaning: every file was read",
+             ["status#p1", "status#p2"]),
+            # "Use Python 3.10 or newer." holds the question's "use": the best item
+            ("the item holding a question word", CERTS, "What do I need in order to use system trust stores?",
+             "In order to use system trust stores, you need to: Use Python 3.10 or newer.", ["certs#p2", "certs#p3"]),
+        ]
+        for name, pages, question, claim, cites in cases:
+            with self.subTest(name):
+                got = self.run_case(pages, question)
+                self.assertEqual(got[:3], ("ANSWER", claim, cites))
+
+    def test_whole_list_when_asked_for(self):
+        decision, claim, cites, _ = self.run_case(GUIDE, "List the output formats the tool supports.")
+        self.assertEqual(decision, "ANSWER")
+        self.assertTrue(claim.startswith("The tool supports these output formats: JSON lines for machines"), claim)
+        self.assertIn("Markdown tables for people", claim)
+        self.assertEqual(cites, ["guide#p1", "guide#p2"])
+
+    def test_joined_list_is_never_the_reason_to_answer(self):
+        # the lead-in certs#p2 does not hold the question's key terms (release, default,
+        # truststore); its list (certs#p3, "truststore") is joined, and read with the lead-in's
+        # words it would cover them: it is on topic only when its lead-in is, so the refusal stands
+        question = "In which release did using the system trust store (truststore) become the default instead of certifi?"
+        decision, claim, cites, retrieval = self.run_case(CERTS, question)
+        self.assertEqual(retrieval.joined, {"certs#p3": "certs#p2"})
+        self.assertEqual((decision, cites), ("ABSTAIN", []))
+
+    def test_retrieval_joins_the_list_after_its_lead_in(self):
+        tmp, pipeline = open_tree(GUIDE)
+        try:
+            first = pipeline.retriever.retrieve("Which output formats does the tool support?")
+            again = pipeline.retriever.retrieve("Which output formats does the tool support?")
+        finally:
+            shutil.rmtree(tmp)
+        self.assertEqual([(h.chunk_id, h.rank) for h in first.hits], [("guide#p1", 1), ("guide#p2", 2)])
+        self.assertEqual(first.joined, {"guide#p2": "guide#p1"})
+        self.assertEqual(first.hits[1].similarity, first.hits[0].similarity)   # the lead-in's
+        self.assertEqual(first.signals["hit_count"], 1)                         # the ranking's: one hit
+        self.assertEqual(first.to_json(), again.to_json())
 
 
 if __name__ == "__main__":

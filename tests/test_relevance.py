@@ -257,6 +257,35 @@ class PhaseBTest(unittest.TestCase):
                 self.assertEqual(kept, facts[:limit])
                 self.assertEqual(dropped, [{"chunk_id": f.chunk_id, "reason": "over_limit"} for f in facts[limit:]])
 
+    def test_joined_list_rides_with_its_lead_in(self):
+        # retrieval joined d1#p1 (a list sharing no word with the question) after its lead-in
+        # d1#p0 (Retrieval.joined): it is not held to min_fact_overlap, not counted against the
+        # cap, and kept exactly when its lead-in is
+        _, index = load()
+        q = "refund window"
+        lead = fact("d1#p0", "The refund window is set per plan as follows:", 0.5)
+        items = fact("d1#p1", "- Plan A: ten days\n- Plan B: twenty days", 0.5)
+        plans = [fact("d%d#p0" % i, "The refund window for plan %d is %d days." % (i, 10 + i), 0.5)
+                 for i in range(2, 8)]
+        joined = {"d1#p1": "d1#p0"}
+        cfg = copy.deepcopy(DEFAULTS)
+        cfg["retrieval"]["max_context_chunks"] = 6
+        # the lead-in first: it and the five next plans fill the six places, its list rides along
+        facts = [lead, items] + plans
+        kept, dropped = phase_b_detail(q, facts, Retrieval(question=q, hits=[], joined=joined), index, cfg)
+        self.assertEqual(kept, [lead, items] + plans[:5])
+        self.assertEqual(dropped, [{"chunk_id": "d7#p0", "reason": "over_limit"}])
+        # the lead-in last: capped away, its list goes with it
+        cfg["retrieval"]["max_context_chunks"] = 3
+        facts = plans[:3] + [lead, items]
+        kept, dropped = phase_b_detail(q, facts, Retrieval(question=q, hits=[], joined=joined), index, cfg)
+        self.assertEqual(kept, plans[:3])
+        self.assertEqual(dropped, [{"chunk_id": "d1#p0", "reason": "over_limit"},
+                                   {"chunk_id": "d1#p1", "reason": "lead_in_dropped", "of": "d1#p0"}])
+        # not joined (ranked on its own words): the list is off topic, as any fact
+        kept, dropped = phase_b_detail(q, [lead, items], Retrieval(question=q, hits=[]), index, cfg)
+        self.assertEqual((kept, dropped), ([lead], [{"chunk_id": "d1#p1", "reason": "off_topic"}]))
+
     def test_duplicate_keeps_the_one_that_holds_more_of_the_question(self):
         # the same sentence twice; only one sits under the heading that names the window
         _, index = load()

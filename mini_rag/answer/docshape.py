@@ -35,6 +35,11 @@ test question):
                                row or definition entry labelled X
 =============================  ==============================================================
 
+``is_item``, ``is_lead_in`` (and ``last_unit``) live in the text stage (``text/shape.py``),
+where retrieval reads them too: a retrieved lead-in brings the chunks of its list into the
+evidence right after it (``search/retrieve.py`` step 7, ``Retrieval.joined``), so the list is
+there to be shipped with its lead-in even when it shares no word with the question.
+
 The literal and definition readings only rank: a unit that has the shape gets the type
 weight once more, and only when some on-topic unit has it (so evidence without code spans,
 as in SQuAD or the gold policies, is scored as before).
@@ -45,11 +50,11 @@ import re
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..text.markup import plain_text
+from ..text.shape import is_item, is_lead_in, last_unit as _last_unit
 
 __all__ = ["shaped", "list_after", "is_item", "is_lead_in", "introduces_list", "lead_in_of", "entry_label", "is_synopsis", "asks_literal", "has_literal", "asked_subject",
            "defines_subject"]
 
-_ITEM = re.compile(r"^\s{0,8}(?:[-*+\u2022]|\d{1,3}[.)]|[a-z][.)])[ \t]+\S")
 _LITERAL = re.compile(r"`[^`\n]{1,200}`|(?<![\w-])--[A-Za-z][\w-]{0,60}|\b[A-Za-z_][\w.]{0,60}\(\)|"
                       r"\b[A-Z][A-Z0-9]{1,30}_[A-Z0-9_]{1,60}\b")
 #: Nouns of the things documentation writes as code.
@@ -68,23 +73,6 @@ _DASHES = frozenset(("-", "\u2013", "\u2014", ":"))
 _COPULA = frozenset(("is", "are"))
 #: What follows "X is" in a definition ("X is a ...", "X is the ...", "X is used to ...").
 _DEFINING = frozenset(("a", "an", "the", "one", "used"))
-
-
-def is_item(text: str) -> bool:
-    """A list item: a bullet (``-``, ``*``, ``+``, ``\u2022``) or an enumerator (``1.``,
-    ``2)``, ``a.``) and then text."""
-    return bool(_ITEM.match(text))
-
-
-def is_lead_in(text: str) -> bool:
-    """A unit introducing what follows: it ends with one ``:`` and holds a letter."""
-    t = text.rstrip()
-    return t.endswith(":") and not t.endswith("::") and any(c.isalpha() for c in t)
-
-
-def _last_unit(text: str) -> str:
-    lines = [ln for ln in text.split("\n") if ln.strip()]
-    return lines[-1] if lines else ""
 
 
 def lead_in_of(chunk_ids: Sequence[str], index: Any, limit: int = 40) -> Dict[int, str]:

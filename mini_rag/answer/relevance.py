@@ -64,6 +64,11 @@ Steps, in order (``reason`` in parentheses):
    kept in retrieval order: each part's best facts first when the question has several
    parts, then those holding most of the question, retrieval order breaking ties
    (``_within_limit``).
+5. A lead-in's list (``lead_in_dropped``, with ``of`` its lead-in): a chunk retrieval
+   joined after the lead-in that introduces it (``Retrieval.joined``, retrieve.py step 7)
+   is the rest of what the lead-in says: it is not held to ``min_fact_overlap`` and not
+   counted against the cap; it is kept when its lead-in's chunk is kept, and dropped
+   otherwise (noise, duplicates and codes are checked on it as on any fact).
 
 Question terms (``question_terms``): the question analyzed by the index's analyzer,
 each term replaced by the retriever's typo correction when it made one, distinct, in
@@ -561,6 +566,22 @@ def _within_limit(question: str, pairs: List[Tuple[Fact, FrozenSet[str]]], overl
     return frozenset(chosen)
 
 
+def _with_riders(keep_idx: List[int], riders: List[int], survivors: List[Tuple[Fact, FrozenSet[str]]],
+                 joined: Dict[str, str], dropped: List[Dict[str, str]]) -> List[int]:
+    """Step 5: ``keep_idx`` and the ``riders`` (positions in ``survivors`` of the chunks
+    retrieval joined after their lead-in, ``joined``: chunk id -> lead-in's chunk id) whose
+    lead-in is kept, in order; the others are added to ``dropped`` (``lead_in_dropped``)."""
+    kept_ids = {survivors[i][0].chunk_id for i in keep_idx}
+    out = list(keep_idx)
+    for i in riders:
+        cid = survivors[i][0].chunk_id
+        if joined[cid] in kept_ids:
+            out.append(i)
+        else:
+            dropped.append({"chunk_id": cid, "reason": "lead_in_dropped", "of": joined[cid]})
+    return sorted(out)
+
+
 def phase_b(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
             config: Dict[str, Any], qa: Any = None) -> List[Fact]:
     """Noise removed, question-relevant, de-duplicated, at most max_context_chunks facts."""
@@ -585,6 +606,7 @@ def phase_b_detail(question: str, facts: List[Fact], retrieval: Retrieval, index
         bridges = expansion_bridges(question, config, analyzer, index, retrieval.corrections)
     hits = _hit_map(retrieval)
     scopes = scope_table(index, analyzer)
+    joined = getattr(retrieval, "joined", None) or {}
 
     dropped: List[Dict[str, str]] = []
     survivors: List[Tuple[Fact, FrozenSet[str]]] = []
@@ -606,7 +628,8 @@ def phase_b_detail(question: str, facts: List[Fact], retrieval: Retrieval, index
             reason = "revision_table"
         terms = frozenset(analyzer.analyze(fact.quote + "\n" + heading + "\n" + title)) | \
             scopes.get(fact.pdf, frozenset())
-        if reason is None and q_terms and fact_overlap(q_terms, weights, terms, bridges) < min_overlap:
+        if reason is None and q_terms and fact.chunk_id not in joined \
+                and fact_overlap(q_terms, weights, terms, bridges) < min_overlap:
             reason = "off_topic"
         if reason is not None:
             dropped.append({"chunk_id": fact.chunk_id, "reason": reason})
@@ -638,13 +661,15 @@ def phase_b_detail(question: str, facts: List[Fact], retrieval: Retrieval, index
         else:
             dropped.append({"chunk_id": fact.chunk_id, "reason": "duplicate",
                             "of": survivors[twin][0].chunk_id})
-    keep_idx.sort()
+    riders = [i for i in sorted(keep_idx) if survivors[i][0].chunk_id in joined]   # step 5
+    keep_idx = sorted(set(keep_idx) - set(riders))
     if len(keep_idx) > limit:
         capped = _within_limit(question, [survivors[i] for i in keep_idx], [overlap[i] for i in keep_idx],
                                limit, retrieval, analyzer, index, bridges, qa)
         dropped.extend({"chunk_id": survivors[i][0].chunk_id, "reason": "over_limit"}
                        for n, i in enumerate(keep_idx) if n not in capped)
         keep_idx = [i for n, i in enumerate(keep_idx) if n in capped]
+    keep_idx = _with_riders(keep_idx, riders, survivors, joined, dropped)
     kept = [survivors[i][0] for i in keep_idx]
     position = {f.chunk_id: n for n, f in enumerate(facts)}
     dropped.sort(key=lambda d: (position.get(d["chunk_id"], len(facts)), d["chunk_id"]))

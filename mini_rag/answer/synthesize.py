@@ -698,6 +698,7 @@ class _FactInfo:
     units: List[_Unit]
     scope_terms: frozenset = frozenset()     # the chunk's heading, document title and scope statement
     lead_in: str = ""                        # the lead-in of the list the chunk is part of (docshape)
+    joined: str = ""                         # the lead-in's chunk id when retrieval joined this chunk after it
 
 
 def _corpus_bridged(term: str, bridges: Optional[Bridges], evidence: Sequence[frozenset] = ()) -> bool:
@@ -962,7 +963,8 @@ def _prepare(facts: Sequence[Fact], retrieval: Retrieval, index: Any, analyzer) 
             terms = analyzer.analyze(text)
             # an entry's later sentences are about its label ("The default is `5`.")
             units.append(_Unit(fi, si, a, text, terms, frozenset(terms) | (label_terms if si else frozenset())))
-        infos.append(_FactInfo(fact, chunk_terms, units, scope_terms))
+        infos.append(_FactInfo(fact, chunk_terms, units, scope_terms,
+                               joined=(getattr(retrieval, "joined", None) or {}).get(fact.chunk_id, "")))
     # a list's items carry their lead-in's words, as they carry their heading's (docshape.py)
     for fi, lead in docshape.lead_in_of([f.chunk_id for f in facts], index).items():
         lead_terms = frozenset(analyzer.analyze(lead))
@@ -997,6 +999,14 @@ def _entry_about(text: str, q_set: Any, analyzer: Any) -> bool:
     if term is None or analyzer is None:
         return True
     return any(t in q_set for t in analyzer.analyze(term))
+
+
+def _joined_coverage(coverage: List[float], infos: List[_FactInfo]) -> List[float]:
+    """Rule 2 for a list retrieval joined after its lead-in (retrieve.py step 7): it is on
+    topic exactly when its lead-in's chunk is (its coverage is the lead-in's; 0 when the
+    lead-in is not among the facts): the list is answered from, never the reason to answer."""
+    by_id = {info.fact.chunk_id: c for info, c in zip(infos, coverage)}
+    return [by_id.get(info.joined, 0.0) if info.joined else c for info, c in zip(infos, coverage)]
 
 
 def _r(x: float) -> float:
@@ -1086,6 +1096,7 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
               (1.0 if key and all(covered(t, info.chunk_terms, bridges) for t in key) else 0.0))
         qs = weighted_share(q_terms, weights, info.chunk_terms, bridges)
         coverage.append(kc if qs >= min_share else 0.0)
+    coverage = _joined_coverage(coverage, infos)
     out["key_coverage"] = _r(max(coverage)) if coverage else 0.0
     min_cov = float(cfg["min_key_coverage"])
     typed_min = float(cfg.get("min_key_coverage_typed", min_cov))
@@ -1263,7 +1274,8 @@ def phase_c(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
             if not found:
                 ref = reference()
                 scoped = {f.pdf for f in facts}
-                other_facts = [f for f in phase_a(ref) if f.pdf not in scoped]
+                joined = getattr(ref, "joined", None) or {}   # a joined list was not ranked
+                other_facts = [f for f in phase_a(ref) if f.pdf not in scoped and f.chunk_id not in joined]
                 found.append([info.chunk_terms for info in _prepare(other_facts, ref, index, analyzer)])
             return found[0]
     parts = []

@@ -92,11 +92,21 @@ The QA contract flow (``retrieve``), seed 001, every value from ``[retrieval]``
    cos(hit, already taken)`` with ``lambda = mmr_lambda`` and cos the TF-IDF cosine of
    the two chunks' bags of terms (tie: chunk_id).  Otherwise similarity order.
    ``max_context_chunks`` is applied by the answering stage, not here.
-7. Signals over the accepted hits (seed 000): ``max``, ``mean`` of similarity (0.0 when
-   there is no hit), ``gap`` = best minus second best (``None`` with fewer than two),
-   ``hit_count``, ``candidate_count``, ``threshold`` used, ``oldest_effective`` /
-   ``newest_effective`` among hits with a date (``None`` when none), ``as_of`` from
-   ``[guards] as_of`` and ``oldest_age_days`` (as_of minus oldest_effective).
+7. A lead-in's list: an accepted hit whose last line introduces a list or a table
+   (``text.shape.list_after``: a prose chunk ending with ``:`` followed, in its document,
+   by chunks opening with a list item, or a table) brings that list's chunks (at most
+   :data:`LIST_CHUNKS`) into the hits right after it, with its similarity, score and query:
+   they are the rest of what it says, even when they share no word with the question.  A
+   chunk already among the hits stays where it is.  Ranks are renumbered;
+   ``Retrieval.joined`` maps each joined chunk to its lead-in's.  The answering stage
+   judges a joined chunk by its lead-in's (``relevance``: kept when the lead-in is, never
+   counted against ``max_context_chunks``; ``synthesize``: on topic when the lead-in is).
+8. Signals over the accepted hits (seed 000), taken before step 7 (a joined chunk was not
+   ranked): ``max``, ``mean`` of similarity (0.0 when there is no hit), ``gap`` = best
+   minus second best (``None`` with fewer than two), ``hit_count``, ``candidate_count``,
+   ``threshold`` used, ``oldest_effective`` / ``newest_effective`` among hits with a date
+   (``None`` when none), ``as_of`` from ``[guards] as_of`` and ``oldest_age_days`` (as_of
+   minus oldest_effective).
 
 Typo correction (``retrieve`` only; ``search`` ranks the query as written)
 -------------------------------------------------------------------------
@@ -135,6 +145,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 
 from ..errors import MiniRagError
 from ..text.analysis import ENGLISH_STOPWORDS, tokenize
+from ..text.shape import list_after
 from ..indexing.index import Index, bm25_idf, build_or_load, indexed_text, tfidf_idf
 from ..query import derive, synonyms
 from ..records import Hit, Retrieval
@@ -153,6 +164,10 @@ _ID_SEPARATORS = re.compile(r"[-_.]+")
 
 
 # ---------------------------------------------------------------- helpers
+
+#: At most this many chunks of a lead-in's list join the hits after it (step 7).
+LIST_CHUNKS = 3
+
 
 def _alignment(a: str, b: str, limit: int, sub_cost) -> int:
     """Optimal string alignment distance with substitution cost ``sub_cost(x, y)``;
@@ -1163,13 +1178,32 @@ class Retriever:
         hits = [h.copy() for h in accepted]
         if r["use_mmr"] and len(hits) > 1:
             hits = self._mmr(hits, r["mmr_lambda"])
+        signals = self.signals(hits, threshold, len(candidates))
+        joined: Dict[str, str] = {}
+        hits = self._with_lists(hits, joined)
         for i, h in enumerate(hits, 1):
             h.rank = i
         return Retrieval(question=question, hits=hits, candidates=candidates,
                          fallback_used=fallback_used, expansions=variants[1:], scope=scope,
                          query_terms=list(dict.fromkeys(terms)), corrections=corrections,
                          alternatives={t: alternatives[t] for t in sorted(alternatives)},
-                         signals=self.signals(hits, threshold, len(candidates)))
+                         signals=signals, joined=joined)
+
+    def _with_lists(self, hits: List[Hit], joined: Dict[str, str]) -> List[Hit]:
+        """Step 7 of the module docstring: each hit followed by the chunks of the list it
+        introduces that are not hits already (ranks are left to the caller); ``joined``
+        gets ``{joined chunk id: its lead-in's chunk id}``."""
+        chunks = self.index.chunks
+        seen = {h.chunk_id for h in hits}
+        out: List[Hit] = []
+        for h in hits:
+            out.append(h)
+            for k in list_after(chunks, self.index.position(h.chunk_id), LIST_CHUNKS):
+                if chunks[k].chunk_id not in seen:
+                    seen.add(chunks[k].chunk_id)
+                    joined[chunks[k].chunk_id] = h.chunk_id
+                    out.append(self._hit(k, h.score, h.similarity, h.rank, h.query))
+        return out
 
     def signals(self, hits: List[Hit], threshold: float, candidate_count: int) -> Dict[str, Any]:
         """Seed 000's retrieval quality signals over the accepted hits."""
