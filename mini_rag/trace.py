@@ -48,6 +48,7 @@ from __future__ import annotations
 from typing import Any, Container, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set
 
 from .text.markup import plain_text
+from .text.shape import prose
 
 __all__ = ["TRACE_KEYS", "build_row", "format_text", "paged_documents", "markup_documents", "shown"]
 
@@ -119,7 +120,7 @@ def format_text(decision: str, sentences: Sequence[Any], confidence: str, refusa
         CONFIDENCE: High|Medium|Low
 
     Each sentence of a document in ``markup`` (``None``: any) as plain text
-    (``markup.plain_text``, as the claim is shipped: :func:`shown`).  ``paged``:
+    (``shape.prose``, as the claim is shipped: a list's items joined into a line).  ``paged``:
     the documents that have pages (:func:`paged_documents`); a citation of any other
     document is ``(<doc>, <chunk_id>)``, without a page that is always 1 (Markdown, reST,
     text without form feeds).  ``None``: every citation shows its page.
@@ -143,10 +144,16 @@ def format_text(decision: str, sentences: Sequence[Any], confidence: str, refusa
     lines: List[str] = ["ANSWER:"]
     for n, s in enumerate(sentences, 1):
         page = "" if paged is not None and s.pdf not in paged else "p%d, " % s.page
-        lines.append("%d. %s (%s, %s%s)" % (n, " ".join(shown(s.sentence, s.pdf, markup).split()), s.pdf, page,
+        lines.append("%d. %s (%s, %s%s)" % (n, " ".join(_answer_text(s.sentence, s.pdf, markup).split()), s.pdf, page,
                                             s.chunk_id))
     lines.append("CONFIDENCE: %s" % confidence)
     return "\n".join(lines)
+
+
+def _answer_text(text: str, doc_id: str, markup: Optional[Container[str]] = None) -> str:
+    """An answer's sentence as the claim ships it: :func:`shown`, its list items joined into
+    the line of their lead-in (``shape.prose``) when the document is Markdown or reST."""
+    return prose(text) if markup is None or doc_id in markup else text
 
 
 def shown(text: str, doc_id: str, markup: Optional[Container[str]] = None) -> str:

@@ -296,6 +296,9 @@ CERTS = {"certs.md": "# Certificates\n\nThe tool verifies certificates with the 
                      "- Install the truststore package in the environment you run the tool in.\n",
          "other.md": GUIDE["other.md"]}
 
+STEPS = {"setup.md": "# Setup\n\nTo set up the tool:\n\n1. Run the installer.\n2. Add the tool to your path.\n",
+         "other.md": "# Output\n\nThe tool writes JSON lines.\n"}
+
 
 def open_tree(pages):
     """A pipeline with its defaults over ``pages`` ({file name: text}) in a fresh folder."""
@@ -349,11 +352,33 @@ class LeadInLists(unittest.TestCase):
                 self.assertEqual(got[:3], ("ANSWER", claim, cites))
 
     def test_whole_list_when_asked_for(self):
-        decision, claim, cites, _ = self.run_case(GUIDE, "List the output formats the tool supports.")
-        self.assertEqual(decision, "ANSWER")
-        self.assertTrue(claim.startswith("The tool supports these output formats: JSON lines for machines"), claim)
-        self.assertIn("Markdown tables for people", claim)
-        self.assertEqual(cites, ["guide#p1", "guide#p2"])
+        # the list shipped whole reads as prose: no bullet or enumerator left (main kept
+        # "... for machines - Markdown tables ...": only the first bullet was stripped)
+        cases = [
+            ("Markdown bullets", GUIDE, "List the output formats the tool supports.",
+             "The tool supports these output formats: JSON lines for machines; Markdown tables for people",
+             ["guide#p1", "guide#p2"]),
+            ("reST bullets", GUIDE_RST, "List the output formats the tool supports.",
+             "The tool supports these output formats: JSON lines for machines; Markdown tables for people",
+             ["guide#p1", "guide#p2"]),
+            # items ending with a period are sentences: one space between them
+            ("numbered steps", STEPS, "What are the steps to set up the tool?",
+             "To set up the tool: Run the installer. Add the tool to your path.", ["setup#p1", "setup#p2"]),
+        ]
+        for name, pages, question, claim, cites in cases:
+            with self.subTest(name):
+                self.assertEqual(self.run_case(pages, question)[:3], ("ANSWER", claim, cites))
+
+    def test_extra_lead_in_comes_with_its_item_before_it(self):
+        # the best sentence is the item "Use Python 3.10 or newer." (python, version); the
+        # lead-in brings "system trust stores" as an extra sentence: it goes before its item
+        # (main: "Use Python 3.10 or newer. In order to use system trust stores, you need to:")
+        for question in ("Which Python version is needed to use system trust stores?",
+                         "Which Python version is needed to use system trust stores with the tool?"):
+            with self.subTest(question):
+                self.assertEqual(self.run_case(CERTS, question)[:3], (
+                    "ANSWER", "In order to use system trust stores, you need to: Use Python 3.10 or newer.",
+                    ["certs#p2", "certs#p3"]))
 
     def test_joined_list_is_never_the_reason_to_answer(self):
         # the lead-in certs#p2 does not hold the question's key terms (release, default,
@@ -376,6 +401,82 @@ class LeadInLists(unittest.TestCase):
         self.assertEqual(first.hits[1].similarity, first.hits[0].similarity)   # the lead-in's
         self.assertEqual(first.signals["hit_count"], 1)                         # the ranking's: one hit
         self.assertEqual(first.to_json(), again.to_json())
+
+
+class ExtraLeadIn(unittest.TestCase):
+    """Rule 6 for a lead-in as an extra sentence (``synthesize._add_extra``): added only with
+    an item of its list, before it (the best item when none is chosen); the expected lists are
+    read off by hand (item2 scores above item1)."""
+
+    def test_table(self):
+        from types import SimpleNamespace as S
+        from mini_rag.answer.synthesize import _add_extra
+        lead_text = "To use system trust stores, you need to:"
+        unit = lambda text: S(text=text)
+        lead = (0.8, 0, 0, unit(lead_text), 0.0)
+        item1 = (0.5, 1, 0, unit("- Use Python 3.10 or newer."), 0.0)
+        item2 = (0.6, 1, 1, unit("- Install truststore."), 0.0)
+        other = (0.9, 2, 0, unit("Certificates are verified."), 0.0)
+
+        def infos(listed):
+            return [S(fact=S(pdf="a", chunk_id="a#p1"), units=[lead[3]], lead_in=""),
+                    S(fact=S(pdf="a", chunk_id="a#p2"), units=[item1[3], item2[3]],
+                      lead_in=lead_text if listed else ""),
+                    S(fact=S(pdf="b", chunk_id="b#p1"), units=[other[3]], lead_in="")]
+        cases = [
+            # (name, chosen before, room, the list is the lead-in's, chosen after)
+            ("best item appended after its lead-in", [other], 2, True, [other, lead, item2]),
+            ("no room for both", [other], 1, True, [other]),
+            ("an item chosen: the lead-in goes before it", [item1], 1, True, [lead, item1]),
+            ("the first chosen item of its list", [other, item2, item1], 1, True, [other, lead, item2, item1]),
+            ("no list: not added", [other], 2, False, [other]),
+        ]
+        for name, chosen, room, listed, expected in cases:
+            with self.subTest(name):
+                chosen = list(chosen)
+                _add_extra(lead, chosen, [other, lead, item2, item1], infos(listed), object(), room)
+                self.assertEqual(chosen, expected)
+        chosen = [item2]                # any other extra sentence is appended, as before
+        _add_extra(other, chosen, [other, lead, item2, item1], infos(True), object(), 1)
+        self.assertEqual(chosen, [item2, other])
+
+
+class ListProse(unittest.TestCase):
+    """``shape.prose``: an answer's text of a Markdown or reST page with its list items joined
+    into the line of their lead-in; each expected text is the input read by hand."""
+
+    def test_items_read_as_prose(self):
+        from mini_rag.text.shape import prose
+        cases = [
+            ("bullets after a lead-in", "The formats are:\n- JSON lines for machines\n- Markdown tables for people",
+             "The formats are: JSON lines for machines; Markdown tables for people"),
+            ("bullets alone", "- JSON lines\n- Markdown tables", "JSON lines; Markdown tables"),
+            ("reST bullets", "* JSON lines\n* Markdown tables", "JSON lines; Markdown tables"),
+            ("numbered sentences", "1. Use Python 3.10 or newer.\n2. Install the `truststore` package.",
+             "Use Python 3.10 or newer. Install the truststore package."),
+            ("a wrapped item", "- JSON lines for\n  machines\n- Markdown tables", "JSON lines for\nmachines; Markdown tables"),
+            ("an item after prose keeps its line", "Run it.\n- JSON lines", "Run it.\nJSON lines"),
+            ("prose lines stay lines", "A wrapped\nsentence with **bold**.", "A wrapped\nsentence with bold."),
+        ]
+        for name, text, expected in cases:
+            with self.subTest(name):
+                self.assertEqual(prose(text), expected)
+
+    def test_text_form_and_claim(self):
+        from types import SimpleNamespace as S
+        from mini_rag.answer.synthesize import Answer, AnswerSentence, format_answer
+        from mini_rag.trace import format_text
+        sents = [AnswerSentence("The tool supports these output formats:", "guide", 1, "guide#p1"),
+                 AnswerSentence("- JSON lines for machines\n- Markdown tables for people", "guide", 1, "guide#p2")]
+        answer = Answer(sents, "High")
+        self.assertEqual(answer.claim("no"), "The tool supports these output formats: "
+                                             "JSON lines for machines; Markdown tables for people")
+        self.assertEqual(answer.claim("no", markup=()), "The tool supports these output formats: "
+                                                         "- JSON lines for machines\n- Markdown tables for people")
+        expected = "2. JSON lines for machines; Markdown tables for people (guide, guide#p2)"
+        self.assertEqual(format_answer(answer, "no", paged=()).splitlines()[2], expected)
+        self.assertEqual(format_text("ANSWER", [S(**s.to_json()) for s in sents], "High", "no",
+                                     paged=()).splitlines()[2], expected)
 
 
 if __name__ == "__main__":

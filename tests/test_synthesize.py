@@ -629,8 +629,11 @@ class UnknownTermsTest(unittest.TestCase):
                          "3. The old key is retired after rotation.")
         a = run("What are the three steps of key rotation?", [f], idx)
         self.assertEqual([c["sentence"] for c in a.detail["parts"][0]["chosen"]], [0, 1, 2])
-        self.assertEqual(a.sentences[0].sentence, "1. Key rotation begins with a new key. 2. Data is "
-                         "re-encrypted with the new key. 3. The old key is retired after rotation.")
+        # each item keeps its line; the claim reads them as prose, without their enumerators
+        self.assertEqual(a.sentences[0].sentence, "1. Key rotation begins with a new key.\n2. Data is "
+                         "re-encrypted with the new key.\n3. The old key is retired after rotation.")
+        self.assertEqual(a.claim("no"), "Key rotation begins with a new key. Data is re-encrypted with the "
+                         "new key. The old key is retired after rotation.")
         a = run("How does key rotation begin?", [f], idx)
         self.assertEqual([c["sentence"] for c in a.detail["parts"][0]["chosen"]], [0])
 

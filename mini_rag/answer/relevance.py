@@ -588,6 +588,26 @@ def phase_b(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
     return phase_b_detail(question, facts, retrieval, index, config, qa=qa)[0]
 
 
+def _shape_reason(fact: Fact, heading: str, title: str, is_heading: bool, question: str, index: Any,
+                  qa: Any = None) -> Optional[str]:
+    """Phase B's first reasons, read off the fact's text and place alone (module docstring):
+    artifact, page_header, boilerplate, heading, code, revision_table; None for none."""
+    if is_artifact(fact.quote):
+        return "artifact"
+    if is_page_furniture(fact.quote, title):
+        return "page_header"
+    if is_boilerplate(fact.quote):
+        return "boilerplate"
+    if is_bare_heading(fact.quote, is_heading):
+        return "heading"
+    if chunk_kind(fact.chunk_id, index) == "code" and not is_synopsis(fact.quote):
+        return "code"
+    if (is_revision_table(fact.quote, heading, question, chunk_kind(fact.chunk_id, index)) if qa is None
+            else not qa.asks_revisions and is_revision_table(fact.quote, heading, kind=chunk_kind(fact.chunk_id, index))):
+        return "revision_table"
+    return None
+
+
 def phase_b_detail(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
                    config: Dict[str, Any], qa: Any = None) -> Tuple[List[Fact], List[Dict[str, str]]]:
     """``(kept facts, dropped)``; see the module docstring for the steps and reasons.
@@ -612,20 +632,7 @@ def phase_b_detail(question: str, facts: List[Fact], retrieval: Retrieval, index
     survivors: List[Tuple[Fact, FrozenSet[str]]] = []
     for fact in facts:
         heading, title, is_heading = chunk_context(fact.chunk_id, retrieval, index, hits)
-        reason = None
-        if is_artifact(fact.quote):
-            reason = "artifact"
-        elif is_page_furniture(fact.quote, title):
-            reason = "page_header"
-        elif is_boilerplate(fact.quote):
-            reason = "boilerplate"
-        elif is_bare_heading(fact.quote, is_heading):
-            reason = "heading"
-        elif chunk_kind(fact.chunk_id, index) == "code" and not is_synopsis(fact.quote):
-            reason = "code"
-        elif (is_revision_table(fact.quote, heading, question, chunk_kind(fact.chunk_id, index)) if qa is None
-              else not qa.asks_revisions and is_revision_table(fact.quote, heading, kind=chunk_kind(fact.chunk_id, index))):
-            reason = "revision_table"
+        reason = _shape_reason(fact, heading, title, is_heading, question, index, qa)
         terms = frozenset(analyzer.analyze(fact.quote + "\n" + heading + "\n" + title)) | \
             scopes.get(fact.pdf, frozenset())
         if reason is None and q_terms and fact.chunk_id not in joined \

@@ -125,7 +125,9 @@ auxiliary verb, so "What is X and does it apply to Y?" has two parts):
    ``[answer] min_score`` (0.3) -> refuse ``below_threshold``.
 6. More sentences.  Another candidate is added, best first, when its score is within
    ``[answer] extra_sentence_margin`` (0.15) of the best and it contains a key term no
-   chosen sentence contains; at most ``[answer] max_extra_sentences`` (2) per part.
+   chosen sentence contains; at most ``[answer] max_extra_sentences`` (2) per part.  A
+   candidate that is a list's lead-in (ending with ``:``) is added only with an item of its
+   list, right before it (``_add_extra``): never alone, never after its item.
    When the question asks for a whole list (``is_enumeration``: "What are the four
    elements of ...", "List the ...") and the best sentence is a list item, the answer is
    that list's items instead, in text order, at most ``[answer] max_sentences``.
@@ -163,7 +165,7 @@ from typing import Any, Callable, Container, Dict, List, Optional, Sequence, Tup
 from ..records import Fact, Retrieval
 from .facts import phase_a
 from ..text.memo import text_memo
-from ..text.markup import plain_text
+from ..text.shape import prose
 from .relevance import (_AUX, Bridges, _hit_map, _scaffold, analyzer_of, chunk_context, covered,
                         expansion_bridges, question_terms, split_question, term_weights, weighted_share)
 from ..query.glossary import entry_term, scope_table
@@ -229,12 +231,13 @@ class Answer:
     def claim(self, refusal: str, markup: Optional[Container[str]] = None) -> str:
         """The claim shipped in the trace: the sentences joined by one space, or ``refusal``.
         A sentence of a Markdown or reST document (its doc id in ``markup``; ``None``: every
-        document) is shipped as plain text (``markup.plain_text``: no list markers, emphasis,
-        link syntax or heading marks; code spans as their text); one of a plain text document
+        document) is shipped as plain text (``shape.prose``: no list markers, emphasis, link
+        syntax or heading marks; code spans as their text; a list's items joined into the line
+        of their lead-in, ``a; b``); one of a plain text document
         or a BEIR row as written.  The sentences themselves stay verbatim."""
         if self.refused or not self.sentences:
             return refusal
-        return " ".join(plain_text(s.sentence) if markup is None or s.pdf in markup else s.sentence
+        return " ".join(prose(s.sentence) if markup is None or s.pdf in markup else s.sentence
                         for s in self.sentences)
 
     def citations(self) -> List[str]:
@@ -276,7 +279,7 @@ def format_answer(answer: Answer, refusal: str, paged: Optional[Container[str]] 
     lines = ["ANSWER:"]
     for n, s in enumerate(answer.sentences, 1):
         page = "" if paged is not None and s.pdf not in paged else "p%d, " % s.page
-        text = plain_text(s.sentence) if markup is None or s.pdf in markup else s.sentence
+        text = prose(s.sentence) if markup is None or s.pdf in markup else s.sentence
         lines.append("%d. %s (%s, %s%s)" % (n, " ".join(text.split()), s.pdf, page, s.chunk_id))
     lines.append("CONFIDENCE: %s" % answer.confidence)
     return "\n".join(lines)
@@ -1049,6 +1052,26 @@ def _asked_pick(pool: List[tuple], kind: str, key: Sequence[str], analyzer: Any,
     return None
 
 
+def _add_extra(lead: tuple, chosen: List[tuple], scored: List[tuple], infos: List[_FactInfo],
+               index: Any, room: int) -> None:
+    """Rule 6: the extra sentence ``lead`` is appended to ``chosen``, unless it is a lead-in
+    (a unit ending with ``:``): a lead-in as an extra sentence is added only
+    with an item of its list (``docshape.list_after``) and before it: right before the first
+    chosen item of its list when one is chosen already, else with the best item after it when
+    both fit in ``room``; a lead-in whose list is not among the candidates is not added."""
+    if not docshape.is_lead_in(lead[3].text):
+        chosen.append(lead)
+        return
+    listed = docshape.list_after(lead, scored, infos, index)
+    if not listed:
+        return
+    mine = [k for k, c in enumerate(chosen) if c in listed]
+    if mine:
+        chosen.insert(mine[0], lead)
+    elif room >= 2:
+        chosen.extend((lead, min(listed, key=lambda s: (-s[0], s[1], s[2]))))
+
+
 def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: Any,
                  bridges: Bridges, cfg: Dict[str, Any], analyzed: Any = None,
                  others: Optional[Callable[[], Sequence[frozenset]]] = None) -> Dict[str, Any]:
@@ -1210,7 +1233,7 @@ def _answer_part(part: str, q_terms: List[str], infos: List[_FactInfo], index: A
             continue
         new = [t for t in key if t not in have and covered(t, cand[3].term_set, bridges)]
         if new:
-            chosen.append(cand)
+            _add_extra(cand, chosen, scored, infos, index, int(cfg["max_extra_sentences"]) + 1 - len(chosen))
             have.update(new)
     if kind == "polarity" and not enumerated and not is_exception(best[3].text):
         extra = _stated_exception(best[3], infos, key, bridges)
@@ -1237,6 +1260,15 @@ def _cfg(config: Dict[str, Any]) -> Dict[str, Any]:
     merged = dict(DEFAULTS["answer"])
     merged.update(config.get("answer", {}))
     return merged
+
+
+def _chunk_text(units: Sequence[_Unit]) -> str:
+    """The chosen units of one chunk, in text order, joined by one space; a list item keeps a
+    line of its own, so the claim reads it without its marker (``shape.prose``)."""
+    text = ""
+    for u in units:
+        text += ("\n" if docshape.is_item(u.text) else " ") + u.text if text else u.text
+    return text
 
 
 def phase_c(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
@@ -1318,7 +1350,7 @@ def phase_c(question: str, facts: List[Fact], retrieval: Retrieval, index: Any,
     sentences = []
     for fi in order:
         fact = infos[fi].fact
-        text = " ".join(u.text for u in sorted(by_fact[fi], key=lambda u: u.start))
+        text = _chunk_text(sorted(by_fact[fi], key=lambda u: u.start))
         sentences.append(AnswerSentence(sentence=text, pdf=fact.pdf, page=fact.page, chunk_id=fact.chunk_id))
     rank = {level: n for n, level in enumerate(CONFIDENCE_LEVELS)}
     confidence = max((p["confidence"] for p in answered), key=lambda c: rank[c])

@@ -11,6 +11,8 @@ properties of the text only.
 ``last_unit(text)``             the last non-blank line of a chunk's text
 ``list_after(chunks, pos, n)``  the positions of the list (or table) chunks the chunk at
                                 ``pos`` introduces, in order, at most ``n``
+``prose(text)``                 an answer's text of a Markdown or reST page as plain text,
+                                its list items joined into the line they continue
 ==============================  ===========================================================
 
 >>> from types import SimpleNamespace as C
@@ -25,7 +27,9 @@ from __future__ import annotations
 import re
 from typing import Any, List, Sequence
 
-__all__ = ["is_item", "is_lead_in", "last_unit", "list_after"]
+from .markup import plain_text
+
+__all__ = ["is_item", "is_lead_in", "last_unit", "list_after", "prose"]
 
 _ITEM = re.compile(r"^\s{0,8}(?:[-*+\u2022]|\d{1,3}[.)]|[a-z][.)])[ \t]+\S")
 
@@ -75,3 +79,34 @@ def list_after(chunks: Sequence[Any], pos: int, limit: int = 3) -> List[int]:
             break
         k += 1
     return out
+
+
+_CLOSED = (".", ";", ",", "!", "?", ":")
+
+
+def prose(text: str) -> str:
+    r"""``text`` (an answer's sentences of one chunk of a Markdown or reST page; a list item
+    starts a line) as plain text (``markup.plain_text``, line by line) that reads as prose: a
+    list item goes on the line of the lead-in or item before it, after a space when that line
+    ends with punctuation (``:``, ``.``, ``;``, ...), else after ``; ``; any other line stays
+    a line of its own, as ``plain_text`` gives it.  No bullet or enumerator is left.
+
+    >>> prose("The formats are:\n- JSON lines for machines\n- Markdown tables for people")
+    'The formats are: JSON lines for machines; Markdown tables for people'
+    >>> prose("1. Use Python 3.10 or newer.\n2. Install **truststore**.")
+    'Use Python 3.10 or newer. Install truststore.'
+    >>> prose("A wrapped\nsentence.")
+    'A wrapped\nsentence.'
+    """
+    out: List[str] = []
+    listed = False              # the line before is a lead-in, an item or an item's own line
+    for line in text.split("\n"):
+        plain = plain_text(line)
+        item = is_item(line)
+        if out and item and listed and out[-1].strip():
+            head = out[-1].rstrip()
+            out[-1] = head + (" " if head.endswith(_CLOSED) else "; ") + plain.strip()
+        else:
+            out.append(plain)
+        listed = item or is_lead_in(line) or (listed and line[:1] in (" ", "\t") and bool(line.strip()))
+    return "\n".join(out)
