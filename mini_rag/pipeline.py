@@ -324,7 +324,7 @@ class Pipeline:
             risk=risk.to_json(), conflicts=[conflict_json(c) for c in pairs],
             signals=retrieval.signals, timings_ms=timing, doc_scope=doc_scope,
             decided_by="retrieval" if early is not None else "answer",
-            validation=validation_json(check, validator_errors, failure))
+            validation=validation_json(check, validator_errors, failure), joined=retrieval.joined)
         return Result(row, retrieval, facts_a, facts_b, answer, verdict, check, validator_errors,
                       generator_called=recorder.calls > 0,
                       generator_error=failure.kind if failure is not None else "")

@@ -10,7 +10,8 @@ key                   value
 ``q``                 the question as asked
 ``retrieved_ids``     accepted hits' chunk ids, in rank order (what the answerer saw;
                       citations must be among them)
-``retrieved_scores``  their similarity in [0, 1], parallel to ``retrieved_ids``
+``retrieved_scores``  their similarity in [0, 1], parallel to ``retrieved_ids`` (a joined
+                      list chunk: just below every score before it)
 ``answer_json``       ``{"claim": str, "citations": [ids]}``; the refusal token and ``[]``
                       for every non-ANSWER decision
 ``cited_chunks``      ``{id: full chunk text}`` for the citations (the scorer's
@@ -45,6 +46,7 @@ non-ASCII kept), so two runs over the same inputs give the same bytes.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Container, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set
 
 from .text.markup import plain_text
@@ -57,13 +59,27 @@ TRACE_KEYS = ("qid", "q", "retrieved_ids", "retrieved_scores", "answer_json", "c
               "corrections", "risk", "conflicts", "signals", "decided_by", "validation")
 
 
+def _scores(hits: Sequence[Any], joined: Dict[str, str]) -> List[float]:
+    """``retrieved_scores``: each hit's similarity, but a chunk joined to its lead-in (retrieval
+    step 7, after every ranked hit) scores just below every score before it, so a scorer that
+    orders by score (trec_eval's order, ``score_eval.py``'s) keeps the retriever's ranking."""
+    out: List[float] = []
+    for h in hits:
+        s = float(h.similarity)
+        if h.chunk_id in joined and out:
+            low = min(out)
+            s = math.nextafter(low, 0.0) if low > 0.0 else 0.0
+        out.append(s)
+    return out
+
+
 def build_row(qid: str, question: str, hits: Sequence[Any], claim: str, citations: Sequence[str],
               cited_chunks: Dict[str, str], decision: str, reasons: Sequence[str], message: str,
               confidence: str, fallback_used: bool, expansions: Sequence[str],
               corrections: Dict[str, str], risk: Dict[str, Any], conflicts: Sequence[Dict[str, Any]],
               signals: Dict[str, Any], timings_ms: Optional[Dict[str, float]] = None,
               decided_by: str = "answer", validation: Optional[Dict[str, Any]] = None,
-              doc_scope: Optional[str] = None) -> Dict[str, Any]:
+              doc_scope: Optional[str] = None, joined: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     """The trace row, keys in :data:`TRACE_KEYS` order (plus ``doc_scope`` and ``timings_ms``
     when given).
 
@@ -74,7 +90,7 @@ def build_row(qid: str, question: str, hits: Sequence[Any], claim: str, citation
         "qid": qid,
         "q": question,
         "retrieved_ids": [h.chunk_id for h in hits],
-        "retrieved_scores": [float(h.similarity) for h in hits],
+        "retrieved_scores": _scores(hits, joined or {}),
         "answer_json": {"claim": claim, "citations": list(citations)},
         "cited_chunks": {cid: _cited_value(cited_chunks[cid], hits, cid) for cid in citations if cid in cited_chunks},
         "decision": decision,

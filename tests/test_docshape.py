@@ -403,6 +403,39 @@ class LeadInLists(unittest.TestCase):
         self.assertEqual(first.to_json(), again.to_json())
 
 
+    def test_joined_list_never_displaces_a_ranked_hit(self):
+        """Joined chunks come after every ranked hit, so the trace's ranks are the retriever's:
+        here the lead-in (guide#p1) and the install page's sentence (other#p1) both match
+        "tool", and the list the lead-in introduces (guide#p2) is third, not second."""
+        pages = dict(GUIDE, **{"other.md": "# Install\n\nThe tool supports an installer that sets up output folders.\n"})
+        tmp, pipeline = open_tree(pages)
+        try:
+            got = pipeline.retriever.retrieve("Which output formats does the tool support?")
+        finally:
+            shutil.rmtree(tmp)
+        self.assertEqual([(h.chunk_id, h.rank) for h in got.hits],
+                         [("guide#p1", 1), ("other#p1", 2), ("guide#p2", 3)])
+        self.assertEqual(got.joined, {"guide#p2": "guide#p1"})
+
+    def test_trace_scores_keep_the_ranking(self):
+        """In the trace a joined chunk scores just below every score before it, so ordering by
+        score (trec_eval's order, which score_eval.py uses when scores are not strictly
+        decreasing) gives the retriever's ranking; its Hit keeps the lead-in's similarity."""
+        import math
+        pages = dict(GUIDE, **{"other.md": "# Install\n\nThe tool supports an installer that sets up output folders.\n"})
+        tmp, pipeline = open_tree(pages)
+        try:
+            res = pipeline.answer("Which output formats does the tool support?")
+        finally:
+            shutil.rmtree(tmp)
+        ids, scores = res.row["retrieved_ids"], res.row["retrieved_scores"]
+        self.assertEqual(ids, ["guide#p1", "other#p1", "guide#p2"])
+        self.assertEqual(scores[:2], [res.retrieval.hits[0].similarity, res.retrieval.hits[1].similarity])
+        self.assertEqual(scores[2], math.nextafter(min(scores[:2]), 0.0))
+        self.assertEqual(res.retrieval.hits[2].similarity, res.retrieval.hits[0].similarity)
+        self.assertEqual([d for _, d in sorted(zip(scores, ids), reverse=True)], ids)
+
+
 class ExtraLeadIn(unittest.TestCase):
     """Rule 6 for a lead-in as an extra sentence (``synthesize._add_extra``): added only with
     an item of its list, before it (the best item when none is chosen); the expected lists are

@@ -95,9 +95,10 @@ The QA contract flow (``retrieve``), seed 001, every value from ``[retrieval]``
 7. A lead-in's list: an accepted hit whose last line introduces a list or a table
    (``text.shape.list_after``: a prose chunk ending with ``:`` followed, in its document,
    by chunks opening with a list item, or a table) brings that list's chunks (at most
-   :data:`LIST_CHUNKS`) into the hits right after it, with its similarity, score and query:
-   they are the rest of what it says, even when they share no word with the question.  A
-   chunk already among the hits stays where it is.  Ranks are renumbered;
+   :data:`LIST_CHUNKS`) into the hits, after every ranked hit (the retriever's ranking is never
+   displaced: a trace's rank measures stay the retriever's), with its similarity, score and
+   query: they are the rest of what it says, even when they share no word with the question.
+   A chunk already among the hits stays where it is.  Joined chunks get the ranks after the hits;
    ``Retrieval.joined`` maps each joined chunk to its lead-in's.  The answering stage
    judges a joined chunk by its lead-in's (``relevance``: kept when the lead-in is, never
    counted against ``max_context_chunks``; ``synthesize``: on topic when the lead-in is).
@@ -1190,14 +1191,14 @@ class Retriever:
                          signals=signals, joined=joined)
 
     def _with_lists(self, hits: List[Hit], joined: Dict[str, str]) -> List[Hit]:
-        """Step 7 of the module docstring: each hit followed by the chunks of the list it
-        introduces that are not hits already (ranks are left to the caller); ``joined``
-        gets ``{joined chunk id: its lead-in's chunk id}``."""
+        """Step 7 of the module docstring: the hits in their ranked order, then the chunks of
+        the lists they introduce that are not hits already, in their lead-ins' order (ranks are
+        left to the caller: the retrieved ranking is never displaced, so rank measures on a
+        trace are the retriever's); ``joined`` gets ``{joined chunk id: its lead-in's chunk id}``."""
         chunks = self.index.chunks
         seen = {h.chunk_id for h in hits}
-        out: List[Hit] = []
+        out: List[Hit] = list(hits)
         for h in hits:
-            out.append(h)
             for k in list_after(chunks, self.index.position(h.chunk_id), LIST_CHUNKS):
                 if chunks[k].chunk_id not in seen:
                     seen.add(chunks[k].chunk_id)
