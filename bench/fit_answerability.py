@@ -477,10 +477,12 @@ def main(argv=None) -> int:
         print("fit: %s: %d questions, %d candidates" % (name, len(rows), sum(len(r["items"]) for r in rows)),
               file=sys.stderr)
     features = am.FEATURES + (am.EMBED_FEATURES if encoder is not None else ())
-    ranker = {k: round(v, 6) for k, v in rank_fit(collected, args.l2, names=features, weights=weights).items()}
+    # "+ 0.0": a weight that rounds to zero is written 0.0, never -0.0 (which side of zero it rounds
+    # from can differ between Python versions: 3.12 sums floats with compensation)
+    ranker = {k: round(v, 6) + 0.0 for k, v in rank_fit(collected, args.l2, names=features, weights=weights).items()}
     model = am.Model(ranker, {k: 0.0 for k in features + ("share", "rmargin")}, 0.5, 1.0, features)
     gate = fit([gate_rows(rows, model) for rows in collected], args.l2, model.gate_features, weights=weights)
-    model.gate = {k: round(v, 6) for k, v in gate.items()}
+    model.gate = {k: round(v, 6) + 0.0 for k, v in gate.items()}
     per_set = [outcomes(rows, model) for rows in collected]
     naive = [naive_metrics(rows) for rows in collected]
     if encoder is None:
