@@ -50,7 +50,7 @@ import re
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..text.markup import plain_text
-from ..text.shape import is_item, is_lead_in, last_unit as _last_unit
+from ..text.shape import is_item, is_lead_in, last_unit as _last_unit, list_after as list_after_chunk
 
 __all__ = ["shaped", "list_after", "is_item", "is_lead_in", "introduces_list", "lead_in_of", "entry_label", "is_synopsis", "asks_literal", "has_literal", "asked_subject",
            "defines_subject"]
@@ -116,10 +116,7 @@ def introduces_list(unit: str, chunk_text: str, chunk_id: str, index: Any) -> bo
     if chunks is None or position is None:
         return False
     pos = position(chunk_id)
-    if pos < 0 or pos + 1 >= len(chunks) or chunks[pos + 1].doc_id != chunks[pos].doc_id:
-        return False
-    nxt = chunks[pos + 1]
-    return is_item(nxt.text) or getattr(nxt, "kind", "text") == "table"
+    return pos >= 0 and bool(list_after_chunk(chunks, pos, 1))
 
 
 _LABEL = re.compile(r"`([^`\n]{1,80})`[ \t]{0,3}:[ \t]|\*\*([^*\n]{1,80})\*\*[ \t]{0,3}:[ \t]")
